@@ -1,0 +1,384 @@
+"""Aggregators with a mergeable intermediate form: accumulate -> combine -> finalize.
+
+``accumulate(columns, gid, G)`` reduces the selected rows of one segment into one intermediate
+value per group (``gid`` numbers each row's group densely in [0, G)). ``combine`` reduces
+intermediates the same way, which is how the broker merges historicals' partials and how
+projections will re-aggregate. ``finalize`` turns an intermediate into the user-facing value.
+
+Grouped reductions use numpy's unbuffered ``ufunc.at`` (exact int64 sums, no per-row Python).
+SQL null semantics: COUNT is never null; SUM/MIN/MAX/ANY of a group with no non-null input is null.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from common.errors import ValidationError
+from common.query.filters import Filter, filter_from_json, filter_to_json
+from common.types.column_type import DOUBLE, FLOAT, LONG, STRING, ColumnType
+
+
+def _input(cols, field_name: str | None, expression: str | None) -> pa.Array:
+    if expression is not None:
+        from common.expr import evaluate_column, parse
+
+        return evaluate_column(parse(expression), cols, cols.num_rows, cols.types())
+    return cols[field_name]
+
+
+def _input_type(types, field_name: str | None, expression: str | None) -> ColumnType:
+    if expression is not None:
+        from common.expr import infer_type, parse
+
+        return infer_type(parse(expression), types)
+    if field_name not in types:
+        from common.errors import unknown_name_message
+
+        raise ValidationError(unknown_name_message("column", field_name, types))
+    return types[field_name]
+
+
+def _numpy_values(arr: pa.Array, dtype) -> tuple[np.ndarray, np.ndarray]:
+    """(values, valid mask); null slots hold zeros."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    if pa.types.is_timestamp(arr.type):
+        arr = arr.cast(pa.int64())
+    if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        arr = arr.cast(pa.float64(), safe=False) if dtype != np.int64 else arr.cast(pa.float64()).cast(pa.int64())
+    valid = np.ones(len(arr), dtype=bool) if arr.null_count == 0 else arr.is_valid().to_numpy(zero_copy_only=False)
+    values = arr.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
+    return values, valid
+
+
+@dataclass(frozen=True)
+class Aggregator:
+    name: str
+
+    def columns(self) -> frozenset[str]:
+        return frozenset()
+
+    def result_type(self, types) -> ColumnType:
+        raise NotImplementedError
+
+    def accumulate(self, cols, gid: np.ndarray, groups: int) -> pa.Array:
+        raise NotImplementedError
+
+    def combine(self, values: pa.Array, gid: np.ndarray, groups: int) -> pa.Array:
+        raise NotImplementedError
+
+    def finalize(self, values: pa.Array) -> pa.Array:
+        return values
+
+    def accumulate_empty(self, types, groups: int) -> pa.Array:
+        """Intermediates of groups that saw no rows (zero-filled time buckets)."""
+        return pa.nulls(groups, self.result_type(types).to_arrow())
+
+    def to_json(self) -> dict:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Count(Aggregator):
+    def result_type(self, types) -> ColumnType:
+        return LONG
+
+    def accumulate(self, cols, gid, groups):
+        return pa.array(np.bincount(gid, minlength=groups).astype(np.int64))
+
+    def combine(self, values, gid, groups):
+        v, _ = _numpy_values(values, np.int64)
+        out = np.zeros(groups, dtype=np.int64)
+        np.add.at(out, gid, v)
+        return pa.array(out)
+
+    def accumulate_empty(self, types, groups):
+        return pa.array(np.zeros(groups, dtype=np.int64))
+
+    def to_json(self):
+        return {"type": "count", "name": self.name}
+
+
+_KIND_TYPES = {"long": LONG, "double": DOUBLE, "float": FLOAT}
+
+
+@dataclass(frozen=True)
+class _FieldAggregator(Aggregator):
+    field_name: str | None = None
+    expression: str | None = None
+    kind: str = "double"  # long | double | float
+
+    def columns(self) -> frozenset[str]:
+        if self.expression is not None:
+            from common.expr import parse
+
+            return frozenset(parse(self.expression).columns())
+        return frozenset([self.field_name])
+
+    def result_type(self, types) -> ColumnType:
+        return _KIND_TYPES[self.kind]
+
+    def _dtype(self):
+        return np.int64 if self.kind == "long" else np.float64
+
+    def _json_base(self, druid_op: str) -> dict:
+        out = {"type": f"{self.kind}{druid_op}", "name": self.name}
+        if self.expression is not None:
+            out["expression"] = self.expression
+        else:
+            out["fieldName"] = self.field_name
+        return out
+
+    def _arrow(self, values: np.ndarray, has: np.ndarray) -> pa.Array:
+        target = _KIND_TYPES[self.kind].to_arrow()
+        arr = pa.array(values, mask=~has)
+        return arr.cast(target) if arr.type != target else arr
+
+    def _check_input(self, cols) -> None:
+        ctype = _input_type(cols.types(), self.field_name, self.expression)
+        if not (ctype.is_numeric or ctype.is_string):
+            what = self.expression or self.field_name
+            raise ValidationError(f"aggregator '{self.name}' needs a number, but '{what}' is {ctype.sql_name}")
+
+
+@dataclass(frozen=True)
+class Sum(_FieldAggregator):
+    def accumulate(self, cols, gid, groups):
+        self._check_input(cols)
+        return self._reduce(_input(cols, self.field_name, self.expression), gid, groups)
+
+    def _reduce(self, arr, gid, groups):
+        v, valid = _numpy_values(arr, self._dtype())
+        out = np.zeros(groups, dtype=self._dtype())
+        np.add.at(out, gid[valid], v[valid])
+        has = np.bincount(gid[valid], minlength=groups) > 0
+        return self._arrow(out, has)
+
+    combine = _reduce
+
+    def to_json(self):
+        return self._json_base("Sum")
+
+
+@dataclass(frozen=True)
+class Min(_FieldAggregator):
+    def _reduce(self, arr, gid, groups):
+        v, valid = _numpy_values(arr, self._dtype())
+        init = np.iinfo(np.int64).max if self.kind == "long" else np.inf
+        out = np.full(groups, init, dtype=self._dtype())
+        np.minimum.at(out, gid[valid], v[valid])
+        has = np.bincount(gid[valid], minlength=groups) > 0
+        return self._arrow(out, has)
+
+    def accumulate(self, cols, gid, groups):
+        self._check_input(cols)
+        return self._reduce(_input(cols, self.field_name, self.expression), gid, groups)
+
+    combine = _reduce
+
+    def to_json(self):
+        return self._json_base("Min")
+
+
+@dataclass(frozen=True)
+class Max(_FieldAggregator):
+    def _reduce(self, arr, gid, groups):
+        v, valid = _numpy_values(arr, self._dtype())
+        init = np.iinfo(np.int64).min if self.kind == "long" else -np.inf
+        out = np.full(groups, init, dtype=self._dtype())
+        np.maximum.at(out, gid[valid], v[valid])
+        has = np.bincount(gid[valid], minlength=groups) > 0
+        return self._arrow(out, has)
+
+    def accumulate(self, cols, gid, groups):
+        self._check_input(cols)
+        return self._reduce(_input(cols, self.field_name, self.expression), gid, groups)
+
+    combine = _reduce
+
+    def to_json(self):
+        return self._json_base("Max")
+
+
+def _first_index(gid: np.ndarray, valid: np.ndarray, groups: int, order_key: np.ndarray | None = None,
+                 earliest: bool = True) -> np.ndarray:
+    """Per group, the row index chosen (-1 if none): first valid row, or the valid row with the
+    smallest (``earliest``) / largest order key, ties going to the earliest row."""
+    n = len(gid)
+    idx = np.arange(n, dtype=np.int64)
+    g, i = gid[valid], idx[valid]
+    if order_key is not None:
+        k = order_key[valid]
+        best = np.full(groups, np.iinfo(np.int64).max if earliest else np.iinfo(np.int64).min, dtype=np.int64)
+        (np.minimum if earliest else np.maximum).at(best, g, k)
+        keep = k == best[g]
+        g, i = g[keep], i[keep]
+    first = np.full(groups, n, dtype=np.int64)
+    np.minimum.at(first, g, i)
+    first[first == n] = -1
+    return first
+
+
+def _take_or_null(arr: pa.Array, picks: np.ndarray) -> pa.Array:
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    return arr.take(pa.array(picks, pa.int64(), mask=picks < 0))
+
+
+@dataclass(frozen=True)
+class AnyValue(Aggregator):
+    field_name: str = ""
+    kind: str = "string"  # string | long | double | float
+
+    def columns(self):
+        return frozenset([self.field_name])
+
+    def result_type(self, types):
+        return STRING if self.kind == "string" else _KIND_TYPES[self.kind]
+
+    def _reduce(self, arr, gid, groups):
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.cast(arr.type.value_type)
+        target = self.result_type({}).to_arrow()
+        if arr.type != target:
+            arr = arr.cast(target, safe=False)
+        valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        return _take_or_null(arr, _first_index(gid, valid, groups))
+
+    def accumulate(self, cols, gid, groups):
+        return self._reduce(cols[self.field_name], gid, groups)
+
+    combine = _reduce
+
+    def to_json(self):
+        return {"type": f"{self.kind}Any", "name": self.name, "fieldName": self.field_name}
+
+
+@dataclass(frozen=True)
+class EarliestLatest(Aggregator):
+    """Value at the smallest (earliest) or largest (latest) ``__time``; intermediate keeps the time."""
+
+    field_name: str = ""
+    kind: str = "string"
+    latest: bool = False
+    time_column: str = "__time"
+
+    def columns(self):
+        return frozenset([self.field_name])
+
+    def result_type(self, types):
+        return STRING if self.kind == "string" else _KIND_TYPES[self.kind]
+
+    def _pick(self, values: pa.Array, times: np.ndarray, gid, groups) -> pa.Array:
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        target = self.result_type({}).to_arrow()
+        if values.type != target:
+            values = values.cast(target, safe=False)
+        valid = values.is_valid().to_numpy(zero_copy_only=False)
+        picks = _first_index(gid, valid, groups, times, earliest=not self.latest)
+        t = pa.array(times, pa.int64()).take(pa.array(picks, pa.int64(), mask=picks < 0))
+        return pa.StructArray.from_arrays([t, _take_or_null(values, picks)], names=["t", "v"])
+
+    def accumulate(self, cols, gid, groups):
+        if self.time_column == "__time":
+            times = cols.time()
+        else:
+            times, _ = _numpy_values(cols[self.time_column], np.int64)
+        return self._pick(cols[self.field_name], times, gid, groups)
+
+    def combine(self, values, gid, groups):
+        t = values.field("t")
+        tv = t.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return self._pick(values.field("v"), tv, gid, groups)
+
+    def finalize(self, values):
+        return values.field("v")
+
+    def accumulate_empty(self, types, groups):
+        return pa.StructArray.from_arrays([pa.nulls(groups, pa.int64()), pa.nulls(groups, self.result_type(types).to_arrow())],
+                                          names=["t", "v"])
+
+    def to_json(self):
+        op = "Last" if self.latest else "First"
+        out = {"type": f"{self.kind}{op}", "name": self.name, "fieldName": self.field_name}
+        if self.time_column != "__time":
+            out["timeColumn"] = self.time_column
+        return out
+
+
+@dataclass(frozen=True)
+class Filtered(Aggregator):
+    filter: Filter = None
+    aggregator: Aggregator = None
+
+    def columns(self):
+        return self.aggregator.columns() | self.filter.columns()
+
+    def result_type(self, types):
+        return self.aggregator.result_type(types)
+
+    def accumulate(self, cols, gid, groups):
+        from common.query.selection import evaluate_values
+
+        mask = evaluate_values(self.filter, cols)
+        return self.aggregator.accumulate(cols.subset(mask), gid[mask], groups)
+
+    def combine(self, values, gid, groups):
+        return self.aggregator.combine(values, gid, groups)
+
+    def finalize(self, values):
+        return self.aggregator.finalize(values)
+
+    def accumulate_empty(self, types, groups):
+        return self.aggregator.accumulate_empty(types, groups)
+
+    def to_json(self):
+        return {"type": "filtered", "name": self.name, "filter": filter_to_json(self.filter),
+                "aggregator": self.aggregator.to_json()}
+
+
+_SIMPLE = {"Sum": Sum, "Min": Min, "Max": Max}
+
+
+def aggregator_from_json(obj: dict) -> Aggregator:
+    from common.query.sketch_aggregators import HllSketch
+
+    if not isinstance(obj, dict) or "type" not in obj:
+        raise ValidationError(f"an aggregator must be an object with a 'type', got {obj!r}")
+    kind = obj["type"]
+    name = obj.get("name")
+    if kind == "filtered":
+        inner = aggregator_from_json(obj["aggregator"])
+        return Filtered(name or inner.name, filter_from_json(obj["filter"]), inner)
+    if not name:
+        raise ValidationError(f"aggregator of type '{kind}' needs a 'name'")
+    if kind == "count":
+        return Count(name)
+    if kind in ("HLLSketchBuild", "HLLSketch", "approxCountDistinct"):
+        return HllSketch(name, obj.get("fieldName"), obj.get("expression"), int(obj.get("lgK", 12)),
+                         bool(obj.get("round", False)))
+    for prefix in ("long", "double", "float"):
+        for op, cls in _SIMPLE.items():
+            if kind == f"{prefix}{op}":
+                if obj.get("fieldName") is None and obj.get("expression") is None:
+                    raise ValidationError(f"aggregator '{name}' ({kind}) needs 'fieldName' or 'expression'")
+                return cls(name, obj.get("fieldName"), obj.get("expression"), prefix)
+    for prefix in ("string", "long", "double", "float"):
+        if kind == f"{prefix}Any":
+            return AnyValue(name, obj["fieldName"], prefix)
+        if kind in (f"{prefix}First", f"{prefix}Last"):
+            return EarliestLatest(name, obj["fieldName"], prefix, kind.endswith("Last"), obj.get("timeColumn", "__time"))
+    valid = ["count", "longSum", "doubleSum", "floatSum", "longMin", "longMax", "doubleMin", "doubleMax", "floatMin",
+             "floatMax", "stringAny", "longAny", "doubleAny", "stringFirst", "stringLast", "longFirst", "longLast",
+             "doubleFirst", "doubleLast", "filtered", "HLLSketchBuild"]
+    raise ValidationError(f"unknown aggregator type '{kind}'; valid types: {', '.join(valid)}")
+
+
+__all__ = ["Aggregator", "AnyValue", "Count", "EarliestLatest", "Filtered", "Max", "Min", "Sum",
+           "aggregator_from_json"]

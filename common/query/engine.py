@@ -1,0 +1,158 @@
+"""The engine facade: validate a native query, run it per segment, merge partials, finalize.
+
+``run(query, segment) -> Partial``, ``merge(query, partials) -> Partial`` and
+``finalize(query, partial) -> pa.Table`` are the three steps the cluster splits between
+historicals (run, and merge of their own segments) and the broker (merge, finalize).
+``execute`` does all three in-process, running segments in parallel on a thread pool.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from common.errors import ValidationError, unknown_name_message
+from common.query import grouped_engine, scan_engine
+from common.query.model import GroupByQuery, Query, ScanQuery, TimeseriesQuery, TopNQuery, query_from_json
+from common.query.partial import Partial, RunStats
+from common.query.row_source import RowSource, SegmentRowSource, TableRowSource
+from common.segment.segment import Segment
+from common.types.column_type import TIME_COLUMN, ColumnType
+
+
+def union_schema(segments: Iterable[Segment]) -> dict[str, ColumnType]:
+    """Columns across segments; when types differ the newest segment's type wins (by version)."""
+    ordered = sorted(segments, key=lambda s: (s.id.version, s.id.interval.end, s.id.partition))
+    out: dict[str, ColumnType] = {}
+    for seg in ordered:
+        for name, ctype in seg.schema.items():
+            out[name] = ctype
+    return out
+
+
+def _engine(query: Query):
+    if isinstance(query, ScanQuery):
+        return scan_engine
+    if isinstance(query, (TimeseriesQuery, TopNQuery, GroupByQuery)):
+        return grouped_engine
+    raise ValidationError(f"unsupported query type {type(query).__name__}")
+
+
+def validate(query: Query, schema: dict[str, ColumnType]) -> None:
+    """Fail early, naming the unknown column / bad type, before any segment is touched."""
+    available = dict(schema)
+    available.setdefault(TIME_COLUMN, ColumnType.parse("TIMESTAMP"))
+    for vc in query.virtual_columns:
+        for col in vc.columns():
+            if col not in available:
+                raise ValidationError(f"virtual column '{vc.name}': " + unknown_name_message("column", col, available))
+        available[vc.name] = vc.output_type_for(available)
+
+    def need(col: str, where: str) -> None:
+        if col not in available:
+            raise ValidationError(f"{where}: " + unknown_name_message("column", col, available))
+
+    if query.filter is not None:
+        for col in query.filter.columns():
+            need(col, "filter")
+    if isinstance(query, ScanQuery):
+        for col in query.columns or ():
+            need(col, "scan columns")
+        return
+    for agg in query.aggregations:
+        for col in agg.columns():
+            need(col, f"aggregator '{agg.name}'")
+        agg.result_type(available)
+    for dim in grouped_engine.dimensions_of(query):
+        need(dim.dimension, "dimension")
+    names = [d.output_name for d in grouped_engine.dimensions_of(query)] + [a.name for a in query.aggregations]
+    if isinstance(query, TopNQuery) and query.metric.metric is not None:
+        posts = [p.name for p in query.post_aggregations]
+        if query.metric.metric not in names + posts:
+            raise ValidationError("topN metric: " + unknown_name_message("output", query.metric.metric, names + posts))
+    if isinstance(query, GroupByQuery):
+        outputs = set(names) | {p.name for p in query.post_aggregations} | {TIME_COLUMN}
+        for c in query.limit_spec.columns:
+            if c.column not in outputs:
+                raise ValidationError("limitSpec: " + unknown_name_message("output column", c.column, outputs))
+        if query.having is not None:
+            for col in query.having.columns():
+                if col not in outputs:
+                    raise ValidationError("having: " + unknown_name_message("output column", col, outputs))
+
+
+def _coverage(source: RowSource, query: Query):
+    if isinstance(source, SegmentRowSource):
+        iv = source.segment.interval
+        spans = [(max(iv.start, q.start), min(iv.end, q.end)) for q in query.intervals if q.overlaps(iv)]
+        return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+    return source.time_bounds()
+
+
+def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType] | None = None) -> Partial:
+    src = SegmentRowSource(source) if isinstance(source, Segment) else source
+    if schema is None:
+        schema = dict(src.schema)
+    return _engine(query).run(query, src, schema, _coverage(src, query))
+
+
+def merge(query: Query, partials: Sequence[Partial]) -> Partial:
+    return _engine(query).merge(query, list(partials))
+
+
+def finalize(query: Query, partial: Partial, schema: dict[str, ColumnType] | None = None) -> pa.Table:
+    return _engine(query).finalize(query, partial, schema or {})
+
+
+@dataclass
+class Result:
+    table: pa.Table
+    stats: RunStats
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def default_pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="strata-engine")
+    return _POOL
+
+
+def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | None = None) -> Result:
+    """Run a native query over segments in-process (what a one-node cluster does)."""
+    if isinstance(query, dict):
+        query = query_from_json(query)
+    if not isinstance(query.datasource, str):
+        inner = execute(query.datasource, segments, pool)
+        return execute_on_table(query, inner.table, inner.stats)
+    chosen = [s for s in segments if s.id.datasource == query.datasource
+              and any(iv.overlaps(s.interval) for iv in query.intervals)]
+    schema = union_schema(s for s in segments if s.id.datasource == query.datasource)
+    validate(query, schema)
+    pool = pool or default_pool()
+    if len(chosen) > 1:
+        partials = list(pool.map(lambda s: run(query, s, schema), chosen))
+    else:
+        partials = [run(query, s, schema) for s in chosen]
+    merged = merge(query, partials)
+    return Result(finalize(query, merged, schema), merged.stats)
+
+
+def execute_on_table(query: Query, table: pa.Table, stats: RunStats | None = None) -> Result:
+    """Run a query over an in-memory table (a subquery's result)."""
+    source = TableRowSource(table, "subquery")
+    validate(query, source.schema)
+    partial = run(query, source, dict(source.schema))
+    merged = merge(query, [partial])
+    merged.stats = (stats or RunStats()) + merged.stats
+    return Result(finalize(query, merged, source.schema), merged.stats)
+
+
+__all__ = ["Result", "execute", "execute_on_table", "finalize", "merge", "run", "union_schema",
+           "validate"]

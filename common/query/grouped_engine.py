@@ -1,0 +1,225 @@
+"""The aggregating engines: timeseries, topN and groupBy share one grouped pipeline.
+
+run:      select rows -> key codes (time bucket, dimensions) -> group ids -> accumulate
+merge:    concatenate partials -> regroup on key values -> combine intermediates
+finalize: finalize aggregators -> post-aggregators -> per-type shaping (zero-filled buckets,
+          topN threshold per bucket, groupBy having / order / offset / limit)
+
+TopN partials keep every group, so merged topN results are exact (Druid's are approximate).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from common.query.grouping import KeyCodes, codes_from_array, codes_from_dictionary, codes_from_int64, group
+from common.query.model import GroupByQuery, TimeseriesQuery, TopNQuery, _Aggregating
+from common.query.ordering import SortKey, sort_table
+from common.query.partial import Partial, RunStats, union_coverage
+from common.query.row_source import RowSource
+from common.query.selection import evaluate_values, select
+from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType
+
+TIME_TYPE = TIMESTAMP.to_arrow()
+
+
+def dimensions_of(query: _Aggregating):
+    if isinstance(query, GroupByQuery):
+        return query.dimensions
+    if isinstance(query, TopNQuery):
+        return (query.dimension,)
+    return ()
+
+
+def _has_time_key(query: _Aggregating) -> bool:
+    return not query.granularity.is_all
+
+
+def _dimension_codes(cols, source: RowSource, name: str) -> KeyCodes:
+    if cols.is_physical(name) and source.string_index(name) is not None and not cols.overridden(name):
+        codes, dictionary = cols.codes(name)
+        return codes_from_dictionary(codes, dictionary)
+    return codes_from_array(cols[name])
+
+
+def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], coverage=None) -> Partial:
+    sel = select(source, query.filter, list(query.intervals), query.virtual_columns, schema)
+    cols = sel.columns
+    n = cols.num_rows
+    keys: list[KeyCodes] = []
+    names: list[str] = []
+    if _has_time_key(query):
+        buckets = query.granularity.bucket_start(cols.time())
+        keys.append(codes_from_int64(buckets, TIME_TYPE))
+        names.append(TIME_COLUMN)
+    for dim in dimensions_of(query):
+        keys.append(_dimension_codes(cols, source, dim.dimension))
+        names.append(dim.output_name)
+    groups = group(keys, n)
+    if n == 0:
+        groups.count = 0
+        groups.keys = [k.values.slice(0, 0) for k in keys]
+    out = {}
+    specs = [None] * (len(names) - len(dimensions_of(query))) + list(dimensions_of(query))
+    for name, values, dim in zip(names, groups.keys, specs):
+        if dim is not None and dim.output_type is not None:
+            values = _cast_dimension(values, dim.output_type)
+        out[name] = values
+    for agg in query.aggregations:
+        out[agg.name] = agg.accumulate(cols, groups.gid, groups.count)
+    stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, n, cols.bytes_read)
+    return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
+
+
+def _cast_dimension(values: pa.Array, ctype: ColumnType) -> pa.Array:
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    from common.query.row_source import _cast_lenient
+
+    return _cast_lenient(values, ctype)
+
+
+def _plain(table: pa.Table) -> pa.Table:
+    """Decode dictionary columns so partials from different segments concatenate cleanly."""
+    cols = []
+    for col in table.columns:
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        cols.append(col)
+    return pa.table(cols, names=table.column_names)
+
+
+def merge(query: _Aggregating, partials: list[Partial]) -> Partial:
+    stats = RunStats()
+    for p in partials:
+        stats = stats + p.stats
+    tables = [_plain(p.table) for p in partials if p.table.num_columns]
+    coverage = union_coverage(partials)
+    if not tables:
+        return Partial(pa.table({}), stats, coverage)
+    table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    if len(tables) == 1:
+        return Partial(table, stats, coverage)
+    key_names = ([TIME_COLUMN] if _has_time_key(query) else []) + [d.output_name for d in dimensions_of(query)]
+    keys = [codes_from_array(table.column(k)) for k in key_names]
+    groups = group(keys, table.num_rows)
+    if table.num_rows == 0:
+        groups.count = 0
+        groups.keys = [k.values.slice(0, 0) for k in keys]
+    out = dict(zip(key_names, groups.keys))
+    for agg in query.aggregations:
+        out[agg.name] = agg.combine(table.column(agg.name).combine_chunks(), groups.gid, groups.count)
+    return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
+
+
+def _finalize_values(query: _Aggregating, table: pa.Table) -> pa.Table:
+    out = {}
+    for name in table.column_names:
+        out[name] = table.column(name).combine_chunks()
+    for agg in query.aggregations:
+        out[agg.name] = agg.finalize(out[agg.name])
+    result = pa.table(out) if out else pa.table({})
+    for post in query.post_aggregations:
+        result = result.append_column(post.name, post.compute(result))
+    return result
+
+
+def _empty_groups(query: _Aggregating, schema, count: int) -> dict[str, pa.Array]:
+    return {agg.name: agg.accumulate_empty(schema, count) for agg in query.aggregations}
+
+
+def finalize(query: _Aggregating, partial: Partial, schema: dict[str, ColumnType]) -> pa.Table:
+    table = partial.table
+    if isinstance(query, TimeseriesQuery):
+        table = _timeseries_fill(query, partial, schema)
+    result = _finalize_values(query, table)
+    if isinstance(query, TimeseriesQuery):
+        if _has_time_key(query):
+            result = sort_table(result, [SortKey(TIME_COLUMN, query.descending)])
+        if query.limit is not None:
+            result = result.slice(0, query.limit)
+        return result
+    if isinstance(query, TopNQuery):
+        return _topn_shape(query, result)
+    return _groupby_shape(query, result)
+
+
+def _timeseries_fill(query: TimeseriesQuery, partial: Partial, schema) -> pa.Table:
+    table = partial.table
+    if query.granularity.is_all:
+        start = query.intervals[0].start
+        if partial.coverage is not None:
+            start = max(start, partial.coverage[0])
+        if table.num_rows == 0 or table.num_columns == 0:
+            table = pa.table(_empty_groups(query, schema, 1))
+        time = pa.array([start], pa.int64()).cast(TIME_TYPE)
+        return table.add_column(0, TIME_COLUMN, time) if table.num_columns else pa.table({TIME_COLUMN: time})
+    skip = bool(query.context.get("skipEmptyBuckets", False))
+    if skip or query.granularity.is_none or partial.coverage is None:
+        return table
+    lo, hi = partial.coverage
+    wanted = []
+    for iv in query.intervals:
+        clip = (max(iv.start, lo), min(iv.end, hi))
+        if clip[0] < clip[1]:
+            wanted.extend(query.granularity.buckets(clip[0], clip[1]))
+    if not wanted:
+        return table
+    present = set()
+    if table.num_rows:
+        present = set(table.column(TIME_COLUMN).cast(pa.int64()).to_pylist())
+    missing = sorted(set(wanted) - present)
+    if not missing:
+        return table
+    fill = {TIME_COLUMN: pa.array(missing, pa.int64()).cast(TIME_TYPE), **_empty_groups(query, schema, len(missing))}
+    filler = pa.table(fill)
+    if table.num_rows == 0:
+        return filler
+    return pa.concat_tables([table, filler.select(table.column_names).cast(table.schema)])
+
+
+def _topn_shape(query: TopNQuery, result: pa.Table) -> pa.Table:
+    dim = query.dimension.output_name
+    metric = query.metric
+    keys = [SortKey(TIME_COLUMN)] if _has_time_key(query) else []
+    if metric.metric is None:
+        keys.append(SortKey(dim, metric.descending, numeric=metric.numeric_dimension or None))
+    else:
+        if metric.metric not in result.column_names:
+            from common.errors import ValidationError, unknown_name_message
+
+            raise ValidationError(unknown_name_message("topN metric", metric.metric, result.column_names))
+        keys.append(SortKey(metric.metric, metric.descending, nulls_first=False))
+        keys.append(SortKey(dim))  # ties break on the dimension, so results are deterministic
+    result = sort_table(result, keys)
+    if not _has_time_key(query):
+        return result.slice(0, query.threshold)
+    times = result.column(TIME_COLUMN).cast(pa.int64()).to_numpy(zero_copy_only=False)
+    if len(times) == 0:
+        return result
+    starts = np.flatnonzero(np.concatenate(([True], times[1:] != times[:-1])))
+    rank = np.arange(len(times)) - np.repeat(starts, np.diff(np.append(starts, len(times))))
+    return result.filter(pa.array(rank < query.threshold))
+
+
+def _groupby_shape(query: GroupByQuery, result: pa.Table) -> pa.Table:
+    if query.having is not None and result.num_rows:
+        from common.query.row_source import ColumnSource, TableRowSource
+
+        cols = ColumnSource(TableRowSource(result, "having"), None)
+        result = result.filter(pa.array(evaluate_values(query.having, cols)))
+    spec = query.limit_spec
+    if spec.columns:
+        result = sort_table(result, [SortKey(c.column, c.descending, numeric=c.numeric) for c in spec.columns])
+    elif result.num_rows > 1:
+        # Druid orders groupBy results by their dimensions when no order is given.
+        keys = ([SortKey(TIME_COLUMN)] if _has_time_key(query) else []) + [SortKey(d.output_name) for d in query.dimensions]
+        result = sort_table(result, keys)
+    if spec.offset or spec.limit is not None:
+        end = None if spec.limit is None else spec.offset + spec.limit
+        result = result.slice(spec.offset, None if end is None else max(0, end - spec.offset))
+    return result
+
+
+__all__ = ["finalize", "merge", "run"]

@@ -1,0 +1,97 @@
+"""Grouping: dense group ids for rows from one or more key columns, without per-row Python.
+
+Each key is first turned into dense codes (dictionary ids for string columns, Arrow's
+dictionary_encode for anything else); codes combine by mixed radix and are compacted to
+0..G-1 through a lookup table when the key space is small, else with ``np.unique``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+@dataclass
+class KeyCodes:
+    """Dense codes for one key: row ``i`` has key ``values[codes[i]]`` (``values`` may hold a null)."""
+
+    codes: np.ndarray  # int64 in [0, len(values))
+    values: pa.Array
+
+
+def codes_from_dictionary(codes: np.ndarray, dictionary: pa.Array) -> KeyCodes:
+    """Dictionary ids with -1 for null -> KeyCodes whose id 0 is the null value."""
+    values = pa.concat_arrays([pa.nulls(1, dictionary.type), dictionary])
+    return KeyCodes(codes.astype(np.int64) + 1, values)
+
+
+def codes_from_array(arr: pa.Array) -> KeyCodes:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        codes = arr.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+        return codes_from_dictionary(codes, arr.dictionary)
+    enc = pc.dictionary_encode(arr, null_encoding="mask")
+    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
+    return codes_from_dictionary(codes, enc.dictionary)
+
+
+def codes_from_sorted(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:
+    """Codes for an ascending int64 array (time buckets of a time-sorted segment): run lengths, no sort."""
+    if len(values) == 0:
+        return KeyCodes(np.zeros(0, np.int64), pa.array([], arrow_type))
+    change = np.empty(len(values), dtype=bool)
+    change[0] = True
+    np.not_equal(values[1:], values[:-1], out=change[1:])
+    codes = np.cumsum(change) - 1
+    return KeyCodes(codes, pa.array(values[change], pa.int64()).cast(arrow_type))
+
+
+def codes_from_int64(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:
+    if len(values) and bool(np.all(values[1:] >= values[:-1])):
+        return codes_from_sorted(values, arrow_type)
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return KeyCodes(inverse.astype(np.int64), pa.array(uniq, pa.int64()).cast(arrow_type))
+
+
+@dataclass
+class Groups:
+    gid: np.ndarray  # int64 group id per row
+    count: int
+    keys: list[pa.Array]  # one array per key, one value per group
+
+
+def group(keys: list[KeyCodes], num_rows: int) -> Groups:
+    if not keys:
+        gid = np.zeros(num_rows, dtype=np.int64)
+        return Groups(gid, 1 if num_rows else 0, [])
+    widths = [max(len(k.values), 1) for k in keys]
+    space = 1
+    for w in widths:
+        space *= w
+    if space >= 2**62:
+        # Too many key combinations for one int64: unique rows of the stacked codes instead.
+        stacked = np.stack([k.codes for k in keys], axis=1)
+        uniq_rows, gid = np.unique(stacked, axis=0, return_inverse=True)
+        out_keys = [k.values.take(pa.array(uniq_rows[:, i])) for i, k in enumerate(keys)]
+        return Groups(gid.reshape(-1).astype(np.int64), len(uniq_rows), out_keys)
+    combined = np.zeros(num_rows, dtype=np.int64)
+    for k, w in zip(keys, widths):
+        combined = combined * w + k.codes
+    if space <= max(4 * num_rows, 1 << 16):
+        present = np.zeros(space, dtype=bool)
+        present[combined] = True
+        gid = (np.cumsum(present) - 1)[combined]
+        uniq = np.flatnonzero(present)
+    else:
+        uniq, gid = np.unique(combined, return_inverse=True)
+    out_keys = []
+    rest = uniq.astype(np.int64)
+    for k, w in zip(reversed(keys), reversed(widths)):
+        out_keys.append(k.values.take(pa.array(rest % w)))
+        rest = rest // w
+    out_keys.reverse()
+    return Groups(gid.astype(np.int64), len(uniq), out_keys)

@@ -1,0 +1,325 @@
+"""The native query model: scan, timeseries, topN and groupBy as frozen dataclasses.
+
+``query_from_json`` accepts Druid's native JSON (so Druid users can paste their queries) and
+``to_json`` gives it back; the broker ships queries to historicals in this form.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from common.errors import ValidationError
+from common.query.aggregators import Aggregator, aggregator_from_json
+from common.query.filters import Filter, filter_from_json, filter_to_json
+from common.query.post_aggregators import PostAggregator, post_aggregator_from_json
+from common.query.virtual_column import VirtualColumn
+from common.types.column_type import ColumnType
+from common.types.granularity import ALL, Granularity
+from common.types.interval import ETERNITY, Interval
+
+QUERY_TYPES = ("scan", "timeseries", "topN", "groupBy")
+
+
+@dataclass(frozen=True)
+class DimensionSpec:
+    dimension: str
+    output_name: str
+    output_type: ColumnType | None = None
+
+    @staticmethod
+    def from_json(obj) -> DimensionSpec:
+        if isinstance(obj, str):
+            return DimensionSpec(obj, obj)
+        if not isinstance(obj, dict) or "dimension" not in obj:
+            raise ValidationError(f"a dimension must be a column name or {{'dimension': ...}}, got {obj!r}")
+        if obj.get("type", "default") != "default":
+            raise ValidationError(f"unknown dimension spec type '{obj['type']}'; valid: default")
+        out_type = obj.get("outputType")
+        return DimensionSpec(obj["dimension"], obj.get("outputName", obj["dimension"]),
+                             ColumnType.parse(out_type) if out_type else None)
+
+    def to_json(self) -> dict:
+        out = {"type": "default", "dimension": self.dimension, "outputName": self.output_name}
+        if self.output_type is not None:
+            out["outputType"] = self.output_type.native_name
+        return out
+
+
+@dataclass(frozen=True)
+class OrderByColumn:
+    column: str
+    descending: bool = False
+    numeric: bool | None = None  # None: natural order of the column's type
+
+    @staticmethod
+    def from_json(obj) -> OrderByColumn:
+        if isinstance(obj, str):
+            return OrderByColumn(obj)
+        direction = str(obj.get("direction", "ascending")).lower()
+        if direction not in ("ascending", "descending"):
+            raise ValidationError(f"order direction must be ascending or descending, got '{direction}'")
+        order = obj.get("dimensionOrder")
+        if isinstance(order, dict):
+            order = order.get("type")
+        numeric = None if order is None else order == "numeric"
+        return OrderByColumn(obj["dimension"], direction == "descending", numeric)
+
+    def to_json(self) -> dict:
+        out = {"dimension": self.column, "direction": "descending" if self.descending else "ascending"}
+        if self.numeric is not None:
+            out["dimensionOrder"] = "numeric" if self.numeric else "lexicographic"
+        return out
+
+
+@dataclass(frozen=True)
+class LimitSpec:
+    columns: tuple[OrderByColumn, ...] = ()
+    limit: int | None = None
+    offset: int = 0
+
+    @staticmethod
+    def from_json(obj) -> LimitSpec:
+        if obj is None:
+            return LimitSpec()
+        limit = obj.get("limit")
+        if limit is not None and int(limit) < 0:
+            raise ValidationError(f"limit must be >= 0, got {limit}")
+        return LimitSpec(tuple(OrderByColumn.from_json(c) for c in obj.get("columns", [])),
+                         None if limit is None else int(limit), int(obj.get("offset", 0)))
+
+    def to_json(self) -> dict:
+        out: dict = {"type": "default", "columns": [c.to_json() for c in self.columns]}
+        if self.limit is not None:
+            out["limit"] = self.limit
+        if self.offset:
+            out["offset"] = self.offset
+        return out
+
+
+@dataclass(frozen=True)
+class TopNMetric:
+    metric: str | None  # None: order by the dimension itself
+    descending: bool = True
+    numeric_dimension: bool = False
+
+    @staticmethod
+    def from_json(obj) -> TopNMetric:
+        if isinstance(obj, str):
+            return TopNMetric(obj)
+        kind = obj.get("type", "numeric")
+        if kind == "numeric":
+            return TopNMetric(obj["metric"])
+        if kind == "inverted":
+            inner = TopNMetric.from_json(obj["metric"])
+            return TopNMetric(inner.metric, not inner.descending, inner.numeric_dimension)
+        if kind in ("dimension", "lexicographic", "alphaNumeric", "numeric_dimension"):
+            return TopNMetric(None, False, obj.get("ordering") == "numeric")
+        raise ValidationError(f"unknown topN metric type '{kind}'; valid: numeric, inverted, dimension")
+
+    def to_json(self):
+        if self.metric is None:
+            base = {"type": "dimension", "ordering": "numeric" if self.numeric_dimension else "lexicographic"}
+            return base if not self.descending else {"type": "inverted", "metric": base}
+        base = {"type": "numeric", "metric": self.metric}
+        return base if self.descending else {"type": "inverted", "metric": base}
+
+
+@dataclass(frozen=True)
+class Query:
+    datasource: Any  # a table name, or a Query for a subquery data source
+    intervals: tuple[Interval, ...] = (ETERNITY,)
+    filter: Filter | None = None
+    virtual_columns: tuple[VirtualColumn, ...] = ()
+    context: dict = field(default_factory=dict, compare=False, hash=False)
+
+    query_type = ""
+
+    @property
+    def datasource_name(self) -> str:
+        return self.datasource if isinstance(self.datasource, str) else self.datasource.datasource_name
+
+    def _base_json(self) -> dict:
+        ds = self.datasource if isinstance(self.datasource, str) else {"type": "query", "query": self.datasource.to_json()}
+        out = {"queryType": self.query_type, "dataSource": ds, "intervals": [str(i) for i in self.intervals]}
+        if self.filter is not None:
+            out["filter"] = filter_to_json(self.filter)
+        if self.virtual_columns:
+            out["virtualColumns"] = [vc.to_json() for vc in self.virtual_columns]
+        if self.context:
+            out["context"] = dict(self.context)
+        return out
+
+
+@dataclass(frozen=True)
+class _Aggregating(Query):
+    granularity: Granularity = ALL
+    aggregations: tuple[Aggregator, ...] = ()
+    post_aggregations: tuple[PostAggregator, ...] = ()
+
+    def _agg_json(self, out: dict) -> dict:
+        out["granularity"] = self.granularity.to_json()
+        out["aggregations"] = [a.to_json() for a in self.aggregations]
+        if self.post_aggregations:
+            out["postAggregations"] = [p.to_json() for p in self.post_aggregations]
+        return out
+
+
+@dataclass(frozen=True)
+class TimeseriesQuery(_Aggregating):
+    descending: bool = False
+    limit: int | None = None
+    query_type = "timeseries"
+
+    def to_json(self) -> dict:
+        out = self._agg_json(self._base_json())
+        if self.descending:
+            out["descending"] = True
+        if self.limit is not None:
+            out["limit"] = self.limit
+        return out
+
+
+@dataclass(frozen=True)
+class TopNQuery(_Aggregating):
+    dimension: DimensionSpec = None
+    metric: TopNMetric = None
+    threshold: int = 10
+    query_type = "topN"
+
+    def to_json(self) -> dict:
+        out = self._agg_json(self._base_json())
+        out.update(dimension=self.dimension.to_json(), metric=self.metric.to_json(), threshold=self.threshold)
+        return out
+
+
+@dataclass(frozen=True)
+class GroupByQuery(_Aggregating):
+    dimensions: tuple[DimensionSpec, ...] = ()
+    having: Filter | None = None
+    limit_spec: LimitSpec = LimitSpec()
+    query_type = "groupBy"
+
+    def to_json(self) -> dict:
+        out = self._agg_json(self._base_json())
+        out["dimensions"] = [d.to_json() for d in self.dimensions]
+        if self.having is not None:
+            out["having"] = {"type": "filter", "filter": filter_to_json(self.having)}
+        if self.limit_spec != LimitSpec():
+            out["limitSpec"] = self.limit_spec.to_json()
+        return out
+
+
+@dataclass(frozen=True)
+class ScanQuery(Query):
+    columns: tuple[str, ...] | None = None  # None: every column
+    limit: int | None = None
+    offset: int = 0
+    order: str = "none"  # none | ascending | descending (by __time)
+    query_type = "scan"
+
+    def to_json(self) -> dict:
+        out = self._base_json()
+        if self.columns is not None:
+            out["columns"] = list(self.columns)
+        if self.limit is not None:
+            out["limit"] = self.limit
+        if self.offset:
+            out["offset"] = self.offset
+        if self.order != "none":
+            out["order"] = self.order
+        out["resultFormat"] = "compactedList"
+        return out
+
+
+def _intervals(obj) -> tuple[Interval, ...]:
+    raw = obj.get("intervals")
+    if raw is None:
+        raise ValidationError("query needs 'intervals' (e.g. [\"2015-09-12/2015-09-13\"]); use ETERNITY-like bounds for all time")
+    if isinstance(raw, dict):
+        raw = raw.get("intervals", [])
+    if isinstance(raw, str):
+        raw = [raw]
+    if not raw:
+        raise ValidationError("query 'intervals' must not be empty")
+    return tuple(Interval.of(i) for i in raw)
+
+
+def _having(obj) -> Filter | None:
+    if obj is None:
+        return None
+    kind = obj.get("type")
+    if kind == "filter":
+        return filter_from_json(obj["filter"])
+    legacy = {"greaterThan": (True, False), "lessThan": (False, True), "equalTo": None}
+    if kind in legacy:
+        from common.query.filters import Equals, Range
+
+        agg, value = obj["aggregation"], obj["value"]
+        if kind == "equalTo":
+            return Equals(agg, value, "DOUBLE")
+        if kind == "greaterThan":
+            return Range(agg, lower=value, lower_open=True, value_type="DOUBLE")
+        return Range(agg, upper=value, upper_open=True, value_type="DOUBLE")
+    if kind in ("and", "or", "not"):
+        from common.query.filters import And, Not, Or
+
+        if kind == "not":
+            return Not(_having(obj["havingSpec"]))
+        children = tuple(_having(h) for h in obj["havingSpecs"])
+        return And(children) if kind == "and" else Or(children)
+    raise ValidationError(f"unknown having type '{kind}'; valid: filter, greaterThan, lessThan, equalTo, and, or, not")
+
+
+def query_from_json(obj: dict) -> Query:
+    if not isinstance(obj, dict):
+        raise ValidationError(f"a query must be a JSON object, got {type(obj).__name__}")
+    qtype = obj.get("queryType")
+    if qtype not in QUERY_TYPES:
+        raise ValidationError(f"unknown queryType '{qtype}'; valid: {', '.join(QUERY_TYPES)}")
+    ds = obj.get("dataSource")
+    if isinstance(ds, dict):
+        if ds.get("type") == "table":
+            ds = ds["name"]
+        elif ds.get("type") == "query":
+            ds = query_from_json(ds["query"])
+        else:
+            raise ValidationError(f"unknown dataSource type '{ds.get('type')}'; valid: table, query")
+    if not ds:
+        raise ValidationError("query needs a 'dataSource'")
+    base = dict(
+        datasource=ds,
+        intervals=_intervals(obj),
+        filter=filter_from_json(obj.get("filter")),
+        virtual_columns=tuple(VirtualColumn.from_json(v) for v in obj.get("virtualColumns", [])),
+        context=dict(obj.get("context") or {}),
+    )
+    if qtype == "scan":
+        order = str(obj.get("order", "none")).lower()
+        if order not in ("none", "ascending", "descending"):
+            raise ValidationError(f"scan 'order' must be none, ascending or descending, got '{order}'")
+        columns = obj.get("columns")
+        return ScanQuery(**base, columns=tuple(columns) if columns else None, limit=obj.get("limit"),
+                         offset=int(obj.get("offset", 0)), order=order)
+    aggs = dict(
+        granularity=Granularity.parse(obj.get("granularity", "all")),
+        aggregations=tuple(aggregator_from_json(a) for a in obj.get("aggregations", [])),
+        post_aggregations=tuple(post_aggregator_from_json(p) for p in obj.get("postAggregations", [])),
+    )
+    names = [a.name for a in aggs["aggregations"]] + [p.name for p in aggs["post_aggregations"]]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValidationError(f"duplicate output names {dupes} among aggregations and post-aggregations")
+    if qtype == "timeseries":
+        return TimeseriesQuery(**base, **aggs, descending=bool(obj.get("descending", False)), limit=obj.get("limit"))
+    if qtype == "topN":
+        for key in ("dimension", "metric", "threshold"):
+            if key not in obj:
+                raise ValidationError(f"topN query needs '{key}'")
+        threshold = int(obj["threshold"])
+        if threshold <= 0:
+            raise ValidationError(f"topN 'threshold' must be positive, got {threshold}")
+        return TopNQuery(**base, **aggs, dimension=DimensionSpec.from_json(obj["dimension"]),
+                         metric=TopNMetric.from_json(obj["metric"]), threshold=threshold)
+    return GroupByQuery(**base, **aggs, dimensions=tuple(DimensionSpec.from_json(d) for d in obj.get("dimensions", [])),
+                        having=_having(obj.get("having")), limit_spec=LimitSpec.from_json(obj.get("limitSpec")))

@@ -1,0 +1,57 @@
+"""Ordering of result tables with per-key direction and null placement.
+
+Arrow's sort takes one null placement for all keys; a hidden "is null" key per sort key gives
+each key its own (SQL: NULLS FIRST for ascending, NULLS LAST for descending, by default).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+
+@dataclass(frozen=True)
+class SortKey:
+    column: str
+    descending: bool = False
+    nulls_first: bool | None = None  # None: first when ascending, last when descending
+    numeric: bool | None = None  # force numeric (True) or lexicographic (False) comparison
+
+
+def sort_indices(table: pa.Table, keys: list[SortKey]) -> pa.Array:
+    cols, sort_keys = {}, []
+    for i, k in enumerate(keys):
+        values = table.column(k.column)
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        if k.numeric is True and not _is_numeric(values.type):
+            values = pc.cast(values, pa.float64(), safe=False) if not pa.types.is_string(values.type) else _parse_double(values)
+        elif k.numeric is False and _is_numeric(values.type):
+            values = values.cast(pa.string())
+        nulls_first = (not k.descending) if k.nulls_first is None else k.nulls_first
+        cols[f"n{i}"] = values.is_null()
+        sort_keys.append((f"n{i}", "descending" if nulls_first else "ascending"))
+        cols[f"v{i}"] = values
+        sort_keys.append((f"v{i}", "descending" if k.descending else "ascending"))
+    if not sort_keys:
+        return pa.array(range(table.num_rows), pa.int64())
+    return pc.sort_indices(pa.table(cols), sort_keys=sort_keys)
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_timestamp(t)
+
+
+def _parse_double(values: pa.Array) -> pa.Array:
+    ok = pc.match_substring_regex(values, r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
+    return pc.if_else(ok, values, pa.scalar(None, pa.string())).cast(pa.float64())
+
+
+def sort_table(table: pa.Table, keys: list[SortKey]) -> pa.Table:
+    if not keys or table.num_rows <= 1:
+        return table
+    return table.take(sort_indices(table, keys))

@@ -1,0 +1,43 @@
+"""Partial: one segment's (or a merge's) intermediate result, plus what it cost to compute."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+
+import pyarrow as pa
+
+
+@dataclass
+class RunStats:
+    segments: int = 0
+    rows_in_segments: int = 0
+    rows_after_prefilter: int = 0
+    rows_scanned: int = 0
+    rows_matched: int = 0
+    bytes_read: int = 0
+
+    def __add__(self, other: RunStats) -> RunStats:
+        return RunStats(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+
+    def to_json(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+@dataclass
+class Partial:
+    """``table`` holds key columns and aggregator intermediates (or scanned rows).
+
+    ``coverage`` is the time span the inputs covered (segment intervals clipped to the query),
+    which bounds zero-filled time buckets; None when nothing was read.
+    """
+
+    table: pa.Table
+    stats: RunStats = field(default_factory=RunStats)
+    coverage: tuple[int, int] | None = None
+
+
+def union_coverage(parts: list[Partial]) -> tuple[int, int] | None:
+    spans = [p.coverage for p in parts if p.coverage is not None]
+    if not spans:
+        return None
+    return min(s[0] for s in spans), max(s[1] for s in spans)

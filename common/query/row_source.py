@@ -1,0 +1,258 @@
+"""RowSource: what the engine reads rows from, a segment or an in-memory Arrow table.
+
+Segments bring bitmap indexes and sorted dictionaries; tables (subquery results on the broker)
+do not, and the engine falls back to evaluating values. ``ColumnSource`` is the view of one
+source restricted to the selected rows, with virtual columns computed on demand; it is the
+``columns`` mapping that expressions and aggregators read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from common.errors import ValidationError
+from common.segment.segment import Segment
+from common.segment.string_column import StringColumn
+from common.types.column_type import TIME_COLUMN, ColumnType, TypeKind
+from common.types.interval import Interval
+
+
+class RowSource:
+    """Abstract reader. Missing columns read as typed nulls (schema evolution across segments)."""
+
+    num_rows: int
+    schema: dict[str, ColumnType]
+    label: str
+
+    def time(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def string_index(self, name: str) -> StringColumn | None:
+        """The dictionary/bitmap index of a string column, when the source has one."""
+        return None
+
+    def codes(self, name: str) -> tuple[np.ndarray, pa.Array]:
+        """(int32 codes with -1 for null, dictionary) of a string column."""
+        raise NotImplementedError
+
+    def array(self, name: str) -> pa.Array:
+        raise NotImplementedError
+
+    def part_bytes(self, name: str, roles: tuple[str, ...]) -> int:
+        return 0
+
+    def time_bounds(self) -> tuple[int, int] | None:
+        t = self.time()
+        return (int(t.min()), int(t.max())) if len(t) else None
+
+
+class SegmentRowSource(RowSource):
+    def __init__(self, segment: Segment) -> None:
+        self.segment = segment
+        self.num_rows = segment.num_rows
+        self.schema = segment.schema
+        self.label = str(segment.id)
+
+    def time(self) -> np.ndarray:
+        return self.segment.column(TIME_COLUMN).numpy()
+
+    def string_index(self, name: str) -> StringColumn | None:
+        if name in self.schema and self.schema[name].is_string:
+            col = self.segment.column(name)
+            return col if isinstance(col, StringColumn) else None
+        return None
+
+    def codes(self, name: str) -> tuple[np.ndarray, pa.Array]:
+        col = self.segment.column(name)
+        return col.codes(), col.dictionary
+
+    def array(self, name: str) -> pa.Array:
+        col = self.segment.column(name)
+        return col.to_arrow() if isinstance(col, StringColumn) else col.values
+
+    def part_bytes(self, name: str, roles: tuple[str, ...]) -> int:
+        col = self.segment.column(name)
+        if isinstance(col, StringColumn):
+            return sum(col.part_bytes(r) for r in roles if r in ("codes", "dictionary"))
+        return col.part_bytes("values")
+
+    def time_bounds(self) -> tuple[int, int] | None:
+        m = self.segment.manifest
+        return None if m.min_time is None else (m.min_time, m.max_time)
+
+
+class TableRowSource(RowSource):
+    """An Arrow table as a row source; ``__time`` may be a timestamp or int64 millis."""
+
+    def __init__(self, table: pa.Table, label: str = "table") -> None:
+        self.table = table
+        self.num_rows = table.num_rows
+        self.label = label
+        self.schema = {f.name: ColumnType.from_arrow(f.type, f.name) for f in table.schema}
+        self._codes: dict[str, tuple[np.ndarray, pa.Array]] = {}
+
+    def time(self) -> np.ndarray:
+        if TIME_COLUMN not in self.table.column_names:
+            return np.zeros(self.num_rows, dtype=np.int64)
+        col = self.table.column(TIME_COLUMN).combine_chunks()
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.timestamp("ms", tz=col.type.tz)).cast(pa.int64())
+        return col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+    def codes(self, name: str) -> tuple[np.ndarray, pa.Array]:
+        if name not in self._codes:
+            arr = self.array(name)
+            enc = pc.dictionary_encode(arr)
+            codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+            self._codes[name] = (codes, enc.dictionary)
+        return self._codes[name]
+
+    def array(self, name: str) -> pa.Array:
+        col = self.table.column(name)
+        return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+
+
+def null_array(ctype: ColumnType, n: int) -> pa.Array:
+    return pa.nulls(n, type=ctype.to_arrow())
+
+
+class ColumnSource(Mapping):
+    """Columns of ``source`` at ``rows`` (sorted row ids, or None for all rows).
+
+    String columns come back as DictionaryArrays so expressions can work per distinct value;
+    virtual columns are evaluated on first access. ``expected`` gives types for columns this
+    source lacks, which then read as typed nulls.
+    """
+
+    def __init__(self, source: RowSource, rows: np.ndarray | None, virtual_columns=(),
+                 expected: Mapping[str, ColumnType] | None = None) -> None:
+        self.source = source
+        self.rows = rows
+        self.num_rows = source.num_rows if rows is None else len(rows)
+        self.virtual = {vc.name: vc for vc in virtual_columns}
+        self.expected = dict(expected or {})
+        self._cache: dict[str, pa.Array] = {}
+        self._bytes = [0]  # a shared cell, so subsets add to the same count
+        self._touched: set[str] = set()
+        self._types: dict[str, ColumnType] | None = None
+
+    def subset(self, mask: np.ndarray) -> ColumnSource:
+        rows = np.flatnonzero(mask) if self.rows is None else self.rows[mask]
+        out = ColumnSource(self.source, rows, self.virtual.values(), self.expected)
+        out._touched = self._touched  # bytes are counted once per run, shared with subsets
+        out._bytes = self._bytes
+        out._types = self._types
+        return out
+
+    def type_of(self, name: str) -> ColumnType:
+        types = self.types()
+        if name in types:
+            return types[name]
+        from common.errors import unknown_name_message
+
+        raise ValidationError(unknown_name_message("column", name, types))
+
+    def types(self) -> dict[str, ColumnType]:
+        if self._types is None:
+            out = dict(self.expected)
+            out.update(self.source.schema)
+            # Virtual columns may build on earlier ones, so infer them in declaration order.
+            for name, vc in self.virtual.items():
+                out[name] = vc.output_type_for(out)
+            self._types = out
+        return self._types
+
+    def _touch(self, name: str, roles: tuple[str, ...]) -> None:
+        key = f"{name}:{','.join(roles)}"
+        if key not in self._touched:
+            self._touched.add(key)
+            self._bytes[0] += self.source.part_bytes(name, roles)
+
+    @property
+    def bytes_read(self) -> int:
+        return self._bytes[0]
+
+    def overridden(self, name: str) -> bool:
+        """True when a declared (expected) type differs from the stored one, so values get cast."""
+        want = self.expected.get(name)
+        return want is not None and name in self.source.schema and want != self.source.schema[name]
+
+    def is_physical(self, name: str) -> bool:
+        return name not in self.virtual and name in self.source.schema
+
+    def codes(self, name: str) -> tuple[np.ndarray, pa.Array]:
+        """Codes at the selected rows plus the dictionary (string columns only)."""
+        codes, dictionary = self.source.codes(name)
+        self._touch(name, ("codes", "dictionary"))
+        return (codes if self.rows is None else codes[self.rows]), dictionary
+
+    def time(self) -> np.ndarray:
+        t = self.source.time()
+        self._touch(TIME_COLUMN, ("values",))
+        return t if self.rows is None else t[self.rows]
+
+    def __getitem__(self, name: str) -> pa.Array:
+        hit = self._cache.get(name)
+        if hit is not None:
+            return hit
+        if name in self.virtual:
+            arr = self.virtual[name].evaluate(self)
+        elif name in self.source.schema:
+            ctype = self.source.schema[name]
+            if ctype.is_string and not isinstance(self.source, TableRowSource):
+                codes, dictionary = self.codes(name)
+                arr = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32(), mask=codes < 0), dictionary)
+            else:
+                self._touch(name, ("values",))
+                arr = self.source.array(name)
+                if self.rows is not None:
+                    arr = arr.take(pa.array(self.rows))
+            if ctype.kind is TypeKind.TIMESTAMP and not pa.types.is_timestamp(arr.type):
+                arr = arr.cast(pa.int64()).cast(ctype.to_arrow())
+            want = self.expected.get(name)
+            if want is not None and want != ctype:
+                arr = _cast_lenient(arr, want)
+        elif name in self.expected:
+            arr = null_array(self.expected[name], self.num_rows)
+        else:
+            from common.errors import unknown_name_message
+
+            raise ValidationError(unknown_name_message("column", name, self.types()))
+        self._cache[name] = arr
+        return arr
+
+    def __iter__(self):
+        return iter(self.types())
+
+    def __len__(self) -> int:
+        return len(self.types())
+
+
+def _cast_lenient(arr: pa.Array, ctype: ColumnType) -> pa.Array:
+    """Cast to a wider or declared type; values that do not convert become null."""
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    target = ctype.to_arrow()
+    try:
+        return arr.cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        if ctype.is_numeric and pa.types.is_string(arr.type):
+            as_double = pc.cast(pc.if_else(pc.match_substring_regex(arr, r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"),
+                                           arr, pa.scalar(None, pa.string())), pa.float64())
+            return as_double.cast(target, safe=False)
+        return pa.nulls(len(arr), target)
+
+
+def interval_rows(times: np.ndarray, intervals: list[Interval]) -> list[tuple[int, int]]:
+    """Row ranges of a time-sorted column inside the intervals."""
+    out = []
+    for iv in intervals:
+        lo = int(np.searchsorted(times, iv.start, side="left"))
+        hi = int(np.searchsorted(times, iv.end, side="left"))
+        if hi > lo:
+            out.append((lo, hi))
+    return out

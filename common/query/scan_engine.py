@@ -1,0 +1,81 @@
+"""The scan engine: selected rows and columns, optionally ordered by time, with offset/limit.
+
+Segments are time-sorted, so ordering by time never sorts a whole segment: ascending takes the
+head, descending takes the tail reversed. Each segment returns at most offset+limit rows.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from common.query.model import ScanQuery
+from common.query.ordering import SortKey, sort_table
+from common.query.partial import Partial, RunStats, union_coverage
+from common.query.row_source import RowSource
+from common.query.selection import select
+from common.types.column_type import TIME_COLUMN, ColumnType
+
+
+def output_columns(query: ScanQuery, schema: dict[str, ColumnType]) -> list[str]:
+    if query.columns is not None:
+        return list(query.columns)
+    names = [TIME_COLUMN] + [c for c in schema if c != TIME_COLUMN]
+    return names + [vc.name for vc in query.virtual_columns if vc.name not in names]
+
+
+def _cap(query: ScanQuery) -> int | None:
+    return None if query.limit is None else query.offset + query.limit
+
+
+def run(query: ScanQuery, source: RowSource, schema: dict[str, ColumnType], coverage=None) -> Partial:
+    sel = select(source, query.filter, list(query.intervals), query.virtual_columns, schema)
+    cols = sel.columns
+    cap = _cap(query)
+    if cap is not None and cols.num_rows > cap and cols.rows is not None:
+        import numpy as np
+
+        keep = np.zeros(cols.num_rows, dtype=bool)
+        if query.order == "descending":
+            keep[-cap:] = True
+        else:
+            keep[:cap] = True
+        cols = cols.subset(keep)
+    names = output_columns(query, schema)
+    data = {}
+    for name in names:
+        arr = cols[name] if name != TIME_COLUMN else cols[TIME_COLUMN]
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.cast(arr.type.value_type)
+        data[name] = arr
+    table = pa.table(data) if data else pa.table({})
+    if cap is not None and table.num_rows > cap:
+        table = table.slice(table.num_rows - cap) if query.order == "descending" else table.slice(0, cap)
+    stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, cols.num_rows,
+                     cols.bytes_read)
+    return Partial(table, stats, coverage)
+
+
+def merge(query: ScanQuery, partials: list[Partial]) -> Partial:
+    stats = RunStats()
+    for p in partials:
+        stats = stats + p.stats
+    tables = [p.table for p in partials if p.table.num_columns]
+    if not tables:
+        return Partial(pa.table({}), stats, union_coverage(partials))
+    table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
+    if query.order != "none" and TIME_COLUMN in table.column_names:
+        table = sort_table(table, [SortKey(TIME_COLUMN, query.order == "descending")])
+    cap = _cap(query)
+    if cap is not None:
+        table = table.slice(0, cap)
+    return Partial(table, stats, union_coverage(partials))
+
+
+def finalize(query: ScanQuery, partial: Partial, schema: dict[str, ColumnType]) -> pa.Table:
+    table = partial.table
+    if query.order != "none" and TIME_COLUMN in table.column_names:
+        table = sort_table(table, [SortKey(TIME_COLUMN, query.order == "descending")])
+    end = None if query.limit is None else query.offset + query.limit
+    if query.offset or end is not None:
+        table = table.slice(query.offset, None if end is None else end - query.offset)
+    return table.combine_chunks()

@@ -1,0 +1,187 @@
+"""SegmentBuilder: Arrow record batches in, one sorted, indexed segment file out.
+
+This is what ingestion executors call. It normalizes input types to strata's logical types,
+checks every row's ``__time`` against the segment interval, sorts by ``__time`` then the sort
+columns, encodes each column and writes the container atomically.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from common.errors import ValidationError
+from common.segment.container import ipc_bytes, write_container
+from common.segment.manifest import ColumnManifest, PartEntry, SegmentManifest
+from common.segment.segment_id import SegmentId
+from common.segment.string_column import encode_string
+from common.segment.value_column import encode_values
+from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
+from common.types.interval import format_instant
+
+
+def normalize_time(values: pa.Array | pa.ChunkedArray, column: str = TIME_COLUMN) -> pa.Array:
+    """Any timestamp/date/integer-millis column -> int64 epoch millis (nulls kept for the caller)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    t = values.type
+    if pa.types.is_timestamp(t):
+        if t.unit != "ms":
+            values = values.cast(pa.timestamp("ms", tz=t.tz), safe=False)
+        return values.view(pa.int64()) if values.offset == 0 else values.cast(pa.int64())
+    if pa.types.is_date(t):
+        return values.cast(pa.timestamp("ms")).cast(pa.int64())
+    if pa.types.is_integer(t):
+        return values.cast(pa.int64())
+    raise ValidationError(
+        f"column '{column}' must be a timestamp or epoch milliseconds, got Arrow type {t}; "
+        "parse it first (e.g. TIME_PARSE in SQL)"
+    )
+
+
+def normalize_column(name: str, values: pa.Array | pa.ChunkedArray, declared: ColumnType | None) -> tuple[pa.Array, ColumnType]:
+    """Cast an input column to the Arrow type of its logical type."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    ctype = declared or ColumnType.from_arrow(values.type, name)
+    target = ctype.to_arrow()
+    if ctype.kind is TypeKind.TIMESTAMP:
+        return normalize_time(values, name).cast(target), ctype
+    if values.type != target:
+        try:
+            values = values.cast(target)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+            raise ValidationError(f"column '{name}': cannot store {values.type} as {ctype.sql_name}: {exc}") from None
+    return values, ctype
+
+
+class SegmentBuilder:
+    """Accumulates batches for one segment; ``build(path)`` writes it and returns the manifest."""
+
+    def __init__(self, segment_id: SegmentId, *, sort_columns: Iterable[str] = (),
+                 column_types: dict[str, ColumnType] | None = None) -> None:
+        self.segment_id = segment_id
+        self.sort_columns = tuple(c for c in sort_columns if c != TIME_COLUMN)
+        self.column_types = dict(column_types or {})
+        self._batches: list[pa.RecordBatch] = []
+
+    def add(self, data: pa.RecordBatch | pa.Table) -> None:
+        if isinstance(data, pa.Table):
+            self._batches.extend(data.to_batches())
+        else:
+            self._batches.append(data)
+
+    def build(self, path: str) -> SegmentManifest:
+        table = pa.Table.from_batches(self._batches) if self._batches else None
+        if table is None:
+            raise ValidationError(f"segment {self.segment_id}: no rows to build from")
+        return build_segment(table, path, self.segment_id, self.sort_columns, self.column_types)
+
+
+def _check_time(times: pa.Array, segment_id: SegmentId) -> np.ndarray:
+    if times.null_count:
+        row = int(pc.index(times.is_null(), True).as_py())
+        raise ValidationError(f"segment {segment_id}: row {row} has a null {TIME_COLUMN}; every row needs a time")
+    ms = times.to_numpy(zero_copy_only=False)
+    iv = segment_id.interval
+    outside = (ms < iv.start) | (ms >= iv.end)
+    if outside.any():
+        row = int(np.argmax(outside))
+        raise ValidationError(
+            f"segment {segment_id}: row {row} has {TIME_COLUMN} {format_instant(int(ms[row]))} outside the "
+            f"segment interval {iv}"
+        )
+    return ms
+
+
+def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_columns: Iterable[str] = (),
+                  column_types: dict[str, ColumnType] | None = None) -> SegmentManifest:
+    column_types = dict(column_types or {})
+    names = table.column_names
+    if TIME_COLUMN not in names:
+        raise ValidationError(
+            f"segment {segment_id}: input has no '{TIME_COLUMN}' column (columns: {', '.join(names)}); "
+            "every row needs a time"
+        )
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValidationError(f"segment {segment_id}: duplicate column names {dupes}")
+    sort_columns = tuple(c for c in sort_columns if c != TIME_COLUMN)
+    for col in sort_columns:
+        if col not in names:
+            raise ValidationError(f"segment {segment_id}: sort column '{col}' is not in the input ({', '.join(names)})")
+
+    times = normalize_time(table.column(TIME_COLUMN))
+    ms = _check_time(times, segment_id)
+
+    # Sort by time then sort columns; skip the sort when input is already time-ordered.
+    if sort_columns:
+        keyed = pa.table({"t": times, **{f"k{i}": table.column(c) for i, c in enumerate(sort_columns)}})
+        keys = [("t", "ascending")] + [(f"k{i}", "ascending") for i in range(len(sort_columns))]
+        order = pc.sort_indices(keyed, sort_keys=keys, null_placement="at_start")
+    elif len(ms) > 1 and not bool(np.all(ms[1:] >= ms[:-1])):
+        order = pa.array(np.argsort(ms, kind="stable"))
+    else:
+        order = None
+    if order is not None:
+        table = table.take(order)
+        times = normalize_time(table.column(TIME_COLUMN))
+        ms = times.to_numpy(zero_copy_only=False)
+
+    parts: dict[str, pa.Buffer] = {}
+    columns: list[ColumnManifest] = []
+    time_values = times.cast(TIMESTAMP.to_arrow())
+    time_parts, time_stats = encode_values(time_values, TIMESTAMP)
+    columns.append(_add(parts, TIME_COLUMN, TIMESTAMP, "plain", time_parts, time_stats))
+    for name in names:
+        if name == TIME_COLUMN:
+            continue
+        values, ctype = normalize_column(name, table.column(name), column_types.get(name))
+        if ctype.kind is TypeKind.TIMESTAMP:
+            raise ValidationError(f"column '{name}': only {TIME_COLUMN} may be a TIMESTAMP; store others as LONG millis")
+        if ctype.is_string:
+            enc = encode_string(values)
+            columns.append(_add(parts, name, ctype, "dictionary", enc.parts, enc.stats))
+        else:
+            col_parts, stats = encode_values(values, ctype)
+            columns.append(_add(parts, name, ctype, "plain", col_parts, stats))
+
+    created = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    min_time = int(ms[0]) if len(ms) else None
+    max_time = int(ms[-1]) if len(ms) else None
+    holder: dict = {}
+
+    def make_manifest(entries: dict) -> bytes:
+        manifest = SegmentManifest(
+            segment_id=segment_id,
+            num_rows=table.num_rows,
+            min_time=min_time,
+            max_time=max_time,
+            ordering=(TIME_COLUMN, *sort_columns),
+            columns=tuple(columns),
+            files={k: PartEntry(*v) for k, v in entries.items()},
+            created=created,
+        )
+        holder["manifest"] = manifest
+        return manifest.to_bytes()
+
+    write_container(path, parts, make_manifest)
+    return holder["manifest"]
+
+
+def _add(parts: dict, name: str, ctype: ColumnType, encoding: str, col_parts: dict, stats: dict) -> ColumnManifest:
+    refs = {}
+    for role, data in col_parts.items():
+        part_name = f"{name}/{role}"
+        parts[part_name] = data
+        refs[role] = part_name
+    return ColumnManifest(name, ctype, encoding, refs, stats)
+
+
+__all__ = ["SegmentBuilder", "build_segment", "ipc_bytes", "normalize_column", "normalize_time"]

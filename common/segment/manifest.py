@@ -1,0 +1,135 @@
+"""SegmentManifest: the versioned description of a segment file's contents.
+
+The manifest is what makes the container extensible without a format break:
+- every column names its ``encoding`` and maps roles to internal part names, so a nested JSON
+  column can later own many per-path parts, and a projection column can point at a dictionary
+  part the base table already has;
+- ``dictionaries`` names shared value dictionaries (the nested-column design keeps one global
+  dictionary per value type for all paths of a column);
+- ``projections`` lists embedded pre-aggregated tables (empty until projections land);
+- ``requiredFeatures`` lists what a reader must understand; a reader refuses a segment that
+  needs a feature it does not know instead of misreading it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from common.errors import SegmentCorruptError
+from common.segment.segment_id import SegmentId
+from common.types.column_type import ColumnType
+
+FORMAT_NAME = "strata-segment"
+FORMAT_VERSION = 1
+KNOWN_FEATURES: frozenset[str] = frozenset()
+KNOWN_ENCODINGS = ("plain", "dictionary")
+
+
+@dataclass(frozen=True)
+class PartEntry:
+    offset: int
+    length: int
+    crc32: int
+
+
+@dataclass(frozen=True)
+class ColumnManifest:
+    name: str
+    type: ColumnType
+    encoding: str  # "plain" (Arrow values) or "dictionary" (sorted dictionary + codes + bitmaps)
+    parts: dict[str, str]  # role -> internal part name
+    stats: dict = field(default_factory=dict)  # min, max, nullCount, cardinality
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "type": self.type.native_name,
+            "encoding": self.encoding,
+            "parts": dict(self.parts),
+            "stats": self.stats,
+        }
+
+    @staticmethod
+    def from_json(obj: dict) -> ColumnManifest:
+        return ColumnManifest(obj["name"], ColumnType.parse(obj["type"]), obj["encoding"], dict(obj["parts"]),
+                              dict(obj.get("stats", {})))
+
+
+@dataclass(frozen=True)
+class SegmentManifest:
+    segment_id: SegmentId
+    num_rows: int
+    min_time: int | None
+    max_time: int | None
+    ordering: tuple[str, ...]
+    columns: tuple[ColumnManifest, ...]
+    files: dict[str, PartEntry]
+    created: str
+    dictionaries: dict[str, str] = field(default_factory=dict)
+    projections: tuple[dict, ...] = ()
+    required_features: tuple[str, ...] = ()
+    format_version: int = FORMAT_VERSION
+
+    def column(self, name: str) -> ColumnManifest | None:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        return None
+
+    @property
+    def schema(self) -> dict[str, ColumnType]:
+        return {c.name: c.type for c in self.columns}
+
+    @property
+    def size(self) -> int:
+        return sum(p.length for p in self.files.values())
+
+    def to_json(self) -> dict:
+        return {
+            "format": FORMAT_NAME,
+            "formatVersion": self.format_version,
+            "requiredFeatures": list(self.required_features),
+            "id": self.segment_id.to_json(),
+            "numRows": self.num_rows,
+            "minTime": self.min_time,
+            "maxTime": self.max_time,
+            "ordering": list(self.ordering),
+            "columns": [c.to_json() for c in self.columns],
+            "dictionaries": dict(self.dictionaries),
+            "projections": list(self.projections),
+            "files": {k: [v.offset, v.length, v.crc32] for k, v in self.files.items()},
+            "created": self.created,
+        }
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.to_json(), separators=(",", ":"), sort_keys=True).encode()
+
+    @staticmethod
+    def from_json(obj: dict, where: str) -> SegmentManifest:
+        if obj.get("format") != FORMAT_NAME:
+            raise SegmentCorruptError(f"segment {where}: manifest check failed: not a {FORMAT_NAME} manifest")
+        version = int(obj.get("formatVersion", -1))
+        if version > FORMAT_VERSION or version < 1:
+            raise SegmentCorruptError(
+                f"segment {where}: format version check failed: version {version}, this reader knows 1..{FORMAT_VERSION}"
+            )
+        unknown = [f for f in obj.get("requiredFeatures", []) if f not in KNOWN_FEATURES]
+        if unknown:
+            raise SegmentCorruptError(
+                f"segment {where}: feature check failed: needs {unknown}, which this version cannot read; upgrade strata"
+            )
+        return SegmentManifest(
+            segment_id=SegmentId.from_json(obj["id"]),
+            num_rows=int(obj["numRows"]),
+            min_time=obj.get("minTime"),
+            max_time=obj.get("maxTime"),
+            ordering=tuple(obj.get("ordering", ())),
+            columns=tuple(ColumnManifest.from_json(c) for c in obj["columns"]),
+            files={k: PartEntry(*v) for k, v in obj["files"].items()},
+            created=obj.get("created", ""),
+            dictionaries=dict(obj.get("dictionaries", {})),
+            projections=tuple(obj.get("projections", ())),
+            required_features=tuple(obj.get("requiredFeatures", ())),
+            format_version=version,
+        )

@@ -1,0 +1,193 @@
+"""Dictionary-encoded STRING columns: sorted dictionary, int32 codes, and a Roaring bitmap per value.
+
+Parts: ``dictionary`` (sorted, no nulls), ``codes`` (int32; null rows are Arrow-null and hold -1
+underneath, so both a DictionaryArray and a raw numpy view are free), and ``bitmaps`` (one
+serialized Roaring bitmap per dictionary id, plus the null rows' bitmap at index ``cardinality``).
+
+Because the dictionary is sorted, equality is a binary search, IN is several, and a range or a
+LIKE prefix is a contiguous run of ids; filters union those ids' bitmaps without touching rows.
+"""
+
+from __future__ import annotations
+
+import array
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap
+
+from common.segment.container import Container, ipc_bytes
+
+
+@dataclass
+class EncodedString:
+    parts: dict[str, pa.Buffer]
+    stats: dict
+
+
+def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
+    """Row ids sorted by key, ascending within a key (so each key's rows form a sorted run).
+
+    numpy's stable sort is a radix sort for 16-bit keys; wider keys take two 16-bit passes
+    (least significant first), which is several times faster than a comparison sort.
+    """
+    if bound <= 1 << 16:
+        return np.argsort(keys.astype(np.uint16), kind="stable").astype(np.uint32)
+    low = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
+    high = np.argsort((keys[low] >> 16).astype(np.uint16), kind="stable")
+    return low[high].astype(np.uint32)
+
+
+def _bitmaps_binary(codes: np.ndarray, cardinality: int) -> pa.Array:
+    """Serialize one Roaring bitmap per code (and one for nulls, code -1) into a binary array."""
+    keyed = np.where(codes < 0, cardinality, codes).astype(np.int32)
+    order = _stable_order(keyed, cardinality + 1)
+    counts = np.bincount(keyed, minlength=cardinality + 1)
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    rows = array.array("I")
+    rows.frombytes(order.tobytes())
+    blobs = []
+    for code in range(cardinality + 1):
+        lo, hi = bounds[code], bounds[code + 1]
+        # array.array slices feed pyroaring's buffer fast path (numpy input is ~10x slower).
+        blobs.append(BitMap(rows[lo:hi]).serialize() if hi > lo else BitMap().serialize())
+    lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs))
+    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    data = pa.py_buffer(b"".join(blobs))
+    return pa.Array.from_buffers(pa.large_binary(), len(blobs), [None, pa.py_buffer(offsets.tobytes()), data])
+
+
+def encode_string(values: pa.Array) -> EncodedString:
+    """Dictionary-encode a string array (any string-like Arrow type, may hold nulls)."""
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    if not pa.types.is_string(values.type):
+        values = values.cast(pa.string())
+    encoded = pc.dictionary_encode(values, null_encoding="mask")
+    if isinstance(encoded, pa.ChunkedArray):
+        encoded = encoded.combine_chunks()
+    raw_dict = encoded.dictionary
+    # Sort the dictionary (UTF-8 byte order) and renumber the codes through the inverse permutation.
+    order = pc.sort_indices(raw_dict).to_numpy()
+    rank = np.empty(len(order), dtype=np.int32)
+    rank[order] = np.arange(len(order), dtype=np.int32)
+    dictionary = raw_dict.take(pa.array(order, pa.int32()))
+    idx = encoded.indices
+    null_mask = idx.is_null().to_numpy(zero_copy_only=False) if idx.null_count else None
+    raw = idx.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+    codes = rank[raw] if len(rank) else np.zeros(len(raw), dtype=np.int32)
+    if null_mask is not None:
+        codes[null_mask] = -1
+    codes_arr = pa.array(codes, pa.int32(), mask=null_mask) if null_mask is not None else pa.array(codes, pa.int32())
+    cardinality = len(dictionary)
+    stats = {
+        "nullCount": int(values.null_count),
+        "cardinality": cardinality,
+        "min": dictionary[0].as_py() if cardinality else None,
+        "max": dictionary[cardinality - 1].as_py() if cardinality else None,
+    }
+    parts = {
+        "dictionary": ipc_bytes(dictionary),
+        "codes": ipc_bytes(codes_arr),
+        "bitmaps": ipc_bytes(_bitmaps_binary(codes, cardinality)),
+    }
+    return EncodedString(parts, stats)
+
+
+class StringColumn:
+    """Read side of a dictionary-encoded column; every accessor is lazy and zero-copy."""
+
+    def __init__(self, container: Container, parts: dict[str, str], num_rows: int, stats: dict) -> None:
+        self._container = container
+        self._parts = parts
+        self.num_rows = num_rows
+        self.stats = stats
+        self._dictionary: pa.Array | None = None
+        self._codes: pa.Array | None = None
+        self._bitmaps: pa.Array | None = None
+
+    # -- parts ------------------------------------------------------------------------------
+    @property
+    def dictionary(self) -> pa.StringArray:
+        if self._dictionary is None:
+            self._dictionary = self._container.array(self._parts["dictionary"])
+        return self._dictionary
+
+    @property
+    def cardinality(self) -> int:
+        return int(self.stats.get("cardinality", len(self.dictionary)))
+
+    @property
+    def codes_array(self) -> pa.Int32Array:
+        if self._codes is None:
+            self._codes = self._container.array(self._parts["codes"])
+        return self._codes
+
+    def codes(self) -> np.ndarray:
+        """int32 codes with -1 for null rows, viewed straight from the mapped file."""
+        arr = self.codes_array
+        return np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + arr.offset)[arr.offset:]
+
+    def part_bytes(self, role: str) -> int:
+        return self._container._entries[self._parts[role]].length
+
+    def _bitmap_array(self) -> pa.Array:
+        if self._bitmaps is None:
+            self._bitmaps = self._container.array(self._parts["bitmaps"])
+        return self._bitmaps
+
+    def bitmap(self, code: int) -> BitMap:
+        return BitMap.deserialize(self._bitmap_array()[code].as_py())
+
+    def bitmap_bytes(self, codes) -> int:
+        offsets = np.frombuffer(self._bitmap_array().buffers()[1], dtype=np.int64)
+        return int(sum(offsets[c + 1] - offsets[c] for c in codes))
+
+    def null_bitmap(self) -> BitMap:
+        return self.bitmap(self.cardinality)
+
+    # -- dictionary lookups (binary search over the sorted dictionary) -------------------------
+    def _bisect(self, value: str, right: bool) -> int:
+        d = self.dictionary
+        lo, hi = 0, len(d)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            v = d[mid].as_py()
+            if v < value or (right and v == value):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def lookup(self, value: str) -> int | None:
+        i = self._bisect(value, right=False)
+        if i < len(self.dictionary) and self.dictionary[i].as_py() == value:
+            return i
+        return None
+
+    def code_range(self, lower: str | None, upper: str | None, lower_strict: bool, upper_strict: bool) -> tuple[int, int]:
+        """Ids [lo, hi) of dictionary values within the bounds."""
+        lo = 0 if lower is None else self._bisect(lower, right=lower_strict)
+        hi = len(self.dictionary) if upper is None else self._bisect(upper, right=not upper_strict)
+        return lo, max(lo, hi)
+
+    def prefix_range(self, prefix: str) -> tuple[int, int]:
+        lo = self._bisect(prefix, right=False)
+        # The smallest string greater than every string with this prefix bumps its last code point.
+        if prefix:
+            bumped = prefix[:-1] + chr(ord(prefix[-1]) + 1) if ord(prefix[-1]) < 0x10FFFF else None
+        else:
+            bumped = None
+        hi = len(self.dictionary) if bumped is None else self._bisect(bumped, right=False)
+        return lo, max(lo, hi)
+
+    # -- values -----------------------------------------------------------------------------
+    def to_arrow(self) -> pa.DictionaryArray:
+        return pa.DictionaryArray.from_arrays(self.codes_array, self.dictionary)
+
+    def take(self, rows: np.ndarray | None) -> pa.DictionaryArray:
+        if rows is None:
+            return self.to_arrow()
+        return pa.DictionaryArray.from_arrays(self.codes_array.take(pa.array(rows)), self.dictionary)

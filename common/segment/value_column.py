@@ -1,0 +1,57 @@
+"""Plain columns: numbers, ``__time``, arrays and (for now) JSON text, stored as Arrow arrays.
+
+Arrow's own validity bitmap is the null bitmap, so a LONG column with nulls keeps them as nulls
+(never 0), and the values are read straight from the memory map.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from common.segment.container import Container, ipc_bytes
+from common.types.column_type import ColumnType, TypeKind
+
+
+def encode_values(values: pa.Array, ctype: ColumnType) -> tuple[dict[str, pa.Buffer], dict]:
+    stats: dict = {"nullCount": int(values.null_count)}
+    if ctype.is_numeric and len(values) > values.null_count:
+        mm = pc.min_max(values)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if ctype.kind is TypeKind.TIMESTAMP:
+            lo, hi = int(values.cast(pa.int64())[0].as_py()), int(values.cast(pa.int64())[-1].as_py())
+        stats["min"], stats["max"] = lo, hi
+        stats["cardinality"] = int(pc.count_distinct(values).as_py())
+    return {"values": ipc_bytes(values)}, stats
+
+
+class ValueColumn:
+    def __init__(self, container: Container, parts: dict[str, str], num_rows: int, stats: dict,
+                 ctype: ColumnType) -> None:
+        self._container = container
+        self._parts = parts
+        self.num_rows = num_rows
+        self.stats = stats
+        self.type = ctype
+        self._values: pa.Array | None = None
+
+    @property
+    def values(self) -> pa.Array:
+        if self._values is None:
+            self._values = self._container.array(self._parts["values"])
+        return self._values
+
+    def part_bytes(self, role: str = "values") -> int:
+        return self._container._entries[self._parts[role]].length
+
+    def numpy(self) -> np.ndarray:
+        """Values as numpy without copying where Arrow allows; null slots hold unspecified values."""
+        arr = self.values
+        if pa.types.is_timestamp(arr.type):
+            arr = arr.view(pa.int64())
+        dtype = arr.type.to_pandas_dtype()
+        return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr) + arr.offset)[arr.offset:]
+
+    def take(self, rows: np.ndarray | None) -> pa.Array:
+        return self.values if rows is None else self.values.take(pa.array(rows))
