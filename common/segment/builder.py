@@ -8,7 +8,9 @@ columns, encodes each column and writes the container atomically.
 from __future__ import annotations
 
 import datetime as dt
+import os
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -139,18 +141,20 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     time_values = times.cast(TIMESTAMP.to_arrow())
     time_parts, time_stats = encode_values(time_values, TIMESTAMP)
     columns.append(_add(parts, TIME_COLUMN, TIMESTAMP, "plain", time_parts, time_stats))
-    for name in names:
-        if name == TIME_COLUMN:
-            continue
+    def encode(name: str):
         values, ctype = normalize_column(name, table.column(name), column_types.get(name))
         if ctype.kind is TypeKind.TIMESTAMP:
             raise ValidationError(f"column '{name}': only {TIME_COLUMN} may be a TIMESTAMP; store others as LONG millis")
         if ctype.is_string:
             enc = encode_string(values)
-            columns.append(_add(parts, name, ctype, "dictionary", enc.parts, enc.stats))
-        else:
-            col_parts, stats = encode_values(values, ctype)
-            columns.append(_add(parts, name, ctype, "plain", col_parts, stats))
+            return name, ctype, "dictionary", enc.parts, enc.stats
+        col_parts, stats = encode_values(values, ctype)
+        return name, ctype, "plain", col_parts, stats
+
+    # Columns encode independently and Arrow/numpy release the GIL, so threads overlap them.
+    others = [n for n in names if n != TIME_COLUMN]
+    for name, ctype, encoding, col_parts, stats in _encoder_pool().map(encode, others):
+        columns.append(_add(parts, name, ctype, encoding, col_parts, stats))
 
     created = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     min_time = int(ms[0]) if len(ms) else None
@@ -173,6 +177,16 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
 
     write_container(path, parts, make_manifest)
     return holder["manifest"]
+
+
+_POOL: ThreadPoolExecutor | None = None
+
+
+def _encoder_pool() -> ThreadPoolExecutor:
+    global _POOL
+    if _POOL is None:
+        _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="strata-encode")
+    return _POOL
 
 
 def _add(parts: dict, name: str, ctype: ColumnType, encoding: str, col_parts: dict, stats: dict) -> ColumnManifest:

@@ -1,6 +1,6 @@
 """Dictionary-encoded STRING columns: sorted dictionary, int32 codes, and a Roaring bitmap per value.
 
-Parts: ``dictionary`` (sorted, no nulls), ``codes`` (int32; null rows are Arrow-null and hold -1
+Parts: ``dictionary`` (sorted, no nulls), ``codes`` (int8/16/32 by cardinality; null rows are Arrow-null and hold -1
 underneath, so both a DictionaryArray and a raw numpy view are free), and ``bitmaps`` (one
 serialized Roaring bitmap per dictionary id, plus the null rows' bitmap at index ``cardinality``).
 
@@ -10,13 +10,14 @@ LIKE prefix is a contiguous run of ids; filters union those ids' bitmaps without
 
 from __future__ import annotations
 
-import array
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
+
+from common.segment.bitmap_serializer import serialize_grouped
 
 from common.segment.container import Container, ipc_bytes
 
@@ -41,22 +42,21 @@ def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
 
 
 def _bitmaps_binary(codes: np.ndarray, cardinality: int) -> pa.Array:
-    """Serialize one Roaring bitmap per code (and one for nulls, code -1) into a binary array."""
+    """One serialized Roaring bitmap per code, plus the null rows' (code -1) at ``cardinality``."""
     keyed = np.where(codes < 0, cardinality, codes).astype(np.int32)
     order = _stable_order(keyed, cardinality + 1)
-    counts = np.bincount(keyed, minlength=cardinality + 1)
-    bounds = np.concatenate(([0], np.cumsum(counts)))
-    rows = array.array("I")
-    rows.frombytes(order.tobytes())
-    blobs = []
-    for code in range(cardinality + 1):
-        lo, hi = bounds[code], bounds[code + 1]
-        # array.array slices feed pyroaring's buffer fast path (numpy input is ~10x slower).
-        blobs.append(BitMap(rows[lo:hi]).serialize() if hi > lo else BitMap().serialize())
-    lengths = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs))
-    offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    data = pa.py_buffer(b"".join(blobs))
-    return pa.Array.from_buffers(pa.large_binary(), len(blobs), [None, pa.py_buffer(offsets.tobytes()), data])
+    data, offsets = serialize_grouped(order, keyed[order], cardinality + 1)
+    return pa.Array.from_buffers(pa.large_binary(), cardinality + 1,
+                                 [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def code_type(cardinality: int) -> pa.DataType:
+    """The narrowest signed index type for the dictionary (codes need -1 for null)."""
+    if cardinality < 127:
+        return pa.int8()
+    if cardinality < 32767:
+        return pa.int16()
+    return pa.int32()
 
 
 def encode_string(values: pa.Array) -> EncodedString:
@@ -80,8 +80,9 @@ def encode_string(values: pa.Array) -> EncodedString:
     codes = rank[raw] if len(rank) else np.zeros(len(raw), dtype=np.int32)
     if null_mask is not None:
         codes[null_mask] = -1
-    codes_arr = pa.array(codes, pa.int32(), mask=null_mask) if null_mask is not None else pa.array(codes, pa.int32())
     cardinality = len(dictionary)
+    narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
+    codes_arr = pa.array(narrow, mask=null_mask) if null_mask is not None else pa.array(narrow)
     stats = {
         "nullCount": int(values.null_count),
         "cardinality": cardinality,
@@ -126,9 +127,10 @@ class StringColumn:
         return self._codes
 
     def codes(self) -> np.ndarray:
-        """int32 codes with -1 for null rows, viewed straight from the mapped file."""
+        """Codes (int8/16/32 by cardinality) with -1 for null rows, viewed straight from the mapped file."""
         arr = self.codes_array
-        return np.frombuffer(arr.buffers()[1], dtype=np.int32, count=len(arr) + arr.offset)[arr.offset:]
+        dtype = arr.type.to_pandas_dtype()
+        return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr) + arr.offset)[arr.offset:]
 
     def part_bytes(self, role: str) -> int:
         return self._container._entries[self._parts[role]].length

@@ -1,0 +1,134 @@
+"""Engine benchmark: strata's in-process native engine vs DuckDB over the same data as Parquet.
+
+    .venv/bin/python bench/engine.py [--rows 10000000] [--runs 5] [--markdown]
+
+Generates demo rows, builds DAY segments (reports rows/s), writes the same rows as Parquet, then
+runs a fixed set of queries on both engines and prints median latency, the strata/DuckDB ratio
+(below 1 means strata is faster) and rows strata scanned. Results are checked against each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import duckdb  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from common.demo import table as demo_table  # noqa: E402
+from common.query import execute  # noqa: E402
+from common.segment import Segment  # noqa: E402
+from common.segment.time_partitioner import build_segments  # noqa: E402
+
+DAYS = "2015-09-12/2015-09-19"
+DAY1 = "2015-09-13/2015-09-14"
+
+
+def queries(user: str):
+    return [
+        ("hourly timeseries count+sum", "agg", {
+            "queryType": "timeseries", "dataSource": "wiki", "intervals": [DAYS], "granularity": "hour",
+            "aggregations": [{"type": "count", "name": "c"}, {"type": "longSum", "name": "s", "fieldName": "added"}]},
+         "SELECT date_trunc('hour', __time) AS t, count(*) AS c, sum(added) AS s FROM wiki GROUP BY 1 ORDER BY 1"),
+        ("topN 10 pages by sum(added), one day", "agg", {
+            "queryType": "topN", "dataSource": "wiki", "intervals": [DAY1], "granularity": "all",
+            "dimension": "page", "metric": "s", "threshold": 10,
+            "aggregations": [{"type": "longSum", "name": "s", "fieldName": "added"}]},
+         "SELECT page, sum(added) AS s FROM wiki WHERE __time >= TIMESTAMPTZ '2015-09-13 00:00:00+00' AND "
+         "__time < TIMESTAMPTZ '2015-09-14 00:00:00+00' GROUP BY page ORDER BY s DESC, page LIMIT 10"),
+        ("groupBy channel,isRobot filtered", "agg", {
+            "queryType": "groupBy", "dataSource": "wiki", "intervals": [DAYS], "granularity": "all",
+            "dimensions": ["channel", "isRobot"], "filter": {"type": "equals", "column": "namespace", "matchValue": "Main"},
+            "aggregations": [{"type": "count", "name": "c"}, {"type": "longSum", "name": "s", "fieldName": "delta"}]},
+         "SELECT channel, isRobot, count(*) AS c, sum(delta) AS s FROM wiki WHERE namespace = 'Main' "
+         "GROUP BY 1, 2 ORDER BY 1, 2"),
+        ("approx distinct users per day", "agg", {
+            "queryType": "timeseries", "dataSource": "wiki", "intervals": [DAYS], "granularity": "day",
+            "aggregations": [{"type": "HLLSketchBuild", "name": "u", "fieldName": "user", "round": True}]},
+         "SELECT date_trunc('day', __time) AS t, approx_count_distinct(\"user\") AS u FROM wiki GROUP BY 1 ORDER BY 1"),
+        ("scan rows of one user (equality)", "needle", {
+            "queryType": "scan", "dataSource": "wiki", "intervals": [DAYS],
+            "filter": {"type": "equals", "column": "user", "matchValue": user},
+            "columns": ["__time", "page", "added"]},
+         f"SELECT __time, page, added FROM wiki WHERE \"user\" = '{user}'"),
+    ]
+
+
+def timed(fn, runs: int) -> tuple[float, object]:
+    fn()  # warm-up: first touches of mapped pages and DuckDB's Parquet metadata
+    samples, out = [], None
+    for _ in range(runs):
+        start = time.perf_counter()
+        out = fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples), out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--dir", default=None, help="working directory (default: a temporary one)")
+    ap.add_argument("--markdown", action="store_true", help="print the table as Markdown")
+    args = ap.parse_args()
+
+    work = args.dir or tempfile.mkdtemp(prefix="strata-bench-")
+    os.makedirs(work, exist_ok=True)
+    seg_dir = os.path.join(work, "segments")
+    shutil.rmtree(seg_dir, ignore_errors=True)
+    started = time.perf_counter()
+    data = demo_table(args.rows)
+    gen_s = time.perf_counter() - started
+    parquet = os.path.join(work, "wiki.parquet")
+    pq.write_table(data, parquet)
+
+    started = time.perf_counter()
+    built = build_segments(data, "wiki", seg_dir, segment_granularity="day")
+    build_s = time.perf_counter() - started
+    segments = [Segment.open(p) for p, _ in built]
+
+    con = duckdb.connect()
+    con.sql(f"CREATE VIEW wiki AS SELECT * FROM read_parquet('{parquet}')")
+    user = con.sql("SELECT \"user\" FROM wiki GROUP BY 1 HAVING count(*) BETWEEN 20 AND 200 ORDER BY 1 LIMIT 1").fetchall()[0][0]
+
+    rows = []
+    for name, kind, native, sql in queries(user):
+        s_ms, result = timed(lambda: execute(native, segments), args.runs)
+        d_ms, duck = timed(lambda: con.sql(sql).to_arrow_table(), args.runs)
+        ok = result.table.num_rows == duck.num_rows
+        rows.append((name, kind, s_ms, d_ms, result.stats.rows_scanned, ok))
+
+    print(f"rows {args.rows:,}; {len(segments)} day segments; generate {gen_s:.1f}s; "
+          f"segment build {build_s:.1f}s = {args.rows / build_s / 1e6:.2f}M rows/s")
+    header = ("query", "strata ms", "DuckDB ms", "ratio", "rows scanned", "same rows")
+    lines = [(n, f"{s:.1f}", f"{d:.1f}", f"{s / d:.2f}", f"{scanned:,}", "yes" if ok else "NO")
+             for n, _, s, d, scanned, ok in rows]
+    if args.markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for line in lines:
+            print("| " + " | ".join(line) + " |")
+    else:
+        widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(header)]
+        print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+        for line in lines:
+            print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
+    agg = [s / d for _, kind, s, d, _, _ in rows if kind == "agg"]
+    needle = [d / s for _, kind, s, d, _, _ in rows if kind == "needle"]
+    print(f"median ratio on aggregate queries: {statistics.median(agg):.2f} (goal <= 1.5); "
+          f"equality filter speed-up vs DuckDB: {needle[0]:.1f}x (goal >= 10x)")
+    if not args.dir:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0 if all(r[5] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Shared by quickstart.sh and test.sh: make .venv and install strata (plus extras) into it.
+# Usage: source scripts/bootstrap.sh [extras]   e.g. "test"
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+ensure_python() {
+  if ! command -v python3 >/dev/null 2>&1; then
+    echo "installing python3 (Debian packages)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3 python3-venv python3-pip >/dev/null
+  fi
+  if ! python3 -c "import venv, ensurepip" >/dev/null 2>&1; then
+    echo "installing python3-venv (Debian package)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-venv >/dev/null
+  fi
+}
+
+ensure_venv() {
+  local extras="${1:-}"
+  ensure_python
+  if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+  fi
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  local spec="."
+  if [ -n "$extras" ]; then spec=".[$extras]"; fi
+  # Editable install: the console script 'strata' runs the checked-out code.
+  .venv/bin/python -m pip install -q -e "$spec"
+}

@@ -1,0 +1,159 @@
+"""``strata``: the command line. Each subcommand is a thin wrapper over ``common`` or a service."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import sys
+import time
+
+from common.errors import StrataError
+
+
+def _segment_paths(location: str) -> list[str]:
+    if os.path.isdir(location):
+        paths = sorted(glob.glob(os.path.join(location, "**", "*.sseg"), recursive=True))
+    else:
+        paths = sorted(glob.glob(location))
+    if not paths:
+        raise StrataError(f"no segment files (*.sseg) under '{location}'; build some with 'strata build'")
+    return paths
+
+
+def cmd_demo_data(args) -> int:
+    from common.demo import write
+
+    started = time.perf_counter()
+    paths = write(args.out, args.rows, fmt=args.format, seed=args.seed, start=args.start, days=args.days,
+                  files=args.files)
+    elapsed = time.perf_counter() - started
+    print(f"wrote {args.rows:,} rows to {', '.join(paths)} in {elapsed:.1f}s")
+    return 0
+
+
+def cmd_build(args) -> int:
+    from common.segment.time_partitioner import build_segments
+    from services.ingestion.local_input import read_inputs
+
+    started = time.perf_counter()
+    table = read_inputs(args.inputs, args.format, args.time_column)
+    read_s = time.perf_counter() - started
+    sort_columns = [c for c in (args.sort_columns or "").split(",") if c]
+    built = build_segments(table, args.datasource, args.out, segment_granularity=args.granularity,
+                           sort_columns=sort_columns, rows_per_segment=args.rows_per_segment)
+    total = time.perf_counter() - started
+    size = sum(m.size for _, m in built)
+    print(f"built {len(built)} segments of '{args.datasource}' ({table.num_rows:,} rows, {size / 1e6:.1f} MB) "
+          f"in {args.out}: read {read_s:.1f}s, total {total:.1f}s ({table.num_rows / max(total, 1e-9):,.0f} rows/s)")
+    return 0
+
+
+def cmd_query(args) -> int:
+    from common.query import execute
+    from common.segment import Segment
+    from services.cli.table_printer import print_table
+
+    text = args.query
+    if text is None or text == "-":
+        text = sys.stdin.read()
+    elif os.path.exists(text):
+        with open(text) as f:
+            text = f.read()
+    try:
+        query = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StrataError(f"the native query is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    segments = [Segment.open(p) for p in _segment_paths(args.segments)]
+    started = time.perf_counter()
+    result = execute(query, segments)
+    elapsed = time.perf_counter() - started
+    print_table(result.table, args.output)
+    if args.output == "table":
+        s = result.stats
+        print(f"{result.table.num_rows} rows in {elapsed * 1000:.1f} ms; scanned {s.rows_scanned:,} of "
+              f"{s.rows_in_segments:,} rows in {s.segments} segments", file=sys.stderr)
+    return 0
+
+
+def cmd_inspect(args) -> int:
+    from common.segment import Segment
+    from common.types.interval import format_instant
+
+    for path in _segment_paths(args.path):
+        seg = Segment.open(path, verify=args.verify)
+        m = seg.manifest
+        print(f"{seg.id}\n  rows {m.num_rows:,}, {seg.size:,} bytes, ordering {', '.join(m.ordering)}")
+        if m.min_time is not None:
+            print(f"  data {format_instant(m.min_time)} .. {format_instant(m.max_time)}")
+        for col in m.columns:
+            stats = ", ".join(f"{k}={v}" for k, v in col.stats.items())
+            print(f"  {col.name:24} {col.type.sql_name:16} {col.encoding:10} {stats}")
+        if args.verify:
+            print("  checksums ok")
+    return 0
+
+
+def cmd_demo(args) -> int:
+    from services.cli.demo import run_demo
+
+    return run_demo(args.dir, args.rows)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="strata", description="strata: a real-time analytics database")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("demo-data", help="generate deterministic Wikipedia-edit-like rows")
+    p.add_argument("--rows", type=int, default=1_000_000)
+    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--start", default="2015-09-12")
+    p.add_argument("--days", type=int, default=7)
+    p.add_argument("--format", default="parquet", help="parquet | json | csv (add .gz to the path to compress)")
+    p.add_argument("--files", type=int, default=1, help="split into this many files (then --out is a directory)")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=cmd_demo_data)
+
+    p = sub.add_parser("build", help="build segments from input files (local, single process)")
+    p.add_argument("inputs", nargs="+", help="parquet, json (.gz) or csv/tsv files")
+    p.add_argument("--datasource", required=True)
+    p.add_argument("--out", required=True, help="directory for the segment files")
+    p.add_argument("--format", default=None)
+    p.add_argument("--time-column", default=None, help="default: the first of __time, time, timestamp")
+    p.add_argument("--granularity", default="day", help="segment granularity: hour, day, month, all, or a period")
+    p.add_argument("--sort-columns", default="", help="comma-separated columns to sort by after __time")
+    p.add_argument("--rows-per-segment", type=int, default=3_000_000)
+    p.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("query", help="run a native (Druid JSON) query over local segments")
+    p.add_argument("query", nargs="?", help="JSON text, a file, or - for stdin")
+    p.add_argument("--segments", required=True, help="a directory of segments or a glob")
+    p.add_argument("--output", default="table", choices=["table", "csv", "json"])
+    p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("inspect", help="show a segment's manifest (and verify checksums)")
+    p.add_argument("path")
+    p.add_argument("--verify", action="store_true")
+    p.set_defaults(func=cmd_inspect)
+
+    p = sub.add_parser("demo", help="generate demo data, build segments and run example queries")
+    p.add_argument("--dir", default="var/demo")
+    p.add_argument("--rows", type=int, default=500_000)
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except StrataError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
