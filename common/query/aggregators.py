@@ -41,8 +41,8 @@ def _input_type(types, field_name: str | None, expression: str | None) -> Column
     return types[field_name]
 
 
-def _numpy_values(arr: pa.Array, dtype) -> tuple[np.ndarray, np.ndarray]:
-    """(values, valid mask); null slots hold zeros."""
+def _numpy_values(arr: pa.Array, dtype) -> tuple[np.ndarray, np.ndarray | None]:
+    """(values, valid mask or None when nothing is null); null slots hold zeros."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if pa.types.is_dictionary(arr.type):
@@ -51,9 +51,32 @@ def _numpy_values(arr: pa.Array, dtype) -> tuple[np.ndarray, np.ndarray]:
         arr = arr.cast(pa.int64())
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
         arr = arr.cast(pa.float64(), safe=False) if dtype != np.int64 else arr.cast(pa.float64()).cast(pa.int64())
-    valid = np.ones(len(arr), dtype=bool) if arr.null_count == 0 else arr.is_valid().to_numpy(zero_copy_only=False)
+    if arr.null_count == 0:
+        return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False), None
+    valid = arr.is_valid().to_numpy(zero_copy_only=False)
     values = arr.fill_null(0).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
     return values, valid
+
+
+def _grouped(ufunc, values: np.ndarray, valid: np.ndarray | None, gid: np.ndarray, groups: int, init,
+             dtype) -> tuple[np.ndarray, np.ndarray]:
+    """Per-group reduction with ``ufunc`` and whether each group saw a non-null value."""
+    if valid is not None:
+        values, gid = values[valid], gid[valid]
+    out = np.full(groups, init, dtype=dtype)
+    if len(gid) and _is_sorted_runs(gid):
+        # Rows sorted by group (time buckets of a time-sorted segment): one pass, no scatter.
+        starts = np.flatnonzero(np.concatenate(([True], gid[1:] != gid[:-1])))
+        out[gid[starts]] = ufunc.reduceat(values, starts)
+        has = np.zeros(groups, dtype=bool)
+        has[gid[starts]] = True
+        return out, has
+    ufunc.at(out, gid, values)
+    return out, np.bincount(gid, minlength=groups) > 0
+
+
+def _is_sorted_runs(gid: np.ndarray) -> bool:
+    return bool(gid[0] <= gid[-1]) and bool(np.all(gid[1:] >= gid[:-1]))
 
 
 @dataclass(frozen=True)
@@ -93,9 +116,7 @@ class Count(Aggregator):
 
     def combine(self, values, gid, groups):
         v, _ = _numpy_values(values, np.int64)
-        out = np.zeros(groups, dtype=np.int64)
-        np.add.at(out, gid, v)
-        return pa.array(out)
+        return pa.array(_grouped(np.add, v, None, gid, groups, 0, np.int64)[0])
 
     def accumulate_empty(self, types, groups):
         return pa.array(np.zeros(groups, dtype=np.int64))
@@ -154,10 +175,7 @@ class Sum(_FieldAggregator):
 
     def _reduce(self, arr, gid, groups):
         v, valid = _numpy_values(arr, self._dtype())
-        out = np.zeros(groups, dtype=self._dtype())
-        np.add.at(out, gid[valid], v[valid])
-        has = np.bincount(gid[valid], minlength=groups) > 0
-        return self._arrow(out, has)
+        return self._arrow(*_grouped(np.add, v, valid, gid, groups, 0, self._dtype()))
 
     combine = _reduce
 
@@ -170,10 +188,7 @@ class Min(_FieldAggregator):
     def _reduce(self, arr, gid, groups):
         v, valid = _numpy_values(arr, self._dtype())
         init = np.iinfo(np.int64).max if self.kind == "long" else np.inf
-        out = np.full(groups, init, dtype=self._dtype())
-        np.minimum.at(out, gid[valid], v[valid])
-        has = np.bincount(gid[valid], minlength=groups) > 0
-        return self._arrow(out, has)
+        return self._arrow(*_grouped(np.minimum, v, valid, gid, groups, init, self._dtype()))
 
     def accumulate(self, cols, gid, groups):
         self._check_input(cols)
@@ -190,10 +205,7 @@ class Max(_FieldAggregator):
     def _reduce(self, arr, gid, groups):
         v, valid = _numpy_values(arr, self._dtype())
         init = np.iinfo(np.int64).min if self.kind == "long" else -np.inf
-        out = np.full(groups, init, dtype=self._dtype())
-        np.maximum.at(out, gid[valid], v[valid])
-        has = np.bincount(gid[valid], minlength=groups) > 0
-        return self._arrow(out, has)
+        return self._arrow(*_grouped(np.maximum, v, valid, gid, groups, init, self._dtype()))
 
     def accumulate(self, cols, gid, groups):
         self._check_input(cols)

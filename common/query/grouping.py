@@ -20,6 +20,7 @@ class KeyCodes:
 
     codes: np.ndarray  # int64 in [0, len(values))
     values: pa.Array
+    run_starts: np.ndarray | None = None  # set when codes are ascending runs 0,0,1,1,1,2...; all used
 
 
 def codes_from_dictionary(codes: np.ndarray, dictionary: pa.Array) -> KeyCodes:
@@ -43,11 +44,11 @@ def codes_from_sorted(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:
     """Codes for an ascending int64 array (time buckets of a time-sorted segment): run lengths, no sort."""
     if len(values) == 0:
         return KeyCodes(np.zeros(0, np.int64), pa.array([], arrow_type))
-    change = np.empty(len(values), dtype=bool)
-    change[0] = True
-    np.not_equal(values[1:], values[:-1], out=change[1:])
-    codes = np.cumsum(change) - 1
-    return KeyCodes(codes, pa.array(values[change], pa.int64()).cast(arrow_type))
+    starts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    starts = np.concatenate(([0], starts))
+    lengths = np.diff(np.append(starts, len(values)))
+    codes = np.repeat(np.arange(len(starts), dtype=np.int64), lengths)
+    return KeyCodes(codes, pa.array(values[starts], pa.int64()).cast(arrow_type), starts)
 
 
 def codes_from_int64(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:
@@ -62,12 +63,16 @@ class Groups:
     gid: np.ndarray  # int64 group id per row
     count: int
     keys: list[pa.Array]  # one array per key, one value per group
+    run_starts: np.ndarray | None = None  # rows are sorted by group: group g starts at run_starts[g]
 
 
 def group(keys: list[KeyCodes], num_rows: int) -> Groups:
     if not keys:
         gid = np.zeros(num_rows, dtype=np.int64)
         return Groups(gid, 1 if num_rows else 0, [])
+    if len(keys) == 1 and keys[0].run_starts is not None:
+        k = keys[0]  # already dense and sorted: nothing to compact
+        return Groups(k.codes, len(k.values), [k.values], k.run_starts)
     widths = [max(len(k.values), 1) for k in keys]
     space = 1
     for w in widths:

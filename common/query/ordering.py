@@ -1,8 +1,5 @@
-"""Ordering of result tables with per-key direction and null placement.
-
-Arrow's sort takes one null placement for all keys; a hidden "is null" key per sort key gives
-each key its own (SQL: NULLS FIRST for ascending, NULLS LAST for descending, by default).
-"""
+"""Ordering of result tables with per-key direction and null placement (SQL: NULLS FIRST for
+ascending, NULLS LAST for descending, unless a key says otherwise)."""
 
 from __future__ import annotations
 
@@ -29,14 +26,12 @@ def sort_indices(table: pa.Table, keys: list[SortKey]) -> pa.Array:
         if pa.types.is_dictionary(values.type):
             values = values.cast(values.type.value_type)
         if k.numeric is True and not _is_numeric(values.type):
-            values = pc.cast(values, pa.float64(), safe=False) if not pa.types.is_string(values.type) else _parse_double(values)
+            values = _parse_double(values) if pa.types.is_string(values.type) else pc.cast(values, pa.float64(), safe=False)
         elif k.numeric is False and _is_numeric(values.type):
             values = values.cast(pa.string())
         nulls_first = (not k.descending) if k.nulls_first is None else k.nulls_first
-        cols[f"n{i}"] = values.is_null()
-        sort_keys.append((f"n{i}", "descending" if nulls_first else "ascending"))
         cols[f"v{i}"] = values
-        sort_keys.append((f"v{i}", "descending" if k.descending else "ascending"))
+        sort_keys.append((f"v{i}", "descending" if k.descending else "ascending", "at_start" if nulls_first else "at_end"))
     if not sort_keys:
         return pa.array(range(table.num_rows), pa.int64())
     return pc.sort_indices(pa.table(cols), sort_keys=sort_keys)

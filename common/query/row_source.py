@@ -203,9 +203,10 @@ class ColumnSource(Mapping):
             arr = self.virtual[name].evaluate(self)
         elif name in self.source.schema:
             ctype = self.source.schema[name]
-            if ctype.is_string and not isinstance(self.source, TableRowSource):
-                codes, dictionary = self.codes(name)
-                arr = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32(), mask=codes < 0), dictionary)
+            index = self.source.string_index(name) if ctype.is_string else None
+            if index is not None:
+                self._touch(name, ("codes", "dictionary"))
+                arr = index.take(self.rows)  # zero-copy for all rows
             else:
                 self._touch(name, ("values",))
                 arr = self.source.array(name)

@@ -41,6 +41,8 @@ def run(query: ScanQuery, source: RowSource, schema: dict[str, ColumnType], cove
             keep[:cap] = True
         cols = cols.subset(keep)
     names = output_columns(query, schema)
+    if query.order != "none" and TIME_COLUMN not in names:
+        names = names + [TIME_COLUMN]  # carried for ordering across segments, dropped in finalize
     data = {}
     for name in names:
         arr = cols[name] if name != TIME_COLUMN else cols[TIME_COLUMN]
@@ -78,4 +80,7 @@ def finalize(query: ScanQuery, partial: Partial, schema: dict[str, ColumnType]) 
     end = None if query.limit is None else query.offset + query.limit
     if query.offset or end is not None:
         table = table.slice(query.offset, None if end is None else end - query.offset)
+    wanted = output_columns(query, schema)
+    if TIME_COLUMN in table.column_names and TIME_COLUMN not in wanted:
+        table = table.drop_columns([TIME_COLUMN])
     return table.combine_chunks()

@@ -72,7 +72,15 @@ class HllSketch(Aggregator):
     def _update_from_codes(sketches, gid, codes, dictionary) -> None:
         valid = codes >= 0
         width = len(dictionary) + 1
-        pairs = np.unique(gid[valid].astype(np.int64) * width + codes[valid])
+        keys = gid[valid].astype(np.int64) * width + codes[valid]
+        space = len(sketches) * width
+        if space <= max(8 * len(keys), 1 << 20):
+            # A presence table finds distinct (group, value) pairs in one pass, without a sort.
+            present = np.zeros(space, dtype=bool)
+            present[keys] = True
+            pairs = np.flatnonzero(present)
+        else:
+            pairs = np.unique(keys)
         groups_of, ids = pairs // width, pairs % width
         values = dictionary.take(pa.array(ids)).to_pylist()
         for g, v in zip(groups_of.tolist(), values):

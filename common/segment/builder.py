@@ -125,8 +125,8 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     # Sort by time then sort columns; skip the sort when input is already time-ordered.
     if sort_columns:
         keyed = pa.table({"t": times, **{f"k{i}": table.column(c) for i, c in enumerate(sort_columns)}})
-        keys = [("t", "ascending")] + [(f"k{i}", "ascending") for i in range(len(sort_columns))]
-        order = pc.sort_indices(keyed, sort_keys=keys, null_placement="at_start")
+        keys = [("t", "ascending", "at_start")] + [(f"k{i}", "ascending", "at_start") for i in range(len(sort_columns))]
+        order = pc.sort_indices(keyed, sort_keys=keys)
     elif len(ms) > 1 and not bool(np.all(ms[1:] >= ms[:-1])):
         order = pa.array(np.argsort(ms, kind="stable"))
     else:

@@ -1,0 +1,1 @@
+"""Generated from protos/ by common.rpc.codegen; do not edit."""
