@@ -1,0 +1,166 @@
+"""NodeConfig: one TOML file configures any strata role; ``STRATA_<SECTION>_<KEY>`` env vars override.
+
+    [node]            host, advertise_host, grpc_port, http_port, flight_port, id
+    [discovery]       mode = "embedded" | "etcd"; etcd = "http://host:2379"; coordinator = "host:port"
+    [metadata]        url = "sqlite:///path.db" | "postgresql+psycopg://user:pw@host/db"
+    [deep_storage]    url = "file:///dir" | "s3://bucket/prefix"; endpoint; region
+    [historical]      cache_dir; max_cache_bytes
+    [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms
+    [broker]          query_timeout_ms
+    [auth]            enabled; admin_user; admin_password
+
+S3 credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, never from the file.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+
+from common.errors import ValidationError
+
+ROLES = ("coordinator", "broker", "historical")
+
+# Druid's HTTP ports where Druid has them; gRPC and Flight next to them.
+DEFAULT_PORTS = {
+    "coordinator": {"grpc_port": 8091, "http_port": 8081, "flight_port": 0},
+    "broker": {"grpc_port": 8082, "http_port": 8092, "flight_port": 8815},
+    "historical": {"grpc_port": 8083, "http_port": 8093, "flight_port": 0},
+}
+
+
+@dataclass(frozen=True)
+class NodeSection:
+    id: str = ""
+    host: str = "127.0.0.1"
+    advertise_host: str = ""
+    grpc_port: int = 0
+    http_port: int = 0
+    flight_port: int = 0
+
+
+@dataclass(frozen=True)
+class DiscoverySection:
+    mode: str = "embedded"
+    etcd: str = ""
+    coordinator: str = "127.0.0.1:8091"
+    lease_ttl_s: int = 10
+
+
+@dataclass(frozen=True)
+class MetadataSection:
+    url: str = "sqlite:///var/strata/metadata.db"
+
+
+@dataclass(frozen=True)
+class DeepStorageSection:
+    url: str = "var/strata/deep-storage"
+    endpoint: str = ""
+    region: str = ""
+
+
+@dataclass(frozen=True)
+class HistoricalSection:
+    cache_dir: str = "var/strata/segment-cache"
+    max_cache_bytes: int = 10 * 1024**3
+    query_threads: int = 0  # 0: one per core
+
+
+@dataclass(frozen=True)
+class CoordinatorSection:
+    replication: int = 0
+    duty_period_ms: int = 1000
+
+
+@dataclass(frozen=True)
+class BrokerSection:
+    query_timeout_ms: int = 300_000
+
+
+@dataclass(frozen=True)
+class AuthSection:
+    enabled: bool = False
+    admin_user: str = "admin"
+    admin_password: str = ""
+
+
+@dataclass(frozen=True)
+class NodeConfig:
+    role: str
+    node: NodeSection = field(default_factory=NodeSection)
+    discovery: DiscoverySection = field(default_factory=DiscoverySection)
+    metadata: MetadataSection = field(default_factory=MetadataSection)
+    deep_storage: DeepStorageSection = field(default_factory=DeepStorageSection)
+    historical: HistoricalSection = field(default_factory=HistoricalSection)
+    coordinator: CoordinatorSection = field(default_factory=CoordinatorSection)
+    broker: BrokerSection = field(default_factory=BrokerSection)
+    auth: AuthSection = field(default_factory=AuthSection)
+
+    @property
+    def node_id(self) -> str:
+        return self.node.id or f"{self.role}-{self.advertise_host}-{self.node.grpc_port}"
+
+    @property
+    def advertise_host(self) -> str:
+        if self.node.advertise_host:
+            return self.node.advertise_host
+        return self.node.host if self.node.host not in ("0.0.0.0", "::") else socket.gethostname()
+
+
+_SECTIONS = {f.name: f.type for f in fields(NodeConfig) if f.name != "role"}
+
+
+def _coerce(section: str, key: str, raw, default):
+    try:
+        if isinstance(default, bool):
+            return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
+        if isinstance(default, int):
+            return int(raw)
+        return str(raw)
+    except (TypeError, ValueError):
+        raise ValidationError(f"config [{section}] {key}: expected {type(default).__name__}, got {raw!r}") from None
+
+
+def load_config(role: str, path: str | None = None, env: dict | None = None) -> NodeConfig:
+    """Defaults, then the TOML file, then STRATA_<SECTION>_<KEY> environment variables."""
+    if role not in ROLES:
+        raise ValidationError(f"unknown role '{role}'; valid roles: {', '.join(ROLES)}")
+    env = os.environ if env is None else env
+    data: dict = {}
+    if path:
+        try:
+            with open(path, "rb") as f:
+                data = tomllib.load(f)
+        except FileNotFoundError:
+            raise ValidationError(f"config file '{path}' does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ValidationError(f"config file '{path}' is not valid TOML: {exc}") from None
+    unknown = sorted(set(data) - set(_SECTIONS))
+    if unknown:
+        raise ValidationError(f"config file '{path}': unknown sections {unknown}; valid: {', '.join(_SECTIONS)}")
+    config = NodeConfig(role=role)
+    for section in _SECTIONS:
+        current = getattr(config, section)
+        values = {}
+        valid = {f.name: getattr(current, f.name) for f in fields(current)}
+        given = data.get(section, {})
+        bad = sorted(set(given) - set(valid))
+        if bad:
+            raise ValidationError(f"config [{section}]: unknown keys {bad}; valid: {', '.join(valid)}")
+        for key, default in valid.items():
+            raw = env.get(f"STRATA_{section.upper()}_{key.upper()}", given.get(key))
+            if raw is not None:
+                values[key] = _coerce(section, key, raw, default)
+        config = replace(config, **{section: replace(current, **values)})
+    ports = {k: v for k, v in DEFAULT_PORTS[role].items()
+             if getattr(config.node, k) == 0 and f"STRATA_NODE_{k.upper()}" not in env
+             and k not in data.get("node", {})}
+    if ports:
+        config = replace(config, node=replace(config.node, **ports))
+    if config.discovery.mode not in ("embedded", "etcd"):
+        raise ValidationError(f"config [discovery] mode: '{config.discovery.mode}' is not embedded or etcd")
+    if config.discovery.mode == "etcd" and not config.discovery.etcd:
+        raise ValidationError("config [discovery]: mode 'etcd' needs etcd = \"http://host:2379\"")
+    return config
