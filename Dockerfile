@@ -1,9 +1,39 @@
-# One image for every strata role; the command picks the role.
+# syntax=docker/dockerfile:1
+# One image for every strata role; the command picks the role and its config file:
+#   docker run strata:dev coordinator --config /etc/strata/coordinator.toml
+#   docker run strata:dev broker      --config /etc/strata/broker.toml
+#   docker run strata:dev historical  --config /etc/strata/historical.toml
+# Build: docker build -t strata:dev .   (docker-compose.yml and k8s/ use the tag strata:dev)
 FROM python:3.11-slim
-WORKDIR /opt/strata
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# A fixed non-root uid/gid, so Kubernetes securityContext (runAsUser/fsGroup 10001) and volume
+# ownership line up with the image.
+RUN groupadd --system --gid 10001 strata \
+ && useradd --system --uid 10001 --gid strata --home-dir /var/lib/strata --no-create-home \
+        --shell /usr/sbin/nologin strata \
+ && mkdir -p /etc/strata /var/lib/strata/segment-cache \
+ && chown -R strata:strata /var/lib/strata
+
+# Only what the distribution needs (see .dockerignore); the source tree is removed after install.
+WORKDIR /tmp/strata-src
 COPY pyproject.toml README.md ./
 COPY common ./common
 COPY services ./services
-RUN pip install --no-cache-dir .
+RUN pip install --no-cache-dir . \
+ && cd / && rm -rf /tmp/strata-src
+
+# Relative default paths in the node config (var/strata/...) land under the strata user's home.
+WORKDIR /var/lib/strata
+USER 10001:10001
+
+# coordinator: HTTP 8081, gRPC 8091 | broker: gRPC 8082, HTTP 8092, Arrow Flight 8815
+# historical: gRPC 8083, HTTP 8093
+EXPOSE 8081 8091 8082 8092 8815 8083 8093
+
 ENTRYPOINT ["strata"]
 CMD ["--help"]
