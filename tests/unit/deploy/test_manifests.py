@@ -33,6 +33,7 @@ DEPLOY = ROOT / "deploy"
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 K8S_VERSION = "1.30"
 HEALTH_PATH = "/status/health"
+LIVE_PATH = "/status/live"  # liveness must not fail just because etcd or PostgreSQL is down
 METRICS_PATH = "/metrics"
 
 # Kinds that live outside namespaces (kustomize's namespace transformer leaves them alone).
@@ -313,9 +314,9 @@ def test_strata_role_workload(rendered, role):
     assert ports["http"] == http and ports["grpc"] == config.node.grpc_port
     if config.node.flight_port:
         assert ports["flight"] == config.node.flight_port
-    for probe in ("readinessProbe", "livenessProbe"):
+    for probe, path in (("readinessProbe", HEALTH_PATH), ("livenessProbe", LIVE_PATH)):
         get = container[probe]["httpGet"]
-        assert get["path"] == HEALTH_PATH and get["port"] in ("http", http), f"{role} {probe}"
+        assert get["path"] == path and get["port"] in ("http", http), f"{role} {probe}"
 
     # The config file the args name is the generated ConfigMap's key for this role.
     mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
