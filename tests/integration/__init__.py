@@ -1,0 +1,1 @@
+"""Integration tests: real servers (S3 via moto, etcd, PostgreSQL) on loopback."""
