@@ -1,0 +1,388 @@
+"""Coordinator duties: pure ``run(params) -> params`` steps over one cluster snapshot.
+
+As Druid's coordinator, every run starts from a fresh snapshot (used segments from the
+metadata store, what each historical has loaded and is loading) and each duty appends
+commands to it. Nothing is remembered between runs: the edge sends the commands, historicals
+act on them, and the next snapshot shows the outcome. That keeps the duties restartable (a new
+leader needs no state) and lets tests feed snapshots and assert the exact commands.
+
+Rules every duty follows:
+- Later duties see earlier duties' commands: a Load counts as held and as used capacity, a
+  Drop as no longer held. A Drop does NOT free capacity within the run, because the historical
+  may process a new Load before the Drop, and a server must never exceed ``max_bytes``.
+- Replicas count toward replication once loading (so one run never assigns twice), but only
+  *loaded* replicas count when deciding what is surplus, so a copy is never dropped before its
+  replacement is serving.
+- A balancing move is a Load on the target and nothing else; once the target reports the
+  segment loaded, the segment is over-replicated and DropUnneeded removes the copy that
+  weighs most on the balance measure, which is the source's. Replication therefore never
+  dips during a move, and the move needs no memory across runs.
+- The edge must list a Load it has sent but the historical has not yet acknowledged under
+  that server's ``loading``; otherwise the next run may assign the segment a second time.
+- Every iteration is in a sorted order, so the same snapshot always yields the same commands.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from typing import Protocol
+
+from common.errors import ValidationError
+from common.segment.segment_id import SegmentId
+from common.segment.timeline import Timeline, TimelineSegment
+
+DEFAULT_MAX_MOVES = 10
+
+
+class DutySegment(Protocol):
+    """What the duties need of a segment: identity, bytes on a historical, size of its
+    partition set. ``common.segment.descriptor.SegmentDescriptor`` has these, as does
+    ``SegmentEntry``."""
+
+    @property
+    def id(self) -> SegmentId: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def num_partitions(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class SegmentEntry:
+    """The smallest DutySegment, for callers (and tests) that have no full descriptor."""
+
+    id: SegmentId
+    size: int
+    num_partitions: int = 1
+
+
+@dataclass(frozen=True)
+class ServerView:
+    """One historical as last reported: its capacity, what it serves and what it is loading."""
+
+    max_bytes: int
+    loaded: frozenset[SegmentId] = frozenset()
+    loading: frozenset[SegmentId] = frozenset()
+
+
+@dataclass(frozen=True)
+class Load:
+    server: str
+    segment: SegmentId
+
+
+@dataclass(frozen=True)
+class Drop:
+    server: str
+    segment: SegmentId
+
+
+@dataclass(frozen=True)
+class MarkUnused:
+    """Overshadowed segment: the edge marks it unused in the metadata store."""
+
+    segment: SegmentId
+
+
+@dataclass(frozen=True)
+class Noop:
+    """The whole result of a run that found nothing to do: the cluster has converged."""
+
+
+Command = Load | Drop | MarkUnused | Noop
+
+
+@dataclass(frozen=True)
+class DutyParams:
+    """A frozen cluster snapshot plus the commands the duties have decided so far.
+
+    ``used``: the used segments (metadata store). ``unused``: segments marked unused that some
+    historical may still hold; they are needed only for their sizes. A loaded segment in
+    neither list is unknown: it is dropped, and counted as 0 bytes until then.
+    ``replication``: replicas per used segment; 0 means 2 when two or more historicals are up,
+    else 1 (as ``[coordinator] replication`` in the node config).
+    ``max_moves``: balancing moves in flight at most, counting those of earlier runs.
+    """
+
+    used: tuple[DutySegment, ...]
+    servers: Mapping[str, ServerView]
+    unused: tuple[DutySegment, ...] = ()
+    now_ms: int = 0
+    replication: int = 0
+    max_moves: int = DEFAULT_MAX_MOVES
+    commands: tuple[Command, ...] = ()
+    _by_id: dict[SegmentId, DutySegment] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__  # frozen: normalise inputs once, here
+        set_(self, "used", tuple(self.used))
+        set_(self, "unused", tuple(self.unused))
+        set_(self, "servers", dict(self.servers))
+        set_(self, "commands", tuple(self.commands))
+        if self.replication < 0:
+            raise ValidationError(f"coordinator replication must be >= 0 (0 = automatic), got {self.replication}")
+        if self.max_moves < 0:
+            raise ValidationError(f"coordinator max_moves must be >= 0, got {self.max_moves}")
+        by_id: dict[SegmentId, DutySegment] = {}
+        for desc in self.used:
+            if desc.id in by_id:
+                raise ValidationError(f"segment {desc.id} is listed twice among the used segments")
+            if desc.size < 0:
+                raise ValidationError(f"segment {desc.id} has a negative size {desc.size}")
+            by_id[desc.id] = desc
+        for desc in self.unused:
+            if desc.id in by_id:
+                raise ValidationError(
+                    f"segment {desc.id} is listed as both used and unused; pass it in one list only"
+                )
+        set_(self, "_by_id", by_id)
+
+    @property
+    def effective_replication(self) -> int:
+        if self.replication > 0:
+            return self.replication
+        return 2 if len(self.servers) >= 2 else 1
+
+    def descriptor(self, segment: SegmentId) -> DutySegment | None:
+        return self._by_id.get(segment)
+
+    def with_commands(self, commands: Iterable[Command]) -> DutyParams:
+        return replace(self, commands=self.commands + tuple(commands))
+
+
+class _Cluster:
+    """The snapshot with this run's commands applied, indexed both ways (server -> segments,
+    segment -> servers). Built afresh by each duty from the params alone."""
+
+    def __init__(self, params: DutyParams) -> None:
+        self.sizes = {d.id: d.size for d in params.unused}
+        self.sizes.update({d.id: d.size for d in params.used})
+        self.max_bytes = {s: v.max_bytes for s, v in params.servers.items()}
+        self.holds: dict[str, set[SegmentId]] = {}
+        self.loaded: dict[str, set[SegmentId]] = {}
+        self.committed: dict[str, int] = {}  # loaded + loading + loads issued: for capacity
+        self.held_bytes: dict[str, int] = {}  # the same less drops issued: for balance
+        self.holders: dict[SegmentId, set[str]] = defaultdict(set)
+        self.loaded_by: dict[SegmentId, set[str]] = defaultdict(set)
+        self.marked_unused: set[SegmentId] = set()
+        for server, view in params.servers.items():
+            held = set(view.loaded) | set(view.loading)
+            self.holds[server] = held
+            self.loaded[server] = set(view.loaded)
+            self.committed[server] = sum(self.sizes.get(s, 0) for s in held)
+            self.held_bytes[server] = self.committed[server]
+            for seg in held:
+                self.holders[seg].add(server)
+            for seg in view.loaded:
+                self.loaded_by[seg].add(server)
+        for command in params.commands:
+            self.apply(command)
+
+    def apply(self, command: Command) -> None:
+        if isinstance(command, MarkUnused):
+            self.marked_unused.add(command.segment)
+            return
+        if isinstance(command, Noop):
+            return
+        server, seg = command.server, command.segment
+        if server not in self.holds:
+            raise ValidationError(f"command {command} names server '{server}', which is not in the snapshot")
+        if isinstance(command, Load):
+            if seg not in self.holds[server]:
+                self.holds[server].add(seg)
+                self.holders[seg].add(server)
+                self.committed[server] += self.sizes.get(seg, 0)
+                self.held_bytes[server] += self.sizes.get(seg, 0)
+        else:
+            # Capacity stays committed until the server reports the drop done (see module doc).
+            if seg in self.holds[server]:
+                self.held_bytes[server] -= self.sizes.get(seg, 0)
+            self.holds[server].discard(seg)
+            self.loaded[server].discard(seg)
+            self.holders[seg].discard(server)
+            self.loaded_by[seg].discard(server)
+
+    def free(self, server: str) -> int:
+        return self.max_bytes[server] - self.committed[server]
+
+    def drop_order(self, seg: SegmentId, among: Iterable[str]) -> list[str]:
+        """Holders of ``seg`` best dropped first: those where a copy of this size weighs most
+        on sum(bytes^2 / capacity), the measure Balance lowers. Using the same measure here
+        is what makes a finished move drop the source's copy and not the target's."""
+        size = self.sizes.get(seg, 0)
+
+        def weight(server: str) -> tuple:
+            cap = self.max_bytes[server]
+            # A server without capacity should hold nothing: drop there first.
+            gain = Fraction(2 * self.held_bytes[server] - size, cap) if cap > 0 else None
+            return (gain is not None, -(gain or 0), server)
+
+        return sorted(among, key=weight)
+
+    def is_loading(self, seg: SegmentId) -> bool:
+        return len(self.holders[seg]) > len(self.loaded_by[seg])
+
+
+def _timelines(descriptors: Iterable[DutySegment]) -> dict[str, Timeline]:
+    out: dict[str, Timeline] = {}
+    for d in descriptors:
+        tl = out.get(d.id.datasource)
+        if tl is None:
+            tl = out[d.id.datasource] = Timeline(d.id.datasource)
+        tl.add(TimelineSegment(d.id, d.num_partitions))
+    return out
+
+
+def _overshadowed(descriptors: Iterable[DutySegment]) -> set[SegmentId]:
+    out: set[SegmentId] = set()
+    for tl in _timelines(descriptors).values():
+        out |= tl.overshadowed()
+    return out
+
+
+def _live(params: DutyParams, cluster: _Cluster) -> list[DutySegment]:
+    """Used segments worth serving: not marked unused this run, not overshadowed in the full
+    used timeline (a newer complete version exists, loaded or not)."""
+    candidates = [d for d in params.used if d.id not in cluster.marked_unused]
+    hidden = _overshadowed(candidates)
+    return [d for d in candidates if d.id not in hidden]
+
+
+class MarkOvershadowed:
+    """Segments hidden by newer complete sets that are *served* become unused and are dropped
+    everywhere. As in Druid, only served segments overshadow: dropping the old version before
+    the new one is loaded would leave a hole in query results."""
+
+    def run(self, params: DutyParams) -> DutyParams:
+        cluster = _Cluster(params)
+        served = _timelines(d for d in params.used if cluster.loaded_by[d.id])
+        commands: list[Command] = []
+        for desc in sorted(params.used, key=lambda d: d.id):
+            tl = served.get(desc.id.datasource)
+            if desc.id in cluster.marked_unused or tl is None or not tl.is_overshadowed(desc.id):
+                continue
+            commands.append(MarkUnused(desc.id))
+            commands.extend(Drop(server, desc.id) for server in sorted(cluster.holders[desc.id]))
+        return params.with_commands(commands)
+
+
+class Assign:
+    """Unassigned and under-replicated segments go to the servers with the most free bytes
+    that do not already hold them, newest intervals first, never past ``max_bytes``."""
+
+    def run(self, params: DutyParams) -> DutyParams:
+        cluster = _Cluster(params)
+        want = params.effective_replication
+        commands: list[Command] = []
+        newest_first = sorted(_live(params, cluster), key=lambda d: (-d.id.interval.end, -d.id.interval.start, d.id))
+        for desc in newest_first:
+            for _ in range(want - len(cluster.holders[desc.id])):
+                targets = [s for s in cluster.holds
+                           if desc.id not in cluster.holds[s] and cluster.free(s) >= desc.size]
+                if not targets:
+                    break  # no room anywhere: retried next run, after drops free space
+                target = min(targets, key=lambda s: (-cluster.free(s), s))
+                command = Load(target, desc.id)
+                cluster.apply(command)
+                commands.append(command)
+        return params.with_commands(commands)
+
+
+class DropUnneeded:
+    """Drops what no one needs: segments that are unused or unknown, and loaded replicas
+    beyond the replication factor (taken off the holders that are fullest for their size)."""
+
+    def run(self, params: DutyParams) -> DutyParams:
+        cluster = _Cluster(params)
+        wanted = {d.id for d in params.used} - cluster.marked_unused
+        commands: list[Command] = []
+        for server in sorted(cluster.holds):
+            for seg in sorted(cluster.holds[server]):
+                if seg not in wanted:
+                    commands.append(Drop(server, seg))
+        for command in commands:
+            cluster.apply(command)
+        want = params.effective_replication
+        for seg in sorted(wanted):
+            surplus = len(cluster.loaded_by[seg]) - want
+            if surplus <= 0:
+                continue
+            for server in cluster.drop_order(seg, cluster.loaded_by[seg])[:surplus]:
+                command = Drop(server, seg)
+                cluster.apply(command)
+                commands.append(command)
+        return params.with_commands(commands)
+
+
+class Balance:
+    """Moves segments from the fullest server (by fraction of capacity) to the emptiest, at most
+    ``max_moves`` in flight. A move is made only if it lowers sum(bytes^2 / capacity) over the
+    servers (with equal capacities: only if target + size < source), so no move can undo an
+    earlier one and balancing settles instead of sending segments back and forth."""
+
+    def run(self, params: DutyParams) -> DutyParams:
+        cluster = _Cluster(params)
+        want = params.effective_replication
+        live = {d.id: d for d in _live(params, cluster)}
+        # A live segment still loading somewhere while fully replicated is a move under way.
+        in_flight = sum(1 for seg in live if cluster.is_loading(seg) and len(cluster.loaded_by[seg]) >= want)
+        servers = sorted(s for s in cluster.holds if cluster.max_bytes[s] > 0)
+        # Balance on what each server will hold once pending drops and moves are done (a move
+        # under way will cost a copy to the holder DropUnneeded is going to pick); capacity
+        # checks still use committed bytes, since a source keeps its copy until the target has
+        # loaded it.
+        projected = {s: cluster.held_bytes[s] for s in servers}
+        for seg in sorted(live):
+            surplus = len(cluster.holders[seg]) - want
+            if surplus > 0 and len(cluster.loaded_by[seg]) >= want:
+                for loser in cluster.drop_order(seg, cluster.loaded_by[seg])[:surplus]:
+                    if loser in projected:
+                        projected[loser] -= live[seg].size
+        commands: list[Command] = []
+        for _ in range(params.max_moves - in_flight):
+            if len(servers) < 2:
+                break
+            share = {s: Fraction(projected[s], cluster.max_bytes[s]) for s in servers}
+            source = min(servers, key=lambda s: (-share[s], s))
+            target = min(servers, key=lambda s: (share[s], s))
+            desc = self._pick(cluster, live, want, source, target, projected)
+            if desc is None:
+                break
+            command = Load(target, desc.id)
+            cluster.apply(command)
+            commands.append(command)
+            projected[target] += desc.size
+            projected[source] -= desc.size
+        return params.with_commands(commands)
+
+    @staticmethod
+    def _pick(cluster: _Cluster, live: Mapping[SegmentId, DutySegment], want: int, source: str,
+              target: str, projected: Mapping[str, int]) -> DutySegment | None:
+        src_cap, dst_cap = cluster.max_bytes[source], cluster.max_bytes[target]
+        best: DutySegment | None = None
+        for seg in cluster.loaded[source]:
+            desc = live.get(seg)
+            if (desc is None or desc.size <= 0 or seg in cluster.holds[target] or cluster.is_loading(seg)
+                    or len(cluster.loaded_by[seg]) < want or desc.size > cluster.free(target)):
+                continue
+            # Moving s bytes from u to t changes sum(b^2/cap) by s(2t+s)/dst_cap - s(2u-s)/src_cap.
+            if (2 * projected[target] + desc.size) * src_cap >= (2 * projected[source] - desc.size) * dst_cap:
+                continue
+            if best is None or (-desc.size, desc.id) < (-best.size, best.id):
+                best = desc
+        return best
+
+
+DUTIES = (MarkOvershadowed(), Assign(), DropUnneeded(), Balance())
+
+
+def run_duties(params: DutyParams, duties=DUTIES) -> list[Command]:
+    """Runs the pipeline; ``[Noop()]`` when no duty found anything to do."""
+    for duty in duties:
+        params = duty.run(params)
+    return list(params.commands) or [Noop()]

@@ -1,0 +1,1 @@
+"""The coordinator's metadata store against SQLite and a real PostgreSQL."""

@@ -1,0 +1,322 @@
+"""SegmentStore contract, run against a SQLite file and a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import threading
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from common.errors import ValidationError
+from common.segment.manifest import PartEntry, SegmentManifest
+from common.segment.segment_id import SegmentId
+from common.types.interval import Interval
+from services.coordinator.store import (
+    MIGRATIONS,
+    MetadataSchemaError,
+    Migration,
+    PublishConflictError,
+    SegmentRecord,
+    SegmentStore,
+)
+from tests.fixtures.postgres_server import postgres_url  # noqa: F401
+
+DAY = 86_400_000
+THREAD_DEADLINE_S = 60
+_databases = itertools.count()
+
+
+class Clock:
+    def __init__(self, start: int = 1_000) -> None:
+        self.now = start
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request, tmp_path):
+    if request.param == "sqlite":
+        # A directory that does not exist yet: the store creates it.
+        yield f"sqlite:///{tmp_path / 'metadata' / 'strata.db'}"
+        return
+    base = request.getfixturevalue("postgres_url")
+    name = f"strata_test_{os.getpid()}_{next(_databases)}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    yield f"{base.rsplit('/', 1)[0]}/{name}"
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
+    admin.dispose()
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store(store_url, clock):
+    with SegmentStore(store_url, clock=clock) as s:
+        yield s
+
+
+def rec(day: int = 0, version: str = "v1", partition: int = 0, num_partitions: int = 1, ds: str = "wiki",
+        payload: str | None = None, size: int = 100) -> SegmentRecord:
+    sid = SegmentId(ds, Interval(day * DAY, (day + 1) * DAY), version, partition)
+    return SegmentRecord(sid, size, 10, f"{ds}/{day}/{version}/{partition}.sseg",
+                         payload if payload is not None else f'{{"id":"{sid}"}}', num_partitions)
+
+
+def ids(records) -> list[SegmentId]:
+    return [r.id for r in records]
+
+
+# --- publish, list, mark unused ---------------------------------------------------------------
+
+def test_publish_and_list_in_time_order(store, clock):
+    batch = [rec(2), rec(0, partition=1, num_partitions=2), rec(0, num_partitions=2), rec(1, ds="edits")]
+    assert store.publish(batch) == 4
+    listed = store.list()
+    assert ids(listed) == [rec(1, ds="edits").id, rec(0, num_partitions=2).id,
+                           rec(0, partition=1, num_partitions=2).id, rec(2).id]
+    first = listed[1]
+    assert first == SegmentRecord(rec(0).id, 100, 10, "wiki/0/v1/0.sseg", f'{{"id":"{rec(0).id}"}}', 2,
+                                  used=True, created_ms=clock.now, used_status_updated_ms=clock.now)
+    assert ids(store.list("wiki")) == ids(listed[1:])
+    assert store.used_segments() == listed
+    assert store.datasources() == ["edits", "wiki"]
+    assert store.get(rec(2).id) == listed[3]
+    assert store.get(rec(9).id) is None
+
+
+def test_mark_unused_hides_segments_unless_asked(store, clock):
+    store.publish([rec(0), rec(1), rec(2)])
+    clock.now = 5_000
+    assert store.mark_unused([rec(1).id, rec(7).id]) == 1
+    assert store.mark_unused([rec(1).id]) == 0  # already unused
+    assert ids(store.list()) == [rec(0).id, rec(2).id]
+    everything = store.list(include_unused=True)
+    assert [(r.id, r.used, r.used_status_updated_ms) for r in everything] == [
+        (rec(0).id, True, 1_000), (rec(1).id, False, 5_000), (rec(2).id, True, 1_000)]
+
+
+def test_mark_unused_in_interval_takes_only_segments_wholly_inside(store):
+    wide = SegmentRecord(SegmentId("wiki", Interval(0, 3 * DAY), "v0"), 1, 1, "w", "{}")
+    store.publish([rec(0), rec(1), rec(2), rec(1, ds="edits"), wide])
+    assert store.mark_unused_in_interval("wiki", Interval(DAY, 3 * DAY)) == 2
+    assert ids(store.list()) == [rec(1, ds="edits").id, rec(0).id, wide.id]
+    assert store.datasources() == ["edits", "wiki"]
+    store.mark_unused_in_interval("edits", Interval(0, 10 * DAY))
+    assert store.datasources() == ["wiki"]
+    assert store.datasources(include_unused=True) == ["edits", "wiki"]
+
+
+def test_delete_unused_removes_only_unused_rows(store):
+    store.publish([rec(0), rec(1)])
+    store.mark_unused([rec(0).id])
+    assert store.delete_unused([rec(0).id, rec(1).id]) == 1
+    assert ids(store.list(include_unused=True)) == [rec(1).id]
+
+
+# --- conflicts and atomicity ------------------------------------------------------------------
+
+def test_republishing_an_identical_segment_is_a_no_op(store, clock):
+    store.publish([rec(0), rec(1)])
+    store.mark_unused([rec(1).id])
+    clock.now = 9_000
+    assert store.publish([rec(0), rec(1), rec(2)]) == 1
+    listed = {r.id: r for r in store.list(include_unused=True)}
+    assert listed[rec(0).id].created_ms == 1_000
+    assert listed[rec(1).id].used is False
+    assert listed[rec(2).id].created_ms == 9_000
+
+
+def test_batch_with_one_conflicting_segment_publishes_nothing(store):
+    store.publish([rec(0)])
+    batch = [rec(1), rec(2), rec(0, payload='{"other":1}'), rec(3)]
+    with pytest.raises(PublishConflictError, match="differs in payload") as err:
+        store.publish(batch)
+    assert str(rec(0).id) in str(err.value)
+    assert ids(store.list(include_unused=True)) == [rec(0).id]
+
+
+def test_same_id_twice_in_one_batch_with_different_descriptors_is_refused(store):
+    with pytest.raises(PublishConflictError, match=str(rec(0).id).replace(".", r"\.")):
+        store.publish([rec(0), rec(0, size=5)])
+    assert store.list() == []
+    assert store.publish([rec(0), rec(0)]) == 1
+
+
+def test_partitions_disagreeing_on_num_partitions_publish_nothing(store):
+    store.publish([rec(0, partition=0, num_partitions=2)])
+    with pytest.raises(PublishConflictError, match="num_partitions"):
+        store.publish([rec(5), rec(0, partition=1, num_partitions=3)])
+    assert ids(store.list()) == [rec(0).id]
+
+
+@pytest.mark.parametrize("bad, message", [
+    (rec(0, partition=2, num_partitions=2), "does not fit num_partitions=2"),
+    (SegmentRecord(SegmentId("wiki", Interval(5, 5), "v1"), 1, 1, "x", "{}"), "empty interval"),
+    (rec(0, size=-1), "must be >= 0"),
+])
+def test_invalid_records_are_refused_before_anything_is_written(store, bad, message):
+    with pytest.raises(ValidationError, match=message):
+        store.publish([rec(3), bad])
+    assert store.list() == []
+
+
+def test_record_from_a_manifest():
+    sid = rec(0).id
+    manifest = SegmentManifest(sid, 42, None, None, (), (), {"a": PartEntry(0, 70, 1), "b": PartEntry(70, 30, 2)}, "x")
+    r = SegmentRecord.from_manifest(manifest, "wiki/0.sseg", num_partitions=1)
+    assert (r.id, r.size_bytes, r.num_rows, r.location) == (sid, 100, 42, "wiki/0.sseg")
+    assert SegmentManifest.from_json(json.loads(r.payload), "x") == manifest
+
+
+def test_record_round_trips_through_the_shared_descriptor(store):
+    r = rec(0, partition=1, num_partitions=2)
+    d = r.descriptor()
+    assert (d.id, d.size, d.num_rows, d.location, d.num_partitions, d.manifest_json) == (
+        r.id, 100, 10, r.location, 2, r.payload)
+    store.publish([SegmentRecord.from_descriptor(d)])
+    assert store.get(r.id).descriptor() == d
+
+
+# --- concurrency ------------------------------------------------------------------------------
+
+def _run_threads(target, n: int = 4) -> list[BaseException | object]:
+    results: list = [None] * n
+    start = threading.Barrier(n, timeout=THREAD_DEADLINE_S)
+
+    def body(i: int) -> None:
+        try:
+            results[i] = target(i, start)
+        except BaseException as exc:  # reported to the test thread below
+            results[i] = exc
+
+    threads = [threading.Thread(target=body, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(THREAD_DEADLINE_S)
+        assert not t.is_alive(), f"publisher thread {t.name} still running after {THREAD_DEADLINE_S}s"
+    return results
+
+
+def test_four_concurrent_publishers_each_opening_the_store(store_url):
+    shared = rec(99)
+
+    def publisher(i: int, start: threading.Barrier) -> int:
+        start.wait()
+        with SegmentStore(store_url) as s:  # concurrent first open: concurrent migrations too
+            published = 0
+            for b in range(10):
+                batch = [rec(i * 100 + b * 5 + k, ds=f"ds{i}") for k in range(5)] + [shared]
+                published += s.publish(batch)
+            return published
+
+    results = _run_threads(publisher)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    assert not errors, errors
+    assert sum(results) == 4 * 50 + 1
+    with SegmentStore(store_url) as s:
+        assert len(s.list()) == 4 * 50 + 1
+        assert s.schema_versions() == [1]
+
+
+def test_concurrent_conflicting_publishers_one_wins(store_url):
+    SegmentStore(store_url).close()
+
+    def publisher(i: int, start: threading.Barrier) -> int:
+        with SegmentStore(store_url) as s:
+            start.wait()
+            return s.publish([rec(i + 10), rec(0, payload=f'{{"writer":{i}}}')])
+
+    results = _run_threads(publisher)
+    winners = [r for r in results if r == 2]
+    losers = [r for r in results if isinstance(r, PublishConflictError)]
+    assert len(winners) == 1 and len(losers) == 3, results
+    with SegmentStore(store_url) as s:
+        assert len(s.list()) == 2  # the shared id and the winner's own segment; losers left nothing
+
+
+# --- schema migrations ------------------------------------------------------------------------
+
+def test_migrations_are_idempotent(store):
+    assert store.schema_versions() == [1]
+    assert store.migrate() == []
+    assert store.schema_versions() == [1]
+
+
+def test_a_new_migration_applies_once(store_url):
+    calls = []
+
+    def add_note(conn) -> None:
+        calls.append(1)
+        conn.execute(text("ALTER TABLE strata_segments ADD COLUMN note TEXT"))  # fails if run twice
+
+    with SegmentStore(store_url) as s:
+        s.publish([rec(0)])
+    steps = MIGRATIONS + (Migration(2, "add note", add_note),)
+    with SegmentStore(store_url, migrations=steps) as s:
+        assert s.schema_versions() == [1, 2]
+        assert s.migrate() == []
+        assert ids(s.list()) == [rec(0).id]  # the new column does not disturb reads
+    with SegmentStore(store_url, migrations=steps) as s:
+        assert s.schema_versions() == [1, 2]
+    assert calls == [1]
+
+
+def test_a_failing_migration_leaves_no_trace(store_url):
+    def broken(conn) -> None:
+        conn.execute(text("CREATE TABLE strata_scratch (x INTEGER)"))
+        raise RuntimeError("migration 2 failed halfway")
+
+    SegmentStore(store_url).close()
+    with pytest.raises(RuntimeError, match="halfway"):
+        SegmentStore(store_url, migrations=MIGRATIONS + (Migration(2, "broken", broken),))
+    with SegmentStore(store_url) as s:
+        assert s.schema_versions() == [1]
+    engine = create_engine(store_url)
+    with engine.connect() as conn:
+        with pytest.raises(Exception):
+            conn.execute(text("SELECT * FROM strata_scratch"))
+    engine.dispose()
+
+
+def test_a_database_newer_than_the_code_is_refused(store_url):
+    SegmentStore(store_url, migrations=MIGRATIONS + (Migration(2, "noop", lambda conn: None),)).close()
+    with pytest.raises(MetadataSchemaError, match=r"schema versions \[2\].*upgrade strata"):
+        SegmentStore(store_url)
+
+
+def test_migration_versions_must_ascend(store_url):
+    with pytest.raises(MetadataSchemaError, match="unique and ascending"):
+        SegmentStore(store_url, migrations=(MIGRATIONS[0], MIGRATIONS[0]))
+
+
+# --- durability -------------------------------------------------------------------------------
+
+def test_reopening_keeps_the_data(store_url):
+    with SegmentStore(store_url) as s:
+        s.publish([rec(0), rec(1)])
+        s.mark_unused([rec(1).id])
+    with SegmentStore(store_url) as s:
+        assert [(r.id, r.used) for r in s.list(include_unused=True)] == [(rec(0).id, True), (rec(1).id, False)]
+
+
+def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path):
+    with SegmentStore(f"sqlite:///{tmp_path / 'm.db'}") as s:
+        with s._engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 30_000
+
+
+def test_unsupported_url_names_the_choices():
+    with pytest.raises(ValidationError, match="sqlite:///path"):
+        SegmentStore("mysql://u:secret@h/db")

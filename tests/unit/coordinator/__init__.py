@@ -1,0 +1,1 @@
+"""Coordinator duties: exact-command tests and an in-memory cluster simulation."""
