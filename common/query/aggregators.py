@@ -19,6 +19,7 @@ import pyarrow as pa
 from common.errors import ValidationError
 from common.query.filters import Filter, filter_from_json, filter_to_json
 from common.types.column_type import DOUBLE, FLOAT, LONG, STRING, ColumnType
+from common.types.number_parsing import strings_to_double
 
 
 def _input(cols, field_name: str | None, expression: str | None) -> pa.Array:
@@ -50,7 +51,9 @@ def _numpy_values(arr: pa.Array, dtype) -> tuple[np.ndarray, np.ndarray | None]:
     if pa.types.is_timestamp(arr.type):
         arr = arr.cast(pa.int64())
     if pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
-        arr = arr.cast(pa.float64(), safe=False) if dtype != np.int64 else arr.cast(pa.float64()).cast(pa.int64())
+        arr = strings_to_double(arr)  # text that is not a number counts as null
+        if dtype == np.int64:
+            arr = arr.cast(pa.int64(), safe=False)
     if arr.null_count == 0:
         return arr.to_numpy(zero_copy_only=False).astype(dtype, copy=False), None
     valid = arr.is_valid().to_numpy(zero_copy_only=False)
@@ -236,6 +239,14 @@ def _first_index(gid: np.ndarray, valid: np.ndarray, groups: int, order_key: np.
     return first
 
 
+def _as_arrow_type(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    if arr.type == target:
+        return arr
+    if pa.types.is_string(arr.type) and not pa.types.is_string(target):
+        return strings_to_double(arr).cast(target, safe=False)
+    return arr.cast(target, safe=False)
+
+
 def _take_or_null(arr: pa.Array, picks: np.ndarray) -> pa.Array:
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
@@ -256,9 +267,7 @@ class AnyValue(Aggregator):
     def _reduce(self, arr, gid, groups):
         if pa.types.is_dictionary(arr.type):
             arr = arr.cast(arr.type.value_type)
-        target = self.result_type({}).to_arrow()
-        if arr.type != target:
-            arr = arr.cast(target, safe=False)
+        arr = _as_arrow_type(arr, self.result_type({}).to_arrow())
         valid = arr.is_valid().to_numpy(zero_copy_only=False)
         return _take_or_null(arr, _first_index(gid, valid, groups))
 
@@ -289,9 +298,7 @@ class EarliestLatest(Aggregator):
     def _pick(self, values: pa.Array, times: np.ndarray, gid, groups) -> pa.Array:
         if pa.types.is_dictionary(values.type):
             values = values.cast(values.type.value_type)
-        target = self.result_type({}).to_arrow()
-        if values.type != target:
-            values = values.cast(target, safe=False)
+        values = _as_arrow_type(values, self.result_type({}).to_arrow())
         valid = values.is_valid().to_numpy(zero_copy_only=False)
         picks = _first_index(gid, valid, groups, times, earliest=not self.latest)
         t = pa.array(times, pa.int64()).take(pa.array(picks, pa.int64(), mask=picks < 0))

@@ -113,6 +113,18 @@ def merge(query: _Aggregating, partials: list[Partial]) -> Partial:
     return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
 
 
+def _empty_partial(query: _Aggregating, schema) -> pa.Table:
+    """The partial of a query that read no segment: right columns, no rows."""
+    out = {}
+    if _has_time_key(query):
+        out[TIME_COLUMN] = pa.array([], TIME_TYPE)
+    for dim in dimensions_of(query):
+        ctype = dim.output_type or schema.get(dim.dimension) or ColumnType.parse("STRING")
+        out[dim.output_name] = pa.array([], ctype.to_arrow())
+    out.update(_empty_groups(query, schema, 0))
+    return pa.table(out)
+
+
 def _finalize_values(query: _Aggregating, table: pa.Table) -> pa.Table:
     out = {}
     for name in table.column_names:
@@ -130,6 +142,8 @@ def _empty_groups(query: _Aggregating, schema, count: int) -> dict[str, pa.Array
 
 
 def finalize(query: _Aggregating, partial: Partial, schema: dict[str, ColumnType]) -> pa.Table:
+    if partial.table.num_columns == 0:
+        partial = Partial(_empty_partial(query, schema), partial.stats, partial.coverage)
     table = partial.table
     if isinstance(query, TimeseriesQuery):
         table = _timeseries_fill(query, partial, schema)
@@ -148,7 +162,7 @@ def finalize(query: _Aggregating, partial: Partial, schema: dict[str, ColumnType
 def _timeseries_fill(query: TimeseriesQuery, partial: Partial, schema) -> pa.Table:
     table = partial.table
     if query.granularity.is_all:
-        start = query.intervals[0].start
+        start = min(iv.start for iv in query.intervals)
         if partial.coverage is not None:
             start = max(start, partial.coverage[0])
         if table.num_rows == 0 or table.num_columns == 0:

@@ -83,8 +83,10 @@ class LimitSpec:
         if obj is None:
             return LimitSpec()
         limit = obj.get("limit")
-        if limit is not None and int(limit) < 0:
-            raise ValidationError(f"limit must be >= 0, got {limit}")
+        for key in ("limit", "offset"):
+            value = obj.get(key)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise ValidationError(f"limitSpec {key} must be >= 0, got {value!r}")
         return LimitSpec(tuple(OrderByColumn.from_json(c) for c in obj.get("columns", [])),
                          None if limit is None else int(limit), int(obj.get("offset", 0)))
 
@@ -294,6 +296,10 @@ def query_from_json(obj: dict) -> Query:
         virtual_columns=tuple(VirtualColumn.from_json(v) for v in obj.get("virtualColumns", [])),
         context=dict(obj.get("context") or {}),
     )
+    for key in ("limit", "offset", "threshold"):
+        value = obj.get(key)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise ValidationError(f"{key} must be >= 0, got {value!r}")
     if qtype == "scan":
         order = str(obj.get("order", "none")).lower()
         if order not in ("none", "ascending", "descending"):

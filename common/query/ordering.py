@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.types.number_parsing import strings_to_double
+
 
 @dataclass(frozen=True)
 class SortKey:
@@ -26,7 +28,7 @@ def sort_indices(table: pa.Table, keys: list[SortKey]) -> pa.Array:
         if pa.types.is_dictionary(values.type):
             values = values.cast(values.type.value_type)
         if k.numeric is True and not _is_numeric(values.type):
-            values = _parse_double(values) if pa.types.is_string(values.type) else pc.cast(values, pa.float64(), safe=False)
+            values = strings_to_double(values)
         elif k.numeric is False and _is_numeric(values.type):
             values = values.cast(pa.string())
         nulls_first = (not k.descending) if k.nulls_first is None else k.nulls_first
@@ -39,11 +41,6 @@ def sort_indices(table: pa.Table, keys: list[SortKey]) -> pa.Array:
 
 def _is_numeric(t: pa.DataType) -> bool:
     return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_timestamp(t)
-
-
-def _parse_double(values: pa.Array) -> pa.Array:
-    ok = pc.match_substring_regex(values, r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
-    return pc.if_else(ok, values, pa.scalar(None, pa.string())).cast(pa.float64())
 
 
 def sort_table(table: pa.Table, keys: list[SortKey]) -> pa.Table:

@@ -19,6 +19,7 @@ from common.segment.segment import Segment
 from common.segment.string_column import StringColumn
 from common.types.column_type import TIME_COLUMN, ColumnType, TypeKind
 from common.types.interval import Interval
+from common.types.number_parsing import strings_to_double
 
 
 class RowSource:
@@ -102,6 +103,11 @@ class TableRowSource(RowSource):
         if pa.types.is_timestamp(col.type):
             col = col.cast(pa.timestamp("ms", tz=col.type.tz)).cast(pa.int64())
         return col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+    def time_bounds(self) -> tuple[int, int] | None:
+        if TIME_COLUMN not in self.table.column_names:
+            return None  # e.g. a granularity-'all' subquery result: no time to restrict
+        return super().time_bounds()
 
     def codes(self, name: str) -> tuple[np.ndarray, pa.Array]:
         if name not in self._codes:
@@ -242,9 +248,7 @@ def _cast_lenient(arr: pa.Array, ctype: ColumnType) -> pa.Array:
         return arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         if ctype.is_numeric and pa.types.is_string(arr.type):
-            as_double = pc.cast(pc.if_else(pc.match_substring_regex(arr, r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"),
-                                           arr, pa.scalar(None, pa.string())), pa.float64())
-            return as_double.cast(target, safe=False)
+            return strings_to_double(arr).cast(target, safe=False)
         return pa.nulls(len(arr), target)
 
 

@@ -75,6 +75,12 @@ def merge(query: ScanQuery, partials: list[Partial]) -> Partial:
 
 def finalize(query: ScanQuery, partial: Partial, schema: dict[str, ColumnType]) -> pa.Table:
     table = partial.table
+    if table.num_columns == 0:
+        # No segment was read: the requested columns, typed, with no rows.
+        types = dict(schema)
+        types.setdefault(TIME_COLUMN, ColumnType.parse("TIMESTAMP"))
+        return pa.table({c: pa.array([], (types.get(c) or ColumnType.parse("STRING")).to_arrow())
+                         for c in output_columns(query, schema)})
     if query.order != "none" and TIME_COLUMN in table.column_names:
         table = sort_table(table, [SortKey(TIME_COLUMN, query.order == "descending")])
     end = None if query.limit is None else query.offset + query.limit

@@ -41,6 +41,7 @@ from common.query.filters import (
 )
 from common.query.row_source import ColumnSource, RowSource, interval_rows
 from common.types.column_type import ColumnType, TypeKind
+from common.types.number_parsing import strings_to_double
 from common.types.interval import Interval, parse_instant
 
 # Above this many matching dictionary ids, reading codes beats unioning that many bitmaps.
@@ -114,16 +115,16 @@ class _Selector:
             inner = self.index(f.field, not include_unknown)
             return _all_rows(self.n) - inner
         column = f.column
+        # Druid's IN matches null rows when its list holds a null.
+        matches_null = isinstance(f, NullFilter) or (isinstance(f, In) and any(v is None for v in f.values))
         if column not in self.source.schema:
-            if isinstance(f, NullFilter) or include_unknown:
-                return _all_rows(self.n)
-            return BitMap()
+            return _all_rows(self.n) if matches_null or include_unknown else BitMap()
         idx = self.source.string_index(column)
         if isinstance(f, NullFilter):
             return idx.null_bitmap()
         ids = self._matching_ids(f, idx)
         out = self._rows_for_ids(idx, ids)
-        if include_unknown:
+        if include_unknown or matches_null:
             out |= idx.null_bitmap()
         return out
 
@@ -280,10 +281,7 @@ def _as_strings(values: pa.Array) -> pa.Array:
 
 
 def _to_double(values: pa.Array) -> pa.Array:
-    if pa.types.is_string(values.type):
-        numeric = pc.match_substring_regex(values, r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$")
-        return pc.if_else(numeric, values, pa.scalar(None, pa.string())).cast(pa.float64())
-    return values.cast(pa.float64())
+    return strings_to_double(values)
 
 
 def _numeric_dictionary_ids(dictionary: pa.Array, predicate) -> np.ndarray:

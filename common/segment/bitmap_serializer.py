@@ -3,8 +3,9 @@
 A segment needs a bitmap for every distinct value of every string column: hundreds of thousands
 of small bitmaps per million rows. Building each through pyroaring costs a Python round trip per
 bitmap, which alone would cap segment builds well below a million rows per second. This module
-writes the same bytes pyroaring's ``BitMap.serialize()`` would (portable format, no run
-containers) for all ids at once with numpy; readers still use ``BitMap.deserialize``.
+writes valid portable-format bitmaps (array and bitset containers; no run containers yet, so a
+column sorted by value stores 8 KiB bitsets where runs would be smaller) for all ids at once
+with numpy; readers still use ``BitMap.deserialize``.
 
 Portable format, per bitmap: cookie 12346 (u32), container count (u32), per container
 (key u16, cardinality-1 u16), per container its byte offset (u32), then the containers:

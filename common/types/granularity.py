@@ -116,10 +116,24 @@ def _to_local(ms: np.ndarray, tz: str | None) -> pa.Array:
     return pc.local_timestamp(ts) if tz else ts.cast(pa.timestamp("ms"))
 
 
-def _from_local(local: pa.Array, tz: str | None) -> np.ndarray:
-    if tz:
-        local = pc.assume_timezone(local, tz, ambiguous="earliest", nonexistent="earliest")
-    return local.cast(pa.int64()).to_numpy(zero_copy_only=False)
+def _from_local(local: pa.Array, tz: str | None, not_after: np.ndarray | None = None) -> np.ndarray:
+    """Wall-clock times in ``tz`` back to UTC millis.
+
+    A wall-clock time can name two instants (the repeated hour when clocks fall back) or none
+    (skipped by a jump forward). With ``not_after`` (the instants being bucketed), the later
+    reading is used when it is not after the instant, else the earlier one: a bucket start is
+    the latest reading at or before its rows. A skipped time resolves to the end of the gap, as
+    Joda does (a day whose midnight is skipped starts at 01:00).
+    """
+    if not tz:
+        return local.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    late = pc.assume_timezone(local, tz, ambiguous="latest", nonexistent="latest")
+    late = late.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    if not_after is None:
+        return late
+    early = pc.assume_timezone(local, tz, ambiguous="earliest", nonexistent="latest")
+    early = early.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    return np.where(late <= not_after, late, early)
 
 
 def shift_millis(ms: np.ndarray, period: Period, times: int, tz: str | None) -> np.ndarray:
@@ -178,7 +192,12 @@ class Granularity:
                     origin = parse_instant(origin) if isinstance(origin, str) else int(origin)
                 return Granularity.of_period(Period.parse(str(spec.get("period", ""))), tz, origin)
             if kind == "duration":
-                return Granularity.of_period(Period(millis=int(spec["duration"])), None, spec.get("origin"))
+                origin = spec.get("origin")
+                if isinstance(origin, str):
+                    from common.types.interval import parse_instant
+
+                    origin = parse_instant(origin)
+                return Granularity.of_period(Period(millis=int(spec["duration"])), None, origin)
             if kind in ("all", "none"):
                 return ALL if kind == "all" else NONE
             return Granularity.parse(kind)
@@ -257,7 +276,7 @@ class Granularity:
             # zones with odd offsets still go through local time below.
             local = _to_local(ms, self.time_zone).cast(pa.int64()).to_numpy(zero_copy_only=False)
             floored = local // p.millis * p.millis
-            return _from_local(pa.array(floored, pa.int64()).cast(pa.timestamp("ms")), self.time_zone)
+            return _from_local(pa.array(floored, pa.int64()).cast(pa.timestamp("ms")), self.time_zone, ms)
         local = _to_local(ms, self.time_zone)
         if self.origin is not None:
             return self._bucket_with_origin(ms)
@@ -273,7 +292,7 @@ class Granularity:
             size = p.fixed_millis
             raw = local.cast(pa.int64()).to_numpy(zero_copy_only=False)
             floored = pa.array(raw // size * size, pa.int64()).cast(pa.timestamp("ms"))
-        return _from_local(floored, self.time_zone)
+        return _from_local(floored, self.time_zone, ms)
 
     def _bucket_with_origin(self, ms: np.ndarray) -> np.ndarray:
         p = self.period
@@ -289,14 +308,14 @@ class Granularity:
             start = cand.astype("datetime64[ms]") + (o - o_month.astype("datetime64[ms]"))
             start = np.where(start > local, (o_month + ((steps - 1) * months).astype("timedelta64[M]")).astype(
                 "datetime64[ms]") + (o - o_month.astype("datetime64[ms]")), start)
-            return _from_local(pa.array(start, pa.timestamp("ms")), self.time_zone)
+            return _from_local(pa.array(start, pa.timestamp("ms")), self.time_zone, ms)
         size = p.fixed_millis
         if self.time_zone is None:
             return (ms - self.origin) // size * size + self.origin
         local = _to_local(ms, self.time_zone).cast(pa.int64()).to_numpy(zero_copy_only=False)
         o = _to_local(np.array([self.origin], np.int64), self.time_zone).cast(pa.int64()).to_numpy()[0]
         floored = (local - o) // size * size + o
-        return _from_local(pa.array(floored, pa.int64()).cast(pa.timestamp("ms")), self.time_zone)
+        return _from_local(pa.array(floored, pa.int64()).cast(pa.timestamp("ms")), self.time_zone, ms)
 
     def next_bucket(self, start: int) -> int:
         """The start of the bucket after the one starting at ``start``."""

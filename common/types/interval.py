@@ -18,6 +18,8 @@ MAX_MS = 2**62 - 1
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 _LOOSE_DATE = re.compile(r"^(-?\d{4,})-(\d{1,2})-(\d{1,2})(.*)$")
+_REDUCED = re.compile(r"^(\d{4})(?:-(\d{1,2}))?$")
+_SUB_MILLIS = re.compile(r"(\.\d{3})\d+")
 
 
 def parse_instant(text: str) -> int:
@@ -25,12 +27,17 @@ def parse_instant(text: str) -> int:
     s = text.strip()
     if s.lstrip("-").isdigit() and len(s.lstrip("-")) > 8:
         return int(s)  # epoch millis, as Druid accepts
+    reduced = _REDUCED.match(s)
+    if reduced:
+        # Reduced precision, as Joda reads it: "2015" is 2015-01-01, "2015-09" is 2015-09-01.
+        s = f"{int(reduced.group(1)):04d}-{int(reduced.group(2) or 1):02d}-01"
     m = _LOOSE_DATE.match(s)
     if m:
         # Accept non-zero-padded months and days ("2022-6-14T10:32:08Z"), as Druid's parser does.
         s = f"{int(m.group(1)):04d}-{int(m.group(2)):02d}-{int(m.group(3)):02d}{m.group(4)}"
     if s.endswith("Z") or s.endswith("z"):
         s = s[:-1] + "+00:00"
+    s = _SUB_MILLIS.sub(r"\1", s)  # strata keeps milliseconds; finer digits truncate
     if " " in s and "T" not in s:
         s = s.replace(" ", "T", 1)
     try:

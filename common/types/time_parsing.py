@@ -20,6 +20,8 @@ def _normalize(s: pa.Array) -> pa.Array:
     s = pc.replace_substring_regex(s, r"^(\d{4}-\d{2})-(\d)(T| |$)", r"\1-0\2\3")
     s = pc.replace_substring_regex(s, r"^(\d{4}-\d{2}-\d{2}) ", r"\1T")
     s = pc.replace_substring_regex(s, r"[zZ]$", "+00:00")
+    # Milliseconds are strata's resolution: truncate finer fractions instead of failing the cast.
+    s = pc.replace_substring_regex(s, r"(\.\d{3})\d+", r"\1")
     return s
 
 

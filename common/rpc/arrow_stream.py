@@ -1,0 +1,80 @@
+"""Arrow tables <-> a sequence of ``ArrowChunk`` messages, each far below gRPC's message limit.
+
+Each chunk is a self-contained Arrow IPC stream (schema + batches) so a receiver can decode
+chunks independently; batches are sliced so one chunk stays under ``MAX_CHUNK_BYTES``. Results
+of any size stream without hitting the 4 MiB default limit, and without building one giant
+message on either side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import pyarrow as pa
+
+from common.query.partial import RunStats
+from common.rpc.gen.strata.v1 import types_pb2
+
+MAX_CHUNK_BYTES = 1 << 20
+MAX_BATCH_ROWS = 65_536
+
+
+def _ipc(schema: pa.Schema, batches: list[pa.RecordBatch]) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        for b in batches:
+            writer.write_batch(b)
+    return sink.getvalue().to_pybytes()
+
+
+def _slices(table: pa.Table) -> Iterator[pa.RecordBatch]:
+    for batch in table.to_batches(max_chunksize=MAX_BATCH_ROWS):
+        if batch.num_rows == 0:
+            continue
+        per_row = max(1, batch.nbytes // max(batch.num_rows, 1))
+        step = max(1, min(batch.num_rows, MAX_CHUNK_BYTES // per_row))
+        for start in range(0, batch.num_rows, step):
+            yield batch.slice(start, step)
+
+
+def stats_to_proto(stats: RunStats) -> types_pb2.QueryStats:
+    return types_pb2.QueryStats(**stats.to_json())
+
+
+def stats_from_proto(msg: types_pb2.QueryStats) -> RunStats:
+    return RunStats(msg.segments, msg.rows_in_segments, msg.rows_after_prefilter, msg.rows_scanned, msg.rows_matched,
+                    msg.bytes_read)
+
+
+def table_to_chunks(table: pa.Table, stats: RunStats | None = None) -> Iterator[types_pb2.ArrowChunk]:
+    """Chunks for ``table``; the last carries ``stats``. An empty table still sends its schema."""
+    pending: list[pa.RecordBatch] = []
+    size = 0
+    for batch in _slices(table):
+        if pending and size + batch.nbytes > MAX_CHUNK_BYTES:
+            yield types_pb2.ArrowChunk(ipc_stream=_ipc(table.schema, pending))
+            pending, size = [], 0
+        pending.append(batch)
+        size += batch.nbytes
+    last = types_pb2.ArrowChunk(ipc_stream=_ipc(table.schema, pending), last=True)
+    if stats is not None:
+        last.stats.CopyFrom(stats_to_proto(stats))
+    yield last
+
+
+def chunks_to_table(chunks: Iterable[types_pb2.ArrowChunk]) -> tuple[pa.Table, RunStats]:
+    """Reassemble a streamed table; raises if the stream ended before its last chunk."""
+    batches: list[pa.RecordBatch] = []
+    schema = None
+    stats = RunStats()
+    finished = False
+    for chunk in chunks:
+        reader = pa.ipc.open_stream(pa.py_buffer(chunk.ipc_stream))
+        schema = schema or reader.schema
+        batches.extend(reader)
+        if chunk.last:
+            stats = stats_from_proto(chunk.stats)
+            finished = True
+    if not finished:
+        raise ConnectionError("result stream ended before its last chunk")
+    return pa.Table.from_batches(batches, schema=schema), stats

@@ -1,0 +1,2 @@
+"""Unit tests of discovery without sockets: MemoryStore, LocalDiscovery, Announcer, LeaderElection;
+plus the event recorder and partition wrapper the integration contract tests reuse."""
