@@ -11,6 +11,8 @@ import time
 
 from common.errors import StrataError
 
+DEFAULT_DIR = "var/cluster"
+
 
 def _segment_paths(location: str) -> list[str]:
     if os.path.isdir(location):
@@ -65,16 +67,105 @@ def cmd_query(args) -> int:
         query = json.loads(text)
     except json.JSONDecodeError as exc:
         raise StrataError(f"the native query is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    segments = [Segment.open(p) for p in _segment_paths(args.segments)]
     started = time.perf_counter()
-    result = execute(query, segments)
+    if args.segments:
+        segments = [Segment.open(p) for p in _segment_paths(args.segments)]
+        result = execute(query, segments)
+        table, stats = result.table, result.stats
+    else:
+        client = _client(args)
+        table, stats = client.native(query, args.timeout)
+        client.close()
     elapsed = time.perf_counter() - started
-    print_table(result.table, args.output)
+    print_table(table, args.output)
     if args.output == "table":
-        s = result.stats
-        print(f"{result.table.num_rows} rows in {elapsed * 1000:.1f} ms; scanned {s.rows_scanned:,} of "
-              f"{s.rows_in_segments:,} rows in {s.segments} segments", file=sys.stderr)
+        print(f"{table.num_rows} rows in {elapsed * 1000:.1f} ms; scanned {stats.rows_scanned:,} of "
+              f"{stats.rows_in_segments:,} rows in {stats.segments} segments", file=sys.stderr)
     return 0
+
+
+def _client(args):
+    from services.cli.cluster_client import ClusterClient
+    from services.cli.local_cluster import LocalCluster
+
+    coordinator, broker = getattr(args, "coordinator", None), getattr(args, "broker", None)
+    if not (coordinator and broker):
+        cluster = LocalCluster(args.dir)
+        if cluster.state() is not None or not (coordinator or broker):
+            endpoints = cluster.endpoints()  # explains how to start a cluster when there is none
+            coordinator = coordinator or endpoints["coordinator"]
+            broker = broker or endpoints["broker"]
+    return ClusterClient(coordinator, broker)
+
+
+def cmd_node(args) -> int:
+    from services.node_config import load_config
+
+    config = load_config(args.command, args.config)
+    if args.command == "coordinator":
+        from services.coordinator.main import CoordinatorProcess as Process
+    elif args.command == "broker":
+        from services.broker.main import BrokerProcess as Process
+    else:
+        from services.historical.main import HistoricalProcess as Process
+    return Process(config).run_forever()
+
+
+def cmd_up(args) -> int:
+    from services.cli.local_cluster import LocalCluster
+
+    cluster = LocalCluster(args.dir)
+    started = time.perf_counter()
+    state = cluster.up(args.historicals, args.etcd, max_cache_bytes=args.max_cache_bytes)
+    print(f"strata cluster up in {time.perf_counter() - started:.1f}s ({len(state['nodes'])} nodes, logs in "
+          f"{os.path.join(cluster.dir, 'logs')})")
+    for name, value in cluster.endpoints().items():
+        print(f"  {name:18} {value}")
+    return 0
+
+
+def cmd_down(args) -> int:
+    from services.cli.local_cluster import LocalCluster
+
+    stopped = LocalCluster(args.dir).down()
+    print(f"stopped {', '.join(stopped)}")
+    return 0
+
+
+def cmd_status(args) -> int:
+    from services.cli.cluster_status import print_status
+
+    return print_status(args.dir)
+
+
+def cmd_publish(args) -> int:
+    from services.historical.storage import deep_storage_from_config
+    from services.ingestion.local_input import read_inputs
+    from services.node_config import load_config
+
+    client = _client(args)
+    config = load_config("coordinator", _coordinator_config(args))
+    storage = deep_storage_from_config(config.deep_storage)
+    started = time.perf_counter()
+    table = read_inputs(args.inputs, args.format, args.time_column)
+    sort_columns = [c for c in (args.sort_columns or "").split(",") if c]
+    descriptors = client.build_and_publish(table, args.datasource, storage, segment_granularity=args.granularity,
+                                           sort_columns=sort_columns, rows_per_segment=args.rows_per_segment)
+    print(f"published {len(descriptors)} segments of '{args.datasource}' ({table.num_rows:,} rows) in "
+          f"{time.perf_counter() - started:.1f}s")
+    if args.wait:
+        client.wait_loaded(args.datasource, len(descriptors), args.timeout)
+        print(f"all {len(descriptors)} segments loaded")
+    client.close()
+    return 0
+
+
+def _coordinator_config(args) -> str | None:
+    if getattr(args, "config", None):
+        return args.config
+    from services.cli.local_cluster import LocalCluster
+
+    return LocalCluster(args.dir).node("coordinator")["config"]
 
 
 def cmd_inspect(args) -> int:
@@ -126,11 +217,49 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rows-per-segment", type=int, default=3_000_000)
     p.set_defaults(func=cmd_build)
 
-    p = sub.add_parser("query", help="run a native (Druid JSON) query over local segments")
+    p = sub.add_parser("query", help="run a native (Druid JSON) query on the cluster or on local segments")
     p.add_argument("query", nargs="?", help="JSON text, a file, or - for stdin")
-    p.add_argument("--segments", required=True, help="a directory of segments or a glob")
+    p.add_argument("--segments", help="run in-process over a directory of segments (or a glob) instead")
+    p.add_argument("--broker", help="broker gRPC host:port (default: from --dir)")
+    p.add_argument("--dir", default=DEFAULT_DIR, help="directory of a cluster started with 'strata up'")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds")
     p.add_argument("--output", default="table", choices=["table", "csv", "json"])
     p.set_defaults(func=cmd_query)
+
+    for role in ("coordinator", "broker", "historical"):
+        p = sub.add_parser(role, help=f"run a {role} in the foreground")
+        p.add_argument("--config", help="TOML config file (env STRATA_<SECTION>_<KEY> overrides)")
+        p.set_defaults(func=cmd_node)
+
+    p = sub.add_parser("up", help="start a local cluster in background processes")
+    p.add_argument("--dir", default=DEFAULT_DIR)
+    p.add_argument("--historicals", type=int, default=2)
+    p.add_argument("--etcd", default=None, help="use etcd at this URL instead of embedded discovery")
+    p.add_argument("--max-cache-bytes", type=int, default=10 * 1024**3)
+    p.set_defaults(func=cmd_up)
+
+    p = sub.add_parser("down", help="stop the local cluster")
+    p.add_argument("--dir", default=DEFAULT_DIR)
+    p.set_defaults(func=cmd_down)
+
+    p = sub.add_parser("status", help="show every node, its health and its segments")
+    p.add_argument("--dir", default=DEFAULT_DIR)
+    p.set_defaults(func=cmd_status)
+
+    p = sub.add_parser("publish", help="build segments from files, push them to deep storage and publish them")
+    p.add_argument("inputs", nargs="+")
+    p.add_argument("--datasource", required=True)
+    p.add_argument("--dir", default=DEFAULT_DIR)
+    p.add_argument("--coordinator", help="coordinator gRPC host:port (default: from --dir)")
+    p.add_argument("--config", help="a coordinator config naming the deep storage (default: from --dir)")
+    p.add_argument("--format", default=None)
+    p.add_argument("--time-column", default=None)
+    p.add_argument("--granularity", default="day")
+    p.add_argument("--sort-columns", default="")
+    p.add_argument("--rows-per-segment", type=int, default=3_000_000)
+    p.add_argument("--wait", action="store_true", help="wait until historicals serve every segment")
+    p.add_argument("--timeout", type=float, default=300.0)
+    p.set_defaults(func=cmd_publish)
 
     p = sub.add_parser("inspect", help="show a segment's manifest (and verify checksums)")
     p.add_argument("path")

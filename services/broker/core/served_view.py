@@ -1,0 +1,118 @@
+"""ServedView: which segments are queryable and where, as the broker sees it.
+
+Built from historicals' served-segment announcements. Per datasource it keeps a Timeline of the
+served segments (so a newer version hides older ones and incomplete partition sets are not
+used) and each segment's replicas. ``plan`` picks, for a query's intervals, the visible segments
+and one replica each, spreading segments over replicas and skipping replicas that failed.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from common.segment.descriptor import SegmentDescriptor
+from common.segment.segment_id import SegmentId
+from common.segment.timeline import Timeline, TimelineSegment
+from common.types.column_type import ColumnType
+from common.types.interval import Interval
+
+
+@dataclass
+class Plan:
+    by_server: dict[str, list[SegmentId]] = field(default_factory=dict)
+    unavailable: list[SegmentId] = field(default_factory=list)
+    coverage: tuple[int, int] | None = None
+
+    @property
+    def segments(self) -> list[SegmentId]:
+        return [s for segs in self.by_server.values() for s in segs]
+
+
+class ServedView:
+    def __init__(self) -> None:
+        self.replicas: dict[SegmentId, set[str]] = defaultdict(set)
+        self.descriptors: dict[SegmentId, SegmentDescriptor] = {}
+        self._timelines: dict[str, Timeline] = {}
+        self._schemas: dict[str, dict[str, ColumnType]] = {}
+        self._turn = 0
+
+    # ---- updates from announcements -----------------------------------------------------------
+    def served(self, server: str, descriptor: SegmentDescriptor) -> None:
+        sid = descriptor.id
+        first = sid not in self.descriptors
+        self.replicas[sid].add(server)
+        self.descriptors[sid] = descriptor
+        if first:
+            self._invalidate(sid.datasource)
+
+    def unserved(self, server: str, sid: SegmentId) -> None:
+        holders = self.replicas.get(sid)
+        if holders is None:
+            return
+        holders.discard(server)
+        if not holders:
+            del self.replicas[sid]
+            self.descriptors.pop(sid, None)
+            self._invalidate(sid.datasource)
+
+    def server_gone(self, server: str) -> None:
+        for sid in [s for s, holders in self.replicas.items() if server in holders]:
+            self.unserved(server, sid)
+
+    def _invalidate(self, datasource: str) -> None:
+        self._timelines.pop(datasource, None)
+        self._schemas.pop(datasource, None)
+
+    # ---- reads -------------------------------------------------------------------------------
+    def datasources(self) -> list[str]:
+        return sorted({s.datasource for s in self.descriptors})
+
+    def timeline(self, datasource: str) -> Timeline:
+        tl = self._timelines.get(datasource)
+        if tl is None:
+            tl = Timeline()
+            for sid, d in self.descriptors.items():
+                if sid.datasource == datasource:
+                    tl.add(TimelineSegment(sid, d.num_partitions))
+            self._timelines[datasource] = tl
+        return tl
+
+    def schema(self, datasource: str) -> dict[str, ColumnType]:
+        """Union of the visible segments' columns; the newest version's type wins."""
+        cached = self._schemas.get(datasource)
+        if cached is None:
+            from common.types.interval import ETERNITY
+
+            visible = [s for chunk in self.timeline(datasource).lookup([ETERNITY]) for s in chunk.segments]
+            cached = {}
+            for sid in sorted(visible, key=lambda s: (s.version, s.interval.end, s.partition)):
+                cached.update(self.descriptors[sid].schema())
+            self._schemas[datasource] = cached
+        return cached
+
+    def plan(self, datasource: str, intervals: list[Interval], exclude: dict[SegmentId, set[str]] | None = None,
+             only: set[SegmentId] | None = None) -> Plan:
+        exclude = exclude or {}
+        plan = Plan()
+        load: dict[str, int] = defaultdict(int)
+        lo, hi = None, None
+        self._turn += 1
+        for chunk in self.timeline(datasource).lookup(intervals):
+            lo = chunk.interval.start if lo is None else min(lo, chunk.interval.start)
+            hi = chunk.interval.end if hi is None else max(hi, chunk.interval.end)
+            for sid in chunk.segments:
+                if only is not None and sid not in only:
+                    continue
+                candidates = sorted(self.replicas.get(sid, set()) - exclude.get(sid, set()))
+                if not candidates:
+                    plan.unavailable.append(sid)
+                    continue
+                # Least-loaded replica in this plan; the rotating offset spreads ties across queries.
+                k = self._turn % len(candidates)
+                rotated = candidates[k:] + candidates[:k]
+                server = min(rotated, key=lambda s: load[s])
+                load[server] += 1
+                plan.by_server.setdefault(server, []).append(sid)
+        plan.coverage = None if lo is None else (lo, hi)
+        return plan

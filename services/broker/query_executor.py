@@ -1,0 +1,134 @@
+"""QueryExecutor: scatter a native query to historicals, gather partials, merge and finalize.
+
+Each historical gets one RunQuery for all of its segments in the plan. A replica that fails
+(unreachable, no longer serving a segment, corrupt segment) is excluded for those segments and
+only they are re-planned onto other replicas. The whole query has one deadline; when it passes,
+outstanding calls are cancelled and the caller gets a QueryTimeoutError.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+import grpc
+import pyarrow as pa
+
+from common.errors import QueryTimeoutError, StrataError, UnsupportedError, ValidationError
+from common.query import engine
+from common.query.model import Query, query_from_json
+from common.query.partial import Partial, RunStats
+from common.rpc.arrow_stream import chunks_to_table
+from common.rpc.convert import schema_to_proto, segment_id_to_proto
+from common.rpc.gen.strata.v1 import historical_pb2
+from common.segment.segment_id import SegmentId
+
+# Errors after which another replica may succeed.
+_RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.DATA_LOSS,
+              grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED,
+              grpc.StatusCode.RESOURCE_EXHAUSTED}
+
+
+class Cancelled(StrataError):
+    pass
+
+
+class QueryExecutor:
+    def __init__(self, view, stub_for, metrics, view_lock: threading.Lock | None = None, threads: int = 16) -> None:
+        self.view = view
+        self.stub_for = stub_for  # server id -> HistoricalServiceStub
+        self.metrics = metrics
+        self.view_lock = view_lock or threading.Lock()
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="strata-scatter")
+
+    def execute(self, query: Query | dict, timeout_s: float, query_id: str | None = None,
+                is_active=lambda: True) -> engine.Result:
+        if isinstance(query, dict):
+            query = query_from_json(query)
+        deadline = time.monotonic() + timeout_s
+        if not isinstance(query.datasource, str):
+            inner = self.execute(query.datasource, max(deadline - time.monotonic(), 0.001), query_id, is_active)
+            return engine.execute_on_table(query, inner.table, inner.stats)
+        with self.view_lock:
+            schema = dict(self.view.schema(query.datasource))
+        if not schema and query.datasource not in self.view.datasources():
+            raise ValidationError(f"unknown datasource '{query.datasource}'; served: {', '.join(self.view.datasources()) or 'none'}")
+        engine.validate(query, schema)
+        partial = self._gather(query, schema, deadline, query_id or uuid.uuid4().hex, is_active)
+        return engine.Result(engine.finalize(query, partial, schema), partial.stats)
+
+    def _gather(self, query: Query, schema, deadline: float, query_id: str, is_active) -> Partial:
+        query_json = json.dumps(query.to_json())
+        exclude: dict[SegmentId, set[str]] = {}
+        with self.view_lock:
+            plan = self.view.plan(query.datasource, list(query.intervals))
+        coverage = plan.coverage
+        if plan.unavailable:
+            raise UnsupportedError(f"segments not available on any historical: {', '.join(map(str, plan.unavailable))}")
+        partials: list[Partial] = []
+        pending: dict[Future, tuple[str, list[SegmentId], object]] = {}
+
+        def submit(server: str, segments: list[SegmentId]) -> None:
+            request = historical_pb2.RunQueryRequest(query_json=query_json, query_id=query_id,
+                                                     segments=[segment_id_to_proto(s) for s in segments],
+                                                     schema=schema_to_proto(schema))
+            holder: dict = {}
+            fut = self.pool.submit(self._call, server, request, deadline, holder)
+            pending[fut] = (server, segments, holder)
+
+        for server, segments in plan.by_server.items():
+            submit(server, segments)
+        try:
+            while pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise QueryTimeoutError(f"query {query_id} timed out")
+                if not is_active():
+                    raise Cancelled(f"query {query_id} was cancelled")
+                done, _ = wait(list(pending), timeout=min(remaining, 0.25), return_when=FIRST_COMPLETED)
+                for fut in done:
+                    server, segments, _holder = pending.pop(fut)
+                    try:
+                        partials.append(fut.result())
+                        continue
+                    except grpc.RpcError as exc:
+                        code = exc.code()
+                        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                            raise QueryTimeoutError(f"query {query_id} timed out") from None
+                        if code == grpc.StatusCode.INVALID_ARGUMENT:
+                            raise ValidationError(exc.details()) from None
+                        if code not in _RETRYABLE:
+                            raise StrataError(f"historical {server} failed: {code.name}: {exc.details()}") from None
+                    except (ConnectionError, OSError):
+                        pass  # the stream broke mid-way: as retryable as UNAVAILABLE
+                    # Retry just this server's segments on other replicas.
+                    self.metrics.replica_retries.inc()
+                    for sid in segments:
+                        exclude.setdefault(sid, set()).add(server)
+                    with self.view_lock:
+                        retry = self.view.plan(query.datasource, list(query.intervals), exclude, set(segments))
+                    if retry.unavailable:
+                        raise StrataError(
+                            f"no replica left for {', '.join(map(str, retry.unavailable))} (last failure on {server})")
+                    for other, segs in retry.by_server.items():
+                        submit(other, segs)
+        except BaseException:
+            for _server, _segs, holder in pending.values():
+                call = holder.get("call")
+                if call is not None:
+                    call.cancel()
+            raise
+        merged = engine.merge(query, partials) if partials else Partial(pa.table({}), RunStats())
+        merged.coverage = coverage
+        return merged
+
+    def _call(self, server: str, request, deadline: float, holder: dict) -> Partial:
+        stub = self.stub_for(server)
+        call = stub.RunQuery(request, timeout=max(deadline - time.monotonic(), 0.001))
+        holder["call"] = call
+        table, stats = chunks_to_table(call)
+        return Partial(table, stats)
+

@@ -1,0 +1,116 @@
+"""ClusterClient: the gRPC calls the command line (and tests, and benchmarks) make to a cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Iterable
+
+import grpc
+import pyarrow as pa
+
+from common.errors import StrataError
+from common.rpc.arrow_stream import chunks_to_table
+from common.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc, coordinator_pb2, coordinator_pb2_grpc
+from common.segment.descriptor import SegmentDescriptor
+from common.segment.time_partitioner import build_segments
+from common.query.partial import RunStats
+from services.coordinator.server import descriptor_to_proto
+from services.grpc_server import channel
+from services.historical.storage import deep_storage_key
+
+
+class ClusterError(StrataError):
+    pass
+
+
+class ClusterClient:
+    def __init__(self, coordinator: str | None = None, broker: str | None = None) -> None:
+        self.coordinator_target = coordinator
+        self.broker_target = broker
+        self._channels = []
+        self._coordinator = None
+        self._broker = None
+
+    def _channel(self, target: str):
+        ch = channel(target)
+        self._channels.append(ch)
+        return ch
+
+    @property
+    def coordinator(self) -> coordinator_pb2_grpc.CoordinatorServiceStub:
+        if self._coordinator is None:
+            if not self.coordinator_target:
+                raise ClusterError("no coordinator address; pass --coordinator host:port or --dir of a running cluster")
+            self._coordinator = coordinator_pb2_grpc.CoordinatorServiceStub(self._channel(self.coordinator_target))
+        return self._coordinator
+
+    @property
+    def broker(self) -> broker_pb2_grpc.BrokerServiceStub:
+        if self._broker is None:
+            if not self.broker_target:
+                raise ClusterError("no broker address; pass --broker host:port or --dir of a running cluster")
+            self._broker = broker_pb2_grpc.BrokerServiceStub(self._channel(self.broker_target))
+        return self._broker
+
+    def close(self) -> None:
+        for ch in self._channels:
+            ch.close()
+
+    # ---- queries -----------------------------------------------------------------------------
+    def native(self, query: dict | str, timeout_s: float = 300.0) -> tuple[pa.Table, RunStats]:
+        text = query if isinstance(query, str) else json.dumps(query)
+        request = broker_pb2.QueryRequest(native_json=text, timeout_ms=int(timeout_s * 1000))
+        try:
+            return chunks_to_table(self.broker.Query(request, timeout=timeout_s + 5))
+        except grpc.RpcError as exc:
+            raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
+
+    # ---- segments ----------------------------------------------------------------------------
+    def publish(self, descriptors: Iterable[SegmentDescriptor]) -> int:
+        request = coordinator_pb2.PublishSegmentsRequest(segments=[descriptor_to_proto(d) for d in descriptors])
+        try:
+            return self.coordinator.PublishSegments(request, timeout=60).published
+        except grpc.RpcError as exc:
+            raise ClusterError(f"publish failed: {exc.code().name}: {exc.details()}") from None
+
+    def build_and_publish(self, table: pa.Table, datasource: str, storage, *, segment_granularity="day",
+                          sort_columns=(), rows_per_segment: int = 3_000_000) -> list[SegmentDescriptor]:
+        """Build segments locally, push them to deep storage, publish them in one transaction."""
+        with tempfile.TemporaryDirectory(prefix="strata-build-") as tmp:
+            built = build_segments(table, datasource, tmp, segment_granularity=segment_granularity,
+                                   sort_columns=sort_columns, rows_per_segment=rows_per_segment)
+            sets: dict = {}
+            for _, manifest in built:
+                key = (manifest.segment_id.interval, manifest.segment_id.version)
+                sets[key] = sets.get(key, 0) + 1
+            descriptors = []
+            for path, manifest in built:
+                sid = manifest.segment_id
+                key = deep_storage_key(sid)
+                size = storage.push(path, key)
+                descriptors.append(SegmentDescriptor.of(manifest, key, sets[(sid.interval, sid.version)],
+                                                        os.path.getsize(path) if size is None else size))
+        self.publish(descriptors)
+        return descriptors
+
+    def load_status(self, datasource: str = "") -> list:
+        return list(self.coordinator.GetLoadStatus(coordinator_pb2.LoadStatusRequest(datasource=datasource),
+                                                   timeout=30).segments)
+
+    def wait_loaded(self, datasource: str, count: int, timeout_s: float = 120.0, replicas: int = 1) -> None:
+        """Until ``count`` segments of ``datasource`` are served with at least ``replicas`` copies."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            segments = self.load_status(datasource)
+            ready = sum(1 for s in segments if len(s.servers) >= replicas)
+            if ready >= count:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"only {ready} of {count} segments of '{datasource}' loaded after {timeout_s:.0f}s")
+            time.sleep(0.1)
+
+    def servers(self):
+        return self.coordinator.ListServers(coordinator_pb2.ListServersRequest(), timeout=10)

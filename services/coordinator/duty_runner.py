@@ -1,0 +1,132 @@
+"""DutyRunner: the I/O shell around the pure duties.
+
+Each run snapshots the metadata store (used segments) and discovery (historicals, what they
+serve, what they are assigned), runs the duties, and applies the commands: a Load puts an
+assignment key, a Drop deletes it, MarkUnused updates the store. Served segments without an
+assignment key (after a coordinator restart with a fresh embedded store) are adopted by
+writing their key, so a historical never loses a segment the duties want kept.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections import defaultdict
+from urllib.parse import unquote
+
+from common.segment.descriptor import SegmentDescriptor
+from common.segment.segment_id import SegmentId
+from services.coordinator.core.duties import Drop, DutyParams, Load, MarkUnused, SegmentEntry, ServerView, run_duties
+from services.discovery import ASSIGNMENTS, NODES, SERVED
+
+log = logging.getLogger("strata.coordinator")
+
+
+class ClusterState:
+    """What discovery says right now: historicals, served and assigned segments per server."""
+
+    def __init__(self, discovery) -> None:
+        self.historicals: dict[str, dict] = {}
+        for key, value in discovery.get_prefix(f"{NODES}historical/").items():
+            self.historicals[key.rsplit("/", 1)[-1]] = json.loads(value)
+        self.served: dict[str, dict[SegmentId, SegmentDescriptor]] = defaultdict(dict)
+        for key, value in discovery.get_prefix(SERVED).items():
+            server = key[len(SERVED):].split("/", 1)[0]
+            d = SegmentDescriptor.from_bytes(value)
+            self.served[server][d.id] = d
+        self.assigned: dict[str, dict[SegmentId, str]] = defaultdict(dict)
+        for key, value in discovery.get_prefix(ASSIGNMENTS).items():
+            server = key[len(ASSIGNMENTS):].split("/", 1)[0]
+            self.assigned[server][SegmentDescriptor.from_bytes(value).id] = key
+
+
+class DutyRunner:
+    def __init__(self, store, discovery, metrics, replication: int = 0, period_ms: int = 1000) -> None:
+        self.store = store
+        self.discovery = discovery
+        self.metrics = metrics
+        self.replication = replication
+        self.period_s = period_ms / 1000
+        self._stop = threading.Event()
+        self._leader = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="strata-duties", daemon=True)
+        self.last_run_ms = 0
+
+    def set_leader(self, is_leader: bool) -> None:
+        (self._leader.set if is_leader else self._leader.clear)()
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leader.is_set()
+
+    def start(self) -> DutyRunner:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            if self._leader.is_set():
+                try:
+                    self.run_once()
+                except Exception:  # a failed run must not stop later runs
+                    log.exception("coordinator duties failed")
+            self._stop.wait(self.period_s)
+
+    def run_once(self) -> list:
+        started = time.perf_counter()
+        used = {r.id: r.descriptor() for r in self.store.used_segments()}
+        self.metrics.used_segments.set(len(used))
+        state = ClusterState(self.discovery)
+        servers = {}
+        unused: dict[SegmentId, SegmentEntry] = {}
+        for server, info in state.historicals.items():
+            loaded = frozenset(state.served.get(server, {}))
+            loading = frozenset(s for s in state.assigned.get(server, {}) if s not in loaded)
+            servers[server] = ServerView(int(info.get("max_cache_bytes", 0)), loaded, loading)
+            for sid, d in state.served.get(server, {}).items():
+                if sid not in used:
+                    unused[sid] = SegmentEntry(sid, d.size, d.num_partitions)
+        params = DutyParams(used=tuple(SegmentEntry(d.id, d.size, d.num_partitions) for d in used.values()),
+                            servers=servers, unused=tuple(unused.values()), now_ms=int(time.time() * 1000),
+                            replication=self.replication)
+        commands = run_duties(params)
+        dropped: set[tuple[str, SegmentId]] = set()
+        for command in commands:
+            if isinstance(command, Load):
+                d = used[command.segment]
+                self.discovery.put(f"{ASSIGNMENTS}{command.server}/{d.key}", d.to_bytes())
+                self.metrics.coordinator_commands.labels("load").inc()
+            elif isinstance(command, Drop):
+                dropped.add((command.server, command.segment))
+                self._drop(state, command.server, command.segment)
+                self.metrics.coordinator_commands.labels("drop").inc()
+            elif isinstance(command, MarkUnused):
+                self.store.mark_unused([command.segment])
+                self.metrics.coordinator_commands.labels("mark_unused").inc()
+        self._adopt(state, used, dropped)
+        self.metrics.duty_seconds.observe(time.perf_counter() - started)
+        self.last_run_ms = int(time.time() * 1000)
+        return commands
+
+    def _drop(self, state: ClusterState, server: str, sid: SegmentId) -> None:
+        key = state.assigned.get(server, {}).get(sid)
+        if key is None:
+            # Served without an assignment (adopted state lost): assign then unassign so the
+            # historical sees a delete and drops it.
+            d = state.served[server][sid]
+            key = f"{ASSIGNMENTS}{server}/{d.key}"
+            self.discovery.put(key, d.to_bytes())
+        self.discovery.delete(key)
+
+    def _adopt(self, state: ClusterState, used: dict, dropped: set) -> None:
+        for server, served in state.served.items():
+            for sid, d in served.items():
+                if sid in used and sid not in state.assigned.get(server, {}) and (server, sid) not in dropped:
+                    log.info("adopting %s on %s", unquote(d.key), server)
+                    self.discovery.put(f"{ASSIGNMENTS}{server}/{d.key}", used[sid].to_bytes())

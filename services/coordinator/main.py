@@ -1,0 +1,84 @@
+"""Coordinator process wiring: metadata store, discovery (hosting the embedded store when there is
+no etcd), leader election, the duty loop, gRPC and HTTP."""
+
+from __future__ import annotations
+
+import json
+
+from common.rpc.gen.strata.v1 import discovery_pb2
+from services.coordinator.assignment_journal import AssignmentJournal
+from services.coordinator.duty_runner import DutyRunner
+from services.coordinator.server import CoordinatorServicer, add_to_server
+from services.coordinator.store import SegmentStore
+from services.discovery import NODES, Announcer, LeaderElection, MemoryStore, discovery_from_config
+from services.discovery import embedded_service
+from services.grpc_server import GrpcServer
+from services.http_endpoint import HttpEndpoint
+from services.metrics import Metrics
+from services.node_process import NodeProcess
+
+
+class CoordinatorProcess(NodeProcess):
+    role = "coordinator"
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self.metrics = Metrics(self.role)
+        self.store = SegmentStore(config.metadata.url)
+        self.grpc = GrpcServer(config.node.host, config.node.grpc_port)
+        self.memory_store = None
+        self._discovery_servicer = None
+        self.journal = None
+        if config.discovery.mode == "embedded":
+            self.memory_store = MemoryStore()
+            self._discovery_servicer = embedded_service.add_to_server(self.grpc.server, self.memory_store)
+            self.grpc._services.append(discovery_pb2.DESCRIPTOR.services_by_name["DiscoveryService"].full_name)
+        self.discovery = discovery_from_config(config, local_store=self.memory_store)
+        if self.memory_store is not None:
+            self.journal = AssignmentJournal(config.coordinator.state_dir, self.memory_store, self.discovery)
+        self.runner = DutyRunner(self.store, self.discovery, self.metrics, config.coordinator.replication,
+                                 config.coordinator.duty_period_ms)
+        add_to_server(self.grpc, CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner))
+        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health)
+        self.id = self.node_id(self.grpc.port)
+        self.election = None
+        self.announcer = Announcer(self.discovery, config.discovery.lease_ttl_s)
+
+    def health(self) -> dict:
+        return {"healthy": True, "role": self.role, "id": self.id, "leader": self.runner.is_leader,
+                "last_duty_run_ms": self.runner.last_run_ms}
+
+    def endpoints(self) -> dict:
+        return {"grpc": f"{self.config.advertise_host}:{self.grpc.port}",
+                "http": f"http://{self.config.advertise_host}:{self.http.port}"}
+
+    def start(self) -> CoordinatorProcess:
+        if self.journal is not None:
+            self.journal.restore()
+        self.grpc.start()
+        self.http.start()
+        if self.journal is not None:
+            self.journal.start()
+        info = self.server_info(self.id, self.grpc.port, self.http.port)
+        self.announcer.set(f"{NODES}coordinator/{self.id}", json.dumps(info).encode())
+        self.runner.start()
+        # Campaigning starts on construction; only the leader runs duties.
+        self.election = LeaderElection(self.discovery, "coordinator", self.id,
+                                       lambda is_leader, _leader: self.runner.set_leader(is_leader),
+                                       ttl_s=self.config.discovery.lease_ttl_s)
+        return self
+
+    def stop(self) -> None:
+        super().stop()
+        self.runner.stop()
+        if self.election is not None:
+            self.election.close()
+        self.announcer.close()
+        if self.journal is not None:
+            self.journal.stop()
+        self.http.stop()
+        self.grpc.stop()
+        if self._discovery_servicer is not None:
+            self._discovery_servicer.close()
+        self.discovery.close()
+        self.store.close()

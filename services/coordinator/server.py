@@ -1,0 +1,101 @@
+"""The coordinator's gRPC edge: publishing and listing segments, servers and load status."""
+
+from __future__ import annotations
+
+import json
+
+import grpc
+
+from common.errors import StrataError, ValidationError
+from common.rpc.convert import interval_from_proto, segment_id_from_proto, segment_id_to_proto
+from common.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc, types_pb2
+from common.segment.descriptor import SegmentDescriptor
+from services.coordinator.duty_runner import ClusterState
+from services.coordinator.store import SegmentRecord
+from services.discovery import NODES
+
+
+def descriptor_to_proto(d: SegmentDescriptor) -> types_pb2.SegmentDescriptor:
+    return types_pb2.SegmentDescriptor(id=segment_id_to_proto(d.id), size_bytes=d.size, num_rows=d.num_rows,
+                                       location=d.location, manifest_json=d.manifest_json.encode(),
+                                       num_partitions=d.num_partitions)
+
+
+def descriptor_from_proto(msg: types_pb2.SegmentDescriptor) -> SegmentDescriptor:
+    if not msg.location:
+        raise ValidationError(f"segment {segment_id_from_proto(msg.id)} has no deep storage location")
+    return SegmentDescriptor(segment_id_from_proto(msg.id), msg.size_bytes, msg.num_rows, msg.location,
+                             msg.num_partitions or 1, msg.manifest_json.decode())
+
+
+def server_info_to_proto(info: dict) -> types_pb2.ServerInfo:
+    fields = {k: info[k] for k in ("id", "role", "host", "grpc_port", "http_port", "flight_port", "max_cache_bytes",
+                                   "started_ms") if k in info}
+    return types_pb2.ServerInfo(**fields)
+
+
+class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
+    def __init__(self, store, discovery, metrics, runner) -> None:
+        self.store = store
+        self.discovery = discovery
+        self.metrics = metrics
+        self.runner = runner
+
+    def PublishSegments(self, request, context):
+        try:
+            records = [SegmentRecord.from_descriptor(descriptor_from_proto(m)) for m in request.segments]
+            published = self.store.publish(records)
+        except ValidationError as exc:
+            self.metrics.publishes.labels("rejected").inc()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except StrataError as exc:
+            self.metrics.publishes.labels("failed").inc()
+            context.abort(grpc.StatusCode.INTERNAL, str(exc))
+        self.metrics.publishes.labels("ok").inc()
+        self.metrics.published_segments.inc(published)
+        return coordinator_pb2.PublishSegmentsResponse(published=published)
+
+    def ListSegments(self, request, context):
+        records = self.store.list(request.datasource or None, request.include_unused)
+        return coordinator_pb2.ListSegmentsResponse(segments=[
+            coordinator_pb2.SegmentRecord(descriptor=descriptor_to_proto(r.descriptor()), used=r.used,
+                                          created_ms=r.created_ms) for r in records])
+
+    def MarkUnused(self, request, context):
+        if request.ids:
+            marked = self.store.mark_unused([segment_id_from_proto(s) for s in request.ids])
+        elif request.datasource and request.HasField("interval"):
+            marked = self.store.mark_unused_in_interval(request.datasource, interval_from_proto(request.interval))
+        else:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "MarkUnused needs segment ids, or a datasource and interval")
+        return coordinator_pb2.MarkUnusedResponse(marked=marked)
+
+    def ListServers(self, request, context):
+        state = ClusterState(self.discovery)
+        out = []
+        for key, value in sorted(self.discovery.get_prefix(NODES).items()):
+            info = json.loads(value)
+            served = state.served.get(info.get("id", ""), {})
+            out.append(coordinator_pb2.ServerStatus(info=server_info_to_proto(info),
+                                                    served=[segment_id_to_proto(s) for s in sorted(served)],
+                                                    served_bytes=sum(d.size for d in served.values())))
+        leader = self.discovery.get_prefix("/strata/leader/coordinator")
+        return coordinator_pb2.ListServersResponse(servers=out, leader=next(iter(leader.values()), b"").decode())
+
+    def GetLoadStatus(self, request, context):
+        state = ClusterState(self.discovery)
+        where: dict = {}
+        for server, served in state.served.items():
+            for sid in served:
+                where.setdefault(sid, []).append(server)
+        wanted = self.runner.replication or (2 if len(state.historicals) >= 2 else 1)
+        out = []
+        for r in self.store.list(request.datasource or None):
+            out.append(coordinator_pb2.SegmentLoad(id=segment_id_to_proto(r.id), servers=sorted(where.get(r.id, [])),
+                                                   wanted_replicas=wanted))
+        return coordinator_pb2.LoadStatusResponse(segments=out)
+
+
+def add_to_server(grpc_server, servicer: CoordinatorServicer) -> None:
+    grpc_server.add(coordinator_pb2_grpc.add_CoordinatorServiceServicer_to_server, servicer,
+                    coordinator_pb2.DESCRIPTOR.services_by_name["CoordinatorService"].full_name)

@@ -1,0 +1,52 @@
+"""GrpcServer: how every role serves gRPC: a thread pool, large-message limits, the standard
+health service and server reflection, bound to a host and port (0 picks a free one)."""
+
+from __future__ import annotations
+
+from concurrent import futures
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+# Results stream in ~1 MiB chunks, but requests (segment lists, SQL) and old clients may be larger.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+]
+
+
+class GrpcServer:
+    def __init__(self, host: str, port: int, workers: int = 16) -> None:
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="strata-grpc"),
+                                  options=CHANNEL_OPTIONS)
+        self.health = health.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
+        self._services = [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
+        self.port = self.server.add_insecure_port(f"{host}:{port}")
+        if self.port == 0:
+            raise OSError(f"cannot bind gRPC to {host}:{port}; is the port in use?")
+
+    def add(self, register, servicer, service_full_name: str) -> None:
+        register(servicer, self.server)
+        self._services.append(service_full_name)
+
+    def start(self) -> GrpcServer:
+        reflection.enable_server_reflection(self._services, self.server)
+        self.server.start()
+        self.set_serving(True)
+        return self
+
+    def set_serving(self, serving: bool) -> None:
+        status = health_pb2.HealthCheckResponse.SERVING if serving else health_pb2.HealthCheckResponse.NOT_SERVING
+        for name in ["", *self._services]:
+            self.health.set(name, status)
+
+    def stop(self, grace: float = 1.0) -> None:
+        self.set_serving(False)
+        self.server.stop(grace).wait(grace + 1)
+
+
+def channel(target: str) -> grpc.Channel:
+    return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)

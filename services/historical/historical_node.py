@@ -1,0 +1,149 @@
+"""HistoricalNode: the I/O shell around AssignmentState.
+
+It turns assignment-key watch events into state-machine events, executes the commands (load
+through the segment cache on a small pool, drop, announce/unannounce served segments under this
+node's lease) and feeds outcomes back. It also answers which segments it serves, for queries.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import unquote
+
+from common.segment.descriptor import SegmentDescriptor, segment_key
+from common.segment.segment import Segment
+from common.segment.segment_id import SegmentId
+from services.discovery import ASSIGNMENTS, NODES, SERVED, Announcer
+from services.historical.core.assignment_state import (
+    Announce,
+    Assigned,
+    AssignmentState,
+    Drop,
+    Load,
+    LoadFailed,
+    LoadSucceeded,
+    SegmentCorrupted,
+    Unannounce,
+    Unassigned,
+)
+
+log = logging.getLogger("strata.historical")
+
+
+class HistoricalNode:
+    def __init__(self, server_id: str, server_info: dict, discovery, cache, metrics, lease_ttl_s: int = 10,
+                 load_threads: int = 2) -> None:
+        self.server_id = server_id
+        self.server_info = server_info
+        self.discovery = discovery
+        self.cache = cache
+        self.metrics = metrics
+        self.state = AssignmentState()
+        self._lock = threading.RLock()
+        self._keys: dict[str, SegmentId] = {}
+        self._pool = ThreadPoolExecutor(max_workers=load_threads, thread_name_prefix="strata-load")
+        self._announcer = Announcer(discovery, lease_ttl_s)
+        self._watch = None
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> HistoricalNode:
+        self.cache.restore()
+        self._announcer.set(f"{NODES}historical/{self.server_id}", json.dumps(self.server_info).encode())
+        self._watch = self.discovery.watch_prefix(f"{ASSIGNMENTS}{self.server_id}/", self._on_watch)
+        return self
+
+    def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+        self._announcer.close()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    # ---- events ------------------------------------------------------------------------------
+    def _on_watch(self, event) -> None:
+        name = event.key.rsplit("/", 1)[-1]
+        try:
+            if event.type == "put":
+                descriptor = SegmentDescriptor.from_bytes(event.value)
+                self._keys[name] = descriptor.id
+                self.feed(Assigned(descriptor))
+            else:
+                sid = self._keys.pop(name, None)
+                if sid is not None:
+                    self.feed(Unassigned(sid))
+        except Exception:  # a bad key must not kill the watch thread
+            log.exception("cannot handle assignment event for %s", unquote(name))
+
+    def feed(self, event) -> None:
+        with self._lock:
+            commands = self.state.handle(event)
+        for command in commands:
+            self._execute(command)
+
+    def _execute(self, command) -> None:
+        if isinstance(command, Load):
+            self._pool.submit(self._load, command)
+        elif isinstance(command, Drop):
+            self.cache.drop(command.segment)
+            self.metrics.segment_drops.inc()
+            self._update_gauges()
+        elif isinstance(command, Announce):
+            key = f"{SERVED}{self.server_id}/{segment_key(command.descriptor.id)}"
+            self._announcer.set(key, command.descriptor.to_bytes())
+            self._update_gauges()
+        elif isinstance(command, Unannounce):
+            self._announcer.remove(f"{SERVED}{self.server_id}/{segment_key(command.segment)}")
+            self._update_gauges()
+
+    def _load(self, command: Load) -> None:
+        d = command.descriptor
+        try:
+            if command.force_refetch:
+                self.cache.evict(d.id)
+            self.cache.load(d.id, d.location, d.size)
+        except Exception as exc:
+            log.warning("loading %s failed: %s", d.id, exc)
+            self.metrics.segment_loads.labels("failed").inc()
+            self.feed(LoadFailed(d.id, str(exc)))
+            return
+        self.metrics.segment_loads.labels("ok").inc()
+        self.feed(LoadSucceeded(d.id))
+
+    def report_corrupt(self, error) -> None:
+        """A query hit a checksum failure: stop serving, refetch, and re-announce when good."""
+        text = str(error)
+        with self._lock:
+            served = [s for s in self.state.served if str(s) in text]
+        for sid in served:
+            self.feed(SegmentCorrupted(sid))
+
+    def _update_gauges(self) -> None:
+        with self._lock:
+            self.metrics.segments_served.set(len(self.state.served))
+        self.metrics.cache_bytes.set(self.cache.used_bytes())
+        self.metrics.cache_max_bytes.set(self.cache.max_bytes)
+
+    # ---- queries -----------------------------------------------------------------------------
+    def segment(self, sid: SegmentId) -> Segment | None:
+        with self._lock:
+            if sid not in self.state.served:
+                return None
+        return self.cache.get(sid)
+
+    def status(self) -> dict:
+        with self._lock:
+            return {"served": sorted(self.state.served), "loading": sorted(self.state.loading),
+                    "failed": dict(self.state.failed), "cache_bytes": self.cache.used_bytes(),
+                    "max_cache_bytes": self.cache.max_bytes}
+
+    def wait_served(self, count: int, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                if len(self.state.served) >= count:
+                    return True
+            time.sleep(0.02)
+        return False

@@ -1,0 +1,58 @@
+"""Historical process wiring: deep storage, the segment cache, discovery, gRPC and HTTP."""
+
+from __future__ import annotations
+
+import os
+
+from services.discovery import discovery_from_config
+from services.grpc_server import GrpcServer
+from services.historical.historical_node import HistoricalNode
+from services.historical.segment_cache import SegmentCache
+from services.historical.server import HistoricalServicer, add_to_server
+from services.historical.storage import deep_storage_from_config
+from services.http_endpoint import HttpEndpoint
+from services.metrics import Metrics
+from services.node_process import NodeProcess
+
+
+class HistoricalProcess(NodeProcess):
+    role = "historical"
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        section = config.historical
+        self.metrics = Metrics(self.role)
+        self.storage = deep_storage_from_config(config.deep_storage)
+        self.cache = SegmentCache(section.cache_dir, section.max_cache_bytes, self.storage)
+        self.discovery = discovery_from_config(config)
+        self.grpc = GrpcServer(config.node.host, config.node.grpc_port)
+        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health)
+        self.id = self.node_id(self.grpc.port)
+        info = self.server_info(self.id, self.grpc.port, self.http.port, max_cache_bytes=section.max_cache_bytes)
+        self.node = HistoricalNode(self.id, info, self.discovery, self.cache, self.metrics,
+                                   config.discovery.lease_ttl_s)
+        threads = section.query_threads or max(2, os.cpu_count() or 2)
+        add_to_server(self.grpc, HistoricalServicer(self.node, self.metrics, threads))
+
+    def health(self) -> dict:
+        status = self.node.status()
+        return {"healthy": True, "role": self.role, "id": self.id, "served": len(status["served"]),
+                "loading": len(status["loading"]), "failed": len(status["failed"])}
+
+    def endpoints(self) -> dict:
+        return {"grpc": f"{self.config.advertise_host}:{self.grpc.port}",
+                "http": f"http://{self.config.advertise_host}:{self.http.port}"}
+
+    def start(self) -> HistoricalProcess:
+        self.grpc.start()
+        self.http.start()
+        self.node.start()
+        return self
+
+    def stop(self) -> None:
+        super().stop()
+        self.node.stop()
+        self.http.stop()
+        self.grpc.stop()
+        self.cache.close()
+        self.discovery.close()

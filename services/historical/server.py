@@ -1,0 +1,90 @@
+"""The historical's gRPC edge: run native queries on served segments and stream the partial."""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import grpc
+
+from common.errors import SegmentCorruptError, StrataError, ValidationError
+from common.query import engine
+from common.query.model import query_from_json
+from common.rpc.arrow_stream import table_to_chunks
+from common.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
+from common.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
+
+
+class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
+    def __init__(self, node, metrics, threads: int) -> None:
+        self.node = node
+        self.metrics = metrics
+        self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="strata-query")
+
+    def RunQuery(self, request, context):
+        started = time.perf_counter()
+        try:
+            query = query_from_json(json.loads(request.query_json))
+        except (ValueError, StrataError) as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad query: {exc}")
+        datasource, qtype = query.datasource_name, query.query_type
+        wanted = [segment_id_from_proto(s) for s in request.segments]
+        segments, missing = [], []
+        for sid in wanted:
+            seg = self.node.segment(sid)
+            (segments if seg is not None else missing).append(seg if seg is not None else sid)
+        if missing:
+            self.metrics.queries.labels(datasource, qtype, "missing_segments").inc()
+            context.abort(grpc.StatusCode.NOT_FOUND,
+                          f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}")
+        schema = schema_from_proto(request.schema) or engine.union_schema(segments)
+
+        def run_one(segment):
+            if not context.is_active():
+                raise TimeoutError("query cancelled")
+            t0 = time.perf_counter()
+            partial = engine.run(query, segment, schema)
+            self.metrics.segment_query_seconds.labels(datasource).observe(time.perf_counter() - t0)
+            return partial
+
+        futures = []
+        try:
+            futures = [self.pool.submit(run_one, s) for s in segments]
+            partials = []
+            for fut in futures:
+                remaining = context.time_remaining()
+                partials.append(fut.result(timeout=None if remaining is None else max(remaining, 0.001)))
+            merged = engine.merge(query, partials)
+        except SegmentCorruptError as exc:
+            self.node.report_corrupt(exc)
+            self.metrics.queries.labels(datasource, qtype, "corrupt").inc()
+            context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
+        except ValidationError as exc:
+            self.metrics.queries.labels(datasource, qtype, "invalid").inc()
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        except TimeoutError:
+            for fut in futures:
+                fut.cancel()
+            self.metrics.queries.labels(datasource, qtype, "timeout").inc()
+            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "query timed out on the historical")
+        self.metrics.queries.labels(datasource, qtype, "ok").inc()
+        self.metrics.query_seconds.labels(datasource, qtype).observe(time.perf_counter() - started)
+        self.metrics.rows_scanned.labels(datasource).inc(merged.stats.rows_scanned)
+        self.metrics.bytes_read.labels(datasource).inc(merged.stats.bytes_read)
+        yield from table_to_chunks(merged.table, merged.stats)
+
+    def GetLoadStatus(self, request, context):
+        status = self.node.status()
+        return historical_pb2.HistoricalLoadStatusResponse(
+            served=[segment_id_to_proto(s) for s in status["served"]],
+            loading=[segment_id_to_proto(s) for s in status["loading"]],
+            cache_bytes=status["cache_bytes"], max_cache_bytes=status["max_cache_bytes"])
+
+
+def add_to_server(grpc_server, servicer: HistoricalServicer) -> None:
+    grpc_server.add(historical_pb2_grpc.add_HistoricalServiceServicer_to_server, servicer,
+                    historical_pb2.DESCRIPTOR.services_by_name["HistoricalService"].full_name)
+
+
+__all__ = ["HistoricalServicer", "add_to_server"]

@@ -1,0 +1,41 @@
+"""Prometheus metrics of every strata role, defined in one place (names documented in docs/metrics.md).
+
+Each process builds one ``Metrics`` on its own registry, so in-process test clusters with several
+nodes keep their numbers apart.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+_LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+class Metrics:
+    def __init__(self, role: str) -> None:
+        self.role = role
+        r = self.registry = CollectorRegistry()
+        self.queries = Counter("strata_queries", "Queries handled", ["datasource", "query_type", "status"], registry=r)
+        self.query_seconds = Histogram("strata_query_seconds", "Query latency", ["datasource", "query_type"],
+                                       buckets=_LATENCY_BUCKETS, registry=r)
+        self.segment_query_seconds = Histogram("strata_segment_query_seconds", "Time to run a query on one segment",
+                                               ["datasource"], buckets=_LATENCY_BUCKETS, registry=r)
+        self.rows_scanned = Counter("strata_rows_scanned", "Rows read by queries", ["datasource"], registry=r)
+        self.bytes_read = Counter("strata_query_bytes_read", "Segment bytes touched by queries", ["datasource"], registry=r)
+        self.segments_served = Gauge("strata_segments_served", "Segments this historical serves", registry=r)
+        self.cache_bytes = Gauge("strata_cache_bytes", "Bytes in the local segment cache", registry=r)
+        self.cache_max_bytes = Gauge("strata_cache_max_bytes", "Capacity of the local segment cache", registry=r)
+        self.segment_loads = Counter("strata_segment_loads", "Segment loads on historicals", ["result"], registry=r)
+        self.segment_drops = Counter("strata_segment_drops", "Segment drops on historicals", registry=r)
+        self.published_segments = Counter("strata_published_segments", "Segments published", registry=r)
+        self.publishes = Counter("strata_publishes", "Publish transactions", ["result"], registry=r)
+        self.duty_seconds = Histogram("strata_coordinator_duty_seconds", "One run of the coordinator duties",
+                                      buckets=_LATENCY_BUCKETS, registry=r)
+        self.coordinator_commands = Counter("strata_coordinator_commands", "Load/drop commands issued", ["type"],
+                                            registry=r)
+        self.used_segments = Gauge("strata_used_segments", "Used segments in the metadata store", registry=r)
+        self.replica_retries = Counter("strata_broker_replica_retries", "Queries retried on another replica",
+                                       registry=r)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)

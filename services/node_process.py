@@ -1,0 +1,44 @@
+"""NodeProcess: what every role's process shares: ports, identity, health, and a foreground run
+that stops cleanly on SIGTERM/SIGINT (strata runs as PID 1 in containers)."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+
+
+class NodeProcess:
+    role = ""
+
+    def __init__(self, config) -> None:
+        self.config = config
+        self.started_ms = int(time.time() * 1000)
+        self._stopped = threading.Event()
+
+    def node_id(self, grpc_port: int) -> str:
+        return self.config.node.id or f"{self.role}-{self.config.advertise_host}-{grpc_port}"
+
+    def server_info(self, node_id: str, grpc_port: int, http_port: int, flight_port: int = 0, **extra) -> dict:
+        return {"id": node_id, "role": self.role, "host": self.config.advertise_host, "grpc_port": grpc_port,
+                "http_port": http_port, "flight_port": flight_port, "started_ms": self.started_ms, **extra}
+
+    def start(self):
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def endpoints(self) -> dict:
+        raise NotImplementedError
+
+    def run_forever(self) -> int:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self._stopped.set())
+        self.start()
+        logging.getLogger(f"strata.{self.role}").info("%s started: %s", self.role, self.endpoints())
+        self._stopped.wait()
+        self.stop()
+        return 0
