@@ -52,19 +52,27 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
 
     def Query(self, request, context):
         started = time.perf_counter()
-        label = ("?", "?")
         try:
-            if request.WhichOneof("statement") == "native_json":
-                obj = json.loads(request.native_json)
-                ds = obj.get("dataSource")
-                label = (ds if isinstance(ds, str) else "subquery", str(obj.get("queryType")))
+            label = _labels(request)
             result = self.run(request, context.is_active, context.time_remaining())
-        except (StrataError, ValueError) as exc:
+        except StrataError as exc:
             self.metrics.queries.labels(*label, "error").inc()
             context.abort(status_for(exc), str(exc))
         self.metrics.queries.labels(*label, "ok").inc()
         self.metrics.query_seconds.labels(*label).observe(time.perf_counter() - started)
         yield from table_to_chunks(result.table, result.stats)
+
+
+def _labels(request) -> tuple[str, str]:
+    """(datasource, query type) for metrics; the query itself is validated in ``run``."""
+    if request.WhichOneof("statement") != "native_json":
+        return ("sql", "sql")
+    try:
+        obj = json.loads(request.native_json)
+        ds = obj.get("dataSource")
+        return (ds if isinstance(ds, str) else "subquery", str(obj.get("queryType")))
+    except (ValueError, AttributeError):
+        return ("?", "?")
 
 
 def add_to_server(grpc_server, servicer: BrokerServicer) -> None:

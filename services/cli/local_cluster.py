@@ -73,7 +73,8 @@ class LocalCluster:
 
     # ---- up ----------------------------------------------------------------------------------
     def up(self, historicals: int = 2, etcd: str | None = None, timeout_s: float = 90.0,
-           max_cache_bytes: int = 10 * 1024**3) -> dict:
+           max_cache_bytes: int = 10 * 1024**3, *, metadata_url: str | None = None, deep_storage: str | None = None,
+           deep_storage_endpoint: str = "", lease_ttl_s: int = 10, duty_period_ms: int = 1000) -> dict:
         if historicals < 1:
             raise StrataError("a cluster needs at least one historical (--historicals 1)")
         state = self.state()
@@ -86,13 +87,16 @@ class LocalCluster:
         broker = {"grpc_port": _pick(8082, taken), "http_port": _pick(8092, taken), "flight_port": _pick(8815, taken)}
         discovery = {"mode": "etcd", "etcd": etcd} if etcd else \
             {"mode": "embedded", "coordinator": f"127.0.0.1:{coord['grpc_port']}"}
+        discovery["lease_ttl_s"] = lease_ttl_s
         common = {
             "discovery": discovery,
-            "metadata": {"url": f"sqlite:///{os.path.join(self.dir, 'metadata.db')}"},
-            "deep_storage": {"url": os.path.join(self.dir, "deep-storage")},
+            "metadata": {"url": metadata_url or f"sqlite:///{os.path.join(self.dir, 'metadata.db')}"},
+            "deep_storage": {"url": deep_storage or os.path.join(self.dir, "deep-storage"),
+                             "endpoint": deep_storage_endpoint},
         }
         nodes = [("coordinator", "coordinator", {**common, "node": {"id": "coordinator", "host": "127.0.0.1", **coord},
-                                                  "coordinator": {"state_dir": os.path.join(self.dir, "coordinator")}})]
+                                                  "coordinator": {"state_dir": os.path.join(self.dir, "coordinator"),
+                                                                  "duty_period_ms": duty_period_ms}})]
         nodes.append(("broker", "broker", {**common, "node": {"id": "broker", "host": "127.0.0.1", **broker}}))
         for i in range(1, historicals + 1):
             ports = {"grpc_port": _pick(8083 if i == 1 else 8100 + i, taken),
@@ -162,6 +166,32 @@ class LocalCluster:
             stopped.append(rec["name"])
         os.unlink(self.state_path)
         return stopped
+
+    def kill(self, name: str, sig: int = signal.SIGKILL, timeout_s: float = 20.0) -> None:
+        rec = self.node(name)
+        if _alive(rec["pid"]):
+            os.kill(rec["pid"], sig)
+        deadline = time.monotonic() + timeout_s
+        while _alive(rec["pid"]):
+            if time.monotonic() > deadline:
+                raise StrataError(f"{name} (pid {rec['pid']}) did not exit within {timeout_s:.0f}s")
+            time.sleep(0.05)
+
+    def restart(self, name: str, timeout_s: float = 60.0) -> dict:
+        """Start a stopped node again with its config (same ports, same cache)."""
+        state = self.running()
+        for i, rec in enumerate(state["nodes"]):
+            if rec["name"] == name:
+                if _alive(rec["pid"]):
+                    raise StrataError(f"{name} is still running (pid {rec['pid']})")
+                ports = {k: v for k, v in rec.items() if k.endswith("port")}
+                new = self._spawn(name, rec["role"], rec["config"], ports)
+                state["nodes"][i] = new
+                with open(self.state_path, "w") as f:
+                    json.dump(state, f, indent=2)
+                self._wait_healthy([new], timeout_s)
+                return new
+        raise StrataError(f"no node '{name}' in {self.dir}")
 
     def node(self, name: str) -> dict:
         for rec in self.running()["nodes"]:

@@ -52,6 +52,9 @@ class HistoricalNode:
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> HistoricalNode:
         self.cache.restore()
+        # Restored files passed only cheap checks; verify every checksum in the background
+        # (corrupt copies are fetched again) while already serving.
+        threading.Thread(target=self._verify_restored, name="strata-verify", daemon=True).start()
         self._announcer.set(f"{NODES}historical/{self.server_id}", json.dumps(self.server_info).encode())
         self._watch = self.discovery.watch_prefix(f"{ASSIGNMENTS}{self.server_id}/", self._on_watch)
         return self
@@ -111,6 +114,13 @@ class HistoricalNode:
             return
         self.metrics.segment_loads.labels("ok").inc()
         self.feed(LoadSucceeded(d.id))
+
+    def _verify_restored(self) -> None:
+        try:
+            for sid, outcome in self.cache.verify_pending().items():
+                log.info("verified restored segment %s: %s", sid, outcome)
+        except Exception:
+            log.exception("background verification of the restored cache failed")
 
     def report_corrupt(self, error) -> None:
         """A query hit a checksum failure: stop serving, refetch, and re-announce when good."""

@@ -1,0 +1,136 @@
+"""The cluster end to end in one process: publish, load with replication, query through the broker
+over gRPC and Flight, and compare with the in-process engine over the same segments."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import grpc
+import pyarrow as pa
+import pyarrow.flight as flight
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from common.demo import table as demo_table
+from common.query import execute
+from common.segment import Segment
+from services.cli.cluster_client import ClusterError
+from tests.harness.embedded_cluster import EmbeddedCluster
+
+IV = ["2015-09-12/2015-09-19"]
+ROWS = 120_000
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("cluster")), historicals=2)
+    data = demo_table(ROWS, days=7)
+    c.descriptors = c.publish(data, "wiki", sort_columns=["channel"])
+    c.wait_queryable("wiki", len(c.descriptors), replicas=2)
+    c.local_segments = [Segment.open(c.storage().uri(d.location).removeprefix("file://")) for d in c.descriptors]
+    yield c
+    c.stop()
+
+
+QUERIES = [
+    {"queryType": "timeseries", "dataSource": "wiki", "intervals": IV, "granularity": "hour",
+     "aggregations": [{"type": "count", "name": "c"}, {"type": "longSum", "name": "added", "fieldName": "added"}]},
+    {"queryType": "topN", "dataSource": "wiki", "intervals": IV, "granularity": "all", "dimension": "page",
+     "metric": "added", "threshold": 10, "aggregations": [{"type": "longSum", "name": "added", "fieldName": "added"}]},
+    {"queryType": "groupBy", "dataSource": "wiki", "intervals": IV, "granularity": "day",
+     "dimensions": ["channel", "isRobot"], "filter": {"type": "equals", "column": "namespace", "matchValue": "Main"},
+     "aggregations": [{"type": "count", "name": "c"}, {"type": "doubleMax", "name": "m", "fieldName": "delta"},
+                      {"type": "stringFirst", "name": "first_user", "fieldName": "user"}],
+     "limitSpec": {"columns": [{"dimension": "c", "direction": "descending"}, "channel", "isRobot", "__time"]}},
+    {"queryType": "scan", "dataSource": "wiki", "intervals": IV, "columns": ["__time", "user", "added"],
+     "filter": {"type": "in", "dimension": "channel", "values": ["#de.wikipedia", "#fr.wikipedia"]},
+     "order": "descending", "limit": 50},
+    {"queryType": "timeseries", "dataSource": "wiki", "intervals": IV, "granularity": "day",
+     "aggregations": [{"type": "HLLSketchBuild", "name": "users", "fieldName": "user", "round": True}]},
+]
+
+
+def test_every_segment_is_served_twice(cluster):
+    status = cluster.client.load_status("wiki")
+    assert len(status) == len(cluster.descriptors) == 7
+    assert all(len(s.servers) == 2 and s.wanted_replicas == 2 for s in status)
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=[q["queryType"] for q in QUERIES])
+def test_broker_answers_like_the_in_process_engine(cluster, query):
+    got, stats = cluster.client.native(query)
+    want = execute(query, cluster.local_segments).table
+    assert got.to_pylist() == want.to_pylist()
+    assert stats.segments == 7
+
+
+def test_large_results_stream_past_the_grpc_message_limit(cluster):
+    got, _ = cluster.client.native({"queryType": "scan", "dataSource": "wiki", "intervals": IV,
+                                    "columns": ["__time", "page", "user", "comment", "added"]})
+    assert got.num_rows == ROWS
+    assert got.nbytes > 4 * 1024 * 1024
+
+
+def test_errors_name_the_problem(cluster):
+    with pytest.raises(ClusterError, match="INVALID_ARGUMENT.*unknown column 'pge'.*did you mean 'page'"):
+        cluster.client.native({"queryType": "scan", "dataSource": "wiki", "intervals": IV, "columns": ["pge"]})
+    with pytest.raises(ClusterError, match="unknown datasource 'wikki'"):
+        cluster.client.native({"queryType": "scan", "dataSource": "wikki", "intervals": IV})
+    with pytest.raises(ClusterError, match="not valid JSON"):
+        cluster.client.native("{nope")
+
+
+def test_timeout_is_a_clear_error(cluster):
+    query = {"queryType": "groupBy", "dataSource": "wiki", "intervals": IV, "granularity": "minute",
+             "dimensions": ["page", "user"], "aggregations": [{"type": "count", "name": "c"}]}
+    with pytest.raises(ClusterError, match="DEADLINE_EXCEEDED.*timed out"):
+        cluster.client.native(query, timeout_s=0.001)
+
+
+def test_flight_runs_native_queries(cluster):
+    client = flight.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}")
+    ticket = flight.Ticket(json.dumps(QUERIES[0]).encode())
+    table = client.do_get(ticket).read_all()
+    assert table.to_pylist() == execute(QUERIES[0], cluster.local_segments).table.to_pylist()
+    client.close()
+
+
+def test_health_reflection_and_metrics(cluster):
+    for port in (cluster.coordinator.grpc.port, cluster.broker.grpc.port, cluster.historicals[0].grpc.port):
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as ch:
+            resp = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+            assert resp.status == health_pb2.HealthCheckResponse.SERVING
+            reply = next(reflection_pb2_grpc.ServerReflectionStub(ch).ServerReflectionInfo(
+                iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=5))
+            names = {s.name for s in reply.list_services_response.service}
+            assert "grpc.health.v1.Health" in names and any(n.startswith("strata.v1.") for n in names)
+    cluster.client.native(QUERIES[0])
+    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.broker.http.port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert 'strata_queries_total{datasource="wiki",query_type="timeseries",status="ok"}' in text
+    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.historicals[0].http.port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert "strata_segments_served 7.0" in text and "strata_segment_loads_total" in text
+    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.coordinator.http.port}/status/health", timeout=5) as r:
+        assert json.loads(r.read())["leader"] is True
+
+
+def test_a_newer_version_overshadows_and_old_segments_are_dropped(cluster):
+    day = demo_table(ROWS, days=7).filter(pa.compute.less(pa.compute.field("__time").cast(pa.int64()),
+                                                          1442102400000))  # 2015-09-12 only
+    new = cluster.publish(day.slice(0, 1000), "wiki")
+    assert len(new) == 1
+    old = [d for d in cluster.descriptors if d.id.interval == new[0].id.interval][0]
+
+    def switched():
+        got, _ = cluster.client.native({"queryType": "timeseries", "dataSource": "wiki",
+                                        "intervals": ["2015-09-12/2015-09-13"], "granularity": "all",
+                                        "aggregations": [{"type": "count", "name": "c"}]})
+        return got.column("c")[0].as_py() == 1000
+    cluster.wait_until(switched, what="broker serving the new version")
+    cluster.wait_until(lambda: all(cluster.historicals[i].node.segment(old.id) is None for i in range(2)),
+                       what="old version dropped from historicals")
+    records = {str(r.id): r.used for r in cluster.coordinator.store.list("wiki", include_unused=True)}
+    assert records[str(old.id)] is False

@@ -1,0 +1,1 @@
+"""Test harnesses shared by component and integration tests."""
