@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
-# Install strata into .venv, generate demo data, build segments and run example queries.
+# Install strata into .venv, start a local cluster (coordinator, broker, two historicals on
+# embedded defaults), load Wikipedia-like demo data, run example queries, print how to connect.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 ensure_venv
 ROWS="${STRATA_DEMO_ROWS:-500000}"
-DIR="${STRATA_DEMO_DIR:-var/demo}"
-.venv/bin/strata demo --dir "$DIR" --rows "$ROWS"
+CLUSTER="${STRATA_CLUSTER_DIR:-var/cluster}"
+DATA="${STRATA_DEMO_DIR:-var/demo}"
+
+if [ -f "$CLUSTER/cluster.json" ] && .venv/bin/strata status --dir "$CLUSTER" >/dev/null 2>&1; then
+  echo "reusing the cluster running from $CLUSTER"
+else
+  [ -f "$CLUSTER/cluster.json" ] && .venv/bin/strata down --dir "$CLUSTER" >/dev/null 2>&1 || true
+  .venv/bin/strata up --dir "$CLUSTER" --historicals 2
+fi
+.venv/bin/strata demo --dir "$DATA" --rows "$ROWS" --cluster "$CLUSTER"
+.venv/bin/strata status --dir "$CLUSTER"
 cat <<MSG
 
-strata is installed in .venv and the demo segments are in $DIR/segments.
-Try:
-  .venv/bin/strata inspect $DIR/segments --verify
-  .venv/bin/strata query --segments $DIR/segments '{"queryType":"timeseries","dataSource":"wikipedia",
+strata is running from $CLUSTER (logs in $CLUSTER/logs). Connect with:
+  .venv/bin/strata query --dir $CLUSTER '{"queryType":"timeseries","dataSource":"wikipedia",
       "intervals":["2015-09-12/2015-09-19"],"granularity":"hour","aggregations":[{"type":"count","name":"edits"}]}'
-  .venv/bin/python bench/engine.py --rows 1000000
+  python: see README.md (ClusterClient over gRPC, or pyarrow.flight with a native-query ticket)
+  metrics: curl http://127.0.0.1:8092/metrics   (broker; coordinator 8081, historicals 8093...)
+Stop it with: .venv/bin/strata down --dir $CLUSTER
 MSG

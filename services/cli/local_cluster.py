@@ -99,8 +99,7 @@ class LocalCluster:
                                                                   "duty_period_ms": duty_period_ms}})]
         nodes.append(("broker", "broker", {**common, "node": {"id": "broker", "host": "127.0.0.1", **broker}}))
         for i in range(1, historicals + 1):
-            ports = {"grpc_port": _pick(8083 if i == 1 else 8100 + i, taken),
-                     "http_port": _pick(8093 if i == 1 else 8200 + i, taken)}
+            ports = {"grpc_port": _pick(8083 + i - 1, taken), "http_port": _pick(8093 + i - 1, taken)}
             nodes.append((f"historical-{i}", "historical", {
                 **common, "node": {"id": f"historical-{i}", "host": "127.0.0.1", **ports},
                 "historical": {"cache_dir": os.path.join(self.dir, f"cache-{i}"), "max_cache_bytes": max_cache_bytes}}))

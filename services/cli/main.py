@@ -189,7 +189,7 @@ def cmd_inspect(args) -> int:
 def cmd_demo(args) -> int:
     from services.cli.demo import run_demo
 
-    return run_demo(args.dir, args.rows)
+    return run_demo(args.dir, args.rows, args.cluster)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -269,6 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="generate demo data, build segments and run example queries")
     p.add_argument("--dir", default="var/demo")
     p.add_argument("--rows", type=int, default=500_000)
+    p.add_argument("--cluster", default=None, help="run on the cluster started with 'strata up --dir CLUSTER'")
     p.set_defaults(func=cmd_demo)
     return parser
 

@@ -292,6 +292,8 @@ class Announcer:
     def _run(self) -> None:
         backoff = Backoff(0.05, max(0.1, self._ttl_s / 3))
         while not self._closed.is_set():
+            # Cleared before the work, so a wake-up that arrives during it is not lost.
+            self._wake.clear()
             delay = self._ttl_s / 3
             lease = None
             try:
@@ -320,7 +322,6 @@ class Announcer:
                 log.exception("announcer '%s': unexpected error", self._name)
                 delay = backoff.next()
             self._wake.wait(delay)
-            self._wake.clear()
 
 
 class LeaderElection:
@@ -353,6 +354,7 @@ class LeaderElection:
         self._won_at = 0.0
         self._confirmed = False
         self._campaigning = True
+        self._orphans: list[Lease] = []
         self._wake = threading.Event()
         self._closed = threading.Event()
         self._watch = discovery.watch_prefix(self._key, self._on_event)
@@ -437,6 +439,7 @@ class LeaderElection:
     def _run(self) -> None:
         backoff = Backoff(0.05, max(0.1, self._ttl_s / 3))
         while not self._closed.is_set():
+            self._wake.clear()
             delay = self._ttl_s / 3
             lease = None
             try:
@@ -453,6 +456,9 @@ class LeaderElection:
                     elif time.monotonic() - self._last_refresh >= self._ttl_s / 3:
                         lease.refresh()
                         self._last_refresh = time.monotonic()
+                    while self._orphans:
+                        self._orphans[0].revoke()
+                        self._orphans.pop(0)
                     if not self._is_leader and self._leader is None:
                         self._campaign(lease)
                     elif self._is_leader and not self._confirmed and time.monotonic() - self._won_at > self._ttl_s:
@@ -469,7 +475,11 @@ class LeaderElection:
                 log.warning("election '%s': discovery unavailable, retrying: %s", self._name, exc)
                 if self._is_leader and time.monotonic() - self._last_refresh > self._ttl_s:
                     # The key may have expired by now; a fresh lease must campaign from scratch.
+                    # The old one is revoked once the backend answers, in case it is still alive
+                    # and holding the key (everyone would wait out its TTL otherwise).
                     with self._lock:
+                        if self._lease is not None:
+                            self._orphans.append(self._lease)
                         self._lease = None
                     self._step_down(f"no lease refresh for over {self._ttl_s}s")
                 delay = backoff.next()
@@ -477,7 +487,6 @@ class LeaderElection:
                 log.exception("election '%s': unexpected error", self._name)
                 delay = backoff.next()
             self._wake.wait(delay)
-            self._wake.clear()
 
     def _campaign(self, lease: Lease) -> None:
         if not self._discovery.put_if_absent(self._key, self._node_id.encode(), lease):
