@@ -1,0 +1,1 @@
+"""Benchmarks that print ratios against DuckDB (see docs/benchmarks.md)."""
