@@ -1,0 +1,56 @@
+"""SqlBackend: what the broker's SQL front ends (Arrow Flight SQL, the gRPC BrokerService) need
+from the SQL layer. A protocol only: the Flight SQL server is tested against a DuckDB-backed
+fake, and the broker provides the real one (SQL planned onto native queries).
+
+Errors are raised as strata errors: ValidationError (bad SQL, unknown table/column, type error)
+-> INVALID_ARGUMENT; UnsupportedError -> UNIMPLEMENTED; QueryTimeoutError -> DEADLINE_EXCEEDED;
+PermissionError -> PERMISSION_DENIED; anything else -> INTERNAL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    catalog: str
+    schema: str
+    name: str
+    table_type: str  # "TABLE" for datasources, "SYSTEM_TABLE" for INFORMATION_SCHEMA and sys
+    arrow_schema: pa.Schema = field(default_factory=lambda: pa.schema([]))
+
+
+@dataclass(frozen=True)
+class StatementInfo:
+    """What planning (without running) tells about a statement."""
+
+    parameter_count: int
+    dataset_schema: pa.Schema | None  # None when it depends on parameter values not yet bound
+
+
+class SqlBackend(Protocol):
+    def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
+                user: str | None = None) -> pa.Table:
+        """Run one SQL statement (SET statements before it are allowed) and return its result."""
+
+    def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
+        """Plan without running: the number of ``?`` parameters and, when known, the result schema."""
+
+    def catalogs(self) -> list[str]:
+        """Catalog names (Druid has one: 'druid')."""
+
+    def db_schemas(self, catalog: str | None = None, schema_pattern: str | None = None) -> list[tuple[str, str]]:
+        """(catalog, schema) pairs; patterns use SQL LIKE syntax (% and _)."""
+
+    def tables(self, catalog: str | None = None, schema_pattern: str | None = None,
+               table_pattern: str | None = None, table_types: Sequence[str] = (),
+               user: str | None = None) -> list[TableInfo]:
+        """Tables visible to ``user``, filtered by LIKE patterns and types."""
+
+    def table_types(self) -> list[str]:
+        """Table types in use, e.g. TABLE and SYSTEM_TABLE."""
