@@ -18,7 +18,9 @@ CHANNEL_OPTIONS = [
 
 
 class GrpcServer:
-    def __init__(self, host: str, port: int, workers: int = 16) -> None:
+    def __init__(self, host: str, port: int, workers: int = 64) -> None:
+        # Each open watch or result stream holds a worker for its whole life (the embedded
+        # discovery service serves one watch per node per prefix), so the pool is generous.
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="strata-grpc"),
                                   options=CHANNEL_OPTIONS)
         self.health = health.HealthServicer()

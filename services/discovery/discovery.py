@@ -417,6 +417,14 @@ class LeaderElection:
             if self._is_leader and not self._confirmed:
                 if ours:
                     self._confirmed = True
+            elif not self._is_leader and event.type == "put" and self._lease is not None \
+                    and event.lease_id == self._lease.id and self._campaigning:
+                # Our put_if_absent created the key but its answer was lost (a retried call then
+                # found the key taken): the key is ours all the same.
+                self._is_leader = True
+                self._confirmed = True
+                self._won_lease_id = event.lease_id
+                self._leader = holder
             elif self._is_leader and not ours:
                 log.warning("election '%s': %s lost leadership (key now %s)", self._name, self._node_id,
                             holder or "deleted")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from urllib.parse import urlsplit
 
 import etcd3
@@ -20,6 +21,7 @@ import grpc
 
 from common.errors import UnsupportedError, ValidationError
 from services.discovery.discovery import (
+    Backoff,
     CompactedError,
     Discovery,
     DiscoveryError,
@@ -159,6 +161,7 @@ class EtcdDiscovery(Discovery):
 
     def __init__(self, url: str, *, timeout_s: float = 5.0) -> None:
         self.url = url
+        self._timeout_s = timeout_s
         endpoints = parse_etcd_url(url)
         if len(endpoints) == 1:
             host, port = endpoints[0]
@@ -229,18 +232,32 @@ class EtcdDiscovery(Discovery):
             raise DiscoveryError(f"this EtcdDiscovery ({self.url}) is closed; create a new one")
 
     def _etcd(self, what: str, fn):
+        """Run ``fn``, retrying while etcd is unreachable for up to ``timeout_s`` (so an etcd restart
+        is as invisible as it is to EmbeddedDiscovery's wait-for-ready calls), mapping errors."""
         self._check_open()
-        try:
-            return fn()
-        except etcd3.exceptions.RevisionCompactedError as exc:
-            raise CompactedError(f"etcd at {self.url}: {what}: history up to revision {exc.compacted_revision} "
-                                 "was compacted; resync from current state", exc.compacted_revision) from None
-        except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.NOT_FOUND:  # etcd's "requested lease not found"
-                raise LeaseLostError(f"etcd at {self.url}: {what}: {exc.details()}; grant a new lease") from None
-            raise self._unreachable(what, f"{exc.code().name}: {exc.details()}") from None
-        except etcd3.exceptions.Etcd3Exception as exc:
-            raise self._unreachable(what, str(exc) or type(exc).__name__) from None
+        deadline = time.monotonic() + self._timeout_s
+        backoff = Backoff(0.05, 0.5)
+        while True:
+            try:
+                return fn()
+            except etcd3.exceptions.RevisionCompactedError as exc:
+                raise CompactedError(f"etcd at {self.url}: {what}: history up to revision {exc.compacted_revision} "
+                                     "was compacted; resync from current state", exc.compacted_revision) from None
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.NOT_FOUND:  # etcd's "requested lease not found"
+                    raise LeaseLostError(f"etcd at {self.url}: {what}: {exc.details()}; grant a new lease") from None
+                error = self._unreachable(what, f"{exc.code().name}: {exc.details()}")
+                retry = exc.code() == grpc.StatusCode.UNAVAILABLE
+            except (etcd3.exceptions.ConnectionFailedError, etcd3.exceptions.NoServerAvailableError) as exc:
+                error = self._unreachable(what, str(exc) or type(exc).__name__)
+                retry = True
+            except etcd3.exceptions.Etcd3Exception as exc:
+                error = self._unreachable(what, str(exc) or type(exc).__name__)
+                retry = False
+            delay = backoff.next()
+            if not retry or self._closed or time.monotonic() + delay > deadline:
+                raise error
+            time.sleep(delay)  # bounded by the deadline checked above
 
     def _unreachable(self, what: str, why: str) -> DiscoveryError:
         return DiscoveryError(f"etcd at {self.url}: {what} failed ({why}); check that etcd is running and reachable "

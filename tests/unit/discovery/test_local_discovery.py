@@ -82,14 +82,17 @@ def test_watch_delivers_state_then_changes_in_order(discovery):
 def test_cancel_from_inside_the_callback(discovery):
     seen = []
     holder = {}
+    assigned = threading.Event()
 
     def callback(event):
         seen.append(event.key)
+        assigned.wait(DEADLINE_S)  # the first callback can run before watch_prefix returns
         holder["watch"].cancel()
 
     discovery.put("/w/a", b"")
     discovery.put("/w/b", b"")
     holder["watch"] = discovery.watch_prefix("/w/", callback)
+    assigned.set()
     wait_until(lambda: seen, DEADLINE_S, "the first event")
     holder["watch"].cancel()
     assert seen == ["/w/a"]
@@ -246,3 +249,18 @@ def test_elections_for_other_names_do_not_interfere(discovery):
     assert a.leader() == "a" and b.leader() == "b"
     a.close()
     b.close()
+
+
+def test_a_win_whose_answer_was_lost_is_still_a_win(discovery):
+    class LostAnswer(PartitionedDiscovery):
+        """put_if_absent succeeds in the store but the caller sees an error (a dropped response)."""
+
+        def put_if_absent(self, key, value, lease=None) -> bool:
+            self.inner.put_if_absent(key, value, self._unwrap(lease))
+            raise DiscoveryError("response lost by the test")
+
+    a = LeaderElection(LostAnswer(discovery), "coordinator", "a", ttl_s=1)
+    wait_until(lambda: a.is_leader, DEADLINE_S, "a to recognise its own key")
+    assert a.leader() == "a"
+    a.close()
+    assert discovery.get_prefix(leader_key("coordinator")) == {}

@@ -1,0 +1,1 @@
+"""The Discovery contract run against every implementation, with real gRPC servers and etcd."""
