@@ -70,6 +70,13 @@ class BrokerNode:
         except Exception:
             log.exception("bad served-segment announcement %s", unquote(event.key))
 
+    def coordinator_target(self) -> str | None:
+        """Where a coordinator listens (any of them: they share the metadata store)."""
+        for value in self.discovery.get_prefix(f"{NODES}coordinator/").values():
+            info = json.loads(value)
+            return f"{info['host']}:{info['grpc_port']}"
+        return None
+
     def stub_for(self, server: str) -> historical_pb2_grpc.HistoricalServiceStub:
         with self.lock:
             stub = self._stubs.get(server)

@@ -112,5 +112,28 @@ class ClusterClient:
                 raise ClusterError(f"only {ready} of {count} segments of '{datasource}' loaded after {timeout_s:.0f}s")
             time.sleep(0.1)
 
+    def list_segments(self, datasource: str = "", include_unused: bool = True) -> list:
+        """Published segments as (descriptor fields + used) records."""
+        from types import SimpleNamespace
+
+        from services.coordinator.server import descriptor_from_proto
+
+        response = self.coordinator.ListSegments(
+            coordinator_pb2.ListSegmentsRequest(datasource=datasource, include_unused=include_unused), timeout=30)
+        out = []
+        for rec in response.segments:
+            d = descriptor_from_proto(rec.descriptor)
+            out.append(SimpleNamespace(id=d.id, size=d.size, num_rows=d.num_rows, used=rec.used,
+                                       created_ms=rec.created_ms, descriptor=d))
+        return out
+
+    def sql(self, sql: str, context: dict | None = None, timeout_s: float = 300.0) -> tuple[pa.Table, RunStats]:
+        request = broker_pb2.QueryRequest(sql=sql, timeout_ms=int(timeout_s * 1000),
+                                          context={k: str(v) for k, v in (context or {}).items()})
+        try:
+            return chunks_to_table(self.broker.Query(request, timeout=timeout_s + 5))
+        except grpc.RpcError as exc:
+            raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
+
     def servers(self):
         return self.coordinator.ListServers(coordinator_pb2.ListServersRequest(), timeout=10)

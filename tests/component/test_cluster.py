@@ -134,3 +134,12 @@ def test_a_newer_version_overshadows_and_old_segments_are_dropped(cluster):
                        what="old version dropped from historicals")
     records = {str(r.id): r.used for r in cluster.coordinator.store.list("wiki", include_unused=True)}
     assert records[str(old.id)] is False
+
+
+def test_a_cancelled_query_stops_waiting_for_historicals(cluster):
+    from services.broker.query_executor import Cancelled
+
+    query = {"queryType": "groupBy", "dataSource": "wiki", "intervals": IV, "granularity": "minute",
+             "dimensions": ["page", "user"], "aggregations": [{"type": "count", "name": "c"}]}
+    with pytest.raises(Cancelled, match="cancelled"):
+        cluster.broker.executor.execute(query, 30.0, "q-cancel", is_active=lambda: False)

@@ -1,0 +1,199 @@
+"""SqlService: the broker's SqlBackend. SQL is planned by ``common.sql`` against the broker's view
+of the cluster (BrokerCatalog) and its native queries run through the scatter/gather executor.
+
+System tables come from two places: what the broker sees (served segments and their replicas)
+and what the coordinator knows (published segments, servers), fetched per query.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from common.errors import QueryTimeoutError
+from common.sql import plan_sql
+from services.broker.core.sql_backend import StatementInfo, TableInfo
+
+CATALOG = "druid"
+SYS_TABLES = ("segments", "servers", "server_segments", "tasks")
+
+
+def _like(pattern: str | None) -> re.Pattern | None:
+    if pattern is None:
+        return None
+    out = []
+    for ch in pattern:
+        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+    return re.compile("^" + "".join(out) + "$", re.IGNORECASE)
+
+
+class BrokerCatalog:
+    """The SqlCatalog of a broker: datasources and their schemas from served segments."""
+
+    def __init__(self, node, coordinator=None) -> None:
+        self.node = node
+        self.coordinator = coordinator  # ClusterClient-like: list_segments(), servers()
+
+    def datasource_names(self) -> list[str]:
+        with self.node.lock:
+            return self.node.view.datasources()
+
+    def datasource_schema(self, name: str):
+        with self.node.lock:
+            if name not in self.node.view.datasources():
+                return None
+            return dict(self.node.view.schema(name))
+
+    def system_table_names(self) -> list[str]:
+        return list(SYS_TABLES)
+
+    def system_table(self, schema: str, name: str) -> pa.Table | None:
+        if schema.lower() != "sys" or name.lower() not in SYS_TABLES:
+            return None
+        return getattr(self, f"_sys_{name.lower()}")()
+
+    # ---- sys tables ----------------------------------------------------------------------------
+    def _served(self) -> dict:
+        with self.node.lock:
+            return {sid: sorted(servers) for sid, servers in self.node.view.replicas.items()}
+
+    def _sys_segments(self) -> pa.Table:
+        served = self._served()
+        records = self.coordinator.list_segments() if self.coordinator is not None else []
+        rows = {}
+        for r in records:
+            rows[r.id] = dict(segment_id=str(r.id), datasource=r.id.datasource, start=_iso(r.id.interval.start),
+                              end=_iso(r.id.interval.end), version=r.id.version, partition_num=r.id.partition,
+                              size=r.size, num_rows=r.num_rows, is_published=1 if r.used else 0,
+                              is_available=1 if r.id in served else 0, replication=len(served.get(r.id, ())))
+        with self.node.lock:
+            descriptors = dict(self.node.view.descriptors)
+        for sid, d in descriptors.items():
+            if sid not in rows:
+                rows[sid] = dict(segment_id=str(sid), datasource=sid.datasource, start=_iso(sid.interval.start),
+                                 end=_iso(sid.interval.end), version=sid.version, partition_num=sid.partition,
+                                 size=d.size, num_rows=d.num_rows, is_published=0, is_available=1,
+                                 replication=len(served.get(sid, ())))
+        return pa.Table.from_pylist(list(rows.values()), schema=pa.schema([
+            ("segment_id", pa.string()), ("datasource", pa.string()), ("start", pa.string()), ("end", pa.string()),
+            ("version", pa.string()), ("partition_num", pa.int64()), ("size", pa.int64()), ("num_rows", pa.int64()),
+            ("is_published", pa.int64()), ("is_available", pa.int64()), ("replication", pa.int64())]))
+
+    def _sys_servers(self) -> pa.Table:
+        rows = []
+        servers = self.coordinator.servers().servers if self.coordinator is not None else []
+        for s in servers:
+            i = s.info
+            rows.append(dict(server=f"{i.host}:{i.grpc_port}", server_id=i.id, host=i.host, grpc_port=i.grpc_port,
+                             http_port=i.http_port, flight_port=i.flight_port or None, server_type=i.role,
+                             curr_size=s.served_bytes, max_size=i.max_cache_bytes or None, start_time=_iso(i.started_ms)))
+        return pa.Table.from_pylist(rows, schema=pa.schema([
+            ("server", pa.string()), ("server_id", pa.string()), ("host", pa.string()), ("grpc_port", pa.int64()),
+            ("http_port", pa.int64()), ("flight_port", pa.int64()), ("server_type", pa.string()),
+            ("curr_size", pa.int64()), ("max_size", pa.int64()), ("start_time", pa.string())]))
+
+    def _sys_server_segments(self) -> pa.Table:
+        rows = [dict(server=server, segment_id=str(sid)) for sid, servers in self._served().items() for server in servers]
+        return pa.Table.from_pylist(rows, schema=pa.schema([("server", pa.string()), ("segment_id", pa.string())]))
+
+    def _sys_tasks(self) -> pa.Table:
+        # Ingestion tasks arrive with Spark ingestion; the table exists (empty) so queries work.
+        return pa.table({"task_id": pa.array([], pa.string()), "type": pa.array([], pa.string()),
+                         "datasource": pa.array([], pa.string()), "status": pa.array([], pa.string()),
+                         "created_time": pa.array([], pa.string()), "duration": pa.array([], pa.int64())})
+
+
+def _iso(ms: int) -> str:
+    from common.types.interval import format_instant
+
+    return format_instant(ms)
+
+
+class SqlService:
+    def __init__(self, catalog: BrokerCatalog, executor, default_timeout_s: float) -> None:
+        self.catalog = catalog
+        self.executor = executor
+        self.default_timeout_s = default_timeout_s
+
+    def _timeout(self, context: dict) -> float:
+        value = context.get("timeout")
+        return float(value) / 1000 if value not in (None, "") else self.default_timeout_s
+
+    def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
+                user: str | None = None, is_active=lambda: True) -> pa.Table:
+        plan = plan_sql(sql, self.catalog, parameters, dict(context or {}))
+        timeout_s = self._timeout(plan.context)
+        deadline = time.monotonic() + timeout_s
+
+        def run_native(query):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
+            return self.executor.execute(query, remaining, None, is_active).table
+
+        return plan.execute(run_native)
+
+    def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
+        count = _count_parameters(sql)
+        if count == 0:
+            plan = plan_sql(sql, self.catalog, (), dict(context or {}))
+            return StatementInfo(plan.parameter_count, plan.output_schema)
+        try:
+            plan = plan_sql(sql, self.catalog, [None] * count, dict(context or {}))
+            return StatementInfo(plan.parameter_count, None)
+        except Exception:  # planning may need the parameters' types: decide when they are bound
+            return StatementInfo(count, None)
+
+    def catalogs(self) -> list[str]:
+        return [CATALOG]
+
+    def db_schemas(self, catalog: str | None = None, schema_pattern: str | None = None) -> list[tuple[str, str]]:
+        pattern = _like(schema_pattern)
+        return [(CATALOG, s) for s in ("INFORMATION_SCHEMA", "druid", "sys") if pattern is None or pattern.match(s)]
+
+    def tables(self, catalog: str | None = None, schema_pattern: str | None = None, table_pattern: str | None = None,
+               table_types: Sequence[str] = (), user: str | None = None) -> list[TableInfo]:
+        if catalog not in (None, "", CATALOG):
+            return []
+        s_pat, t_pat = _like(schema_pattern), _like(table_pattern)
+        out = []
+        candidates = [("druid", name, "TABLE") for name in self.catalog.datasource_names()]
+        candidates += [("sys", name, "SYSTEM_TABLE") for name in SYS_TABLES]
+        candidates += [("INFORMATION_SCHEMA", name, "SYSTEM_TABLE") for name in ("SCHEMATA", "TABLES", "COLUMNS")]
+        for schema, name, kind in candidates:
+            if (s_pat and not s_pat.match(schema)) or (t_pat and not t_pat.match(name)):
+                continue
+            if table_types and kind not in table_types:
+                continue
+            out.append(TableInfo(CATALOG, schema, name, kind, self._arrow_schema(schema, name)))
+        return out
+
+    def _arrow_schema(self, schema: str, name: str) -> pa.Schema:
+        quoted = f'"{schema}"."{name}"'
+        try:
+            return plan_sql(f"SELECT * FROM {quoted}", self.catalog).output_schema
+        except Exception:  # a table that cannot be described still lists
+            return pa.schema([])
+
+    def table_types(self) -> list[str]:
+        return ["SYSTEM_TABLE", "TABLE"]
+
+
+def _count_parameters(sql: str) -> int:
+    """``?`` outside string literals and quoted identifiers."""
+    count, quote = 0, None
+    for ch in sql:
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in ("'", '"'):
+            quote = ch
+        elif ch == "?":
+            count += 1
+    return count
+
+
+__all__ = ["BrokerCatalog", "SqlService"]
