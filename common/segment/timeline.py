@@ -1,8 +1,10 @@
 """Timeline: which segments of one datasource are visible where, as Druid's VersionedIntervalTimeline.
 
 Segments are grouped into *partition sets* keyed by (interval, version). A set is *complete*
-when every partition 0..num_partitions-1 is present; only complete sets take part in
-visibility, so a half-published newer version never hides an older complete one.
+when every core partition 0..num_partitions-1 is present; only complete sets take part in
+visibility, so a half-published newer version never hides an older complete one. Partitions
+numbered num_partitions and up are *appended* ones (an INSERT into an existing time chunk, as
+Druid's non-core partitions): they never make a set incomplete and are visible with it.
 
 At every instant the visible set is the complete set covering it with the highest version.
 Version strings compare lexicographically, as Druid's (ISO timestamps) do. Two complete sets
@@ -61,8 +63,7 @@ class _PartitionSet:
 
     @property
     def complete(self) -> bool:
-        # Partitions are validated to lie in 0..n-1, so a full count means every one is there.
-        return len(self.parts) == self.num_partitions
+        return all(p in self.parts for p in range(self.num_partitions))
 
     def ordered(self) -> tuple[SegmentId, ...]:
         return tuple(self.parts[p] for p in sorted(self.parts))
@@ -102,11 +103,6 @@ class Timeline:
             raise ValidationError(f"segment {sid} has an empty interval {sid.interval}; it can hold no rows")
         if n < 1:
             raise ValidationError(f"segment {sid}: num_partitions must be >= 1, got {n}")
-        if sid.partition >= n:
-            raise ValidationError(
-                f"segment {sid}: partition {sid.partition} is outside its set of {n} partitions "
-                f"(valid: 0..{n - 1}); republish it with the right num_partitions"
-            )
         key = (sid.interval, sid.version)
         pset = self._sets.get(key)
         if pset is None:

@@ -388,10 +388,10 @@ def _validate(r: SegmentRecord) -> None:
     sid = r.id
     if sid.interval.start >= sid.interval.end:
         raise ValidationError(f"segment {sid} has an empty interval; it cannot be published")
-    if r.num_partitions < 1 or sid.partition >= r.num_partitions:
+    if r.num_partitions < 1:
         raise ValidationError(
-            f"segment {sid}: partition {sid.partition} does not fit num_partitions={r.num_partitions}; "
-            "num_partitions must be >= 1 and partitions numbered 0..num_partitions-1"
+            f"segment {sid}: num_partitions must be >= 1, got {r.num_partitions}; partitions 0..n-1 are the "
+            "core set and higher ones are appended"
         )
     if r.size_bytes < 0 or r.num_rows < 0:
         raise ValidationError(f"segment {sid}: size_bytes and num_rows must be >= 0, "

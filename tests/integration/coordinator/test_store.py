@@ -160,7 +160,7 @@ def test_partitions_disagreeing_on_num_partitions_publish_nothing(store):
 
 
 @pytest.mark.parametrize("bad, message", [
-    (rec(0, partition=2, num_partitions=2), "does not fit num_partitions=2"),
+    (rec(0, partition=0, num_partitions=0), "num_partitions must be >= 1"),
     (SegmentRecord(SegmentId("wiki", Interval(5, 5), "v1"), 1, 1, "x", "{}"), "empty interval"),
     (rec(0, size=-1), "must be >= 0"),
 ])

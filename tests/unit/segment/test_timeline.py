@@ -137,7 +137,6 @@ def test_same_version_overlapping_sets_resolve_by_interval_regardless_of_order()
 
 @pytest.mark.parametrize("bad, message", [
     (seg(0, 10, "v1", ds="other"), "datasource 'other'"),
-    (seg(0, 10, "v1", partition=2, num_partitions=2), "outside its set of 2 partitions"),
     (seg(0, 10, "v1", partition=1, num_partitions=3), "already in the set"),
     (seg(5, 5, "v1"), "empty interval"),
     (seg(0, 10, "v1", num_partitions=0), "num_partitions must be >= 1"),
@@ -238,3 +237,13 @@ def test_timeline_matches_per_millisecond_reference(segments, removals, queries,
     assert tl.lookup() == reference(kept, [(0, SPAN)])[0]
     for s in kept:
         assert tl.is_overshadowed(s.id) == (s.id in expected_overshadowed)
+
+
+def test_appended_partitions_ride_on_a_complete_core_set():
+    # An INSERT into an existing chunk adds partitions after the core ones (Druid's non-core partitions).
+    core = [seg(0, 10, "v1", partition=p, num_partitions=2) for p in (0, 1)]
+    extra = seg(0, 10, "v1", partition=2, num_partitions=2)
+    tl = Timeline(segments=[*core, extra])
+    assert [c.segments for c in tl.lookup()] == [tuple(s.id for s in (*core, extra))]
+    # Appended partitions alone never make an incomplete set visible.
+    assert Timeline(segments=[core[0], extra]).lookup() == []
