@@ -139,12 +139,34 @@ class Migration:
     apply: Callable[[Connection], None]
 
 
+tasks_table = Table(
+    "strata_tasks", metadata,
+    Column("id", Text, primary_key=True),
+    Column("datasource", Text, nullable=False),
+    Column("type", Text, nullable=False),  # insert | replace
+    Column("state", Text, nullable=False),  # PENDING RUNNING SUCCESS FAILED CANCELED
+    Column("statement", Text, nullable=False),
+    Column("spec", Text, nullable=False),  # JSON
+    Column("report", Text, nullable=False),  # JSON
+    Column("error", Text, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("started_ms", BigInteger, nullable=False),
+    Column("finished_ms", BigInteger, nullable=False),
+    Index("strata_tasks_state", "state"),
+)
+
+
 def _create_segments(conn: Connection) -> None:
     segments_table.create(conn)  # with its indexes
 
 
+def _create_tasks(conn: Connection) -> None:
+    tasks_table.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "create strata_segments", _create_segments),
+    Migration(2, "create strata_tasks", _create_tasks),
 )
 
 
@@ -232,13 +254,26 @@ class SegmentStore:
 
     # --- writes -----------------------------------------------------------------------------
 
-    def publish(self, records: Iterable[SegmentRecord]) -> int:
+    @contextmanager
+    def transaction(self, write: bool = True) -> Iterator[Connection]:
+        """A transaction on the metadata DB, for other tables of the coordinator (tasks)."""
+        with (self._write() if write else self._read()) as conn:
+            yield conn
+
+    def publish(self, records: Iterable[SegmentRecord], replace: tuple[str, Sequence[Interval]] | None = None) -> int:
         """Publishes all records as used, or none. Returns how many were new: re-publishing an
         identical segment is a no-op (and leaves its used flag as it is), while publishing an
         id that is stored with a different descriptor raises ``PublishConflictError`` and rolls
-        back the whole batch."""
+        back the whole batch.
+
+        ``replace=(datasource, intervals)`` is REPLACE ... OVERWRITE: in the same transaction,
+        used segments inside the intervals that no new segment covers are marked unused (they
+        hold replaced rows and nothing newer hides them). Segments the new ones cover stay used
+        until the new version is served and the coordinator marks them overshadowed, so queries
+        never see a gap. An old segment that only partly overlaps the intervals and is not covered
+        would keep replaced rows visible: that is refused, naming the segment."""
         batch = self._dedupe(records)
-        if not batch:
+        if not batch and replace is None:
             return 0
         now = self._clock()
         rows = [self._row(r, now) for r in batch.values()]
@@ -257,7 +292,33 @@ class SegmentStore:
                         "published. Publish changed data under a new version instead of reusing the id"
                     )
             self._check_partition_counts(conn, batch.values())
+            if replace is not None:
+                self._retire_replaced(conn, replace[0], list(replace[1]), list(batch.values()))
         return len(inserted)
+
+    def _retire_replaced(self, conn: Connection, datasource: str, intervals: list[Interval],
+                         new: list[SegmentRecord]) -> None:
+        t = segments_table
+        new_ids = {str(r.id) for r in new}
+        covered = [r.id.interval for r in new]
+        retire = []
+        for iv in intervals:
+            rows = conn.execute(select(t.c.id, t.c.start_ms, t.c.end_ms).where(
+                t.c.datasource == datasource, t.c.used == true(), t.c.start_ms < iv.end, t.c.end_ms > iv.start))
+            for key, start, end in rows:
+                if key in new_ids or any(c.start <= start and end <= c.end for c in covered):
+                    continue  # overshadowed by the new version once it serves
+                if iv.start <= start and end <= iv.end:
+                    retire.append(key)
+                else:
+                    raise ValidationError(
+                        f"REPLACE over {iv} would leave rows of segment {key} ({Interval(start, end)}) visible "
+                        "inside the replaced interval; align OVERWRITE WHERE with the existing segment "
+                        "granularity or replace a wider interval. Nothing was published"
+                    )
+        now = self._clock()
+        for part in _chunks(sorted(set(retire))):
+            conn.execute(update(t).where(t.c.id.in_(part)).values(used=False, used_status_updated_ms=now))
 
     def mark_unused(self, ids: Iterable[SegmentId]) -> int:
         """Marks used segments unused; returns how many changed."""

@@ -24,6 +24,9 @@ from services.coordinator.store import (
 )
 from tests.fixtures.postgres_server import postgres_url  # noqa: F401
 
+KNOWN = [m.version for m in MIGRATIONS]
+NEXT = KNOWN[-1] + 1
+
 DAY = 86_400_000
 THREAD_DEADLINE_S = 60
 _databases = itertools.count()
@@ -226,7 +229,7 @@ def test_four_concurrent_publishers_each_opening_the_store(store_url):
     assert sum(results) == 4 * 50 + 1
     with SegmentStore(store_url) as s:
         assert len(s.list()) == 4 * 50 + 1
-        assert s.schema_versions() == [1]
+        assert s.schema_versions() == KNOWN
 
 
 def test_concurrent_conflicting_publishers_one_wins(store_url):
@@ -248,9 +251,9 @@ def test_concurrent_conflicting_publishers_one_wins(store_url):
 # --- schema migrations ------------------------------------------------------------------------
 
 def test_migrations_are_idempotent(store):
-    assert store.schema_versions() == [1]
+    assert store.schema_versions() == KNOWN
     assert store.migrate() == []
-    assert store.schema_versions() == [1]
+    assert store.schema_versions() == KNOWN
 
 
 def test_a_new_migration_applies_once(store_url):
@@ -262,26 +265,26 @@ def test_a_new_migration_applies_once(store_url):
 
     with SegmentStore(store_url) as s:
         s.publish([rec(0)])
-    steps = MIGRATIONS + (Migration(2, "add note", add_note),)
+    steps = MIGRATIONS + (Migration(NEXT, "add note", add_note),)
     with SegmentStore(store_url, migrations=steps) as s:
-        assert s.schema_versions() == [1, 2]
+        assert s.schema_versions() == KNOWN + [NEXT]
         assert s.migrate() == []
         assert ids(s.list()) == [rec(0).id]  # the new column does not disturb reads
     with SegmentStore(store_url, migrations=steps) as s:
-        assert s.schema_versions() == [1, 2]
+        assert s.schema_versions() == KNOWN + [NEXT]
     assert calls == [1]
 
 
 def test_a_failing_migration_leaves_no_trace(store_url):
     def broken(conn) -> None:
         conn.execute(text("CREATE TABLE strata_scratch (x INTEGER)"))
-        raise RuntimeError("migration 2 failed halfway")
+        raise RuntimeError("new migration failed halfway")
 
     SegmentStore(store_url).close()
     with pytest.raises(RuntimeError, match="halfway"):
-        SegmentStore(store_url, migrations=MIGRATIONS + (Migration(2, "broken", broken),))
+        SegmentStore(store_url, migrations=MIGRATIONS + (Migration(NEXT, "broken", broken),))
     with SegmentStore(store_url) as s:
-        assert s.schema_versions() == [1]
+        assert s.schema_versions() == KNOWN
     engine = create_engine(store_url)
     with engine.connect() as conn:
         with pytest.raises(Exception):
@@ -290,8 +293,8 @@ def test_a_failing_migration_leaves_no_trace(store_url):
 
 
 def test_a_database_newer_than_the_code_is_refused(store_url):
-    SegmentStore(store_url, migrations=MIGRATIONS + (Migration(2, "noop", lambda conn: None),)).close()
-    with pytest.raises(MetadataSchemaError, match=r"schema versions \[2\].*upgrade strata"):
+    SegmentStore(store_url, migrations=MIGRATIONS + (Migration(NEXT, "noop", lambda conn: None),)).close()
+    with pytest.raises(MetadataSchemaError, match=rf"schema versions \[{NEXT}\].*upgrade strata"):
         SegmentStore(store_url)
 
 
@@ -320,3 +323,28 @@ def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path):
 def test_unsupported_url_names_the_choices():
     with pytest.raises(ValidationError, match="sqlite:///path"):
         SegmentStore("mysql://u:secret@h/db")
+
+
+# --- REPLACE ----------------------------------------------------------------------------------
+
+def test_replace_retires_uncovered_chunks_and_keeps_covered_ones_until_overshadowed(store):
+    store.publish([rec(0), rec(1), rec(2)])
+    # Replace days 0-2 with new data for day 1 only: day 0 and day 2 hold replaced rows and
+    # nothing newer hides them, so they go unused now; day 1 stays until v2 is served.
+    store.publish([rec(1, "v2")], replace=("wiki", [Interval(0, 3 * DAY)]))
+    used = {str(r.id): r.used for r in store.list("wiki", include_unused=True)}
+    assert used == {str(rec(0).id): False, str(rec(1).id): True, str(rec(2).id): False, str(rec(1, "v2").id): True}
+
+
+def test_replace_with_no_rows_empties_the_interval(store):
+    store.publish([rec(0), rec(1)])
+    store.publish([], replace=("wiki", [Interval(DAY, 2 * DAY)]))
+    assert ids(store.list("wiki")) == [rec(0).id]
+
+
+def test_replace_refuses_to_leave_replaced_rows_visible(store):
+    month = SegmentRecord(SegmentId("wiki", Interval(0, 30 * DAY), "v1"), 100, 10, "m", "{}")
+    store.publish([month])
+    with pytest.raises(ValidationError, match="would leave rows of segment wiki_.*align OVERWRITE WHERE"):
+        store.publish([rec(3, "v2")], replace=("wiki", [Interval(3 * DAY, 5 * DAY)]))
+    assert ids(store.list("wiki")) == [month.id]  # nothing published, nothing retired
