@@ -5,7 +5,7 @@
     [metadata]        url = "sqlite:///path.db" | "postgresql+psycopg://user:pw@host/db"
     [deep_storage]    url = "file:///dir" | "s3://bucket/prefix"; endpoint; region
     [historical]      cache_dir; max_cache_bytes
-    [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir
+    [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks
     [broker]          query_timeout_ms
     [auth]            enabled; admin_user; admin_password
 
@@ -72,7 +72,8 @@ class HistoricalSection:
 class CoordinatorSection:
     replication: int = 0
     duty_period_ms: int = 1000
-    state_dir: str = "var/strata/coordinator"  # embedded discovery keeps its assignments here
+    state_dir: str = "var/strata/coordinator"  # embedded discovery keeps its assignments here; task logs
+    max_running_tasks: int = 2
 
 
 @dataclass(frozen=True)

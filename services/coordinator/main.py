@@ -4,12 +4,15 @@ no etcd), leader election, the duty loop, gRPC and HTTP."""
 from __future__ import annotations
 
 import json
+import os
 
 from common.rpc.gen.strata.v1 import discovery_pb2
 from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.duty_runner import DutyRunner
 from services.coordinator.server import CoordinatorServicer, add_to_server
 from services.coordinator.store import SegmentStore
+from services.coordinator.task_runner import TaskRunner
+from services.coordinator.task_store import TaskStore
 from services.discovery import NODES, Announcer, LeaderElection, MemoryStore, discovery_from_config
 from services.discovery import embedded_service
 from services.grpc_server import GrpcServer
@@ -38,11 +41,20 @@ class CoordinatorProcess(NodeProcess):
             self.journal = AssignmentJournal(config.coordinator.state_dir, self.memory_store, self.discovery)
         self.runner = DutyRunner(self.store, self.discovery, self.metrics, config.coordinator.replication,
                                  config.coordinator.duty_period_ms)
-        add_to_server(self.grpc, CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner))
+        self.tasks = TaskStore(self.store)
+        self.task_runner = TaskRunner(self.tasks, lambda: f"127.0.0.1:{self.grpc.port}",
+                                      os.path.join(config.coordinator.state_dir, "tasks"), _task_env(config),
+                                      config.coordinator.max_running_tasks)
+        add_to_server(self.grpc, CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner,
+                                                     self.tasks, self.task_runner))
         self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health)
         self.id = self.node_id(self.grpc.port)
         self.election = None
         self.announcer = Announcer(self.discovery, config.discovery.lease_ttl_s)
+
+    def _leadership(self, is_leader: bool, _leader) -> None:
+        self.runner.set_leader(is_leader)
+        self.task_runner.set_leader(is_leader)
 
     def health(self) -> dict:
         return {"healthy": True, "role": self.role, "id": self.id, "leader": self.runner.is_leader,
@@ -62,15 +74,16 @@ class CoordinatorProcess(NodeProcess):
         info = self.server_info(self.id, self.grpc.port, self.http.port)
         self.announcer.set(f"{NODES}coordinator/{self.id}", json.dumps(info).encode())
         self.runner.start()
-        # Campaigning starts on construction; only the leader runs duties.
-        self.election = LeaderElection(self.discovery, "coordinator", self.id,
-                                       lambda is_leader, _leader: self.runner.set_leader(is_leader),
+        self.task_runner.start()
+        # Campaigning starts on construction; only the leader runs duties and tasks.
+        self.election = LeaderElection(self.discovery, "coordinator", self.id, self._leadership,
                                        ttl_s=self.config.discovery.lease_ttl_s)
         return self
 
     def stop(self) -> None:
         super().stop()
         self.runner.stop()
+        self.task_runner.stop()
         if self.election is not None:
             self.election.close()
         self.announcer.close()
@@ -82,3 +95,10 @@ class CoordinatorProcess(NodeProcess):
             self._discovery_servicer.close()
         self.discovery.close()
         self.store.close()
+
+
+def _task_env(config) -> dict[str, str]:
+    """What a task process needs to reach deep storage (credentials come from the environment)."""
+    return {"STRATA_DEEP_STORAGE_URL": config.deep_storage.url,
+            "STRATA_DEEP_STORAGE_ENDPOINT": config.deep_storage.endpoint,
+            "STRATA_DEEP_STORAGE_REGION": config.deep_storage.region}

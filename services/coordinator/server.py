@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import grpc
 
 from common.errors import StrataError, ValidationError
-from common.rpc.convert import interval_from_proto, segment_id_from_proto, segment_id_to_proto
+from common.rpc.convert import interval_from_proto, interval_to_proto, segment_id_from_proto, segment_id_to_proto
 from common.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc, types_pb2
 from common.segment.descriptor import SegmentDescriptor
+from common.segment.time_partitioner import new_version
+from common.segment.timeline import TimelineSegment
 from services.coordinator.duty_runner import ClusterState
 from services.coordinator.store import SegmentRecord
 from services.discovery import NODES
@@ -34,17 +37,30 @@ def server_info_to_proto(info: dict) -> types_pb2.ServerInfo:
     return types_pb2.ServerInfo(**fields)
 
 
+def task_to_proto(t) -> coordinator_pb2.Task:
+    return coordinator_pb2.Task(id=t.id, datasource=t.datasource, type=t.type, state=t.state, statement=t.statement,
+                                spec_json=json.dumps(t.spec), report_json=json.dumps(t.report), error=t.error,
+                                created_ms=t.created_ms, started_ms=t.started_ms, finished_ms=t.finished_ms)
+
+
 class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
-    def __init__(self, store, discovery, metrics, runner) -> None:
+    def __init__(self, store, discovery, metrics, runner, tasks=None, task_runner=None) -> None:
         self.store = store
         self.discovery = discovery
         self.metrics = metrics
         self.runner = runner
+        self.tasks = tasks
+        self.task_runner = task_runner
+        self._allocation_lock = threading.Lock()
+        self._handed_out: dict = {}  # (interval, version) -> next partition given to running appends
 
     def PublishSegments(self, request, context):
         try:
             records = [SegmentRecord.from_descriptor(descriptor_from_proto(m)) for m in request.segments]
-            published = self.store.publish(records)
+            replace = None
+            if request.replace_datasource:
+                replace = (request.replace_datasource, [interval_from_proto(i) for i in request.replace_intervals])
+            published = self.store.publish(records, replace=replace)
         except ValidationError as exc:
             self.metrics.publishes.labels("rejected").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -94,6 +110,71 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
             out.append(coordinator_pb2.SegmentLoad(id=segment_id_to_proto(r.id), servers=sorted(where.get(r.id, [])),
                                                    wanted_replicas=wanted))
         return coordinator_pb2.LoadStatusResponse(segments=out)
+
+
+    # ---- ingestion tasks --------------------------------------------------------------------
+    def AllocateSegments(self, request, context):
+        from services.coordinator.core.allocation import allocate
+
+        existing = [TimelineSegment(r.id, r.num_partitions) for r in self.store.list(request.datasource)]
+        version = new_version()
+        try:
+            with self._allocation_lock:
+                allocations = allocate(existing, [interval_from_proto(i) for i in request.intervals], request.mode,
+                                       version, self._handed_out)
+                for a in allocations:
+                    if a.core_partitions:
+                        # Reserve generously: a task never builds more partitions per chunk than this.
+                        key = (a.interval, a.version)
+                        self._handed_out[key] = a.first_partition + 10_000
+        except ValidationError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        return coordinator_pb2.AllocateSegmentsResponse(allocations=[
+            coordinator_pb2.Allocation(interval=interval_to_proto(a.interval), version=a.version,
+                                       first_partition=a.first_partition, core_partitions=a.core_partitions)
+            for a in allocations])
+
+    def _need_tasks(self, context):
+        if self.tasks is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "this coordinator does not run tasks")
+
+    def SubmitTask(self, request, context):
+        self._need_tasks(context)
+        try:
+            task = self.tasks.create(request.datasource, request.type, request.statement,
+                                     json.loads(request.spec_json or "{}"))
+        except ValidationError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        return task_to_proto(task)
+
+    def GetTask(self, request, context):
+        self._need_tasks(context)
+        try:
+            return task_to_proto(self.tasks.get(request.id))
+        except ValidationError as exc:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+
+    def ListTasks(self, request, context):
+        self._need_tasks(context)
+        tasks = self.tasks.list(request.datasource or None, request.state or None)
+        return coordinator_pb2.ListTasksResponse(tasks=[task_to_proto(t) for t in tasks])
+
+    def CancelTask(self, request, context):
+        self._need_tasks(context)
+        try:
+            if self.task_runner is not None:
+                return task_to_proto(self.task_runner.cancel(request.id))
+            return task_to_proto(self.tasks.transition(request.id, "CANCELED", error="canceled"))
+        except ValidationError as exc:
+            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+
+    def UpdateTask(self, request, context):
+        self._need_tasks(context)
+        try:
+            report = json.loads(request.report_json) if request.report_json else None
+            return task_to_proto(self.tasks.transition(request.id, request.state, report, request.error or None))
+        except ValidationError as exc:
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
 
 
 def add_to_server(grpc_server, servicer: CoordinatorServicer) -> None:

@@ -25,39 +25,57 @@ _sym_db = _symbol_database.Default()
 from common.rpc.gen.strata.v1 import types_pb2 as strata_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bstrata/v1/coordinator.proto\x12\tstrata.v1\x1a\x15strata/v1/types.proto\"H\n\x16PublishSegmentsRequest\x12.\n\x08segments\x18\x01 \x03(\x0b\x32\x1c.strata.v1.SegmentDescriptor\",\n\x17PublishSegmentsResponse\x12\x11\n\tpublished\x18\x01 \x01(\x05\"A\n\x13ListSegmentsRequest\x12\x12\n\ndatasource\x18\x01 \x01(\t\x12\x16\n\x0einclude_unused\x18\x02 \x01(\x08\"c\n\rSegmentRecord\x12\x30\n\ndescriptor\x18\x01 \x01(\x0b\x32\x1c.strata.v1.SegmentDescriptor\x12\x0c\n\x04used\x18\x02 \x01(\x08\x12\x12\n\ncreated_ms\x18\x03 \x01(\x03\"B\n\x14ListSegmentsResponse\x12*\n\x08segments\x18\x01 \x03(\x0b\x32\x18.strata.v1.SegmentRecord\"q\n\x11MarkUnusedRequest\x12!\n\x03ids\x18\x01 \x03(\x0b\x32\x14.strata.v1.SegmentId\x12\x12\n\ndatasource\x18\x02 \x01(\t\x12%\n\x08interval\x18\x03 \x01(\x0b\x32\x13.strata.v1.Interval\"$\n\x12MarkUnusedResponse\x12\x0e\n\x06marked\x18\x01 \x01(\x05\"\x14\n\x12ListServersRequest\"o\n\x0cServerStatus\x12#\n\x04info\x18\x01 \x01(\x0b\x32\x15.strata.v1.ServerInfo\x12$\n\x06served\x18\x02 \x03(\x0b\x32\x14.strata.v1.SegmentId\x12\x14\n\x0cserved_bytes\x18\x03 \x01(\x03\"O\n\x13ListServersResponse\x12(\n\x07servers\x18\x01 \x03(\x0b\x32\x17.strata.v1.ServerStatus\x12\x0e\n\x06leader\x18\x02 \x01(\t\"\'\n\x11LoadStatusRequest\x12\x12\n\ndatasource\x18\x01 \x01(\t\"Y\n\x0bSegmentLoad\x12 \n\x02id\x18\x01 \x01(\x0b\x32\x14.strata.v1.SegmentId\x12\x0f\n\x07servers\x18\x02 \x03(\t\x12\x17\n\x0fwanted_replicas\x18\x03 \x01(\x05\">\n\x12LoadStatusResponse\x12(\n\x08segments\x18\x01 \x03(\x0b\x32\x16.strata.v1.SegmentLoad2\xa6\x03\n\x12\x43oordinatorService\x12X\n\x0fPublishSegments\x12!.strata.v1.PublishSegmentsRequest\x1a\".strata.v1.PublishSegmentsResponse\x12O\n\x0cListSegments\x12\x1e.strata.v1.ListSegmentsRequest\x1a\x1f.strata.v1.ListSegmentsResponse\x12I\n\nMarkUnused\x12\x1c.strata.v1.MarkUnusedRequest\x1a\x1d.strata.v1.MarkUnusedResponse\x12L\n\x0bListServers\x12\x1d.strata.v1.ListServersRequest\x1a\x1e.strata.v1.ListServersResponse\x12L\n\rGetLoadStatus\x12\x1c.strata.v1.LoadStatusRequest\x1a\x1d.strata.v1.LoadStatusResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bstrata/v1/coordinator.proto\x12\tstrata.v1\x1a\x15strata/v1/types.proto\"\xa5\x01\n\x16PublishSegmentsRequest\x12.\n\x08segments\x18\x01 \x03(\x0b\x32\x1c.strata.v1.SegmentDescriptor\x12\x1a\n\x12replace_datasource\x18\x02 \x01(\t\x12.\n\x11replace_intervals\x18\x03 \x03(\x0b\x32\x13.strata.v1.Interval\x12\x0f\n\x07task_id\x18\x04 \x01(\t\",\n\x17PublishSegmentsResponse\x12\x11\n\tpublished\x18\x01 \x01(\x05\"A\n\x13ListSegmentsRequest\x12\x12\n\ndatasource\x18\x01 \x01(\t\x12\x16\n\x0einclude_unused\x18\x02 \x01(\x08\"c\n\rSegmentRecord\x12\x30\n\ndescriptor\x18\x01 \x01(\x0b\x32\x1c.strata.v1.SegmentDescriptor\x12\x0c\n\x04used\x18\x02 \x01(\x08\x12\x12\n\ncreated_ms\x18\x03 \x01(\x03\"B\n\x14ListSegmentsResponse\x12*\n\x08segments\x18\x01 \x03(\x0b\x32\x18.strata.v1.SegmentRecord\"q\n\x11MarkUnusedRequest\x12!\n\x03ids\x18\x01 \x03(\x0b\x32\x14.strata.v1.SegmentId\x12\x12\n\ndatasource\x18\x02 \x01(\t\x12%\n\x08interval\x18\x03 \x01(\x0b\x32\x13.strata.v1.Interval\"$\n\x12MarkUnusedResponse\x12\x0e\n\x06marked\x18\x01 \x01(\x05\"\x14\n\x12ListServersRequest\"o\n\x0cServerStatus\x12#\n\x04info\x18\x01 \x01(\x0b\x32\x15.strata.v1.ServerInfo\x12$\n\x06served\x18\x02 \x03(\x0b\x32\x14.strata.v1.SegmentId\x12\x14\n\x0cserved_bytes\x18\x03 \x01(\x03\"O\n\x13ListServersResponse\x12(\n\x07servers\x18\x01 \x03(\x0b\x32\x17.strata.v1.ServerStatus\x12\x0e\n\x06leader\x18\x02 \x01(\t\"\'\n\x11LoadStatusRequest\x12\x12\n\ndatasource\x18\x01 \x01(\t\"Y\n\x0bSegmentLoad\x12 \n\x02id\x18\x01 \x01(\x0b\x32\x14.strata.v1.SegmentId\x12\x0f\n\x07servers\x18\x02 \x03(\t\x12\x17\n\x0fwanted_replicas\x18\x03 \x01(\x05\">\n\x12LoadStatusResponse\x12(\n\x08segments\x18\x01 \x03(\x0b\x32\x16.strata.v1.SegmentLoad\"t\n\x17\x41llocateSegmentsRequest\x12\x12\n\ndatasource\x18\x01 \x01(\t\x12&\n\tintervals\x18\x02 \x03(\x0b\x32\x13.strata.v1.Interval\x12\x0c\n\x04mode\x18\x03 \x01(\t\x12\x0f\n\x07task_id\x18\x04 \x01(\t\"v\n\nAllocation\x12%\n\x08interval\x18\x01 \x01(\x0b\x32\x13.strata.v1.Interval\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x17\n\x0f\x66irst_partition\x18\x03 \x01(\x05\x12\x17\n\x0f\x63ore_partitions\x18\x04 \x01(\x05\"F\n\x18\x41llocateSegmentsResponse\x12*\n\x0b\x61llocations\x18\x01 \x03(\x0b\x32\x15.strata.v1.Allocation\"\xca\x01\n\x04Task\x12\n\n\x02id\x18\x01 \x01(\t\x12\x12\n\ndatasource\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\r\n\x05state\x18\x04 \x01(\t\x12\x11\n\tstatement\x18\x05 \x01(\t\x12\x11\n\tspec_json\x18\x06 \x01(\t\x12\x13\n\x0breport_json\x18\x07 \x01(\t\x12\r\n\x05\x65rror\x18\x08 \x01(\t\x12\x12\n\ncreated_ms\x18\t \x01(\x03\x12\x12\n\nstarted_ms\x18\n \x01(\x03\x12\x13\n\x0b\x66inished_ms\x18\x0b \x01(\x03\"[\n\x11SubmitTaskRequest\x12\x12\n\ndatasource\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x11\n\tstatement\x18\x03 \x01(\t\x12\x11\n\tspec_json\x18\x04 \x01(\t\"\x19\n\x0bTaskRequest\x12\n\n\x02id\x18\x01 \x01(\t\"5\n\x10ListTasksRequest\x12\x12\n\ndatasource\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\"3\n\x11ListTasksResponse\x12\x1e\n\x05tasks\x18\x01 \x03(\x0b\x32\x0f.strata.v1.Task\"R\n\x11UpdateTaskRequest\x12\n\n\x02id\x18\x01 \x01(\t\x12\r\n\x05state\x18\x02 \x01(\t\x12\x13\n\x0breport_json\x18\x03 \x01(\t\x12\r\n\x05\x65rror\x18\x04 \x01(\t2\xb0\x06\n\x12\x43oordinatorService\x12X\n\x0fPublishSegments\x12!.strata.v1.PublishSegmentsRequest\x1a\".strata.v1.PublishSegmentsResponse\x12O\n\x0cListSegments\x12\x1e.strata.v1.ListSegmentsRequest\x1a\x1f.strata.v1.ListSegmentsResponse\x12I\n\nMarkUnused\x12\x1c.strata.v1.MarkUnusedRequest\x1a\x1d.strata.v1.MarkUnusedResponse\x12L\n\x0bListServers\x12\x1d.strata.v1.ListServersRequest\x1a\x1e.strata.v1.ListServersResponse\x12L\n\rGetLoadStatus\x12\x1c.strata.v1.LoadStatusRequest\x1a\x1d.strata.v1.LoadStatusResponse\x12[\n\x10\x41llocateSegments\x12\".strata.v1.AllocateSegmentsRequest\x1a#.strata.v1.AllocateSegmentsResponse\x12;\n\nSubmitTask\x12\x1c.strata.v1.SubmitTaskRequest\x1a\x0f.strata.v1.Task\x12\x32\n\x07GetTask\x12\x16.strata.v1.TaskRequest\x1a\x0f.strata.v1.Task\x12\x46\n\tListTasks\x12\x1b.strata.v1.ListTasksRequest\x1a\x1c.strata.v1.ListTasksResponse\x12\x35\n\nCancelTask\x12\x16.strata.v1.TaskRequest\x1a\x0f.strata.v1.Task\x12;\n\nUpdateTask\x12\x1c.strata.v1.UpdateTaskRequest\x1a\x0f.strata.v1.Taskb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'strata.v1.coordinator_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_PUBLISHSEGMENTSREQUEST']._serialized_start=65
-  _globals['_PUBLISHSEGMENTSREQUEST']._serialized_end=137
-  _globals['_PUBLISHSEGMENTSRESPONSE']._serialized_start=139
-  _globals['_PUBLISHSEGMENTSRESPONSE']._serialized_end=183
-  _globals['_LISTSEGMENTSREQUEST']._serialized_start=185
-  _globals['_LISTSEGMENTSREQUEST']._serialized_end=250
-  _globals['_SEGMENTRECORD']._serialized_start=252
-  _globals['_SEGMENTRECORD']._serialized_end=351
-  _globals['_LISTSEGMENTSRESPONSE']._serialized_start=353
-  _globals['_LISTSEGMENTSRESPONSE']._serialized_end=419
-  _globals['_MARKUNUSEDREQUEST']._serialized_start=421
-  _globals['_MARKUNUSEDREQUEST']._serialized_end=534
-  _globals['_MARKUNUSEDRESPONSE']._serialized_start=536
-  _globals['_MARKUNUSEDRESPONSE']._serialized_end=572
-  _globals['_LISTSERVERSREQUEST']._serialized_start=574
-  _globals['_LISTSERVERSREQUEST']._serialized_end=594
-  _globals['_SERVERSTATUS']._serialized_start=596
-  _globals['_SERVERSTATUS']._serialized_end=707
-  _globals['_LISTSERVERSRESPONSE']._serialized_start=709
-  _globals['_LISTSERVERSRESPONSE']._serialized_end=788
-  _globals['_LOADSTATUSREQUEST']._serialized_start=790
-  _globals['_LOADSTATUSREQUEST']._serialized_end=829
-  _globals['_SEGMENTLOAD']._serialized_start=831
-  _globals['_SEGMENTLOAD']._serialized_end=920
-  _globals['_LOADSTATUSRESPONSE']._serialized_start=922
-  _globals['_LOADSTATUSRESPONSE']._serialized_end=984
-  _globals['_COORDINATORSERVICE']._serialized_start=987
-  _globals['_COORDINATORSERVICE']._serialized_end=1409
+  _globals['_PUBLISHSEGMENTSREQUEST']._serialized_start=66
+  _globals['_PUBLISHSEGMENTSREQUEST']._serialized_end=231
+  _globals['_PUBLISHSEGMENTSRESPONSE']._serialized_start=233
+  _globals['_PUBLISHSEGMENTSRESPONSE']._serialized_end=277
+  _globals['_LISTSEGMENTSREQUEST']._serialized_start=279
+  _globals['_LISTSEGMENTSREQUEST']._serialized_end=344
+  _globals['_SEGMENTRECORD']._serialized_start=346
+  _globals['_SEGMENTRECORD']._serialized_end=445
+  _globals['_LISTSEGMENTSRESPONSE']._serialized_start=447
+  _globals['_LISTSEGMENTSRESPONSE']._serialized_end=513
+  _globals['_MARKUNUSEDREQUEST']._serialized_start=515
+  _globals['_MARKUNUSEDREQUEST']._serialized_end=628
+  _globals['_MARKUNUSEDRESPONSE']._serialized_start=630
+  _globals['_MARKUNUSEDRESPONSE']._serialized_end=666
+  _globals['_LISTSERVERSREQUEST']._serialized_start=668
+  _globals['_LISTSERVERSREQUEST']._serialized_end=688
+  _globals['_SERVERSTATUS']._serialized_start=690
+  _globals['_SERVERSTATUS']._serialized_end=801
+  _globals['_LISTSERVERSRESPONSE']._serialized_start=803
+  _globals['_LISTSERVERSRESPONSE']._serialized_end=882
+  _globals['_LOADSTATUSREQUEST']._serialized_start=884
+  _globals['_LOADSTATUSREQUEST']._serialized_end=923
+  _globals['_SEGMENTLOAD']._serialized_start=925
+  _globals['_SEGMENTLOAD']._serialized_end=1014
+  _globals['_LOADSTATUSRESPONSE']._serialized_start=1016
+  _globals['_LOADSTATUSRESPONSE']._serialized_end=1078
+  _globals['_ALLOCATESEGMENTSREQUEST']._serialized_start=1080
+  _globals['_ALLOCATESEGMENTSREQUEST']._serialized_end=1196
+  _globals['_ALLOCATION']._serialized_start=1198
+  _globals['_ALLOCATION']._serialized_end=1316
+  _globals['_ALLOCATESEGMENTSRESPONSE']._serialized_start=1318
+  _globals['_ALLOCATESEGMENTSRESPONSE']._serialized_end=1388
+  _globals['_TASK']._serialized_start=1391
+  _globals['_TASK']._serialized_end=1593
+  _globals['_SUBMITTASKREQUEST']._serialized_start=1595
+  _globals['_SUBMITTASKREQUEST']._serialized_end=1686
+  _globals['_TASKREQUEST']._serialized_start=1688
+  _globals['_TASKREQUEST']._serialized_end=1713
+  _globals['_LISTTASKSREQUEST']._serialized_start=1715
+  _globals['_LISTTASKSREQUEST']._serialized_end=1768
+  _globals['_LISTTASKSRESPONSE']._serialized_start=1770
+  _globals['_LISTTASKSRESPONSE']._serialized_end=1821
+  _globals['_UPDATETASKREQUEST']._serialized_start=1823
+  _globals['_UPDATETASKREQUEST']._serialized_end=1905
+  _globals['_COORDINATORSERVICE']._serialized_start=1908
+  _globals['_COORDINATORSERVICE']._serialized_end=2724
 # @@protoc_insertion_point(module_scope)

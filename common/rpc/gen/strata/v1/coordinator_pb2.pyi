@@ -8,10 +8,16 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class PublishSegmentsRequest(_message.Message):
-    __slots__ = ("segments",)
+    __slots__ = ("segments", "replace_datasource", "replace_intervals", "task_id")
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_DATASOURCE_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_INTERVALS_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
     segments: _containers.RepeatedCompositeFieldContainer[_types_pb2.SegmentDescriptor]
-    def __init__(self, segments: _Optional[_Iterable[_Union[_types_pb2.SegmentDescriptor, _Mapping]]] = ...) -> None: ...
+    replace_datasource: str
+    replace_intervals: _containers.RepeatedCompositeFieldContainer[_types_pb2.Interval]
+    task_id: str
+    def __init__(self, segments: _Optional[_Iterable[_Union[_types_pb2.SegmentDescriptor, _Mapping]]] = ..., replace_datasource: _Optional[str] = ..., replace_intervals: _Optional[_Iterable[_Union[_types_pb2.Interval, _Mapping]]] = ..., task_id: _Optional[str] = ...) -> None: ...
 
 class PublishSegmentsResponse(_message.Message):
     __slots__ = ("published",)
@@ -102,3 +108,103 @@ class LoadStatusResponse(_message.Message):
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     segments: _containers.RepeatedCompositeFieldContainer[SegmentLoad]
     def __init__(self, segments: _Optional[_Iterable[_Union[SegmentLoad, _Mapping]]] = ...) -> None: ...
+
+class AllocateSegmentsRequest(_message.Message):
+    __slots__ = ("datasource", "intervals", "mode", "task_id")
+    DATASOURCE_FIELD_NUMBER: _ClassVar[int]
+    INTERVALS_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    datasource: str
+    intervals: _containers.RepeatedCompositeFieldContainer[_types_pb2.Interval]
+    mode: str
+    task_id: str
+    def __init__(self, datasource: _Optional[str] = ..., intervals: _Optional[_Iterable[_Union[_types_pb2.Interval, _Mapping]]] = ..., mode: _Optional[str] = ..., task_id: _Optional[str] = ...) -> None: ...
+
+class Allocation(_message.Message):
+    __slots__ = ("interval", "version", "first_partition", "core_partitions")
+    INTERVAL_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    FIRST_PARTITION_FIELD_NUMBER: _ClassVar[int]
+    CORE_PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+    interval: _types_pb2.Interval
+    version: str
+    first_partition: int
+    core_partitions: int
+    def __init__(self, interval: _Optional[_Union[_types_pb2.Interval, _Mapping]] = ..., version: _Optional[str] = ..., first_partition: _Optional[int] = ..., core_partitions: _Optional[int] = ...) -> None: ...
+
+class AllocateSegmentsResponse(_message.Message):
+    __slots__ = ("allocations",)
+    ALLOCATIONS_FIELD_NUMBER: _ClassVar[int]
+    allocations: _containers.RepeatedCompositeFieldContainer[Allocation]
+    def __init__(self, allocations: _Optional[_Iterable[_Union[Allocation, _Mapping]]] = ...) -> None: ...
+
+class Task(_message.Message):
+    __slots__ = ("id", "datasource", "type", "state", "statement", "spec_json", "report_json", "error", "created_ms", "started_ms", "finished_ms")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    DATASOURCE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    STATEMENT_FIELD_NUMBER: _ClassVar[int]
+    SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
+    REPORT_JSON_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_MS_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_MS_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    datasource: str
+    type: str
+    state: str
+    statement: str
+    spec_json: str
+    report_json: str
+    error: str
+    created_ms: int
+    started_ms: int
+    finished_ms: int
+    def __init__(self, id: _Optional[str] = ..., datasource: _Optional[str] = ..., type: _Optional[str] = ..., state: _Optional[str] = ..., statement: _Optional[str] = ..., spec_json: _Optional[str] = ..., report_json: _Optional[str] = ..., error: _Optional[str] = ..., created_ms: _Optional[int] = ..., started_ms: _Optional[int] = ..., finished_ms: _Optional[int] = ...) -> None: ...
+
+class SubmitTaskRequest(_message.Message):
+    __slots__ = ("datasource", "type", "statement", "spec_json")
+    DATASOURCE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    STATEMENT_FIELD_NUMBER: _ClassVar[int]
+    SPEC_JSON_FIELD_NUMBER: _ClassVar[int]
+    datasource: str
+    type: str
+    statement: str
+    spec_json: str
+    def __init__(self, datasource: _Optional[str] = ..., type: _Optional[str] = ..., statement: _Optional[str] = ..., spec_json: _Optional[str] = ...) -> None: ...
+
+class TaskRequest(_message.Message):
+    __slots__ = ("id",)
+    ID_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    def __init__(self, id: _Optional[str] = ...) -> None: ...
+
+class ListTasksRequest(_message.Message):
+    __slots__ = ("datasource", "state")
+    DATASOURCE_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    datasource: str
+    state: str
+    def __init__(self, datasource: _Optional[str] = ..., state: _Optional[str] = ...) -> None: ...
+
+class ListTasksResponse(_message.Message):
+    __slots__ = ("tasks",)
+    TASKS_FIELD_NUMBER: _ClassVar[int]
+    tasks: _containers.RepeatedCompositeFieldContainer[Task]
+    def __init__(self, tasks: _Optional[_Iterable[_Union[Task, _Mapping]]] = ...) -> None: ...
+
+class UpdateTaskRequest(_message.Message):
+    __slots__ = ("id", "state", "report_json", "error")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    REPORT_JSON_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    state: str
+    report_json: str
+    error: str
+    def __init__(self, id: _Optional[str] = ..., state: _Optional[str] = ..., report_json: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...

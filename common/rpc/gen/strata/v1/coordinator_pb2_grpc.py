@@ -59,6 +59,36 @@ class CoordinatorServiceStub:
                 request_serializer=strata_dot_v1_dot_coordinator__pb2.LoadStatusRequest.SerializeToString,
                 response_deserializer=strata_dot_v1_dot_coordinator__pb2.LoadStatusResponse.FromString,
                 _registered_method=True)
+        self.AllocateSegments = channel.unary_unary(
+                '/strata.v1.CoordinatorService/AllocateSegments',
+                request_serializer=strata_dot_v1_dot_coordinator__pb2.AllocateSegmentsRequest.SerializeToString,
+                response_deserializer=strata_dot_v1_dot_coordinator__pb2.AllocateSegmentsResponse.FromString,
+                _registered_method=True)
+        self.SubmitTask = channel.unary_unary(
+                '/strata.v1.CoordinatorService/SubmitTask',
+                request_serializer=strata_dot_v1_dot_coordinator__pb2.SubmitTaskRequest.SerializeToString,
+                response_deserializer=strata_dot_v1_dot_coordinator__pb2.Task.FromString,
+                _registered_method=True)
+        self.GetTask = channel.unary_unary(
+                '/strata.v1.CoordinatorService/GetTask',
+                request_serializer=strata_dot_v1_dot_coordinator__pb2.TaskRequest.SerializeToString,
+                response_deserializer=strata_dot_v1_dot_coordinator__pb2.Task.FromString,
+                _registered_method=True)
+        self.ListTasks = channel.unary_unary(
+                '/strata.v1.CoordinatorService/ListTasks',
+                request_serializer=strata_dot_v1_dot_coordinator__pb2.ListTasksRequest.SerializeToString,
+                response_deserializer=strata_dot_v1_dot_coordinator__pb2.ListTasksResponse.FromString,
+                _registered_method=True)
+        self.CancelTask = channel.unary_unary(
+                '/strata.v1.CoordinatorService/CancelTask',
+                request_serializer=strata_dot_v1_dot_coordinator__pb2.TaskRequest.SerializeToString,
+                response_deserializer=strata_dot_v1_dot_coordinator__pb2.Task.FromString,
+                _registered_method=True)
+        self.UpdateTask = channel.unary_unary(
+                '/strata.v1.CoordinatorService/UpdateTask',
+                request_serializer=strata_dot_v1_dot_coordinator__pb2.UpdateTaskRequest.SerializeToString,
+                response_deserializer=strata_dot_v1_dot_coordinator__pb2.Task.FromString,
+                _registered_method=True)
 
 
 class CoordinatorServiceServicer:
@@ -97,6 +127,45 @@ class CoordinatorServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AllocateSegments(self, request, context):
+        """Ingestion: versions and partition numbers for a task's time chunks (INSERT appends to
+        existing chunks; REPLACE and new chunks get a new version).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SubmitTask(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetTask(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTasks(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CancelTask(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateTask(self, request, context):
+        """From the task's own process: progress, and its final state with the report.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CoordinatorServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -124,6 +193,36 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.GetLoadStatus,
                     request_deserializer=strata_dot_v1_dot_coordinator__pb2.LoadStatusRequest.FromString,
                     response_serializer=strata_dot_v1_dot_coordinator__pb2.LoadStatusResponse.SerializeToString,
+            ),
+            'AllocateSegments': grpc.unary_unary_rpc_method_handler(
+                    servicer.AllocateSegments,
+                    request_deserializer=strata_dot_v1_dot_coordinator__pb2.AllocateSegmentsRequest.FromString,
+                    response_serializer=strata_dot_v1_dot_coordinator__pb2.AllocateSegmentsResponse.SerializeToString,
+            ),
+            'SubmitTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.SubmitTask,
+                    request_deserializer=strata_dot_v1_dot_coordinator__pb2.SubmitTaskRequest.FromString,
+                    response_serializer=strata_dot_v1_dot_coordinator__pb2.Task.SerializeToString,
+            ),
+            'GetTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetTask,
+                    request_deserializer=strata_dot_v1_dot_coordinator__pb2.TaskRequest.FromString,
+                    response_serializer=strata_dot_v1_dot_coordinator__pb2.Task.SerializeToString,
+            ),
+            'ListTasks': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTasks,
+                    request_deserializer=strata_dot_v1_dot_coordinator__pb2.ListTasksRequest.FromString,
+                    response_serializer=strata_dot_v1_dot_coordinator__pb2.ListTasksResponse.SerializeToString,
+            ),
+            'CancelTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelTask,
+                    request_deserializer=strata_dot_v1_dot_coordinator__pb2.TaskRequest.FromString,
+                    response_serializer=strata_dot_v1_dot_coordinator__pb2.Task.SerializeToString,
+            ),
+            'UpdateTask': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateTask,
+                    request_deserializer=strata_dot_v1_dot_coordinator__pb2.UpdateTaskRequest.FromString,
+                    response_serializer=strata_dot_v1_dot_coordinator__pb2.Task.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -261,6 +360,168 @@ class CoordinatorService:
             '/strata.v1.CoordinatorService/GetLoadStatus',
             strata_dot_v1_dot_coordinator__pb2.LoadStatusRequest.SerializeToString,
             strata_dot_v1_dot_coordinator__pb2.LoadStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AllocateSegments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.v1.CoordinatorService/AllocateSegments',
+            strata_dot_v1_dot_coordinator__pb2.AllocateSegmentsRequest.SerializeToString,
+            strata_dot_v1_dot_coordinator__pb2.AllocateSegmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SubmitTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.v1.CoordinatorService/SubmitTask',
+            strata_dot_v1_dot_coordinator__pb2.SubmitTaskRequest.SerializeToString,
+            strata_dot_v1_dot_coordinator__pb2.Task.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.v1.CoordinatorService/GetTask',
+            strata_dot_v1_dot_coordinator__pb2.TaskRequest.SerializeToString,
+            strata_dot_v1_dot_coordinator__pb2.Task.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTasks(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.v1.CoordinatorService/ListTasks',
+            strata_dot_v1_dot_coordinator__pb2.ListTasksRequest.SerializeToString,
+            strata_dot_v1_dot_coordinator__pb2.ListTasksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.v1.CoordinatorService/CancelTask',
+            strata_dot_v1_dot_coordinator__pb2.TaskRequest.SerializeToString,
+            strata_dot_v1_dot_coordinator__pb2.Task.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateTask(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.v1.CoordinatorService/UpdateTask',
+            strata_dot_v1_dot_coordinator__pb2.UpdateTaskRequest.SerializeToString,
+            strata_dot_v1_dot_coordinator__pb2.Task.FromString,
             options,
             channel_credentials,
             insecure,

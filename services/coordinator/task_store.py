@@ -1,0 +1,115 @@
+"""TaskStore: ingestion tasks in the metadata DB (``strata_tasks``), with their legal state changes."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from dataclasses import dataclass, replace
+
+from sqlalchemy import select, update
+
+from common.errors import ValidationError
+from services.coordinator.store import SegmentStore, tasks_table
+
+STATES = ("PENDING", "RUNNING", "SUCCESS", "FAILED", "CANCELED")
+FINAL = frozenset({"SUCCESS", "FAILED", "CANCELED"})
+# A task moves forward only; a final state never changes (a late report cannot revive it).
+TRANSITIONS = {
+    "PENDING": {"RUNNING", "FAILED", "CANCELED"},
+    "RUNNING": {"RUNNING", "SUCCESS", "FAILED", "CANCELED"},
+}
+
+
+class TaskNotFoundError(ValidationError):
+    pass
+
+
+@dataclass(frozen=True)
+class TaskRecord:
+    id: str
+    datasource: str
+    type: str
+    state: str
+    statement: str
+    spec: dict
+    report: dict
+    error: str = ""
+    created_ms: int = 0
+    started_ms: int = 0
+    finished_ms: int = 0
+
+    @property
+    def is_final(self) -> bool:
+        return self.state in FINAL
+
+
+def _row(r) -> TaskRecord:
+    return TaskRecord(r.id, r.datasource, r.type, r.state, r.statement, json.loads(r.spec), json.loads(r.report),
+                      r.error, r.created_ms, r.started_ms, r.finished_ms)
+
+
+def _now() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class TaskStore:
+    def __init__(self, store: SegmentStore) -> None:
+        self.store = store
+
+    def create(self, datasource: str, type_: str, statement: str, spec: dict | None = None) -> TaskRecord:
+        if type_ not in ("insert", "replace"):
+            raise ValidationError(f"task type must be insert or replace, got '{type_}'")
+        task_id = f"{type_}_{datasource}_{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}_{uuid.uuid4().hex[:8]}"
+        record = TaskRecord(task_id, datasource, type_, "PENDING", statement, dict(spec or {}), {}, "", _now())
+        with self.store.transaction() as conn:
+            conn.execute(tasks_table.insert().values(
+                id=record.id, datasource=datasource, type=type_, state=record.state, statement=statement,
+                spec=json.dumps(record.spec), report="{}", error="", created_ms=record.created_ms, started_ms=0,
+                finished_ms=0))
+        return record
+
+    def get(self, task_id: str) -> TaskRecord:
+        with self.store.transaction(write=False) as conn:
+            row = conn.execute(select(tasks_table).where(tasks_table.c.id == task_id)).first()
+        if row is None:
+            raise TaskNotFoundError(f"no task '{task_id}'; list tasks with 'strata task list' or sys.tasks")
+        return _row(row)
+
+    def list(self, datasource: str | None = None, state: str | None = None) -> list[TaskRecord]:
+        q = select(tasks_table).order_by(tasks_table.c.created_ms)
+        if datasource:
+            q = q.where(tasks_table.c.datasource == datasource)
+        if state:
+            q = q.where(tasks_table.c.state == state)
+        with self.store.transaction(write=False) as conn:
+            return [_row(r) for r in conn.execute(q)]
+
+    def transition(self, task_id: str, state: str, report: dict | None = None, error: str | None = None) -> TaskRecord:
+        """Move a task to ``state``; returns the stored record (unchanged if already final)."""
+        if state not in STATES:
+            raise ValidationError(f"unknown task state '{state}'; valid: {', '.join(STATES)}")
+        with self.store.transaction() as conn:
+            row = conn.execute(select(tasks_table).where(tasks_table.c.id == task_id)).first()
+            if row is None:
+                raise TaskNotFoundError(f"no task '{task_id}'")
+            current = _row(row)
+            if current.is_final:
+                return current
+            if state not in TRANSITIONS[current.state]:
+                raise ValidationError(f"task {task_id} cannot go from {current.state} to {state}")
+            now = _now()
+            values = {"state": state}
+            if state == "RUNNING" and not current.started_ms:
+                values["started_ms"] = now
+            if state in FINAL:
+                values["finished_ms"] = now
+            if report is not None:
+                values["report"] = json.dumps(report)
+            if error is not None:
+                values["error"] = error
+            conn.execute(update(tasks_table).where(tasks_table.c.id == task_id).values(**values))
+        return replace(current, state=state, report=report if report is not None else current.report,
+                       error=error if error is not None else current.error,
+                       started_ms=values.get("started_ms", current.started_ms),
+                       finished_ms=values.get("finished_ms", current.finished_ms))
