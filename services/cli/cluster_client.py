@@ -135,5 +135,21 @@ class ClusterClient:
         except grpc.RpcError as exc:
             raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
 
+    def task(self, task_id: str):
+        try:
+            return self.coordinator.GetTask(coordinator_pb2.TaskRequest(id=task_id), timeout=30)
+        except grpc.RpcError as exc:
+            raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
+
+    def tasks(self, datasource: str = "", state: str = "") -> list:
+        return list(self.coordinator.ListTasks(coordinator_pb2.ListTasksRequest(datasource=datasource, state=state),
+                                               timeout=30).tasks)
+
+    def cancel_task(self, task_id: str):
+        try:
+            return self.coordinator.CancelTask(coordinator_pb2.TaskRequest(id=task_id), timeout=30)
+        except grpc.RpcError as exc:
+            raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
+
     def servers(self):
         return self.coordinator.ListServers(coordinator_pb2.ListServersRequest(), timeout=10)

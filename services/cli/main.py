@@ -111,6 +111,26 @@ def cmd_node(args) -> int:
     return Process(config).run_forever()
 
 
+def cmd_sql(args) -> int:
+    from services.cli.sql_command import run_sql
+
+    client = _client(args)
+    try:
+        return run_sql(client, args)
+    finally:
+        client.close()
+
+
+def cmd_task(args) -> int:
+    from services.cli.sql_command import task_command
+
+    client = _client(args)
+    try:
+        return task_command(client, args)
+    finally:
+        client.close()
+
+
 def cmd_up(args) -> int:
     from services.cli.local_cluster import LocalCluster
 
@@ -225,6 +245,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=float, default=300.0, help="seconds")
     p.add_argument("--output", default="table", choices=["table", "csv", "json"])
     p.set_defaults(func=cmd_query)
+
+    p = sub.add_parser("sql", help="run SQL (Druid dialect) through the broker")
+    p.add_argument("sql", nargs="?", help="the statement, or - for stdin")
+    p.add_argument("--file", "-f", help="read the SQL from a file")
+    p.add_argument("--format", default="table", choices=["table", "csv", "json", "arrow"])
+    p.add_argument("--context", "-c", action="append", help="query context key=value (repeatable)")
+    p.add_argument("--async", dest="async_", action="store_true", help="INSERT/REPLACE: print the task id and return")
+    p.add_argument("--max-rows", type=int, default=100, help="rows shown by --format table")
+    p.add_argument("--broker", help="broker gRPC host:port (default: from --dir)")
+    p.add_argument("--coordinator", help="coordinator gRPC host:port (default: from --dir)")
+    p.add_argument("--dir", default=DEFAULT_DIR)
+    p.add_argument("--timeout", type=float, default=3600.0)
+    p.set_defaults(func=cmd_sql)
+
+    p = sub.add_parser("task", help="ingestion tasks: list, status, report, cancel")
+    p.add_argument("action", choices=["list", "status", "report", "cancel"])
+    p.add_argument("id", nargs="?")
+    p.add_argument("--coordinator", help="coordinator gRPC host:port (default: from --dir)")
+    p.add_argument("--broker", help=argparse.SUPPRESS)
+    p.add_argument("--dir", default=DEFAULT_DIR)
+    p.set_defaults(func=cmd_task)
 
     for role in ("coordinator", "broker", "historical"):
         p = sub.add_parser(role, help=f"run a {role} in the foreground")
