@@ -22,7 +22,7 @@ import duckdb  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from bench.engine import queries, timed  # noqa: E402
+from bench.engine import print_rows, queries, timed  # noqa: E402
 from common.demo import table as demo_table  # noqa: E402
 from common.query import execute  # noqa: E402
 from common.segment import Segment  # noqa: E402
@@ -114,16 +114,7 @@ def main() -> int:
     header = ("query", "cluster ms", "engine ms", "DuckDB ms", "cluster/engine", "cluster/DuckDB", "same rows")
     lines = [(n, f"{c:.1f}", f"{e:.1f}", f"{d:.1f}", f"{c / e:.2f}", f"{c / d:.2f}", "yes" if ok else "NO")
              for n, c, e, d, ok in rows]
-    if args.markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for line in lines:
-            print("| " + " | ".join(line) + " |")
-    else:
-        widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(header)]
-        print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-        for line in lines:
-            print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
+    print_rows(header, lines, args.markdown)
     print(f"trivial query through the broker: p50 {p50:.2f} ms, p99 {p99:.2f} ms; "
           f"{qps:.0f} queries/s with 8 concurrent clients")
     print(f"median cluster/DuckDB ratio: {statistics.median(c / d for _, c, _, d, _ in rows):.2f}")

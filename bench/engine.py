@@ -62,6 +62,20 @@ def queries(user: str):
     ]
 
 
+def print_rows(header: tuple, lines: list[tuple], markdown: bool) -> None:
+    """The side-by-side table, aligned for a terminal or as Markdown for docs/benchmarks.md."""
+    if markdown:
+        print("| " + " | ".join(header) + " |")
+        print("|" + "---|" * len(header))
+        for line in lines:
+            print("| " + " | ".join(line) + " |")
+        return
+    widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(header)]
+    print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
+    for line in lines:
+        print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
+
+
 def timed(fn, runs: int) -> tuple[float, object]:
     fn()  # warm-up: first touches of mapped pages and DuckDB's Parquet metadata
     samples, out = [], None
@@ -114,16 +128,7 @@ def main() -> int:
     header = ("query", "strata ms", "DuckDB ms", "ratio", "rows scanned", "same rows")
     lines = [(n, f"{s:.1f}", f"{d:.1f}", f"{s / d:.2f}", f"{scanned:,}", "yes" if ok else "NO")
              for n, _, s, d, scanned, ok in rows]
-    if args.markdown:
-        print("| " + " | ".join(header) + " |")
-        print("|" + "---|" * len(header))
-        for line in lines:
-            print("| " + " | ".join(line) + " |")
-    else:
-        widths = [max(len(h), *(len(x[i]) for x in lines)) for i, h in enumerate(header)]
-        print("  ".join(h.ljust(w) for h, w in zip(header, widths)))
-        for line in lines:
-            print("  ".join(c.ljust(w) for c, w in zip(line, widths)))
+    print_rows(header, lines, args.markdown)
     agg = [s / d for _, kind, s, d, _, _ in rows if kind == "agg"]
     needle = [d / s for _, kind, s, d, _, _ in rows if kind == "needle"]
     print(f"median ratio on aggregate queries: {statistics.median(agg):.2f} (goal <= 1.5); "

@@ -42,3 +42,12 @@ class NodeProcess:
         self._stopped.wait()
         self.stop()
         return 0
+
+
+def log_tail(path: str, lines: int = 20) -> str:
+    """The last lines of a process log, for errors that say why a child process died."""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return ""

@@ -80,13 +80,17 @@ class BasicAuthMiddlewareFactory(flight.ServerMiddlewareFactory):
 
     def start_call(self, info, headers):
         scheme, credentials = _authorization(headers)
+        handshake = info.method == flight.FlightMethod.HANDSHAKE
         if scheme == "basic":
             user, password = _decode_basic(credentials)
-            if self._authenticate is not None and not self._authenticate(user, password):
-                raise flight.FlightUnauthenticatedError(
-                    f"invalid user name or password for '{user}'")
-            user = user if self._authenticate is not None else None
-            return CallIdentity(user, self.tokens.issue(user), send_token=True)
+            if self._authenticate is None:
+                # Nothing to check, nothing to remember: the token only satisfies the client.
+                return CallIdentity(None, secrets.token_urlsafe(32) if handshake else None, send_token=handshake)
+            if not self._authenticate(user, password):
+                raise flight.FlightUnauthenticatedError(f"invalid user name or password for '{user}'")
+            # Only a Handshake mints a token: clients that send basic credentials on every call
+            # would otherwise fill the token table.
+            return CallIdentity(user, self.tokens.issue(user) if handshake else None, send_token=handshake)
         if scheme == "bearer":
             valid, user = self.tokens.user_of(credentials)
             if valid:
@@ -97,7 +101,7 @@ class BasicAuthMiddlewareFactory(flight.ServerMiddlewareFactory):
                     "(Handshake, e.g. authenticate_basic_token or the ADBC username/password options)")
         if self._authenticate is None:
             return CallIdentity(None, None, send_token=False)
-        if info.method == flight.FlightMethod.HANDSHAKE:
+        if handshake:
             raise flight.FlightUnauthenticatedError(
                 "Handshake needs an 'authorization: Basic <base64 user:password>' header")
         raise flight.FlightUnauthenticatedError(

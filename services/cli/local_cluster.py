@@ -17,6 +17,7 @@ import time
 import urllib.request
 
 from common.errors import StrataError
+from services.node_process import log_tail
 
 DEFAULT_DIR = "var/cluster"
 
@@ -138,7 +139,7 @@ class LocalCluster:
             for rec in list(pending):
                 if not _alive(rec["pid"]):
                     log = os.path.join(self.dir, "logs", f"{rec['name']}.log")
-                    raise StrataError(f"{rec['name']} exited while starting; see {log}:\n{_tail(log)}")
+                    raise StrataError(f"{rec['name']} exited while starting; see {log}:\n{log_tail(log)}")
                 if health(rec)[0]:
                     pending.remove(rec)
             if pending and time.monotonic() > deadline:
@@ -235,10 +236,3 @@ def _alive(pid: int) -> bool:
         return True
     return True
 
-
-def _tail(path: str, lines: int = 20) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError:
-        return ""

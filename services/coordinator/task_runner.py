@@ -15,6 +15,8 @@ import subprocess
 import sys
 import threading
 
+from services.node_process import log_tail
+
 log = logging.getLogger("strata.tasks")
 
 
@@ -100,7 +102,7 @@ class TaskRunner:
             if not task.is_final:
                 self.tasks.transition(task_id, "FAILED",
                                       error=f"task process exited with code {proc.returncode} before reporting; "
-                                            f"log tail:\n{_tail(self.log_path(task_id))}")
+                                            f"log tail:\n{log_tail(self.log_path(task_id))}")
 
     def cancel(self, task_id: str):
         task = self.tasks.get(task_id)
@@ -132,13 +134,6 @@ class TaskRunner:
         with self._lock:
             return sorted(self._procs)
 
-
-def _tail(path: str, lines: int = 30) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError:
-        return ""
 
 
 __all__ = ["TaskRunner"]
