@@ -22,9 +22,17 @@ _REDUCED = re.compile(r"^(\d{4})(?:-(\d{1,2}))?$")
 _SUB_MILLIS = re.compile(r"(\.\d{3})\d+")
 
 
+_ETERNITY_START = "-146136543-09-08T08:23:32.096Z"
+_ETERNITY_END = "146140482-04-24T15:36:27.903Z"
+
+
 def parse_instant(text: str) -> int:
     """ISO-8601 date or date-time (zone optional, UTC assumed) to epoch milliseconds."""
     s = text.strip()
+    if s == _ETERNITY_START:  # the bounds of ETERNITY, as format_instant writes them
+        return MIN_MS
+    if s == _ETERNITY_END:
+        return MAX_MS
     if s.lstrip("-").isdigit() and len(s.lstrip("-")) > 8:
         return int(s)  # epoch millis, as Druid accepts
     reduced = _REDUCED.match(s)
@@ -54,9 +62,9 @@ def parse_instant(text: str) -> int:
 def format_instant(ms: int) -> str:
     ms = int(ms)
     if ms <= MIN_MS:
-        return "-146136543-09-08T08:23:32.096Z"
+        return _ETERNITY_START
     if ms >= MAX_MS:
-        return "146140482-04-24T15:36:27.903Z"
+        return _ETERNITY_END
     value = _EPOCH + dt.timedelta(milliseconds=ms)
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 

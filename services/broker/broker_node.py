@@ -70,6 +70,19 @@ class BrokerNode:
         except Exception:
             log.exception("bad served-segment announcement %s", unquote(event.key))
 
+    def coordinator_client(self):
+        """A ClusterClient on a coordinator, for sys tables and task submission (None if none is up)."""
+        from services.cli.cluster_client import ClusterClient
+
+        target = self.coordinator_target()
+        if target is None:
+            return None
+        with self.lock:
+            client = getattr(self, "_coordinator_client", None)
+            if client is None or client.coordinator_target != target:
+                client = self._coordinator_client = ClusterClient(coordinator=target)
+            return client
+
     def coordinator_target(self) -> str | None:
         """Where a coordinator listens (any of them: they share the metadata store)."""
         for value in self.discovery.get_prefix(f"{NODES}coordinator/").values():

@@ -6,8 +6,10 @@ import json
 import time
 
 import grpc
+import pyarrow as pa
 
 from common.errors import QueryTimeoutError, StrataError, UnsupportedError, ValidationError
+from common.query.partial import RunStats
 from common.rpc.arrow_stream import table_to_chunks
 from common.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
 from services.broker.query_executor import Cancelled
@@ -60,7 +62,10 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             context.abort(status_for(exc), str(exc))
         self.metrics.queries.labels(*label, "ok").inc()
         self.metrics.query_seconds.labels(*label).observe(time.perf_counter() - started)
-        yield from table_to_chunks(result.table, result.stats)
+        if isinstance(result, pa.Table):  # SQL results carry no per-segment stats
+            yield from table_to_chunks(result, RunStats())
+        else:
+            yield from table_to_chunks(result.table, result.stats)
 
 
 def _labels(request) -> tuple[str, str]:

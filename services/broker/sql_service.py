@@ -35,7 +35,13 @@ class BrokerCatalog:
 
     def __init__(self, node, coordinator=None) -> None:
         self.node = node
-        self.coordinator = coordinator  # ClusterClient-like: list_segments(), servers()
+        # ClusterClient-like (list_segments(), servers()), or a callable returning one per use.
+        self._coordinator = coordinator
+
+    @property
+    def coordinator(self):
+        c = self._coordinator
+        return c() if callable(c) else c
 
     def datasource_names(self) -> list[str]:
         with self.node.lock:

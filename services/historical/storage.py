@@ -116,6 +116,17 @@ class DeepStorage(abc.ABC):
     def uri(self, key: str) -> str:
         """Where ``key`` lives, as a URL for messages and metadata (file:///... or s3://...)."""
 
+    # Not abstract: stores that only serve segments (and test doubles) need not list.
+    def list(self, prefix: str) -> list[str]:
+        """The keys under the folder ``prefix`` ('a/b' or 'a/b/'), sorted; uploads in progress are
+        not keys and are left out. A missing folder lists as empty."""
+        raise DeepStorageError(f"{type(self).__name__} cannot list keys under '{prefix}'")
+
+    def delete_prefix(self, prefix: str) -> int:
+        """Remove everything under the folder ``prefix``, uploads in progress included (a failed
+        ingestion cleaning up after itself); returns how many keys were deleted."""
+        raise DeepStorageError(f"{type(self).__name__} cannot delete keys under '{prefix}'")
+
 
 class _ArrowDeepStorage(DeepStorage):
     """The parts of the contract that are the same over any pyarrow filesystem."""
@@ -161,6 +172,44 @@ class _ArrowDeepStorage(DeepStorage):
         except OSError as exc:
             raise self._failed("delete", key, exc) from None
         return True
+
+    def _folder(self, prefix: str) -> tuple[str, str]:
+        folder = check_key(prefix.rstrip("/")) if isinstance(prefix, str) else check_key(prefix)
+        return folder, self._path(folder)
+
+    def _files_under(self, folder: str, base: str) -> list[str]:
+        try:
+            infos = self._fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
+        except OSError as exc:
+            raise self._failed("listing", folder, exc) from None
+        return sorted(i.path for i in infos if i.type == pafs.FileType.File)
+
+    def list(self, prefix: str) -> list[str]:
+        folder, base = self._folder(prefix)
+        keys = []
+        for path in self._files_under(folder, base):
+            rel = path[len(base):].lstrip("/").replace(os.sep, "/")
+            if not rel.rsplit("/", 1)[-1].startswith(_TMP_PREFIX):
+                keys.append(f"{folder}/{rel}")
+        return keys
+
+    def delete_prefix(self, prefix: str) -> int:
+        folder, base = self._folder(prefix)
+        deleted = 0
+        for path in self._files_under(folder, base):
+            try:
+                self._fs.delete_file(path)
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise self._failed("delete", folder, exc) from None
+            if not path.rsplit("/", 1)[-1].startswith(_TMP_PREFIX):
+                deleted += 1
+        try:
+            self._fs.delete_dir(base)  # the now-empty folder (a no-op marker on S3)
+        except (FileNotFoundError, OSError):
+            pass
+        return deleted
 
     def pull(self, key: str, local_path: str) -> int:
         expected = self.size(key)  # raises before any local file is created if the key is missing
@@ -376,6 +425,14 @@ class S3DeepStorage(_ArrowDeepStorage):
         # A missing bucket looks like a missing key to HEAD; check it first so the error says so.
         self.check_bucket()
         return super()._info(key)
+
+    def list(self, prefix: str) -> list[str]:
+        self.check_bucket()
+        return super().list(prefix)
+
+    def delete_prefix(self, prefix: str) -> int:
+        self.check_bucket()
+        return super().delete_prefix(prefix)
 
     def push(self, local_path: str, key: str) -> int:
         check_key(key)

@@ -1,2 +1,4 @@
-"""Ingestion: reading input files into Arrow and building segments from them. Today this is the
-local (single-process) path used by the quickstart and benchmarks; the Spark job builds on it."""
+"""Ingestion: Druid SQL INSERT/REPLACE statements run as Spark jobs that build segments, push them
+to deep storage and publish them atomically (statement -> external_source -> source_reader ->
+spark_sql -> partitioning -> build -> spark_job), plus the local single-process reader
+(local_input) used by the quickstart and benchmarks."""

@@ -182,3 +182,38 @@ def test_from_url(s3_server, tmp_path, monkeypatch):  # noqa: F811
                        ("file://host/dir", "names host 'host'"), ("", "url is empty")]:
         with pytest.raises(ValidationError, match=match):
             deep_storage_from_url(bad)
+
+
+def test_list_and_delete_prefix(storage, segment_file, tmp_path):
+    """A failed ingestion removes its folder of uploads, leaving every other key alone."""
+    keep = "wiki/other.sseg"
+    storage.push(segment_file, keep)
+    job = ["wiki/job-1/a.sseg", "wiki/job-1/b.sseg", "wiki/job-1/deeper/c.sseg"]
+    for key in job:
+        storage.push(segment_file, key)
+    assert storage.list("wiki/job-1") == sorted(job)
+    assert storage.list("wiki/job-1/") == sorted(job)
+    assert storage.list("wiki/missing") == []
+    assert storage.delete_prefix("wiki/job-1/") == 3
+    assert storage.list("wiki/job-1") == []
+    assert storage.list("wiki") == [keep]
+    assert storage.exists(keep)
+    assert storage.delete_prefix("wiki/job-1") == 0  # twice is not an error
+
+
+def test_delete_prefix_removes_uploads_in_progress(tmp_path, segment_file):
+    storage = LocalDeepStorage(str(tmp_path / "deep"))
+    storage.push(segment_file, "wiki/job-2/a.sseg")
+    stray = tmp_path / "deep" / "wiki" / "job-2" / ".tmp-123.part"
+    stray.write_bytes(b"partial")
+    assert storage.list("wiki/job-2") == ["wiki/job-2/a.sseg"]
+    assert storage.delete_prefix("wiki/job-2") == 1
+    assert not stray.exists()
+
+
+@pytest.mark.parametrize("prefix", ["", "/abs", "a/../b", "."])
+def test_invalid_prefixes(storage, prefix):
+    with pytest.raises(ValidationError):
+        storage.list(prefix)
+    with pytest.raises(ValidationError):
+        storage.delete_prefix(prefix)

@@ -1,0 +1,163 @@
+"""Broker-side operations over Arrow tables: the parts of a SQL plan that run after native
+queries return (typing results, sorting, hash joins, unions, constant rows).
+
+Everything here is vectorized pyarrow; nothing loops over rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from common.errors import UnsupportedError
+from common.query.ordering import SortKey, sort_table
+from common.sql.logical_plan import Field
+from common.sql.sql_types import SqlType
+
+
+def unique_names(names: Sequence[str]) -> tuple[str, ...]:
+    """Column names for an intermediate table: the field names, made distinct with a suffix."""
+    out: list[str] = []
+    taken = set()
+    for name in names:
+        candidate, i = name, 0
+        while candidate in taken:
+            candidate = f"{name}{i}"
+            i += 1
+        taken.add(candidate)
+        out.append(candidate)
+    return tuple(out)
+
+
+def cast_column(arr: pa.Array | pa.ChunkedArray, t: SqlType) -> pa.Array:
+    """Values in the Arrow type of SQL type ``t`` (native queries return LONG for TIMESTAMP and
+    BOOLEAN, dictionaries for strings, float64 where FLOAT was asked for...)."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks() if arr.num_chunks else pa.array([], arr.type)
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    target = t.to_arrow()
+    if arr.type == target:
+        return arr
+    if pa.types.is_null(arr.type):
+        return pa.nulls(len(arr), target)
+    if pa.types.is_boolean(target):
+        if pa.types.is_string(arr.type):
+            return pc.equal(pc.utf8_lower(arr), "true")
+        return pc.not_equal(arr.cast(pa.float64()), 0.0)
+    if pa.types.is_timestamp(target):
+        if pa.types.is_timestamp(arr.type):
+            if arr.type.tz is None:
+                arr = arr.cast(pa.timestamp(arr.type.unit, tz="UTC"))
+            return arr.cast(target, safe=False)
+        if pa.types.is_floating(arr.type):
+            arr = arr.cast(pa.int64(), safe=False)
+        return arr.cast(pa.int64()).cast(target)
+    if pa.types.is_string(target) and pa.types.is_boolean(arr.type):
+        return pc.if_else(arr, "true", "false")
+    if pa.types.is_integer(target) and pa.types.is_timestamp(arr.type):
+        return arr.cast(pa.int64())
+    return arr.cast(target, safe=False)
+
+
+def shape(table: pa.Table, sources: Sequence[str], fields: Sequence[Field], names: Sequence[str]) -> pa.Table:
+    """Columns ``sources`` of ``table`` (missing ones read as NULL), cast to ``fields``' types and
+    named ``names``."""
+    arrays = []
+    n = table.num_rows
+    for src, f in zip(sources, fields):
+        if src in table.column_names:
+            arrays.append(cast_column(table.column(src), f.type))
+        else:
+            arrays.append(pa.nulls(n, f.type.to_arrow()))
+    return pa.Table.from_arrays(arrays, names=list(names))
+
+
+def sort(table: pa.Table, keys: Sequence[tuple[str, bool, bool | None]], limit: int | None, offset: int) -> pa.Table:
+    """Order by (column, descending, nulls_first) keys, then apply OFFSET and LIMIT."""
+    if keys:
+        table = sort_table(table, [SortKey(c, d, nf) for c, d, nf in keys])
+    if offset or limit is not None:
+        table = table.slice(offset, limit if limit is not None else None)
+    return table
+
+
+def _join_key(arr: pa.ChunkedArray, other: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
+    a = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    b = other.combine_chunks() if isinstance(other, pa.ChunkedArray) else other
+    for side in ("a", "b"):
+        v = a if side == "a" else b
+        if pa.types.is_dictionary(v.type):
+            v = v.dictionary_decode()
+        if pa.types.is_timestamp(v.type):
+            v = v.cast(pa.int64())
+        if pa.types.is_boolean(v.type):
+            v = v.cast(pa.int64())
+        if side == "a":
+            a = v
+        else:
+            b = v
+    if a.type != b.type:
+        if (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)) and \
+                (pa.types.is_integer(b.type) or pa.types.is_floating(b.type)):
+            a, b = a.cast(pa.float64()), b.cast(pa.float64())
+        elif pa.types.is_null(a.type):
+            a = a.cast(b.type)
+        elif pa.types.is_null(b.type):
+            b = b.cast(a.type)
+        else:
+            a, b = a.cast(pa.string()), b.cast(pa.string())
+    return a, b
+
+
+def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys: Sequence[int], right_keys: Sequence[int],
+              names: Sequence[str]) -> pa.Table:
+    """Equi-join on key column positions; output is the left columns then the right columns,
+    named ``names``. NULL keys never match, as in SQL."""
+    if kind not in ("INNER", "LEFT"):
+        raise UnsupportedError(f"{kind} JOIN is not supported")
+    lcols = {f"l{i}": left.column(i) for i in range(left.num_columns)}
+    rcols = {f"r{j}": right.column(j) for j in range(right.num_columns)}
+    lkeys, rkeys = [], []
+    for n, (i, j) in enumerate(zip(left_keys, right_keys)):
+        a, b = _join_key(left.column(i), right.column(j))
+        lcols[f"lk{n}"] = a
+        rcols[f"rk{n}"] = b
+        lkeys.append(f"lk{n}")
+        rkeys.append(f"rk{n}")
+    lt = _plain(pa.table(lcols)) if lcols else pa.table({})
+    rt = _plain(pa.table(rcols)) if rcols else pa.table({})
+    joined = lt.join(rt, keys=lkeys, right_keys=rkeys, join_type="inner" if kind == "INNER" else "left outer",
+                     coalesce_keys=False, use_threads=True)
+    order = [f"l{i}" for i in range(left.num_columns)] + [f"r{j}" for j in range(right.num_columns)]
+    out = joined.select(order)
+    return pa.Table.from_arrays([out.column(c) for c in order], names=list(names))
+
+
+def _plain(table: pa.Table) -> pa.Table:
+    # Acero's join refuses some column types as payload (dictionaries of some kinds); decode them.
+    cols = []
+    for col in table.columns:
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, names=table.column_names)
+
+
+def concat(tables: Sequence[pa.Table], fields: Sequence[Field], names: Sequence[str]) -> pa.Table:
+    """UNION ALL: inputs' columns by position, cast to the union's types."""
+    shaped = [shape(t, t.column_names, fields, names) for t in tables]
+    if not shaped:
+        return pa.Table.from_arrays([pa.array([], f.type.to_arrow()) for f in fields], names=list(names))
+    return pa.concat_tables(shaped)
+
+
+def constant_rows(rows: Sequence[Sequence], fields: Sequence[Field], names: Sequence[str]) -> pa.Table:
+    """A table of literal rows. Zero columns still need a row count, so one hidden column is kept."""
+    if not fields:
+        return pa.table({"$row": pa.array([0] * len(rows), pa.int64())})
+    columns = list(zip(*rows)) if rows else [[] for _ in fields]
+    arrays = [pa.array(list(c), f.type.to_arrow()) for c, f in zip(columns, fields)]
+    return pa.Table.from_arrays(arrays, names=list(names))

@@ -1,0 +1,189 @@
+"""The catalog SQL plans against: the ``SqlCatalog`` protocol the broker implements, table name
+resolution over the three schemas (``druid``, ``sys``, ``INFORMATION_SCHEMA``), and the
+INFORMATION_SCHEMA tables, which are built here from the catalog alone (no I/O of their own).
+
+``druid`` is the default schema, so ``wiki`` and ``druid.wiki`` name the same datasource. Schema
+names match case-insensitively (tools spell INFORMATION_SCHEMA either way); datasource and column
+names are case-sensitive, as in Druid.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import pyarrow as pa
+
+from common.errors import ValidationError, unknown_name_message
+from common.sql import sql_types
+from common.sql.logical_plan import Field, TableRef
+from common.sql.sql_types import BIGINT, VARCHAR, SqlType
+from common.types.column_type import TIME_COLUMN, ColumnType
+
+CATALOG_NAME = "druid"
+DRUID = "druid"
+SYS = "sys"
+INFORMATION_SCHEMA = "INFORMATION_SCHEMA"
+SCHEMAS = (DRUID, SYS, INFORMATION_SCHEMA)
+
+
+class SqlCatalog(Protocol):
+    def datasource_names(self) -> list[str]:
+        """Datasources that have served segments."""
+
+    def datasource_schema(self, name: str) -> dict[str, ColumnType] | None:
+        """Union of the datasource's segment schemas (newest type wins); None when unknown."""
+
+    def system_table(self, schema: str, name: str) -> pa.Table | None:
+        """A materialized sys table (segments, servers, server_segments, tasks); None when unknown."""
+
+    def system_table_names(self) -> list[str]:
+        """Names of the tables under ``sys``."""
+
+
+def _fields(*pairs: tuple[str, SqlType]) -> tuple[Field, ...]:
+    return tuple(Field(n, t) for n, t in pairs)
+
+
+INFORMATION_SCHEMA_FIELDS: dict[str, tuple[Field, ...]] = {
+    "SCHEMATA": _fields(("CATALOG_NAME", VARCHAR), ("SCHEMA_NAME", VARCHAR), ("SCHEMA_OWNER", VARCHAR),
+                        ("DEFAULT_CHARACTER_SET_CATALOG", VARCHAR), ("DEFAULT_CHARACTER_SET_SCHEMA", VARCHAR),
+                        ("DEFAULT_CHARACTER_SET_NAME", VARCHAR), ("SQL_PATH", VARCHAR)),
+    "TABLES": _fields(("TABLE_CATALOG", VARCHAR), ("TABLE_SCHEMA", VARCHAR), ("TABLE_NAME", VARCHAR),
+                      ("TABLE_TYPE", VARCHAR), ("IS_JOINABLE", VARCHAR), ("IS_BROADCAST", VARCHAR)),
+    "COLUMNS": _fields(("TABLE_CATALOG", VARCHAR), ("TABLE_SCHEMA", VARCHAR), ("TABLE_NAME", VARCHAR),
+                       ("COLUMN_NAME", VARCHAR), ("ORDINAL_POSITION", BIGINT), ("COLUMN_DEFAULT", VARCHAR),
+                       ("IS_NULLABLE", VARCHAR), ("DATA_TYPE", VARCHAR), ("CHARACTER_MAXIMUM_LENGTH", BIGINT),
+                       ("CHARACTER_OCTET_LENGTH", BIGINT), ("NUMERIC_PRECISION", BIGINT),
+                       ("NUMERIC_PRECISION_RADIX", BIGINT), ("NUMERIC_SCALE", BIGINT), ("DATETIME_PRECISION", BIGINT),
+                       ("CHARACTER_SET_NAME", VARCHAR), ("COLLATION_NAME", VARCHAR), ("JDBC_TYPE", BIGINT)),
+}
+
+
+def _schema_name(name: str) -> str | None:
+    for s in SCHEMAS:
+        if s.lower() == name.lower():
+            return s
+    return None
+
+
+def datasource_fields(schema: dict[str, ColumnType]) -> tuple[Field, ...]:
+    # __time first, as Druid lists it; the rest in the catalog's order.
+    names = ([TIME_COLUMN] if TIME_COLUMN in schema else []) + [n for n in schema if n != TIME_COLUMN]
+    return tuple(Field(n, sql_types.from_column_type(schema[n])) for n in names)
+
+
+def arrow_fields(schema: pa.Schema) -> tuple[Field, ...]:
+    return tuple(Field(f.name, sql_types.from_arrow(f.type)) for f in schema)
+
+
+def resolve_table(catalog: SqlCatalog, parts: list[str], fetched: dict | None = None) -> TableRef:
+    """A table named ``name`` or ``schema.name`` (``catalog.schema.name`` with catalog 'druid').
+    A sys table is materialized to learn its columns; it is kept in ``fetched`` so the first run
+    of the plan need not ask the catalog again."""
+    if len(parts) == 3:
+        if parts[0].lower() != CATALOG_NAME:
+            raise ValidationError(f"unknown catalog '{parts[0]}'; the only catalog is '{CATALOG_NAME}'")
+        parts = parts[1:]
+    if len(parts) == 1:
+        schema, name = DRUID, parts[0]
+    else:
+        schema = _schema_name(parts[0])
+        name = parts[1]
+        if schema is None:
+            raise ValidationError(unknown_name_message("schema", parts[0], SCHEMAS))
+    if schema == DRUID:
+        columns = catalog.datasource_schema(name)
+        if columns is None:
+            candidates = list(catalog.datasource_names())
+            if len(parts) == 1:
+                candidates += [f"sys.{t}" for t in catalog.system_table_names()]
+                candidates += [f"{INFORMATION_SCHEMA}.{t}" for t in INFORMATION_SCHEMA_FIELDS]
+            raise ValidationError(unknown_name_message("table", name, candidates))
+        return TableRef(DRUID, name, "datasource", datasource_fields(columns))
+    if schema == INFORMATION_SCHEMA:
+        for t in INFORMATION_SCHEMA_FIELDS:
+            if t.lower() == name.lower():
+                return TableRef(INFORMATION_SCHEMA, t, "information_schema", INFORMATION_SCHEMA_FIELDS[t])
+        raise ValidationError(unknown_name_message("table", f"{INFORMATION_SCHEMA}.{name}",
+                                                   [f"{INFORMATION_SCHEMA}.{t}" for t in INFORMATION_SCHEMA_FIELDS]))
+    names = list(catalog.system_table_names())
+    match = name if name in names else next((n for n in names if n.lower() == name.lower()), None)
+    table = catalog.system_table(SYS, match) if match is not None else None
+    if table is None:
+        raise ValidationError(unknown_name_message("table", f"{SYS}.{name}", [f"{SYS}.{n}" for n in names]))
+    if fetched is not None:
+        fetched[(SYS, match)] = table
+    return TableRef(SYS, match, "system", arrow_fields(table.schema))
+
+
+def table_data(catalog: SqlCatalog, ref: TableRef, fetched: dict | None = None) -> pa.Table:
+    """The rows of a sys or INFORMATION_SCHEMA table, typed as ``ref.fields`` say."""
+    if ref.kind == "information_schema":
+        return information_schema_table(catalog, ref.name)
+    if fetched and (ref.schema, ref.name) in fetched:
+        return fetched[(ref.schema, ref.name)]
+    table = catalog.system_table(SYS, ref.name)
+    if table is None:
+        raise ValidationError(f"system table sys.{ref.name} is no longer available")
+    return table
+
+
+# ---- INFORMATION_SCHEMA ---------------------------------------------------------------------------
+def _table_of(fields: tuple[Field, ...], rows: list[tuple]) -> pa.Table:
+    columns = list(zip(*rows)) if rows else [[] for _ in fields]
+    return pa.table({f.name: pa.array(list(col), f.type.to_arrow()) for f, col in zip(fields, columns)})
+
+
+def _all_tables(catalog: SqlCatalog) -> list[tuple[str, str, str, tuple[Field, ...] | None]]:
+    """(schema, name, type, fields or None when they cost a materialization) of every table."""
+    out = []
+    for name in sorted(catalog.datasource_names()):
+        out.append((DRUID, name, "TABLE", None))
+    for name in sorted(INFORMATION_SCHEMA_FIELDS):
+        out.append((INFORMATION_SCHEMA, name, "SYSTEM_TABLE", INFORMATION_SCHEMA_FIELDS[name]))
+    for name in sorted(catalog.system_table_names()):
+        out.append((SYS, name, "SYSTEM_TABLE", None))
+    return out
+
+
+def _column_facts(t: SqlType) -> tuple:
+    """(NUMERIC_PRECISION, NUMERIC_PRECISION_RADIX, NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_SET_NAME,
+    JDBC_TYPE) of a column type."""
+    other = sql_types.JDBC_ARRAY if t.name.startswith("ARRAY") else sql_types.JDBC_OTHER
+    jdbc = sql_types.JDBC_TYPES.get(t.name, other)
+    if t.name == "BIGINT":
+        return 19, 10, 0, None, None, jdbc
+    if t.name == "DOUBLE":
+        return 15, 10, None, None, None, jdbc
+    if t.name == "FLOAT":
+        return 7, 10, None, None, None, jdbc
+    if t.name == "TIMESTAMP":
+        return None, None, None, 3, None, jdbc
+    if t.name == "VARCHAR":
+        return None, None, None, None, "UTF-8", jdbc
+    return None, None, None, None, None, jdbc
+
+
+def information_schema_table(catalog: SqlCatalog, name: str) -> pa.Table:
+    fields = INFORMATION_SCHEMA_FIELDS[name]
+    if name == "SCHEMATA":
+        return _table_of(fields, [(CATALOG_NAME, s, None, None, None, None, None) for s in SCHEMAS])
+    tables = _all_tables(catalog)
+    if name == "TABLES":
+        return _table_of(fields, [(CATALOG_NAME, s, n, kind, "NO", "NO") for s, n, kind, _ in tables])
+    rows = []
+    for schema, table, _, known in tables:
+        if known is not None:
+            cols = known
+        elif schema == DRUID:
+            columns = catalog.datasource_schema(table)
+            cols = datasource_fields(columns) if columns is not None else ()
+        else:
+            data = catalog.system_table(SYS, table)
+            cols = arrow_fields(data.schema) if data is not None else ()
+        for i, f in enumerate(cols):
+            precision, radix, scale, dt_precision, charset, jdbc = _column_facts(f.type)
+            nullable = "NO" if schema == DRUID and f.name == TIME_COLUMN else "YES"
+            rows.append((CATALOG_NAME, schema, table, f.name, i + 1, None, nullable, f.type.name, None, None,
+                         precision, radix, scale, dt_precision, charset, None, jdbc))
+    return _table_of(fields, rows)

@@ -1,0 +1,143 @@
+"""SQL scalars to Druid native expressions (the text virtual columns, expression filters and
+expression post-aggregators carry).
+
+Trees are built from ``common.expr`` nodes and printed by them, so quoting and precedence are
+the expression package's business. SQL semantics that differ from the native functions are
+bridged here: 1-based string positions, STRPOS returning 0 when absent, BOOLEAN as LONG 1/0,
+TIMESTAMP literals as epoch millis (as Druid writes them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from common.errors import UnsupportedError
+from common.expr.node import BinaryOp, Expr, Identifier, UnaryOp
+from common.expr.node import Call as ECall
+from common.expr.node import Literal as ELiteral
+from common.sql.scalar import Call, Literal, Ref, Scalar
+from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, FLOAT, TIMESTAMP, VARCHAR
+from common.types.column_type import DOUBLE as NATIVE_DOUBLE
+from common.types.column_type import LONG as NATIVE_LONG
+
+_BINARY = {"+": "+", "-": "-", "*": "*", "/": "/", "=": "==", "<>": "!=", "<": "<", "<=": "<=", ">": ">",
+           ">=": ">="}
+_RENAMED = {
+    "LOWER": "lower", "UPPER": "upper", "REVERSE": "reverse", "CHAR_LENGTH": "strlen", "REPLACE": "replace",
+    "LEFT": "left", "RIGHT": "right", "LPAD": "lpad", "RPAD": "rpad", "REPEAT": "repeat",
+    "REGEXP_LIKE": "regexp_like", "REGEXP_EXTRACT": "regexp_extract", "REGEXP_REPLACE": "regexp_replace",
+    "CONTAINS_STRING": "contains_string", "ICONTAINS_STRING": "icontains_string", "CONCAT": "concat",
+    "COALESCE": "coalesce", "NULLIF": "nullif", "GREATEST": "greatest", "LEAST": "least", "ABS": "abs",
+    "ROUND": "round", "SQRT": "sqrt", "EXP": "exp", "LN": "log", "LOG10": "log10", "POWER": "pow", "SIN": "sin",
+    "COS": "cos", "TAN": "tan", "ASIN": "asin", "ACOS": "acos", "ATAN": "atan", "ATAN2": "atan2", "CBRT": "cbrt",
+    "SIGN": "signum", "MOD": "mod", "TIME_FLOOR": "timestamp_floor", "TIME_CEIL": "timestamp_ceil",
+    "TIME_SHIFT": "timestamp_shift", "TIME_EXTRACT": "timestamp_extract", "TIME_PARSE": "timestamp_parse",
+    "TIME_FORMAT": "timestamp_format", "MILLIS_TO_TIMESTAMP": "millis_to_timestamp",
+    "TIMESTAMP_TO_MILLIS": "timestamp_to_millis", "LIKE": "like", "TRIM": "trim", "LTRIM": "ltrim", "RTRIM": "rtrim",
+}
+
+
+def literal(value, sql_type) -> ELiteral:
+    if value is None:
+        return ELiteral(None)
+    if sql_type == BOOLEAN or isinstance(value, bool):
+        return ELiteral(1 if value else 0)
+    if sql_type in (BIGINT, TIMESTAMP):
+        return ELiteral(int(value), NATIVE_LONG)
+    if sql_type in (DOUBLE, FLOAT):
+        return ELiteral(float(value), NATIVE_DOUBLE)
+    if isinstance(value, str):
+        return ELiteral(value)
+    return ELiteral(value)
+
+
+def _chain(op: str, parts: list[Expr]) -> Expr:
+    out = parts[0]
+    for p in parts[1:]:
+        out = BinaryOp(op, out, p)
+    return out
+
+
+def to_druid(expr: Scalar, columns: Sequence[str]) -> Expr:
+    """``expr`` as a native expression tree; Ref(i) reads column ``columns[i]``."""
+    if isinstance(expr, Ref):
+        return Identifier(columns[expr.index])
+    if isinstance(expr, Literal):
+        if isinstance(expr.value, tuple):
+            raise UnsupportedError("an INTERVAL can only be added to or subtracted from a TIMESTAMP")
+        return literal(expr.value, expr.type)
+    if not isinstance(expr, Call):
+        raise UnsupportedError(f"cannot translate {expr!r} to a native expression")
+    op = expr.op
+    args = [to_druid(a, columns) for a in expr.args]
+    if op in _BINARY:
+        return BinaryOp(_BINARY[op], args[0], args[1])
+    if op == "NEG":
+        return UnaryOp("-", args[0])
+    if op == "AND":
+        return _chain("&&", args)
+    if op == "OR":
+        return _chain("||", args)
+    if op == "NOT":
+        return UnaryOp("!", args[0])
+    if op == "IS_NULL":
+        return ECall("isnull", (args[0],))
+    if op == "IS_NOT_NULL":
+        return ECall("notnull", (args[0],))
+    if op == "IN":
+        return _chain("||", [BinaryOp("==", args[0], v) for v in args[1:]])
+    if op == "CASE":
+        return ECall("case_searched", tuple(args))
+    if op == "CAST":
+        return _cast(expr, args[0])
+    if op in ("CEIL", "FLOOR"):
+        # The native functions always return DOUBLE; integers are their own floor and ceiling.
+        return args[0] if expr.args[0].type == BIGINT else ECall(op.lower(), (args[0],))
+    if op == "SUBSTRING":
+        return _substring(expr, args)
+    if op == "STRPOS":
+        if len(expr.args) > 2:
+            args[2] = ELiteral(max(int(expr.args[2].value) - 1, 0), NATIVE_LONG)
+        return BinaryOp("+", ECall("strpos", tuple(args)), ELiteral(1, NATIVE_LONG))
+    if op in ("TRIM", "LTRIM", "RTRIM") and len(args) == 1:
+        args.append(ELiteral(" "))
+    if op in _RENAMED:
+        return ECall(_RENAMED[op], tuple(args))
+    raise UnsupportedError(f"function {op} cannot run as a native expression")
+
+
+def _cast(expr: Call, arg: Expr) -> Expr:
+    source, target = expr.args[0].type, expr.type
+    if target == BOOLEAN:
+        if source == VARCHAR:
+            return BinaryOp("==", ECall("lower", (arg,)), ELiteral("true"))
+        return BinaryOp("!=", arg, ELiteral(0, NATIVE_LONG))
+    if source == BOOLEAN and target == VARCHAR:
+        return ECall("case_searched", (ECall("isnull", (arg,)), ELiteral(None), arg, ELiteral("true"),
+                                       ELiteral("false")))
+    names = {"BIGINT": "LONG", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT", "VARCHAR": "STRING", "TIMESTAMP": "LONG"}
+    name = names.get(target.name)
+    if name is None:
+        raise UnsupportedError(f"CAST to {target} is not supported")
+    return ECall("cast", (arg, ELiteral(name)))
+
+
+def _substring(expr: Call, args: list[Expr]) -> Expr:
+    # SQL counts from 1 and lets the start fall before the string (the length then shrinks);
+    # the native function counts from 0.
+    start = int(expr.args[1].value) if expr.args[1].value is not None else None
+    length = int(expr.args[2].value) if len(expr.args) > 2 and expr.args[2].value is not None else -1
+    if start is None or (len(expr.args) > 2 and expr.args[2].value is None):
+        return ELiteral(None)
+    begin = start - 1
+    if begin < 0:
+        if length >= 0:
+            length = max(length + begin, 0)
+        begin = 0
+    # The native function gives NULL past the end of the string; SQL gives ''.
+    sliced = ECall("substring", (args[0], ELiteral(begin, NATIVE_LONG), ELiteral(length, NATIVE_LONG)))
+    return ECall("if", (ECall("notnull", (args[0],)), ECall("nvl", (sliced, ELiteral(""))), ELiteral(None)))
+
+
+def druid_text(expr: Scalar, columns: Sequence[str]) -> str:
+    return to_druid(expr, columns).to_string()

@@ -1,0 +1,107 @@
+"""SQL conditions to native filters.
+
+Shapes the segment indexes answer (a column against constants: equals, in, range, like, regex,
+null, and and/or/not of those) become the matching native filters; anything else becomes an
+expression filter over the same columns. Three-valued logic is the engine's: a NOT over a filter
+excludes rows where the inner condition is unknown, as SQL requires, so no special casing of
+nulls is needed here except for NULL inside IN lists (where the list itself makes the result
+unknown, which only an expression states exactly).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from common.query.filters import (And, Equals, ExpressionFilter, FalseFilter, Filter, In, Like, Not, NullFilter, Or,
+                                  Range, Regex, TrueFilter)
+from common.sql.druid_expression import druid_text
+from common.sql.scalar import Call, Literal, Ref, Scalar
+from common.sql.sql_types import BIGINT, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, SqlType
+
+_FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+
+
+def _match_type(column_type: SqlType, value) -> str | None:
+    """matchValueType for comparing a column of ``column_type`` with ``value``; None when the
+    pair is not something a native filter compares exactly."""
+    if column_type == VARCHAR and isinstance(value, str):
+        return "STRING"
+    if isinstance(value, bool):
+        return None
+    if column_type in (BIGINT, TIMESTAMP) and isinstance(value, int):
+        return "LONG"
+    if column_type in (BIGINT, DOUBLE, FLOAT) and isinstance(value, (int, float)):
+        return "DOUBLE" if isinstance(value, float) or column_type != BIGINT else "LONG"
+    return None
+
+
+def _column_literal(call: Call) -> tuple[Ref, Literal, str] | None:
+    a, b = call.args
+    if isinstance(a, Ref) and isinstance(b, Literal):
+        return a, b, call.op
+    if isinstance(b, Ref) and isinstance(a, Literal):
+        return b, a, _FLIP[call.op]
+    return None
+
+
+def _comparison(call: Call, columns: Sequence[str]) -> Filter | None:
+    found = _column_literal(call)
+    if found is None:
+        return None
+    ref, lit, op = found
+    if lit.value is None:
+        return FalseFilter()  # comparing with NULL is never true
+    value_type = _match_type(ref.type, lit.value)
+    if value_type is None:
+        return None
+    column = columns[ref.index]
+    value = lit.value
+    if op == "=":
+        return Equals(column, value, value_type)
+    if op == "<>":
+        return Not(Equals(column, value, value_type))
+    if op in (">", ">="):
+        return Range(column, lower=value, lower_open=op == ">", value_type=value_type)
+    return Range(column, upper=value, upper_open=op == "<", value_type=value_type)
+
+
+def to_filter(expr: Scalar, columns: Sequence[str]) -> Filter:
+    """A native filter equivalent to ``expr`` over the input columns named ``columns``."""
+    if isinstance(expr, Literal):
+        return TrueFilter() if expr.value is True else FalseFilter()
+    if isinstance(expr, Call):
+        op = expr.op
+        if op == "AND":
+            return And(tuple(to_filter(a, columns) for a in expr.args))
+        if op == "OR":
+            return Or(tuple(to_filter(a, columns) for a in expr.args))
+        if op == "NOT":
+            return Not(to_filter(expr.args[0], columns))
+        if op in _FLIP:
+            out = _comparison(expr, columns)
+            if out is not None:
+                return out
+        arg = expr.args[0] if expr.args else None
+        if isinstance(arg, Ref):
+            column = columns[arg.index]
+            if op == "IS_NULL":
+                return NullFilter(column)
+            if op == "IS_NOT_NULL":
+                return Not(NullFilter(column))
+            if op == "LIKE" and arg.type == VARCHAR and all(isinstance(a, Literal) for a in expr.args[1:]):
+                pattern = expr.args[1].value
+                if pattern is None:
+                    return FalseFilter()
+                escape = expr.args[2].value if len(expr.args) > 2 else None
+                # The native like filter reads a backslash as an escape even without ESCAPE; SQL
+                # does not, so such patterns take the expression route, which is exact.
+                if escape is not None or "\\" not in pattern:
+                    return Like(column, pattern, escape)
+            if op == "REGEXP_LIKE" and arg.type == VARCHAR and isinstance(expr.args[1], Literal) \
+                    and isinstance(expr.args[1].value, str):
+                return Regex(column, expr.args[1].value)
+            if op == "IN" and all(isinstance(a, Literal) for a in expr.args[1:]):
+                values = [a.value for a in expr.args[1:]]
+                if None not in values and all(_match_type(arg.type, v) for v in values):
+                    return In(column, tuple(values))
+    return ExpressionFilter(druid_text(expr, columns))

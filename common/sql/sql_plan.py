@@ -1,0 +1,129 @@
+"""SqlPlan: a planned SQL statement, and ``plan_sql`` / ``execute_sql``, the layer's entry points.
+
+Planning is pure: parse (sqlglot, Druid dialect) -> translate to a logical plan (names and types
+checked against the catalog) -> rewrite with the rules -> choose native queries and broker stages.
+Running needs a ``run_native`` callable, which the broker backs with its scatter/gather and tests
+back with the in-process engine. Timeouts are the caller's: the plan only carries the context.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+
+import pyarrow as pa
+
+from common.errors import ValidationError
+from common.query.model import Query
+from common.sql.catalog import SqlCatalog
+from common.sql.logical_plan import RelNode
+from common.sql.native_planner import plan_stages
+from common.sql.rules import optimize
+from common.sql.scalar_translator import Session
+from common.sql.stages import DEFAULT_MAX_JOIN_ROWS, ExecContext, Stage
+from common.sql.statement import parse_statement
+from common.sql.translator import translate
+from common.types.granularity import Granularity, Period
+from common.types.interval import parse_instant
+
+EXPLAIN_SCHEMA = pa.schema([pa.field("PLAN", pa.string()), pa.field("RESOURCES", pa.string()),
+                            pa.field("ATTRIBUTES", pa.string())])
+
+
+class SqlPlan:
+    """``kind`` is "query" or "explain". ``output_schema`` is exactly the schema ``execute``
+    returns; for "explain" that is one row of PLAN, RESOURCES and ATTRIBUTES (JSON text)."""
+
+    def __init__(self, kind: str, context: dict, parameter_count: int, logical: RelNode, stage: Stage,
+                 bound: bool, catalog: SqlCatalog, fetched: dict | None = None) -> None:
+        self.kind = kind
+        self.context = context
+        self.parameter_count = parameter_count
+        self.logical = logical
+        self.stage = stage
+        self._bound = bound
+        self._catalog = catalog
+        self._fetched = dict(fetched or {})
+        fields = logical.fields
+        self.result_schema = pa.schema([pa.field(f.name, f.type.to_arrow()) for f in fields])
+        self.output_schema = EXPLAIN_SCHEMA if kind == "explain" else self.result_schema
+
+    def native_queries(self) -> list[dict]:
+        """The native queries pushed to the cluster, in the order they run (Druid's JSON)."""
+        return [q.to_json() for q in self.stage.pushed_queries()]
+
+    def explain(self) -> dict:
+        return {"PLAN": self.stage.explain(), "RESOURCES": self.stage.resources(),
+                "ATTRIBUTES": {"statementType": "SELECT"}}
+
+    def execute(self, run_native: Callable[[Query], pa.Table]) -> pa.Table:
+        if self.kind == "explain":
+            info = self.explain()
+            return pa.table({k: pa.array([json.dumps(v)], pa.string()) for k, v in info.items()},
+                            schema=EXPLAIN_SCHEMA)
+        if not self._bound:
+            raise ValidationError(f"the statement has {self.parameter_count} ? parameters but no values were given")
+        # sys tables read while planning serve the first run; later runs read them afresh.
+        ctx = ExecContext(run_native, self._catalog, _max_join_rows(self.context), self._fetched)
+        self._fetched = {}
+        table = self.stage.execute(ctx)
+        arrays = [table.column(c) for c in self.stage.columns]
+        return pa.Table.from_arrays(arrays, schema=self.result_schema)
+
+
+def _max_join_rows(context: dict) -> int:
+    value = context.get("maxJoinRows", DEFAULT_MAX_JOIN_ROWS)
+    try:
+        value = int(value)
+    except (TypeError, ValueError):
+        raise ValidationError(f"context maxJoinRows must be an integer, got {value!r}") from None
+    if value < 0:
+        raise ValidationError(f"context maxJoinRows must be >= 0, got {value}")
+    return value
+
+
+def _session(context: dict, parameters: tuple | None) -> Session:
+    tz = context.get("sqlTimeZone") or "UTC"
+    if not isinstance(tz, str):
+        raise ValidationError(f"context sqlTimeZone must be a time zone name, got {tz!r}")
+    if tz not in ("UTC", "Z", "Etc/UTC"):
+        Granularity.of_period(Period.parse("P1D"), tz)  # validates the zone with a clear message
+    else:
+        tz = "UTC"
+    now = context.get("sqlCurrentTimestamp")
+    if now is None:
+        now_ms = int(time.time() * 1000)
+    elif isinstance(now, (int, float)) and not isinstance(now, bool):
+        now_ms = int(now)
+    else:
+        now_ms = parse_instant(str(now))
+    return Session(tz, now_ms, parameters)
+
+
+def plan_sql(sql: str, catalog: SqlCatalog, parameters: Sequence = (), context: dict | None = None) -> SqlPlan:
+    """Plan one statement (SET statements may precede the query; EXPLAIN PLAN FOR is allowed).
+    With no ``parameters`` for a statement that has ``?`` placeholders, the plan describes the
+    statement (parameter_count, output_schema with unknown parameters read as NULL) and refuses
+    to execute."""
+    statement = parse_statement(sql)
+    merged = dict(context or {})
+    merged.update(statement.settings)
+    params = tuple(parameters or ())
+    bound = True
+    if statement.parameter_count and not params:
+        bound = False
+    elif len(params) != statement.parameter_count:
+        raise ValidationError(f"the statement has {statement.parameter_count} ? parameters but {len(params)} "
+                              "values were given")
+    session = _session(merged, params if bound else None)
+    fetched: dict = {}
+    logical = optimize(translate(statement.query, catalog, session, fetched))
+    stage = plan_stages(logical, merged)
+    return SqlPlan("explain" if statement.explain else "query", merged, statement.parameter_count, logical, stage,
+                   bound, catalog, fetched)
+
+
+def execute_sql(sql: str, catalog: SqlCatalog, run_native: Callable[[Query], pa.Table], parameters: Sequence = (),
+                context: dict | None = None) -> pa.Table:
+    return plan_sql(sql, catalog, parameters, context).execute(run_native)

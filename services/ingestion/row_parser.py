@@ -1,0 +1,427 @@
+"""RowParser: one input file (CSV, TSV, newline-delimited JSON or Parquet) into typed Arrow batches.
+
+This is what Spark executors run for each input file; it is pure (file objects in, Arrow out) so
+it is tested without Spark. Every row keeps where it came from: the file and its real 1-based line
+number (a Parquet row's position in its file), and a row that cannot be read or whose value does
+not fit its declared type becomes a *parse exception* row carrying the reason and the raw text,
+never a silent null. Values are converted as Druid converts them: empty CSV fields are null,
+JSON booleans are 1/0 in numeric columns and "true"/"false" in string ones, a scalar in an array
+column is a one-element array, and list delimiters split text into ARRAY values.
+"""
+
+from __future__ import annotations
+
+import bz2
+import csv
+import gzip
+import io
+import json
+import lzma
+import math
+import re
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
+
+import pyarrow as pa
+
+from common.errors import ValidationError
+from common.types.column_type import ColumnType, TypeKind
+from common.types.interval import parse_instant
+
+META_FILE = "__strata_file"
+META_LINE = "__strata_line"
+META_ERROR = "__strata_error"
+META_RAW = "__strata_raw"
+META_COLUMNS = (META_FILE, META_LINE, META_ERROR, META_RAW)
+BATCH_ROWS = 8192
+MAX_RAW_CHARS = 2000
+_BAD_UTF8 = re.compile("[\udc80-\udcff]")
+
+
+class BadValue(Exception):
+    """A value that does not fit its column; the message is the parse exception's reason."""
+
+
+def arrow_type(ctype: ColumnType) -> pa.DataType:
+    """The Arrow type a signature column travels as (Spark's timestamps are microseconds)."""
+    if ctype.kind is TypeKind.TIMESTAMP:
+        return pa.timestamp("us", tz="UTC")
+    if ctype.kind is TypeKind.ARRAY:
+        return pa.list_(pa.field("element", arrow_type(ctype.element)))
+    return ctype.to_arrow()
+
+
+def output_schema(signature) -> pa.Schema:
+    fields = [pa.field(name, arrow_type(ctype)) for name, ctype in signature]
+    fields += [pa.field(META_FILE, pa.string()), pa.field(META_LINE, pa.int64()),
+               pa.field(META_ERROR, pa.string()), pa.field(META_RAW, pa.string())]
+    return pa.schema(fields)
+
+
+# ---- value conversion -------------------------------------------------------------------------------------
+
+
+def _to_long(v, column: str):
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise BadValue(f"column '{column}': {v} is not a whole number")
+        return int(v)  # Druid truncates fractional input for LONG columns
+    if isinstance(v, str):
+        s = v.strip()
+        if not s:
+            return None
+        try:
+            return int(s)
+        except ValueError:
+            pass
+        try:
+            f = float(s)
+        except ValueError:
+            raise BadValue(f"column '{column}': cannot parse '{v}' as a LONG") from None
+        if not math.isfinite(f):
+            raise BadValue(f"column '{column}': cannot parse '{v}' as a LONG")
+        return int(f)
+    raise BadValue(f"column '{column}': a {type(v).__name__} value cannot be a LONG")
+
+
+def _to_double(v, column: str):
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        s = v.strip()
+        if not s:
+            return None
+        try:
+            return float(s)
+        except ValueError:
+            raise BadValue(f"column '{column}': cannot parse '{v}' as a number") from None
+    raise BadValue(f"column '{column}': a {type(v).__name__} value cannot be a number")
+
+
+def _to_string(v, column: str):
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return str(v)
+    kind = "a list" if isinstance(v, list) else "an object"
+    hint = "declare it ARRAY<VARCHAR>" if isinstance(v, list) else "declare it COMPLEX<json>"
+    raise BadValue(f"column '{column}': {kind} cannot be a VARCHAR; {hint}")
+
+
+def _to_timestamp(v, column: str):
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        raise BadValue(f"column '{column}': a boolean cannot be a TIMESTAMP")
+    if isinstance(v, (int, float)):
+        return int(v) * 1000
+    if isinstance(v, str):
+        if not v.strip():
+            return None
+        try:
+            return parse_instant(v) * 1000
+        except ValidationError:
+            raise BadValue(f"column '{column}': cannot parse '{v}' as a time; use ISO-8601 or epoch "
+                              "milliseconds") from None
+    raise BadValue(f"column '{column}': a {type(v).__name__} value cannot be a TIMESTAMP")
+
+
+def _to_json(v, column: str):
+    return None if v is None else json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+
+
+def _scalar_converter(ctype: ColumnType) -> Callable:
+    kind = ctype.kind
+    if kind is TypeKind.LONG:
+        return _to_long
+    if kind in (TypeKind.DOUBLE, TypeKind.FLOAT):
+        return _to_double
+    if kind is TypeKind.TIMESTAMP:
+        return _to_timestamp
+    if kind is TypeKind.COMPLEX:
+        return _to_json
+    return _to_string
+
+
+def converter(ctype: ColumnType, list_delimiter: str | None = None) -> Callable:
+    """value -> Python value of the column's Arrow type; raises BadValue with the reason."""
+    if ctype.kind is not TypeKind.ARRAY:
+        return _scalar_converter(ctype)
+    element = _scalar_converter(ctype.element)
+
+    def to_array(v, column: str):
+        if v is None:
+            return None
+        if isinstance(v, str) and list_delimiter is not None:
+            if v == "":
+                return None
+            v = v.split(list_delimiter)
+        if not isinstance(v, list):
+            v = [v]
+        return [element(x, column) for x in v]
+
+    return to_array
+
+
+# ---- files ---------------------------------------------------------------------------------------------
+
+
+def decompressed(name: str, raw: BinaryIO) -> BinaryIO:
+    """Undo the compression that the file name's extension announces."""
+    low = name.lower().split("?")[0]
+    if low.endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw)
+    if low.endswith(".bz2"):
+        return bz2.BZ2File(raw)
+    if low.endswith(".xz"):
+        return lzma.LZMAFile(raw)
+    if low.endswith((".zst", ".zstd", ".snappy", ".zip")):
+        raise ValidationError(f"input '{name}': this compression is not supported; use .gz, .bz2 or .xz")
+    return raw
+
+
+class _Batcher:
+    """Accumulates rows column by column and cuts Arrow batches."""
+
+    def __init__(self, name: str, signature, list_delimiter: str | None = None) -> None:
+        self.name = name
+        self.names = [n for n, _ in signature]
+        self.schema = output_schema(signature)
+        self.convert = [converter(t, list_delimiter) for _, t in signature]
+        self._reset()
+
+    def _reset(self) -> None:
+        self.cols: list[list] = [[] for _ in self.names]
+        self.lines: list[int] = []
+        self.errors: list[str | None] = []
+        self.raws: list[str | None] = []
+
+    def add(self, values: list, line: int, raw: str) -> None:
+        """``values`` in signature order (unconverted); a conversion failure makes an error row."""
+        try:
+            out = [conv(v, name) for conv, v, name in zip(self.convert, values, self.names)]
+        except BadValue as exc:
+            self.error(line, raw, str(exc))
+            return
+        for col, v in zip(self.cols, out):
+            col.append(v)
+        self.lines.append(line)
+        self.errors.append(None)
+        self.raws.append(None)
+
+    def error(self, line: int, raw: str, reason: str) -> None:
+        for col in self.cols:
+            col.append(None)
+        self.lines.append(line)
+        self.errors.append(reason)
+        if raw is not None:
+            raw = raw[:MAX_RAW_CHARS].encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        self.raws.append(raw)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def flush(self) -> pa.RecordBatch:
+        n = len(self.lines)
+        arrays = [pa.array(col, type=f.type) for col, f in zip(self.cols, self.schema)]
+        arrays += [pa.array([self.name] * n, pa.string()), pa.array(self.lines, pa.int64()),
+                   pa.array(self.errors, pa.string()), pa.array(self.raws, pa.string())]
+        self._reset()
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _text_lines(stream: BinaryIO) -> Iterator[str]:
+    # surrogateescape keeps undecodable bytes visible, so a line with bad UTF-8 is one parse
+    # exception instead of an exception that ends the whole file.
+    return io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
+
+
+def parse_file(name: str, stream: BinaryIO, input_format: dict, signature,
+               batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
+    """Typed batches (signature columns, then META_COLUMNS) of one input file."""
+    kind = input_format["type"]
+    if kind == "parquet":
+        yield from _parse_parquet(name, stream, signature, batch_rows)
+        return
+    delimiter = input_format.get("listDelimiter") if kind in ("csv", "tsv") else None
+    batcher = _Batcher(name, signature, delimiter)
+    last_line = 0
+    try:
+        rows = _json_rows if kind == "json" else _delimited_rows
+        for item in rows(name, _text_lines(decompressed(name, stream)), input_format, signature, batcher):
+            last_line = item
+            if len(batcher) >= batch_rows:
+                yield batcher.flush()
+    except (OSError, EOFError, lzma.LZMAError, gzip.BadGzipFile) as exc:
+        batcher.error(last_line + 1, "", f"cannot read the file past line {last_line}: {exc}")
+    if len(batcher):
+        yield batcher.flush()
+
+
+def _json_rows(name, lines, fmt, signature, batcher: _Batcher) -> Iterator[int]:
+    names = [n for n, _ in signature]
+    for line_no, line in enumerate(lines, 1):
+        text = line.strip()
+        if not text:
+            yield line_no
+            continue
+        if _BAD_UTF8.search(text):
+            batcher.error(line_no, text, "the line is not valid UTF-8")
+        else:
+            try:
+                obj = json.loads(text)
+            except json.JSONDecodeError as exc:
+                batcher.error(line_no, text, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            else:
+                if isinstance(obj, dict):
+                    batcher.add([obj.get(n) for n in names], line_no, text)
+                else:
+                    batcher.error(line_no, text, f"expected a JSON object, got a {type(obj).__name__}")
+        yield line_no
+
+
+class _LineCounter:
+    """Feeds lines to csv.reader while remembering the lines of the current record."""
+
+    def __init__(self, lines) -> None:
+        self._lines = iter(lines)
+        self.count = 0
+        self.pending: list[str] = []
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        line = next(self._lines)
+        self.count += 1
+        self.pending.append(line)
+        return line
+
+    def take(self) -> str:
+        raw = "".join(self.pending).rstrip("\r\n")
+        self.pending = []
+        return raw
+
+
+def _delimited_records(lines, fmt) -> Iterator[tuple[int, str, list[str] | None, str | None]]:
+    """(first line number, raw text, fields or None, error) per record."""
+    if fmt["type"] == "tsv":
+        delimiter = fmt["delimiter"]
+        for line_no, line in enumerate(lines, 1):
+            raw = line.rstrip("\r\n")
+            yield line_no, raw, raw.split(delimiter), None
+        return
+    counter = _LineCounter(lines)
+    reader = csv.reader(counter, strict=True)
+    while True:
+        start = counter.count + 1
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            yield start, counter.take(), None, f"malformed CSV: {exc}"
+            continue
+        yield start, counter.take(), fields, None
+
+
+def _delimited_rows(name, lines, fmt, signature, batcher: _Batcher) -> Iterator[int]:
+    skip = fmt.get("skipHeaderRows", 0)
+    columns = fmt.get("columns")
+    positions = None
+    if columns:
+        positions = [columns.index(n) for n, _ in signature]
+    for line_no, raw, fields, error in _delimited_records(lines, fmt):
+        if skip > 0:
+            skip -= 1
+            yield line_no
+            continue
+        if error is None and _BAD_UTF8.search(raw):
+            error = "the line is not valid UTF-8"
+        if positions is None:  # findColumnsFromHeader: this record is the header
+            if error is not None:
+                batcher.error(line_no, raw, f"cannot read the header: {error}")
+                return
+            header = [f.strip() for f in fields]
+            missing = [n for n, _ in signature if n not in header]
+            if missing:
+                batcher.error(line_no, raw, f"the header has no column(s) {', '.join(missing)} (it has "
+                              f"{', '.join(header)}); the file's rows were skipped")
+                return
+            columns = header
+            positions = [header.index(n) for n, _ in signature]
+            yield line_no
+            continue
+        if error is not None:
+            batcher.error(line_no, raw, error)
+        elif fields == [] or (len(fields) == 1 and fields[0].strip() == ""):
+            pass  # blank line
+        elif len(fields) != len(columns):
+            batcher.error(line_no, raw, f"the row has {len(fields)} values but there are {len(columns)} columns "
+                          f"({', '.join(columns)})")
+        else:
+            batcher.add([fields[p] if fields[p] != "" else None for p in positions], line_no, raw)
+        yield line_no
+
+
+def _parse_parquet(name: str, stream: BinaryIO, signature, batch_rows: int) -> Iterator[pa.RecordBatch]:
+    import pyarrow.parquet as pq
+
+    batcher = _Batcher(name, signature)
+    schema = batcher.schema
+    try:
+        pf = pq.ParquetFile(stream)
+    except (pa.ArrowInvalid, OSError) as exc:
+        batcher.error(0, "", f"not a readable Parquet file: {exc}")
+        yield batcher.flush()
+        return
+    present = [n for n, _ in signature if n in pf.schema_arrow.names]
+    row = 0
+    for batch in pf.iter_batches(batch_size=batch_rows, columns=present or None):
+        n = batch.num_rows
+        arrays, ok = [], True
+        for (col, ctype), field in zip(signature, schema):
+            if col not in present:
+                arrays.append(pa.nulls(n, field.type))
+                continue
+            values = batch.column(col)
+            try:
+                if ctype.kind is TypeKind.COMPLEX:
+                    raise pa.ArrowInvalid("encode as JSON")
+                if values.type == field.type:
+                    arrays.append(values)
+                else:
+                    # Finer-than-microsecond times truncate, as everywhere else in strata.
+                    lossy = pa.types.is_timestamp(values.type) and pa.types.is_timestamp(field.type)
+                    arrays.append(values.cast(field.type, safe=not lossy))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                ok = False
+                break
+        if ok:
+            meta = [pa.array([name] * n, pa.string()), pa.array(range(row + 1, row + n + 1), pa.int64()),
+                    pa.nulls(n, pa.string()), pa.nulls(n, pa.string())]
+            yield pa.RecordBatch.from_arrays(arrays + meta, schema=schema)
+        else:
+            # Some value does not fit: go row by row so only the bad rows become parse exceptions.
+            records = batch.to_pylist()
+            for i, rec in enumerate(records):
+                raw = json.dumps(rec, default=str, ensure_ascii=False)
+                batcher.add([rec.get(c) for c, _ in signature], row + i + 1, raw)
+            yield batcher.flush()
+        row += n
+
+
+__all__ = ["BATCH_ROWS", "META_COLUMNS", "META_ERROR", "META_FILE", "META_LINE", "META_RAW", "arrow_type",
+           "converter", "decompressed", "output_schema", "parse_file"]

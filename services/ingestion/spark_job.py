@@ -1,0 +1,500 @@
+"""The ingestion driver: one INSERT or REPLACE, run on a SparkSession, published atomically.
+
+    read sources (parse exceptions counted) -> Spark SQL SELECT -> rows per time chunk (one pass)
+    -> publisher.allocate (versions, partition numbers) -> range partitions inside chunks
+    -> executors build + push segments (build.py) -> publisher.publish(descriptors) once
+
+Every upload of a run goes under one deep storage folder of its own, so a failed or cancelled
+run publishes nothing and removes exactly what it uploaded (a task still pushing when Spark
+cancels it cannot leave a file behind once the folder is deleted after the job group drains).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from common.errors import StrataError, ValidationError
+from common.segment.descriptor import SegmentDescriptor
+from common.segment.segment_id import SegmentId
+from common.segment.time_partitioner import DEFAULT_ROWS_PER_SEGMENT
+from common.types.column_type import TIME_COLUMN
+from common.types.granularity import Granularity
+from common.types.interval import Interval
+from services.coordinator.core.allocation import Allocation
+from services.historical.storage import deep_storage_from_url
+from services.ingestion.build import DESCRIPTOR_DDL, BuildSpec, PlannedSegment, build_partition, descriptor_of
+from services.ingestion.ingestion_report import (
+    IngestionCancelled,
+    IngestionFailed,
+    IngestionReport,
+    ParseExceptionSample,
+    SegmentReport,
+    TooManyParseExceptions,
+)
+from services.ingestion.partitioning import (
+    CHUNK_COLUMN,
+    PART_COLUMN,
+    PartitionPlan,
+    chunk_interval,
+    chunk_starts,
+    key_columns_for,
+    plan_partitions,
+    row_keys,
+    sample_fraction,
+)
+from services.ingestion.spark_sql import check_time_column, to_spark_sql
+from services.ingestion.statement import IngestionStatement
+
+_DRAIN_TIMEOUT_S = 60.0
+
+
+class SegmentPublisher(Protocol):
+    """What the coordinator offers an ingestion job."""
+
+    def allocate(self, datasource: str, intervals: list[Interval], mode: str) -> Mapping[Interval, Allocation]:
+        """Versions and partition numbers for the chunks (mode 'insert' or 'replace')."""
+
+    def publish(self, descriptors: list[SegmentDescriptor], replace_intervals: list[Interval] | None) -> None:
+        """Publish all descriptors (and retire what REPLACE overwrites) in one transaction, or nothing."""
+
+
+@dataclass(frozen=True)
+class IngestionJob:
+    job_id: str
+    statement: IngestionStatement
+    default_granularity: Granularity | None = None  # the catalog's, when PARTITIONED BY is absent
+    context: Mapping[str, object] = field(default_factory=dict)  # the statement's SET values win
+
+    @property
+    def settings(self) -> dict:
+        return {**dict(self.context), **dict(self.statement.context)}
+
+    @property
+    def granularity(self) -> Granularity:
+        gran = self.statement.partitioned_by or self.default_granularity
+        if gran is None:
+            raise ValidationError(f"{self.statement.mode} INTO {self.statement.datasource} has no PARTITIONED BY and "
+                                  "the datasource has no default segment granularity; add e.g. PARTITIONED BY DAY")
+        return gran
+
+    def _int(self, key: str, default: int) -> int:
+        value = self.settings.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)) or not str(value).lstrip("-").isdigit():
+            raise ValidationError(f"context parameter '{key}' must be a whole number, got {value!r}")
+        return int(value)
+
+    @property
+    def rows_per_segment(self) -> int:
+        key = "rowsPerSegment" if "rowsPerSegment" in self.settings else "targetSegmentRows"
+        rows = self._int(key, DEFAULT_ROWS_PER_SEGMENT)
+        if rows <= 0:
+            raise ValidationError(f"context parameter '{key}' must be positive, got {rows}")
+        return rows
+
+    @property
+    def max_parse_exceptions(self) -> int:
+        """-1 means no limit."""
+        return self._int("maxParseExceptions", 0)
+
+
+ProgressCallback = Callable[[str, dict], None]
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:80] or "job"
+
+
+class _Run:
+    """State of one run, so failure handling sees how far it got."""
+
+    def __init__(self, spark, job: IngestionJob, storage_url: str, storage_endpoint: str, publisher,
+                 progress: ProgressCallback | None, cancel_event: threading.Event | None) -> None:
+        self.spark = spark
+        self.sc = spark.sparkContext
+        self.job = job
+        self.stmt = job.statement
+        self.storage_url = storage_url
+        self.storage_endpoint = storage_endpoint
+        self.storage = deep_storage_from_url(storage_url, storage_endpoint)
+        self.publisher = publisher
+        self.progress = progress
+        self.cancel_event = cancel_event
+        token = f"{_safe(job.job_id)}-{uuid.uuid4().hex[:8]}"
+        self.group = f"strata-ingest-{token}"
+        self.prefix = f"{self.stmt.datasource}/_ingest/{token}/"
+        self.views: list[str] = [f"strata_src_{uuid.uuid4().hex[:8]}_{i}" for i in range(len(self.stmt.sources))]
+        self.work_dir = tempfile.mkdtemp(prefix="strata-ingest-")
+        self.started = time.monotonic()
+        self.phase_started = self.started
+        self.phases: dict[str, float] = {}
+        self.current: str | None = None
+        self.reads: list = []
+        self.cached: list = []
+        self.stats = {"rows_read": 0, "rows_written": 0, "rows_filtered": None, "parse_exceptions": 0}
+        self.samples: list[ParseExceptionSample] = []
+        self.segments: tuple[SegmentReport, ...] = ()
+        self.uploading = False
+
+    # ---- bookkeeping --------------------------------------------------------------------------------
+
+    def phase(self, name: str, **details) -> None:
+        now = time.monotonic()
+        self._close_phase(now)
+        self.current = name
+        self.phase_started = now
+        self.check_cancelled()
+        if self.progress is not None:
+            self.progress(name, details)
+
+    def _close_phase(self, now: float) -> None:
+        if self.current is not None:
+            self.phases[self.current] = now - self.phase_started
+
+    def check_cancelled(self) -> None:
+        if self.cancel_event is not None and self.cancel_event.is_set():
+            raise IngestionCancelled(f"ingestion {self.job.job_id} was cancelled")
+
+    def report(self, status: str, error: str | None = None) -> IngestionReport:
+        self._close_phase(time.monotonic())
+        try:
+            job_ids = tuple(sorted(self.sc.statusTracker().getJobIdsForGroup(self.group)))
+        except Exception:  # noqa: BLE001 - a report must not fail because the tracker did
+            job_ids = ()
+        return IngestionReport(
+            job_id=self.job.job_id, datasource=self.stmt.datasource, mode=self.stmt.mode, status=status,
+            rows_read=self.stats["rows_read"], rows_written=self.stats["rows_written"],
+            rows_filtered=self.stats["rows_filtered"], parse_exceptions=self.stats["parse_exceptions"],
+            parse_exception_samples=tuple(self.samples), segments=self.segments if status == "SUCCESS" else (),
+            duration_s=time.monotonic() - self.started, spark_job_ids=job_ids, error=error,
+            phases={k: v for k, v in self.phases.items()})
+
+    # ---- the pipeline -------------------------------------------------------------------------------
+
+    def run(self) -> IngestionReport:
+        from pyspark import StorageLevel
+
+        job, stmt = self.job, self.stmt
+        granularity = job.granularity
+        rows_per_segment = job.rows_per_segment
+        self.phase("reading")
+        self.read_sources()
+        self.phase("planning")
+        df = self.selected()
+        chunked = df.mapInArrow(_chunker(granularity), _with_column(df.schema, CHUNK_COLUMN, "long"))
+        chunked = chunked.persist(StorageLevel.MEMORY_AND_DISK)
+        self.cached.append(chunked)
+        counts = self.count_chunks(chunked)
+        self.stats["rows_filtered"] = self.rows_filtered()
+        self.check_replace_bounds(counts, granularity)
+        key_columns = key_columns_for(stmt.clustered_by)
+        samples = self.sample_keys(chunked, counts, rows_per_segment, key_columns)
+        plan = plan_partitions(counts, granularity, rows_per_segment, samples, key_columns)
+        self.phase("allocating", chunks=len(plan.chunks))
+        spec = self.allocate(plan)
+        self.phase("building", segments=len(spec.segments))
+        descriptors = self.build(chunked, plan, spec)
+        self.phase("publishing", segments=len(descriptors))
+        self.publisher.publish(descriptors, stmt.replace_intervals)
+        self.segments = tuple(SegmentReport(d.id, d.num_rows, d.size, d.location) for d in descriptors)
+        self.phase("done")
+        return self.report("SUCCESS")
+
+    def read_sources(self) -> None:
+        from services.ingestion.source_reader import read_source
+
+        for view, (name, source) in zip(self.views, self.stmt.sources.items()):
+            read = read_source(self.spark, source, view, self.work_dir, self.job.settings)
+            self.reads.append(read)
+            self.stats["rows_read"] += read.rows_read
+            self.stats["parse_exceptions"] += read.parse_exceptions
+            self.samples.extend(read.samples)
+            self.check_cancelled()
+        limit = self.job.max_parse_exceptions
+        total = self.stats["parse_exceptions"]
+        if limit >= 0 and total > limit:
+            first = "; ".join(s.describe() for s in self.samples[:3])
+            raise TooManyParseExceptions(
+                f"{total} input row(s) could not be parsed, more than maxParseExceptions={limit}. First: {first}. "
+                "Fix the input or the declared column types, or allow them with SET maxParseExceptions = N; "
+                "(-1: no limit)")
+
+    def selected(self):
+        from pyspark.errors import AnalysisException, ParseException
+
+        sql = to_spark_sql(self.stmt.select, {name: view for name, view in zip(self.stmt.sources, self.views)})
+        try:
+            df = self.spark.sql(sql)
+        except (AnalysisException, ParseException) as exc:
+            raise ValidationError(f"the SELECT cannot be run: {_spark_message(exc)} (as Spark SQL: {sql})") from None
+        check_time_column(df.schema)
+        names = df.columns
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValidationError(f"the SELECT returns column(s) {', '.join(dupes)} more than once; alias them apart")
+        for col in self.stmt.clustered_by:
+            if col not in names:
+                raise ValidationError(f"CLUSTERED BY column '{col}' is not returned by the SELECT "
+                                      f"(it returns {', '.join(names)})")
+        return _storable(df, self.stmt.clustered_by)
+
+    def count_chunks(self, chunked) -> dict[int, int]:
+        rows = chunked.groupBy(CHUNK_COLUMN).count().collect()
+        counts = {r[CHUNK_COLUMN]: int(r["count"]) for r in rows}
+        nulls = counts.pop(None, 0)
+        if nulls:
+            raise ValidationError(
+                f"{nulls} row(s) have a null {TIME_COLUMN} after the SELECT (e.g. TIME_PARSE could not read the "
+                f"value); fix the input, or drop them with WHERE <time expression> IS NOT NULL")
+        self.stats["rows_written"] = sum(counts.values())
+        return counts
+
+    def rows_filtered(self) -> int | None:
+        """Rows the top-level WHERE dropped, when the SELECT reads one source directly."""
+        from sqlglot import exp
+
+        select = self.stmt.select
+        if not isinstance(select, exp.Select) or select.args.get("where") is None or len(self.reads) != 1:
+            return None
+        source = select.args.get("from_") or select.args.get("from")
+        if source is None or select.args.get("joins") or not isinstance(source.this, exp.Table):
+            return None
+        if source.this.name not in self.stmt.sources:
+            return None
+        counting = exp.select("COUNT(*)").from_(source.this.copy()).where(select.args["where"].this.copy())
+        sql = to_spark_sql(counting, {name: view for name, view in zip(self.stmt.sources, self.views)})
+        passed = self.spark.sql(sql).collect()[0][0]
+        parsed = self.reads[0].rows_read - self.reads[0].parse_exceptions
+        return int(parsed - passed)
+
+    def check_replace_bounds(self, counts: dict[int, int], granularity: Granularity) -> None:
+        intervals = self.stmt.replace_intervals
+        if self.stmt.overwrite in (None, "ALL"):
+            return
+        for start in counts:
+            chunk = chunk_interval(start, granularity)
+            if not any(iv.contains(chunk) for iv in intervals):
+                raise ValidationError(
+                    f"the SELECT returns rows in {chunk}, outside OVERWRITE WHERE "
+                    f"({', '.join(str(iv) for iv in intervals)}); add the same __time condition to the SELECT's WHERE")
+
+    def sample_keys(self, chunked, counts: dict[int, int], rows_per_segment: int,
+                    key_columns: tuple[str, ...]) -> dict[int, list[tuple]]:
+        fraction = sample_fraction(counts, rows_per_segment)
+        if fraction <= 0:
+            return {}
+        from pyspark.sql import functions as F
+
+        sample = chunked.select(CHUNK_COLUMN, *[F.col(f"`{c}`") for c in key_columns])
+        if fraction < 1.0:
+            sample = sample.sample(fraction=fraction, seed=17)
+        table = sample.toArrow()
+        keys = row_keys([table.column(c) for c in key_columns])
+        out: dict[int, list[tuple]] = {}
+        for start, key in zip(table.column(CHUNK_COLUMN).to_pylist(), keys):
+            out.setdefault(start, []).append(key)
+        return out
+
+    def allocate(self, plan: PartitionPlan) -> BuildSpec:
+        stmt = self.stmt
+        intervals = [c.interval for c in plan.chunks.values()]
+        allocations = self.publisher.allocate(stmt.datasource, intervals, stmt.mode.lower()) if intervals else {}
+        segments: dict[int, PlannedSegment] = {}
+        for chunk in plan.chunks.values():
+            alloc = allocations.get(chunk.interval)
+            if alloc is None:
+                raise StrataError(f"the coordinator allocated nothing for {chunk.interval}; nothing was built")
+            core = alloc.core_partitions or chunk.parts  # appended segments keep the chunk's core count
+            for i in range(chunk.parts):
+                sid = SegmentId(stmt.datasource, chunk.interval, alloc.version, alloc.first_partition + i)
+                segments[chunk.first_index + i] = PlannedSegment(sid, core)
+        sort = tuple(c for c in stmt.clustered_by if c != TIME_COLUMN)
+        return BuildSpec(segments, self.prefix, sort)
+
+    def build(self, chunked, plan: PartitionPlan, spec: BuildSpec) -> list[SegmentDescriptor]:
+        from pyspark.sql import functions as F
+
+        if not spec.segments:
+            return []
+        parted = chunked.mapInArrow(_assigner(plan), _with_column(chunked.schema, PART_COLUMN, "long"))
+        order = [F.col(PART_COLUMN), F.col(TIME_COLUMN), *[F.col(f"`{c}`") for c in spec.sort_columns]]
+        parted = parted.repartition(len(spec.segments), F.col(PART_COLUMN)).sortWithinPartitions(*order)
+        self.uploading = True
+        rows = parted.mapInArrow(_builder(spec, self.storage_url, self.storage_endpoint), DESCRIPTOR_DDL).collect()
+        by_part: dict[int, SegmentDescriptor] = {}
+        for r in rows:
+            if r["part"] in by_part:
+                raise StrataError(f"segment {spec.segments[r['part']].segment_id} was built twice; nothing was published")
+            by_part[r["part"]] = descriptor_of(r.asDict(), spec)
+        missing = sorted(set(spec.segments) - set(by_part))
+        if missing:
+            ids = ", ".join(str(spec.segments[m].segment_id) for m in missing[:3])
+            raise StrataError(f"{len(missing)} planned segment(s) got no rows ({ids}); the SELECT returned different "
+                              "rows on a second pass (is it deterministic?). Nothing was published")
+        return [by_part[i] for i in sorted(by_part)]
+
+    # ---- teardown -----------------------------------------------------------------------------------
+
+    def cleanup_uploads(self) -> None:
+        """Stop this run's Spark jobs, wait for their tasks to end, then delete every upload."""
+        try:
+            self.sc.cancelJobGroup(self.group)
+        except Exception:  # noqa: BLE001 - the context may be gone; deleting still matters
+            pass
+        deadline = time.monotonic() + _DRAIN_TIMEOUT_S
+        tracker = self.sc.statusTracker()
+        while time.monotonic() < deadline:
+            active = [j for j in tracker.getJobIdsForGroup(self.group)
+                      if (info := tracker.getJobInfo(j)) is not None and info.status == "RUNNING"]
+            if not active:
+                break
+            time.sleep(0.1)
+        self.storage.delete_prefix(self.prefix)
+
+    def release(self) -> None:
+        for df in self.cached:
+            df.unpersist()
+        for read in self.reads:
+            read.release()
+        for view in self.views:
+            self.spark.catalog.dropTempView(view)
+        shutil.rmtree(self.work_dir, ignore_errors=True)
+
+
+def _spark_message(exc) -> str:
+    text = str(exc).strip()
+    return text.split("\n")[0][:500]
+
+
+def _with_column(schema, name: str, kind: str):
+    from pyspark.sql.types import LongType, StructField, StructType
+
+    assert kind == "long"
+    return StructType(list(schema.fields) + [StructField(name, LongType(), True)])
+
+
+def _storable(df, clustered_by):
+    """Cast the SELECT's columns to what segments store: __time as TIMESTAMP, other times as epoch
+    millis (LONG, as Druid stores them), booleans as 1/0; refuse types segments cannot hold."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    cols = []
+    for f in df.schema.fields:
+        c = F.col(f"`{f.name}`")
+        t = f.dataType
+        if f.name == TIME_COLUMN:
+            if not isinstance(t, T.TimestampType):
+                c = c.cast(T.TimestampType())
+        elif isinstance(t, (T.TimestampType, T.TimestampNTZType)):
+            c = F.unix_millis(c.cast(T.TimestampType()))
+        elif isinstance(t, T.DateType):
+            c = F.unix_millis(c.cast(T.TimestampType()))
+        elif isinstance(t, T.BooleanType):
+            c = c.cast(T.LongType())
+        elif isinstance(t, T.DecimalType):
+            c = c.cast(T.DoubleType())
+        elif isinstance(t, (T.StructType, T.MapType, T.BinaryType)) or (
+                isinstance(t, T.ArrayType) and isinstance(t.elementType, (T.StructType, T.MapType, T.ArrayType))):
+            raise ValidationError(f"column '{f.name}' is {t.simpleString()}, which segments cannot store; convert it "
+                                  "(e.g. TO_JSON(col) for text) in the SELECT")
+        elif isinstance(t, T.ArrayType) and f.name in clustered_by:
+            raise ValidationError(f"CLUSTERED BY column '{f.name}' is an array; cluster by scalar columns")
+        cols.append(c.alias(f.name))
+    return df.select(*cols)
+
+
+def _chunker(granularity: Granularity):
+    def add(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            starts = chunk_starts(batch.column(TIME_COLUMN), granularity)
+            yield pa.RecordBatch.from_arrays(batch.columns + [starts], names=batch.schema.names + [CHUNK_COLUMN])
+    return add
+
+
+def _assigner(plan: PartitionPlan):
+    def add(batches):
+        import pyarrow as pa
+
+        for batch in batches:
+            parts = plan.assign(batch)
+            yield pa.RecordBatch.from_arrays(batch.columns + [parts], names=batch.schema.names + [PART_COLUMN])
+    return add
+
+
+def _builder(spec: BuildSpec, storage_url: str, storage_endpoint: str):
+    def build(batches):
+        storage = deep_storage_from_url(storage_url, storage_endpoint)
+        yield from build_partition(batches, spec, storage)
+    return build
+
+
+def run_ingestion(spark, job: IngestionJob, storage_url: str, storage_endpoint: str = "", publisher=None,
+                  progress: ProgressCallback | None = None,
+                  cancel_event: threading.Event | None = None) -> IngestionReport:
+    """Run ``job`` to completion and publish its segments once; raises IngestionFailed (or
+    IngestionCancelled, TooManyParseExceptions), with ``.report``, after removing every upload."""
+    if publisher is None:
+        raise ValidationError("run_ingestion needs a publisher (the coordinator's allocate/publish)")
+    run = _Run(spark, job, storage_url, storage_endpoint, publisher, progress, cancel_event)
+    stop = threading.Event()
+    watcher = None
+    if cancel_event is not None:
+        def watch() -> None:
+            while not stop.is_set():
+                if cancel_event.wait(0.2):
+                    run.sc.cancelJobGroup(run.group)
+                    return
+        watcher = threading.Thread(target=watch, name=f"cancel-{run.group}", daemon=True)
+        watcher.start()
+    run.sc.setJobGroup(run.group, f"strata {job.statement.mode} INTO {job.statement.datasource}",
+                       interruptOnCancel=True)
+    try:
+        return run.run()
+    except BaseException as exc:
+        cancelled = cancel_event is not None and cancel_event.is_set()
+        try:
+            run.cleanup_uploads()
+        finally:
+            status = "CANCELLED" if cancelled else "FAILED"
+            message = f"ingestion {job.job_id} was cancelled" if cancelled else _failure_message(exc)
+            report = run.report(status, message)
+            if cancelled:
+                raise IngestionCancelled(message + "; nothing was published", report) from None
+            if isinstance(exc, IngestionFailed):
+                raise type(exc)(str(exc), report) from None
+            if isinstance(exc, (StrataError, ValueError)):
+                raise IngestionFailed(message, report) from exc
+            if isinstance(exc, Exception):
+                raise IngestionFailed(message + "; nothing was published", report) from exc
+        raise
+    finally:
+        stop.set()
+        if watcher is not None:
+            watcher.join(timeout=5)
+        run.sc.setLocalProperty("spark.jobGroup.id", None)
+        run.release()
+
+
+def _failure_message(exc: BaseException) -> str:
+    if isinstance(exc, StrataError):
+        return str(exc)
+    text = str(exc)
+    # A Python error on an executor arrives wrapped in a Java stack trace; its last Python line is the cause.
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    for ln in reversed(lines):
+        if re.match(r"^[A-Za-z_.]*(Error|Exception|Failed)\b", ln.strip()):
+            return ln.strip()[:1000]
+    return (lines[0] if lines else type(exc).__name__)[:1000]
+
+
+__all__ = ["IngestionJob", "SegmentPublisher", "run_ingestion"]

@@ -1,0 +1,71 @@
+"""The SparkSession ingestion runs on: one per process, configured for strata's semantics.
+
+- UTC everywhere (session time zone and the JVMs' default), so timestamps mean the same instant
+  on the driver, on executors and in segments;
+- case-sensitive column names, as Druid's are ("page" and "Page" are two columns);
+- non-ANSI casts, so a bad cast in the SELECT is a null as in Druid, not a failed job (values
+  that do not fit the declared input types are still counted as parse exceptions by the reader);
+- Arrow transfer on; few shuffle partitions and no UI in local mode.
+
+The master is the argument, else ``STRATA_SPARK_MASTER``, else ``local[*]``; any spark:// or
+k8s:// master works the same, as long as executors can import strata (install the package in
+their image or ship it with spark.submit.pyFiles) and reach deep storage.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+
+MASTER_ENV = "STRATA_SPARK_MASTER"
+DRIVER_MEMORY_ENV = "STRATA_SPARK_DRIVER_MEMORY"
+
+_BASE_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    "spark.sql.caseSensitive": "true",
+    "spark.sql.ansi.enabled": "false",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+}
+
+
+def default_master() -> str:
+    return os.environ.get(MASTER_ENV, "").strip() or "local[*]"
+
+
+def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The configuration a new session gets; ``conf`` wins over the defaults."""
+    out = dict(_BASE_CONF)
+    out["spark.driver.memory"] = os.environ.get(DRIVER_MEMORY_ENV, "").strip() or "2g"
+    if master.startswith("local"):
+        # Local shuffles are in-process; a handful of partitions beats the default 200 tiny tasks.
+        out["spark.sql.shuffle.partitions"] = str(max(2, 2 * (os.cpu_count() or 2)))
+        # Python workers must be this interpreter, which has pyarrow and strata installed.
+        out["spark.pyspark.python"] = os.environ.get("PYSPARK_PYTHON") or sys.executable
+        out["spark.pyspark.driver.python"] = sys.executable
+    out.update({k: str(v) for k, v in (conf or {}).items()})
+    return out
+
+
+def get_or_create_session(app_name: str = "strata-ingestion", master: str | None = None,
+                          conf: Mapping[str, str] | None = None):
+    """The process's SparkSession, created on first use (later calls return the same one)."""
+    from pyspark.sql import SparkSession
+
+    master = master or default_master()
+    settings = session_conf(master, conf)
+    if master.startswith("local"):
+        os.environ.setdefault("PYSPARK_PYTHON", settings["spark.pyspark.python"])
+    builder = SparkSession.builder.appName(app_name).master(master)
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel(os.environ.get("STRATA_SPARK_LOG_LEVEL", "WARN"))
+    return session
+
+
+__all__ = ["DRIVER_MEMORY_ENV", "MASTER_ENV", "default_master", "get_or_create_session", "session_conf"]

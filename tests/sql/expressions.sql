@@ -1,0 +1,547 @@
+-- name: string_functions
+SELECT SUBSTRING(page, 2, 3), CHAR_LENGTH(page), STRPOS(page, 'a'), TRIM(BOTH '#' FROM channel), REPLACE(page, ' ', '_') FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "if(notnull(page), nvl(substring(page, 1, 3), ''), null)",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "strlen(page)",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "strpos(page, 'a') + 1",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v3",
+--         "expression": "trim(channel, '#')",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v4",
+--         "expression": "replace(page, ' ', '_')",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "columns": [
+--       "v0",
+--       "v1",
+--       "v2",
+--       "v3",
+--       "v4"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: padding_and_sides
+SELECT LPAD(channel, 20, '*'), RPAD(channel, 20), LEFT(page, 2), RIGHT(page, 2), REVERSE(page), page || '!' FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "lpad(channel, 20, '*')",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "rpad(channel, 20, ' ')",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "left(page, 2)",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v3",
+--         "expression": "right(page, 2)",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v4",
+--         "expression": "reverse(page)",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v5",
+--         "expression": "concat(page, '!')",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "columns": [
+--       "v0",
+--       "v1",
+--       "v2",
+--       "v3",
+--       "v4",
+--       "v5"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: math_functions
+SELECT ABS(delta), CEIL(added / 3.0), FLOOR(added), ROUND(added / 7.0, 2), SQRT(added), POWER(added, 2), MOD(added, 10), LN(added + 1), LOG10(added + 1), EXP(1.0) FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "abs(delta)",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "ceil(added / 3.0)",
+--         "outputType": "DOUBLE"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "added",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v3",
+--         "expression": "round(added / 7.0, 2)",
+--         "outputType": "DOUBLE"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v4",
+--         "expression": "sqrt(added)",
+--         "outputType": "DOUBLE"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v5",
+--         "expression": "pow(added, 2)",
+--         "outputType": "DOUBLE"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v6",
+--         "expression": "mod(added, 10)",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v7",
+--         "expression": "log(added + 1)",
+--         "outputType": "DOUBLE"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v8",
+--         "expression": "log10(added + 1)",
+--         "outputType": "DOUBLE"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v9",
+--         "expression": "2.718281828459045",
+--         "outputType": "DOUBLE"
+--       }
+--     ],
+--     "columns": [
+--       "v0",
+--       "v1",
+--       "v2",
+--       "v3",
+--       "v4",
+--       "v5",
+--       "v6",
+--       "v7",
+--       "v8",
+--       "v9"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: case_coalesce_nullif
+SELECT CASE channel WHEN '#en.wikipedia' THEN 'en' WHEN '#de.wikipedia' THEN 'de' ELSE 'other' END, COALESCE(cityName, countryName, 'unknown'), NULLIF(namespace, 'Main') FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "case_searched(channel == '#en.wikipedia', 'en', channel == '#de.wikipedia', 'de', 'other')",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "coalesce(cityName, countryName, 'unknown')",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "nullif(namespace, 'Main')",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "columns": [
+--       "v0",
+--       "v1",
+--       "v2"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: casts
+SELECT CAST(added AS DOUBLE), CAST(added AS VARCHAR), CAST(metroCode AS FLOAT), CAST('42' AS BIGINT), CAST(__time AS VARCHAR), CAST(page AS TIMESTAMP) FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "cast(added, 'DOUBLE')",
+--         "outputType": "DOUBLE"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "cast(added, 'STRING')",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "cast(metroCode, 'FLOAT')",
+--         "outputType": "FLOAT"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v3",
+--         "expression": "42",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v4",
+--         "expression": "timestamp_format(__time, 'yyyy-MM-dd HH:mm:ss', 'UTC')",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v5",
+--         "expression": "timestamp_parse(page, null, 'UTC')",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "columns": [
+--       "v0",
+--       "v1",
+--       "v2",
+--       "v3",
+--       "v4",
+--       "v5"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: time_functions
+SELECT TIME_FORMAT(__time, 'yyyy-MM-dd'), TIME_EXTRACT(__time, 'HOUR'), EXTRACT(DOW FROM __time), TIME_SHIFT(__time, 'P1D', -1), TIME_CEIL(__time, 'PT1H'), __time + INTERVAL '2' HOUR FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "timestamp_format(__time, 'yyyy-MM-dd', 'UTC')",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "timestamp_extract(__time, 'HOUR', 'UTC')",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "timestamp_extract(__time, 'DOW', 'UTC')",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v3",
+--         "expression": "timestamp_shift(__time, 'P1D', -1, 'UTC')",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v4",
+--         "expression": "timestamp_ceil(__time, 'PT1H', null, 'UTC')",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v5",
+--         "expression": "timestamp_shift(__time, 'PT1H', 2, 'UTC')",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "columns": [
+--       "v0",
+--       "v1",
+--       "v2",
+--       "v3",
+--       "v4",
+--       "v5"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: time_parse_and_millis
+SELECT TIME_PARSE('2015-09-12T10:00:00Z'), TIME_PARSE(comment, 'yyyy-MM-dd'), TIMESTAMP_TO_MILLIS(__time), MILLIS_TO_TIMESTAMP(added) FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "1442052000000",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "timestamp_parse(comment, 'yyyy-MM-dd', 'UTC')",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "timestamp_to_millis(__time)",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v3",
+--         "expression": "millis_to_timestamp(added)",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "columns": [
+--       "v0",
+--       "v1",
+--       "v2",
+--       "v3"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: boolean_result_column
+SELECT added > deleted AS grew, page IS NULL, page LIKE 'A%' FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "added > deleted",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "isnull(page)",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "like(page, 'A%')",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "columns": [
+--       "v0",
+--       "v1",
+--       "v2"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: constant_folding
+SELECT page FROM wiki WHERE added > 2 * 5 AND __time < TIMESTAMP '2015-09-12 00:00:00' + INTERVAL '1' DAY;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/2015-09-13T00:00:00.000Z"
+--     ],
+--     "filter": {
+--       "type": "range",
+--       "column": "added",
+--       "matchValueType": "LONG",
+--       "lower": 10,
+--       "lowerOpen": true
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: regexp_and_contains
+SELECT REGEXP_EXTRACT(page, '([0-9]+)', 1), REGEXP_REPLACE(page, '[0-9]', '#'), CONTAINS_STRING(page, 'Park') FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "regexp_extract(page, '([0-9]+)', 1)",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "regexp_replace(page, '[0-9]', '#')",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "contains_string(page, 'Park')",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "columns": [
+--       "v0",
+--       "v1",
+--       "v2"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: session_zone_in_time_functions
+-- context: {"sqlTimeZone": "Europe/Paris"}
+SELECT TIME_FORMAT(__time), EXTRACT(HOUR FROM __time), FLOOR(__time TO DAY) FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "timestamp_format(__time, null, 'Europe/Paris')",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "timestamp_extract(__time, 'HOUR', 'Europe/Paris')",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "timestamp_floor(__time, 'P1D', null, 'Europe/Paris')",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "columns": [
+--       "v0",
+--       "v1",
+--       "v2"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]

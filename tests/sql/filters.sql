@@ -1,0 +1,481 @@
+-- name: equals_and_not_equals
+SELECT page FROM wiki WHERE channel = '#en.wikipedia' AND namespace <> 'Main';
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "and",
+--       "fields": [
+--         {
+--           "type": "equals",
+--           "column": "channel",
+--           "matchValue": "#en.wikipedia",
+--           "matchValueType": "STRING"
+--         },
+--         {
+--           "type": "not",
+--           "field": {
+--             "type": "equals",
+--             "column": "namespace",
+--             "matchValue": "Main",
+--             "matchValueType": "STRING"
+--           }
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: numeric_range
+SELECT page FROM wiki WHERE added >= 10 AND added < 20.5 AND delta > -3;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "and",
+--       "fields": [
+--         {
+--           "type": "range",
+--           "column": "added",
+--           "matchValueType": "LONG",
+--           "lower": 10
+--         },
+--         {
+--           "type": "range",
+--           "column": "added",
+--           "matchValueType": "DOUBLE",
+--           "upper": 20.5,
+--           "upperOpen": true
+--         },
+--         {
+--           "type": "range",
+--           "column": "delta",
+--           "matchValueType": "LONG",
+--           "lower": -3,
+--           "lowerOpen": true
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: between
+SELECT page FROM wiki WHERE added BETWEEN 1 AND 5;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "and",
+--       "fields": [
+--         {
+--           "type": "range",
+--           "column": "added",
+--           "matchValueType": "LONG",
+--           "lower": 1
+--         },
+--         {
+--           "type": "range",
+--           "column": "added",
+--           "matchValueType": "LONG",
+--           "upper": 5
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: in_list
+SELECT page FROM wiki WHERE channel IN ('#en.wikipedia', '#fr.wikipedia') AND metroCode IN (501, 502);
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "and",
+--       "fields": [
+--         {
+--           "type": "in",
+--           "dimension": "channel",
+--           "values": [
+--             "#en.wikipedia",
+--             "#fr.wikipedia"
+--           ]
+--         },
+--         {
+--           "type": "in",
+--           "dimension": "metroCode",
+--           "values": [
+--             501,
+--             502
+--           ]
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: not_in_with_null_is_an_expression
+SELECT page FROM wiki WHERE metroCode NOT IN (501, NULL);
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "not",
+--       "field": {
+--         "type": "expression",
+--         "expression": "metroCode == 501 || metroCode == null"
+--       }
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: like_and_escape
+SELECT page FROM wiki WHERE page LIKE 'Talk:%' AND page NOT LIKE '%!_%' ESCAPE '!';
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "and",
+--       "fields": [
+--         {
+--           "type": "like",
+--           "dimension": "page",
+--           "pattern": "Talk:%"
+--         },
+--         {
+--           "type": "not",
+--           "field": {
+--             "type": "like",
+--             "dimension": "page",
+--             "pattern": "%!_%",
+--             "escape": "!"
+--           }
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: is_null
+SELECT page FROM wiki WHERE cityName IS NULL OR countryName IS NOT NULL;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "or",
+--       "fields": [
+--         {
+--           "type": "null",
+--           "column": "cityName"
+--         },
+--         {
+--           "type": "not",
+--           "field": {
+--             "type": "null",
+--             "column": "countryName"
+--           }
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: or_and_not
+SELECT page FROM wiki WHERE NOT (isRobot = 'true' OR (isMinor = 'true' AND isNew = 'false'));
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "not",
+--       "field": {
+--         "type": "or",
+--         "fields": [
+--           {
+--             "type": "equals",
+--             "column": "isRobot",
+--             "matchValue": "true",
+--             "matchValueType": "STRING"
+--           },
+--           {
+--             "type": "and",
+--             "fields": [
+--               {
+--                 "type": "equals",
+--                 "column": "isMinor",
+--                 "matchValue": "true",
+--                 "matchValueType": "STRING"
+--               },
+--               {
+--                 "type": "equals",
+--                 "column": "isNew",
+--                 "matchValue": "false",
+--                 "matchValueType": "STRING"
+--               }
+--             ]
+--           }
+--         ]
+--       }
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: expression_filter
+SELECT page FROM wiki WHERE UPPER(channel) = '#EN.WIKIPEDIA' AND added > deleted;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "and",
+--       "fields": [
+--         {
+--           "type": "expression",
+--           "expression": "upper(channel) == '#EN.WIKIPEDIA'"
+--         },
+--         {
+--           "type": "expression",
+--           "expression": "added > deleted"
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: regexp_like_filter
+SELECT page FROM wiki WHERE REGEXP_LIKE(page, '^[0-9]+');
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "regex",
+--       "dimension": "page",
+--       "pattern": "^[0-9]+"
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: string_range
+SELECT page FROM wiki WHERE page > 'M' AND page <= 'N';
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "and",
+--       "fields": [
+--         {
+--           "type": "range",
+--           "column": "page",
+--           "matchValueType": "STRING",
+--           "lower": "M",
+--           "lowerOpen": true
+--         },
+--         {
+--           "type": "range",
+--           "column": "page",
+--           "matchValueType": "STRING",
+--           "upper": "N"
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: always_false
+SELECT page FROM wiki WHERE 1 = 0;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "false"
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: always_true_dropped
+SELECT page FROM wiki WHERE 1 = 1 AND added > 5;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "range",
+--       "column": "added",
+--       "matchValueType": "LONG",
+--       "lower": 5,
+--       "lowerOpen": true
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: comparison_with_null
+SELECT page FROM wiki WHERE added = NULL;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "false"
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: is_not_distinct_from
+SELECT page FROM wiki WHERE cityName IS NOT DISTINCT FROM regionName;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "or",
+--       "fields": [
+--         {
+--           "type": "and",
+--           "fields": [
+--             {
+--               "type": "null",
+--               "column": "cityName"
+--             },
+--             {
+--               "type": "null",
+--               "column": "regionName"
+--             }
+--           ]
+--         },
+--         {
+--           "type": "expression",
+--           "expression": "coalesce(cityName == regionName, 0)"
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]

@@ -1,0 +1,662 @@
+-- name: two_dimensions
+SELECT channel, namespace, COUNT(*) FROM wiki GROUP BY channel, namespace;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "default",
+--         "dimension": "namespace",
+--         "outputName": "d1",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: having_and_order
+SELECT channel, COUNT(*) AS c FROM wiki GROUP BY channel HAVING COUNT(*) > 100 ORDER BY c DESC LIMIT 10;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "having": {
+--       "type": "filter",
+--       "filter": {
+--         "type": "range",
+--         "column": "a0",
+--         "matchValueType": "LONG",
+--         "lower": 100,
+--         "lowerOpen": true
+--       }
+--     },
+--     "limitSpec": {
+--       "type": "default",
+--       "columns": [
+--         {
+--           "dimension": "a0",
+--           "direction": "descending",
+--           "dimensionOrder": "numeric"
+--         }
+--       ],
+--       "limit": 10
+--     }
+--   }
+-- ]
+
+-- name: group_by_ordinal_and_alias
+SELECT channel AS ch, isRobot, SUM(added) FROM wiki GROUP BY ch, 2;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "default",
+--         "dimension": "isRobot",
+--         "outputName": "d1",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: time_bucket_and_dimension
+SELECT TIME_FLOOR(__time, 'PT1H') AS h, channel, COUNT(*) FROM wiki GROUP BY 1, 2;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "timestamp_floor(__time, 'PT1H', null, 'UTC')",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "v0",
+--         "outputName": "d0",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d1",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: time_bucket_ordered_by_metric
+SELECT TIME_FLOOR(__time, 'PT1H') AS h, COUNT(*) AS c FROM wiki GROUP BY 1 ORDER BY c DESC LIMIT 3;
+-- native:
+-- [
+--   {
+--     "queryType": "topN",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "timestamp_floor(__time, 'PT1H', null, 'UTC')",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimension": {
+--       "type": "default",
+--       "dimension": "v0",
+--       "outputName": "d0",
+--       "outputType": "LONG"
+--     },
+--     "metric": {
+--       "type": "numeric",
+--       "metric": "a0"
+--     },
+--     "threshold": 3
+--   }
+-- ]
+
+-- name: group_by_expression
+SELECT CASE WHEN added > 100 THEN 'big' ELSE 'small' END AS size, COUNT(*) FROM wiki GROUP BY 1;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "case_searched(added > 100, 'big', 'small')",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "v0",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: expression_over_group_key
+SELECT UPPER(channel), COUNT(*) FROM wiki GROUP BY channel;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "postAggregations": [
+--       {
+--         "type": "expression",
+--         "name": "p0",
+--         "expression": "upper(d0)"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: order_by_hidden_aggregate
+SELECT channel FROM wiki GROUP BY channel ORDER BY SUM(added) DESC, channel LIMIT 4;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "limitSpec": {
+--       "type": "default",
+--       "columns": [
+--         {
+--           "dimension": "a0",
+--           "direction": "descending",
+--           "dimensionOrder": "numeric"
+--         },
+--         {
+--           "dimension": "d0",
+--           "direction": "ascending",
+--           "dimensionOrder": "lexicographic"
+--         }
+--       ],
+--       "limit": 4
+--     }
+--   }
+-- ]
+
+-- name: select_distinct
+SELECT DISTINCT channel, namespace FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "default",
+--         "dimension": "namespace",
+--         "outputName": "d1",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: exact_count_distinct
+SELECT channel, COUNT(DISTINCT "user") AS users FROM wiki GROUP BY channel;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "default",
+--         "dimension": "user",
+--         "outputName": "d1",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: count_distinct_with_other_aggregates
+SELECT COUNT(DISTINCT page), COUNT(*), SUM(added) FROM wiki WHERE channel = '#en.wikipedia';
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "equals",
+--       "column": "channel",
+--       "matchValue": "#en.wikipedia",
+--       "matchValueType": "STRING"
+--     },
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       },
+--       {
+--         "type": "longSum",
+--         "name": "a1",
+--         "fieldName": "added"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "page",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: avg_with_group
+SELECT namespace, AVG(delta) FROM wiki GROUP BY namespace;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "delta"
+--       },
+--       {
+--         "type": "filtered",
+--         "name": "a1",
+--         "filter": {
+--           "type": "not",
+--           "field": {
+--             "type": "null",
+--             "column": "delta"
+--           }
+--         },
+--         "aggregator": {
+--           "type": "count",
+--           "name": "a1"
+--         }
+--       }
+--     ],
+--     "postAggregations": [
+--       {
+--         "type": "expression",
+--         "name": "p0",
+--         "expression": "cast(a0, 'DOUBLE') / a1"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "namespace",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: group_by_number_column
+SELECT metroCode, COUNT(*) FROM wiki WHERE metroCode IS NOT NULL GROUP BY metroCode ORDER BY metroCode;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "not",
+--       "field": {
+--         "type": "null",
+--         "column": "metroCode"
+--       }
+--     },
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "metroCode",
+--         "outputName": "d0",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "limitSpec": {
+--       "type": "default",
+--       "columns": [
+--         {
+--           "dimension": "d0",
+--           "direction": "ascending",
+--           "dimensionOrder": "numeric"
+--         }
+--       ]
+--     }
+--   }
+-- ]
+
+-- name: nulls_last_sorts_on_broker
+SELECT channel, SUM(metroCode) AS m FROM wiki GROUP BY channel ORDER BY m NULLS LAST;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "metroCode"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: having_on_alias
+SELECT channel, SUM(added) AS total FROM wiki GROUP BY channel HAVING total > 1000;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "having": {
+--       "type": "filter",
+--       "filter": {
+--         "type": "range",
+--         "column": "a0",
+--         "matchValueType": "LONG",
+--         "lower": 1000,
+--         "lowerOpen": true
+--       }
+--     }
+--   }
+-- ]
+
+-- name: several_count_distincts_join_on_the_keys
+SELECT channel, COUNT(DISTINCT page), COUNT(DISTINCT "user"), SUM(added) FROM wiki GROUP BY channel;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       }
+--     ],
+--     "postAggregations": [
+--       {
+--         "type": "expression",
+--         "name": "p0",
+--         "expression": "isnull(d0)"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "p1",
+--         "expression": "coalesce(d0, '')"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   },
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "default",
+--         "dimension": "page",
+--         "outputName": "d1",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   },
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "default",
+--         "dimension": "user",
+--         "outputName": "d1",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]

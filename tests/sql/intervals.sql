@@ -1,0 +1,216 @@
+-- name: half_open_day
+SELECT COUNT(*) FROM wiki WHERE __time >= TIMESTAMP '2015-09-12' AND __time < TIMESTAMP '2015-09-13';
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "2015-09-12T00:00:00.000Z/2015-09-13T00:00:00.000Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: between_is_inclusive
+SELECT COUNT(*) FROM wiki WHERE __time BETWEEN TIMESTAMP '2015-09-12 00:00:00' AND TIMESTAMP '2015-09-12 01:00:00';
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "2015-09-12T00:00:00.000Z/2015-09-12T01:00:00.001Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: time_in_interval
+SELECT COUNT(*) FROM wiki WHERE TIME_IN_INTERVAL(__time, '2015-09-12T08:00:00Z/PT2H');
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "2015-09-12T08:00:00.000Z/2015-09-12T10:00:00.000Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: current_timestamp_minus_interval
+SELECT COUNT(*) FROM wiki WHERE __time >= CURRENT_TIMESTAMP - INTERVAL '1' DAY;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "2015-09-13T00:00:00.000Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: or_of_ranges_is_two_intervals
+SELECT COUNT(*) FROM wiki
+WHERE (__time >= TIMESTAMP '2015-09-12 00:00:00' AND __time < TIMESTAMP '2015-09-12 01:00:00')
+   OR (__time >= TIMESTAMP '2015-09-13 00:00:00' AND __time < TIMESTAMP '2015-09-13 01:00:00');
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "2015-09-12T00:00:00.000Z/2015-09-12T01:00:00.000Z",
+--       "2015-09-13T00:00:00.000Z/2015-09-13T01:00:00.000Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: time_and_other_conditions
+SELECT COUNT(*) FROM wiki WHERE __time > TIMESTAMP '2015-09-12 12:00:00' AND channel = '#en.wikipedia';
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "2015-09-12T12:00:00.001Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "equals",
+--       "column": "channel",
+--       "matchValue": "#en.wikipedia",
+--       "matchValueType": "STRING"
+--     },
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: contradiction_is_false_filter
+SELECT COUNT(*) FROM wiki WHERE __time > TIMESTAMP '2015-09-13' AND __time < TIMESTAMP '2015-09-12';
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "false"
+--     },
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: string_literal_compared_with_time
+SELECT COUNT(*) FROM wiki WHERE __time >= '2015-09-12 06:00:00';
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "2015-09-12T06:00:00.000Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: literal_in_session_time_zone
+-- context: {"sqlTimeZone": "America/Los_Angeles"}
+SELECT COUNT(*) FROM wiki WHERE __time >= TIMESTAMP '2015-09-12 00:00:00';
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "2015-09-12T07:00:00.000Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: time_expression_stays_a_filter
+SELECT COUNT(*) FROM wiki WHERE TIME_FLOOR(__time, 'P1D') = TIMESTAMP '2015-09-12';
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "expression",
+--       "expression": "timestamp_floor(__time, 'P1D', null, 'UTC') == 1442016000000"
+--     },
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]

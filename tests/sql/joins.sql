@@ -1,0 +1,247 @@
+-- name: join_with_aggregate_subquery
+SELECT w.page, s.c FROM wiki w JOIN (SELECT channel, COUNT(*) AS c FROM wiki GROUP BY channel) s ON w.channel = s.channel WHERE w.added > 100;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "range",
+--       "column": "added",
+--       "matchValueType": "LONG",
+--       "lower": 100,
+--       "lowerOpen": true
+--     },
+--     "columns": [
+--       "channel",
+--       "page"
+--     ],
+--     "resultFormat": "compactedList"
+--   },
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: left_join_two_datasources
+SELECT w.page, c.name FROM wiki w LEFT JOIN countries c ON w.countryIsoCode = c.isoCode WHERE w.channel = '#en.wikipedia';
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "equals",
+--       "column": "channel",
+--       "matchValue": "#en.wikipedia",
+--       "matchValueType": "STRING"
+--     },
+--     "columns": [
+--       "page",
+--       "countryIsoCode"
+--     ],
+--     "resultFormat": "compactedList"
+--   },
+--   {
+--     "queryType": "scan",
+--     "dataSource": "countries",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "isoCode",
+--       "name"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: comma_join_with_where_equality
+SELECT w.page, c.population FROM wiki w, countries c WHERE w.countryIsoCode = c.isoCode AND c.population > 1000000;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "page",
+--       "countryIsoCode"
+--     ],
+--     "resultFormat": "compactedList"
+--   },
+--   {
+--     "queryType": "scan",
+--     "dataSource": "countries",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "range",
+--       "column": "population",
+--       "matchValueType": "LONG",
+--       "lower": 1000000,
+--       "lowerOpen": true
+--     },
+--     "columns": [
+--       "isoCode",
+--       "population"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: join_then_aggregate
+SELECT c.name, COUNT(*) FROM wiki w JOIN countries c ON w.countryIsoCode = c.isoCode GROUP BY c.name ORDER BY 2 DESC LIMIT 5;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "countryIsoCode"
+--     ],
+--     "resultFormat": "compactedList"
+--   },
+--   {
+--     "queryType": "scan",
+--     "dataSource": "countries",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "isoCode",
+--       "name"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: join_system_table
+SELECT s.datasource, COUNT(*) FROM sys.segments s JOIN sys.servers v ON s.segment_id = v.server GROUP BY 1;
+-- native:
+-- []
+
+-- name: join_on_expression_key
+SELECT w.page FROM wiki w JOIN countries c ON UPPER(w.countryName) = UPPER(c.name);
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "upper(countryName)",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "columns": [
+--       "page",
+--       "v0"
+--     ],
+--     "resultFormat": "compactedList"
+--   },
+--   {
+--     "queryType": "scan",
+--     "dataSource": "countries",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "upper(name)",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "columns": [
+--       "v0"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: in_subquery_is_a_join_with_distinct_values
+SELECT channel, COUNT(*) FROM wiki WHERE channel IN (SELECT channel FROM wiki GROUP BY channel ORDER BY COUNT(*) DESC LIMIT 10) AND added > 0 GROUP BY channel;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "range",
+--       "column": "added",
+--       "matchValueType": "LONG",
+--       "lower": 0,
+--       "lowerOpen": true
+--     },
+--     "columns": [
+--       "channel"
+--     ],
+--     "resultFormat": "compactedList"
+--   },
+--   {
+--     "queryType": "topN",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimension": {
+--       "type": "default",
+--       "dimension": "channel",
+--       "outputName": "d0",
+--       "outputType": "STRING"
+--     },
+--     "metric": {
+--       "type": "numeric",
+--       "metric": "a0"
+--     },
+--     "threshold": 10
+--   }
+-- ]

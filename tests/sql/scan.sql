@@ -1,0 +1,271 @@
+-- name: select_star_limit
+SELECT * FROM wiki LIMIT 10;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "__time",
+--       "channel",
+--       "page",
+--       "user",
+--       "isRobot",
+--       "isAnonymous",
+--       "isMinor",
+--       "isNew",
+--       "isUnpatrolled",
+--       "namespace",
+--       "comment",
+--       "cityName",
+--       "countryName",
+--       "countryIsoCode",
+--       "regionName",
+--       "metroCode",
+--       "added",
+--       "deleted",
+--       "delta"
+--     ],
+--     "limit": 10,
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: select_columns
+SELECT __time, page, "user" FROM druid.wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "__time",
+--       "page",
+--       "user"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: order_by_time_desc
+SELECT __time, page, added FROM wiki ORDER BY __time DESC LIMIT 20 OFFSET 5;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "__time",
+--       "page",
+--       "added"
+--     ],
+--     "limit": 20,
+--     "offset": 5,
+--     "order": "descending",
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: order_by_time_asc
+SELECT page FROM wiki WHERE channel = '#en.wikipedia' ORDER BY __time LIMIT 3;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "equals",
+--       "column": "channel",
+--       "matchValue": "#en.wikipedia",
+--       "matchValueType": "STRING"
+--     },
+--     "columns": [
+--       "page",
+--       "__time"
+--     ],
+--     "limit": 3,
+--     "order": "ascending",
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: order_by_other_column_sorts_on_broker
+SELECT page, added FROM wiki ORDER BY added DESC LIMIT 5;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "page",
+--       "added"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: expressions_become_virtual_columns
+SELECT page, added - deleted AS net, UPPER(channel) AS ch, added * 2 FROM wiki WHERE added > 0;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "range",
+--       "column": "added",
+--       "matchValueType": "LONG",
+--       "lower": 0,
+--       "lowerOpen": true
+--     },
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "added - deleted",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "upper(channel)",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "added * 2",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "columns": [
+--       "page",
+--       "v0",
+--       "v1",
+--       "v2"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: same_expression_twice_one_virtual_column
+SELECT LOWER(page) AS a, LOWER(page) AS b FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "lower(page)",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "columns": [
+--       "v0"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: duplicate_output_names
+SELECT page, page, added AS page FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "page",
+--       "added"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: constant_select_without_from
+SELECT 1 + 2 AS three, 'a' || 'b', CURRENT_TIMESTAMP;
+-- native:
+-- []
+
+-- name: offset_only
+SELECT page FROM wiki OFFSET 100;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "page"
+--     ],
+--     "offset": 100,
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: scan_with_parameters
+-- parameters: ["#de.wikipedia", 100, 5]
+SELECT page, added FROM wiki WHERE channel = ? AND added > ? LIMIT ?;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "and",
+--       "fields": [
+--         {
+--           "type": "equals",
+--           "column": "channel",
+--           "matchValue": "#de.wikipedia",
+--           "matchValueType": "STRING"
+--         },
+--         {
+--           "type": "range",
+--           "column": "added",
+--           "matchValueType": "LONG",
+--           "lower": 100,
+--           "lowerOpen": true
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "page",
+--       "added"
+--     ],
+--     "limit": 5,
+--     "resultFormat": "compactedList"
+--   }
+-- ]

@@ -1,0 +1,204 @@
+-- name: filter_over_subquery_merges_into_one_scan
+SELECT a FROM (SELECT added * 2 AS a, channel FROM wiki) WHERE channel = '#en.wikipedia' AND a > 10;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "and",
+--       "fields": [
+--         {
+--           "type": "equals",
+--           "column": "channel",
+--           "matchValue": "#en.wikipedia",
+--           "matchValueType": "STRING"
+--         },
+--         {
+--           "type": "expression",
+--           "expression": "added * 2 > 10"
+--         }
+--       ]
+--     },
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "added * 2",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "columns": [
+--       "v0"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: filter_over_aggregate_subquery_is_having
+SELECT channel, c FROM (SELECT channel, COUNT(*) AS c FROM wiki GROUP BY channel) WHERE c > 100;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "having": {
+--       "type": "filter",
+--       "filter": {
+--         "type": "range",
+--         "column": "a0",
+--         "matchValueType": "LONG",
+--         "lower": 100,
+--         "lowerOpen": true
+--       }
+--     }
+--   }
+-- ]
+
+-- name: aggregate_over_aggregate_runs_outer_on_broker
+SELECT c, COUNT(*) FROM (SELECT channel, COUNT(*) AS c FROM wiki GROUP BY channel) GROUP BY c;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: subquery_with_limit_then_order
+SELECT * FROM (SELECT page, added FROM wiki ORDER BY added DESC LIMIT 20) ORDER BY page;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "page",
+--       "added"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: with_clause
+WITH edits AS (SELECT channel, SUM(added) AS s FROM wiki GROUP BY channel)
+SELECT channel FROM edits WHERE s > 1000 ORDER BY s DESC LIMIT 3;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "having": {
+--       "type": "filter",
+--       "filter": {
+--         "type": "range",
+--         "column": "a0",
+--         "matchValueType": "LONG",
+--         "lower": 1000,
+--         "lowerOpen": true
+--       }
+--     },
+--     "limitSpec": {
+--       "type": "default",
+--       "columns": [
+--         {
+--           "dimension": "a0",
+--           "direction": "descending",
+--           "dimensionOrder": "numeric"
+--         }
+--       ],
+--       "limit": 3
+--     }
+--   }
+-- ]
+
+-- name: count_of_distinct_subquery
+SELECT COUNT(*) FROM (SELECT DISTINCT channel FROM wiki WHERE added > 0);
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "range",
+--       "column": "added",
+--       "matchValueType": "LONG",
+--       "lower": 0,
+--       "lowerOpen": true
+--     },
+--     "granularity": "all",
+--     "aggregations": [],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]

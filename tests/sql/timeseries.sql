@@ -1,0 +1,411 @@
+-- name: totals
+SELECT COUNT(*), SUM(added), MIN(delta), MAX(deleted) FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       },
+--       {
+--         "type": "longSum",
+--         "name": "a1",
+--         "fieldName": "added"
+--       },
+--       {
+--         "type": "longMin",
+--         "name": "a2",
+--         "fieldName": "delta"
+--       },
+--       {
+--         "type": "longMax",
+--         "name": "a3",
+--         "fieldName": "deleted"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: avg_is_sum_over_count
+SELECT AVG(added) FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       },
+--       {
+--         "type": "filtered",
+--         "name": "a1",
+--         "filter": {
+--           "type": "not",
+--           "field": {
+--             "type": "null",
+--             "column": "added"
+--           }
+--         },
+--         "aggregator": {
+--           "type": "count",
+--           "name": "a1"
+--         }
+--       }
+--     ],
+--     "postAggregations": [
+--       {
+--         "type": "expression",
+--         "name": "p0",
+--         "expression": "cast(a0, 'DOUBLE') / a1"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: hourly
+SELECT TIME_FLOOR(__time, 'PT1H') AS h, COUNT(*) AS edits FROM wiki GROUP BY 1;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "context": {
+--       "skipEmptyBuckets": true
+--     },
+--     "granularity": "hour",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: floor_to_day_descending_limit
+SELECT FLOOR(__time TO DAY) AS d, SUM(added) FROM wiki GROUP BY 1 ORDER BY d DESC LIMIT 2;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "context": {
+--       "skipEmptyBuckets": true
+--     },
+--     "granularity": "day",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       }
+--     ],
+--     "descending": true,
+--     "limit": 2
+--   }
+-- ]
+
+-- name: date_trunc_month
+SELECT DATE_TRUNC('month', __time), COUNT(*) FROM wiki GROUP BY 1;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "context": {
+--       "skipEmptyBuckets": true
+--     },
+--     "granularity": "month",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: session_time_zone_buckets
+-- context: {"sqlTimeZone": "America/Los_Angeles"}
+SELECT TIME_FLOOR(__time, 'P1D'), COUNT(*) FROM wiki GROUP BY 1;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "context": {
+--       "skipEmptyBuckets": true
+--     },
+--     "granularity": {
+--       "type": "period",
+--       "period": "P1D",
+--       "timeZone": "America/Los_Angeles"
+--     },
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: time_floor_with_origin_and_zone
+SELECT TIME_FLOOR(__time, 'PT12H', TIMESTAMP '2015-09-12 06:00:00', 'Asia/Kolkata'), COUNT(*) FROM wiki GROUP BY 1;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "context": {
+--       "skipEmptyBuckets": true
+--     },
+--     "granularity": {
+--       "type": "period",
+--       "period": "PT12H",
+--       "timeZone": "Asia/Kolkata",
+--       "origin": "2015-09-12T06:00:00.000Z"
+--     },
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: filtered_aggregators
+SELECT COUNT(*) FILTER (WHERE isRobot = 'true'), SUM(added) FILTER (WHERE channel = '#en.wikipedia') FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "filtered",
+--         "name": "a0",
+--         "filter": {
+--           "type": "equals",
+--           "column": "isRobot",
+--           "matchValue": "true",
+--           "matchValueType": "STRING"
+--         },
+--         "aggregator": {
+--           "type": "count",
+--           "name": "a0"
+--         }
+--       },
+--       {
+--         "type": "filtered",
+--         "name": "a1",
+--         "filter": {
+--           "type": "equals",
+--           "column": "channel",
+--           "matchValue": "#en.wikipedia",
+--           "matchValueType": "STRING"
+--         },
+--         "aggregator": {
+--           "type": "longSum",
+--           "name": "a1",
+--           "fieldName": "added"
+--         }
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: count_column_skips_nulls
+SELECT COUNT(cityName), COUNT(*) FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "filtered",
+--         "name": "a0",
+--         "filter": {
+--           "type": "not",
+--           "field": {
+--             "type": "null",
+--             "column": "cityName"
+--           }
+--         },
+--         "aggregator": {
+--           "type": "count",
+--           "name": "a0"
+--         }
+--       },
+--       {
+--         "type": "count",
+--         "name": "a1"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: post_aggregation_expression
+SELECT SUM(added) - SUM(deleted) AS net, SUM(added) * 1.0 / COUNT(*) FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       },
+--       {
+--         "type": "longSum",
+--         "name": "a1",
+--         "fieldName": "deleted"
+--       },
+--       {
+--         "type": "count",
+--         "name": "a2"
+--       }
+--     ],
+--     "postAggregations": [
+--       {
+--         "type": "expression",
+--         "name": "p0",
+--         "expression": "a0 - a1"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "p1",
+--         "expression": "a0 * 1.0 / a2"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: grand_total_having_runs_on_broker
+SELECT COUNT(*) AS c FROM wiki HAVING COUNT(*) > 10;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: approx_count_distinct
+SELECT APPROX_COUNT_DISTINCT("user") FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "HLLSketchBuild",
+--         "name": "a0",
+--         "lgK": 12,
+--         "fieldName": "user",
+--         "round": true
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: earliest_latest_any
+SELECT EARLIEST(page), LATEST(page), ANY_VALUE(channel), MIN(__time), MAX(__time) FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "stringFirst",
+--         "name": "a0",
+--         "fieldName": "page"
+--       },
+--       {
+--         "type": "stringLast",
+--         "name": "a1",
+--         "fieldName": "page"
+--       },
+--       {
+--         "type": "stringAny",
+--         "name": "a2",
+--         "fieldName": "channel"
+--       },
+--       {
+--         "type": "longMin",
+--         "name": "a3",
+--         "fieldName": "__time"
+--       },
+--       {
+--         "type": "longMax",
+--         "name": "a4",
+--         "fieldName": "__time"
+--       }
+--     ]
+--   }
+-- ]

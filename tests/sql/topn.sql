@@ -1,0 +1,294 @@
+-- name: topn_pages
+SELECT page, SUM(added) AS s FROM wiki WHERE __time >= TIMESTAMP '2015-09-12' AND __time < TIMESTAMP '2015-09-13' GROUP BY page ORDER BY s DESC LIMIT 10;
+-- native:
+-- [
+--   {
+--     "queryType": "topN",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "2015-09-12T00:00:00.000Z/2015-09-13T00:00:00.000Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       }
+--     ],
+--     "dimension": {
+--       "type": "default",
+--       "dimension": "page",
+--       "outputName": "d0",
+--       "outputType": "STRING"
+--     },
+--     "metric": {
+--       "type": "numeric",
+--       "metric": "a0"
+--     },
+--     "threshold": 10
+--   }
+-- ]
+
+-- name: topn_by_count
+SELECT channel, COUNT(*) FROM wiki GROUP BY channel ORDER BY COUNT(*) DESC LIMIT 5;
+-- native:
+-- [
+--   {
+--     "queryType": "topN",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimension": {
+--       "type": "default",
+--       "dimension": "channel",
+--       "outputName": "d0",
+--       "outputType": "STRING"
+--     },
+--     "metric": {
+--       "type": "numeric",
+--       "metric": "a0"
+--     },
+--     "threshold": 5
+--   }
+-- ]
+
+-- name: topn_ascending_count
+SELECT channel, COUNT(*) AS c FROM wiki GROUP BY channel ORDER BY c LIMIT 5;
+-- native:
+-- [
+--   {
+--     "queryType": "topN",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimension": {
+--       "type": "default",
+--       "dimension": "channel",
+--       "outputName": "d0",
+--       "outputType": "STRING"
+--     },
+--     "metric": {
+--       "type": "inverted",
+--       "metric": {
+--         "type": "numeric",
+--         "metric": "a0"
+--       }
+--     },
+--     "threshold": 5
+--   }
+-- ]
+
+-- name: topn_by_dimension
+SELECT channel, SUM(added) FROM wiki GROUP BY channel ORDER BY channel DESC LIMIT 3;
+-- native:
+-- [
+--   {
+--     "queryType": "topN",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       }
+--     ],
+--     "dimension": {
+--       "type": "default",
+--       "dimension": "channel",
+--       "outputName": "d0",
+--       "outputType": "STRING"
+--     },
+--     "metric": {
+--       "type": "inverted",
+--       "metric": {
+--         "type": "dimension",
+--         "ordering": "lexicographic"
+--       }
+--     },
+--     "threshold": 3
+--   }
+-- ]
+
+-- name: topn_by_post_aggregation
+SELECT page, SUM(added) - SUM(deleted) AS net FROM wiki GROUP BY page ORDER BY net DESC LIMIT 5;
+-- native:
+-- [
+--   {
+--     "queryType": "topN",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       },
+--       {
+--         "type": "longSum",
+--         "name": "a1",
+--         "fieldName": "deleted"
+--       }
+--     ],
+--     "postAggregations": [
+--       {
+--         "type": "expression",
+--         "name": "p0",
+--         "expression": "a0 - a1"
+--       }
+--     ],
+--     "dimension": {
+--       "type": "default",
+--       "dimension": "page",
+--       "outputName": "d0",
+--       "outputType": "STRING"
+--     },
+--     "metric": {
+--       "type": "numeric",
+--       "metric": "p0"
+--     },
+--     "threshold": 5
+--   }
+-- ]
+
+-- name: topn_on_expression_dimension
+SELECT LOWER(channel) AS ch, COUNT(*) AS c FROM wiki GROUP BY 1 ORDER BY c DESC LIMIT 2;
+-- native:
+-- [
+--   {
+--     "queryType": "topN",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "lower(channel)",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimension": {
+--       "type": "default",
+--       "dimension": "v0",
+--       "outputName": "d0",
+--       "outputType": "STRING"
+--     },
+--     "metric": {
+--       "type": "numeric",
+--       "metric": "a0"
+--     },
+--     "threshold": 2
+--   }
+-- ]
+
+-- name: ascending_sum_is_groupby
+SELECT channel, SUM(added) AS s FROM wiki GROUP BY channel ORDER BY s LIMIT 5;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "longSum",
+--         "name": "a0",
+--         "fieldName": "added"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "limitSpec": {
+--       "type": "default",
+--       "columns": [
+--         {
+--           "dimension": "a0",
+--           "direction": "ascending",
+--           "dimensionOrder": "numeric"
+--         }
+--       ],
+--       "limit": 5
+--     }
+--   }
+-- ]
+
+-- name: offset_is_groupby
+SELECT channel, COUNT(*) AS c FROM wiki GROUP BY channel ORDER BY c DESC LIMIT 5 OFFSET 5;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ],
+--     "limitSpec": {
+--       "type": "default",
+--       "columns": [
+--         {
+--           "dimension": "a0",
+--           "direction": "descending",
+--           "dimensionOrder": "numeric"
+--         }
+--       ],
+--       "limit": 5,
+--       "offset": 5
+--     }
+--   }
+-- ]

@@ -1,0 +1,126 @@
+-- name: union_all
+SELECT channel FROM wiki WHERE added > 1000 UNION ALL SELECT name FROM countries;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "range",
+--       "column": "added",
+--       "matchValueType": "LONG",
+--       "lower": 1000,
+--       "lowerOpen": true
+--     },
+--     "columns": [
+--       "channel"
+--     ],
+--     "resultFormat": "compactedList"
+--   },
+--   {
+--     "queryType": "scan",
+--     "dataSource": "countries",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "name"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: union_distinct
+SELECT isoCode FROM countries UNION SELECT countryIsoCode FROM wiki;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "countries",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "isoCode"
+--     ],
+--     "resultFormat": "compactedList"
+--   },
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "countryIsoCode"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: union_in_subquery_then_group
+SELECT x, COUNT(*) FROM (SELECT channel AS x FROM wiki UNION ALL SELECT name FROM countries) GROUP BY x;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "channel"
+--     ],
+--     "resultFormat": "compactedList"
+--   },
+--   {
+--     "queryType": "scan",
+--     "dataSource": "countries",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "name"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: union_order_limit
+SELECT added AS v FROM wiki UNION ALL SELECT area FROM countries ORDER BY 1 DESC LIMIT 3;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "cast(added, 'DOUBLE')",
+--         "outputType": "DOUBLE"
+--       }
+--     ],
+--     "columns": [
+--       "v0"
+--     ],
+--     "resultFormat": "compactedList"
+--   },
+--   {
+--     "queryType": "scan",
+--     "dataSource": "countries",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "area"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
