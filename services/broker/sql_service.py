@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from common.errors import QueryTimeoutError
+from common.errors import QueryTimeoutError, UnsupportedError
 from common.sql import plan_sql
 from services.broker.core.sql_backend import StatementInfo, TableInfo
 
@@ -106,10 +106,23 @@ class BrokerCatalog:
         return pa.Table.from_pylist(rows, schema=pa.schema([("server", pa.string()), ("segment_id", pa.string())]))
 
     def _sys_tasks(self) -> pa.Table:
-        # Ingestion tasks arrive with Spark ingestion; the table exists (empty) so queries work.
-        return pa.table({"task_id": pa.array([], pa.string()), "type": pa.array([], pa.string()),
-                         "datasource": pa.array([], pa.string()), "status": pa.array([], pa.string()),
-                         "created_time": pa.array([], pa.string()), "duration": pa.array([], pa.int64())})
+        import json
+
+        rows = []
+        for t in (self.coordinator.tasks() if self.coordinator is not None else []):
+            report = json.loads(t.report_json or "{}")
+            rows.append(dict(task_id=t.id, type=t.type, datasource=t.datasource, status=t.state,
+                             created_time=_iso(t.created_ms), duration=(t.finished_ms - t.started_ms)
+                             if t.finished_ms and t.started_ms else None,
+                             rows_read=report.get("rowsRead"), rows_written=report.get("rowsWritten"),
+                             rows_filtered=report.get("rowsFiltered"), parse_exceptions=report.get("parseExceptions"),
+                             segments=len(report.get("segments") or []) if "segments" in report else None,
+                             error=t.error or None))
+        return pa.Table.from_pylist(rows, schema=pa.schema([
+            ("task_id", pa.string()), ("type", pa.string()), ("datasource", pa.string()), ("status", pa.string()),
+            ("created_time", pa.string()), ("duration", pa.int64()), ("rows_read", pa.int64()),
+            ("rows_written", pa.int64()), ("rows_filtered", pa.int64()), ("parse_exceptions", pa.int64()),
+            ("segments", pa.int64()), ("error", pa.string())]))
 
 
 def _iso(ms: int) -> str:
@@ -130,6 +143,8 @@ class SqlService:
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
                 user: str | None = None, is_active=lambda: True) -> pa.Table:
+        if is_ingestion(sql):
+            return self._submit(sql, dict(context or {}))
         plan = plan_sql(sql, self.catalog, parameters, dict(context or {}))
         timeout_s = self._timeout(plan.context)
         deadline = time.monotonic() + timeout_s
@@ -142,7 +157,21 @@ class SqlService:
 
         return plan.execute(run_native)
 
+    def _submit(self, sql: str, context: dict) -> pa.Table:
+        """INSERT/REPLACE: validate here (errors reach the user at once), run as a coordinator task."""
+        from services.ingestion.statement import parse_ingestion
+
+        statement = parse_ingestion(sql, context)
+        coordinator = self.catalog.coordinator
+        if coordinator is None:
+            raise UnsupportedError("no coordinator is reachable to run the ingestion task; is one running?")
+        spec = {"context": {k: v for k, v in statement.context.items()}}
+        task = coordinator.submit_task(statement.datasource, statement.mode.lower(), sql, spec)
+        return pa.table({"task_id": [task.id]})
+
     def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
+        if is_ingestion(sql):
+            return StatementInfo(0, pa.schema([("task_id", pa.string())]))
         count = _count_parameters(sql)
         if count == 0:
             plan = plan_sql(sql, self.catalog, (), dict(context or {}))
@@ -186,6 +215,22 @@ class SqlService:
 
     def table_types(self) -> list[str]:
         return ["SYSTEM_TABLE", "TABLE"]
+
+
+def is_ingestion(sql: str) -> bool:
+    """True when the statement after any SET prefixes is INSERT or REPLACE."""
+    from sqlglot.tokens import Tokenizer, TokenType
+
+    try:
+        tokens = Tokenizer().tokenize(sql)
+    except Exception:  # the planner reports syntax errors properly
+        return False
+    i = 0
+    while i < len(tokens) and tokens[i].token_type == TokenType.SET:
+        while i < len(tokens) and tokens[i].token_type != TokenType.SEMICOLON:
+            i += 1
+        i += 1
+    return i < len(tokens) and tokens[i].text.upper() in ("INSERT", "REPLACE")
 
 
 def _count_parameters(sql: str) -> int:

@@ -135,6 +135,14 @@ class ClusterClient:
         except grpc.RpcError as exc:
             raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
 
+    def submit_task(self, datasource: str, type_: str, statement: str, spec: dict | None = None):
+        request = coordinator_pb2.SubmitTaskRequest(datasource=datasource, type=type_, statement=statement,
+                                                    spec_json=json.dumps(spec or {}))
+        try:
+            return self.coordinator.SubmitTask(request, timeout=30)
+        except grpc.RpcError as exc:
+            raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
+
     def task(self, task_id: str):
         try:
             return self.coordinator.GetTask(coordinator_pb2.TaskRequest(id=task_id), timeout=30)

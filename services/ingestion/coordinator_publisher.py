@@ -1,0 +1,47 @@
+"""CoordinatorPublisher: the SegmentPublisher a task process uses, backed by coordinator RPCs."""
+
+from __future__ import annotations
+
+import grpc
+
+from common.errors import StrataError, ValidationError
+from common.rpc.convert import interval_from_proto, interval_to_proto
+from common.rpc.gen.strata.v1 import coordinator_pb2
+from common.segment.descriptor import SegmentDescriptor
+from common.types.interval import Interval
+from services.coordinator.core.allocation import Allocation
+from services.coordinator.server import descriptor_to_proto
+
+
+class CoordinatorPublisher:
+    def __init__(self, coordinator_stub, task_id: str, datasource: str) -> None:
+        self.stub = coordinator_stub
+        self.task_id = task_id
+        self.datasource = datasource
+
+    def allocate(self, datasource: str, intervals: list[Interval], mode: str) -> dict[Interval, Allocation]:
+        request = coordinator_pb2.AllocateSegmentsRequest(
+            datasource=datasource, intervals=[interval_to_proto(i) for i in intervals], mode=mode.lower(),
+            task_id=self.task_id)
+        try:
+            response = self.stub.AllocateSegments(request, timeout=60)
+        except grpc.RpcError as exc:
+            error = ValidationError if exc.code() == grpc.StatusCode.INVALID_ARGUMENT else StrataError
+            raise error(f"segment allocation failed: {exc.details()}") from None
+        out = {}
+        for a in response.allocations:
+            iv = interval_from_proto(a.interval)
+            out[iv] = Allocation(iv, a.version, a.first_partition, a.core_partitions)
+        return out
+
+    def publish(self, descriptors: list[SegmentDescriptor], replace_intervals: list[Interval] | None) -> None:
+        request = coordinator_pb2.PublishSegmentsRequest(segments=[descriptor_to_proto(d) for d in descriptors],
+                                                         task_id=self.task_id)
+        if replace_intervals is not None:
+            request.replace_datasource = self.datasource
+            request.replace_intervals.extend(interval_to_proto(i) for i in replace_intervals)
+        try:
+            self.stub.PublishSegments(request, timeout=120)
+        except grpc.RpcError as exc:
+            error = ValidationError if exc.code() == grpc.StatusCode.INVALID_ARGUMENT else StrataError
+            raise error(f"publish failed: {exc.details()}") from None

@@ -1,0 +1,90 @@
+"""The process of one ingestion task: ``python -m services.ingestion.task_main --task-id ID
+--coordinator HOST:PORT``. Started by the leader coordinator's TaskRunner.
+
+It reads the task's statement from the coordinator, runs the Spark job (segments to deep storage),
+publishes through the coordinator in one transaction, and reports progress and the final state.
+SIGTERM cancels: the job stops, deletes what it uploaded, and the task ends CANCELED.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+import traceback
+
+from common.errors import StrataError
+from common.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
+from services.grpc_server import channel
+
+log = logging.getLogger("strata.task")
+
+
+def _update(stub, task_id: str, state: str, report: dict | None = None, error: str = "") -> None:
+    request = coordinator_pb2.UpdateTaskRequest(id=task_id, state=state, error=error,
+                                                report_json=json.dumps(report) if report is not None else "")
+    stub.UpdateTask(request, timeout=60)
+
+
+def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> int:
+    from services.ingestion.coordinator_publisher import CoordinatorPublisher
+    from services.ingestion.ingestion_report import IngestionCancelled, IngestionFailed
+    from services.ingestion.spark_job import IngestionJob, run_ingestion
+    from services.ingestion.spark_session import get_or_create_session
+    from services.ingestion.statement import parse_ingestion
+
+    stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(coordinator))
+    task = stub.GetTask(coordinator_pb2.TaskRequest(id=task_id), timeout=60)
+    spec = json.loads(task.spec_json or "{}")
+    try:
+        statement = parse_ingestion(task.statement, spec.get("context") or {})
+        default_granularity = None
+        if spec.get("segmentGranularity"):
+            from common.types.granularity import Granularity
+
+            default_granularity = Granularity.parse(spec["segmentGranularity"])
+        job = IngestionJob(task_id, statement, default_granularity, dict(spec.get("context") or {}))
+        spark = get_or_create_session(f"strata-{task_id}")
+
+        def progress(phase: str, details: dict) -> None:
+            try:
+                _update(stub, task_id, "RUNNING", {"phase": phase, **details})
+            except Exception:  # progress is best effort; the final update is not
+                log.warning("progress update failed", exc_info=True)
+
+        report = run_ingestion(spark, job, os.environ.get("STRATA_DEEP_STORAGE_URL", "var/strata/deep-storage"),
+                               os.environ.get("STRATA_DEEP_STORAGE_ENDPOINT", ""),
+                               CoordinatorPublisher(stub, task_id, statement.datasource), progress, cancel_event)
+        _update(stub, task_id, "SUCCESS", report.to_json())
+        return 0
+    except IngestionCancelled as exc:
+        _update(stub, task_id, "CANCELED", exc.report.to_json(), str(exc))
+        return 1
+    except IngestionFailed as exc:
+        _update(stub, task_id, "FAILED", exc.report.to_json(), str(exc))
+        return 1
+    except StrataError as exc:
+        _update(stub, task_id, "FAILED", {}, str(exc))
+        return 1
+    except Exception as exc:  # anything else still ends the task with a reason
+        _update(stub, task_id, "FAILED", {}, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
+        return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--task-id", required=True)
+    ap.add_argument("--coordinator", required=True)
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    cancel = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: cancel.set())
+    return run_task(args.task_id, args.coordinator, cancel)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

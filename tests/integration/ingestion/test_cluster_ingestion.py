@@ -1,0 +1,130 @@
+"""SQL ingestion through the cluster: the broker takes INSERT/REPLACE, the coordinator runs each
+task as its own process driving a real Spark job, segments land in deep storage, get published in
+one transaction, loaded by historicals and queried through the broker."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from tests.harness.embedded_cluster import EmbeddedCluster
+
+DATA = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data"))
+FINAL = ("SUCCESS", "FAILED", "CANCELED")
+
+
+def updates(mode_clause: str, name: str) -> str:
+    return f"""{mode_clause} SELECT TIME_PARSE("timestamp") AS __time, animal, "number"
+               FROM TABLE(localfiles(files => ARRAY['{os.path.join(DATA, name)}'], format => 'json'))
+                    EXTEND ("timestamp" VARCHAR, animal VARCHAR, "number" BIGINT)
+               PARTITIONED BY DAY"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("ingest")), historicals=2)
+    yield c
+    c.stop()
+
+
+def run(cluster, sql: str, timeout_s: float = 240.0):
+    table, _ = cluster.client.sql(sql)
+    task_id = table.column("task_id")[0].as_py()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        task = cluster.client.task(task_id)
+        if task.state in FINAL:
+            return task
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"task {task_id} still {task.state} after {timeout_s}s")
+        time.sleep(0.2)
+
+
+def rows(cluster, sql: str) -> list[dict]:
+    return cluster.client.sql(sql)[0].to_pylist()
+
+
+def wait_rows(cluster, sql: str, want: list[dict], timeout_s: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    got = None
+    while time.monotonic() < deadline:
+        try:
+            got = rows(cluster, sql)
+            if got == want:
+                return
+        except Exception as exc:  # noqa: BLE001 - the datasource may not be served yet
+            got = exc
+        time.sleep(0.2)
+    raise AssertionError(f"{sql}: wanted {want}, last got {got}")
+
+
+def test_insert_then_append_then_replace(cluster):
+    task = run(cluster, updates("INSERT INTO animals", "updates-data.json"))
+    assert task.state == "SUCCESS", task.error
+    report = json.loads(task.report_json)
+    assert report["rowsRead"] == 3 and report["rowsWritten"] == 3
+    wait_rows(cluster, "SELECT COUNT(*) AS c, SUM(\"number\") AS n FROM animals", [{"c": 3, "n": 100 + 42 + 14124}])
+
+    task = run(cluster, updates("INSERT INTO animals", "updates-data2.json"))  # appends to the same day
+    assert task.state == "SUCCESS", task.error
+    wait_rows(cluster, "SELECT COUNT(*) AS c FROM animals", [{"c": 6}])
+    segments = rows(cluster, "SELECT COUNT(*) AS c, COUNT(DISTINCT version) AS v FROM sys.segments "
+                             "WHERE datasource = 'animals' AND is_published = 1")
+    assert segments == [{"c": 2, "v": 1}]  # the append reused the version with a new partition
+
+    task = run(cluster, updates("REPLACE INTO animals OVERWRITE ALL", "updates-data4.json"))
+    assert task.state == "SUCCESS", task.error
+    with open(os.path.join(DATA, "updates-data4.json")) as f:
+        want = sorted(({"animal": r["animal"], "number": r["number"]} for r in map(json.loads, f)),
+                      key=lambda r: r["animal"])
+    wait_rows(cluster, "SELECT animal, \"number\" FROM animals ORDER BY animal", want)
+    tasks = rows(cluster, "SELECT status, COUNT(*) AS c FROM sys.tasks WHERE datasource = 'animals' GROUP BY 1")
+    assert tasks == [{"status": "SUCCESS", "c": 3}]
+
+
+def test_bad_rows_over_the_limit_fail_the_task_and_publish_nothing(cluster, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"timestamp":"2018-01-01T01:00:00Z","animal":"ok","number":1}\n'
+                   '{"timestamp":"2018-01-01T02:00:00Z","animal":"broken","number":"many"}\n')
+    sql = f"""INSERT INTO broken SELECT TIME_PARSE("timestamp") AS __time, animal, "number"
+              FROM TABLE(localfiles(files => ARRAY['{bad}'], format => 'json'))
+                   EXTEND ("timestamp" VARCHAR, animal VARCHAR, "number" BIGINT) PARTITIONED BY DAY"""
+    task = run(cluster, sql)
+    assert task.state == "FAILED"
+    assert "bad.json" in task.error and "line 2" in task.error
+    assert rows(cluster, "SELECT COUNT(*) AS c FROM sys.segments WHERE datasource = 'broken'") == [{"c": 0}]
+
+
+def test_statement_errors_come_back_at_once(cluster):
+    from services.cli.cluster_client import ClusterError
+
+    with pytest.raises(ClusterError, match="PARTITIONED BY"):
+        cluster.client.sql("INSERT INTO x SELECT TIME_PARSE('2020-01-01') AS __time, 1 AS a PARTITIONED BY FORTNIGHT")
+
+
+def test_a_cancelled_task_publishes_nothing(cluster):
+    sql = f"""INSERT INTO wikiticker
+              SELECT TIME_PARSE("time") AS __time, channel, page, added
+              FROM TABLE(EXTERN('{{"type": "local", "files": ["{os.path.join(DATA, 'wikiticker-2015-09-12-sampled.json.gz')}"]}}',
+                   '{{"type": "json"}}', '[{{"name": "time", "type": "string"}}, {{"name": "channel", "type": "string"}},
+                   {{"name": "page", "type": "string"}}, {{"name": "added", "type": "long"}}]'))
+              PARTITIONED BY HOUR"""
+    table, _ = cluster.client.sql(sql)
+    task_id = table.column("task_id")[0].as_py()
+    deadline = time.monotonic() + 60
+    while cluster.client.task(task_id).state == "PENDING" and time.monotonic() < deadline:
+        time.sleep(0.1)
+    cluster.client.cancel_task(task_id)
+    deadline = time.monotonic() + 120
+    while cluster.client.task(task_id).state not in FINAL:
+        assert time.monotonic() < deadline, "cancel did not finish"
+        time.sleep(0.2)
+    task = cluster.client.task(task_id)
+    assert task.state in ("CANCELED", "SUCCESS")  # a small job may finish before the cancel lands
+    if task.state == "CANCELED":
+        assert rows(cluster, "SELECT COUNT(*) AS c FROM sys.segments WHERE datasource = 'wikiticker'") == [{"c": 0}]
+        uploads = os.path.join(cluster.deep_storage_url, "wikiticker")
+        assert not os.path.exists(uploads) or not any(files for _, _, files in os.walk(uploads))
