@@ -11,6 +11,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
+# Ingestion tasks run PySpark, which needs a Java 17 runtime.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+ && rm -rf /var/lib/apt/lists/*
+
 # A fixed non-root uid/gid, so Kubernetes securityContext (runAsUser/fsGroup 10001) and volume
 # ownership line up with the image.
 RUN groupadd --system --gid 10001 strata \

@@ -31,6 +31,13 @@ ensure_debian_packages() {
   fi
 }
 
+# PySpark 4 needs Java 17+; install Debian's runtime only when no java is on the PATH.
+ensure_java() {
+  if ! command -v java >/dev/null 2>&1; then
+    ensure_debian_packages openjdk-17-jre-headless
+  fi
+}
+
 ensure_venv() {
   local extras="${1:-}"
   ensure_python

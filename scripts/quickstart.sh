@@ -3,6 +3,7 @@
 # embedded defaults), load Wikipedia-like demo data, run example queries, print how to connect.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
+ensure_java
 ensure_venv
 ROWS="${STRATA_DEMO_ROWS:-500000}"
 CLUSTER="${STRATA_CLUSTER_DIR:-var/cluster}"

@@ -5,6 +5,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 ensure_debian_packages etcd-server postgresql
+ensure_java
 ensure_venv test
 echo "running tests with $(.venv/bin/python --version)"
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "${@:-tests}"
