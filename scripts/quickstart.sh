@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Install strata into .venv, start a local cluster (coordinator, broker, two historicals on
-# embedded defaults), load Wikipedia-like demo data, run example queries, print how to connect.
+# embedded defaults), ingest Wikipedia-like demo data with a SQL INSERT (a Spark job), run example
+# queries, print how to connect.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 ensure_java
@@ -20,9 +21,11 @@ fi
 cat <<MSG
 
 strata is running from $CLUSTER (logs in $CLUSTER/logs). Connect with:
-  .venv/bin/strata query --dir $CLUSTER '{"queryType":"timeseries","dataSource":"wikipedia",
-      "intervals":["2015-09-12/2015-09-19"],"granularity":"hour","aggregations":[{"type":"count","name":"edits"}]}'
-  python: see README.md (ClusterClient over gRPC, or pyarrow.flight with a native-query ticket)
-  metrics: curl http://127.0.0.1:8092/metrics   (broker; coordinator 8081, historicals 8093...)
+  SQL:         .venv/bin/strata sql --dir $CLUSTER "SELECT channel, COUNT(*) AS edits FROM wikipedia GROUP BY 1 ORDER BY 2 DESC LIMIT 5"
+  Flight SQL:  grpc://127.0.0.1:8815  (ADBC: adbc_driver_flightsql.dbapi.connect("grpc://127.0.0.1:8815"); see README.md)
+  native JSON: .venv/bin/strata query --dir $CLUSTER '{"queryType":"timeseries","dataSource":"wikipedia",
+               "intervals":["2015-09-12/2015-09-19"],"granularity":"hour","aggregations":[{"type":"count","name":"edits"}]}'
+  ingest:      .venv/bin/strata sql --dir $CLUSTER --file my_insert.sql   (INSERT/REPLACE ... PARTITIONED BY, runs on Spark)
+  metrics:     curl http://127.0.0.1:8092/metrics   (broker; coordinator 8081, historicals 8093, 8094)
 Stop it with: .venv/bin/strata down --dir $CLUSTER
 MSG

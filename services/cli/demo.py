@@ -41,12 +41,12 @@ def run_demo(directory: str, rows: int, cluster_dir: str | None = None) -> int:
     os.makedirs(directory, exist_ok=True)
     data = os.path.join(directory, "wikipedia.parquet")
     seg_dir = os.path.join(directory, "segments")
+    if cluster_dir:
+        return _on_cluster(directory, rows, cluster_dir)
     started = time.perf_counter()
     if not os.path.exists(data):
         write(data, rows, fmt="parquet")
         print(f"generated {rows:,} demo rows in {data} ({time.perf_counter() - started:.1f}s)")
-    if cluster_dir:
-        return _on_cluster(data, cluster_dir)
     if not glob.glob(os.path.join(seg_dir, "*.sseg")):
         started = time.perf_counter()
         table = read_inputs([data], "parquet")
@@ -62,30 +62,53 @@ def run_demo(directory: str, rows: int, cluster_dir: str | None = None) -> int:
 
 
 
-def _on_cluster(data: str, cluster_dir: str) -> int:
-    """Publish the demo data to a running cluster (once) and run the examples through its broker."""
+INSERT_SQL = """INSERT INTO wikipedia
+SELECT TIME_PARSE("time") AS __time, channel, page, "user", isRobot, isAnonymous, isMinor, isNew, isUnpatrolled,
+       namespace, "comment", cityName, countryName, countryIsoCode, regionName, metroCode, added, deleted, delta
+FROM TABLE(localfiles(files => ARRAY['{path}'], format => 'json'))
+     EXTEND ("time" VARCHAR, channel VARCHAR, page VARCHAR, "user" VARCHAR, isRobot VARCHAR, isAnonymous VARCHAR,
+             isMinor VARCHAR, isNew VARCHAR, isUnpatrolled VARCHAR, namespace VARCHAR, "comment" VARCHAR,
+             cityName VARCHAR, countryName VARCHAR, countryIsoCode VARCHAR, regionName VARCHAR, metroCode BIGINT,
+             added BIGINT, deleted BIGINT, delta BIGINT)
+PARTITIONED BY DAY
+CLUSTERED BY channel"""
+
+
+def _on_cluster(directory: str, rows: int, cluster_dir: str) -> int:
+    """Ingest the demo data into a running cluster with SQL (a Spark task), once, then run the
+    examples through its broker."""
     from services.cli.cluster_client import ClusterClient
     from services.cli.local_cluster import LocalCluster
-    from services.historical.storage import deep_storage_from_config
-    from services.node_config import load_config
+    from services.cli.sql_command import wait_task
 
-    cluster = LocalCluster(cluster_dir)
-    endpoints = cluster.endpoints()
+    data = os.path.abspath(os.path.join(directory, "wikipedia.json"))
+    if not os.path.exists(data):
+        started = time.perf_counter()
+        write(data, rows, fmt="json")
+        print(f"generated {rows:,} demo rows in {data} ({time.perf_counter() - started:.1f}s)")
+    endpoints = LocalCluster(cluster_dir).endpoints()
     client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
     try:
         if not client.load_status(DATASOURCE):
-            started = time.perf_counter()
-            storage = deep_storage_from_config(load_config("coordinator", cluster.node("coordinator")["config"]).deep_storage)
-            table = read_inputs([data], "parquet")
-            published = client.build_and_publish(table, DATASOURCE, storage, sort_columns=["channel"])
-            client.wait_loaded(DATASOURCE, len(published), 120)
-            print(f"published {len(published)} segments ({table.num_rows:,} rows) and loaded them on the historicals "
-                  f"in {time.perf_counter() - started:.1f}s")
+            sql = INSERT_SQL.format(path=data)
+            print("ingesting with SQL (a Spark job run by the coordinator):\n" + sql)
+            table, _ = client.sql(sql)
+            if wait_task(client, table.column("task_id")[0].as_py(), 900) != 0:
+                return 1
+            segments = len([t for t in client.list_segments(DATASOURCE) if t.used])
+            client.wait_loaded(DATASOURCE, segments, 120)
         _wait_broker(client)
         for title, query in EXAMPLES:
             started = time.perf_counter()
             result, _ = client.native(query)
             print_table(result, title=f"{title}  ({(time.perf_counter() - started) * 1000:.1f} ms via the broker)")
+        sql = ("SELECT channel, COUNT(*) AS edits, SUM(added) AS added FROM wikipedia "
+               "WHERE __time >= TIMESTAMP '2015-09-12' AND __time < TIMESTAMP '2015-09-13' "
+               "GROUP BY channel ORDER BY edits DESC LIMIT 5")
+        started = time.perf_counter()
+        result, _ = client.sql(sql)
+        print(f"\n{sql}")
+        print_table(result, title=f"SQL through the broker ({(time.perf_counter() - started) * 1000:.1f} ms)")
     finally:
         client.close()
     return 0

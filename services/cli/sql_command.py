@@ -28,7 +28,9 @@ def run_sql(client, args) -> int:
     started = time.perf_counter()
     table, _ = client.sql(sql, context, args.timeout)
     elapsed = time.perf_counter() - started
-    if "task_id" in table.column_names and table.num_rows == 1 and not args.async_:
+    from services.broker.sql_service import is_ingestion
+
+    if is_ingestion(sql) and not args.async_:
         task_id = table.column("task_id")[0].as_py()
         return wait_task(client, task_id, args.timeout)
     if args.format == "arrow":
@@ -70,7 +72,7 @@ def print_task(task, full: bool = False) -> None:
     print(f"task {task.id}: {task.state}" + (f" in {took:.1f}s" if took is not None else ""))
     print(f"  datasource {task.datasource} ({task.type})")
     for key in ("rowsRead", "rowsWritten", "rowsFiltered", "parseExceptions"):
-        if key in report:
+        if report.get(key) is not None:
             value = report[key]
             print(f"  {key:16} {value if not isinstance(value, (list, dict)) else len(value)}")
     segments = report.get("segments") or []
