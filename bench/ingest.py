@@ -1,0 +1,102 @@
+"""Ingestion benchmark: a Parquet file to published, queryable segments through Spark (local[2]),
+beside a single-process pyarrow-only build of the same segments.
+
+    .venv/bin/python bench/ingest.py [--rows 5000000] [--markdown]
+
+The Spark path is the real one: an INSERT statement planned by the ingestion engine, executors
+building and pushing segments, allocation and publishing through a coordinator over gRPC, and
+historicals loading them until the broker answers. JVM start-up is reported separately.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import pyarrow.parquet as pq  # noqa: E402
+
+from bench.engine import print_rows  # noqa: E402
+from common.demo import table as demo_table  # noqa: E402
+from common.segment.time_partitioner import build_segments  # noqa: E402
+
+COLUMNS = ("ts TIMESTAMP, channel VARCHAR, page VARCHAR, \"user\" VARCHAR, isRobot VARCHAR, namespace VARCHAR, "
+           "added BIGINT, deleted BIGINT, delta BIGINT")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+
+    from services.cli.cluster_client import ClusterClient
+    from services.grpc_server import channel
+    from services.ingestion.coordinator_publisher import CoordinatorPublisher
+    from services.ingestion.spark_job import IngestionJob, run_ingestion
+    from services.ingestion.spark_session import get_or_create_session
+    from services.ingestion.statement import parse_ingestion
+    from common.rpc.gen.strata.v1 import coordinator_pb2_grpc
+    from tests.harness.embedded_cluster import EmbeddedCluster
+
+    work = tempfile.mkdtemp(prefix="strata-ingest-bench-")
+    try:
+        data = demo_table(args.rows).rename_columns(["ts", *demo_table(1).column_names[1:]])
+        data = data.select(["ts", "channel", "page", "user", "isRobot", "namespace", "added", "deleted", "delta"])
+        parquet = os.path.join(work, "wiki.parquet")
+        pq.write_table(data, parquet)
+
+        started = time.perf_counter()
+        build_segments(data.rename_columns(["__time", *data.column_names[1:]]), "wiki", os.path.join(work, "local"),
+                       segment_granularity="day")
+        local_s = time.perf_counter() - started
+
+        cluster = EmbeddedCluster(os.path.join(work, "cluster"), historicals=2, max_cache_bytes=8 << 30)
+        try:
+            started = time.perf_counter()
+            spark = get_or_create_session("strata-ingest-bench", master="local[2]")
+            spark.range(1).count()  # the JVM and the Python workers are up after this
+            jvm_s = time.perf_counter() - started
+
+            sql = (f"INSERT INTO wiki SELECT ts AS __time, channel, page, \"user\", isRobot, namespace, added, deleted, "
+                   f"delta FROM TABLE(localfiles(files => ARRAY['{parquet}'], format => 'parquet')) EXTEND ({COLUMNS}) "
+                   "PARTITIONED BY DAY")
+            stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(f"127.0.0.1:{cluster.coordinator.grpc.port}"))
+            statement = parse_ingestion(sql)
+            started = time.perf_counter()
+            report = run_ingestion(spark, IngestionJob("bench", statement), cluster.deep_storage_url, "",
+                                   CoordinatorPublisher(stub, "bench", "wiki"))
+            published_s = time.perf_counter() - started
+            client = ClusterClient(f"127.0.0.1:{cluster.coordinator.grpc.port}", f"127.0.0.1:{cluster.broker.grpc.port}")
+            cluster.wait_queryable("wiki", len(report.segments), timeout_s=600)
+            queryable_s = time.perf_counter() - started
+            count = client.sql("SELECT COUNT(*) AS c FROM wiki")[0].column("c")[0].as_py()
+            client.close()
+        finally:
+            cluster.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"rows {args.rows:,}; {len(report.segments)} DAY segments; JVM + Spark session start {jvm_s:.1f}s "
+          f"(not counted below); rows queryable through the broker: {count:,}")
+    header = ("path", "seconds", "rows/s", "vs pyarrow-only")
+    lines = [
+        ("pyarrow-only build (one process, no upload)", f"{local_s:.1f}", f"{args.rows / local_s:,.0f}", "1.00"),
+        ("Spark local[2]: file -> published", f"{published_s:.1f}", f"{args.rows / published_s:,.0f}",
+         f"{local_s / published_s:.2f}"),
+        ("Spark local[2]: file -> queryable", f"{queryable_s:.1f}", f"{args.rows / queryable_s:,.0f}",
+         f"{local_s / queryable_s:.2f}"),
+    ]
+    print_rows(header, lines, args.markdown)
+    print("Spark job phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in report.phases.items()))
+    print(f"Spark throughput to published segments: {args.rows / published_s / 1e6:.2f}M rows/s (goal >= 0.5M)")
+    return 0 if count == args.rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
