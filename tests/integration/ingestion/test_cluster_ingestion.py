@@ -128,3 +128,30 @@ def test_a_cancelled_task_publishes_nothing(cluster):
         assert rows(cluster, "SELECT COUNT(*) AS c FROM sys.segments WHERE datasource = 'wikiticker'") == [{"c": 0}]
         uploads = os.path.join(cluster.deep_storage_url, "wikiticker")
         assert not os.path.exists(uploads) or not any(files for _, _, files in os.walk(uploads))
+
+
+def test_csv_ingested_with_rollup_matches_duckdb_through_the_broker(cluster):
+    import duckdb
+
+    base = os.path.join(DATA, "embedded-tests")
+    sql = f"""INSERT INTO wiki_csv
+              SELECT TIME_FLOOR(TIME_PARSE("timestamp"), 'PT1H') AS __time, page, language, COUNT(*) AS edits,
+                     SUM(added) AS added, SUM(deleted) AS deleted, MAX(delta) AS max_delta
+              FROM TABLE(localfiles(baseDir => '{base}', filter => 'wikipedia_index_data*.csv', format => 'csv',
+                                    findColumnsFromHeader => true))
+                   EXTEND ("timestamp" VARCHAR, page VARCHAR, language VARCHAR, added BIGINT, deleted BIGINT,
+                           delta BIGINT)
+              GROUP BY 1, 2, 3
+              PARTITIONED BY DAY CLUSTERED BY page"""
+    task = run(cluster, sql)
+    assert task.state == "SUCCESS", task.error
+    want = duckdb.sql(f"""
+        SELECT page, language, count(*)::BIGINT AS edits, sum(added)::BIGINT AS added, sum(deleted)::BIGINT AS deleted,
+               max(delta)::BIGINT AS max_delta
+        FROM read_csv('{base}/wikipedia_index_data*.csv', header = true)
+        GROUP BY date_trunc('hour', "timestamp"::TIMESTAMPTZ), page, language
+        ORDER BY page, language, edits""").fetchall()
+    got_sql = ("SELECT page, language, edits, added, deleted, max_delta FROM wiki_csv "
+               "ORDER BY page, language, edits")
+    wait_rows(cluster, got_sql, [dict(zip(("page", "language", "edits", "added", "deleted", "max_delta"), r))
+                                 for r in want])
