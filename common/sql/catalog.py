@@ -23,7 +23,8 @@ CATALOG_NAME = "druid"
 DRUID = "druid"
 SYS = "sys"
 INFORMATION_SCHEMA = "INFORMATION_SCHEMA"
-SCHEMAS = (DRUID, SYS, INFORMATION_SCHEMA)
+EXT = "ext"  # input (external) tables defined in the catalog
+SCHEMAS = (DRUID, SYS, INFORMATION_SCHEMA, EXT)
 
 
 class SqlCatalog(Protocol):
@@ -48,8 +49,11 @@ INFORMATION_SCHEMA_FIELDS: dict[str, tuple[Field, ...]] = {
     "SCHEMATA": _fields(("CATALOG_NAME", VARCHAR), ("SCHEMA_NAME", VARCHAR), ("SCHEMA_OWNER", VARCHAR),
                         ("DEFAULT_CHARACTER_SET_CATALOG", VARCHAR), ("DEFAULT_CHARACTER_SET_SCHEMA", VARCHAR),
                         ("DEFAULT_CHARACTER_SET_NAME", VARCHAR), ("SQL_PATH", VARCHAR)),
+    # Besides the standard columns, the catalog's datasource properties, as the catalog proposal suggests.
     "TABLES": _fields(("TABLE_CATALOG", VARCHAR), ("TABLE_SCHEMA", VARCHAR), ("TABLE_NAME", VARCHAR),
-                      ("TABLE_TYPE", VARCHAR), ("IS_JOINABLE", VARCHAR), ("IS_BROADCAST", VARCHAR)),
+                      ("TABLE_TYPE", VARCHAR), ("IS_JOINABLE", VARCHAR), ("IS_BROADCAST", VARCHAR),
+                      ("SEGMENT_GRANULARITY", VARCHAR), ("TARGET_SEGMENT_ROWS", BIGINT), ("CLUSTER_KEYS", VARCHAR),
+                      ("SEALED", VARCHAR), ("DESCRIPTION", VARCHAR)),
     "COLUMNS": _fields(("TABLE_CATALOG", VARCHAR), ("TABLE_SCHEMA", VARCHAR), ("TABLE_NAME", VARCHAR),
                        ("COLUMN_NAME", VARCHAR), ("ORDINAL_POSITION", BIGINT), ("COLUMN_DEFAULT", VARCHAR),
                        ("IS_NULLABLE", VARCHAR), ("DATA_TYPE", VARCHAR), ("CHARACTER_MAXIMUM_LENGTH", BIGINT),
@@ -66,17 +70,31 @@ def _schema_name(name: str) -> str | None:
     return None
 
 
-def datasource_fields(schema: dict[str, ColumnType]) -> tuple[Field, ...]:
-    # __time first, as Druid lists it; the rest in the catalog's order.
-    names = ([TIME_COLUMN] if TIME_COLUMN in schema else []) + [n for n in schema if n != TIME_COLUMN]
+def datasource_fields(schema: dict[str, ColumnType], declared_order: bool = False) -> tuple[Field, ...]:
+    """Columns in the catalog's order when it declares one (declared columns first, as listed),
+    else with __time first, as Druid lists them."""
+    if declared_order:
+        names = list(schema)
+    else:
+        names = ([TIME_COLUMN] if TIME_COLUMN in schema else []) + [n for n in schema if n != TIME_COLUMN]
     return tuple(Field(n, sql_types.from_column_type(schema[n])) for n in names)
+
+
+def _declared_order(catalog: SqlCatalog, name: str) -> bool:
+    probe = getattr(catalog, "declared_order", None)
+    return bool(probe(name)) if probe is not None else False
+
+
+def _ext_names(catalog: SqlCatalog) -> list[str]:
+    probe = getattr(catalog, "external_table_names", None)
+    return list(probe()) if probe is not None else []
 
 
 def arrow_fields(schema: pa.Schema) -> tuple[Field, ...]:
     return tuple(Field(f.name, sql_types.from_arrow(f.type)) for f in schema)
 
 
-def resolve_table(catalog: SqlCatalog, parts: list[str], fetched: dict | None = None) -> TableRef:
+def resolve_table(catalog: SqlCatalog, parts: list[str], fetched: dict | None = None, args: tuple = ()) -> TableRef:
     """A table named ``name`` or ``schema.name`` (``catalog.schema.name`` with catalog 'druid').
     A sys table is materialized to learn its columns; it is kept in ``fetched`` so the first run
     of the plan need not ask the catalog again."""
@@ -91,6 +109,15 @@ def resolve_table(catalog: SqlCatalog, parts: list[str], fetched: dict | None = 
         name = parts[1]
         if schema is None:
             raise ValidationError(unknown_name_message("schema", parts[0], SCHEMAS))
+    if args and schema != EXT:
+        raise ValidationError(f"only input tables (schema '{EXT}') take arguments; '{'.'.join(parts)}' does not")
+    if schema == EXT:
+        names = _ext_names(catalog)
+        match = name if name in names else next((n for n in names if n.lower() == name.lower()), None)
+        if match is None:
+            raise ValidationError(unknown_name_message("input table", f"{EXT}.{name}", [f"{EXT}.{n}" for n in names]))
+        columns = catalog.external_table_schema(match)
+        return TableRef(EXT, match, "external", datasource_fields(columns, declared_order=True), tuple(args))
     if schema == DRUID:
         columns = catalog.datasource_schema(name)
         if columns is None:
@@ -99,7 +126,7 @@ def resolve_table(catalog: SqlCatalog, parts: list[str], fetched: dict | None = 
                 candidates += [f"sys.{t}" for t in catalog.system_table_names()]
                 candidates += [f"{INFORMATION_SCHEMA}.{t}" for t in INFORMATION_SCHEMA_FIELDS]
             raise ValidationError(unknown_name_message("table", name, candidates))
-        return TableRef(DRUID, name, "datasource", datasource_fields(columns))
+        return TableRef(DRUID, name, "datasource", datasource_fields(columns, _declared_order(catalog, name)))
     if schema == INFORMATION_SCHEMA:
         for t in INFORMATION_SCHEMA_FIELDS:
             if t.lower() == name.lower():
@@ -120,6 +147,8 @@ def table_data(catalog: SqlCatalog, ref: TableRef, fetched: dict | None = None) 
     """The rows of a sys or INFORMATION_SCHEMA table, typed as ``ref.fields`` say."""
     if ref.kind == "information_schema":
         return information_schema_table(catalog, ref.name)
+    if ref.kind == "external":
+        return catalog.external_table(ref.name, dict(ref.args))
     if fetched and (ref.schema, ref.name) in fetched:
         return fetched[(ref.schema, ref.name)]
     table = catalog.system_table(SYS, ref.name)
@@ -143,6 +172,8 @@ def _all_tables(catalog: SqlCatalog) -> list[tuple[str, str, str, tuple[Field, .
         out.append((INFORMATION_SCHEMA, name, "SYSTEM_TABLE", INFORMATION_SCHEMA_FIELDS[name]))
     for name in sorted(catalog.system_table_names()):
         out.append((SYS, name, "SYSTEM_TABLE", None))
+    for name in sorted(_ext_names(catalog)):
+        out.append((EXT, name, "EXTERNAL", None))
     return out
 
 
@@ -170,14 +201,25 @@ def information_schema_table(catalog: SqlCatalog, name: str) -> pa.Table:
         return _table_of(fields, [(CATALOG_NAME, s, None, None, None, None, None) for s in SCHEMAS])
     tables = _all_tables(catalog)
     if name == "TABLES":
-        return _table_of(fields, [(CATALOG_NAME, s, n, kind, "NO", "NO") for s, n, kind, _ in tables])
+        props = getattr(catalog, "table_properties", lambda _name: None)
+        rows = []
+        for s, n, kind, _ in tables:
+            p = (props(n) if s == DRUID else None) or {}
+            keys = p.get("clusterKeys")
+            cluster = ", ".join(k["column"] + (" DESC" if k.get("desc") else "") for k in keys) if keys else None
+            sealed = None if "sealed" not in p else ("YES" if p["sealed"] else "NO")
+            rows.append((CATALOG_NAME, s, n, kind, "NO", "NO", p.get("segmentGranularity"), p.get("targetSegmentRows"),
+                         cluster, sealed, p.get("description")))
+        return _table_of(fields, rows)
     rows = []
     for schema, table, _, known in tables:
         if known is not None:
             cols = known
         elif schema == DRUID:
             columns = catalog.datasource_schema(table)
-            cols = datasource_fields(columns) if columns is not None else ()
+            cols = datasource_fields(columns, _declared_order(catalog, table)) if columns is not None else ()
+        elif schema == EXT:
+            cols = datasource_fields(catalog.external_table_schema(table), declared_order=True)
         else:
             data = catalog.system_table(SYS, table)
             cols = arrow_fields(data.schema) if data is not None else ()

@@ -23,10 +23,11 @@ class Field:
 
 @dataclass(frozen=True)
 class TableRef:
-    schema: str  # druid, sys, INFORMATION_SCHEMA
+    schema: str  # druid, sys, INFORMATION_SCHEMA, ext
     name: str
-    kind: str  # datasource | system | information_schema
+    kind: str  # datasource | system | information_schema | external
     fields: tuple[Field, ...]
+    args: tuple[tuple[str, object], ...] = ()  # table-function arguments of an external table
 
 
 class RelNode:

@@ -197,7 +197,11 @@ class Translator:
         alias = node.args.get("alias")
         alias_name = alias.name if alias is not None and alias.name else None
         column_aliases = [c.name for c in alias.args.get("columns") or []] if alias is not None else []
-        if isinstance(node, exp.Table):
+        if isinstance(node, exp.Table) and _is_table_function(node):
+            parts, args = _input_table_call(node)
+            rel = TableScan(resolve_table(self.catalog, parts, self.fetched, args))
+            qualifier = alias_name or parts[-1]
+        elif isinstance(node, exp.Table):
             if isinstance(node.this, (exp.Anonymous, exp.Func)) or node.this is None:
                 raise UnsupportedError(f"table functions are not supported: '{sql_text(node)}'")
             for key, label in (("sample", "TABLESAMPLE"), ("version", "FOR SYSTEM_TIME"), ("pivots", "PIVOT"),
@@ -565,3 +569,42 @@ def translate(query: exp.Expression, catalog: SqlCatalog, session: Session,
     if fetched is not None:
         fetched.update(translator.fetched)
     return rel
+
+
+def _is_table_function(node: exp.Table) -> bool:
+    """TABLE(schema.name(arg => value, ...)): an input table used as a table function."""
+    this = node.this
+    return isinstance(this, exp.Anonymous) and str(this.this).upper() == "TABLE" and len(this.expressions) == 1 \
+        and isinstance(this.expressions[0], (exp.Dot, exp.Anonymous))
+
+
+def _input_table_call(node: exp.Table) -> tuple[list[str], tuple]:
+    call = node.this.expressions[0]
+    parts: list[str] = []
+    if isinstance(call, exp.Dot):
+        parts.append(call.this.name)
+        call = call.expression
+    if not isinstance(call, exp.Anonymous):
+        raise UnsupportedError(f"table functions are not supported: '{sql_text(node)}'")
+    parts.append(str(call.this))
+    if len(parts) == 1 or parts[0].lower() != "ext":
+        raise UnsupportedError(
+            f"table function '{sql_text(node)}' is not supported in queries; input tables are called as "
+            "TABLE(ext.name(arg => value)), and EXTERN/localfiles/http/inline belong to INSERT/REPLACE")
+    args = []
+    for arg in call.expressions:
+        if not isinstance(arg, exp.Kwarg):
+            raise ValidationError(f"input table '{'.'.join(parts)}' takes named arguments (name => value), "
+                                  f"got '{sql_text(arg)}'")
+        value = arg.expression
+        if isinstance(value, exp.Array):
+            v = [e.this if isinstance(e, exp.Literal) and e.is_string else e.sql() for e in value.expressions]
+        elif isinstance(value, exp.Literal):
+            v = value.this if value.is_string else (float(value.this) if "." in value.this else int(value.this))
+        elif isinstance(value, exp.Boolean):
+            v = value.this
+        else:
+            raise ValidationError(f"argument '{arg.this.name}' of input table '{'.'.join(parts)}' must be a literal, "
+                                  f"got '{sql_text(value)}'")
+        args.append((arg.this.name, v))
+    return parts, tuple(args)

@@ -187,7 +187,7 @@ class SqlService:
 
     def db_schemas(self, catalog: str | None = None, schema_pattern: str | None = None) -> list[tuple[str, str]]:
         pattern = _like(schema_pattern)
-        return [(CATALOG, s) for s in ("INFORMATION_SCHEMA", "druid", "sys") if pattern is None or pattern.match(s)]
+        return [(CATALOG, s) for s in ("INFORMATION_SCHEMA", "druid", "ext", "sys") if pattern is None or pattern.match(s)]
 
     def tables(self, catalog: str | None = None, schema_pattern: str | None = None, table_pattern: str | None = None,
                table_types: Sequence[str] = (), user: str | None = None) -> list[TableInfo]:
@@ -198,6 +198,8 @@ class SqlService:
         candidates = [("druid", name, "TABLE") for name in self.catalog.datasource_names()]
         candidates += [("sys", name, "SYSTEM_TABLE") for name in SYS_TABLES]
         candidates += [("INFORMATION_SCHEMA", name, "SYSTEM_TABLE") for name in ("SCHEMATA", "TABLES", "COLUMNS")]
+        names = getattr(self.catalog, "external_table_names", None)
+        candidates += [("ext", name, "EXTERNAL") for name in (names() if names else [])]
         for schema, name, kind in candidates:
             if (s_pat and not s_pat.match(schema)) or (t_pat and not t_pat.match(name)):
                 continue
@@ -214,7 +216,7 @@ class SqlService:
             return pa.schema([])
 
     def table_types(self) -> list[str]:
-        return ["SYSTEM_TABLE", "TABLE"]
+        return ["EXTERNAL", "SYSTEM_TABLE", "TABLE"]
 
 
 def is_ingestion(sql: str) -> bool:

@@ -42,7 +42,7 @@ def test_join_datasource_with_system_table(sql_env):
 
 def test_schemata():
     got = plan_sql("SELECT SCHEMA_NAME FROM INFORMATION_SCHEMA.SCHEMATA ORDER BY 1", golden_catalog()).execute(None)
-    assert got.column("SCHEMA_NAME").to_pylist() == ["INFORMATION_SCHEMA", "druid", "sys"]
+    assert got.column("SCHEMA_NAME").to_pylist() == ["INFORMATION_SCHEMA", "druid", "ext", "sys"]
 
 
 def test_tables():
@@ -54,7 +54,8 @@ def test_tables():
     assert ("INFORMATION_SCHEMA", "COLUMNS", "SYSTEM_TABLE") in rows
     all_columns = plan_sql("SELECT * FROM INFORMATION_SCHEMA.TABLES", golden_catalog()).execute(None)
     assert all_columns.column_names == ["TABLE_CATALOG", "TABLE_SCHEMA", "TABLE_NAME", "TABLE_TYPE", "IS_JOINABLE",
-                                        "IS_BROADCAST"]
+                                        "IS_BROADCAST", "SEGMENT_GRANULARITY", "TARGET_SEGMENT_ROWS", "CLUSTER_KEYS",
+                                        "SEALED", "DESCRIPTION"]
     assert set(all_columns.column("TABLE_CATALOG").to_pylist()) == {"druid"}
 
 
