@@ -7,9 +7,17 @@
     [historical]      cache_dir; max_cache_bytes
     [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks
     [broker]          query_timeout_ms
-    [auth]            enabled; admin_user; admin_password
+    [auth]            enabled; admin_user; admin_password; users_file; token_ttl_s
 
 S3 credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, never from the file.
+
+[auth] is off unless ``enabled = true`` (the embedded quickstart leaves it off; compose and k8s turn
+it on). On, every REST route but /status/health, /status/live and /metrics and every Flight SQL
+call needs Basic credentials or a bearer token. ``admin_user``/``admin_password`` (give the
+password by env: STRATA_AUTH_ADMIN_PASSWORD) name the admin, who holds every permission;
+``users_file`` is an optional TOML file of further users and their READ/WRITE grants on datasources
+and input tables (format: deploy/users.example.toml, services/security/basic_authorizer.py);
+``token_ttl_s`` is how long an issued bearer token stays valid.
 """
 
 from __future__ import annotations
@@ -86,6 +94,8 @@ class AuthSection:
     enabled: bool = False
     admin_user: str = "admin"
     admin_password: str = ""
+    users_file: str = ""  # TOML [[users]] with grants; see services/security/basic_authorizer.py
+    token_ttl_s: int = 3600
 
 
 @dataclass(frozen=True)

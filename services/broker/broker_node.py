@@ -83,6 +83,12 @@ class BrokerNode:
                 client = self._coordinator_client = ClusterClient(coordinator=target)
             return client
 
+    def coordinator_http(self) -> str | None:
+        for value in self.discovery.get_prefix(f"{NODES}coordinator/").values():
+            info = json.loads(value)
+            return f"http://{info['host']}:{info['http_port']}"
+        return None
+
     def coordinator_target(self) -> str | None:
         """Where a coordinator listens (any of them: they share the metadata store)."""
         for value in self.discovery.get_prefix(f"{NODES}coordinator/").values():

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 
 from services.broker.broker_node import BrokerNode
+from services.broker.catalog_cache import CatalogCache
+from services.broker.overlay_catalog import OverlayCatalog
 from services.broker.flight import BrokerFlightServer
 from services.broker.query_executor import QueryExecutor
 from services.broker.server import BrokerServicer, add_to_server
@@ -33,8 +35,12 @@ class BrokerProcess(NodeProcess):
         self.id = self.node_id(self.grpc.port)
         info = self.server_info(self.id, self.grpc.port, self.http.port, self.flight.port)
         self.node = BrokerNode(self.id, info, self.discovery, config.discovery.lease_ttl_s)
-        self.executor = QueryExecutor(self.node.view, self.node.stub_for, self.metrics, self.node.lock)
-        self.sql = SqlService(BrokerCatalog(self.node, self.node.coordinator_client), self.executor, timeout_s)
+        credentials = (config.auth.admin_user, config.auth.admin_password) if config.auth.enabled else None
+        self.catalog_cache = CatalogCache(self.discovery, self.node.coordinator_http, credentials)
+        self.catalog = OverlayCatalog(BrokerCatalog(self.node, self.node.coordinator_client), self.catalog_cache)
+        self.executor = QueryExecutor(self.node.view, self.node.stub_for, self.metrics, self.node.lock,
+                                      schema_for=self.catalog.datasource_schema)
+        self.sql = SqlService(self.catalog, self.executor, timeout_s)
         self.servicer = BrokerServicer(self.executor, self.metrics, config.broker.query_timeout_ms,
                                        sql=self._run_sql)
         add_to_server(self.grpc, self.servicer)
@@ -61,10 +67,12 @@ class BrokerProcess(NodeProcess):
         self.http.start()
         self._flight_thread.start()
         self.node.start()
+        self.catalog_cache.start()
         return self
 
     def stop(self) -> None:
         super().stop()
+        self.catalog_cache.stop()
         self.node.stop()
         self.flight.shutdown()
         self.http.stop()

@@ -37,8 +37,11 @@ class Cancelled(StrataError):
 
 
 class QueryExecutor:
-    def __init__(self, view, stub_for, metrics, view_lock: threading.Lock | None = None, threads: int = 16) -> None:
+    def __init__(self, view, stub_for, metrics, view_lock: threading.Lock | None = None, threads: int = 16,
+                 schema_for=None) -> None:
         self.view = view
+        # Datasource -> the schema queries see (the catalog overlay on the broker); None: unknown.
+        self.schema_for = schema_for
         self.stub_for = stub_for  # server id -> HistoricalServiceStub
         self.metrics = metrics
         self.view_lock = view_lock or threading.Lock()
@@ -52,10 +55,15 @@ class QueryExecutor:
         if not isinstance(query.datasource, str):
             inner = self.execute(query.datasource, max(deadline - time.monotonic(), 0.001), query_id, is_active)
             return engine.execute_on_table(query, inner.table, inner.stats)
-        with self.view_lock:
-            schema = dict(self.view.schema(query.datasource))
-        if not schema and query.datasource not in self.view.datasources():
-            raise ValidationError(f"unknown datasource '{query.datasource}'; served: {', '.join(self.view.datasources()) or 'none'}")
+        if self.schema_for is not None:
+            schema = self.schema_for(query.datasource)
+        else:
+            with self.view_lock:
+                schema = dict(self.view.schema(query.datasource)) if query.datasource in self.view.datasources() else None
+        if schema is None:
+            with self.view_lock:
+                served = ", ".join(self.view.datasources()) or "none"
+            raise ValidationError(f"unknown datasource '{query.datasource}'; served: {served}")
         engine.validate(query, schema)
         partial = self._gather(query, schema, deadline, query_id or uuid.uuid4().hex, is_active)
         return engine.Result(engine.finalize(query, partial, schema), partial.stats)

@@ -159,13 +159,12 @@ class SqlService:
 
     def _submit(self, sql: str, context: dict) -> pa.Table:
         """INSERT/REPLACE: validate here (errors reach the user at once), run as a coordinator task."""
-        from services.ingestion.statement import parse_ingestion
+        from services.broker.ingestion_submit import prepare_ingestion
 
-        statement = parse_ingestion(sql, context)
+        sql, statement, spec = prepare_ingestion(sql, context, self.catalog)
         coordinator = self.catalog.coordinator
         if coordinator is None:
             raise UnsupportedError("no coordinator is reachable to run the ingestion task; is one running?")
-        spec = {"context": {k: v for k, v in statement.context.items()}}
         task = coordinator.submit_task(statement.datasource, statement.mode.lower(), sql, spec)
         return pa.table({"task_id": [task.id]})
 

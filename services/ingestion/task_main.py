@@ -42,6 +42,11 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> i
     spec = json.loads(task.spec_json or "{}")
     try:
         statement = parse_ingestion(task.statement, spec.get("context") or {})
+        if spec.get("clusterKeys") and not statement.clustered_by:
+            import dataclasses
+
+            # The datasource's catalog clusterKeys apply when the statement has no CLUSTERED BY.
+            statement = dataclasses.replace(statement, clustered_by=tuple(spec["clusterKeys"]))
         default_granularity = None
         if spec.get("segmentGranularity"):
             from common.types.granularity import Granularity

@@ -1,7 +1,13 @@
 """Authorizer: the one question every front end asks: may this user do this to that table?
 
 The interface is fixed here so the catalog REST/gRPC API, Flight SQL and the SQL layer can call it
-while its implementation (users, grants, password checks) lives beside it.
+while its implementation (users, grants, password checks) lives beside it: BasicAuthorizer in
+basic_authorizer.py; ``authorizer_from_config(config)`` picks ALLOW_ALL or it from ``[auth]``.
+
+Conventions every front end follows: ``user=None`` means "nobody authenticated"; with
+authentication on, None may do nothing (``can`` is False). HTTP route handlers find the
+authenticated user in ``headers["x-strata-user"]`` (services/http_endpoint.py sets it after
+dropping any value the client sent).
 """
 
 from __future__ import annotations
@@ -53,3 +59,11 @@ class _AllowAll:
 
 
 ALLOW_ALL: Authorizer = _AllowAll()
+
+
+def authorizer_from_config(config) -> Authorizer:
+    """ALLOW_ALL when ``[auth] enabled`` is false; else a BasicAuthorizer of the admin and the
+    ``[auth] users_file``. Raises ValidationError when enabled without an admin password."""
+    from services.security.basic_authorizer import authorizer_from_config as build
+
+    return build(config)

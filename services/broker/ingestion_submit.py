@@ -1,0 +1,122 @@
+"""Preparing an INSERT/REPLACE on the broker: catalog input tables and catalog defaults.
+
+- ``ext.name`` and ``TABLE(ext.name(arg => ...))`` in the statement become the equivalent
+  ``TABLE(EXTERN(...))``, so the task's ingestion engine sees an ordinary external source.
+- Without PARTITIONED BY, the datasource's catalog segmentGranularity applies (an error naming
+  both when neither exists); without CLUSTERED BY, its clusterKeys; targetSegmentRows becomes the
+  default row target. Anything in the statement wins.
+- A ``sealed`` datasource refuses columns the catalog does not declare.
+"""
+
+from __future__ import annotations
+
+import json
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.tokens import Tokenizer, TokenType
+
+from common.errors import ValidationError
+from common.sql.translator import _input_table_call
+
+
+def _sql_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _extern(catalog, name: str, args: dict) -> str:
+    source = catalog.external_source(name, args)
+    signature = [{"name": n, "type": t.native_name} for n, t in source.signature]
+    return (f"TABLE(EXTERN({_sql_string(json.dumps(source.input_source))}, "
+            f"{_sql_string(json.dumps(source.input_format))}, {_sql_string(json.dumps(signature))}))")
+
+
+def _closing(tokens, i: int) -> int:
+    """Index of the parenthesis closing the one at ``i``."""
+    depth = 0
+    for j in range(i, len(tokens)):
+        if tokens[j].token_type == TokenType.L_PAREN:
+            depth += 1
+        elif tokens[j].token_type == TokenType.R_PAREN:
+            depth -= 1
+            if depth == 0:
+                return j
+    raise ValidationError("unbalanced parentheses in the statement")
+
+
+def rewrite_input_tables(sql: str, catalog) -> str:
+    tokens = Tokenizer().tokenize(sql)
+    edits = []  # (start offset, end offset, replacement)
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        is_ext = t.text.lower() == "ext" and i + 2 < len(tokens) and tokens[i + 1].token_type == TokenType.DOT
+        if not is_ext:
+            i += 1
+            continue
+        name = tokens[i + 2].text
+        wrapped = i >= 2 and tokens[i - 1].token_type == TokenType.L_PAREN and tokens[i - 2].text.upper() == "TABLE"
+        if wrapped and i + 3 < len(tokens) and tokens[i + 3].token_type == TokenType.L_PAREN:
+            end = _closing(tokens, i - 1)
+            call_text = sql[tokens[i - 2].start:tokens[end].end + 1]
+            select = sqlglot.parse_one(f"SELECT * FROM {call_text}", read="druid")
+            _, args = _input_table_call(select.find(exp.Table))
+            edits.append((tokens[i - 2].start, tokens[end].end + 1, _extern(catalog, name, dict(args))))
+            i = end + 1
+        else:
+            edits.append((t.start, tokens[i + 2].end + 1, _extern(catalog, name, {})))
+            i += 3
+    for start, end, text in reversed(edits):
+        sql = sql[:start] + text + sql[end:]
+    return sql
+
+
+def _output_names(statement) -> list[str] | None:
+    """Column names the SELECT produces, or None when a star hides them."""
+    select = statement.select
+    if not isinstance(select, exp.Select):
+        return None
+    names = []
+    for e in select.expressions:
+        if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
+            for source in statement.sources.values():
+                names.extend(n for n, _ in source.signature)
+            continue
+        names.append(e.alias_or_name)
+    return names
+
+
+def prepare_ingestion(sql: str, context: dict, catalog) -> tuple[str, object, dict]:
+    """(SQL for the task, parsed statement, task spec) for an INSERT/REPLACE."""
+    from services.ingestion.statement import parse_ingestion
+
+    if getattr(catalog, "external_table_names", None) is not None and catalog.external_table_names():
+        sql = rewrite_input_tables(sql, catalog)
+    statement = parse_ingestion(sql, context)
+    spec_of = getattr(catalog, "datasource_spec", None)
+    table = spec_of(statement.datasource) if spec_of is not None else None
+    props = (table or {}).get("properties") or {}
+    task_spec: dict = {"context": dict(statement.context)}
+    if statement.partitioned_by is None:
+        if not props.get("segmentGranularity"):
+            raise ValidationError(
+                f"{statement.mode} INTO {statement.datasource} needs a segment granularity: add PARTITIONED BY "
+                f"(e.g. PARTITIONED BY DAY), or set segmentGranularity on the datasource in the catalog")
+        task_spec["segmentGranularity"] = props["segmentGranularity"]
+    if not statement.clustered_by and props.get("clusterKeys"):
+        task_spec["clusterKeys"] = [k["column"] for k in props["clusterKeys"]]
+    if props.get("targetSegmentRows") and not any(k in statement.context for k in ("rowsPerSegment",
+                                                                                      "targetSegmentRows")):
+        task_spec["context"]["targetSegmentRows"] = int(props["targetSegmentRows"])
+    if props.get("sealed"):
+        declared = {c["name"] for c in table.get("columns") or []} | {"__time"}
+        names = _output_names(statement)
+        if names is None:
+            raise ValidationError(f"datasource {statement.datasource} is sealed: list the columns instead of *")
+        undeclared = [n for n in names if n not in declared]
+        if undeclared:
+            raise ValidationError(
+                f"datasource {statement.datasource} is sealed and does not declare {', '.join(undeclared)}; add "
+                f"them to its catalog entry (ALTER TABLE {statement.datasource} ADD COLUMN ...) or drop them from "
+                "the SELECT")
+    return sql, statement, task_spec
