@@ -1,5 +1,17 @@
 """HttpEndpoint: the small HTTP side of every role: health, Prometheus metrics, and extra routes
-(the coordinator's catalog REST API plugs in here)."""
+(the coordinator's catalog REST API plugs in here).
+
+Authentication: given an ``authorizer`` that is enabled, every request except ``GET
+/status/health``, ``/status/live`` and ``/metrics`` (probes and Prometheus scrapes stay open)
+must carry ``Authorization: Basic ...`` or a bearer token the authorizer issued; otherwise the
+answer is 401 with ``WWW-Authenticate: Basic realm="strata"``, before any route (or 404) is
+looked at. Route handlers keep the signature ``handler(method, path, query, body, headers)``
+and find the authenticated user in ``headers["x-strata-user"]``: the endpoint always removes a
+client-sent ``X-Strata-User`` (any spelling) and, with authentication on, sets it to the user it
+authenticated, so handlers may trust it. Handlers authorize themselves
+(``authorizer.require(user, ...)``); a PermissionError they raise becomes 403 and an
+Unauthenticated 401, each with ``{"error": message}``.
+"""
 
 from __future__ import annotations
 
@@ -9,12 +21,18 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
-# (method, path, query, body) -> (status, content type, body bytes)
-Handler = Callable[[str, str, dict, bytes], tuple[int, str, bytes]]
+from services.security.authorizer import ALLOW_ALL, Authorizer, Unauthenticated
+
+USER_HEADER = "x-strata-user"
+# (method, path, query, body, headers) -> (status, content type, body bytes); headers carry the
+# authenticated user under USER_HEADER (absent when authentication is off: use headers.get).
+Handler = Callable[[str, str, dict, bytes, dict], tuple[int, str, bytes]]
 
 
 class HttpEndpoint:
-    def __init__(self, host: str, port: int, metrics, health: Callable[[], dict]) -> None:
+    def __init__(self, host: str, port: int, metrics, health: Callable[[], dict],
+                 authorizer: Authorizer | None = None) -> None:
+        self.authorizer = authorizer if authorizer is not None else ALLOW_ALL
         self._metrics = metrics
         self._health = health
         self._routes: list[tuple[str, Handler]] = []
@@ -32,6 +50,8 @@ class HttpEndpoint:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(out)))
+                if status == 401:
+                    self.send_header("WWW-Authenticate", 'Basic realm="strata", charset="UTF-8"')
                 self.end_headers()
                 self.wfile.write(out)
 
@@ -57,9 +77,17 @@ class HttpEndpoint:
             return (200 if health.get("healthy") else 503), "application/json", json.dumps(health).encode()
         if path == "/metrics" and method == "GET":
             return 200, "text/plain; version=0.0.4", self._metrics.exposition()
-        for prefix, handler in self._routes:
-            if path.startswith(prefix):
-                return handler(method, path, query, body, headers)
+        headers = {k: v for k, v in headers.items() if k.lower() != USER_HEADER}
+        try:
+            if self.authorizer.enabled:
+                headers[USER_HEADER] = self.authorizer.user_from_headers(headers)
+            for prefix, handler in self._routes:
+                if path.startswith(prefix):
+                    return handler(method, path, query, body, headers)
+        except Unauthenticated as exc:
+            return _error(401, exc)
+        except PermissionError as exc:
+            return _error(403, exc)
         return 404, "application/json", json.dumps({"error": f"no route for {method} {path}"}).encode()
 
     def start(self) -> HttpEndpoint:
@@ -69,3 +97,7 @@ class HttpEndpoint:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def _error(status: int, exc: Exception) -> tuple[int, str, bytes]:
+    return status, "application/json", json.dumps({"error": str(exc)}).encode()

@@ -16,7 +16,7 @@ it on). On, every REST route but /status/health, /status/live and /metrics and e
 call needs Basic credentials or a bearer token. ``admin_user``/``admin_password`` (give the
 password by env: STRATA_AUTH_ADMIN_PASSWORD) name the admin, who holds every permission;
 ``users_file`` is an optional TOML file of further users and their READ/WRITE grants on datasources
-and input tables (format: deploy/users.example.toml, services/security/basic_authorizer.py);
+and input tables (format: deploy/users.toml.example, services/security/basic_authorizer.py);
 ``token_ttl_s`` is how long an issued bearer token stays valid.
 """
 

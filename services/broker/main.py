@@ -16,6 +16,7 @@ from services.grpc_server import GrpcServer
 from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
 from services.node_process import NodeProcess
+from services.security.authorizer import Authorizer, authorizer_from_config
 
 
 class BrokerProcess(NodeProcess):
@@ -24,14 +25,15 @@ class BrokerProcess(NodeProcess):
     def __init__(self, config) -> None:
         super().__init__(config)
         self.metrics = Metrics(self.role)
+        self.authorizer = authorizer_from_config(config)  # ALLOW_ALL unless [auth] enabled
         self.discovery = discovery_from_config(config)
         self.grpc = GrpcServer(config.node.host, config.node.grpc_port)
-        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health)
+        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer)
         timeout_s = config.broker.query_timeout_ms / 1000
         self.sql = None
-        self.flight = BrokerFlightServer(f"grpc://{config.node.host}:{config.node.flight_port}",
-                                         lambda q: self.executor.execute(q, timeout_s).table,
-                                         sql_backend=_LateBound(lambda: self.sql), auth=flight_auth(config))
+        run_native = _flight_native(self.authorizer, lambda q: self.executor.execute(q, timeout_s).table)
+        self.flight = BrokerFlightServer(f"grpc://{config.node.host}:{config.node.flight_port}", run_native,
+                                         sql_backend=_LateBound(lambda: self.sql), auth=flight_auth(self.authorizer))
         self.id = self.node_id(self.grpc.port)
         info = self.server_info(self.id, self.grpc.port, self.http.port, self.flight.port)
         self.node = BrokerNode(self.id, info, self.discovery, config.discovery.lease_ttl_s)
@@ -40,7 +42,7 @@ class BrokerProcess(NodeProcess):
         self.catalog = OverlayCatalog(BrokerCatalog(self.node, self.node.coordinator_client), self.catalog_cache)
         self.executor = QueryExecutor(self.node.view, self.node.stub_for, self.metrics, self.node.lock,
                                       schema_for=self.catalog.datasource_schema)
-        self.sql = SqlService(self.catalog, self.executor, timeout_s)
+        self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
         self.servicer = BrokerServicer(self.executor, self.metrics, config.broker.query_timeout_ms,
                                        sql=self._run_sql)
         add_to_server(self.grpc, self.servicer)
@@ -90,15 +92,21 @@ class _LateBound:
         return getattr(self._get(), name)
 
 
-def flight_auth(config):
-    """Basic credentials against the configured admin when [auth] enabled; None leaves it off."""
-    if not config.auth.enabled:
-        return None
-    import hmac
+def flight_auth(authorizer: Authorizer):
+    """Flight SQL logins (Basic in the Handshake, a bearer token after) checked by the authorizer:
+    the admin and the users of [auth] users_file. None (everyone in as user None) when auth is off."""
+    return authorizer.authenticate if authorizer.enabled else None
 
-    user, password = config.auth.admin_user, config.auth.admin_password
-    if not password:
-        from common.errors import ValidationError
 
-        raise ValidationError("config [auth] enabled needs admin_password (env STRATA_AUTH_ADMIN_PASSWORD)")
-    return lambda u, p: hmac.compare_digest(u, user) and hmac.compare_digest(p, password)
+def _flight_native(authorizer: Authorizer, run):
+    """Native JSON queries over Flight. The Flight server does not tell ``run_native`` who calls,
+    so with authentication on they are refused (SQL is authorized per user); once it passes the
+    user, ``services.security.secure_catalog.require_native`` checks READ on every datasource."""
+    if not authorizer.enabled:
+        return run
+
+    def refuse(query):
+        raise PermissionError("native JSON queries over Flight are not available while authentication is on; "
+                              "send SQL, which is authorized per user")
+
+    return refuse

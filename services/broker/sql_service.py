@@ -16,6 +16,9 @@ import pyarrow as pa
 from common.errors import QueryTimeoutError, UnsupportedError
 from common.sql import plan_sql
 from services.broker.core.sql_backend import StatementInfo, TableInfo
+from services.security.authorizer import ALLOW_ALL
+from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog, require_all, require_ingestion,
+                                              source_requirements)
 
 CATALOG = "druid"
 SYS_TABLES = ("segments", "servers", "server_segments", "tasks")
@@ -132,8 +135,11 @@ def _iso(ms: int) -> str:
 
 
 class SqlService:
-    def __init__(self, catalog: BrokerCatalog, executor, default_timeout_s: float) -> None:
+    def __init__(self, catalog: BrokerCatalog, executor, default_timeout_s: float, authorizer=ALLOW_ALL) -> None:
         self.catalog = catalog
+        # Statements plan against SecureSqlCatalog(catalog, authorizer, user): a user sees
+        # (INFORMATION_SCHEMA, listings, sys rows) and reads only what it may READ.
+        self.authorizer = authorizer
         self.executor = executor
         self.default_timeout_s = default_timeout_s
 
@@ -144,8 +150,8 @@ class SqlService:
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
                 user: str | None = None, is_active=lambda: True) -> pa.Table:
         if is_ingestion(sql):
-            return self._submit(sql, dict(context or {}))
-        plan = plan_sql(sql, self.catalog, parameters, dict(context or {}))
+            return self._submit(sql, dict(context or {}), user)
+        plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, dict(context or {}))
         timeout_s = self._timeout(plan.context)
         deadline = time.monotonic() + timeout_s
 
@@ -157,11 +163,15 @@ class SqlService:
 
         return plan.execute(run_native)
 
-    def _submit(self, sql: str, context: dict) -> pa.Table:
-        """INSERT/REPLACE: validate here (errors reach the user at once), run as a coordinator task."""
+    def _submit(self, sql: str, context: dict, user: str | None = None) -> pa.Table:
+        """INSERT/REPLACE: validate and authorize here (errors reach the user at once and no task
+        is created), run as a coordinator task."""
         from services.broker.ingestion_submit import prepare_ingestion
 
-        sql, statement, spec = prepare_ingestion(sql, context, self.catalog)
+        written = sql
+        require_all(self.authorizer, user, source_requirements(written))  # before the catalog is consulted
+        sql, statement, spec = prepare_ingestion(sql, context, IngestionCatalog(self.catalog, self.authorizer, user))
+        require_ingestion(self.authorizer, user, statement, written)  # WRITE on the target, READ on its sources
         coordinator = self.catalog.coordinator
         if coordinator is None:
             raise UnsupportedError("no coordinator is reachable to run the ingestion task; is one running?")
@@ -170,16 +180,36 @@ class SqlService:
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
         if is_ingestion(sql):
+            self._authorize_ingestion(sql, context, user)
             return StatementInfo(0, pa.schema([("task_id", pa.string())]))
+        catalog = SecureSqlCatalog(self.catalog, self.authorizer, user)
         count = _count_parameters(sql)
         if count == 0:
-            plan = plan_sql(sql, self.catalog, (), dict(context or {}))
+            plan = plan_sql(sql, catalog, (), dict(context or {}))
             return StatementInfo(plan.parameter_count, plan.output_schema)
         try:
-            plan = plan_sql(sql, self.catalog, [None] * count, dict(context or {}))
+            plan = plan_sql(sql, catalog, [None] * count, dict(context or {}))
             return StatementInfo(plan.parameter_count, None)
+        except PermissionError:
+            raise
         except Exception:  # planning may need the parameters' types: decide when they are bound
             return StatementInfo(count, None)
+
+    def _authorize_ingestion(self, sql: str, context: dict | None, user: str | None) -> None:
+        """Refuse preparing an INSERT/REPLACE the user may not run; other errors wait for execute."""
+        if not self.authorizer.enabled:
+            return
+        from services.broker.ingestion_submit import prepare_ingestion
+
+        require_all(self.authorizer, user, source_requirements(sql))
+        try:
+            _, statement, _ = prepare_ingestion(sql, dict(context or {}),
+                                                IngestionCatalog(self.catalog, self.authorizer, user))
+        except PermissionError:
+            raise
+        except Exception:  # reported when the statement runs
+            return
+        require_ingestion(self.authorizer, user, statement, sql)
 
     def catalogs(self) -> list[str]:
         return [CATALOG]
@@ -194,11 +224,11 @@ class SqlService:
             return []
         s_pat, t_pat = _like(schema_pattern), _like(table_pattern)
         out = []
-        candidates = [("druid", name, "TABLE") for name in self.catalog.datasource_names()]
+        visible = SecureSqlCatalog(self.catalog, self.authorizer, user)  # lists only what the user may READ
+        candidates = [("druid", name, "TABLE") for name in visible.datasource_names()]
         candidates += [("sys", name, "SYSTEM_TABLE") for name in SYS_TABLES]
         candidates += [("INFORMATION_SCHEMA", name, "SYSTEM_TABLE") for name in ("SCHEMATA", "TABLES", "COLUMNS")]
-        names = getattr(self.catalog, "external_table_names", None)
-        candidates += [("ext", name, "EXTERNAL") for name in (names() if names else [])]
+        candidates += [("ext", name, "EXTERNAL") for name in visible.external_table_names()]
         for schema, name, kind in candidates:
             if (s_pat and not s_pat.match(schema)) or (t_pat and not t_pat.match(name)):
                 continue

@@ -2,7 +2,7 @@
 
 Who may log in:
   - the admin from config (``[auth] admin_user`` / ``admin_password``), who holds every permission;
-  - the users of ``[auth] users_file``, a TOML file (see deploy/users.example.toml)::
+  - the users of ``[auth] users_file``, a TOML file (see deploy/users.toml.example)::
 
         [[users]]
         name = "alice"

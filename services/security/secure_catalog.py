@@ -1,0 +1,263 @@
+"""SecureSqlCatalog: the planner's catalog as one user may see it, and what INSERT/REPLACE needs.
+
+SQL is authorized by planning against a per-statement view of the catalog (as Druid checks READ
+on every datasource a statement resolves):
+  - ``datasource_names()`` lists only datasources the user may READ, so INFORMATION_SCHEMA
+    (built from the catalog), "did you mean" hints and Flight SQL's table listings show nothing
+    else;
+  - ``datasource_schema(name)`` (and every other per-datasource lookup) raises PermissionError
+    for a datasource the user may not READ, whether or not it exists, so a SELECT naming it
+    fails with a message saying who lacks what, and existence does not leak;
+  - input tables (schema ``ext``) likewise, with READ on EXTERNAL ``name``;
+  - sys.segments, sys.tasks (rows with a ``datasource``) and sys.server_segments (by the
+    segment id's datasource) keep only rows of readable datasources; sys.servers is not per
+    datasource and stays whole.
+Anything else the inner catalog offers is passed through unchanged: a new per-table lookup
+must be added to ``_DATASOURCE_SCOPED`` / ``_EXTERNAL_SCOPED`` below to be checked.
+
+INSERT/REPLACE needs, as in Druid: WRITE on its datasource, READ on each ``ext.`` input table
+and datasource it reads, and READ on EXTERNAL ``EXTERNAL`` for inline external data
+(TABLE(EXTERN(...)) and friends). The broker checks what the SQL text shows
+(``source_requirements``) before consulting the catalog, prepares the statement against an
+``IngestionCatalog`` (the target's catalog entry needs WRITE there, not READ), then checks the
+parsed statement (``require_ingestion``), all before a task is submitted. ``require_native``
+does the same for a native JSON query (READ on every table datasource it names).
+"""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+
+from services.security.authorizer import Authorizer
+from services.security.basic_authorizer import INLINE_EXTERNAL
+
+DRUID, EXT = "druid", "ext"
+_DATASOURCE_SCOPED = frozenset({"declared_order", "table_properties", "datasource_spec"})
+_EXTERNAL_SCOPED = frozenset({"external_table_schema", "external_source", "external_table"})
+_INSTANT = r"-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+# A segment id is datasource_start_end_version_partition; a datasource name may hold '_' too,
+# but not '_<instant>_<instant>_'.
+_SEGMENT_ID = re.compile(rf"(.+?)_{_INSTANT}_{_INSTANT}_.+_\d+")
+_AFTER_DATASOURCE = re.compile(rf"_{_INSTANT}_{_INSTANT}_.+_\d+")
+
+
+def segment_datasource(segment_id: str, known=()) -> str | None:
+    """The datasource of a segment id string: the longest of ``known`` datasources it starts with
+    (followed by the interval, version and partition), else the shortest prefix that can be one."""
+    for name in sorted(known, key=len, reverse=True):
+        if segment_id.startswith(name) and _AFTER_DATASOURCE.fullmatch(segment_id, len(name)):
+            return name
+    match = _SEGMENT_ID.fullmatch(segment_id)
+    return match.group(1) if match else None
+
+
+class SecureSqlCatalog:
+    """``inner`` (a SqlCatalog) as ``user`` may see it. Build one per statement."""
+
+    def __init__(self, inner, authorizer: Authorizer, user: str | None) -> None:
+        self.inner = inner
+        self.authorizer = authorizer
+        self.user = user
+        self._memo: dict[tuple[str, str], bool] = {}
+
+    def can_read(self, resource_type: str, name: str) -> bool:
+        key = (resource_type, name)
+        if key not in self._memo:
+            self._memo[key] = self.authorizer.can(self.user, "READ", resource_type, name)
+        return self._memo[key]
+
+    def _require_read(self, resource_type: str, name: str) -> None:
+        if not self.can_read(resource_type, name):
+            self.authorizer.require(self.user, "READ", resource_type, name)  # raises, naming user and table
+
+    # ---- the SqlCatalog protocol -----------------------------------------------------------------------
+    def datasource_names(self) -> list[str]:
+        return [n for n in self.inner.datasource_names() if self.can_read("DATASOURCE", n)]
+
+    def datasource_schema(self, name: str):
+        self._require_read("DATASOURCE", name)
+        return self.inner.datasource_schema(name)
+
+    def system_table_names(self) -> list[str]:
+        return self.inner.system_table_names()
+
+    def system_table(self, schema: str, name: str) -> pa.Table | None:
+        table = self.inner.system_table(schema, name)
+        if table is None or not self.authorizer.enabled:
+            return table
+        if "datasource" in table.column_names:
+            return self._keep_rows(table, table.column("datasource").to_pylist())
+        if "segment_id" in table.column_names:
+            known = self.inner.datasource_names()
+            return self._keep_rows(table, [segment_datasource(s, known) if s is not None else None
+                                           for s in table.column("segment_id").to_pylist()])
+        return table
+
+    def _keep_rows(self, table: pa.Table, datasources: list) -> pa.Table:
+        # A row of no datasource (or an unparsable segment id) is seen by whoever may read any
+        # name at all, the empty one included: the admin and grants such as '.*'.
+        mask = [self.can_read("DATASOURCE", d if d is not None else "") for d in datasources]
+        return table if all(mask) else table.filter(pa.array(mask, pa.bool_()))
+
+    # ---- optional catalog extensions (table catalog overlay, input tables) ----------------------------
+    def external_table_names(self) -> list[str]:
+        names = self.inner.external_table_names() if hasattr(self.inner, "external_table_names") else []
+        return [n for n in names if self.can_read("EXTERNAL", n)]
+
+    def __getattr__(self, attr: str):
+        if attr in ("inner", "authorizer", "user", "_memo"):  # not yet set (copy, unpickling)
+            raise AttributeError(attr)
+        value = getattr(self.inner, attr)  # AttributeError when the inner catalog has no such thing
+        if attr in _DATASOURCE_SCOPED:
+            return self._checked(value, "DATASOURCE")
+        if attr in _EXTERNAL_SCOPED:
+            return self._checked(value, "EXTERNAL")
+        return value
+
+    def _checked(self, method, resource_type: str):
+        def call(name, *args, **kwargs):
+            self._require_read(resource_type, name)
+            return method(name, *args, **kwargs)
+
+        return call
+
+
+# ---- ingestion ------------------------------------------------------------------------------------------
+class IngestionCatalog(SecureSqlCatalog):
+    """The catalog an INSERT/REPLACE is prepared with: input tables need READ as in queries, but
+    the target's catalog entry (defaults, sealed columns) needs WRITE, not READ, on it."""
+
+    def __getattr__(self, attr: str):
+        if attr == "datasource_spec":
+            method = getattr(self.inner, attr)  # AttributeError when the inner catalog has none
+
+            def spec(name, *args, **kwargs):
+                self.authorizer.require(self.user, "WRITE", "DATASOURCE", name)
+                return method(name, *args, **kwargs)
+
+            return spec
+        return super().__getattr__(attr)
+
+
+def statement_sources(sql: str) -> tuple[str | None, list[str], bool]:
+    """(the datasource after INSERT/REPLACE INTO, or None when not found; input tables
+    ``ext.name`` the SQL text names; whether it calls an inline table function such as
+    TABLE(EXTERN(...)) or TABLE(localfiles(...))), from its tokens, before any parsing: ingestion
+    rewrites ``ext.name`` into EXTERN first, so this looks at the text the user wrote."""
+    from sqlglot.tokens import Tokenizer, TokenType
+
+    try:
+        tokens = Tokenizer().tokenize(sql)
+    except Exception:  # the parser reports it
+        return None, [], False
+    target = None
+    names: list[str] = []
+    inline = False
+    for i, t in enumerate(tokens):
+        if (target is None and t.text.upper() in ("INSERT", "REPLACE") and i + 2 < len(tokens)
+                and tokens[i + 1].text.upper() == "INTO"):
+            parts = [tokens[i + 2].text]
+            j = i + 3
+            while j + 1 < len(tokens) and tokens[j].token_type == TokenType.DOT:
+                parts.append(tokens[j + 1].text)
+                j += 2
+            if len(parts) == 2 and parts[0].lower() == DRUID:
+                parts = parts[1:]
+            target = parts[0] if len(parts) == 1 else ""
+        if t.text.lower() == EXT and i + 2 < len(tokens) and tokens[i + 1].token_type == TokenType.DOT:
+            if tokens[i + 2].text not in names:
+                names.append(tokens[i + 2].text)
+        if (t.text.upper() == "TABLE" and i + 3 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN
+                and tokens[i + 3].token_type == TokenType.L_PAREN):
+            inline = True
+    return target or None, names, inline
+
+
+def source_requirements(sql: str) -> list[tuple[str, str, str]]:
+    """What the SQL text of an INSERT/REPLACE shows it needs before it is parsed: WRITE on its
+    datasource, READ on each input table it names and on EXTERNAL 'EXTERNAL' for inline
+    external data."""
+    target, names, inline = statement_sources(sql)
+    needs = [("WRITE", "DATASOURCE", target)] if target else []
+    needs += [("READ", "EXTERNAL", n) for n in names]
+    if inline:
+        needs.append(("READ", "EXTERNAL", INLINE_EXTERNAL))
+    return needs
+
+
+def ingestion_requirements(statement, sql: str | None = None) -> list[tuple[str, str, str]]:
+    """(action, resource type, name) an IngestionStatement needs, the write first: WRITE on its
+    datasource; READ on what ``sql`` (the text as written, default ``statement.sql``) reads from
+    outside (see source_requirements) and on any datasource or input table its SELECT still names."""
+    from sqlglot import exp
+
+    needs = [("WRITE", "DATASOURCE", statement.datasource)]
+    text = sql if sql is not None else getattr(statement, "sql", "") or ""
+    reads = [need for need in source_requirements(text) if need[0] == "READ"]
+    sources = set(getattr(statement, "sources", {}) or {})
+    select = statement.select
+    if select is not None:
+        ctes = {cte.alias_or_name for cte in select.find_all(exp.CTE)}
+        for table in select.find_all(exp.Table):
+            name, db = table.name, (table.db or "").lower()
+            if not name or (not db and (name in sources or name in ctes)):
+                continue
+            if db == EXT:
+                reads.append(("READ", "EXTERNAL", name))
+            elif db in ("", DRUID):
+                reads.append(("READ", "DATASOURCE", name))
+    for need in reads:
+        if need not in needs:
+            needs.append(need)
+    return needs
+
+
+def require_all(authorizer: Authorizer, user: str | None, needs) -> None:
+    """PermissionError (naming user, action, resource) at the first need ``user`` lacks."""
+    for action, resource_type, name in needs:
+        authorizer.require(user, action, resource_type, name)
+
+
+def require_ingestion(authorizer: Authorizer, user: str | None, statement, sql: str | None = None) -> None:
+    require_all(authorizer, user, ingestion_requirements(statement, sql))
+
+
+# ---- native queries ---------------------------------------------------------------------------------------
+def native_query_datasources(query) -> set[str]:
+    """Table datasources a native (JSON) query reads: ``"dataSource": "x"``, table, union, join
+    and query datasources, nested at any depth."""
+    found: set[str] = set()
+
+    def datasource(ds) -> None:
+        if isinstance(ds, str):
+            found.add(ds)
+        elif isinstance(ds, dict):
+            kind = ds.get("type")
+            if kind == "table" and isinstance(ds.get("name"), str):
+                found.add(ds["name"])
+            elif kind == "union":
+                for d in ds.get("dataSources") or []:
+                    datasource(d)
+            elif kind == "join":
+                datasource(ds.get("left"))
+                datasource(ds.get("right"))
+            elif kind == "query":
+                query_(ds.get("query"))
+            else:
+                for key in ("base", "left", "right", "dataSource"):
+                    if key in ds:
+                        datasource(ds[key])
+
+    def query_(q) -> None:
+        if isinstance(q, dict):
+            datasource(q.get("dataSource"))
+
+    query_(query)
+    return found
+
+
+def require_native(authorizer: Authorizer, user: str | None, query) -> None:
+    for name in sorted(native_query_datasources(query)):
+        authorizer.require(user, "READ", "DATASOURCE", name)
