@@ -44,14 +44,14 @@ class BrokerProcess(NodeProcess):
                                       schema_for=self.catalog.datasource_schema)
         self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
         self.servicer = BrokerServicer(self.executor, self.metrics, config.broker.query_timeout_ms,
-                                       sql=self._run_sql)
+                                       sql=self._run_sql, authorizer=self.authorizer)
         add_to_server(self.grpc, self.servicer)
         self._flight_thread = threading.Thread(target=self.flight.serve, name="strata-flight", daemon=True)
 
-    def _run_sql(self, sql: str, context: dict, timeout_s: float, is_active):
+    def _run_sql(self, sql: str, context: dict, timeout_s: float, is_active, user=None):
         context = dict(context)
         context.setdefault("timeout", int(timeout_s * 1000))
-        return self.sql.execute(sql, (), context, None, is_active)
+        return self.sql.execute(sql, (), context, user, is_active)
 
     def health(self) -> dict:
         with self.node.lock:

@@ -16,6 +16,10 @@ from services.broker.query_executor import Cancelled
 
 
 def status_for(exc: Exception) -> grpc.StatusCode:
+    from services.security.authorizer import Unauthenticated
+
+    if isinstance(exc, Unauthenticated):
+        return grpc.StatusCode.UNAUTHENTICATED
     if isinstance(exc, ValidationError):
         return grpc.StatusCode.INVALID_ARGUMENT
     if isinstance(exc, QueryTimeoutError):
@@ -28,13 +32,14 @@ def status_for(exc: Exception) -> grpc.StatusCode:
 
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
-    def __init__(self, executor, metrics, default_timeout_ms: int, sql=None) -> None:
+    def __init__(self, executor, metrics, default_timeout_ms: int, sql=None, authorizer=None) -> None:
         self.executor = executor
         self.metrics = metrics
         self.default_timeout_ms = default_timeout_ms
-        self.sql = sql  # set once SQL planning exists
+        self.sql = sql  # (sql, context, timeout_s, is_active, user) -> pa.Table
+        self.authorizer = authorizer
 
-    def run(self, request, is_active=lambda: True, remaining=None):
+    def run(self, request, is_active=lambda: True, remaining=None, user=None):
         timeout_ms = request.timeout_ms or self.default_timeout_ms
         timeout_s = timeout_ms / 1000
         if remaining is not None:
@@ -45,18 +50,28 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
                 query = json.loads(request.native_json)
             except json.JSONDecodeError as exc:
                 raise ValidationError(f"native query is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+            if self.authorizer is not None and self.authorizer.enabled:
+                from services.security.secure_catalog import require_native
+
+                require_native(self.authorizer, user, query)
             return self.executor.execute(query, timeout_s, request.query_id or None, is_active)
         if which == "sql":
             if self.sql is None:
                 raise UnsupportedError("SQL is not available on this broker yet; send a native query")
-            return self.sql(request.sql, dict(request.context), timeout_s, is_active)
+            return self.sql(request.sql, dict(request.context), timeout_s, is_active, user)
         raise ValidationError("QueryRequest needs native_json or sql")
 
     def Query(self, request, context):
         started = time.perf_counter()
         try:
             label = _labels(request)
-            result = self.run(request, context.is_active, context.time_remaining())
+            user = None
+            if self.authorizer is not None and self.authorizer.enabled:
+                user = self.authorizer.user_from_headers(context.invocation_metadata())
+            result = self.run(request, context.is_active, context.time_remaining(), user)
+        except PermissionError as exc:
+            self.metrics.queries.labels(*label, "denied").inc()
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
         except StrataError as exc:
             self.metrics.queries.labels(*label, "error").inc()
             context.abort(status_for(exc), str(exc))

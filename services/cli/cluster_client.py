@@ -27,9 +27,19 @@ class ClusterError(StrataError):
 
 
 class ClusterClient:
-    def __init__(self, coordinator: str | None = None, broker: str | None = None) -> None:
+    def __init__(self, coordinator: str | None = None, broker: str | None = None,
+                 credentials: tuple[str, str] | None = None) -> None:
         self.coordinator_target = coordinator
         self.broker_target = broker
+        if credentials is None and os.environ.get("STRATA_USER"):
+            credentials = (os.environ["STRATA_USER"], os.environ.get("STRATA_PASSWORD", ""))
+        # Basic credentials on every call when the cluster has authentication on.
+        self.metadata = []
+        if credentials:
+            import base64
+
+            token = base64.b64encode(f"{credentials[0]}:{credentials[1]}".encode()).decode()
+            self.metadata = [("authorization", f"Basic {token}")]
         self._channels = []
         self._coordinator = None
         self._broker = None
@@ -64,7 +74,7 @@ class ClusterClient:
         text = query if isinstance(query, str) else json.dumps(query)
         request = broker_pb2.QueryRequest(native_json=text, timeout_ms=int(timeout_s * 1000))
         try:
-            return chunks_to_table(self.broker.Query(request, timeout=timeout_s + 5))
+            return chunks_to_table(self.broker.Query(request, timeout=timeout_s + 5, metadata=self.metadata))
         except grpc.RpcError as exc:
             raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
 
@@ -131,7 +141,7 @@ class ClusterClient:
         request = broker_pb2.QueryRequest(sql=sql, timeout_ms=int(timeout_s * 1000),
                                           context={k: str(v) for k, v in (context or {}).items()})
         try:
-            return chunks_to_table(self.broker.Query(request, timeout=timeout_s + 5))
+            return chunks_to_table(self.broker.Query(request, timeout=timeout_s + 5, metadata=self.metadata))
         except grpc.RpcError as exc:
             raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
 

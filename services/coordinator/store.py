@@ -156,6 +156,20 @@ tasks_table = Table(
 )
 
 
+# The table catalog (common/catalog): one row per table id, spec as JSON; update_time is the
+# version. Dropped tables stay as DELETED rows (tombstones) so brokers syncing deltas see drops.
+catalog_tables_table = Table(
+    "strata_tables", metadata,
+    Column("schema_name", Text, primary_key=True),
+    Column("name", Text, primary_key=True),
+    Column("creation_time", BigInteger, nullable=False),
+    Column("update_time", BigInteger, nullable=False),
+    Column("state", Text, nullable=False),  # ACTIVE | DELETED
+    Column("spec", Text, nullable=False),  # TableSpec JSON
+    Index("strata_tables_update_time", "update_time"),
+)
+
+
 def _create_segments(conn: Connection) -> None:
     segments_table.create(conn)  # with its indexes
 
@@ -164,9 +178,14 @@ def _create_tasks(conn: Connection) -> None:
     tasks_table.create(conn)
 
 
+def _create_catalog_tables(conn: Connection) -> None:
+    catalog_tables_table.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "create strata_segments", _create_segments),
     Migration(2, "create strata_tasks", _create_tasks),
+    Migration(3, "create strata_tables (table catalog)", _create_catalog_tables),
 )
 
 

@@ -87,6 +87,8 @@ def external_definition(name: str, spec: dict, args: dict) -> tuple[dict, dict, 
     fmt = {"type": fmt_type}
     for key in FORMAT_KEYS:
         if key in props and props[key] is not None:
+            if key == "delimiter" and fmt_type != "tsv":
+                continue  # the catalog may record csv's implicit comma; only delimited text (tsv) takes one
             fmt["skipHeaderRows" if key == "skipRows" else key] = props[key]
     signature = [{"name": c["name"], "type": (c.get("sqlType") or "VARCHAR")} for c in spec.get("columns") or []]
     if not signature:
