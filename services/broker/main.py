@@ -43,10 +43,28 @@ class BrokerProcess(NodeProcess):
         self.executor = QueryExecutor(self.node.view, self.node.stub_for, self.metrics, self.node.lock,
                                       schema_for=self.catalog.datasource_schema)
         self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
+        self.sql.ddl_client = self._catalog_client
         self.servicer = BrokerServicer(self.executor, self.metrics, config.broker.query_timeout_ms,
                                        sql=self._run_sql, authorizer=self.authorizer)
         add_to_server(self.grpc, self.servicer)
         self._flight_thread = threading.Thread(target=self.flight.serve, name="strata-flight", daemon=True)
+
+    def _catalog_client(self):
+        from services.coordinator.catalog_client import CatalogClient
+
+        target = self.node.coordinator_target()
+        if target is None:
+            return None
+        auth = None
+        if self.config.auth.enabled:
+            import base64
+
+            raw = f"{self.config.auth.admin_user}:{self.config.auth.admin_password}".encode()
+            auth = "Basic " + base64.b64encode(raw).decode()
+        client = getattr(self, "_catalog_client_cached", None)
+        if client is None or client[0] != target:
+            client = self._catalog_client_cached = (target, CatalogClient(target, auth))
+        return client[1]
 
     def _run_sql(self, sql: str, context: dict, timeout_s: float, is_active, user=None):
         context = dict(context)

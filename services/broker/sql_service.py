@@ -147,8 +147,30 @@ class SqlService:
         value = context.get("timeout")
         return float(value) / 1000 if value not in (None, "") else self.default_timeout_s
 
+    ddl_client = None  # () -> CatalogClient on the coordinator; set by the broker
+
+    def _ddl(self, sql: str, user: str | None) -> pa.Table:
+        """CREATE/ALTER/DROP TABLE: the same catalog operations as the REST API, checked here
+        for the user and run on the coordinator with the broker's own credentials."""
+        from common.catalog import translate_ddl
+
+        op = translate_ddl(sql)
+        kind = "EXTERNAL" if op.table.schema == "ext" else "DATASOURCE"
+        self.authorizer.require(user, "WRITE", kind, op.table.name)
+        if self.ddl_client is None:
+            raise UnsupportedError("no coordinator is reachable to change the catalog; is one running?")
+        result = self.ddl_client().execute(op)
+        flush = getattr(getattr(self.catalog, "cache", None), "flush", None)
+        if flush is not None:
+            flush()  # the statement's own effect is visible to the next query at once
+        return pa.table({"result": [result.message]})
+
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
                 user: str | None = None, is_active=lambda: True) -> pa.Table:
+        from common.catalog import is_ddl
+
+        if is_ddl(sql):
+            return self._ddl(sql, user)
         if is_ingestion(sql):
             return self._submit(sql, dict(context or {}), user)
         plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, dict(context or {}))
@@ -179,6 +201,10 @@ class SqlService:
         return pa.table({"task_id": [task.id]})
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
+        from common.catalog import is_ddl
+
+        if is_ddl(sql):
+            return StatementInfo(0, pa.schema([("result", pa.string())]))
         if is_ingestion(sql):
             self._authorize_ingestion(sql, context, user)
             return StatementInfo(0, pa.schema([("task_id", pa.string())]))

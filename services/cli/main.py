@@ -267,6 +267,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", default=DEFAULT_DIR)
     p.set_defaults(func=cmd_task)
 
+    from services.cli.catalog_command import register as register_catalog
+
+    register_catalog(sub, DEFAULT_DIR)
+
     for role in ("coordinator", "broker", "historical"):
         p = sub.add_parser(role, help=f"run a {role} in the foreground")
         p.add_argument("--config", help="TOML config file (env STRATA_<SECTION>_<KEY> overrides)")

@@ -42,7 +42,7 @@ from common.catalog.catalog_errors import (
 from common.catalog.operations import DropColumns, edit_from_json
 from common.catalog.table_spec import TableId, TableSpec, parse_json
 from common.errors import StrataError, ValidationError
-from services.security.authorizer import ALLOW_ALL, Authorizer, Unauthenticated
+from services.security.authorizer import Unauthenticated
 
 log = logging.getLogger(__name__)
 
@@ -95,15 +95,15 @@ def _body(body: bytes, what: str):
 
 
 class CatalogHttp:
-    """The route handler: ``endpoint.route(BASE, CatalogHttp(manager, authorizer))``."""
+    """The route handler: ``endpoint.route(BASE, CatalogHttp(manager))``; callers are identified
+    and checked by the manager's authorizer."""
 
-    def __init__(self, manager, authorizer: Authorizer | None = None) -> None:
+    def __init__(self, manager) -> None:
         self.manager = manager
-        self.authorizer = authorizer if authorizer is not None else ALLOW_ALL
 
     def __call__(self, method: str, path: str, query: dict, body: bytes, headers: dict) -> tuple[int, str, bytes]:
         try:
-            user = self.authorizer.user_from_headers(headers or {})
+            user = self.manager.authorizer.user_from_headers(headers or {})
             return self._route(method, path, query or {}, body or b"", user)
         except HttpError as exc:
             return _reply(exc.status, {"error": str(exc), **exc.extra})
@@ -218,8 +218,8 @@ class CatalogHttp:
         return _reply(200, {"version": self.manager.edit(user, table, [edit], version).update_time})
 
 
-def register(endpoint, manager, authorizer: Authorizer | None = None) -> CatalogHttp:
+def register(endpoint, manager) -> CatalogHttp:
     """Adds the catalog routes to an HttpEndpoint."""
-    handler = CatalogHttp(manager, authorizer)
+    handler = CatalogHttp(manager)
     endpoint.route(BASE, handler)
     return handler

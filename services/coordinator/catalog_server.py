@@ -50,16 +50,15 @@ def _version(value: int) -> int | None:
 
 
 class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
-    def __init__(self, manager: CatalogManager, authorizer: Authorizer | None = None) -> None:
-        self.manager = manager
-        self.authorizer = authorizer if authorizer is not None else ALLOW_ALL
+    def __init__(self, manager: CatalogManager) -> None:
+        self.manager = manager  # its authorizer identifies and checks callers
 
     def _call(self, context, fn):
         """Runs ``fn(user)`` with the caller's identity, mapping catalog errors to status codes."""
         try:
             metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ())}
             headers = {"Authorization": metadata["authorization"]} if "authorization" in metadata else {}
-            user = self.authorizer.user_from_headers(headers)
+            user = self.manager.authorizer.user_from_headers(headers)
             return fn(user)
         except Unauthenticated as exc:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
@@ -150,13 +149,22 @@ def install_catalog(process, authorizer: Authorizer | None = None) -> CatalogMan
     """Puts the catalog on a CoordinatorProcess; call it after construction and before
     ``start()`` (gRPC services cannot be added to a running server). Uses the process's
     metadata store (``process.store``; the strata_tables migration runs with the others),
-    ``process.grpc``, ``process.http``, ``process.discovery`` and ``process.authorizer`` when
-    the process has one. Returns the manager, also left on ``process.catalog``."""
+    ``process.grpc``, ``process.http``, ``process.discovery``, and ``authorizer``, else
+    ``process.authorizer`` when the process has one, else ALLOW_ALL. Returns the manager, also
+    left on ``process.catalog``.
+
+    Calling it again returns the installed manager (switching it to ``authorizer`` if one is
+    given), so a test may install a catalog on a process whose main already did."""
+    existing = getattr(process, "catalog", None)
+    if isinstance(existing, CatalogManager):
+        if authorizer is not None:
+            existing.authorizer = authorizer
+        return existing
     if authorizer is None:
         authorizer = getattr(process, "authorizer", None) or ALLOW_ALL
     manager = CatalogManager(CatalogStore(process.store), process.store, process.discovery, authorizer)
-    add_to_server(process.grpc, CatalogServicer(manager, authorizer))
-    catalog_http.register(process.http, manager, authorizer)
+    add_to_server(process.grpc, CatalogServicer(manager))
+    catalog_http.register(process.http, manager)
     process.catalog = manager
     # Brokers (re)starting read everything anyway; announcing now gives the key a value at once.
     manager.announce()

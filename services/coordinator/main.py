@@ -8,6 +8,7 @@ import os
 
 from common.rpc.gen.strata.v1 import discovery_pb2
 from services.coordinator.assignment_journal import AssignmentJournal
+from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import DutyRunner
 from services.coordinator.server import CoordinatorServicer, add_to_server
 from services.coordinator.store import SegmentStore
@@ -19,6 +20,7 @@ from services.grpc_server import GrpcServer
 from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
 from services.node_process import NodeProcess
+from services.security.authorizer import authorizer_from_config
 
 
 class CoordinatorProcess(NodeProcess):
@@ -47,8 +49,10 @@ class CoordinatorProcess(NodeProcess):
                                       config.coordinator.max_running_tasks)
         add_to_server(self.grpc, CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner,
                                                      self.tasks, self.task_runner))
-        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health)
+        self.authorizer = authorizer_from_config(config)  # ALLOW_ALL unless [auth] enabled
+        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer)
         self.id = self.node_id(self.grpc.port)
+        install_catalog(self)  # the table catalog: gRPC CatalogService and the REST API on the HTTP port
         self.election = None
         self.announcer = Announcer(self.discovery, config.discovery.lease_ttl_s)
 

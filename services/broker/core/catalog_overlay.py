@@ -15,10 +15,7 @@ from __future__ import annotations
 from common.errors import ValidationError
 from common.types.column_type import STRING, TIME_COLUMN, TIMESTAMP, ColumnType
 
-# Catalog property names of input tables -> the input source / format JSON the ingestion engine reads.
-SOURCE_KEYS = {"inline": ("data",), "local": ("baseDir", "files", "filePattern"), "http": ("uris",)}
-FORMAT_KEYS = ("listDelimiter", "skipHeaderRows", "skipRows", "delimiter", "findColumnsFromHeader", "keepNulls",
-               "columns")
+# What a template lacks until a table function call supplies it.
 TEMPLATE_PARAMETERS = {"local": ("files", "filePattern"), "http": ("uris",), "inline": ("data",)}
 
 
@@ -55,42 +52,20 @@ def external_signature(spec: dict) -> dict[str, ColumnType]:
 
 
 def external_definition(name: str, spec: dict, args: dict) -> tuple[dict, dict, list]:
-    """(input source JSON, input format JSON, signature) of input table ``ext.name`` called with ``args``."""
+    """(input source JSON, input format JSON, signature) of input table ``ext.name`` called with ``args``.
+
+    A template (an input table without its files, file pattern, URIs or data) must get them as
+    arguments; the mapping of catalog properties to Druid's JSON is the catalog's own (to_extern).
+    """
+    from common.catalog.input_table import to_extern
+    from common.catalog.table_spec import TableSpec
+
     kind = spec.get("type")
-    if kind not in SOURCE_KEYS:
+    if kind not in TEMPLATE_PARAMETERS:
         raise ValidationError(f"ext.{name} has type '{kind}'; input tables are inline, local or http")
-    props = dict(spec.get("properties") or {})
-    unknown = sorted(set(args) - set(TEMPLATE_PARAMETERS[kind]) - set(FORMAT_KEYS) - {"format"})
-    if unknown:
-        raise ValidationError(f"ext.{name} does not take {unknown}; its parameters are "
-                              f"{', '.join(TEMPLATE_PARAMETERS[kind])}")
-    props.update(args)
-    source = {"type": kind}
-    for key in SOURCE_KEYS[kind]:
-        if props.get(key) not in (None, "", []):
-            value = props[key]
-            if key in ("files", "uris") and isinstance(value, str):
-                value = [v.strip() for v in value.split(",") if v.strip()]
-            if key == "data" and isinstance(value, list):
-                value = "\n".join(value)
-            source["filter" if key == "filePattern" else key] = value
+    props = {**(spec.get("properties") or {}), **{k: v for k, v in args.items() if v is not None}}
     needed = TEMPLATE_PARAMETERS[kind]
-    if kind == "local" and not any(k in source for k in ("files", "filter")):
-        raise ValidationError(f"ext.{name} is a template: call it as TABLE(ext.{name}(files => '...')) or with "
-                              f"filePattern => '...'; missing parameters: {', '.join(needed)}")
-    if kind != "local" and not any(k in source for k in needed):
+    if not any(props.get(k) not in (None, "", []) for k in needed):
         raise ValidationError(f"ext.{name} is a template: call it as TABLE(ext.{name}({needed[0]} => '...')); "
                               f"missing parameters: {', '.join(needed)}")
-    fmt_type = props.get("format")
-    if not fmt_type:
-        raise ValidationError(f"ext.{name} has no 'format'; set one of csv, tsv, json, parquet")
-    fmt = {"type": fmt_type}
-    for key in FORMAT_KEYS:
-        if key in props and props[key] is not None:
-            if key == "delimiter" and fmt_type != "tsv":
-                continue  # the catalog may record csv's implicit comma; only delimited text (tsv) takes one
-            fmt["skipHeaderRows" if key == "skipRows" else key] = props[key]
-    signature = [{"name": c["name"], "type": (c.get("sqlType") or "VARCHAR")} for c in spec.get("columns") or []]
-    if not signature:
-        raise ValidationError(f"ext.{name} declares no columns; input tables need their columns in order")
-    return source, fmt, signature
+    return to_extern(TableSpec.from_json(spec), args, f"ext.{name}")

@@ -1,0 +1,1 @@
+"""Unit tests of the table catalog model (common/catalog)."""
