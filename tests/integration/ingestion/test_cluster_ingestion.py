@@ -155,3 +155,29 @@ def test_csv_ingested_with_rollup_matches_duckdb_through_the_broker(cluster):
                "ORDER BY page, language, edits")
     wait_rows(cluster, got_sql, [dict(zip(("page", "language", "edits", "added", "deleted", "max_delta"), r))
                                  for r in want])
+
+
+def test_ingestion_uses_catalog_defaults_input_tables_and_sealing(cluster):
+    from services.cli.cluster_client import ClusterError
+
+    rows(cluster, "CREATE TABLE zoo (animal VARCHAR, \"number\" BIGINT) PARTITIONED BY DAY CLUSTERED BY animal "
+                  "WITH (targetSegmentRows = 2, sealed = true)")
+    rows(cluster, f"CREATE EXTERNAL TABLE ext.updates (\"timestamp\" VARCHAR, animal VARCHAR, \"number\" BIGINT) "
+                  f"WITH (source = 'local', baseDir = '{DATA}', format = 'json')")
+    # No PARTITIONED BY / CLUSTERED BY: the catalog supplies DAY, animal and 2 rows per segment.
+    task = run(cluster, """INSERT INTO zoo SELECT TIME_PARSE("timestamp") AS __time, animal, "number"
+                           FROM TABLE(ext.updates(files => 'updates-data3.json'))""")
+    assert task.state == "SUCCESS", task.error
+    with open(os.path.join(DATA, "updates-data3.json")) as f:
+        want = len(f.read().strip().splitlines())
+    wait_rows(cluster, "SELECT COUNT(*) AS c FROM zoo", [{"c": want}])
+    segments = rows(cluster, "SELECT MAX(num_rows) AS biggest FROM sys.segments WHERE datasource = 'zoo'")
+    assert segments[0]["biggest"] <= 2 + 1  # targetSegmentRows from the catalog (ranges are approximate)
+    with pytest.raises(ClusterError, match="sealed and does not declare extra"):
+        cluster.client.sql("""INSERT INTO zoo SELECT TIME_PARSE("timestamp") AS __time, animal, 1 AS extra
+                              FROM TABLE(ext.updates(files => 'updates-data3.json'))""")
+    with pytest.raises(ClusterError, match="missing parameters: files"):
+        cluster.client.sql("INSERT INTO zoo SELECT * FROM ext.updates")
+    with pytest.raises(ClusterError, match="needs a segment granularity.*PARTITIONED BY.*segmentGranularity"):
+        cluster.client.sql("""INSERT INTO nowhere SELECT TIME_PARSE("timestamp") AS __time, animal
+                              FROM TABLE(ext.updates(files => 'updates-data3.json'))""")
