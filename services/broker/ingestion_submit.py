@@ -1,7 +1,8 @@
 """Preparing an INSERT/REPLACE on the broker: catalog input tables and catalog defaults.
 
-- ``ext.name`` and ``TABLE(ext.name(arg => ...))`` in the statement become the equivalent
-  ``TABLE(EXTERN(...))``, so the task's ingestion engine sees an ordinary external source.
+- ``ext.name``, ``TABLE(ext.name(arg => ...))`` and the flattened ``TABLE(staged(source => ...,
+  format => ..., ...)) (cols)`` become the equivalent ``TABLE(EXTERN(...))``, so the task's
+  ingestion engine sees an ordinary external source.
 - Without PARTITIONED BY, the datasource's catalog segmentGranularity applies (an error naming
   both when neither exists); without CLUSTERED BY, its clusterKeys; targetSegmentRows becomes the
   default row target. Anything in the statement wins.
@@ -44,12 +45,54 @@ def _closing(tokens, i: int) -> int:
     raise ValidationError("unbalanced parentheses in the statement")
 
 
+def _staged(sql: str, tokens, i: int) -> tuple[int, str] | None:
+    """``TABLE(staged(source => ..., format => ..., ...)) [EXTEND] (col TYPE [NOT NULL], ...)``, the
+    proposal's flattened form of EXTERN: returns (index of the last token, EXTERN text)."""
+    from common.catalog.input_table import to_extern
+    from common.catalog.table_spec import TableSpec
+
+    if not (tokens[i].text.upper() == "TABLE" and i + 3 < len(tokens)
+            and tokens[i + 1].token_type == TokenType.L_PAREN and tokens[i + 2].text.lower() == "staged"):
+        return None
+    end = _closing(tokens, i + 1)
+    select = sqlglot.parse_one(f"SELECT * FROM {sql[tokens[i].start:tokens[end].end + 1].replace('staged', 'ext.staged', 1)}",
+                               read="druid")
+    _, args = _input_table_call(select.find(exp.Table))
+    props = dict(args)
+    kind = props.pop("source", None)
+    if kind not in ("inline", "local", "http"):
+        raise ValidationError(f"staged() needs source => 'inline', 'local' or 'http', got {kind!r}")
+    j = end + 1
+    if j < len(tokens) and tokens[j].text.upper() == "EXTEND":
+        j += 1
+    if j >= len(tokens) or tokens[j].token_type != TokenType.L_PAREN:
+        raise ValidationError("staged() needs its columns after it: TABLE(staged(...)) (name TYPE, ...)")
+    close = _closing(tokens, j)
+    columns = []
+    for part in sql[tokens[j].end + 1:tokens[close].start].split(","):
+        words = part.split()
+        if len(words) < 2:
+            raise ValidationError(f"staged() column '{part.strip()}' needs a name and a type")
+        columns.append({"name": words[0].strip('"'), "sqlType": words[1]})
+    spec = TableSpec.from_json({"type": kind, "properties": props, "columns": columns})
+    source, fmt, signature = to_extern(spec, {}, "staged()")
+    text = (f"TABLE(EXTERN({_sql_string(json.dumps(source))}, {_sql_string(json.dumps(fmt))}, "
+            f"{_sql_string(json.dumps(signature))}))")
+    return close, text
+
+
 def rewrite_input_tables(sql: str, catalog) -> str:
     tokens = Tokenizer().tokenize(sql)
     edits = []  # (start offset, end offset, replacement)
     i = 0
     while i < len(tokens):
         t = tokens[i]
+        staged = _staged(sql, tokens, i)
+        if staged is not None:
+            last, text = staged
+            edits.append((t.start, tokens[last].end + 1, text))
+            i = last + 1
+            continue
         is_ext = t.text.lower() == "ext" and i + 2 < len(tokens) and tokens[i + 1].token_type == TokenType.DOT
         if not is_ext:
             i += 1
@@ -90,8 +133,7 @@ def prepare_ingestion(sql: str, context: dict, catalog) -> tuple[str, object, di
     """(SQL for the task, parsed statement, task spec) for an INSERT/REPLACE."""
     from services.ingestion.statement import parse_ingestion
 
-    if getattr(catalog, "external_table_names", None) is not None and catalog.external_table_names():
-        sql = rewrite_input_tables(sql, catalog)
+    sql = rewrite_input_tables(sql, catalog)
     statement = parse_ingestion(sql, context)
     spec_of = getattr(catalog, "datasource_spec", None)
     table = spec_of(statement.datasource) if spec_of is not None else None
