@@ -124,3 +124,24 @@ def test_drop_table_keeps_data_unless_purged(conn):
 def _expect_error(conn, text):
     sql(conn, text)
     raise AssertionError("still there")
+
+
+def test_a_rest_change_reaches_planning_within_a_second(cluster, conn):
+    import json
+    import urllib.request
+
+    base = f"http://127.0.0.1:{cluster.coordinator.http.port}/druid/coordinator/v1/catalog"
+    body = json.dumps({"type": "datasource", "columns": [{"name": "fresh", "sqlType": "DOUBLE"}]}).encode()
+    request = urllib.request.Request(f"{base}/tables/druid/wiki", data=body, method="PUT",
+                                     headers={"Content-Type": "application/json"})
+    started = time.monotonic()
+    with urllib.request.urlopen(request, timeout=5) as response:
+        assert response.status == 200
+    seen = None
+    while time.monotonic() - started < 1.0:
+        names = sql(conn, "SELECT * FROM wiki LIMIT 1").column_names
+        if "fresh" in names:
+            seen = time.monotonic() - started
+            break
+        time.sleep(0.02)
+    assert seen is not None and seen < 1.0, "the broker did not see the catalog change within 1 s"
