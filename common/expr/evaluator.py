@@ -139,8 +139,27 @@ def to_string(v: Value) -> Value:
         s = pc.if_else(whole, pc.binary_join_element_wise(s, ".0", ""), s)
         for arrow_text, java_text in (("nan", "NaN"), ("inf", "Infinity"), ("-inf", "-Infinity")):
             s = pc.if_else(pc.equal(s, arrow_text), java_text, s)
+        # Java writes magnitudes outside [1e-3, 1e7) as d.dddE±n; those are rare, so they are
+        # formatted once per distinct value.
+        a = pc.abs(x)
+        sci = pc.and_(pc.and_(pc.is_finite(x), pc.not_equal(x, 0.0)), pc.or_(pc.less(a, 1e-3), pc.greater_equal(a, 1e7)))
+        sci = sci.fill_null(False)
+        if pc.any(sci).as_py():
+            picked = x.filter(sci)
+            uniq = pc.unique(picked)
+            texts = pa.array([java_scientific(u) for u in uniq.to_pylist()], pa.string())
+            s = pc.replace_with_mask(s, sci, texts.take(pc.index_in(picked, value_set=uniq)))
         return s
     return v.cast(pa.string())
+
+
+def java_scientific(x: float) -> str:
+    """Java's Double.toString for |x| outside [1e-3, 1e7): shortest digits, like 1.0E10 or 1.5E-5."""
+    import numpy as np
+
+    text = np.format_float_scientific(x, unique=True, trim="0")
+    mantissa, exponent = text.split("e")
+    return f"{mantissa}E{int(exponent)}"
 
 
 def to_timestamp(v: Value) -> Value:

@@ -40,6 +40,10 @@ _SIMPLE_FUNCTIONS = {
     exp.Replace: "REPLACE", exp.RegexpLike: "REGEXP_LIKE", exp.RegexpReplace: "REGEXP_REPLACE", exp.Sign: "SIGN",
     exp.Cbrt: "CBRT", exp.Atan2: "ATAN2", exp.Nullif: "NULLIF", exp.Repeat: "REPEAT",
 }
+# Newer sqlglot versions give the trigonometric functions their own classes.
+for _name in ("Sin", "Cos", "Tan", "Asin", "Acos", "Atan"):
+    if hasattr(exp, _name):
+        _SIMPLE_FUNCTIONS[getattr(exp, _name)] = _name.upper()
 # functions sqlglot leaves anonymous, by upper-case name
 _ANONYMOUS = {
     "STRLEN": "CHAR_LENGTH", "CHARACTER_LENGTH": "CHAR_LENGTH", "CHAR_LENGTH": "CHAR_LENGTH", "LENGTH": "CHAR_LENGTH",
@@ -188,6 +192,8 @@ class ScalarTranslator:
         for i, a in enumerate(args):
             if sig.kinds[min(i, len(sig.kinds) - 1)] == "k" and not isinstance(a, Literal):
                 raise ValidationError(f"argument {i + 1} of {op} must be a constant in '{sql_text(node)}'")
+            if isinstance(a, Literal) and a.value is not None:
+                _check_constant(op, i, a.value, sql_text(node))
         return Call(op, tuple(args), t)
 
     def tz(self) -> Literal:
@@ -654,3 +660,24 @@ def unify_types(types: list[SqlType], what: str) -> SqlType:
 
 __all__ = ["KNOWN_FUNCTIONS", "ScalarTranslator", "Scope", "Session", "contains_aggregate", "is_aggregate",
            "literal_value", "parse_timestamp", "sql_text", "unify_types"]
+
+
+# Constant arguments whose kind the signature alone cannot express: (function, position) -> kind.
+# (The others are checked where they are translated, with messages of their own.)
+_CONSTANT_KINDS = {
+    ("TIME_FORMAT", 1): str, ("TIME_FORMAT", 2): str, ("TIME_PARSE", 1): str, ("TIME_PARSE", 2): str,
+    ("SUBSTRING", 1): int, ("SUBSTRING", 2): int, ("STRPOS", 2): int,
+}
+# Instants Python's datetime can represent (years 1 to 9999).
+_MIN_MILLIS, _MAX_MILLIS = -62_135_596_800_000, 253_402_300_799_999
+
+
+def _check_constant(op: str, position: int, value, text: str) -> None:
+    kind = _CONSTANT_KINDS.get((op, position))
+    if kind is str and not isinstance(value, str):
+        raise ValidationError(f"argument {position + 1} of {op} must be a string literal, got {value!r} in '{text}'")
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+        if not (isinstance(value, float) and value.is_integer()):
+            raise ValidationError(f"argument {position + 1} of {op} must be an integer, got {value!r} in '{text}'")
+    if op == "MILLIS_TO_TIMESTAMP" and isinstance(value, (int, float)) and not _MIN_MILLIS <= value <= _MAX_MILLIS:
+        raise ValidationError(f"MILLIS_TO_TIMESTAMP({value}) is outside years 1 to 9999 in '{text}'")

@@ -104,14 +104,15 @@ class QueryExecutor:
                         continue
                     except grpc.RpcError as exc:
                         code = exc.code()
+                        last_failure = f"{code.name}: {exc.details()}"
                         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                             raise QueryTimeoutError(f"query {query_id} timed out") from None
                         if code == grpc.StatusCode.INVALID_ARGUMENT:
                             raise ValidationError(exc.details()) from None
                         if code not in _RETRYABLE:
                             raise StrataError(f"historical {server} failed: {code.name}: {exc.details()}") from None
-                    except (ConnectionError, OSError):
-                        pass  # the stream broke mid-way: as retryable as UNAVAILABLE
+                    except (ConnectionError, OSError) as exc:
+                        last_failure = str(exc)  # the stream broke mid-way: as retryable as UNAVAILABLE
                     # Retry just this server's segments on other replicas.
                     self.metrics.replica_retries.inc()
                     for sid in segments:
@@ -120,7 +121,8 @@ class QueryExecutor:
                         retry = self.view.plan(query.datasource, list(query.intervals), exclude, set(segments))
                     if retry.unavailable:
                         raise StrataError(
-                            f"no replica left for {', '.join(map(str, retry.unavailable))} (last failure on {server})")
+                            f"no replica left for {', '.join(map(str, retry.unavailable))}; the last one, on {server}, "
+                            f"failed with {last_failure}")
                     for other, segs in retry.by_server.items():
                         submit(other, segs)
         except BaseException:

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from common.errors import QueryTimeoutError, UnsupportedError
+from common.errors import QueryTimeoutError, UnsupportedError, ValidationError
 from common.sql import plan_sql
 from services.broker.core.sql_backend import StatementInfo, TableInfo
 from services.security.authorizer import ALLOW_ALL
@@ -105,7 +105,11 @@ class BrokerCatalog:
             ("curr_size", pa.int64()), ("max_size", pa.int64()), ("start_time", pa.string())]))
 
     def _sys_server_segments(self) -> pa.Table:
-        rows = [dict(server=server, segment_id=str(sid)) for sid, servers in self._served().items() for server in servers]
+        # Servers are named host:port, as in sys.servers, so the two tables join.
+        with self.node.lock:
+            address = {sid: f"{info['host']}:{info['grpc_port']}" for sid, info in self.node.historicals.items()}
+        rows = [dict(server=address.get(server, server), segment_id=str(sid))
+                for sid, servers in self._served().items() for server in servers]
         return pa.Table.from_pylist(rows, schema=pa.schema([("server", pa.string()), ("segment_id", pa.string())]))
 
     def _sys_tasks(self) -> pa.Table:
@@ -145,7 +149,15 @@ class SqlService:
 
     def _timeout(self, context: dict) -> float:
         value = context.get("timeout")
-        return float(value) / 1000 if value not in (None, "") else self.default_timeout_s
+        if value in (None, ""):
+            return self.default_timeout_s
+        try:
+            millis = float(value)
+        except (TypeError, ValueError):
+            raise ValidationError(f"context 'timeout' must be milliseconds, got {value!r}; e.g. SET timeout = 30000") from None
+        if millis <= 0:
+            raise ValidationError(f"context 'timeout' must be positive milliseconds, got {value!r}")
+        return millis / 1000
 
     ddl_client = None  # () -> CatalogClient on the coordinator; set by the broker
 

@@ -277,19 +277,10 @@ BAD_ARGUMENTS = [
     ("SELECT REGEXP_LIKE(page, '(') FROM wiki", "invalid regular expression '('"),
     ("SELECT TIME_FLOOR(__time, 'P1D', NULL, 'Mars/Phobos') FROM wiki", "unknown time zone 'Mars/Phobos'"),
     ("SELECT COUNT(*) FROM wiki WHERE __time > 'garbage'", "cannot parse 'garbage' as a TIMESTAMP"),
-    pytest.param("SELECT SUBSTRING(page, 1, 'b') FROM wiki", "SUBSTRING", marks=pytest.mark.xfail(
-        strict=True, reason="bug: a non-integer literal length in SUBSTRING is INTERNAL \"ValueError: invalid literal "
-                            "for int() with base 10: 'b'\" instead of a validation error")),
-    pytest.param("SET timeout = 'abc'; SELECT COUNT(*) FROM wiki", "timeout", marks=pytest.mark.xfail(
-        strict=True, reason="bug: a non-numeric timeout setting is INTERNAL \"ValueError: could not convert string "
-                            "to float: 'abc'\" (SqlService._timeout) instead of a validation error")),
-    pytest.param("SELECT MILLIS_TO_TIMESTAMP(100000000000000000) FROM wiki", "MILLIS_TO_TIMESTAMP",
-                 marks=pytest.mark.xfail(strict=True, reason="bug: an out-of-range constant in MILLIS_TO_TIMESTAMP is "
-                                                             "INTERNAL \"OverflowError: days=1157407407; must have "
-                                                             "magnitude <= 999999999\"")),
-    pytest.param("SELECT TIME_FORMAT(__time, 5) FROM wiki", "TIME_FORMAT", marks=pytest.mark.xfail(
-        strict=True, reason="bug: a numeric TIME_FORMAT pattern passes planning, fails on every historical and "
-                            "comes back as INTERNAL 'no replica left for <segments> (last failure on historical-N)'")),
+    ("SELECT SUBSTRING(page, 1, 'b') FROM wiki", "SUBSTRING"),
+    ("SET timeout = 'abc'; SELECT COUNT(*) FROM wiki", "timeout"),
+    ("SELECT MILLIS_TO_TIMESTAMP(100000000000000000) FROM wiki", "MILLIS_TO_TIMESTAMP"),
+    ("SELECT TIME_FORMAT(__time, 5) FROM wiki", "TIME_FORMAT"),
 ]
 
 

@@ -44,7 +44,6 @@ SELECT COUNT(*) AS servers, MIN(c), MAX(c) FROM (SELECT server, COUNT(*) AS c FR
 -- expected: [[2, 20, 20]]
 
 -- name: sys_server_segments_join_servers
--- xfail: bug: sys.server_segments.server holds the node id ('historical-1') while sys.servers.server is 'host:grpc_port', so the two tables do not join on server as in Druid
 SELECT v.server_type, COUNT(*) AS c, COUNT(DISTINCT ss.segment_id) AS segs FROM sys.server_segments ss JOIN sys.servers v ON ss.server = v.server GROUP BY 1;
 -- expected: [["historical", 40, 20]]
 
