@@ -30,6 +30,26 @@ from services.cli.cluster_client import ClusterClient  # noqa: E402
 from services.cli.local_cluster import LocalCluster  # noqa: E402
 from services.historical.storage import deep_storage_from_url  # noqa: E402
 
+SQL_QUERIES = [
+    ("SQL hourly count+sum", "SELECT TIME_FLOOR(__time, 'PT1H') AS t, COUNT(*) AS c, SUM(added) AS s FROM wiki GROUP BY 1"),
+    ("SQL topN pages one day", "SELECT page, SUM(added) AS s FROM wiki WHERE __time >= TIMESTAMP '2015-09-13' AND "
+                               "__time < TIMESTAMP '2015-09-14' GROUP BY page ORDER BY s DESC LIMIT 10"),
+    ("SQL groupBy channel,isRobot", "SELECT channel, isRobot, COUNT(*) AS c, SUM(delta) AS s FROM wiki "
+                                    "WHERE namespace = 'Main' GROUP BY 1, 2"),
+    ("SQL approx distinct users/day", "SELECT TIME_FLOOR(__time, 'P1D') AS d, APPROX_COUNT_DISTINCT(\"user\") AS u "
+                                      "FROM wiki GROUP BY 1"),
+    ("SQL one user's rows", "SELECT __time, page, added FROM wiki WHERE \"user\" = ?"),
+]
+DUCK_SQL = [
+    "SELECT date_trunc('hour', __time) AS t, count(*) AS c, sum(added) AS s FROM wiki GROUP BY 1",
+    "SELECT page, sum(added) AS s FROM wiki WHERE __time >= TIMESTAMP '2015-09-13' AND __time < TIMESTAMP '2015-09-14' "
+    "GROUP BY page ORDER BY s DESC LIMIT 10",
+    "SELECT channel, isRobot, count(*) AS c, sum(delta) AS s FROM wiki WHERE namespace = 'Main' GROUP BY 1, 2",
+    "SELECT date_trunc('day', __time) AS d, approx_count_distinct(\"user\") AS u FROM wiki GROUP BY 1",
+    "SELECT __time, page, added FROM wiki WHERE \"user\" = ?",
+]
+TRIVIAL_SQL = "SELECT COUNT(*) AS c FROM wiki WHERE __time >= TIMESTAMP '2015-09-12 00:00:00' AND __time < TIMESTAMP '2015-09-12 00:01:00'"
+
 TRIVIAL = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12T00:00:00Z/2015-09-12T00:01:00Z"],
            "granularity": "all", "aggregations": [{"type": "count", "name": "c"}]}
 
@@ -61,6 +81,34 @@ def throughput(endpoints: dict, clients: int, seconds: float) -> float:
     for t in threads:
         t.join()
     return sum(done) / seconds
+
+
+def sql_through_adbc(flight_uri: str, con, user: str, args) -> tuple[list, float, float]:
+    """Every SQL query end to end through the real ADBC Flight SQL driver, beside DuckDB."""
+    import adbc_driver_flightsql.dbapi as flight_sql
+
+    out = []
+    with flight_sql.connect(flight_uri) as conn:
+        cur = conn.cursor()
+
+        def run(sql, params=None):
+            cur.execute(sql, parameters=params)
+            return cur.fetch_arrow_table()
+
+        for (name, sql), duck in zip(SQL_QUERIES, DUCK_SQL):
+            params = [user] if "?" in sql else None
+            s_ms, got = timed(lambda: run(sql, params), args.runs)
+            duck_sql = duck.replace("?", "'" + user.replace("'", "''") + "'") if params else duck
+            d_ms, want = timed(lambda: con.sql(duck_sql).to_arrow_table(), args.runs)
+            out.append((name, s_ms, d_ms, got.num_rows == want.num_rows))
+        samples = []
+        for _ in range(args.latency_runs):
+            started = time.perf_counter()
+            run(TRIVIAL_SQL)
+            samples.append((time.perf_counter() - started) * 1000)
+        cur.close()
+    samples.sort()
+    return out, samples[len(samples) // 2], samples[min(len(samples) - 1, int(len(samples) * 0.99))]
 
 
 def main() -> int:
@@ -103,6 +151,7 @@ def main() -> int:
             rows.append((name, c_ms, e_ms, d_ms, same))
         p50, p99 = latency(client, args.latency_runs)
         qps = throughput(endpoints, 8, args.seconds)
+        sql_rows, flight_p50, flight_p99 = sql_through_adbc(endpoints["flight"], con, user, args)
         client.close()
     finally:
         if cluster.state() is not None:
@@ -118,6 +167,11 @@ def main() -> int:
     print(f"trivial query through the broker: p50 {p50:.2f} ms, p99 {p99:.2f} ms; "
           f"{qps:.0f} queries/s with 8 concurrent clients")
     print(f"median cluster/DuckDB ratio: {statistics.median(c / d for _, c, _, d, _ in rows):.2f}")
+    print()
+    header = ("SQL query (ADBC Flight SQL)", "strata ms", "DuckDB ms", "ratio", "same rows")
+    print_rows(header, [(n, f"{s:.1f}", f"{d:.1f}", f"{s / d:.2f}", "yes" if ok else "NO") for n, s, d, ok in sql_rows],
+               args.markdown)
+    print(f"trivial SQL query through Flight SQL (ADBC): p50 {flight_p50:.2f} ms, p99 {flight_p99:.2f} ms (goal p50 <= 3 ms)")
     return 0 if all(r[4] for r in rows) else 1
 
 

@@ -160,6 +160,38 @@ class SqlService:
         return millis / 1000
 
     ddl_client = None  # () -> CatalogClient on the coordinator; set by the broker
+    PLAN_CACHE_SIZE = 256
+
+    def _generation(self) -> tuple:
+        """Changes whenever what plans depend on changes: served segments, catalog definitions."""
+        node = getattr(getattr(self.catalog, "base", self.catalog), "node", None)
+        view_gen = node.view.generation if node is not None else 0
+        cache = getattr(self.catalog, "cache", None)
+        return view_gen, getattr(cache, "loads", 0)
+
+    def _plan(self, sql: str, user, parameters, context: dict):
+        """Plans are reused while nothing they depend on changed: a Flight SQL client prepares
+        (plans) and then executes (plans again) the same text, and dashboards repeat queries.
+        Plans holding system-table snapshots, the current time or parameters are not cached."""
+        import json as _json
+
+        try:
+            key = (sql, user, _json.dumps(context, sort_keys=True, default=str), self._generation())
+        except TypeError:
+            key = None
+        cache = self.__dict__.setdefault("_plans", {})
+        if key is not None and not parameters and key in cache:
+            plan = cache.pop(key)
+            cache[key] = plan  # most recently used last
+            return plan
+        plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, context)
+        lowered = sql.lower()
+        volatile = ("sys.", "information_schema", "current_timestamp", "current_date", "now(")
+        if key is not None and not parameters and not any(v in lowered for v in volatile):
+            cache[key] = plan
+            while len(cache) > self.PLAN_CACHE_SIZE:
+                cache.pop(next(iter(cache)))
+        return plan
 
     def _ddl(self, sql: str, user: str | None) -> pa.Table:
         """CREATE/ALTER/DROP TABLE: the same catalog operations as the REST API, checked here
@@ -185,7 +217,7 @@ class SqlService:
             return self._ddl(sql, user)
         if is_ingestion(sql):
             return self._submit(sql, dict(context or {}), user)
-        plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, dict(context or {}))
+        plan = self._plan(sql, user, parameters, dict(context or {}))
         timeout_s = self._timeout(plan.context)
         deadline = time.monotonic() + timeout_s
 
@@ -223,7 +255,7 @@ class SqlService:
         catalog = SecureSqlCatalog(self.catalog, self.authorizer, user)
         count = _count_parameters(sql)
         if count == 0:
-            plan = plan_sql(sql, catalog, (), dict(context or {}))
+            plan = self._plan(sql, user, (), dict(context or {}))
             return StatementInfo(plan.parameter_count, plan.output_schema)
         try:
             plan = plan_sql(sql, catalog, [None] * count, dict(context or {}))

@@ -1,9 +1,14 @@
-"""Segment building on an executor: the rows of one Spark partition (Arrow batches carrying their
-segment's partition index) in, segment files pushed to deep storage, descriptor rows out.
+"""Segment building on an executor: the rows of one Spark partition in, segment files pushed to
+deep storage, descriptor rows out.
 
-Pure (no Spark): Spark's mapInArrow calls ``build_partition`` and tests call it directly. Rows of
-one segment arrive together (the driver sorts each Spark partition by partition index), so only
-one segment's rows are held at a time.
+Rows travel to their builder as *blobs*: ``split_into_blobs`` (upstream of the shuffle) cuts each
+Arrow batch by segment and serializes the pieces as Arrow IPC streams, so Spark shuffles a few
+large binary values per segment instead of millions of rows, and the builder gets Arrow back
+without a per-row conversion. ``build_blobs`` builds every segment its Spark partition received
+(one, when the driver routes partition index i to Spark partition i). ``build_partition`` builds
+from row batches that carry their partition index, sorted by it.
+
+Pure (no Spark): Spark's mapInArrow calls these and tests call them directly.
 """
 
 from __future__ import annotations
@@ -33,6 +38,12 @@ DESCRIPTOR_SCHEMA = pa.schema([
     pa.field("manifest", pa.string()),
 ])
 DESCRIPTOR_DDL = "part BIGINT, location STRING, size BIGINT, rows BIGINT, manifest STRING"
+BLOB_SCHEMA = pa.schema([pa.field("part", pa.int32()), pa.field("rows", pa.int64()), pa.field("blob", pa.binary())])
+BLOB_DDL = "part INT, rows BIGINT, blob BINARY"
+# A blob is cut once this many rows (or bytes) of one segment are pending: big enough that the
+# per-blob IPC schema and shuffle-record overheads vanish, small enough to bound executor memory.
+BLOB_ROWS = 1 << 17
+BLOB_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -81,6 +92,89 @@ def build_one(batches: list[pa.RecordBatch], part: int, planned: PlannedSegment,
     ], schema=DESCRIPTOR_SCHEMA)
 
 
+def encode_blob(batches: list[pa.RecordBatch]) -> tuple[pa.Array, int]:
+    """The batches (one schema) as a one-value binary array holding an Arrow IPC stream, and their
+    row count. The stream buffer becomes the value without a copy."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, batches[0].schema) as writer:
+        for b in batches:
+            writer.write_batch(b)
+    buf = sink.getvalue()
+    if buf.size >= 1 << 31:
+        raise ValidationError(f"a blob of {buf.size} bytes does not fit a Spark binary value; lower BLOB_BYTES")
+    offsets = pa.py_buffer(np.array([0, buf.size], dtype=np.int32))
+    return pa.Array.from_buffers(pa.binary(), 1, [None, offsets, buf]), sum(b.num_rows for b in batches)
+
+
+def decode_blob(blob: pa.Buffer) -> pa.Table:
+    with pa.ipc.open_stream(blob) as reader:
+        return reader.read_all()
+
+
+def split_into_blobs(batches: Iterable[pa.RecordBatch], assign, drop: tuple[str, ...] = (),
+                     max_rows: int = BLOB_ROWS, max_bytes: int = BLOB_BYTES) -> Iterator[pa.RecordBatch]:
+    """Rows of ``batches`` as BLOB_SCHEMA rows, one segment per blob; ``assign(batch)`` gives each
+    row's partition index (an int64 array) and ``drop`` names columns that only routing needed."""
+    pending: dict[int, list[pa.RecordBatch]] = {}
+    rows: dict[int, int] = {}
+    size = 0
+
+    def cut(part: int) -> pa.RecordBatch:
+        nonlocal size
+        pieces = pending.pop(part)
+        rows.pop(part)
+        size -= sum(p.nbytes for p in pieces)
+        blob, n = encode_blob(pieces)
+        return pa.RecordBatch.from_arrays([pa.array([part], pa.int32()), pa.array([n], pa.int64()), blob],
+                                          schema=BLOB_SCHEMA)
+
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        parts = np.asarray(assign(batch).to_numpy(zero_copy_only=False), dtype=np.int64)
+        data = batch.drop_columns([c for c in drop if c in batch.schema.names])
+        if parts[0] == parts[-1] and bool((parts == parts[0]).all()):
+            pieces = [(int(parts[0]), data)]
+        else:
+            order = np.argsort(parts, kind="stable")
+            data = data.take(pa.array(order))
+            pieces = [(part, data.slice(lo, hi - lo)) for part, lo, hi in _runs(parts[order])]
+        for part, piece in pieces:
+            pending.setdefault(part, []).append(piece)
+            rows[part] = rows.get(part, 0) + piece.num_rows
+            size += piece.nbytes
+            if rows[part] >= max_rows:
+                yield cut(part)
+        while size > max_bytes and pending:
+            yield cut(max(rows, key=rows.get))
+    for part in sorted(pending):
+        yield cut(part)
+
+
+def build_blobs(batches: Iterable[pa.RecordBatch], spec: BuildSpec, storage: DeepStorage,
+                work_dir: str | None = None) -> Iterator[pa.RecordBatch]:
+    """One descriptor row per segment whose blobs (BLOB_SCHEMA rows) are in ``batches``."""
+    blobs: dict[int, list[pa.Buffer]] = {}
+    for batch in batches:
+        parts = batch.column("part").to_pylist()
+        column = batch.column("blob")
+        for i, part in enumerate(parts):
+            if part not in spec.segments:
+                raise ValidationError(f"rows for partition index {part} which the plan does not have")
+            blobs.setdefault(part, []).append(column[i].as_buffer())
+    own_dir = work_dir is None
+    work_dir = work_dir or tempfile.mkdtemp(prefix="strata-build-")
+    try:
+        for part in sorted(blobs):
+            tables = [decode_blob(b) for b in blobs.pop(part)]
+            table = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+            del tables
+            yield build_one(table.to_batches(), part, spec.segments[part], spec, storage, work_dir)
+    finally:
+        if own_dir:
+            shutil.rmtree(work_dir, ignore_errors=True)
+
+
 def descriptor_of(row: dict, spec: BuildSpec) -> SegmentDescriptor:
     """The descriptor of a built segment from its output row; identity comes from the plan."""
     planned = spec.segments[row["part"]]
@@ -126,5 +220,5 @@ def build_partition(batches: Iterable[pa.RecordBatch], spec: BuildSpec, storage:
             shutil.rmtree(work_dir, ignore_errors=True)
 
 
-__all__ = ["DESCRIPTOR_DDL", "DESCRIPTOR_SCHEMA", "BuildSpec", "PlannedSegment", "build_one", "build_partition",
-           "descriptor_of"]
+__all__ = ["BLOB_DDL", "BLOB_SCHEMA", "DESCRIPTOR_DDL", "DESCRIPTOR_SCHEMA", "BuildSpec", "PlannedSegment", "build_blobs",
+           "build_one", "build_partition", "decode_blob", "descriptor_of", "encode_blob", "split_into_blobs"]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from common.errors import ValidationError
 from common.segment.builder import normalize_time
@@ -104,21 +105,71 @@ class PartitionPlan:
 
     def assign(self, batch: pa.RecordBatch) -> pa.Array:
         """The global partition index of every row of ``batch`` (which carries CHUNK_COLUMN)."""
-        starts = batch.column(CHUNK_COLUMN).to_numpy(zero_copy_only=False)
-        out = np.empty(len(starts), dtype=np.int64)
-        keys = None
-        for i, start in enumerate(starts):
-            chunk = self.chunks.get(int(start))
+        chunks = batch.column(CHUNK_COLUMN)
+        if chunks.null_count:
+            raise ValidationError(f"a row with a null {TIME_COLUMN} reached partitioning; the input changed between "
+                                  "passes (is the SELECT deterministic?)")
+        starts = chunks.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        if len(starts) == 0:
+            return pa.array([], pa.int64())
+        # Batches usually hold one chunk; np.unique sorts, so only pay for it when they do not.
+        if starts[0] == starts[-1] and bool((starts == starts[0]).all()):
+            uniq, inverse = starts[:1], np.zeros(len(starts), dtype=np.intp)
+        else:
+            uniq, inverse = np.unique(starts, return_inverse=True)
+        planned = []
+        for start in uniq.tolist():
+            chunk = self.chunks.get(start)
             if chunk is None:
-                raise ValidationError(f"row in chunk starting {int(start)} was not planned; the input changed "
+                raise ValidationError(f"row in chunk starting {start} was not planned; the input changed "
                                       "between passes (is the SELECT deterministic?)")
+            planned.append(chunk)
+        out = np.array([c.first_index for c in planned], dtype=np.int64)[inverse]
+        for j, chunk in enumerate(planned):
             if not chunk.boundaries:
-                out[i] = chunk.first_index
                 continue
-            if keys is None:
-                keys = row_keys([batch.column(c) for c in self.key_columns])
-            out[i] = chunk.first_index + bisect.bisect_right(chunk.boundaries, keys[i])
+            rows = np.flatnonzero(inverse == j) if len(planned) > 1 else None
+            keys = [batch.column(c) if rows is None else batch.column(c).take(pa.array(rows)) for c in self.key_columns]
+            offsets = range_offsets(keys, chunk.boundaries)
+            if rows is None:
+                out += offsets
+            else:
+                out[rows] += offsets
         return pa.array(out, pa.int64())
+
+
+# Key types whose Arrow comparisons order exactly as row_keys' Python tuples do (UTF-8 byte order is
+# code point order; floats are left out because NaN compares differently in tuples and in Arrow).
+def _comparable(col: pa.Array) -> bool:
+    t = col.type
+    return (pa.types.is_integer(t) or pa.types.is_string(t) or pa.types.is_large_string(t)
+            or pa.types.is_boolean(t) or pa.types.is_timestamp(t) or pa.types.is_date(t))
+
+
+def range_offsets(columns: Sequence[pa.Array], boundaries: Sequence[tuple]) -> np.ndarray:
+    """``bisect_right(boundaries, key)`` for every row's row_keys key, vectorized when the key types
+    allow it (one pass per boundary: a boundary counts when it is <= the row's key)."""
+    cols = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+    n = len(cols[0]) if cols else 0
+    if not all(_comparable(c) for c in cols):
+        return np.array([bisect.bisect_right(boundaries, k) for k in row_keys(cols)], dtype=np.int64)
+    cols = [normalize_time(c) if pa.types.is_timestamp(c.type) or pa.types.is_date(c.type) else c for c in cols]
+    valid = [c.is_valid().to_numpy(zero_copy_only=False) for c in cols]
+    out = np.zeros(n, dtype=np.int64)
+    for boundary in boundaries:
+        below = np.zeros(n, dtype=bool)  # boundary < key on the components compared so far
+        equal = np.ones(n, dtype=bool)
+        for col, ok, part in zip(cols, valid, boundary):
+            if part == (0,):  # a null boundary component sorts first
+                lt, eq = ok, ~ok
+            else:
+                value = pa.scalar(part[1], col.type)
+                lt = ok & pc.fill_null(pc.greater(col, value), False).to_numpy(zero_copy_only=False)
+                eq = ok & pc.fill_null(pc.equal(col, value), False).to_numpy(zero_copy_only=False)
+            below |= equal & lt
+            equal &= eq
+        out += below | equal
+    return out
 
 
 def key_columns_for(clustered_by: Sequence[str]) -> tuple[str, ...]:
@@ -148,4 +199,5 @@ def sample_fraction(counts: dict[int, int], rows_per_segment: int) -> float:
 
 
 __all__ = ["CHUNK_COLUMN", "PART_COLUMN", "ChunkPlan", "PartitionPlan", "choose_boundaries", "chunk_interval",
-           "chunk_starts", "key_columns_for", "partitions_for", "plan_partitions", "row_keys", "sample_fraction"]
+           "chunk_starts", "key_columns_for", "partitions_for", "plan_partitions", "range_offsets", "row_keys",
+           "sample_fraction"]

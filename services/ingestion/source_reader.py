@@ -1,10 +1,12 @@
 """SourceReader: an ExternalSource as a Spark DataFrame of its signature's columns.
 
 The driver lists the input (local files by baseDir + filter and/or explicit paths, inline data,
-HTTP URIs downloaded first with a deadline and a size limit) and Spark reads one file per task
-with row_parser, so every row keeps its file and real line number. Rows that do not parse are
-counted, sampled (file, line, raw text, reason) and left out of the view; the caller decides
-whether their number is within maxParseExceptions.
+HTTP URIs downloaded first with a deadline and a size limit). Parquet files whose columns Spark
+converts exactly as row_parser would are read by Spark's vectorized reader (parquet_source.py;
+their row counts come from the footers). Everything else is read one file per task with
+row_parser, so every row keeps its file and real line number: rows that do not parse are counted,
+sampled (file, line, raw text, reason) and left out of the view; the caller decides whether their
+number is within maxParseExceptions.
 """
 
 from __future__ import annotations
@@ -196,10 +198,36 @@ def _file_reader(input_format: dict, signature):
 
 def read_source(spark, source: ExternalSource, view: str, work_dir: str, context: dict | None = None) -> SourceRead:
     """Read ``source`` into the temp view ``view`` and count its parse exceptions."""
+    from services.ingestion.parquet_source import plan_parquet, read_native
+
+    files = list_input(source, os.path.join(work_dir, view), context)
+    frames, rows_read = [], 0
+    parsed = SourceRead(view, None, 0, 0, [], len(files))
+    python_files = files
+    if source.format_type == "parquet":
+        # Executors must see the path: local inputs are assumed shared (as for row_parser), and
+        # downloads live on the driver, which runs the executors only in local mode.
+        native_ok = source.source_type == "local" or spark.sparkContext.master.startswith("local")
+        plan = plan_parquet([f.path if f.data is None else None for f in files], source.signature, native_ok)
+        frames = [read_native(spark, group, source.signature) for group in plan.groups]
+        rows_read = plan.rows
+        python_files = [files[i] for i in plan.fallback]
+    if python_files or not frames:
+        parsed = _parse_files(spark, source, python_files)
+        frames.append(parsed.dataframe)
+    good = frames[0]
+    for frame in frames[1:]:
+        good = good.unionByName(frame)
+    good.createOrReplaceTempView(view)
+    return SourceRead(view, good, rows_read + parsed.rows_read, parsed.parse_exceptions, parsed.samples, len(files),
+                      parsed._cached)
+
+
+def _parse_files(spark, source: ExternalSource, files: list[InputFile]) -> SourceRead:
+    """row_parser over ``files``, one task per file; the parsed rows stay cached for the SELECT."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    files = list_input(source, os.path.join(work_dir, view), context)
     sc = spark.sparkContext
     local = sc.master.startswith("local")
     rows = []
@@ -221,8 +249,7 @@ def read_source(spark, source: ExternalSource, view: str, work_dir: str, context
         samples = [ParseExceptionSample(r[META_FILE], int(r[META_LINE]), r[META_RAW] or "", r[META_ERROR])
                    for r in bad]
     good = parsed.where(F.col(META_ERROR).isNull()).select(*[F.col(_quote(n)) for n, _ in source.signature])
-    good.createOrReplaceTempView(view)
-    return SourceRead(view, good, int(totals["n"]), int(totals["bad"]), samples, len(files), parsed)
+    return SourceRead("", good, int(totals["n"]), int(totals["bad"]), samples, len(files), parsed)
 
 
 __all__ = ["DEFAULT_HTTP_MAX_BYTES", "DEFAULT_HTTP_TIMEOUT_S", "InputFile", "SourceRead", "download", "list_input",

@@ -1,8 +1,14 @@
 """The ingestion driver: one INSERT or REPLACE, run on a SparkSession, published atomically.
 
-    read sources (parse exceptions counted) -> Spark SQL SELECT -> rows per time chunk (one pass)
-    -> publisher.allocate (versions, partition numbers) -> range partitions inside chunks
-    -> executors build + push segments (build.py) -> publisher.publish(descriptors) once
+    read sources (parse exceptions counted) -> Spark SQL SELECT -> rows per time chunk (one pass
+    over __time only) -> publisher.allocate (versions, partition numbers) -> range partitions inside
+    chunks -> executors cut rows into per-segment Arrow blobs, Spark shuffles the blobs to one
+    task per segment, which builds + pushes it (build.py) -> publisher.publish(descriptors) once
+
+The SELECT runs twice (counting, then building) rather than being cached in between: Spark
+prunes the counting pass to the columns __time needs, and re-reading a Parquet or already-cached
+source costs less than caching every row. A SELECT that is not cheap to repeat (aggregation,
+join, ...) or whose result could change between passes (rand(), CURRENT_TIMESTAMP) is cached.
 
 Every upload of a run goes under one deep storage folder of its own, so a failed or cancelled
 run publishes nothing and removes exactly what it uploaded (a task still pushing when Spark
@@ -11,6 +17,7 @@ cancels it cannot leave a file behind once the folder is deleted after the job g
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import tempfile
@@ -27,10 +34,18 @@ from common.segment.segment_id import SegmentId
 from common.segment.time_partitioner import DEFAULT_ROWS_PER_SEGMENT
 from common.types.column_type import TIME_COLUMN
 from common.types.granularity import Granularity
-from common.types.interval import Interval
+from common.types.interval import MIN_MS, Interval
 from services.coordinator.core.allocation import Allocation
 from services.historical.storage import deep_storage_from_url
-from services.ingestion.build import DESCRIPTOR_DDL, BuildSpec, PlannedSegment, build_partition, descriptor_of
+from services.ingestion.build import (
+    BLOB_DDL,
+    DESCRIPTOR_DDL,
+    BuildSpec,
+    PlannedSegment,
+    build_blobs,
+    descriptor_of,
+    split_into_blobs,
+)
 from services.ingestion.ingestion_report import (
     IngestionCancelled,
     IngestionFailed,
@@ -41,11 +56,11 @@ from services.ingestion.ingestion_report import (
 )
 from services.ingestion.partitioning import (
     CHUNK_COLUMN,
-    PART_COLUMN,
     PartitionPlan,
     chunk_interval,
     chunk_starts,
     key_columns_for,
+    partitions_for,
     plan_partitions,
     row_keys,
     sample_fraction,
@@ -179,28 +194,24 @@ class _Run:
     # ---- the pipeline -------------------------------------------------------------------------------
 
     def run(self) -> IngestionReport:
-        from pyspark import StorageLevel
-
         job, stmt = self.job, self.stmt
         granularity = job.granularity
         rows_per_segment = job.rows_per_segment
         self.phase("reading")
         self.read_sources()
         self.phase("planning")
-        df = self.selected()
-        chunked = df.mapInArrow(_chunker(granularity), _with_column(df.schema, CHUNK_COLUMN, "long"))
-        chunked = chunked.persist(StorageLevel.MEMORY_AND_DISK)
-        self.cached.append(chunked)
-        counts = self.count_chunks(chunked)
+        df = self.repeatable(self.selected())
+        chunk = chunk_column(granularity)
+        counts = self.count_chunks(df, chunk)
         self.stats["rows_filtered"] = self.rows_filtered()
         self.check_replace_bounds(counts, granularity)
         key_columns = key_columns_for(stmt.clustered_by)
-        samples = self.sample_keys(chunked, counts, rows_per_segment, key_columns)
+        samples = self.sample_keys(df, chunk, counts, rows_per_segment, key_columns)
         plan = plan_partitions(counts, granularity, rows_per_segment, samples, key_columns)
         self.phase("allocating", chunks=len(plan.chunks))
         spec = self.allocate(plan)
         self.phase("building", segments=len(spec.segments))
-        descriptors = self.build(chunked, plan, spec)
+        descriptors = self.build(df.withColumn(CHUNK_COLUMN, chunk), plan, spec)
         self.phase("publishing", segments=len(descriptors))
         self.publisher.publish(descriptors, stmt.replace_intervals)
         self.segments = tuple(SegmentReport(d.id, d.num_rows, d.size, d.location) for d in descriptors)
@@ -245,8 +256,18 @@ class _Run:
                                       f"(it returns {', '.join(names)})")
         return _storable(df, self.stmt.clustered_by)
 
-    def count_chunks(self, chunked) -> dict[int, int]:
-        rows = chunked.groupBy(CHUNK_COLUMN).count().collect()
+    def repeatable(self, df):
+        """``df``, cached when running it once more would cost much or could give other rows."""
+        from pyspark import StorageLevel
+
+        if not _needs_cache(df):
+            return df
+        df = df.persist(StorageLevel.MEMORY_AND_DISK)
+        self.cached.append(df)
+        return df
+
+    def count_chunks(self, df, chunk) -> dict[int, int]:
+        rows = df.select(chunk.alias(CHUNK_COLUMN)).groupBy(CHUNK_COLUMN).count().collect()
         counts = {r[CHUNK_COLUMN]: int(r["count"]) for r in rows}
         nulls = counts.pop(None, 0)
         if nulls:
@@ -285,14 +306,16 @@ class _Run:
                     f"the SELECT returns rows in {chunk}, outside OVERWRITE WHERE "
                     f"({', '.join(str(iv) for iv in intervals)}); add the same __time condition to the SELECT's WHERE")
 
-    def sample_keys(self, chunked, counts: dict[int, int], rows_per_segment: int,
+    def sample_keys(self, df, chunk, counts: dict[int, int], rows_per_segment: int,
                     key_columns: tuple[str, ...]) -> dict[int, list[tuple]]:
         fraction = sample_fraction(counts, rows_per_segment)
         if fraction <= 0:
             return {}
         from pyspark.sql import functions as F
 
-        sample = chunked.select(CHUNK_COLUMN, *[F.col(f"`{c}`") for c in key_columns])
+        split = [start for start, n in counts.items() if partitions_for(n, rows_per_segment) > 1]
+        sample = (df.select(chunk.alias(CHUNK_COLUMN), *[F.col(_quoted(c)) for c in key_columns])
+                  .where(F.col(CHUNK_COLUMN).isin(split)))
         if fraction < 1.0:
             sample = sample.sample(fraction=fraction, seed=17)
         table = sample.toArrow()
@@ -323,9 +346,9 @@ class _Run:
 
         if not spec.segments:
             return []
-        parted = chunked.mapInArrow(_assigner(plan), _with_column(chunked.schema, PART_COLUMN, "long"))
-        order = [F.col(PART_COLUMN), F.col(TIME_COLUMN), *[F.col(f"`{c}`") for c in spec.sort_columns]]
-        parted = parted.repartition(len(spec.segments), F.col(PART_COLUMN)).sortWithinPartitions(*order)
+        blobs = chunked.mapInArrow(_splitter(plan), BLOB_DDL)
+        # Partition index i goes to Spark partition i: one builder task per segment, none idle.
+        parted = blobs.repartitionById(len(spec.segments), F.col("part"))
         self.uploading = True
         rows = parted.mapInArrow(_builder(spec, self.storage_url, self.storage_endpoint), DESCRIPTOR_DDL).collect()
         by_part: dict[int, SegmentDescriptor] = {}
@@ -373,11 +396,53 @@ def _spark_message(exc) -> str:
     return text.split("\n")[0][:500]
 
 
-def _with_column(schema, name: str, kind: str):
-    from pyspark.sql.types import LongType, StructField, StructType
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
 
-    assert kind == "long"
-    return StructType(list(schema.fields) + [StructField(name, LongType(), True)])
+
+# Logical plan nodes that are cheap to run twice: projections and filters over file scans,
+# in-memory data and cached relations (row_parser's output is cached by the source reader).
+_CHEAP_NODES = {"Project", "Filter", "LogicalRelation", "LocalRelation", "InMemoryRelation", "Union",
+                "SubqueryAlias", "View", "LogicalRDD", "Range"}
+# Deterministic to Spark, yet evaluated anew by each query: two passes would disagree.
+_PER_QUERY = re.compile(r"\.(Current[A-Za-z]*|Now|LocalTimestamp|LocalTime)\b")
+
+
+def _needs_cache(df) -> bool:
+    try:
+        qe = df._jdf.queryExecution()
+        optimized = qe.optimizedPlan()
+        if not optimized.deterministic() or _PER_QUERY.search(qe.analyzed().toJSON()):
+            return True
+        nodes = json.loads(optimized.toJSON())
+    except Exception:  # noqa: BLE001 - when the plan cannot be inspected, caching is the safe choice
+        return True
+    return any(n.get("class", "").rsplit(".", 1)[-1] not in _CHEAP_NODES for n in nodes)
+
+
+def chunk_column(granularity: Granularity):
+    """Each row's chunk start (epoch millis, null for a null __time) as a Spark column: native
+    arithmetic for UTC granularities of fixed length, else partitioning.chunk_starts in an Arrow
+    UDF. Native and Python agree: Arrow truncates microseconds to millis toward zero as ``div``
+    does, and ``pmod`` is Python's floor modulo."""
+    from pyspark.sql import functions as F
+
+    time = F.col(TIME_COLUMN)
+    ms = F.expr(f"unix_micros({TIME_COLUMN}) div 1000")
+    if granularity.is_all:
+        return F.when(time.isNotNull(), F.lit(MIN_MS))
+    if granularity.is_none:
+        return ms
+    p = granularity.period
+    if granularity.time_zone is None and not p.has_calendar_part and not p.weeks:
+        origin = granularity.origin or 0
+        return ms - F.pmod(ms - F.lit(origin), F.lit(p.fixed_millis))
+    from pyspark.sql.functions import ArrowUDFType, arrow_udf
+
+    def starts(times):
+        return chunk_starts(times, granularity)
+
+    return arrow_udf(starts, "long", ArrowUDFType.SCALAR)(time)
 
 
 def _storable(df, clustered_by):
@@ -411,30 +476,16 @@ def _storable(df, clustered_by):
     return df.select(*cols)
 
 
-def _chunker(granularity: Granularity):
-    def add(batches):
-        import pyarrow as pa
-
-        for batch in batches:
-            starts = chunk_starts(batch.column(TIME_COLUMN), granularity)
-            yield pa.RecordBatch.from_arrays(batch.columns + [starts], names=batch.schema.names + [CHUNK_COLUMN])
-    return add
-
-
-def _assigner(plan: PartitionPlan):
-    def add(batches):
-        import pyarrow as pa
-
-        for batch in batches:
-            parts = plan.assign(batch)
-            yield pa.RecordBatch.from_arrays(batch.columns + [parts], names=batch.schema.names + [PART_COLUMN])
-    return add
+def _splitter(plan: PartitionPlan):
+    def split(batches):
+        yield from split_into_blobs(batches, plan.assign, drop=(CHUNK_COLUMN,))
+    return split
 
 
 def _builder(spec: BuildSpec, storage_url: str, storage_endpoint: str):
     def build(batches):
         storage = deep_storage_from_url(storage_url, storage_endpoint)
-        yield from build_partition(batches, spec, storage)
+        yield from build_blobs(batches, spec, storage)
     return build
 
 

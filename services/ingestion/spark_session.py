@@ -5,7 +5,9 @@
 - case-sensitive column names, as Druid's are ("page" and "Page" are two columns);
 - non-ANSI casts, so a bad cast in the SELECT is a null as in Druid, not a failed job (values
   that do not fit the declared input types are still counted as parse exceptions by the reader);
-- Arrow transfer on; few shuffle partitions and no UI in local mode.
+- Arrow transfer on; few shuffle partitions and no UI in local mode;
+- Parquet dates and times read as written (proleptic Gregorian, as pyarrow writes and reads
+  them), instead of failing on times before 1900 in files that carry no Spark writer metadata.
 
 The master is the argument, else ``STRATA_SPARK_MASTER``, else ``local[*]``; any spark:// or
 k8s:// master works the same, as long as executors can import strata (install the package in
@@ -28,6 +30,8 @@ _BASE_CONF = {
     "spark.sql.caseSensitive": "true",
     "spark.sql.ansi.enabled": "false",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+    "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
 }

@@ -36,6 +36,7 @@ class ServedView:
         self._timelines: dict[str, Timeline] = {}
         self._schemas: dict[str, dict[str, ColumnType]] = {}
         self._turn = 0
+        self.generation = 0
 
     # ---- updates from announcements -----------------------------------------------------------
     def served(self, server: str, descriptor: SegmentDescriptor) -> None:
@@ -61,6 +62,7 @@ class ServedView:
             self.unserved(server, sid)
 
     def _invalidate(self, datasource: str) -> None:
+        self.generation += 1  # cached SQL plans built on the old view are stale now
         self._timelines.pop(datasource, None)
         self._schemas.pop(datasource, None)
 
