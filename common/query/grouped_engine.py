@@ -16,7 +16,7 @@ import pyarrow as pa
 from common.query.grouping import KeyCodes, codes_from_array, codes_from_dictionary, codes_from_int64, group
 from common.query.model import GroupByQuery, TimeseriesQuery, TopNQuery, _Aggregating
 from common.query.ordering import SortKey, sort_table
-from common.query.partial import Partial, RunStats, union_coverage
+from common.query.partial import Partial, RunStats, decode_dictionaries, union_coverage
 from common.query.row_source import RowSource
 from common.query.selection import evaluate_values, select
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType
@@ -80,21 +80,13 @@ def _cast_dimension(values: pa.Array, ctype: ColumnType) -> pa.Array:
     return _cast_lenient(values, ctype)
 
 
-def _plain(table: pa.Table) -> pa.Table:
-    """Decode dictionary columns so partials from different segments concatenate cleanly."""
-    cols = []
-    for col in table.columns:
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
-        cols.append(col)
-    return pa.table(cols, names=table.column_names)
 
 
 def merge(query: _Aggregating, partials: list[Partial]) -> Partial:
     stats = RunStats()
     for p in partials:
         stats = stats + p.stats
-    tables = [_plain(p.table) for p in partials if p.table.num_columns]
+    tables = [decode_dictionaries(p.table) for p in partials if p.table.num_columns]
     coverage = union_coverage(partials)
     if not tables:
         return Partial(pa.table({}), stats, coverage)

@@ -41,3 +41,14 @@ def union_coverage(parts: list[Partial]) -> tuple[int, int] | None:
     if not spans:
         return None
     return min(s[0] for s in spans), max(s[1] for s in spans)
+
+
+def decode_dictionaries(table: pa.Table) -> pa.Table:
+    """The table with dictionary columns decoded: partials of different segments carry different
+    dictionaries (so they concatenate only decoded), and Arrow's join refuses some as payload."""
+    cols = []
+    for col in table.columns:
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        cols.append(col)
+    return pa.Table.from_arrays(cols, names=table.column_names)

@@ -15,6 +15,7 @@ from common.errors import UnsupportedError
 from common.query.ordering import SortKey, sort_table
 from common.sql.logical_plan import Field
 from common.sql.sql_types import SqlType
+from common.query.partial import decode_dictionaries
 
 
 def unique_names(names: Sequence[str]) -> tuple[str, ...]:
@@ -127,8 +128,8 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys: Sequence[in
         rcols[f"rk{n}"] = b
         lkeys.append(f"lk{n}")
         rkeys.append(f"rk{n}")
-    lt = _plain(pa.table(lcols)) if lcols else pa.table({})
-    rt = _plain(pa.table(rcols)) if rcols else pa.table({})
+    lt = decode_dictionaries(pa.table(lcols)) if lcols else pa.table({})
+    rt = decode_dictionaries(pa.table(rcols)) if rcols else pa.table({})
     joined = lt.join(rt, keys=lkeys, right_keys=rkeys, join_type="inner" if kind == "INNER" else "left outer",
                      coalesce_keys=False, use_threads=True)
     order = [f"l{i}" for i in range(left.num_columns)] + [f"r{j}" for j in range(right.num_columns)]
@@ -136,14 +137,6 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys: Sequence[in
     return pa.Table.from_arrays([out.column(c) for c in order], names=list(names))
 
 
-def _plain(table: pa.Table) -> pa.Table:
-    # Acero's join refuses some column types as payload (dictionaries of some kinds); decode them.
-    cols = []
-    for col in table.columns:
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
-        cols.append(col)
-    return pa.Table.from_arrays(cols, names=table.column_names)
 
 
 def concat(tables: Sequence[pa.Table], fields: Sequence[Field], names: Sequence[str]) -> pa.Table:
