@@ -135,6 +135,18 @@ def prepare_ingestion(sql: str, context: dict, catalog) -> tuple[str, object, di
 
     sql = rewrite_input_tables(sql, catalog)
     statement = parse_ingestion(sql, context)
+    finalize = statement.context.get("finalizeAggregations", True)
+    if str(finalize).lower() in ("false", "0"):
+        raise ValidationError("finalizeAggregations = false (storing aggregator intermediates such as sketches) is not "
+                              "supported: strata stores finalized values; remove the setting or set it to true")
+    max_tasks = statement.context.get("maxNumTasks")
+    if max_tasks is not None:
+        try:
+            if int(max_tasks) < 2:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise ValidationError(f"maxNumTasks must be an integer >= 2 (one controller and at least one worker, "
+                                  f"as in Druid), got {max_tasks!r}") from None
     spec_of = getattr(catalog, "datasource_spec", None)
     table = spec_of(statement.datasource) if spec_of is not None else None
     props = (table or {}).get("properties") or {}

@@ -53,7 +53,13 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> i
 
             default_granularity = Granularity.parse(spec["segmentGranularity"])
         job = IngestionJob(task_id, statement, default_granularity, dict(spec.get("context") or {}))
-        spark = get_or_create_session(f"strata-{task_id}")
+        master = None
+        max_tasks = (spec.get("context") or {}).get("maxNumTasks")
+        configured = os.environ.get("STRATA_SPARK_MASTER", "local[*]")
+        if max_tasks is not None and configured.startswith("local"):
+            # Druid counts one controller plus workers; locally the workers are Spark's task slots.
+            master = f"local[{max(1, int(max_tasks) - 1)}]"
+        spark = get_or_create_session(f"strata-{task_id}", master=master)
 
         def progress(phase: str, details: dict) -> None:
             try:

@@ -63,3 +63,14 @@ def test_statement_values_win_over_the_catalog():
 def test_no_granularity_anywhere_names_both_fixes():
     with pytest.raises(ValidationError, match="add PARTITIONED BY .*or set segmentGranularity"):
         prepare_ingestion("INSERT INTO x SELECT TIME_PARSE(t) AS __time, a FROM TABLE(inline(data => ARRAY['2020-01-01,1'], format => 'csv')) EXTEND (t VARCHAR, a BIGINT)", {}, FakeCatalog())
+
+
+def test_context_parameters_are_checked():
+    src = "FROM TABLE(inline(data => ARRAY['2020-01-01,1'], format => 'csv')) EXTEND (t VARCHAR, a BIGINT)"
+    base = f"INSERT INTO x SELECT TIME_PARSE(t) AS __time, a {src} PARTITIONED BY DAY"
+    with pytest.raises(ValidationError, match="finalizeAggregations = false .* not supported"):
+        prepare_ingestion("SET finalizeAggregations = false; " + base, {}, FakeCatalog())
+    with pytest.raises(ValidationError, match="maxNumTasks must be an integer >= 2"):
+        prepare_ingestion("SET maxNumTasks = 1; " + base, {}, FakeCatalog())
+    _, _, spec = prepare_ingestion("SET maxNumTasks = 3; " + base, {}, FakeCatalog())
+    assert spec["context"]["maxNumTasks"] == 3
