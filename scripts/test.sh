@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install everything the tests need into .venv (and the Debian packages for the real servers the
-# integration tests start: etcd, PostgreSQL) and run the whole suite.
+# integration tests start: etcd, PostgreSQL, a Java runtime for Spark) and run the whole suite.
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/unit -k segment`.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
@@ -8,4 +8,14 @@ ensure_debian_packages etcd-server postgresql
 ensure_java
 ensure_venv test
 echo "running tests with $(.venv/bin/python --version)"
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "${@:-tests}"
+log="$(mktemp)"
+set +e
+.venv/bin/python -m pytest -q -p no:cacheprovider "${@:-tests}" 2>&1 | tee "$log"
+status=${PIPESTATUS[0]}
+set -e
+# Native extensions may print leak notices at interpreter exit, after pytest's summary; repeat the
+# summary so it is the last thing printed.
+summary="$(grep -E '^=* ?[0-9]+ (passed|failed|error)' "$log" | tail -n 1 | sed -E 's/^=+ //; s/ =+$//')"
+rm -f "$log"
+[ -n "$summary" ] && echo "$summary"
+exit "$status"
