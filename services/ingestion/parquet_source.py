@@ -33,7 +33,11 @@ class NativeGroup:
 
     paths: tuple[str, ...]
     columns: tuple[tuple[str, str, bool], ...]  # (name, Spark source type, fits a double exactly); absent: missing
-    rows: int
+    row_groups: tuple[tuple[int, ...], ...]  # rows of each row group, per path
+
+    @property
+    def rows(self) -> int:
+        return sum(sum(groups) for groups in self.row_groups)
 
 
 @dataclass(frozen=True)
@@ -98,21 +102,23 @@ def native_cast(source: str, exact_double: bool, declared: ColumnType) -> bool:
     return False  # arrays and COMPLEX<json> need row_parser's conversions
 
 
-def _file_columns(path: str, signature) -> tuple[tuple, int] | None:
-    """The needed columns' (name, Spark type, exact double) and the row count, or None to fall back."""
+def _file_columns(path: str, signature) -> tuple[tuple, tuple[int, ...]] | None:
+    """The needed columns' (name, Spark type, exact double) and the rows of each row group, or None
+    to fall back."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
-        arrow = pf.schema_arrow
-        meta = pf.metadata
+        with pq.ParquetFile(path) as pf:
+            arrow = pf.schema_arrow
+            meta = pf.metadata
+            schema = pf.schema
     except (pa.ArrowException, OSError, ValueError):
         return None  # row_parser reports it as a parse exception naming the file
     names = arrow.names
     leaves: dict[str, list] = {}
-    for i in range(len(pf.schema)):
-        col = pf.schema.column(i)
+    for i in range(len(schema)):
+        col = schema.column(i)
         leaves.setdefault(col.path, []).append((i, col))
     columns = []
     needed = []
@@ -135,7 +141,7 @@ def _file_columns(path: str, signature) -> tuple[tuple, int] | None:
             chunk = group.column(index)
             if chunk.compression not in _CODECS or not set(chunk.encodings) <= _ENCODINGS:
                 return None
-    return tuple(columns), meta.num_rows
+    return tuple(columns), tuple(meta.row_group(r).num_rows for r in range(meta.num_row_groups))
 
 
 def plan_parquet(paths: Sequence[str | None], signature, native_ok: bool) -> ParquetPlan:
@@ -147,11 +153,11 @@ def plan_parquet(paths: Sequence[str | None], signature, native_ok: bool) -> Par
         if found is None:
             fallback.append(i)
             continue
-        columns, rows = found
-        entry = groups.setdefault(columns, [[], 0])
+        columns, row_groups = found
+        entry = groups.setdefault(columns, ([], []))
         entry[0].append(path)
-        entry[1] += rows
-    return ParquetPlan(tuple(NativeGroup(tuple(p), c, n) for c, (p, n) in groups.items()), tuple(fallback))
+        entry[1].append(row_groups)
+    return ParquetPlan(tuple(NativeGroup(tuple(p), c, tuple(r)) for c, (p, r) in groups.items()), tuple(fallback))
 
 
 def read_native(spark, group: NativeGroup, signature):

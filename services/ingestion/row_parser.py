@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import bz2
 import csv
+import datetime
 import gzip
 import io
 import json
@@ -36,6 +37,7 @@ META_COLUMNS = (META_FILE, META_LINE, META_ERROR, META_RAW)
 BATCH_ROWS = 8192
 MAX_RAW_CHARS = 2000
 _BAD_UTF8 = re.compile("[\udc80-\udcff]")
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
 
 
 class BadValue(Exception):
@@ -123,6 +125,14 @@ def _to_string(v, column: str):
 def _to_timestamp(v, column: str):
     if v is None:
         return None
+    # Parquet times reach here as datetimes when another column of their batch needs the
+    # row-by-row path; naive ones are UTC, as the vectorized cast takes them.
+    if isinstance(v, datetime.datetime):
+        aware = v if v.tzinfo is not None else v.replace(tzinfo=datetime.timezone.utc)
+        return (aware - _EPOCH) // datetime.timedelta(microseconds=1)
+    if isinstance(v, datetime.date):
+        return (datetime.datetime.combine(v, datetime.time(), datetime.timezone.utc) - _EPOCH) // datetime.timedelta(
+            microseconds=1)
     if isinstance(v, bool):
         raise BadValue(f"column '{column}': a boolean cannot be a TIMESTAMP")
     if isinstance(v, (int, float)):
@@ -249,18 +259,19 @@ def _text_lines(stream: BinaryIO) -> Iterator[str]:
 
 
 def parse_file(name: str, stream: BinaryIO, input_format: dict, signature,
-               batch_rows: int = BATCH_ROWS) -> Iterator[pa.RecordBatch]:
-    """Typed batches (signature columns, then META_COLUMNS) of one input file."""
+               batch_rows: int = BATCH_ROWS, first_line: int = 1) -> Iterator[pa.RecordBatch]:
+    """Typed batches (signature columns, then META_COLUMNS) of one input file, or of the part of a
+    JSON or TSV file that starts at line ``first_line`` (text_splits.py cuts them on line ends)."""
     kind = input_format["type"]
     if kind == "parquet":
         yield from _parse_parquet(name, stream, signature, batch_rows)
         return
     delimiter = input_format.get("listDelimiter") if kind in ("csv", "tsv") else None
     batcher = _Batcher(name, signature, delimiter)
-    last_line = 0
+    last_line = first_line - 1
     try:
         rows = _json_rows if kind == "json" else _delimited_rows
-        for item in rows(name, _text_lines(decompressed(name, stream)), input_format, signature, batcher):
+        for item in rows(name, _text_lines(decompressed(name, stream)), input_format, signature, batcher, first_line):
             last_line = item
             if len(batcher) >= batch_rows:
                 yield batcher.flush()
@@ -270,9 +281,9 @@ def parse_file(name: str, stream: BinaryIO, input_format: dict, signature,
         yield batcher.flush()
 
 
-def _json_rows(name, lines, fmt, signature, batcher: _Batcher) -> Iterator[int]:
+def _json_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: int = 1) -> Iterator[int]:
     names = [n for n, _ in signature]
-    for line_no, line in enumerate(lines, 1):
+    for line_no, line in enumerate(lines, first_line):
         text = line.strip()
         if not text:
             yield line_no
@@ -315,15 +326,16 @@ class _LineCounter:
         return raw
 
 
-def _delimited_records(lines, fmt) -> Iterator[tuple[int, str, list[str] | None, str | None]]:
+def _delimited_records(lines, fmt, first_line: int = 1) -> Iterator[tuple[int, str, list[str] | None, str | None]]:
     """(first line number, raw text, fields or None, error) per record."""
     if fmt["type"] == "tsv":
         delimiter = fmt["delimiter"]
-        for line_no, line in enumerate(lines, 1):
+        for line_no, line in enumerate(lines, first_line):
             raw = line.rstrip("\r\n")
             yield line_no, raw, raw.split(delimiter), None
         return
     counter = _LineCounter(lines)
+    counter.count = first_line - 1
     reader = csv.reader(counter, strict=True)
     while True:
         start = counter.count + 1
@@ -337,13 +349,13 @@ def _delimited_records(lines, fmt) -> Iterator[tuple[int, str, list[str] | None,
         yield start, counter.take(), fields, None
 
 
-def _delimited_rows(name, lines, fmt, signature, batcher: _Batcher) -> Iterator[int]:
-    skip = fmt.get("skipHeaderRows", 0)
+def _delimited_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: int = 1) -> Iterator[int]:
+    skip = fmt.get("skipHeaderRows", 0) if first_line == 1 else 0
     columns = fmt.get("columns")
     positions = None
     if columns:
         positions = [columns.index(n) for n, _ in signature]
-    for line_no, raw, fields, error in _delimited_records(lines, fmt):
+    for line_no, raw, fields, error in _delimited_records(lines, fmt, first_line):
         if skip > 0:
             skip -= 1
             yield line_no

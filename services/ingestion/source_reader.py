@@ -3,10 +3,11 @@
 The driver lists the input (local files by baseDir + filter and/or explicit paths, inline data,
 HTTP URIs downloaded first with a deadline and a size limit). Parquet files whose columns Spark
 converts exactly as row_parser would are read by Spark's vectorized reader (parquet_source.py;
-their row counts come from the footers). Everything else is read one file per task with
-row_parser, so every row keeps its file and real line number: rows that do not parse are counted,
-sampled (file, line, raw text, reason) and left out of the view; the caller decides whether their
-number is within maxParseExceptions.
+their row counts come from the footers). Everything else is read by row_parser, one task per file
+or per line-aligned byte range of a big JSON or TSV file (text_splits.py), so every row keeps its
+file and real line number: rows that do not parse are counted, sampled (file, line, raw text,
+reason) and left out of the view; the caller decides whether their number is within
+maxParseExceptions.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ DEFAULT_HTTP_TIMEOUT_S = 60.0
 DEFAULT_HTTP_MAX_BYTES = 1 << 30
 MAX_SAMPLES = 10
 _CHUNK = 1 << 20
+LISTING_DDL = ("name STRING, path STRING, data STRING, spark_file STRING, start BIGINT, `end` BIGINT, "
+               "first_line BIGINT")
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class SourceRead:
     samples: list[ParseExceptionSample]
     files: int
     _cached: object = None
+    native: tuple = ()  # parquet_source.NativeGroup of the files Spark's Parquet reader reads
+    parsed_files: int = 0  # files read by row_parser
 
     def release(self) -> None:
         if self._cached is not None:
@@ -174,15 +179,19 @@ def reader_ddl(signature) -> str:
 
 
 def _file_reader(input_format: dict, signature):
-    """The executor side: rows of (name, path, data, spark_file) -> parsed batches."""
+    """The executor side: rows of LISTING_DDL -> parsed batches."""
 
     def read(batches):
         import io
+
+        from services.ingestion.text_splits import open_range
 
         for batch in batches:
             for row in batch.to_pylist():
                 if row["data"] is not None:
                     stream = io.BytesIO(row["data"].encode("utf-8"))
+                elif row["end"] is not None:
+                    stream = open_range(row["path"], row["start"], row["end"])
                 else:
                     path = row["path"]
                     if row["spark_file"]:
@@ -191,7 +200,7 @@ def _file_reader(input_format: dict, signature):
                         path = SparkFiles.get(row["spark_file"])
                     stream = open(path, "rb")
                 with stream:
-                    yield from parse_file(row["name"], stream, input_format, signature)
+                    yield from parse_file(row["name"], stream, input_format, signature, first_line=row["first_line"])
 
     return read
 
@@ -201,7 +210,7 @@ def read_source(spark, source: ExternalSource, view: str, work_dir: str, context
     from services.ingestion.parquet_source import plan_parquet, read_native
 
     files = list_input(source, os.path.join(work_dir, view), context)
-    frames, rows_read = [], 0
+    frames, rows_read, native = [], 0, ()
     parsed = SourceRead(view, None, 0, 0, [], len(files))
     python_files = files
     if source.format_type == "parquet":
@@ -209,7 +218,8 @@ def read_source(spark, source: ExternalSource, view: str, work_dir: str, context
         # downloads live on the driver, which runs the executors only in local mode.
         native_ok = source.source_type == "local" or spark.sparkContext.master.startswith("local")
         plan = plan_parquet([f.path if f.data is None else None for f in files], source.signature, native_ok)
-        frames = [read_native(spark, group, source.signature) for group in plan.groups]
+        native = plan.groups
+        frames = [read_native(spark, group, source.signature) for group in native]
         rows_read = plan.rows
         python_files = [files[i] for i in plan.fallback]
     if python_files or not frames:
@@ -220,25 +230,34 @@ def read_source(spark, source: ExternalSource, view: str, work_dir: str, context
         good = good.unionByName(frame)
     good.createOrReplaceTempView(view)
     return SourceRead(view, good, rows_read + parsed.rows_read, parsed.parse_exceptions, parsed.samples, len(files),
-                      parsed._cached)
+                      parsed._cached, native, len(python_files))
 
 
 def _parse_files(spark, source: ExternalSource, files: list[InputFile]) -> SourceRead:
-    """row_parser over ``files``, one task per file; the parsed rows stay cached for the SELECT."""
+    """row_parser over ``files``, one task per file or range; the parsed rows stay cached for the
+    SELECT, which runs more than once."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
+
+    from services.ingestion.text_splits import text_ranges
 
     sc = spark.sparkContext
     local = sc.master.startswith("local")
     rows = []
     for f in files:
-        spark_file = None
         if f.path is not None and f.data is None and not local and source.source_type == "http":
             sc.addFile(f.path)  # downloads live on the driver; ship them to executors
-            spark_file = os.path.basename(f.path)
-        rows.append((f.name, f.path, f.data, spark_file))
-    listing = spark.createDataFrame(sc.parallelize(rows, max(1, len(rows))),
-                                    "name STRING, path STRING, data STRING, spark_file STRING")
+            rows.append((f.name, f.path, None, os.path.basename(f.path), None, None, 1))
+        elif f.path is not None and f.data is None:
+            # A big JSON/TSV file is parsed by several tasks, each from a line start on.
+            ranges = text_ranges(f.path, source.input_format, sc.defaultParallelism)
+            if len(ranges) == 1:
+                rows.append((f.name, f.path, None, None, None, None, 1))
+            else:
+                rows.extend((f.name, f.path, None, None, r.start, r.end, r.first_line) for r in ranges)
+        else:
+            rows.append((f.name, f.path, f.data, None, None, None, 1))
+    listing = spark.createDataFrame(sc.parallelize(rows, max(1, len(rows))), LISTING_DDL)
     parsed = listing.mapInArrow(_file_reader(source.input_format, source.signature), reader_ddl(source.signature))
     parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
     totals = parsed.agg(F.count(F.lit(1)).alias("n"), F.count(F.col(META_ERROR)).alias("bad")).collect()[0]

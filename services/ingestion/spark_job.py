@@ -9,6 +9,8 @@ The SELECT runs twice (counting, then building) rather than being cached in betw
 prunes the counting pass to the columns __time needs, and re-reading a Parquet or already-cached
 source costs less than caching every row. A SELECT that is not cheap to repeat (aggregation,
 join, ...) or whose result could change between passes (rand(), CURRENT_TIMESTAMP) is cached.
+A SELECT that only picks columns of Parquet files skips Spark's row format altogether: its tasks
+read the files with pyarrow (arrow_scan.py).
 
 Every upload of a run goes under one deep storage folder of its own, so a failed or cancelled
 run publishes nothing and removes exactly what it uploaded (a task still pushing when Spark
@@ -28,6 +30,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+import pyarrow as pa
+
 from common.errors import StrataError, ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
@@ -37,6 +41,8 @@ from common.types.granularity import Granularity
 from common.types.interval import MIN_MS, Interval
 from services.coordinator.core.allocation import Allocation
 from services.historical.storage import deep_storage_from_url
+from services.ingestion.arrow_scan import COUNT_DDL, ArrowScan, plan_scan, scan_frame, with_chunks
+from services.ingestion.arrow_scan import count_chunks as count_scan_chunks
 from services.ingestion.build import (
     BLOB_DDL,
     DESCRIPTOR_DDL,
@@ -200,9 +206,14 @@ class _Run:
         self.phase("reading")
         self.read_sources()
         self.phase("planning")
-        df = self.repeatable(self.selected())
+        df = self.selected()
         chunk = chunk_column(granularity)
-        counts = self.count_chunks(df, chunk)
+        scan = self.arrow_scan(df)
+        if scan is not None:
+            counts = self.count_scan(scan, granularity)
+        else:
+            df = self.repeatable(df)
+            counts = self.count_chunks(df, chunk)
         self.stats["rows_filtered"] = self.rows_filtered()
         self.check_replace_bounds(counts, granularity)
         key_columns = key_columns_for(stmt.clustered_by)
@@ -211,7 +222,11 @@ class _Run:
         self.phase("allocating", chunks=len(plan.chunks))
         spec = self.allocate(plan)
         self.phase("building", segments=len(spec.segments))
-        descriptors = self.build(df.withColumn(CHUNK_COLUMN, chunk), plan, spec)
+        if scan is not None:
+            blobs = scan_frame(self.spark, scan).mapInArrow(_scan_splitter(scan, granularity, plan), BLOB_DDL)
+        else:
+            blobs = df.withColumn(CHUNK_COLUMN, chunk).mapInArrow(_splitter(plan), BLOB_DDL)
+        descriptors = self.build(blobs, spec)
         self.phase("publishing", segments=len(descriptors))
         self.publisher.publish(descriptors, stmt.replace_intervals)
         self.segments = tuple(SegmentReport(d.id, d.num_rows, d.size, d.location) for d in descriptors)
@@ -266,9 +281,26 @@ class _Run:
         self.cached.append(df)
         return df
 
+    def arrow_scan(self, df) -> ArrowScan | None:
+        if len(self.reads) != 1:
+            return None
+        [(name, source)] = self.stmt.sources.items()
+        read = self.reads[0]
+        return plan_scan(self.stmt.select, name, source, read.native, read.parsed_files, df.schema,
+                         self.sc.defaultParallelism)
+
+    def count_scan(self, scan: ArrowScan, granularity: Granularity) -> dict[int, int]:
+        rows = scan_frame(self.spark, scan).mapInArrow(_scan_counter(scan, granularity), COUNT_DDL).collect()
+        counts: dict = {}
+        for r in rows:
+            counts[r["chunk"]] = counts.get(r["chunk"], 0) + int(r["n"])
+        return self.checked_counts(counts)
+
     def count_chunks(self, df, chunk) -> dict[int, int]:
         rows = df.select(chunk.alias(CHUNK_COLUMN)).groupBy(CHUNK_COLUMN).count().collect()
-        counts = {r[CHUNK_COLUMN]: int(r["count"]) for r in rows}
+        return self.checked_counts({r[CHUNK_COLUMN]: int(r["count"]) for r in rows})
+
+    def checked_counts(self, counts: dict) -> dict[int, int]:
         nulls = counts.pop(None, 0)
         if nulls:
             raise ValidationError(
@@ -341,12 +373,12 @@ class _Run:
         sort = tuple(c for c in stmt.clustered_by if c != TIME_COLUMN)
         return BuildSpec(segments, self.prefix, sort)
 
-    def build(self, chunked, plan: PartitionPlan, spec: BuildSpec) -> list[SegmentDescriptor]:
+    def build(self, blobs, spec: BuildSpec) -> list[SegmentDescriptor]:
+        """``blobs``: BLOB_DDL rows, one segment's rows per blob."""
         from pyspark.sql import functions as F
 
         if not spec.segments:
             return []
-        blobs = chunked.mapInArrow(_splitter(plan), BLOB_DDL)
         # Partition index i goes to Spark partition i: one builder task per segment, none idle.
         parted = blobs.repartitionById(len(spec.segments), F.col("part"))
         self.uploading = True
@@ -437,12 +469,12 @@ def chunk_column(granularity: Granularity):
     if granularity.time_zone is None and not p.has_calendar_part and not p.weeks:
         origin = granularity.origin or 0
         return ms - F.pmod(ms - F.lit(origin), F.lit(p.fixed_millis))
-    from pyspark.sql.functions import ArrowUDFType, arrow_udf
+    from pyspark.sql.functions import arrow_udf
 
-    def starts(times):
+    def starts(times: pa.Array) -> pa.Array:
         return chunk_starts(times, granularity)
 
-    return arrow_udf(starts, "long", ArrowUDFType.SCALAR)(time)
+    return arrow_udf(starts, "long")(time)
 
 
 def _storable(df, clustered_by):
@@ -479,6 +511,18 @@ def _storable(df, clustered_by):
 def _splitter(plan: PartitionPlan):
     def split(batches):
         yield from split_into_blobs(batches, plan.assign, drop=(CHUNK_COLUMN,))
+    return split
+
+
+def _scan_counter(scan: ArrowScan, granularity: Granularity):
+    def count(batches):
+        yield from count_scan_chunks(batches, scan, granularity)
+    return count
+
+
+def _scan_splitter(scan: ArrowScan, granularity: Granularity, plan: PartitionPlan):
+    def split(batches):
+        yield from split_into_blobs(with_chunks(batches, scan, granularity), plan.assign, drop=(CHUNK_COLUMN,))
     return split
 
 

@@ -9,6 +9,9 @@
 - Parquet dates and times read as written (proleptic Gregorian, as pyarrow writes and reads
   them), instead of failing on times before 1900 in files that carry no Spark writer metadata.
 
+In local mode a new session also starts its Python workers (one per core, with pyarrow and the
+ingestion modules imported), which otherwise costs the first ingestion a few seconds.
+
 The master is the argument, else ``STRATA_SPARK_MASTER``, else ``local[*]``; any spark:// or
 k8s:// master works the same, as long as executors can import strata (install the package in
 their image or ship it with spark.submit.pyFiles) and reach deep storage.
@@ -16,12 +19,17 @@ their image or ship it with spark.submit.pyFiles) and reach deep storage.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+import threading
 from collections.abc import Mapping
 
 MASTER_ENV = "STRATA_SPARK_MASTER"
 DRIVER_MEMORY_ENV = "STRATA_SPARK_DRIVER_MEMORY"
+WARM_UP_TIMEOUT_S = 60.0
+
+log = logging.getLogger(__name__)
 
 _BASE_CONF = {
     "spark.sql.session.timeZone": "UTC",
@@ -67,9 +75,41 @@ def get_or_create_session(app_name: str = "strata-ingestion", master: str | None
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
         builder = builder.config(key, value)
+    new = SparkSession.getActiveSession() is None
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("STRATA_SPARK_LOG_LEVEL", "WARN"))
+    if new and master.startswith("local"):
+        warm_up(session)
     return session
 
 
-__all__ = ["DRIVER_MEMORY_ENV", "MASTER_ENV", "default_master", "get_or_create_session", "session_conf"]
+def _import_executor_modules(batches):
+    import pyarrow as pa
+
+    import services.ingestion.arrow_scan  # noqa: F401 - the import is the point
+    import services.ingestion.build  # noqa: F401
+
+    for batch in batches:
+        yield pa.RecordBatch.from_arrays([pa.array([batch.num_rows], pa.int64())], names=["n"])
+
+
+def warm_up(session, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
+    """Start a Python worker on every core and import what ingestion tasks import. Best effort:
+    a failure (or no answer within ``timeout_s``) is logged and the session is used as it is."""
+    sc = session.sparkContext
+    group = f"strata-warm-up-{id(session)}"
+    cores = max(1, sc.defaultParallelism)
+    timer = threading.Timer(timeout_s, sc.cancelJobGroup, args=(group,))
+    timer.daemon = True
+    sc.setJobGroup(group, "start Python workers", interruptOnCancel=True)
+    timer.start()
+    try:
+        session.range(cores, numPartitions=cores).mapInArrow(_import_executor_modules, "n BIGINT").collect()
+    except Exception as exc:  # noqa: BLE001 - ingestion still works, only its first job is slower
+        log.warning("could not start Spark's Python workers ahead of use (within %ss): %s", timeout_s, exc)
+    finally:
+        timer.cancel()
+        sc.setLocalProperty("spark.jobGroup.id", None)
+
+
+__all__ = ["DRIVER_MEMORY_ENV", "MASTER_ENV", "default_master", "get_or_create_session", "session_conf", "warm_up"]

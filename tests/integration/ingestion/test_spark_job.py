@@ -437,3 +437,127 @@ def test_missing_input_directory(spark, deep, tmp_path):  # noqa: F811
         ingest(spark, f"""INSERT INTO x SELECT TIME_PARSE(ts) AS __time
                           FROM TABLE(localfiles(baseDir => '{tmp_path}/nowhere', format => 'csv'))
                           EXTEND (ts VARCHAR) PARTITIONED BY DAY""", deep)
+
+
+# ---- Parquet read by Spark, by pyarrow in Spark tasks, or by row_parser: same segments ------------------
+
+
+@pytest.fixture
+def typed_parquet(tmp_path):
+    t0 = parse_instant("2022-02-01")
+    n = 3000
+    table = pa.table({
+        "ts": pa.array([t0 + i * 97_000 for i in range(n)], pa.timestamp("ms", tz="UTC")),
+        "i8": pa.array([None if i % 11 == 0 else i % 100 - 50 for i in range(n)], pa.int8()),
+        "u32": pa.array([i * 1_400_000 for i in range(n)], pa.uint32()),
+        "flag": pa.array([None if i % 7 == 0 else i % 2 == 0 for i in range(n)]),
+        "f": pa.array([i / 8 for i in range(n)], pa.float32()),
+        "d": [None if i % 5 == 0 else i * 0.1 for i in range(n)],
+        "s": pa.array([["x", "é", "日本"][i % 3] for i in range(n)]).dictionary_encode(),
+        "naive": pa.array([i * 1000 for i in range(n)], pa.timestamp("us")),
+        "unused_ns": pa.array(range(n), pa.timestamp("ns", tz="UTC")),
+    })
+    pq.write_table(table, tmp_path / "typed.parquet", row_group_size=700)
+    return tmp_path / "typed.parquet"
+
+
+TYPED_COLUMNS = ("ts TIMESTAMP, i8 BIGINT, u32 DOUBLE, flag VARCHAR, flag_n BIGINT, f FLOAT, d DOUBLE, s VARCHAR, "
+                 "naive TIMESTAMP")
+
+
+def _typed_sql(path, select="ts AS __time, i8, u32, flag, f, d, s", where="", rows_per_segment=1000):
+    return f"""SET rowsPerSegment = {rows_per_segment};
+        INSERT INTO typed SELECT {select}
+        FROM TABLE(localfiles(files => ARRAY['{path}'], format => 'parquet')) EXTEND ({TYPED_COLUMNS}) {where}
+        PARTITIONED BY HOUR CLUSTERED BY s"""
+
+
+def test_parquet_readers_agree(spark, deep, typed_parquet, tmp_path, monkeypatch):  # noqa: F811
+    import services.ingestion.parquet_source as parquet_source
+    import services.ingestion.spark_job as spark_job
+
+    seen = {"scan": [], "native": []}
+    plan_scan, plan_parquet = spark_job.plan_scan, parquet_source.plan_parquet
+    monkeypatch.setattr(spark_job, "plan_scan", lambda *a: seen["scan"].append(plan_scan(*a)) or seen["scan"][-1])
+    monkeypatch.setattr(parquet_source, "plan_parquet",
+                        lambda *a: seen["native"].append(plan_parquet(*a)) or seen["native"][-1])
+    row_parser_copy = tmp_path / "row[parser].parquet"  # a name Spark would glob: read by row_parser
+    row_parser_copy.write_bytes(typed_parquet.read_bytes())
+    columns = ["__time", "i8", "u32", "flag", "f", "d", "s"]
+    results = []
+    for path, where in ((typed_parquet, ""), (typed_parquet, "WHERE i8 IS NULL OR i8 IS NOT NULL"),
+                        (row_parser_copy, "")):
+        report, _ = ingest(spark, _typed_sql(path, where=where), deep)
+        assert report.rows_read == 3000 and report.rows_written == 3000 and report.parse_exceptions == 0
+        results.append(scan(segments_of(deep, report), "typed", columns))
+    assert [s is not None for s in seen["scan"]] == [True, False, False]
+    assert [len(p.groups) for p in seen["native"]] == [1, 1, 0]
+    assert results[0] == results[1] == results[2]
+    assert results[0][0][1:] == (None, 0.0, None, 0.0, None, "x")
+    # a TIMESTAMP other than __time is stored as epoch millis, whoever reads it
+    stored = []
+    for path in (typed_parquet, row_parser_copy):
+        report, _ = ingest(spark, _typed_sql(path, select="ts AS __time, naive, flag_n, s"), deep)
+        stored.append(scan(segments_of(deep, report), "typed", ["__time", "naive"]))
+    assert stored[0] == stored[1] and stored[0][1][1] == 1
+
+
+def test_parquet_clustered_ranges_through_the_arrow_scan(spark, deep, typed_parquet):  # noqa: F811
+    report, _ = ingest(spark, _typed_sql(typed_parquet, rows_per_segment=15), deep)
+    by_hour: dict = {}
+    for seg in segments_of(deep, report):
+        by_hour.setdefault(seg.id.interval, []).append(seg)
+    assert sum(s.rows for s in report.segments) == 3000
+    assert any(len(segs) > 1 for segs in by_hour.values())
+    for segs in by_hour.values():
+        segs.sort(key=lambda s: s.id.partition)
+        values = [sorted({r[1] for r in scan([s], "typed", ["__time", "s"])}) for s in segs]
+        assert all(a[-1] <= b[0] for a, b in zip(values, values[1:]))  # ranges of s do not overlap
+
+
+def test_parquet_values_that_do_not_fit_are_parse_exceptions_with_their_row(spark, deep, tmp_path):  # noqa: F811
+    path = tmp_path / "bad.parquet"
+    pq.write_table(pa.table({"ts": pa.array([0, 1, 2], pa.timestamp("ms", tz="UTC")), "n": ["1", "x", "3"]}), path)
+    sql = f"""INSERT INTO bad SELECT ts AS __time, n FROM TABLE(localfiles(files => ARRAY['{path}'],
+              format => 'parquet')) EXTEND (ts TIMESTAMP, n BIGINT) PARTITIONED BY DAY"""
+    with pytest.raises(TooManyParseExceptions, match=rf"{path}, line 2.*cannot parse 'x' as a LONG"):
+        ingest(spark, sql, deep)
+    report, _ = ingest(spark, "SET maxParseExceptions = 1;\n" + sql, deep)
+    assert report.rows_read == 3 and report.rows_written == 2
+    assert scan(segments_of(deep, report), "bad", ["n"]) == [(1,), (3,)]
+
+
+@pytest.mark.parametrize("granularity", ["all", "none", "second", "hour", "day", "week", "month", "PT15M", "PT7M",
+                                         {"type": "period", "period": "P1D", "origin": "2000-01-01T05:00:00Z"},
+                                         {"type": "period", "period": "PT1H", "timeZone": "Asia/Kolkata"}])
+def test_chunk_column_agrees_with_chunk_starts(spark, granularity):  # noqa: F811
+    from common.types.granularity import Granularity
+    from services.ingestion.partitioning import chunk_starts
+    from services.ingestion.spark_job import chunk_column
+
+    gran = Granularity.parse(granularity)
+    micros = [None, 0, -1, -500, -1000, -1001, 999, 1000, 86_399_999_999, -86_400_000_001, 1_442_016_000_000_123,
+              -30_000_000_000_000_001, 4_102_444_800_000_000]
+    df = spark.createDataFrame([(m,) for m in micros], "m BIGINT").selectExpr("timestamp_micros(m) AS __time")
+    got = [r[0] for r in df.select(chunk_column(gran)).collect()]
+    want = chunk_starts(pa.array(micros, pa.int64()).cast(pa.timestamp("us", tz="UTC")), gran).to_pylist()
+    assert got == want
+
+
+def test_each_segment_gets_a_builder_task_of_its_own(spark):  # noqa: F811
+    from pyspark.sql import functions as F
+
+    n = 13
+    df = spark.range(0, 5000).select((F.col("id") % n).cast("int").alias("part"))
+    placed = df.repartitionById(n, F.col("part")).select("part", F.spark_partition_id().alias("pid")).distinct()
+    assert sorted((r["part"], r["pid"]) for r in placed.collect()) == [(i, i) for i in range(n)]
+
+
+def test_selects_that_are_cached_between_passes(spark):  # noqa: F811
+    from services.ingestion.spark_job import _needs_cache
+
+    spark.range(10).selectExpr("id", "timestamp_seconds(id) AS t").createOrReplaceTempView("cache_probe")
+    cheap = ["SELECT t AS __time, id FROM cache_probe WHERE id > 2", "SELECT t AS __time FROM cache_probe"]
+    costly = ["SELECT max(t) AS __time, id % 2 FROM cache_probe GROUP BY 2", "SELECT current_timestamp() AS __time",
+              "SELECT t AS __time, rand() AS r FROM cache_probe", "SELECT DISTINCT t AS __time FROM cache_probe"]
+    assert [_needs_cache(spark.sql(q)) for q in cheap + costly] == [False] * len(cheap) + [True] * len(costly)

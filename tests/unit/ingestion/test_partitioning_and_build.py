@@ -14,7 +14,16 @@ from common.segment.segment_id import SegmentId
 from common.types import Granularity, Interval, parse_instant
 from common.types.interval import MIN_MS
 from services.historical.storage import LocalDeepStorage
-from services.ingestion.build import BuildSpec, PlannedSegment, build_partition, descriptor_of
+from services.ingestion.build import (
+    BLOB_SCHEMA,
+    BuildSpec,
+    PlannedSegment,
+    build_blobs,
+    build_partition,
+    decode_blob,
+    descriptor_of,
+    split_into_blobs,
+)
 from services.ingestion.partitioning import (
     CHUNK_COLUMN,
     PART_COLUMN,
@@ -23,6 +32,7 @@ from services.ingestion.partitioning import (
     key_columns_for,
     partitions_for,
     plan_partitions,
+    range_offsets,
     row_keys,
     sample_fraction,
 )
@@ -107,3 +117,79 @@ def test_row_outside_its_chunk_is_refused(tmp_path):
     with pytest.raises(ValidationError, match="outside the segment interval"):
         list(build_partition(iter([_batch([T0 + 2 * HOUR], ["a"], [0])]), spec, storage, str(tmp_path / "w")))
     assert storage.list("ds/j") == []
+
+
+# ---- vectorized assignment and blobs -------------------------------------------------------------------
+
+
+def _random_keys(rng, n: int, kinds: list[str]) -> list[pa.Array]:
+    cols = []
+    for kind in kinds:
+        if kind == "int":
+            cols.append(pa.array([rng.choice([None, rng.randint(-5, 5)]) for _ in range(n)], pa.int64()))
+        elif kind == "str":
+            cols.append(pa.array([rng.choice([None, "", "a", "ab", "b", "é", "z", "\U0001F600", "Z"]) for _ in range(n)]))
+        elif kind == "ts":
+            cols.append(pa.array([rng.choice([None, rng.randint(-3, 3) * 1000 + rng.choice([0, 1])]) for _ in range(n)],
+                                 pa.int64()).cast(pa.timestamp("us", tz="UTC")))
+        elif kind == "bool":
+            cols.append(pa.array([rng.choice([None, True, False]) for _ in range(n)], pa.bool_()))
+        else:
+            cols.append(pa.array([rng.choice([None, float("nan"), -0.0, 0.0, 1.5, -2.0]) for _ in range(n)]))
+    return cols
+
+
+def test_range_offsets_equal_bisect_over_row_keys():
+    import bisect
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        n = rng.randint(1, 200)
+        cols = _random_keys(rng, n, rng.sample(["int", "str", "ts", "bool", "float"], rng.randint(1, 3)))
+        keys = row_keys(cols)
+        bounds = choose_boundaries(rng.sample(keys, min(n, rng.randint(1, 40))), rng.randint(2, 8))
+        assert range_offsets(cols, bounds).tolist() == [bisect.bisect_right(bounds, k) for k in keys]
+
+
+def test_assign_mixes_split_and_whole_chunks_in_one_batch():
+    counts = {T0: 100, T0 + HOUR: 10, T0 + 2 * HOUR: 100}
+    samples = {start: [((1, f"k{i:03d}"),) for i in range(100)] for start in (T0, T0 + 2 * HOUR)}
+    plan = plan_partitions(counts, Granularity.parse("hour"), 40, samples, ("page",))
+    starts = [T0, T0 + HOUR, T0 + 2 * HOUR] * 40
+    pages = [f"k{(i * 7) % 100:03d}" for i in range(len(starts))]
+    parts = plan.assign(pa.RecordBatch.from_pydict({"page": pages, CHUNK_COLUMN: starts})).to_pylist()
+    for start, page, part in zip(starts, pages, parts):
+        # the same row alone in a batch of its own goes to the same partition
+        alone = plan.assign(pa.RecordBatch.from_pydict({"page": [page], CHUNK_COLUMN: [start]})).to_pylist()
+        assert alone == [part]
+        chunk = plan.chunks[start]
+        assert chunk.first_index <= part < chunk.first_index + chunk.parts
+
+
+def test_blobs_carry_rows_to_their_segment(tmp_path):
+    storage = LocalDeepStorage(str(tmp_path / "deep"))
+    iv = Interval(T0, T0 + HOUR)
+    spec = BuildSpec({0: PlannedSegment(SegmentId("ds", iv, "v1", 0), 2),
+                      1: PlannedSegment(SegmentId("ds", iv, "v1", 1), 2)}, "ds/_ingest/job/")
+    batches = [_batch([T0 + i for i in range(10)], [f"p{i}" for i in range(10)], [i % 2 for i in range(10)])
+               for _ in range(3)]
+    blobs = list(split_into_blobs(iter(batches), lambda b: b.column(PART_COLUMN), drop=(PART_COLUMN, CHUNK_COLUMN),
+                                  max_rows=4))
+    assert len(blobs) > 2 and all(b.schema == BLOB_SCHEMA and b.num_rows == 1 for b in blobs)
+    assert all(CHUNK_COLUMN not in decode_blob(b.column("blob")[0].as_buffer()).column_names for b in blobs)
+    rows = pa.Table.from_batches(list(build_blobs(iter(blobs[::-1]), spec, storage, str(tmp_path / "w")))).to_pylist()
+    assert [(r["part"], r["rows"]) for r in rows] == [(0, 15), (1, 15)]
+    assert os.listdir(tmp_path / "w") == []
+    bad = pa.RecordBatch.from_arrays([pa.array([9], pa.int32()), blobs[0].column("blob")], schema=BLOB_SCHEMA)
+    with pytest.raises(ValidationError, match="the plan does not have"):
+        list(build_blobs(iter([bad]), spec, storage, str(tmp_path / "w")))
+
+
+def test_wide_rows_make_several_small_blobs():
+    batch = pa.RecordBatch.from_pydict({"__time": pa.array([T0] * 100, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+                                        "text": ["x" * 1000] * 100})
+    blobs = list(split_into_blobs(iter([batch]), lambda b: pa.array([0] * b.num_rows, pa.int64()), max_bytes=10_000))
+    tables = [decode_blob(b.column("blob")[0].as_buffer()) for b in blobs]
+    assert len(blobs) >= 10 and sum(t.num_rows for t in tables) == 100
+    assert all(t.nbytes <= 12_000 for t in tables)

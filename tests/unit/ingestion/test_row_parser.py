@@ -111,3 +111,19 @@ def test_type_of_each_signature_column():
     assert t.schema.field("a").type == pa.float32()
     assert t.schema.field("b").type == pa.list_(pa.field("element", pa.int64()))
     assert ColumnType.parse("ARRAY<LONG>").to_arrow().value_type == pa.int64()
+
+
+def test_parquet_times_survive_a_batch_that_goes_row_by_row(tmp_path):
+    import datetime
+
+    table = pa.table({"ts": pa.array([0, 1, -1], pa.timestamp("ms", tz="UTC")), "naive": pa.array([5, 6, 7], pa.timestamp("us")),
+                      "day": pa.array([datetime.date(2020, 1, 2)] * 3), "n": ["1", "x", "3"]})
+    pq.write_table(table, tmp_path / "p.parquet")
+    t = parse((tmp_path / "p.parquet").read_bytes(), {"type": "parquet"},
+              sig(ts="TIMESTAMP", naive="TIMESTAMP", day="TIMESTAMP", n="long"))
+    rows = t.to_pylist()
+    assert [r[META_ERROR] for r in rows][0] is None and "cannot parse 'x'" in rows[1][META_ERROR]
+    good = [r for r in rows if r[META_ERROR] is None]
+    assert [r["ts"] for r in good] == [table.column("ts")[i].as_py() for i in (0, 2)]
+    assert [r["naive"].timestamp() for r in good] == [5e-6, 7e-6]
+    assert good[0]["day"] == datetime.datetime(2020, 1, 2, tzinfo=datetime.timezone.utc)

@@ -1,0 +1,135 @@
+"""Which Parquet files Spark (or pyarrow inside Spark tasks) may read instead of row_parser, decided
+from footers on the driver; and how an ArrowScan cuts and reads them. No Spark here."""
+
+from __future__ import annotations
+
+import datetime
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from common.types.column_type import ColumnType
+from services.ingestion.arrow_scan import _tasks, plain_projection, read_pieces
+from services.ingestion.parquet_source import NativeGroup, native_cast, plan_parquet
+from services.ingestion.row_parser import arrow_type, parse_file
+from services.ingestion.external_source import ExternalSource
+from services.ingestion.statement import parse_ingestion
+
+
+def sig(**cols):
+    return [(name, ColumnType.parse(kind)) for name, kind in cols.items()]
+
+
+@pytest.fixture
+def typed(tmp_path):
+    table = pa.table({
+        "i8": pa.array([1, -2, None], pa.int8()), "u32": pa.array([1, 2, 4_000_000_000], pa.uint32()),
+        "u64": pa.array([1, 2, 3], pa.uint64()), "i64": pa.array([1, 2, 1 << 60]),
+        "b": [True, False, None], "f": pa.array([1.5, None, -0.0], pa.float32()), "d": [0.1, 2.5, None],
+        "s": ["x", None, "é"], "dict": pa.array(["a", "b", "a"]).dictionary_encode(),
+        "bin": [b"x", b"y", None], "ms": pa.array([0, 1, None], pa.timestamp("ms", tz="UTC")),
+        "naive": pa.array([0, 1, 2], pa.timestamp("us")), "ns": pa.array([0, 1, 2], pa.timestamp("ns", tz="UTC")),
+        "day": pa.array([datetime.date(2020, 1, 1)] * 3), "tags": [["a"], [], None],
+    })
+    path = tmp_path / "typed.parquet"
+    pq.write_table(table, path, row_group_size=2)
+    return str(path)
+
+
+@pytest.mark.parametrize("column, declared, native", [
+    ("i8", "BIGINT", True), ("u32", "BIGINT", True), ("u64", "BIGINT", False), ("b", "BIGINT", True),
+    ("d", "BIGINT", False), ("s", "BIGINT", False),
+    ("i8", "VARCHAR", True), ("b", "VARCHAR", True), ("s", "VARCHAR", True), ("dict", "VARCHAR", True),
+    ("d", "VARCHAR", False), ("bin", "VARCHAR", False),
+    ("f", "DOUBLE", True), ("d", "DOUBLE", True), ("u32", "DOUBLE", True), ("i64", "DOUBLE", False),
+    ("f", "FLOAT", True), ("d", "FLOAT", False),
+    ("ms", "TIMESTAMP", True), ("naive", "TIMESTAMP", True), ("ns", "TIMESTAMP", False), ("day", "TIMESTAMP", False),
+    ("tags", "ARRAY<VARCHAR>", False), ("s", "COMPLEX<json>", False),
+])
+def test_a_file_goes_native_only_when_every_needed_column_converts_exactly(typed, column, declared, native):
+    plan = plan_parquet([typed], sig(**{column: declared}), True)
+    assert (len(plan.groups), plan.fallback) == ((1, ()) if native else (0, (0,)))
+    if native:
+        [group] = plan.groups
+        assert group.row_groups == ((2, 1),) and plan.rows == 3
+
+
+def test_unneeded_and_missing_columns_do_not_matter(typed):
+    plan = plan_parquet([typed], sig(s="VARCHAR", absent="BIGINT"), True)  # ns, bin, tags ... are not needed
+    [group] = plan.groups
+    assert [c[0] for c in group.columns] == ["s"]
+
+
+def test_what_falls_back(tmp_path, typed):
+    (tmp_path / "junk.parquet").write_bytes(b"not parquet")
+    odd = tmp_path / "odd[1].parquet"
+    odd.write_bytes(open(typed, "rb").read())
+    brotli = tmp_path / "brotli.parquet"
+    pq.write_table(pa.table({"s": ["x"]}), brotli, compression="brotli")
+    paths = [str(tmp_path / "junk.parquet"), str(odd), str(brotli), None, typed]
+    plan = plan_parquet(paths, sig(s="VARCHAR"), True)
+    assert plan.fallback == (0, 1, 2, 3) and plan.groups[0].paths == (typed,)
+    assert plan_parquet([typed], sig(s="VARCHAR"), False).fallback == (0,)
+
+
+def test_native_casts_are_the_ones_row_parser_makes(typed):
+    """What native_cast vouches for, row_parser converts without parse exceptions, to the same Arrow
+    values as a plain Arrow cast (which Spark's CAST matches; the Spark side is in the integration tests)."""
+    table = pq.read_table(typed)
+    spark_kind = {"i8": "byte", "u32": "long", "b": "boolean", "f": "float", "d": "double", "s": "string",
+                  "dict": "string", "ms": "timestamp", "naive": "timestamp_ntz"}
+    for column, kind in spark_kind.items():
+        for declared in ("BIGINT", "VARCHAR", "DOUBLE", "FLOAT", "TIMESTAMP"):
+            exact = column in ("i8", "u32", "f")  # sources of at most 32 bits
+            ctype = ColumnType.parse(declared)
+            if not native_cast(kind, exact, ctype):
+                continue
+            source = ExternalSource.of({"type": "inline", "data": "x"}, {"type": "parquet"},
+                                       [{"name": column, "type": declared}])
+            with open(typed, "rb") as f:
+                parsed = pa.Table.from_batches(list(parse_file(typed, f, source.input_format, source.signature)))
+            assert parsed.column("__strata_error").null_count == parsed.num_rows, (column, declared)
+            assert parsed.column(column).to_pylist() == table.column(column).cast(arrow_type(ctype)).to_pylist()
+
+
+def test_plain_projection():
+    def projection(select: str):
+        stmt = parse_ingestion(f"INSERT INTO x {select} PARTITIONED BY DAY".replace(
+            "SRC", "TABLE(localfiles(files => ARRAY['/a.parquet'], format => 'parquet')) EXTEND (ts TIMESTAMP, "
+                   "a VARCHAR, \"b\" BIGINT)"))
+        [(name, source)] = stmt.sources.items()
+        return plain_projection(stmt.select, name, source.signature)
+
+    assert projection('SELECT ts AS __time, a, "b" AS c FROM SRC') == [("__time", "ts"), ("a", "a"), ("c", "b")]
+    assert projection("SELECT t.ts AS __time, t.a FROM SRC AS t") == [("__time", "ts"), ("a", "a")]
+    for select in ("SELECT ts AS __time, a FROM SRC WHERE a = 'x'", "SELECT ts AS __time, UPPER(a) AS a FROM SRC",
+                   "SELECT * FROM SRC", "SELECT DISTINCT ts AS __time FROM SRC", "SELECT ts AS __time, 1 AS one FROM SRC",
+                   "SELECT ts AS __time, a FROM SRC GROUP BY 1, 2", "SELECT ts AS __time, a FROM SRC LIMIT 5"):
+        assert projection(select) is None, select
+
+
+def _group(sizes, path="/f.parquet"):
+    return NativeGroup((path,), (), (tuple(sizes),))
+
+
+def test_tasks_split_big_row_groups_and_pack_small_ones():
+    [one] = [_tasks([_group([4_000_000])], 1)]
+    assert [sum(p[3] for p in t) for t in one] == [2_000_000, 2_000_000]
+    assert [p[2] for t in one for p in t] == [0, 2_000_000]
+    small = _tasks([_group([1000] * 1000)], 2)
+    assert len(small) == 4 and sum(p[3] for t in small for p in t) == 1_000_000
+    assert _tasks([_group([0])], 2) == ()
+
+
+def test_read_pieces_slices_and_casts(typed, tmp_path):
+    path = tmp_path / "big.parquet"
+    pq.write_table(pa.table({"n": pa.array(range(1000), pa.int32()), "t": pa.array(range(1000), pa.timestamp("ms"))}),
+                   path, row_group_size=600)
+    columns = [("__time", "t", pa.timestamp("us", tz="UTC")), ("n", "n", pa.int64()), ("gone", "gone", pa.string())]
+    batches = list(read_pieces([(str(path), 0, 100, 450), (str(path), 1, 0, 400)], columns, batch_rows=128))
+    table = pa.Table.from_batches(batches)
+    assert table.schema == pa.schema([pa.field(n, t) for n, _, t in columns])
+    assert table.column("n").to_pylist() == list(range(100, 550)) + list(range(600, 1000))
+    assert table.column("gone").null_count == table.num_rows
+    assert table.column("__time")[0].as_py().timestamp() == 0.1
