@@ -181,3 +181,29 @@ def test_ingestion_uses_catalog_defaults_input_tables_and_sealing(cluster):
     with pytest.raises(ClusterError, match="needs a segment granularity.*PARTITIONED BY.*segmentGranularity"):
         cluster.client.sql("""INSERT INTO nowhere SELECT TIME_PARSE("timestamp") AS __time, animal
                               FROM TABLE(ext.updates(files => 'updates-data3.json'))""")
+
+
+def test_strata_sql_waits_for_an_insert_and_strata_task_reports_it(cluster):
+    import subprocess
+    import sys
+
+    addresses = ["--broker", f"127.0.0.1:{cluster.broker.grpc.port}",
+                 "--coordinator", f"127.0.0.1:{cluster.coordinator.grpc.port}"]
+    sql = updates("INSERT INTO cli_animals", "updates-data.json")
+    done = subprocess.run([sys.executable, "-m", "services.cli.main", "sql", *addresses, sql],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "SUCCESS" in done.stdout and "rowsWritten      3" in done.stdout
+    task_id = done.stdout.split("task ", 1)[1].split(":", 1)[0]
+    status = subprocess.run([sys.executable, "-m", "services.cli.main", "task", "status", task_id, *addresses[2:]],
+                            capture_output=True, text=True, timeout=60)
+    assert status.returncode == 0 and f"task {task_id}: SUCCESS" in status.stdout, status.stdout + status.stderr
+    queued = subprocess.run([sys.executable, "-m", "services.cli.main", "sql", *addresses, "--async", "--format", "csv",
+                             updates("INSERT INTO cli_animals", "updates-data2.json")],
+                            capture_output=True, text=True, timeout=60)
+    assert queued.returncode == 0 and "task_id" in queued.stdout and "insert_cli_animals" in queued.stdout
+    run_id = queued.stdout.strip().splitlines()[-1].strip('"')
+    deadline = time.monotonic() + 240
+    while cluster.client.task(run_id).state not in FINAL:
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
