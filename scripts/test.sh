@@ -17,5 +17,5 @@ set -e
 # summary so it is the last thing printed.
 summary="$(grep -E '^=* ?[0-9]+ (passed|failed|error)' "$log" | tail -n 1 | sed -E 's/^=+ //; s/ =+$//')"
 rm -f "$log"
-[ -n "$summary" ] && echo "$summary"
+[ -n "$summary" ] && printf '\n%s\n' "$summary"
 exit "$status"
