@@ -26,11 +26,14 @@ from common.types.column_type import TIME_COLUMN, ColumnType
 
 def union_schema(segments: Iterable[Segment]) -> dict[str, ColumnType]:
     """Columns across segments; when types differ the newest segment's type wins (by version)."""
-    ordered = sorted(segments, key=lambda s: (s.id.version, s.id.interval.end, s.id.partition))
+    return newest_type_wins((s.id, s.schema) for s in segments)
+
+
+def newest_type_wins(schemas: Iterable[tuple]) -> dict[str, ColumnType]:
+    """Union of (SegmentId, schema) pairs: later versions (then later intervals) override types."""
     out: dict[str, ColumnType] = {}
-    for seg in ordered:
-        for name, ctype in seg.schema.items():
-            out[name] = ctype
+    for _, schema in sorted(schemas, key=lambda p: (p[0].version, p[0].interval.end, p[0].partition)):
+        out.update(schema)
     return out
 
 

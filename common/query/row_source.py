@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from common.errors import ValidationError
+from common.errors import ValidationError, unknown_name_message
 from common.segment.segment import Segment
 from common.segment.string_column import StringColumn
 from common.types.column_type import TIME_COLUMN, ColumnType, TypeKind
@@ -158,8 +158,6 @@ class ColumnSource(Mapping):
         types = self.types()
         if name in types:
             return types[name]
-        from common.errors import unknown_name_message
-
         raise ValidationError(unknown_name_message("column", name, types))
 
     def types(self) -> dict[str, ColumnType]:
@@ -226,9 +224,7 @@ class ColumnSource(Mapping):
         elif name in self.expected:
             arr = null_array(self.expected[name], self.num_rows)
         else:
-            from common.errors import unknown_name_message
-
-            raise ValidationError(unknown_name_message("column", name, self.types()))
+                raise ValidationError(unknown_name_message("column", name, self.types()))
         self._cache[name] = arr
         return arr
 

@@ -51,7 +51,7 @@ class HllSketch(Aggregator):
         _input_type(cols.types(), self.field_name, self.expression)  # unknown columns fail loudly
         sketches = self._sketches(groups)
         if self.expression is None and cols.is_physical(self.field_name) and cols.type_of(self.field_name).is_string \
-                and hasattr(cols.source, "string_index") and cols.source.string_index(self.field_name) is not None:
+                and cols.source.string_index(self.field_name) is not None:
             codes, dictionary = cols.codes(self.field_name)
             self._update_from_codes(sketches, gid, codes, dictionary)
             return self._serialize(sketches)

@@ -27,6 +27,7 @@ class BrokerNode:
         self.historicals: dict[str, dict] = {}
         self._served_keys: dict[str, tuple[str, SegmentId]] = {}
         self._stubs: dict[str, historical_pb2_grpc.HistoricalServiceStub] = {}
+        self._coordinator_client = None  # a ClusterClient, rebuilt when the coordinator moves
         self._channels = []
         self._announcer = Announcer(discovery, lease_ttl_s)
         self._watches = []
@@ -78,7 +79,7 @@ class BrokerNode:
         if target is None:
             return None
         with self.lock:
-            client = getattr(self, "_coordinator_client", None)
+            client = self._coordinator_client
             if client is None or client.coordinator_target != target:
                 client = self._coordinator_client = ClusterClient(coordinator=target)
             return client

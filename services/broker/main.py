@@ -43,13 +43,14 @@ class BrokerProcess(NodeProcess):
         self.executor = QueryExecutor(self.node.view, self.node.stub_for, self.metrics, self.node.lock,
                                       schema_for=self.catalog.datasource_schema)
         self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
-        self.sql.ddl_client = self._catalog_client
+        self._catalog_client = None  # (coordinator target, CatalogClient), rebuilt if it moves
+        self.sql.ddl_client = self._ddl_client
         self.servicer = BrokerServicer(self.executor, self.metrics, config.broker.query_timeout_ms,
                                        sql=self._run_sql, authorizer=self.authorizer)
         add_to_server(self.grpc, self.servicer)
         self._flight_thread = threading.Thread(target=self.flight.serve, name="strata-flight", daemon=True)
 
-    def _catalog_client(self):
+    def _ddl_client(self):
         from services.coordinator.catalog_client import CatalogClient
 
         target = self.node.coordinator_target()
@@ -61,10 +62,9 @@ class BrokerProcess(NodeProcess):
 
             raw = f"{self.config.auth.admin_user}:{self.config.auth.admin_password}".encode()
             auth = "Basic " + base64.b64encode(raw).decode()
-        client = getattr(self, "_catalog_client_cached", None)
-        if client is None or client[0] != target:
-            client = self._catalog_client_cached = (target, CatalogClient(target, auth))
-        return client[1]
+        if self._catalog_client is None or self._catalog_client[0] != target:
+            self._catalog_client = (target, CatalogClient(target, auth))
+        return self._catalog_client[1]
 
     def _run_sql(self, sql: str, context: dict, timeout_s: float, is_active, user=None):
         context = dict(context)

@@ -7,13 +7,17 @@ and what the coordinator knows (published segments, servers), fetched per query.
 
 from __future__ import annotations
 
+import json
 import re
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 
 import pyarrow as pa
 
 from common.errors import QueryTimeoutError, UnsupportedError, ValidationError
+from common.catalog import is_ddl
 from common.sql import plan_sql
 from services.broker.core.sql_backend import StatementInfo, TableInfo
 from services.security.authorizer import ALLOW_ALL
@@ -113,8 +117,6 @@ class BrokerCatalog:
         return pa.Table.from_pylist(rows, schema=pa.schema([("server", pa.string()), ("segment_id", pa.string())]))
 
     def _sys_tasks(self) -> pa.Table:
-        import json
-
         rows = []
         for t in (self.coordinator.tasks() if self.coordinator is not None else []):
             report = json.loads(t.report_json or "{}")
@@ -145,6 +147,8 @@ class SqlService:
         # (INFORMATION_SCHEMA, listings, sys rows) and reads only what it may READ.
         self.authorizer = authorizer
         self.executor = executor
+        self._plans: OrderedDict = OrderedDict()  # see _plan
+        self._plans_lock = threading.Lock()
         self.default_timeout_s = default_timeout_s
 
     def _timeout(self, context: dict) -> float:
@@ -173,24 +177,24 @@ class SqlService:
         """Plans are reused while nothing they depend on changed: a Flight SQL client prepares
         (plans) and then executes (plans again) the same text, and dashboards repeat queries.
         Plans holding system-table snapshots, the current time or parameters are not cached."""
-        import json as _json
-
         try:
-            key = (sql, user, _json.dumps(context, sort_keys=True, default=str), self._generation())
+            key = (sql, user, json.dumps(context, sort_keys=True, default=str), self._generation())
         except TypeError:
             key = None
-        cache = self.__dict__.setdefault("_plans", {})
-        if key is not None and not parameters and key in cache:
-            plan = cache.pop(key)
-            cache[key] = plan  # most recently used last
-            return plan
+        if key is not None and not parameters:
+            with self._plans_lock:
+                plan = self._plans.get(key)
+                if plan is not None:
+                    self._plans.move_to_end(key)
+                    return plan
         plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, context)
         lowered = sql.lower()
         volatile = ("sys.", "information_schema", "current_timestamp", "current_date", "now(")
         if key is not None and not parameters and not any(v in lowered for v in volatile):
-            cache[key] = plan
-            while len(cache) > self.PLAN_CACHE_SIZE:
-                cache.pop(next(iter(cache)))
+            with self._plans_lock:
+                self._plans[key] = plan
+                while len(self._plans) > self.PLAN_CACHE_SIZE:
+                    self._plans.popitem(last=False)
         return plan
 
     def _ddl(self, sql: str, user: str | None) -> pa.Table:
@@ -211,8 +215,6 @@ class SqlService:
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
                 user: str | None = None, is_active=lambda: True) -> pa.Table:
-        from common.catalog import is_ddl
-
         if is_ddl(sql):
             return self._ddl(sql, user)
         if is_ingestion(sql):
@@ -245,8 +247,6 @@ class SqlService:
         return pa.table({"task_id": [task.id]})
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
-        from common.catalog import is_ddl
-
         if is_ddl(sql):
             return StatementInfo(0, pa.schema([("result", pa.string())]))
         if is_ingestion(sql):

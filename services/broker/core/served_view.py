@@ -86,10 +86,10 @@ class ServedView:
         if cached is None:
             from common.types.interval import ETERNITY
 
+            from common.query.engine import newest_type_wins
+
             visible = [s for chunk in self.timeline(datasource).lookup([ETERNITY]) for s in chunk.segments]
-            cached = {}
-            for sid in sorted(visible, key=lambda s: (s.version, s.interval.end, s.partition)):
-                cached.update(self.descriptors[sid].schema())
+            cached = newest_type_wins((sid, self.descriptors[sid].schema()) for sid in visible)
             self._schemas[datasource] = cached
         return cached
 
