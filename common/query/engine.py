@@ -20,6 +20,7 @@ from common.query import grouped_engine, scan_engine
 from common.query.model import GroupByQuery, Query, ScanQuery, TimeseriesQuery, TopNQuery, query_from_json
 from common.query.partial import Partial, RunStats
 from common.query.row_source import RowSource, SegmentRowSource, TableRowSource
+from common.segment.scan_spec import ScanSpec
 from common.segment.segment import Segment
 from common.types.column_type import TIME_COLUMN, ColumnType
 
@@ -88,16 +89,39 @@ def validate(query: Query, schema: dict[str, ColumnType]) -> None:
                     raise ValidationError("having: " + unknown_name_message("output column", col, outputs))
 
 
+def scan_spec_for(query: Query) -> ScanSpec:
+    """What ``query`` needs from a segment (Druid's CursorBuildSpec)."""
+    common = dict(intervals=tuple(query.intervals), filter=query.filter, virtual_columns=tuple(query.virtual_columns),
+                  context=dict(query.context or {}))
+    if isinstance(query, ScanQuery):
+        columns = None if query.columns is None else frozenset(query.columns)
+        ordering = (TIME_COLUMN,) if query.order != "none" else ()
+        return ScanSpec(columns=columns, preferred_ordering=ordering, **common)
+    dims = tuple(d.dimension for d in grouped_engine.dimensions_of(query))
+    needed = set(dims)
+    for agg in query.aggregations:
+        needed |= agg.columns()
+    if query.filter is not None:
+        needed |= query.filter.columns()
+    return ScanSpec(grouping_columns=dims, aggregators=tuple(query.aggregations), granularity=query.granularity,
+                    columns=frozenset(needed), **common)
+
+
+def source_for(query: Query, segment: Segment) -> SegmentRowSource:
+    """The segment's choice of table (base rows or a projection) for this query, as a row source."""
+    return SegmentRowSource.of(segment.source_for(scan_spec_for(query)))
+
+
 def _coverage(source: RowSource, query: Query):
-    if isinstance(source, SegmentRowSource):
-        iv = source.segment.interval
+    if source.interval is not None:
+        iv = source.interval
         spans = [(max(iv.start, q.start), min(iv.end, q.end)) for q in query.intervals if q.overlaps(iv)]
         return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
     return source.time_bounds()
 
 
 def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType] | None = None) -> Partial:
-    src = SegmentRowSource(source) if isinstance(source, Segment) else source
+    src = source_for(query, source) if isinstance(source, Segment) else source
     if schema is None:
         schema = dict(src.schema)
     return _engine(query).run(query, src, schema, _coverage(src, query))

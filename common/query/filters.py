@@ -1,53 +1,170 @@
-"""Filters: the native filter model (Druid's JSON forms, new and legacy), as frozen dataclasses.
+"""Filters: the native filter model (Druid's JSON forms, new and legacy), as frozen dataclasses,
+each answering from column indexes or from values.
 
-Evaluation lives in ``selection.py``; this module only defines what a filter *is*.
+``selection.py`` decides which filters run on indexes (the pre-filter) and which on values;
+``filter_values.py`` holds how filter values are compared with column values.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap
 
 from common.errors import ValidationError
+from common.query.filter_values import (
+    as_string,
+    as_strings,
+    coerce,
+    comparable,
+    comparable_type,
+    is_numeric_match,
+    like_to_arrow,
+    numeric_dictionary_ids,
+    per_value,
+    range_mask,
+    to_double,
+    to_mask,
+)
+from common.segment.column_reader import ColumnIndex, Ids, all_rows, id_array
+from common.types.column_type import ColumnType
 
 
 @dataclass(frozen=True)
 class Filter:
+    """A filter answers in two ways, as Druid's filters do: from column indexes alone
+    (``index``: a bitmap of matching rows, when ``supports_index`` says the indexes can) and from
+    values (``matches``: a mask over the selected rows). ``include_unknown`` says whether rows
+    where the predicate is unknown (null inputs) count as matches; NOT flips it."""
+
     def columns(self) -> frozenset[str]:
         return frozenset()
+
+    def supports_index(self, selector: IndexSelector) -> bool:
+        return False
+
+    def index(self, selector: IndexSelector, include_unknown: bool) -> BitMap:
+        raise ValidationError(f"filter {self!r} cannot use an index")
+
+    def matches(self, cols, include_unknown: bool) -> np.ndarray:
+        raise ValidationError(f"unsupported filter {self!r}")
+
+
+class IndexSelector(Protocol):
+    """Where filters find indexes: ``index_for`` gives a stored or virtual column's index, an
+    all-null index for a column the source lacks, or None when only values can answer."""
+
+    num_rows: int
+
+    def index_for(self, column: str) -> ColumnIndex | None: ...
 
 
 @dataclass(frozen=True)
 class TrueFilter(Filter):
-    pass
+    def supports_index(self, selector) -> bool:
+        return True
+
+    def index(self, selector, include_unknown) -> BitMap:
+        return all_rows(selector.num_rows)
+
+    def matches(self, cols, include_unknown) -> np.ndarray:
+        return np.ones(cols.num_rows, dtype=bool)
 
 
 @dataclass(frozen=True)
 class FalseFilter(Filter):
-    pass
+    def supports_index(self, selector) -> bool:
+        return True
+
+    def index(self, selector, include_unknown) -> BitMap:
+        return BitMap()
+
+    def matches(self, cols, include_unknown) -> np.ndarray:
+        return np.zeros(cols.num_rows, dtype=bool)
 
 
 @dataclass(frozen=True)
-class Equals(Filter):
+class ColumnFilter(Filter):
+    """A filter on one column. Subclasses say which dictionary ids match (``matching_ids``) and
+    how values match (``value_predicate``); null handling is shared here."""
+
+    def columns(self) -> frozenset[str]:
+        return frozenset([self.column])
+
+    def matches_null(self) -> bool:
+        return False
+
+    def supports_index(self, selector) -> bool:
+        return selector.index_for(self.column) is not None
+
+    def index(self, selector, include_unknown) -> BitMap:
+        idx = selector.index_for(self.column)
+        out = idx.bitmap(self.matching_ids(idx))
+        if include_unknown or self.matches_null():
+            out |= idx.null_bitmap()
+        return out
+
+    def matches(self, cols, include_unknown) -> np.ndarray:
+        ctype = cols.type_of(self.column)
+        return to_mask(per_value(cols[self.column], self.value_predicate(ctype)), include_unknown)
+
+    def matching_ids(self, idx: ColumnIndex) -> Ids:
+        raise NotImplementedError
+
+    def value_predicate(self, ctype: ColumnType):
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Equals(ColumnFilter):
     column: str
     value: Any  # never None: IS NULL is NullFilter
     value_type: str | None = None  # STRING, LONG, DOUBLE; None = infer from the value
 
-    def columns(self) -> frozenset[str]:
-        return frozenset([self.column])
+    def matching_ids(self, idx) -> Ids:
+        if is_numeric_match(self.value, self.value_type):
+            return numeric_dictionary_ids(idx.dictionary, lambda d: pc.equal(d, float(self.value)))
+        return idx.lookup(as_string(self.value))
+
+    def value_predicate(self, ctype):
+        if ctype.is_string and is_numeric_match(self.value, self.value_type):
+            return lambda v: pc.equal(to_double(v), float(self.value))
+        target = coerce(self.value, ctype, self.column)
+        return lambda v: pc.equal(comparable(v, ctype), target)
 
 
 @dataclass(frozen=True)
-class In(Filter):
+class In(ColumnFilter):
     column: str
     values: tuple  # may contain None, meaning "or IS NULL" (Druid's legacy in-filter)
 
-    def columns(self) -> frozenset[str]:
-        return frozenset([self.column])
+    def matches_null(self) -> bool:
+        # Druid's IN matches null rows when its list holds a null.
+        return any(v is None for v in self.values)
+
+    def matching_ids(self, idx) -> Ids:
+        found = [id_array(idx.lookup(as_string(v))) for v in self.values if v is not None]
+        return np.unique(np.concatenate(found)) if found else np.array([], dtype=np.int64)
+
+    def value_predicate(self, ctype):
+        targets = [coerce(v, ctype, self.column) for v in self.values if v is not None]
+        wants_null = self.matches_null()
+        value_set = pa.array(targets, type=comparable_type(ctype)) if targets else None
+
+        def pred(v):
+            comp = comparable(v, ctype)
+            hit = pc.is_in(comp, value_set=value_set) if value_set is not None else pc.and_(comp.is_null(), False)
+            hit = pc.if_else(comp.is_null(), pa.scalar(None, pa.bool_()), hit)
+            return pc.or_kleene(hit, comp.is_null()) if wants_null else hit
+        return pred
 
 
 @dataclass(frozen=True)
-class Range(Filter):
+class Range(ColumnFilter):
     column: str
     lower: Any = None
     upper: Any = None
@@ -55,18 +172,27 @@ class Range(Filter):
     upper_open: bool = False
     value_type: str | None = None  # None: strings compare as strings, numbers as numbers
 
-    def columns(self) -> frozenset[str]:
-        return frozenset([self.column])
+    def _numeric(self) -> bool:
+        return bool(self.value_type) and self.value_type.upper() in ("LONG", "DOUBLE", "FLOAT")
+
+    def matching_ids(self, idx) -> Ids:
+        if self._numeric():
+            return numeric_dictionary_ids(idx.dictionary, lambda d: range_mask(d, self, float))
+        lower = None if self.lower is None else as_string(self.lower)
+        upper = None if self.upper is None else as_string(self.upper)
+        return idx.range(lower, upper, self.lower_open, self.upper_open)
+
+    def value_predicate(self, ctype):
+        if ctype.is_string and self._numeric():
+            return lambda v: range_mask(to_double(v), self, float)
+        return lambda v: range_mask(comparable(v, ctype), self, lambda x: coerce(x, ctype, self.column))
 
 
 @dataclass(frozen=True)
-class Like(Filter):
+class Like(ColumnFilter):
     column: str
     pattern: str
     escape: str | None = None
-
-    def columns(self) -> frozenset[str]:
-        return frozenset([self.column])
 
     def literal_prefix(self) -> tuple[str, bool]:
         """The pattern's literal prefix, and whether the pattern is exactly ``prefix%``."""
@@ -86,22 +212,42 @@ class Like(Filter):
         rest = p[i:]
         return "".join(out), rest == "%"
 
+    def matching_ids(self, idx) -> Ids:
+        prefix, is_prefix_only = self.literal_prefix()
+        candidates = idx.prefix(prefix)
+        if is_prefix_only:
+            return candidates
+        ids = id_array(candidates)
+        hits = pc.match_like(idx.dictionary.take(pa.array(ids)), like_to_arrow(self.pattern, self.escape))
+        return ids[hits.fill_null(False).to_numpy(zero_copy_only=False)]
+
+    def value_predicate(self, ctype):
+        pattern = like_to_arrow(self.pattern, self.escape)
+        return lambda v: pc.match_like(as_strings(v), pattern)
+
 
 @dataclass(frozen=True)
-class Regex(Filter):
+class Regex(ColumnFilter):
     column: str
     pattern: str
 
-    def columns(self) -> frozenset[str]:
-        return frozenset([self.column])
+    def matching_ids(self, idx) -> Ids:
+        hits = pc.match_substring_regex(idx.dictionary, self.pattern)
+        return np.flatnonzero(hits.fill_null(False).to_numpy(zero_copy_only=False))
+
+    def value_predicate(self, ctype):
+        return lambda v: pc.match_substring_regex(as_strings(v), self.pattern)
 
 
 @dataclass(frozen=True)
-class NullFilter(Filter):
+class NullFilter(ColumnFilter):
     column: str
 
-    def columns(self) -> frozenset[str]:
-        return frozenset([self.column])
+    def index(self, selector, include_unknown) -> BitMap:
+        return selector.index_for(self.column).null_bitmap()
+
+    def matches(self, cols, include_unknown) -> np.ndarray:
+        return cols[self.column].is_null().to_numpy(zero_copy_only=False)
 
 
 @dataclass(frozen=True)
@@ -111,6 +257,24 @@ class And(Filter):
     def columns(self) -> frozenset[str]:
         return frozenset().union(*(f.columns() for f in self.fields))
 
+    def supports_index(self, selector) -> bool:
+        return all(c.supports_index(selector) for c in self.fields)
+
+    def index(self, selector, include_unknown) -> BitMap:
+        out = None
+        for child in self.fields:
+            bm = child.index(selector, include_unknown)
+            out = bm if out is None else out & bm
+            if not out:
+                break
+        return out
+
+    def matches(self, cols, include_unknown) -> np.ndarray:
+        out = np.ones(cols.num_rows, dtype=bool)
+        for child in self.fields:
+            out &= child.matches(cols, include_unknown)
+        return out
+
 
 @dataclass(frozen=True)
 class Or(Filter):
@@ -119,6 +283,18 @@ class Or(Filter):
     def columns(self) -> frozenset[str]:
         return frozenset().union(*(f.columns() for f in self.fields))
 
+    def supports_index(self, selector) -> bool:
+        return all(c.supports_index(selector) for c in self.fields)
+
+    def index(self, selector, include_unknown) -> BitMap:
+        return BitMap.union(*(c.index(selector, include_unknown) for c in self.fields))
+
+    def matches(self, cols, include_unknown) -> np.ndarray:
+        out = np.zeros(cols.num_rows, dtype=bool)
+        for child in self.fields:
+            out |= child.matches(cols, include_unknown)
+        return out
+
 
 @dataclass(frozen=True)
 class Not(Filter):
@@ -126,6 +302,15 @@ class Not(Filter):
 
     def columns(self) -> frozenset[str]:
         return self.field.columns()
+
+    def supports_index(self, selector) -> bool:
+        return self.field.supports_index(selector)
+
+    def index(self, selector, include_unknown) -> BitMap:
+        return all_rows(selector.num_rows) - self.field.index(selector, not include_unknown)
+
+    def matches(self, cols, include_unknown) -> np.ndarray:
+        return ~self.field.matches(cols, not include_unknown)
 
 
 @dataclass(frozen=True)
@@ -136,6 +321,11 @@ class ExpressionFilter(Filter):
         from common.expr import parse
 
         return frozenset(parse(self.expression).columns())
+
+    def matches(self, cols, include_unknown) -> np.ndarray:
+        from common.expr import evaluate_predicate, parse
+
+        return to_mask(evaluate_predicate(parse(self.expression), cols, cols.num_rows), include_unknown)
 
 
 FILTER_TYPES = ("true", "false", "equals", "selector", "in", "inType", "range", "bound", "like", "regex",

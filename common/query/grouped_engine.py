@@ -36,10 +36,10 @@ def _has_time_key(query: _Aggregating) -> bool:
     return not query.granularity.is_all
 
 
-def _dimension_codes(cols, source: RowSource, name: str) -> KeyCodes:
-    if cols.is_physical(name) and source.string_index(name) is not None and not cols.overridden(name):
-        codes, dictionary = cols.codes(name)
-        return codes_from_dictionary(codes, dictionary)
+def _dimension_codes(cols, name: str) -> KeyCodes:
+    stored = cols.stored_codes(name)
+    if stored is not None:
+        return codes_from_dictionary(*stored)
     return codes_from_array(cols[name])
 
 
@@ -54,7 +54,7 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
         keys.append(codes_from_int64(buckets, TIME_TYPE))
         names.append(TIME_COLUMN)
     for dim in dimensions_of(query):
-        keys.append(_dimension_codes(cols, source, dim.dimension))
+        keys.append(_dimension_codes(cols, dim.dimension))
         names.append(dim.output_name)
     groups = group(keys, n)
     if n == 0:
@@ -67,7 +67,12 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
             values = _cast_dimension(values, dim.output_type)
         out[name] = values
     for agg in query.aggregations:
-        out[agg.name] = agg.accumulate(cols, groups.gid, groups.count)
+        if source.pre_aggregated:
+            # A projection's rows hold intermediates: combine them, do not aggregate them again.
+            stored = cols[source.aggregator_columns[agg.name]]
+            out[agg.name] = agg.combine(stored, groups.gid, groups.count)
+        else:
+            out[agg.name] = agg.accumulate(cols, groups.gid, groups.count)
     stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, n, cols.bytes_read)
     return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
 

@@ -1,7 +1,7 @@
-"""RowSource: what the engine reads rows from, a segment or an in-memory Arrow table.
+"""RowSource: what the engine reads rows from, a segment table or an in-memory Arrow table.
 
-Segments bring bitmap indexes and sorted dictionaries; tables (subquery results on the broker)
-do not, and the engine falls back to evaluating values. ``ColumnSource`` is the view of one
+Segment tables bring column indexes and dictionary codes through their ``ColumnReader``s;
+tables (subquery results on the broker) do not, and the engine falls back to evaluating values. ``ColumnSource`` is the view of one
 source restricted to the selected rows, with virtual columns computed on demand; it is the
 ``columns`` mapping that expressions and aggregators read.
 """
@@ -12,35 +12,42 @@ from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from common.errors import ValidationError, unknown_name_message
-from common.segment.segment import Segment
-from common.segment.string_column import StringColumn
+from common.segment.column_reader import ColumnIndex
+from common.segment.scan_spec import SourceChoice
 from common.types.column_type import TIME_COLUMN, ColumnType, TypeKind
 from common.types.interval import Interval
 from common.types.number_parsing import strings_to_double
 
 
 class RowSource:
-    """Abstract reader. Missing columns read as typed nulls (schema evolution across segments)."""
+    """Abstract reader. Missing columns read as typed nulls (schema evolution across segments).
+
+    ``pre_aggregated`` sources (a segment's projection) hold aggregator intermediates in the
+    columns ``aggregator_columns`` names; engines combine those instead of accumulating rows.
+    """
 
     num_rows: int
     schema: dict[str, ColumnType]
     label: str
+    pre_aggregated: bool = False
+    projection: str | None = None
+    aggregator_columns: Mapping[str, str] = {}
+    interval: Interval | None = None  # the segment's interval, for time coverage
 
     def time(self) -> np.ndarray:
         raise NotImplementedError
 
-    def string_index(self, name: str) -> StringColumn | None:
-        """The dictionary/bitmap index of a string column, when the source has one."""
+    def index(self, name: str) -> ColumnIndex | None:
+        """The column's dictionary index (lookups and row bitmaps), when it has one."""
         return None
 
-    def codes(self, name: str) -> tuple[np.ndarray, pa.Array]:
-        """(int32 codes with -1 for null, dictionary) of a string column."""
-        raise NotImplementedError
+    def dictionary_codes(self, name: str) -> tuple[np.ndarray, pa.Array] | None:
+        """(codes with -1 for null, dictionary) when the column stores codes, else None."""
+        return None
 
-    def array(self, name: str) -> pa.Array:
+    def take(self, name: str, rows: np.ndarray | None) -> pa.Array:
         raise NotImplementedError
 
     def part_bytes(self, name: str, roles: tuple[str, ...]) -> int:
@@ -52,38 +59,40 @@ class RowSource:
 
 
 class SegmentRowSource(RowSource):
-    def __init__(self, segment: Segment) -> None:
-        self.segment = segment
-        self.num_rows = segment.num_rows
-        self.schema = segment.schema
-        self.label = str(segment.id)
+    """A segment table (base rows or a projection) read through its ``ColumnReader``s."""
+
+    def __init__(self, table, choice: SourceChoice | None = None) -> None:
+        self.table = table
+        self.num_rows = table.num_rows
+        self.schema = table.schema
+        self.label = table.label
+        self.interval = table.interval
+        if choice is not None:
+            self.pre_aggregated = choice.pre_aggregated
+            self.projection = choice.projection
+            self.aggregator_columns = dict(choice.aggregator_columns)
+
+    @classmethod
+    def of(cls, choice: SourceChoice) -> SegmentRowSource:
+        return cls(choice.table, choice)
 
     def time(self) -> np.ndarray:
-        return self.segment.column(TIME_COLUMN).numpy()
+        return _int64(self.table.column(TIME_COLUMN).values())
 
-    def string_index(self, name: str) -> StringColumn | None:
-        if name in self.schema and self.schema[name].is_string:
-            col = self.segment.column(name)
-            return col if isinstance(col, StringColumn) else None
-        return None
+    def index(self, name: str) -> ColumnIndex | None:
+        return self.table.column(name).index() if self.table.has_column(name) else None
 
-    def codes(self, name: str) -> tuple[np.ndarray, pa.Array]:
-        col = self.segment.column(name)
-        return col.codes(), col.dictionary
+    def dictionary_codes(self, name: str) -> tuple[np.ndarray, pa.Array] | None:
+        return self.table.column(name).dictionary_codes() if self.table.has_column(name) else None
 
-    def array(self, name: str) -> pa.Array:
-        col = self.segment.column(name)
-        return col.to_arrow() if isinstance(col, StringColumn) else col.values
+    def take(self, name: str, rows: np.ndarray | None) -> pa.Array:
+        return self.table.column(name).take(rows)
 
     def part_bytes(self, name: str, roles: tuple[str, ...]) -> int:
-        col = self.segment.column(name)
-        if isinstance(col, StringColumn):
-            return sum(col.part_bytes(r) for r in roles if r in ("codes", "dictionary"))
-        return col.part_bytes("values")
+        return self.table.column(name).part_bytes(roles)
 
     def time_bounds(self) -> tuple[int, int] | None:
-        m = self.segment.manifest
-        return None if m.min_time is None else (m.min_time, m.max_time)
+        return self.table.time_bounds()
 
 
 class TableRowSource(RowSource):
@@ -94,32 +103,34 @@ class TableRowSource(RowSource):
         self.num_rows = table.num_rows
         self.label = label
         self.schema = {f.name: ColumnType.from_arrow(f.type, f.name) for f in table.schema}
-        self._codes: dict[str, tuple[np.ndarray, pa.Array]] = {}
 
     def time(self) -> np.ndarray:
         if TIME_COLUMN not in self.table.column_names:
             return np.zeros(self.num_rows, dtype=np.int64)
-        col = self.table.column(TIME_COLUMN).combine_chunks()
-        if pa.types.is_timestamp(col.type):
-            col = col.cast(pa.timestamp("ms", tz=col.type.tz)).cast(pa.int64())
-        return col.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        return _int64(self.table.column(TIME_COLUMN).combine_chunks())
 
     def time_bounds(self) -> tuple[int, int] | None:
         if TIME_COLUMN not in self.table.column_names:
             return None  # e.g. a granularity-'all' subquery result: no time to restrict
         return super().time_bounds()
 
-    def codes(self, name: str) -> tuple[np.ndarray, pa.Array]:
-        if name not in self._codes:
-            arr = self.array(name)
-            enc = pc.dictionary_encode(arr)
-            codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
-            self._codes[name] = (codes, enc.dictionary)
-        return self._codes[name]
-
-    def array(self, name: str) -> pa.Array:
+    def take(self, name: str, rows: np.ndarray | None) -> pa.Array:
         col = self.table.column(name)
-        return col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+        return arr if rows is None else arr.take(pa.array(rows))
+
+
+def _int64(col: pa.Array) -> np.ndarray:
+    """Epoch millis as int64 numpy, zero-copy for a stored millisecond column without nulls."""
+    if pa.types.is_timestamp(col.type):
+        if col.type.unit != "ms":
+            col = col.cast(pa.timestamp("ms", tz=col.type.tz))
+        col = col.view(pa.int64())
+    elif col.type != pa.int64():
+        col = col.cast(pa.int64())
+    if col.null_count:
+        col = col.fill_null(0)
+    return col.to_numpy(zero_copy_only=False)
 
 
 def null_array(ctype: ColumnType, n: int) -> pa.Array:
@@ -188,9 +199,15 @@ class ColumnSource(Mapping):
     def is_physical(self, name: str) -> bool:
         return name not in self.virtual and name in self.source.schema
 
-    def codes(self, name: str) -> tuple[np.ndarray, pa.Array]:
-        """Codes at the selected rows plus the dictionary (string columns only)."""
-        codes, dictionary = self.source.codes(name)
+    def stored_codes(self, name: str) -> tuple[np.ndarray, pa.Array] | None:
+        """Codes at the selected rows plus the dictionary, when ``name`` is a stored column with a
+        dictionary read as stored (not virtual, not cast to a declared type); else None."""
+        if not self.is_physical(name) or self.overridden(name):
+            return None
+        found = self.source.dictionary_codes(name)
+        if found is None:
+            return None
+        codes, dictionary = found
         self._touch(name, ("codes", "dictionary"))
         return (codes if self.rows is None else codes[self.rows]), dictionary
 
@@ -207,15 +224,8 @@ class ColumnSource(Mapping):
             arr = self.virtual[name].evaluate(self)
         elif name in self.source.schema:
             ctype = self.source.schema[name]
-            index = self.source.string_index(name) if ctype.is_string else None
-            if index is not None:
-                self._touch(name, ("codes", "dictionary"))
-                arr = index.take(self.rows)  # zero-copy for all rows
-            else:
-                self._touch(name, ("values",))
-                arr = self.source.array(name)
-                if self.rows is not None:
-                    arr = arr.take(pa.array(self.rows))
+            arr = self.source.take(name, self.rows)  # zero-copy for all rows of a stored column
+            self._touch(name, ("codes", "dictionary") if pa.types.is_dictionary(arr.type) else ("values",))
             if ctype.kind is TypeKind.TIMESTAMP and not pa.types.is_timestamp(arr.type):
                 arr = arr.cast(pa.int64()).cast(ctype.to_arrow())
             want = self.expected.get(name)
@@ -224,7 +234,7 @@ class ColumnSource(Mapping):
         elif name in self.expected:
             arr = null_array(self.expected[name], self.num_rows)
         else:
-                raise ValidationError(unknown_name_message("column", name, self.types()))
+            raise ValidationError(unknown_name_message("column", name, self.types()))
         self._cache[name] = arr
         return arr
 

@@ -50,9 +50,9 @@ class HllSketch(Aggregator):
     def accumulate(self, cols, gid, groups):
         _input_type(cols.types(), self.field_name, self.expression)  # unknown columns fail loudly
         sketches = self._sketches(groups)
-        if self.expression is None and cols.is_physical(self.field_name) and cols.type_of(self.field_name).is_string \
-                and cols.source.string_index(self.field_name) is not None:
-            codes, dictionary = cols.codes(self.field_name)
+        stored = cols.stored_codes(self.field_name) if self.expression is None else None
+        if stored is not None:
+            codes, dictionary = stored
             self._update_from_codes(sketches, gid, codes, dictionary)
             return self._serialize(sketches)
         arr = _input(cols, self.field_name, self.expression)

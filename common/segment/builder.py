@@ -18,10 +18,9 @@ import pyarrow.compute as pc
 
 from common.errors import ValidationError
 from common.segment.container import ipc_bytes, write_container
-from common.segment.manifest import ColumnManifest, PartEntry, SegmentManifest
+from common.segment.encoding import EncodedColumn, encoding_for
+from common.segment.manifest import ColumnManifest, DictionaryManifest, PartEntry, SegmentManifest
 from common.segment.segment_id import SegmentId
-from common.segment.string_column import encode_string
-from common.segment.value_column import encode_values
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
 from common.types.interval import format_instant
 
@@ -139,22 +138,23 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     parts: dict[str, pa.Buffer] = {}
     columns: list[ColumnManifest] = []
     time_values = times.cast(TIMESTAMP.to_arrow())
-    time_parts, time_stats = encode_values(time_values, TIMESTAMP)
-    columns.append(_add(parts, TIME_COLUMN, TIMESTAMP, "plain", time_parts, time_stats))
+    time_encoding = encoding_for(TIMESTAMP)
+    columns.append(_add(parts, TIME_COLUMN, TIMESTAMP, time_encoding.name, time_encoding.encode(time_values, TIMESTAMP)))
+
     def encode(name: str):
         values, ctype = normalize_column(name, table.column(name), column_types.get(name))
         if ctype.kind is TypeKind.TIMESTAMP:
             raise ValidationError(f"column '{name}': only {TIME_COLUMN} may be a TIMESTAMP; store others as LONG millis")
-        if ctype.is_string:
-            enc = encode_string(values)
-            return name, ctype, "dictionary", enc.parts, enc.stats
-        col_parts, stats = encode_values(values, ctype)
-        return name, ctype, "plain", col_parts, stats
+        encoding = encoding_for(ctype)
+        return name, ctype, encoding.name, encoding.encode(values, ctype)
 
     # Columns encode independently and Arrow/numpy release the GIL, so threads overlap them.
     others = [n for n in names if n != TIME_COLUMN]
-    for name, ctype, encoding, col_parts, stats in _encoder_pool().map(encode, others):
-        columns.append(_add(parts, name, ctype, encoding, col_parts, stats))
+    for name, ctype, encoding, encoded in _encoder_pool().map(encode, others):
+        columns.append(_add(parts, name, ctype, encoding, encoded))
+    # Base string dictionaries are listed as shareable, so projections can reuse them by name.
+    dictionaries = {c.name: DictionaryManifest(c.name, c.type, c.parts["dictionary"], int(c.stats["cardinality"]))
+                    for c in columns if c.encoding == "dictionary"}
 
     created = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     min_time = int(ms[0]) if len(ms) else None
@@ -171,6 +171,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
             columns=tuple(columns),
             files={k: PartEntry(*v) for k, v in entries.items()},
             created=created,
+            dictionaries=dictionaries,
         )
         holder["manifest"] = manifest
         return manifest.to_bytes()
@@ -189,13 +190,14 @@ def _encoder_pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-def _add(parts: dict, name: str, ctype: ColumnType, encoding: str, col_parts: dict, stats: dict) -> ColumnManifest:
+def _add(parts: dict, name: str, ctype: ColumnType, encoding: str, encoded: EncodedColumn,
+         prefix: str = "") -> ColumnManifest:
     refs = {}
-    for role, data in col_parts.items():
-        part_name = f"{name}/{role}"
+    for role, data in encoded.parts.items():
+        part_name = f"{prefix}{name}/{role}"
         parts[part_name] = data
         refs[role] = part_name
-    return ColumnManifest(name, ctype, encoding, refs, stats)
+    return ColumnManifest(name, ctype, encoding, refs, encoded.stats, encoded.spec)
 
 
 __all__ = ["SegmentBuilder", "build_segment", "ipc_bytes", "normalize_column", "normalize_time"]

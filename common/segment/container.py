@@ -125,6 +125,10 @@ class Container:
     def size(self) -> int:
         return self._buf.size
 
+    def part_length(self, name: str) -> int:
+        entry = self._entries.get(name)
+        return 0 if entry is None else entry.length
+
     def part(self, name: str) -> pa.Buffer:
         entry = self._entries.get(name)
         if entry is None:

@@ -4,9 +4,11 @@ The manifest is what makes the container extensible without a format break:
 - every column names its ``encoding`` and maps roles to internal part names, so a nested JSON
   column can later own many per-path parts, and a projection column can point at a dictionary
   part the base table already has;
-- ``dictionaries`` names shared value dictionaries (the nested-column design keeps one global
-  dictionary per value type for all paths of a column);
-- ``projections`` lists embedded pre-aggregated tables (empty until projections land);
+- every column's encoding-specific settings live in a typed ``spec`` that the encoding parses,
+  keeping keys it does not know so a rewrite never drops them;
+- ``dictionaries`` names shared value dictionaries: the base table's string dictionaries, which
+  projection columns reuse (and, for nested columns, one global dictionary per value type);
+- ``projections`` lists embedded pre-aggregated tables, each with its own columns;
 - ``requiredFeatures`` lists what a reader must understand; a reader refuses a segment that
   needs a feature it does not know instead of misreading it.
 """
@@ -17,13 +19,13 @@ import json
 from dataclasses import dataclass, field
 
 from common.errors import SegmentCorruptError
+from common.segment.encoding import EncodingSpec, parse_spec
 from common.segment.segment_id import SegmentId
 from common.types.column_type import ColumnType
 
 FORMAT_NAME = "strata-segment"
 FORMAT_VERSION = 1
 KNOWN_FEATURES: frozenset[str] = frozenset()
-KNOWN_ENCODINGS = ("plain", "dictionary")
 
 
 @dataclass(frozen=True)
@@ -37,23 +39,94 @@ class PartEntry:
 class ColumnManifest:
     name: str
     type: ColumnType
-    encoding: str  # "plain" (Arrow values) or "dictionary" (sorted dictionary + codes + bitmaps)
+    encoding: str  # a name in the encoding registry (common/segment/encoding.py)
     parts: dict[str, str]  # role -> internal part name
     stats: dict = field(default_factory=dict)  # min, max, nullCount, cardinality
+    spec: EncodingSpec = field(default_factory=EncodingSpec)  # the encoding's typed settings
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "name": self.name,
             "type": self.type.native_name,
             "encoding": self.encoding,
             "parts": dict(self.parts),
             "stats": self.stats,
         }
+        spec = self.spec.to_json()
+        if spec:
+            out["spec"] = spec
+        return out
 
     @staticmethod
     def from_json(obj: dict) -> ColumnManifest:
-        return ColumnManifest(obj["name"], ColumnType.parse(obj["type"]), obj["encoding"], dict(obj["parts"]),
-                              dict(obj.get("stats", {})))
+        encoding = obj["encoding"]
+        return ColumnManifest(obj["name"], ColumnType.parse(obj["type"]), encoding, dict(obj["parts"]),
+                              dict(obj.get("stats", {})), parse_spec(encoding, obj.get("spec")))
+
+
+@dataclass(frozen=True)
+class DictionaryManifest:
+    """A value dictionary that several columns may share (by name): the base table's string
+    dictionaries, which projection columns reuse, and later a nested column's global ones."""
+
+    name: str
+    type: ColumnType
+    part: str
+    cardinality: int
+
+    def to_json(self) -> dict:
+        return {"type": self.type.native_name, "part": self.part, "cardinality": self.cardinality}
+
+    @staticmethod
+    def from_json(name: str, obj: dict) -> DictionaryManifest:
+        return DictionaryManifest(name, ColumnType.parse(obj["type"]), obj["part"], int(obj["cardinality"]))
+
+
+@dataclass(frozen=True)
+class ProjectionManifest:
+    """An embedded pre-aggregated table: its definition and the columns it stores.
+
+    ``spec`` is the definition as written (Druid's aggregate projection JSON plus ``filter``);
+    the other fields are what a reader needs without interpreting it: which columns group, which
+    aggregators' intermediates are stored, how many rows, and their order.
+    """
+
+    name: str
+    spec: dict
+    grouping_columns: tuple[str, ...]
+    aggregators: tuple[dict, ...]
+    num_rows: int
+    ordering: tuple[str, ...]
+    columns: tuple[ColumnManifest, ...]
+
+    def column(self, name: str) -> ColumnManifest | None:
+        for col in self.columns:
+            if col.name == name:
+                return col
+        return None
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "spec": self.spec,
+            "groupingColumns": list(self.grouping_columns),
+            "aggregators": list(self.aggregators),
+            "numRows": self.num_rows,
+            "ordering": list(self.ordering),
+            "columns": [c.to_json() for c in self.columns],
+        }
+
+    @staticmethod
+    def from_json(obj: dict) -> ProjectionManifest:
+        return ProjectionManifest(
+            name=obj["name"],
+            spec=dict(obj.get("spec", {})),
+            grouping_columns=tuple(obj.get("groupingColumns", ())),
+            aggregators=tuple(obj.get("aggregators", ())),
+            num_rows=int(obj["numRows"]),
+            ordering=tuple(obj.get("ordering", ())),
+            columns=tuple(ColumnManifest.from_json(c) for c in obj["columns"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -66,8 +139,8 @@ class SegmentManifest:
     columns: tuple[ColumnManifest, ...]
     files: dict[str, PartEntry]
     created: str
-    dictionaries: dict[str, str] = field(default_factory=dict)
-    projections: tuple[dict, ...] = ()
+    dictionaries: dict[str, DictionaryManifest] = field(default_factory=dict)
+    projections: tuple[ProjectionManifest, ...] = ()
     required_features: tuple[str, ...] = ()
     format_version: int = FORMAT_VERSION
 
@@ -75,6 +148,12 @@ class SegmentManifest:
         for col in self.columns:
             if col.name == name:
                 return col
+        return None
+
+    def projection(self, name: str) -> ProjectionManifest | None:
+        for p in self.projections:
+            if p.name == name:
+                return p
         return None
 
     @property
@@ -96,8 +175,8 @@ class SegmentManifest:
             "maxTime": self.max_time,
             "ordering": list(self.ordering),
             "columns": [c.to_json() for c in self.columns],
-            "dictionaries": dict(self.dictionaries),
-            "projections": list(self.projections),
+            "dictionaries": {k: v.to_json() for k, v in self.dictionaries.items()},
+            "projections": [p.to_json() for p in self.projections],
             "files": {k: [v.offset, v.length, v.crc32] for k, v in self.files.items()},
             "created": self.created,
         }
@@ -128,8 +207,8 @@ class SegmentManifest:
             columns=tuple(ColumnManifest.from_json(c) for c in obj["columns"]),
             files={k: PartEntry(*v) for k, v in obj["files"].items()},
             created=obj.get("created", ""),
-            dictionaries=dict(obj.get("dictionaries", {})),
-            projections=tuple(obj.get("projections", ())),
+            dictionaries={k: DictionaryManifest.from_json(k, v) for k, v in obj.get("dictionaries", {}).items()},
+            projections=tuple(ProjectionManifest.from_json(p) for p in obj.get("projections", ())),
             required_features=tuple(obj.get("requiredFeatures", ())),
             format_version=version,
         )

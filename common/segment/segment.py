@@ -1,20 +1,86 @@
-"""Segment: the read side of a segment file. Opening maps the file; columns load lazily."""
+"""Segment: the read side of a segment file. Opening maps the file; columns load lazily.
+
+A segment file holds tables: the base table (every row) and any embedded projections
+(pre-aggregated tables whose columns may share the base table's dictionaries). Engines read a
+``SegmentTable`` through ``ColumnReader``s and never look at parts or encodings; which table
+serves a query is the segment's decision (``source_for``).
+"""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 
 from common.errors import SegmentCorruptError, ValidationError, unknown_name_message
+from common.segment.column_reader import ColumnReader
 from common.segment.container import Container
-from common.segment.manifest import KNOWN_ENCODINGS, SegmentManifest
+from common.segment.encoding import StoredColumn, encoding_named
+from common.segment.manifest import ColumnManifest, ProjectionManifest, SegmentManifest
+from common.segment.scan_spec import ScanSpec, SourceChoice
 from common.segment.segment_id import SegmentId
-from common.segment.string_column import StringColumn
-from common.segment.value_column import ValueColumn
-from common.types.column_type import ColumnType
+from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.interval import Interval
 
-Column = StringColumn | ValueColumn
+# A projection matcher answers, for one projection and one spec, either the aggregator columns
+# that serve the spec (query aggregator name -> stored column) or the reason it cannot.
+ProjectionMatcher = Callable[[ProjectionManifest, ScanSpec], "dict[str, str] | str"]
+
+
+class SegmentTable:
+    """One table of a segment: its columns as ``ColumnReader``s, opened on first use."""
+
+    def __init__(self, segment: Segment, columns: tuple[ColumnManifest, ...], num_rows: int,
+                 ordering: tuple[str, ...], projection: ProjectionManifest | None = None) -> None:
+        self.segment = segment
+        self.projection = projection
+        self.num_rows = num_rows
+        self.ordering = ordering
+        self._manifests = {c.name: c for c in columns}
+        self.schema: dict[str, ColumnType] = {c.name: c.type for c in columns}
+        self._columns: dict[str, ColumnReader] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str | None:
+        """The projection's name; None for the base table."""
+        return None if self.projection is None else self.projection.name
+
+    @property
+    def label(self) -> str:
+        return str(self.segment.id) if self.projection is None else f"{self.segment.id}#{self.projection.name}"
+
+    @property
+    def interval(self) -> Interval:
+        return self.segment.interval
+
+    def has_column(self, name: str) -> bool:
+        return name in self._manifests
+
+    def column(self, name: str) -> ColumnReader:
+        col = self._columns.get(name)
+        if col is not None:
+            return col
+        meta = self._manifests.get(name)
+        if meta is None:
+            raise ValidationError(unknown_name_message("column", name, self.schema))
+        col = self.segment.open_column(meta, self.num_rows)
+        with self._lock:
+            self._columns.setdefault(name, col)
+        return self._columns[name]
+
+    def forget_columns(self) -> None:
+        with self._lock:
+            self._columns.clear()
+
+    def time_bounds(self) -> tuple[int, int] | None:
+        if self.projection is None:
+            m = self.segment.manifest
+            return None if m.min_time is None else (m.min_time, m.max_time)
+        stats = self._manifests[TIME_COLUMN].stats if TIME_COLUMN in self._manifests else {}
+        if "min" in stats:
+            return int(stats["min"]), int(stats["max"])
+        return None  # a projection without a time column covers the whole segment interval
 
 
 class Segment:
@@ -29,19 +95,46 @@ class Segment:
             raise SegmentCorruptError(f"segment {where}: manifest check failed: {exc}") from None
         self._container.label = str(self.manifest.segment_id)
         self._container.check_bounds(self.manifest.files)
-        for col in self.manifest.columns:
-            if col.encoding not in KNOWN_ENCODINGS:
+        m = self.manifest
+        for shared in m.dictionaries.values():
+            if shared.part not in m.files:
                 raise SegmentCorruptError(
-                    f"segment {self.id}: encoding check failed: column '{col.name}' uses encoding "
-                    f"'{col.encoding}', which this version cannot read"
-                )
-            missing = [p for p in col.parts.values() if p not in self.manifest.files]
-            if missing:
-                raise SegmentCorruptError(f"segment {self.id}: part check failed: column '{col.name}' lacks {missing}")
-        self._columns: dict[str, Column] = {}
-        self._lock = threading.Lock()
+                    f"segment {self.id}: part check failed: shared dictionary '{shared.name}' lacks '{shared.part}'")
+        self._check_columns(m.columns, "")
+        for proj in m.projections:
+            self._check_columns(proj.columns, f"projection '{proj.name}' ")
+        self._base = SegmentTable(self, m.columns, m.num_rows, m.ordering)
+        self._projections = {p.name: SegmentTable(self, p.columns, p.num_rows, p.ordering, p)
+                             for p in m.projections}
         if verify:
             self._container.verify_all()
+
+    def _check_columns(self, columns: tuple[ColumnManifest, ...], where: str) -> None:
+        for col in columns:
+            enc = encoding_named(col.encoding, f"{where}{col.name}", str(self.id))
+            parts = self._resolved_parts(col)
+            missing = [r for r in enc.required_roles if r not in parts]
+            missing += [p for p in parts.values() if p not in self.manifest.files]
+            if missing:
+                raise SegmentCorruptError(f"segment {self.id}: part check failed: {where}column '{col.name}' lacks {missing}")
+
+    def _resolved_parts(self, col: ColumnManifest) -> dict[str, str]:
+        """Role -> part, with a shared dictionary standing in for the column's own."""
+        parts = dict(col.parts)
+        shared = getattr(col.spec, "shared_dictionary", None)
+        if shared is not None:
+            entry = self.manifest.dictionaries.get(shared)
+            if entry is None:
+                raise SegmentCorruptError(
+                    f"segment {self.id}: part check failed: column '{col.name}' names shared dictionary "
+                    f"'{shared}', which the manifest does not list")
+            parts.setdefault("dictionary", entry.part)
+        return parts
+
+    def open_column(self, meta: ColumnManifest, num_rows: int) -> ColumnReader:
+        enc = encoding_named(meta.encoding, meta.name, str(self.id))
+        return enc.open(StoredColumn(meta.name, self._container, self._resolved_parts(meta), num_rows,
+                                     meta.stats, meta.type, meta.spec))
 
     @classmethod
     def open(cls, path: str, *, verify: bool = False) -> Segment:
@@ -68,30 +161,77 @@ class Segment:
         return self._container.size
 
     def has_column(self, name: str) -> bool:
-        return self.manifest.column(name) is not None
+        return self._base.has_column(name)
 
-    def column(self, name: str) -> Column:
-        col = self._columns.get(name)
-        if col is not None:
-            return col
-        meta = self.manifest.column(name)
-        if meta is None:
-            raise ValidationError(unknown_name_message("column", name, self.schema))
-        if meta.encoding == "dictionary":
-            col = StringColumn(self._container, meta.parts, self.num_rows, meta.stats)
-        else:
-            col = ValueColumn(self._container, meta.parts, self.num_rows, meta.stats, meta.type)
-        with self._lock:
-            self._columns.setdefault(name, col)
-        return self._columns[name]
+    def column(self, name: str) -> ColumnReader:
+        """A column of the base table."""
+        return self._base.column(name)
+
+    def table(self, projection: str | None = None) -> SegmentTable:
+        if projection is None:
+            return self._base
+        table = self._projections.get(projection)
+        if table is None:
+            raise ValidationError(unknown_name_message("projection", projection, list(self._projections)))
+        return table
+
+    def source_for(self, spec: ScanSpec, matcher: ProjectionMatcher | None = None) -> SourceChoice:
+        """The table that serves ``spec``: the smallest matching projection, else the base rows.
+
+        ``matcher`` (from the query engine, which understands aggregators and filters) decides
+        whether one projection can answer the spec. Query context keys steer the choice:
+        ``noProjections`` reads base rows, ``useProjection`` must use the named projection, and
+        ``forceProjections`` must use some projection; the last two fail with the reasons.
+        """
+        ctx = spec.context or {}
+        candidates = sorted(self.manifest.projections, key=lambda p: (p.num_rows, p.name))
+        if not candidates or not spec.is_aggregate or matcher is None or _truthy(ctx.get("noProjections")):
+            if _truthy(ctx.get("forceProjections")) and not _truthy(ctx.get("noProjections")):
+                why = "it has no projections" if not candidates else "the query cannot use a projection"
+                raise ValidationError(f"forceProjections is set but segment {self.id} cannot use one: {why}")
+            if ctx.get("useProjection") and not candidates:
+                raise ValidationError(
+                    f"useProjection '{ctx['useProjection']}': segment {self.id} has no projections")
+            return SourceChoice(self._base)
+        wanted = ctx.get("useProjection")
+        if wanted:
+            proj = self.manifest.projection(str(wanted))
+            if proj is None:
+                raise ValidationError(f"useProjection: segment {self.id} " +
+                                      unknown_name_message("projection", str(wanted), [p.name for p in candidates]))
+            candidates = [proj]
+        rejected: list[tuple[str, str]] = []
+        for proj in candidates:
+            answer = matcher(proj, spec)
+            if isinstance(answer, str):
+                rejected.append((proj.name, answer))
+                continue
+            return SourceChoice(self._projections[proj.name], True, proj.name, dict(answer), tuple(rejected))
+        if wanted:
+            raise ValidationError(f"useProjection '{wanted}' cannot serve this query on segment {self.id}: "
+                                  f"{rejected[0][1]}")
+        if _truthy(ctx.get("forceProjections")):
+            reasons = "; ".join(f"{name}: {why}" for name, why in rejected)
+            raise ValidationError(f"forceProjections is set but no projection of segment {self.id} matches ({reasons})")
+        return SourceChoice(self._base, rejected=tuple(rejected))
 
     def verify(self) -> None:
         """Check every part's checksum now (deep-storage downloads do this before serving)."""
         self._container.verify_all()
 
     def close(self) -> None:
-        self._columns.clear()
+        for table in (self._base, *self._projections.values()):
+            table.forget_columns()
         self._container.close()
 
     def __repr__(self) -> str:
         return f"Segment({self.id}, rows={self.num_rows})"
+
+
+def _truthy(value) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+__all__ = ["ProjectionMatcher", "Segment", "SegmentTable"]

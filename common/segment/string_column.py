@@ -11,6 +11,7 @@ LIKE prefix is a contiguous run of ids; filters union those ids' bitmaps without
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -18,8 +19,10 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from common.segment.bitmap_serializer import serialize_grouped
-
+from common.segment.column_reader import IdRun, Ids, union_bitmaps
 from common.segment.container import Container, ipc_bytes
+from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register
+from common.types.column_type import STRING, ColumnType
 
 
 @dataclass
@@ -97,17 +100,32 @@ def encode_string(values: pa.Array) -> EncodedString:
     return EncodedString(parts, stats)
 
 
+@dataclass(frozen=True)
+class DictionarySpec(EncodingSpec):
+    """``sharedDictionary`` names an entry of the manifest's ``dictionaries`` whose part holds this
+    column's values, so a projection's column reuses the base table's dictionary."""
+
+    shared_dictionary: str | None = None
+    KEYS: ClassVar = (("sharedDictionary", "shared_dictionary"),)
+
+
 class StringColumn:
     """Read side of a dictionary-encoded column; every accessor is lazy and zero-copy."""
 
-    def __init__(self, container: Container, parts: dict[str, str], num_rows: int, stats: dict) -> None:
+    def __init__(self, container: Container, parts: dict[str, str], num_rows: int, stats: dict,
+                 ctype: ColumnType = STRING) -> None:
         self._container = container
         self._parts = parts
         self.num_rows = num_rows
         self.stats = stats
+        self.type = ctype
         self._dictionary: pa.Array | None = None
         self._codes: pa.Array | None = None
         self._bitmaps: pa.Array | None = None
+
+    @classmethod
+    def open(cls, stored: StoredColumn) -> StringColumn:
+        return cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type)
 
     # -- parts ------------------------------------------------------------------------------
     @property
@@ -132,8 +150,8 @@ class StringColumn:
         dtype = arr.type.to_pandas_dtype()
         return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr) + arr.offset)[arr.offset:]
 
-    def part_bytes(self, role: str) -> int:
-        return self._container._entries[self._parts[role]].length
+    def part_bytes(self, roles: tuple[str, ...] = ("codes", "dictionary")) -> int:
+        return sum(self._container.part_length(self._parts[r]) for r in roles if r in self._parts)
 
     def _bitmap_array(self) -> pa.Array:
         if self._bitmaps is None:
@@ -142,10 +160,6 @@ class StringColumn:
 
     def bitmap(self, code: int) -> BitMap:
         return BitMap.deserialize(self._bitmap_array()[code].as_py())
-
-    def bitmap_bytes(self, codes) -> int:
-        offsets = np.frombuffer(self._bitmap_array().buffers()[1], dtype=np.int64)
-        return int(sum(offsets[c + 1] - offsets[c] for c in codes))
 
     def null_bitmap(self) -> BitMap:
         return self.bitmap(self.cardinality)
@@ -185,11 +199,60 @@ class StringColumn:
         hi = len(self.dictionary) if bumped is None else self._bisect(bumped, right=False)
         return lo, max(lo, hi)
 
-    # -- values -----------------------------------------------------------------------------
-    def to_arrow(self) -> pa.DictionaryArray:
+    # -- ColumnReader -------------------------------------------------------------------------
+    def values(self) -> pa.DictionaryArray:
         return pa.DictionaryArray.from_arrays(self.codes_array, self.dictionary)
+
+    to_arrow = values
 
     def take(self, rows: np.ndarray | None) -> pa.DictionaryArray:
         if rows is None:
-            return self.to_arrow()
+            return self.values()
         return pa.DictionaryArray.from_arrays(self.codes_array.take(pa.array(rows)), self.dictionary)
+
+    def dictionary_codes(self) -> tuple[np.ndarray, pa.Array]:
+        return self.codes(), self.dictionary
+
+    def index(self) -> SortedDictionaryIndex:
+        return SortedDictionaryIndex(self)
+
+
+class SortedDictionaryIndex:
+    """The ColumnIndex of a dictionary column: binary searches and stored per-value bitmaps."""
+
+    def __init__(self, column: StringColumn) -> None:
+        self._column = column
+        self.num_rows = column.num_rows
+
+    @property
+    def cardinality(self) -> int:
+        return self._column.cardinality
+
+    @property
+    def dictionary(self) -> pa.Array:
+        return self._column.dictionary
+
+    def lookup(self, value: str) -> Ids:
+        code = self._column.lookup(value)
+        return np.array([] if code is None else [code], dtype=np.int64)
+
+    def range(self, lower, upper, lower_strict: bool, upper_strict: bool) -> Ids:
+        return IdRun(*self._column.code_range(lower, upper, lower_strict, upper_strict))
+
+    def prefix(self, prefix: str) -> Ids:
+        return IdRun(*self._column.prefix_range(prefix))
+
+    def bitmap(self, ids: Ids) -> BitMap:
+        return union_bitmaps(self._column.bitmap, self._column.codes, self.cardinality, ids)
+
+    def null_bitmap(self) -> BitMap:
+        return self._column.null_bitmap()
+
+
+def _encode(values: pa.Array, ctype: ColumnType) -> EncodedColumn:
+    enc = encode_string(values)
+    return EncodedColumn(enc.parts, enc.stats, DictionarySpec())
+
+
+DICTIONARY = register(Encoding("dictionary", DictionarySpec, StringColumn.open, _encode,
+                               required_roles=("dictionary", "codes", "bitmaps")))

@@ -6,12 +6,20 @@ Arrow's own validity bitmap is the null bitmap, so a LONG column with nulls keep
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.segment.container import Container, ipc_bytes
+from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register
 from common.types.column_type import ColumnType, TypeKind
+
+
+@dataclass(frozen=True)
+class PlainSpec(EncodingSpec):
+    pass
 
 
 def encode_values(values: pa.Array, ctype: ColumnType) -> tuple[dict[str, pa.Buffer], dict]:
@@ -36,22 +44,39 @@ class ValueColumn:
         self.type = ctype
         self._values: pa.Array | None = None
 
-    @property
+    @classmethod
+    def open(cls, stored: StoredColumn) -> ValueColumn:
+        return cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type)
+
     def values(self) -> pa.Array:
         if self._values is None:
             self._values = self._container.array(self._parts["values"])
         return self._values
 
-    def part_bytes(self, role: str = "values") -> int:
-        return self._container._entries[self._parts[role]].length
+    def part_bytes(self, roles: tuple[str, ...] = ("values",)) -> int:
+        return self._container.part_length(self._parts["values"])
 
     def numpy(self) -> np.ndarray:
         """Values as numpy without copying where Arrow allows; null slots hold unspecified values."""
-        arr = self.values
+        arr = self.values()
         if pa.types.is_timestamp(arr.type):
             arr = arr.view(pa.int64())
         dtype = arr.type.to_pandas_dtype()
         return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr) + arr.offset)[arr.offset:]
 
     def take(self, rows: np.ndarray | None) -> pa.Array:
-        return self.values if rows is None else self.values.take(pa.array(rows))
+        return self.values() if rows is None else self.values().take(pa.array(rows))
+
+    def dictionary_codes(self) -> None:
+        return None
+
+    def index(self) -> None:
+        return None
+
+
+def _encode(values: pa.Array, ctype: ColumnType) -> EncodedColumn:
+    parts, stats = encode_values(values, ctype)
+    return EncodedColumn(parts, stats, PlainSpec())
+
+
+PLAIN = register(Encoding("plain", PlainSpec, ValueColumn.open, _encode, required_roles=("values",)))

@@ -130,7 +130,7 @@ def test_flipped_byte_in_a_part_fails_only_when_that_part_is_read(good):
     bad = Segment.open(_write(path, flip(data, entry.offset + entry.length // 2)))  # opening is cheap: no checks
     sid = str(seg.id)
     # Other columns still read, and correctly.
-    assert bad.column("n").values.to_pylist() == list(range(100))
+    assert bad.column("n").values().to_pylist() == list(range(100))
     assert bad.column("s").dictionary.to_pylist() == [f"v{i}" for i in range(7)]
     with pytest.raises(SegmentCorruptError) as err:
         bad.column("s").codes()
@@ -210,4 +210,4 @@ def test_undecodable_part_with_matching_checksum(good):
     fixed_crc = zlib.crc32(garbage[:entry.length]) & 0xFFFFFFFF
     bad = rewrite_manifest(_write(path, damaged), lambda m: m["files"]["n/values"].__setitem__(2, fixed_crc))
     with pytest.raises(SegmentCorruptError, match=rf"segment {seg.id}: decode check failed for part 'n/values'"):
-        Segment.open(bad).column("n").values
+        Segment.open(bad).column("n").values()

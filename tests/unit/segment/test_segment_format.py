@@ -79,7 +79,7 @@ def read_column(seg: Segment, name: str) -> list:
     col = seg.column(name)
     if isinstance(col, StringColumn):
         return col.to_arrow().cast(pa.string()).to_pylist()
-    values = col.values
+    values = col.values()
     if pa.types.is_timestamp(values.type):
         values = values.cast(pa.int64())
     return values.to_pylist()
@@ -110,11 +110,11 @@ def test_round_trip_every_type_in_sorted_order(mixed, name, values):
 
 def test_arrow_types_after_round_trip(mixed):
     seg, _ = mixed
-    assert seg.column("__time").values.type == pa.timestamp("ms", tz="UTC")
+    assert seg.column("__time").values().type == pa.timestamp("ms", tz="UTC")
     s_type = seg.column("s").to_arrow().type
     assert pa.types.is_dictionary(s_type) and s_type.value_type == pa.string()
-    assert seg.column("f").values.type == pa.float32()
-    assert seg.column("la").values.type == pa.list_(pa.int64())
+    assert seg.column("f").values().type == pa.float32()
+    assert seg.column("la").values().type == pa.list_(pa.int64())
 
 
 def test_scan_returns_the_rows(mixed):
@@ -229,7 +229,7 @@ def test_segment_properties(make_segment):
 def test_time_inputs_normalize_to_millis(make_segment, time_array):
     seg, _ = make_segment(pa.table({"__time": time_array, "v": pa.array(range(8), pa.int64())}), IV)
     assert read_column(seg, "__time") == sorted(TIMES)
-    assert seg.column("__time").values.type == pa.timestamp("ms", tz="UTC")
+    assert seg.column("__time").values().type == pa.timestamp("ms", tz="UTC")
 
 
 def test_date_time_column(make_segment):
@@ -269,7 +269,7 @@ def test_reads_are_views_into_the_memory_map(mixed):
     assert lo <= codes.ctypes.data and codes.ctypes.data + codes.nbytes <= hi
     longs = seg.column("l").numpy()
     assert not longs.flags.owndata and lo <= longs.ctypes.data < hi
-    for arr in (seg.column("s").dictionary, seg.column("d").values, seg.column("la").values.values):
+    for arr in (seg.column("s").dictionary, seg.column("d").values(), seg.column("la").values().values):
         for b in arr.buffers():
             if b is not None and b.size:
                 assert lo <= b.address and b.address + b.size <= hi
@@ -279,7 +279,7 @@ def test_columns_load_lazily_and_are_cached(mixed):
     seg, _ = mixed
     assert seg._container._verified == set()  # nothing read on open but the manifest
     first = seg.column("l")
-    first.values
+    first.values()
     assert seg._container._verified == {"l/values"}
     assert seg.column("l") is first
 
