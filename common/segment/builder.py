@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -19,8 +20,15 @@ import pyarrow.compute as pc
 from common.errors import ValidationError
 from common.segment.container import ipc_bytes, write_container
 from common.segment.encoding import EncodedColumn, encoding_for
-from common.segment.manifest import ColumnManifest, DictionaryManifest, PartEntry, SegmentManifest
+from common.segment.manifest import (
+    ColumnManifest,
+    DictionaryManifest,
+    PartEntry,
+    ProjectionManifest,
+    SegmentManifest,
+)
 from common.segment.segment_id import SegmentId
+from common.segment.string_column import DictionarySpec, encode_with_shared_dictionary
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
 from common.types.interval import format_instant
 
@@ -60,6 +68,20 @@ def normalize_column(name: str, values: pa.Array | pa.ChunkedArray, declared: Co
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
             raise ValidationError(f"column '{name}': cannot store {values.type} as {ctype.sql_name}: {exc}") from None
     return values, ctype
+
+
+@dataclass(frozen=True)
+class ProjectionTable:
+    """A projection's rows, already aggregated: grouping columns plus one intermediate column per
+    stored aggregator. The builder sorts them by the grouping columns and encodes them; string
+    grouping columns that the base table also has share its dictionary."""
+
+    name: str
+    spec: dict
+    grouping_columns: tuple[str, ...]
+    aggregators: tuple[dict, ...]
+    rows: pa.Table
+    column_types: dict[str, ColumnType] = field(default_factory=dict)
 
 
 class SegmentBuilder:
@@ -102,7 +124,8 @@ def _check_time(times: pa.Array, segment_id: SegmentId) -> np.ndarray:
 
 
 def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_columns: Iterable[str] = (),
-                  column_types: dict[str, ColumnType] | None = None) -> SegmentManifest:
+                  column_types: dict[str, ColumnType] | None = None,
+                  projections: Sequence[ProjectionTable] = ()) -> SegmentManifest:
     column_types = dict(column_types or {})
     names = table.column_names
     if TIME_COLUMN not in names:
@@ -155,6 +178,13 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     # Base string dictionaries are listed as shareable, so projections can reuse them by name.
     dictionaries = {c.name: DictionaryManifest(c.name, c.type, c.parts["dictionary"], int(c.stats["cardinality"]))
                     for c in columns if c.encoding == "dictionary"}
+    names_seen = set()
+    projection_manifests = []
+    for proj in projections:
+        if proj.name in names_seen:
+            raise ValidationError(f"segment {segment_id}: projection '{proj.name}' is defined twice")
+        names_seen.add(proj.name)
+        projection_manifests.append(_build_projection(proj, parts, dictionaries, segment_id))
 
     created = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     min_time = int(ms[0]) if len(ms) else None
@@ -172,12 +202,47 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
             files={k: PartEntry(*v) for k, v in entries.items()},
             created=created,
             dictionaries=dictionaries,
+            projections=tuple(projection_manifests),
         )
         holder["manifest"] = manifest
         return manifest.to_bytes()
 
     write_container(path, parts, make_manifest)
     return holder["manifest"]
+
+
+def _build_projection(proj: ProjectionTable, parts: dict, dictionaries: dict, segment_id: SegmentId) -> ProjectionManifest:
+    rows = proj.rows
+    missing = [c for c in proj.grouping_columns if c not in rows.column_names]
+    if missing:
+        raise ValidationError(f"segment {segment_id}: projection '{proj.name}' rows lack grouping columns {missing}")
+    if proj.grouping_columns and rows.num_rows > 1:
+        order = pc.sort_indices(rows, sort_keys=[(c, "ascending", "at_start") for c in proj.grouping_columns])
+        rows = rows.take(order)
+    prefix = f"projections/{proj.name}/"
+    columns = []
+    for name in rows.column_names:
+        values, ctype = normalize_column(name, rows.column(name), proj.column_types.get(name))
+        shared = dictionaries.get(name)
+        if ctype.is_string and shared is not None and name in proj.grouping_columns:
+            base_dictionary = _shared_dictionary_values(parts, shared)
+            try:
+                enc = encode_with_shared_dictionary(values, base_dictionary, name)
+            except ValueError as exc:
+                raise ValidationError(f"segment {segment_id}: projection '{proj.name}': {exc}") from None
+            encoded = EncodedColumn(enc.parts, enc.stats, DictionarySpec(shared_dictionary=name))
+            columns.append(_add(parts, name, ctype, "dictionary", encoded, prefix))
+            continue
+        encoding = encoding_for(ctype)
+        columns.append(_add(parts, name, ctype, encoding.name, encoding.encode(values, ctype), prefix))
+    return ProjectionManifest(proj.name, dict(proj.spec), tuple(proj.grouping_columns), tuple(proj.aggregators),
+                              rows.num_rows, tuple(proj.grouping_columns), tuple(columns))
+
+
+def _shared_dictionary_values(parts: dict, shared: DictionaryManifest) -> pa.Array:
+    """The base column's dictionary, read back from the part bytes the builder already holds."""
+    reader = pa.ipc.open_stream(pa.BufferReader(parts[shared.part]))
+    return reader.read_next_batch().column(0)
 
 
 _POOL: ThreadPoolExecutor | None = None
@@ -200,4 +265,4 @@ def _add(parts: dict, name: str, ctype: ColumnType, encoding: str, encoded: Enco
     return ColumnManifest(name, ctype, encoding, refs, encoded.stats, encoded.spec)
 
 
-__all__ = ["SegmentBuilder", "build_segment", "ipc_bytes", "normalize_column", "normalize_time"]
+__all__ = ["ProjectionTable", "SegmentBuilder", "build_segment", "ipc_bytes", "normalize_column", "normalize_time"]

@@ -109,6 +109,34 @@ class DictionarySpec(EncodingSpec):
     KEYS: ClassVar = (("sharedDictionary", "shared_dictionary"),)
 
 
+def encode_with_shared_dictionary(values: pa.Array, dictionary: pa.Array, name: str) -> EncodedString:
+    """Codes and bitmaps of ``values`` against an existing sorted dictionary (no dictionary part):
+    a projection's grouping column reuses the base table's dictionary this way."""
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    if not pa.types.is_string(values.type):
+        values = values.cast(pa.string())
+    idx = pc.index_in(values, value_set=dictionary)
+    missing = pc.and_(pc.is_null(idx), pc.is_valid(values))
+    if pc.any(missing).as_py():
+        value = values.filter(missing)[0].as_py()
+        raise ValueError(f"value {value!r} of '{name}' is not in the shared dictionary '{name}'")
+    null_mask = values.is_null().to_numpy(zero_copy_only=False) if values.null_count else None
+    codes = idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int32)
+    cardinality = len(dictionary)
+    narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
+    codes_arr = pa.array(narrow, mask=null_mask) if null_mask is not None else pa.array(narrow)
+    present = np.unique(codes[codes >= 0])
+    stats = {
+        "nullCount": int(values.null_count),
+        "cardinality": cardinality,
+        "min": dictionary[int(present[0])].as_py() if len(present) else None,
+        "max": dictionary[int(present[-1])].as_py() if len(present) else None,
+    }
+    parts = {"codes": ipc_bytes(codes_arr), "bitmaps": ipc_bytes(_bitmaps_binary(codes, cardinality))}
+    return EncodedString(parts, stats)
+
+
 class StringColumn:
     """Read side of a dictionary-encoded column; every accessor is lazy and zero-copy."""
 

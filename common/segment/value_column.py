@@ -25,10 +25,9 @@ class PlainSpec(EncodingSpec):
 def encode_values(values: pa.Array, ctype: ColumnType) -> tuple[dict[str, pa.Buffer], dict]:
     stats: dict = {"nullCount": int(values.null_count)}
     if ctype.is_numeric and len(values) > values.null_count:
-        mm = pc.min_max(values)
+        # Timestamps as epoch millis; a projection's time column need not be its first sort key.
+        mm = pc.min_max(values.cast(pa.int64()) if ctype.kind is TypeKind.TIMESTAMP else values)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if ctype.kind is TypeKind.TIMESTAMP:
-            lo, hi = int(values.cast(pa.int64())[0].as_py()), int(values.cast(pa.int64())[-1].as_py())
         stats["min"], stats["max"] = lo, hi
         stats["cardinality"] = int(pc.count_distinct(values).as_py())
     return {"values": ipc_bytes(values)}, stats
