@@ -90,21 +90,16 @@ def validate(query: Query, schema: dict[str, ColumnType]) -> None:
 
 
 def scan_spec_for(query: Query) -> ScanSpec:
-    """What ``query`` needs from a segment (Druid's CursorBuildSpec)."""
-    common = dict(intervals=tuple(query.intervals), filter=query.filter, virtual_columns=tuple(query.virtual_columns),
-                  context=dict(query.context or {}))
+    """What ``query`` needs from a segment (Druid's CursorBuildSpec). Built per segment run, so it
+    only gathers references; what is derived from them (the columns read) is computed on demand."""
     if isinstance(query, ScanQuery):
-        columns = None if query.columns is None else frozenset(query.columns)
-        ordering = (TIME_COLUMN,) if query.order != "none" else ()
-        return ScanSpec(columns=columns, preferred_ordering=ordering, **common)
-    dims = tuple(d.dimension for d in grouped_engine.dimensions_of(query))
-    needed = set(dims)
-    for agg in query.aggregations:
-        needed |= agg.columns()
-    if query.filter is not None:
-        needed |= query.filter.columns()
-    return ScanSpec(grouping_columns=dims, aggregators=tuple(query.aggregations), granularity=query.granularity,
-                    columns=frozenset(needed), **common)
+        return ScanSpec(intervals=tuple(query.intervals), filter=query.filter,
+                        virtual_columns=tuple(query.virtual_columns), context=query.context,
+                        selected_columns=None if query.columns is None else tuple(query.columns),
+                        preferred_ordering=(TIME_COLUMN,) if query.order != "none" else ())
+    return ScanSpec(intervals=tuple(query.intervals), filter=query.filter, virtual_columns=tuple(query.virtual_columns),
+                    context=query.context, grouping_columns=tuple(d.dimension for d in grouped_engine.dimensions_of(query)),
+                    aggregators=tuple(query.aggregations), granularity=query.granularity)
 
 
 def source_for(query: Query, segment: Segment) -> SegmentRowSource:

@@ -25,13 +25,25 @@ class ScanSpec:
     grouping_columns: tuple[str, ...] | None = None
     aggregators: tuple = ()
     granularity: Any = None  # the query's time bucketing, for aggregating queries
-    columns: frozenset[str] | None = None  # physical and virtual columns read; None: all
+    selected_columns: tuple[str, ...] | None = None  # a scan's output columns; None: all
     preferred_ordering: tuple[str, ...] = ()
     context: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def is_aggregate(self) -> bool:
         return self.grouping_columns is not None
+
+    @property
+    def columns(self) -> frozenset[str] | None:
+        """Every column name the query reads (virtual ones included); None when a scan reads all."""
+        if not self.is_aggregate and self.selected_columns is None:
+            return None
+        out = set(self.grouping_columns or ()) | set(self.selected_columns or ())
+        for agg in self.aggregators:
+            out |= agg.columns()
+        if self.filter is not None:
+            out |= self.filter.columns()
+        return frozenset(out)
 
 
 @dataclass(frozen=True)
