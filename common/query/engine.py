@@ -19,6 +19,7 @@ from common.errors import ValidationError, unknown_name_message
 from common.query import grouped_engine, scan_engine
 from common.query.model import GroupByQuery, Query, ScanQuery, TimeseriesQuery, TopNQuery, query_from_json
 from common.query.partial import Partial, RunStats
+from common.query.projection_match import match_projection
 from common.query.row_source import RowSource, SegmentRowSource, TableRowSource
 from common.segment.scan_spec import ScanSpec
 from common.segment.segment import Segment
@@ -104,7 +105,7 @@ def scan_spec_for(query: Query) -> ScanSpec:
 
 def source_for(query: Query, segment: Segment) -> SegmentRowSource:
     """The segment's choice of table (base rows or a projection) for this query, as a row source."""
-    return SegmentRowSource.of(segment.source_for(scan_spec_for(query)))
+    return SegmentRowSource.of(segment.source_for(scan_spec_for(query), match_projection))
 
 
 def _coverage(source: RowSource, query: Query):

@@ -44,7 +44,8 @@ def _dimension_codes(cols, name: str) -> KeyCodes:
 
 
 def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], coverage=None) -> Partial:
-    sel = select(source, query.filter, list(query.intervals), query.virtual_columns, schema)
+    flt = source.residual_filter if source.replaces_filter else query.filter
+    sel = select(source, flt, list(query.intervals), query.virtual_columns, schema)
     cols = sel.columns
     n = cols.num_rows
     keys: list[KeyCodes] = []

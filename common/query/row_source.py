@@ -34,6 +34,12 @@ class RowSource:
     pre_aggregated: bool = False
     projection: str | None = None
     aggregator_columns: Mapping[str, str] = {}
+    aliases: Mapping[str, str] = {}  # query virtual column -> stored projection column
+    # A projection's rows may be ordered by other columns first; base rows are ordered by time.
+    time_sorted: bool = True
+    # The filter to run instead of the query's (a projection already applied some of its terms).
+    replaces_filter: bool = False
+    residual_filter = None
     interval: Interval | None = None  # the segment's interval, for time coverage
 
     def time(self) -> np.ndarray:
@@ -70,7 +76,11 @@ class SegmentRowSource(RowSource):
         if choice is not None:
             self.pre_aggregated = choice.pre_aggregated
             self.projection = choice.projection
-            self.aggregator_columns = dict(choice.aggregator_columns)
+            self.aggregator_columns = dict(choice.match.aggregator_columns)
+            self.aliases = dict(choice.match.column_aliases)
+            self.replaces_filter = choice.match.replaces_filter
+            self.residual_filter = choice.match.filter
+        self.time_sorted = bool(table.ordering) and table.ordering[0] == TIME_COLUMN
 
     @classmethod
     def of(cls, choice: SourceChoice) -> SegmentRowSource:
@@ -220,7 +230,9 @@ class ColumnSource(Mapping):
         hit = self._cache.get(name)
         if hit is not None:
             return hit
-        if name in self.virtual:
+        if name in self.virtual and name in self.source.aliases:
+            arr = self[self.source.aliases[name]]  # a projection stored this virtual column
+        elif name in self.virtual:
             arr = self.virtual[name].evaluate(self)
         elif name in self.source.schema:
             ctype = self.source.schema[name]

@@ -20,7 +20,7 @@ from pyroaring import BitMap
 
 from common.query.filters import And, Filter
 from common.query.row_source import ColumnSource, RowSource, interval_rows
-from common.segment.column_reader import ColumnIndex, Ids, all_rows, id_array
+from common.segment.column_reader import ColumnIndex, Ids, all_rows, bitmap_of_rows, id_array
 from common.types.column_type import ColumnType
 from common.types.interval import Interval
 
@@ -73,6 +73,8 @@ class SourceIndexes:
         return self._cache[column]
 
     def _find(self, column: str) -> ColumnIndex | None:
+        if column in self.source.aliases:
+            return self.source.index(self.source.aliases[column])
         if column in self.virtual:
             return self.virtual[column].index(self)
         if column not in self.source.schema:
@@ -120,8 +122,15 @@ def select(source: RowSource, filter_: Filter | None, intervals: list[Interval] 
         lo_t, hi_t = bounds
         if not any(iv.start <= lo_t and hi_t < iv.end for iv in intervals):
             pre = BitMap()
-            for lo, hi in interval_rows(source.time(), intervals):
-                pre.add_range(lo, hi)
+            if source.time_sorted:
+                for lo, hi in interval_rows(source.time(), intervals):
+                    pre.add_range(lo, hi)
+            else:
+                t = source.time()
+                inside = np.zeros(len(t), dtype=bool)
+                for iv in intervals:
+                    inside |= (t >= iv.start) & (t < iv.end)
+                pre = bitmap_of_rows(np.flatnonzero(inside))
 
     parts = _split_and(filter_)
     indexed = [p for p in parts if p.supports_index(selector)]

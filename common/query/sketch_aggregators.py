@@ -94,12 +94,24 @@ class HllSketch(Aggregator):
         return pa.array([u.get_result(ds.tgt_hll_type.HLL_4).serialize_compact() for u in unions], pa.binary())
 
     def finalize(self, values):
-        estimates = [0.0 if b is None else ds.hll_sketch.deserialize(b).get_estimate() for b in values.to_pylist()]
+        estimates = [0.0 if b is None else self._estimate(b) for b in values.to_pylist()]
         arr = pa.array(estimates, pa.float64())
         return pa.array(np.rint(arr.to_numpy()).astype(np.int64)) if self.round else arr
 
     def accumulate_empty(self, types, groups):
         return self._serialize(self._sketches(groups))
+
+    def _estimate(self, blob: bytes) -> float:
+        # A sketch built row by row would use its in-order (HIP) estimator while a merged one
+        # (across segments, or from a projection's stored sketches) uses the composite one, and
+        # the same registers would give two answers.
+        # A union copies the first sketch it sees as is; merging the same sketch again marks it
+        # merged, so every sketch is estimated the same way whatever its history.
+        sketch = ds.hll_sketch.deserialize(blob)
+        union = ds.hll_union(self.lg_k)
+        union.update(sketch)
+        union.update(sketch)
+        return union.get_estimate()
 
     def to_json(self):
         out = {"type": "HLLSketchBuild", "name": self.name, "lgK": self.lg_k}

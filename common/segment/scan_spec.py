@@ -47,6 +47,18 @@ class ScanSpec:
 
 
 @dataclass(frozen=True)
+class ProjectionMatch:
+    """How a projection serves a spec: which stored column holds each query aggregator's
+    intermediate, which query virtual columns are stored projection columns, and the filter to
+    run on the projection's rows (terms the projection already applied are dropped)."""
+
+    aggregator_columns: Mapping[str, str] = field(default_factory=dict)
+    column_aliases: Mapping[str, str] = field(default_factory=dict)
+    filter: Any = None
+    replaces_filter: bool = False
+
+
+@dataclass(frozen=True)
 class SourceChoice:
     """The table that serves a spec. ``pre_aggregated`` tables hold aggregator intermediates:
     the engine combines them instead of accumulating rows. ``rejected`` gives, for each
@@ -55,9 +67,8 @@ class SourceChoice:
     table: Any  # common.segment.segment.SegmentTable
     pre_aggregated: bool = False
     projection: str | None = None
-    # query aggregator name -> stored intermediate column, for pre-aggregated tables
-    aggregator_columns: Mapping[str, str] = field(default_factory=dict)
+    match: ProjectionMatch = field(default_factory=ProjectionMatch)
     rejected: tuple[tuple[str, str], ...] = ()
 
 
-__all__ = ["ScanSpec", "SourceChoice"]
+__all__ = ["ProjectionMatch", "ScanSpec", "SourceChoice"]

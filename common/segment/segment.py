@@ -17,14 +17,14 @@ from common.segment.column_reader import ColumnReader
 from common.segment.container import Container
 from common.segment.encoding import StoredColumn, encoding_named
 from common.segment.manifest import ColumnManifest, ProjectionManifest, SegmentManifest
-from common.segment.scan_spec import ScanSpec, SourceChoice
+from common.segment.scan_spec import ProjectionMatch, ScanSpec, SourceChoice
 from common.segment.segment_id import SegmentId
 from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.interval import Interval
 
-# A projection matcher answers, for one projection and one spec, either the aggregator columns
-# that serve the spec (query aggregator name -> stored column) or the reason it cannot.
-ProjectionMatcher = Callable[[ProjectionManifest, ScanSpec], "dict[str, str] | str"]
+# A projection matcher answers, for one projection, one spec and the segment's interval, either
+# how the projection serves the spec or the reason it cannot.
+ProjectionMatcher = Callable[[ProjectionManifest, ScanSpec, Interval], ProjectionMatch | str]
 
 
 class SegmentTable:
@@ -202,11 +202,11 @@ class Segment:
             candidates = [proj]
         rejected: list[tuple[str, str]] = []
         for proj in candidates:
-            answer = matcher(proj, spec)
+            answer = matcher(proj, spec, self.interval)
             if isinstance(answer, str):
                 rejected.append((proj.name, answer))
                 continue
-            return SourceChoice(self._projections[proj.name], True, proj.name, dict(answer), tuple(rejected))
+            return SourceChoice(self._projections[proj.name], True, proj.name, answer, tuple(rejected))
         if wanted:
             raise ValidationError(f"useProjection '{wanted}' cannot serve this query on segment {self.id}: "
                                   f"{rejected[0][1]}")

@@ -55,6 +55,16 @@ _SCALAR_ALIASES = {
 
 ARRAY_ELEMENT_KINDS = (TypeKind.STRING, TypeKind.LONG, TypeKind.DOUBLE)
 
+# Aggregator intermediates a segment may store (projections): Druid's complex type names and the
+# Arrow form strata keeps them in. Sketches are serialized bytes; earliest/latest keep the time.
+COMPLEX_INTERMEDIATES: dict[str, pa.DataType] = {
+    "HLLSketch": pa.binary(),
+    "serializablePairLongString": pa.struct([("t", pa.int64()), ("v", pa.string())]),
+    "serializablePairLongLong": pa.struct([("t", pa.int64()), ("v", pa.int64())]),
+    "serializablePairLongDouble": pa.struct([("t", pa.int64()), ("v", pa.float64())]),
+    "serializablePairLongFloat": pa.struct([("t", pa.int64()), ("v", pa.float32())]),
+}
+
 
 @dataclass(frozen=True)
 class ColumnType:
@@ -120,6 +130,9 @@ class ColumnType:
             return pa.float32()
         if kind is TypeKind.ARRAY:
             return pa.list_(self.element.to_arrow())
+        stored = COMPLEX_INTERMEDIATES.get(self.complex_name or "")
+        if stored is not None:
+            return stored
         # COMPLEX<json> travels as its JSON text until nested columns give it real structure.
         return pa.string()
 
@@ -166,9 +179,13 @@ class ColumnType:
             return ColumnType(TypeKind.ARRAY, element)
         if upper.startswith("COMPLEX<") and upper.endswith(">"):
             inner = text[8:-1].strip()
-            if inner.lower() != "json":
-                raise ValidationError(f"unknown complex type '{text}'; the supported one is COMPLEX<json>")
-            return JSON
+            if inner.lower() == "json":
+                return JSON
+            for known in COMPLEX_INTERMEDIATES:
+                if inner.lower() == known.lower():
+                    return ColumnType(TypeKind.COMPLEX, complex_name=known)
+            raise ValidationError(f"unknown complex type '{text}'; the supported ones are COMPLEX<json> and the "
+                                  f"aggregator intermediates {', '.join(COMPLEX_INTERMEDIATES)}")
         base = upper.split("(")[0].strip()
         if base in _SCALAR_ALIASES:
             return ColumnType(_SCALAR_ALIASES[base])

@@ -169,7 +169,8 @@ def test_hll_per_group_and_small_cardinalities(events, events_duck):
                                "FROM events GROUP BY channel ORDER BY channel NULLS FIRST").fetchall()
     for (ch, u, p, s), (wch, wu, wp, ws) in zip(engine_rows(got, ["channel", "u", "p", "s"]), want):
         assert ch == wch
-        assert abs(u - wu) <= 0.02 * wu
+        # lgK 12: relative standard error 1.04/sqrt(4096) = 1.6%; allow three of them.
+        assert abs(u - wu) <= 0.05 * wu
         assert round(p) == wp and round(s) == ws  # tiny sets are counted exactly
 
 

@@ -26,7 +26,7 @@ from common.segment.encoding import (
     register,
 )
 from common.segment.manifest import ColumnManifest, SegmentManifest
-from common.segment.scan_spec import ScanSpec
+from common.segment.scan_spec import ProjectionMatch, ScanSpec
 from common.segment.segment import Segment
 from common.segment.segment_id import SegmentId
 from common.types.column_type import LONG, ColumnType
@@ -210,10 +210,10 @@ def _write_segment_with_part(path, obj, part_name, data, tmp_path):
 
 
 # ---- the segment chooses the table ----------------------------------------------------------------
-def _matcher(proj, spec):
+def _matcher(proj, spec, interval):
     if set(spec.grouping_columns) - set(proj.grouping_columns):
         return f"missing grouping column {sorted(set(spec.grouping_columns) - set(proj.grouping_columns))}"
-    return {"n": "n", "added": "added_sum"}
+    return ProjectionMatch({"n": "n", "added": "added_sum"})
 
 
 AGG = ScanSpec(grouping_columns=("channel",), aggregators=("x",))
