@@ -23,11 +23,13 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import Mapping
 
 MASTER_ENV = "STRATA_SPARK_MASTER"
 DRIVER_MEMORY_ENV = "STRATA_SPARK_DRIVER_MEMORY"
 WARM_UP_TIMEOUT_S = 60.0
+JVM_START_ATTEMPTS = 3
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +78,31 @@ def get_or_create_session(app_name: str = "strata-ingestion", master: str | None
     for key, value in settings.items():
         builder = builder.config(key, value)
     new = SparkSession.getActiveSession() is None
-    session = builder.getOrCreate()
+    session = _start_with_retries(builder)
     session.sparkContext.setLogLevel(os.environ.get("STRATA_SPARK_LOG_LEVEL", "WARN"))
     if new and master.startswith("local"):
         warm_up(session)
     return session
+
+
+def _start_with_retries(builder, attempts: int = JVM_START_ATTEMPTS, backoff_s: float = 1.0):
+    """``builder.getOrCreate()``, retried when the driver JVM fails to start. A JVM that exits
+    before handing pyspark its port is usually transient (a loaded machine, a fork racing other
+    threads); the task should not fail for it on the first try. Each failure is logged, and the
+    JVM's own output is already in the task log (it inherits the process's stderr)."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return builder.getOrCreate()
+        except Exception as exc:  # pyspark raises PySparkRuntimeError; keep pyspark out of the import path
+            if "JAVA_GATEWAY_EXITED" not in str(exc) or attempt == attempts:
+                if attempt > 1:
+                    raise RuntimeError(f"the Spark driver JVM did not start after {attempt} attempts: {exc}") from exc
+                raise
+            log.warning("Spark driver JVM did not start (attempt %d of %d): %s; retrying in %.0fs",
+                        attempt, attempts, exc, backoff_s)
+            time.sleep(backoff_s)
+            backoff_s *= 2
+    raise AssertionError("unreachable")
 
 
 def _import_executor_modules(batches):
