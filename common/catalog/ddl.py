@@ -10,6 +10,7 @@
         action: ADD [COLUMN] col [type] | DROP [COLUMN] col | HIDE COLUMN col | UNHIDE COLUMN col
               | MOVE COLUMN col FIRST | LAST | BEFORE other | AFTER other
               | SET (property = value | NULL, ...)
+              | ADD PROJECTION name AS SELECT ... GROUP BY ... | DROP PROJECTION name
     DROP TABLE [IF EXISTS] [schema.]name [PURGE]
 
 Druid's dialect in sqlglot has no grammar for PARTITIONED BY in CREATE, EXTERNAL tables, HIDE or
@@ -28,6 +29,8 @@ from sqlglot.tokens import Token, TokenType
 
 from common.catalog.operations import (
     AddColumns,
+    AddProjection,
+    DropProjection,
     CatalogOperation,
     CreateTable,
     DropColumns,
@@ -46,7 +49,7 @@ from common.catalog.validation import (
     validate_table,
     validate_table_id,
 )
-from common.errors import ValidationError
+from common.errors import StrataError, ValidationError
 
 DIALECT = "druid"
 _DDL_HEADS = (TokenType.CREATE, TokenType.ALTER, TokenType.DROP)
@@ -59,7 +62,8 @@ _SYNTAX = {
     "CREATE": "CREATE [OR REPLACE] [EXTERNAL] TABLE [IF NOT EXISTS] name (col type, ...) [PARTITIONED BY DAY] "
               "[CLUSTERED BY col [DESC], ...] [WITH (property = value, ...)]",
     "ALTER": "ALTER TABLE name ADD [COLUMN] col type | DROP [COLUMN] col | HIDE COLUMN col | UNHIDE COLUMN col "
-             "| MOVE COLUMN col FIRST|LAST|BEFORE other|AFTER other | SET (property = value, ...)",
+             "| MOVE COLUMN col FIRST|LAST|BEFORE other|AFTER other | SET (property = value, ...) "
+             "| ADD PROJECTION name AS SELECT ... | DROP PROJECTION name",
     "DROP": "DROP TABLE [IF EXISTS] name [PURGE]",
 }
 
@@ -72,12 +76,14 @@ def _tokens(sql: str) -> list[Token]:
 
 
 def is_ddl(sql: str) -> bool:
-    """Whether the statement is CREATE, ALTER or DROP (so it goes to the catalog, not the planner)."""
+    """Whether the statement is CREATE, ALTER or DROP (so it goes to the catalog, not the planner),
+    as common.sql.statement_kind.classify (the one statement classifier) decides."""
+    from common.sql.statement_kind import classify  # late: keeps the SQL planner out of this package's imports
+
     try:
-        tokens = _tokens(sql)
-    except ValidationError:
+        return classify(sql).is_ddl
+    except StrataError:  # not a readable statement, so not DDL; whoever runs it reports why
         return False
-    return bool(tokens) and tokens[0].token_type in _DDL_HEADS
 
 
 def translate_ddl(sql: str) -> CatalogOperation:
@@ -396,9 +402,13 @@ class _Parser:
 
     def alter_action(self) -> TableEdit:
         word = self.expect(*_ALTER_ACTIONS)
+        if word == "ADD" and self.accept("PROJECTION"):
+            return self.add_projection()
         if word == "ADD":
             self.accept("COLUMN")
             return AddColumns((self.column_def(),))
+        if word == "DROP" and self.accept("PROJECTION"):
+            return DropProjection(self.identifier("the projection to drop"))
         if word == "DROP":
             self.accept("COLUMN", "COLUMNS")
             return DropColumns(self.name_list("a column to drop"))
@@ -413,6 +423,18 @@ class _Parser:
             anchor = self.identifier(f"the column to move {where}") if where in ("before", "after") else None
             return MoveColumn(column, where, anchor)
         return SetProperties(self.property_list(allow_null=True))
+
+    def add_projection(self) -> AddProjection:
+        """ADD PROJECTION name AS SELECT ...: the SELECT is the rest of the statement, kept as text
+        for the broker to plan against the table (only it knows the table's columns)."""
+        name = self.identifier("the projection's name")
+        self.expect("AS")
+        tok = self.peek()
+        if tok is None or tok.token_type != TokenType.SELECT:
+            raise self.error("expected SELECT after ADD PROJECTION name AS")
+        select_sql = self.sql[tok.start:].strip().rstrip(";").strip()
+        self.i = len(self.toks)
+        return AddProjection(None, name, select_sql)
 
     # ---- DROP -----------------------------------------------------------------------------------
     def drop(self) -> DropTable:

@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from common.catalog.table_spec import DATASOURCE, ColumnSpec, TableId, TableSpec
-from common.errors import ValidationError
+from common.errors import ValidationError, unknown_name_message
 
 ACTIONS = ("New", "IfNew", "Replace", "Force")
 MOVE_WHERE = ("first", "last", "before", "after")
@@ -248,8 +248,58 @@ class MoveColumn:
         return out
 
 
-TableEdit = MergeUpdate | SetProperties | AddColumns | DropColumns | HideColumns | MoveColumn
-EDIT_OPS = ("update", "setProperties", "addColumns", "dropColumns", "hideColumns", "moveColumn")
+@dataclass(frozen=True)
+class AddProjection:
+    """Add a projection definition. From DDL it first carries the SELECT text (``select_sql``),
+    which the broker plans against the table into the definition before the edit is applied."""
+
+    projection: dict | None = field(default=None, hash=False)
+    name: str = ""
+    select_sql: str | None = None
+    op = "addProjection"
+
+    def apply(self, spec: TableSpec) -> TableSpec:
+        if self.projection is None:
+            raise ValidationError(f"projection '{self.name}' is still SQL text; plan it against the table first")
+        name = self.projection.get("name")
+        if spec.type != DATASOURCE:
+            raise ValidationError(f"projection '{name}': only datasources have projections, not {spec.type} tables")
+        existing = spec.projections
+        if any(p.get("name") == name for p in existing):
+            raise ValidationError(f"projection '{name}' already exists; drop it first (ALTER TABLE .. DROP "
+                                  f"PROJECTION {name}) or choose another name")
+        props = dict(spec.properties)
+        props["projections"] = [*existing, copy.deepcopy(self.projection)]
+        return TableSpec(spec.type, props, spec.columns)
+
+    def to_json(self) -> dict:
+        return {"op": self.op, "projection": copy.deepcopy(self.projection)}
+
+
+@dataclass(frozen=True)
+class DropProjection:
+    name: str
+    op = "dropProjection"
+
+    def apply(self, spec: TableSpec) -> TableSpec:
+        existing = spec.projections
+        kept = [p for p in existing if p.get("name") != self.name]
+        if len(kept) == len(existing):
+            raise ValidationError(unknown_name_message("projection", self.name, [p.get("name") for p in existing]))
+        props = dict(spec.properties)
+        if kept:
+            props["projections"] = kept
+        else:
+            props.pop("projections", None)
+        return TableSpec(spec.type, props, spec.columns)
+
+    def to_json(self) -> dict:
+        return {"op": self.op, "name": self.name}
+
+
+TableEdit = MergeUpdate | SetProperties | AddColumns | DropColumns | HideColumns | MoveColumn | AddProjection | DropProjection
+EDIT_OPS = ("update", "setProperties", "addColumns", "dropColumns", "hideColumns", "moveColumn", "addProjection",
+            "dropProjection")
 
 
 def _names(obj: Mapping, key: str) -> tuple[str, ...]:
@@ -281,6 +331,14 @@ def edit_from_json(obj) -> TableEdit:
         return DropColumns(_names(obj, "columns"))
     if op == "hideColumns":
         return HideColumns(_names(obj, "hide"), _names(obj, "unhide"))
+    if op == "addProjection":
+        if not isinstance(obj.get("projection"), Mapping):
+            raise ValidationError("edit 'addProjection' needs a 'projection' object (an aggregate projection spec)")
+        return AddProjection(dict(obj["projection"]), str(obj["projection"].get("name", "")))
+    if op == "dropProjection":
+        if not isinstance(obj.get("name"), str) or not obj["name"]:
+            raise ValidationError("edit 'dropProjection' needs the projection's 'name'")
+        return DropProjection(obj["name"])
     if not isinstance(obj.get("column"), str):
         raise ValidationError('edit \'moveColumn\' needs {"column": ..., "where": "first|last|before|after", '
                               '"anchor": ...}')

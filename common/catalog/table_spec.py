@@ -200,6 +200,11 @@ class TableSpec:
         return list(self.properties.get("hiddenColumns") or [])
 
     @property
+    def projections(self) -> list[dict]:
+        """Projection definitions (Druid's aggregate projection JSON plus ``filter``), in order."""
+        return list(self.properties.get("projections") or [])
+
+    @property
     def sealed(self) -> bool:
         """A sealed datasource takes only its declared columns at ingestion."""
         return bool(self.properties.get("sealed", False))

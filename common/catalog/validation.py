@@ -181,8 +181,55 @@ def _defns(*defns: PropertyDefn) -> dict[str, PropertyDefn]:
     return {d.name: d for d in defns}
 
 
+def _projections(prop: str, value, table) -> None:
+    if not isinstance(value, list):
+        raise ValidationError(f"{_at(table)}property '{prop}' must be a list of projection definitions, got {value!r}")
+    from common.query.projection import ProjectionSpec
+
+    names = []
+    for i, obj in enumerate(value):
+        try:
+            names.append(ProjectionSpec.from_json(obj).name)
+        except ValidationError as exc:
+            raise ValidationError(f"{_at(table)}property '{prop}' [{i}]: {exc}") from None
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValidationError(f"{_at(table)}property '{prop}': projection names must be unique; repeated: "
+                              f"{', '.join(dupes)}")
+
+
+class _OpenSchema(dict):
+    """Declared column types, and VARCHAR for any other name: an unsealed table may hold columns
+    it does not declare, so a projection naming one is not an error."""
+
+    def __contains__(self, name) -> bool:
+        return True
+
+    def __missing__(self, name) -> ColumnType:
+        return ColumnType.parse("VARCHAR")
+
+
+def validate_projections_against(spec: TableSpec, table=None) -> None:
+    """Check every projection: duplicate output names, aggregators that cannot be pre-aggregated,
+    and, for a sealed table (which holds only its declared columns), unknown columns."""
+    if not spec.projections:
+        return
+    from common.query.projection import ProjectionSpec
+
+    declared: dict[str, ColumnType] = {}
+    for col in spec.columns:
+        declared[col.name] = validate_sql_type(col.sql_type, col.name, table) or ColumnType.parse("VARCHAR")
+    schema = declared if spec.sealed else _OpenSchema(declared)
+    for obj in spec.projections:
+        try:
+            ProjectionSpec.from_json(obj).validate(schema)
+        except ValidationError as exc:
+            raise ValidationError(f"{_at(table)}{exc}") from None
+
+
 DATASOURCE_PROPERTIES = _defns(
     PropertyDefn("description", _string),
+    PropertyDefn("projections", _projections),
     PropertyDefn("segmentGranularity", _granularity),
     PropertyDefn("targetSegmentRows", _positive_int),
     PropertyDefn("clusterKeys", _cluster_keys),
@@ -327,6 +374,7 @@ def validate_spec(spec: TableSpec, table: TableId | None = None) -> None:
         if both:
             raise ValidationError(f"{_at(table)}column(s) {', '.join(both)} are both declared and hidden; drop "
                                   "them from the columns first, or unhide them")
+        validate_projections_against(spec, table)
     else:
         fmt = props.get("format")
         if fmt is None:

@@ -10,6 +10,7 @@ per segment whether a projection can answer a ``ScanSpec``; its rules live in
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from dataclasses import dataclass
@@ -117,7 +118,7 @@ class ProjectionSpec:
     def validate(self, schema: dict[str, ColumnType]) -> None:
         """Unknown columns, duplicate names and aggregators that cannot be combined fail here."""
         where = f"projection '{self.name}'"
-        available = dict(schema)
+        available = copy.copy(schema)  # keeps a permissive schema's class (see catalog validation)
         available.setdefault(TIME_COLUMN, TIMESTAMP)
         outputs = list(self.grouping_columns) + [a.name for a in self.aggregators]
         dupes = sorted({n for n in outputs if outputs.count(n) > 1})
