@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from common.errors import ValidationError
+from common.query.projection import projection_rows, spec_of
 from common.segment.builder import build_segment
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
@@ -60,6 +61,7 @@ class BuildSpec:
     segments: Mapping[int, PlannedSegment]  # global partition index -> segment
     key_prefix: str  # deep storage folder of this job's uploads, ending in '/'
     sort_columns: tuple[str, ...] = ()
+    projections: tuple[dict, ...] = ()  # the target table's projection definitions (catalog)
 
     def key(self, segment_id: SegmentId) -> str:
         return self.key_prefix + segment_filename(segment_id)
@@ -83,7 +85,8 @@ def build_one(batches: list[pa.RecordBatch], part: int, planned: PlannedSegment,
     path = os.path.join(work_dir, segment_filename(sid))
     key = spec.key(sid)
     try:
-        manifest = build_segment(table, path, sid, spec.sort_columns)
+        projections = [projection_rows(spec_of(p), table) for p in spec.projections]
+        manifest = build_segment(table, path, sid, spec.sort_columns, projections=projections)
         size = storage.push(path, key)
     finally:
         if os.path.exists(path):
