@@ -93,6 +93,7 @@ class IngestionJob:
     statement: IngestionStatement
     default_granularity: Granularity | None = None  # the catalog's, when PARTITIONED BY is absent
     context: Mapping[str, object] = field(default_factory=dict)  # the statement's SET values win
+    projections: tuple[dict, ...] = ()  # the target table's projections (catalog), built into each segment
 
     @property
     def settings(self) -> dict:
@@ -371,7 +372,7 @@ class _Run:
                 sid = SegmentId(stmt.datasource, chunk.interval, alloc.version, alloc.first_partition + i)
                 segments[chunk.first_index + i] = PlannedSegment(sid, core)
         sort = tuple(c for c in stmt.clustered_by if c != TIME_COLUMN)
-        return BuildSpec(segments, self.prefix, sort)
+        return BuildSpec(segments, self.prefix, sort, tuple(self.job.projections))
 
     def build(self, blobs, spec: BuildSpec) -> list[SegmentDescriptor]:
         """``blobs``: BLOB_DDL rows, one segment's rows per blob."""
