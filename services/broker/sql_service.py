@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import pyarrow as pa
 
 from common.errors import QueryTimeoutError, UnsupportedError, ValidationError
-from common.catalog import is_ddl
 from common.sql import plan_sql
+from common.sql.statement_kind import classify
 from services.broker.core.sql_backend import StatementInfo, TableInfo
 from services.security.authorizer import ALLOW_ALL
 from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog, require_all, require_ingestion,
@@ -215,9 +215,10 @@ class SqlService:
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
                 user: str | None = None, is_active=lambda: True) -> pa.Table:
-        if is_ddl(sql):
-            return self._ddl(sql, user)
-        if is_ingestion(sql):
+        head = classify(sql)
+        if head.is_ddl:
+            return self._ddl(head.body, user)
+        if head.is_ingestion:
             return self._submit(sql, dict(context or {}), user)
         plan = self._plan(sql, user, parameters, dict(context or {}))
         timeout_s = self._timeout(plan.context)
@@ -243,17 +244,20 @@ class SqlService:
         coordinator = self.catalog.coordinator
         if coordinator is None:
             raise UnsupportedError("no coordinator is reachable to run the ingestion task; is one running?")
-        task = coordinator.submit_task(statement.datasource, statement.mode.lower(), sql, spec)
+        # The task runs the statement parsed here (typed JSON); the SQL text is for people reading the task.
+        task = coordinator.submit_task(statement.datasource, statement.mode.lower(), sql,
+                                       {**spec, "statement": statement.to_json()})
         return pa.table({"task_id": [task.id]})
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
-        if is_ddl(sql):
+        head = classify(sql)
+        if head.is_ddl:
             return StatementInfo(0, pa.schema([("result", pa.string())]))
-        if is_ingestion(sql):
+        if head.is_ingestion:
             self._authorize_ingestion(sql, context, user)
             return StatementInfo(0, pa.schema([("task_id", pa.string())]))
         catalog = SecureSqlCatalog(self.catalog, self.authorizer, user)
-        count = _count_parameters(sql)
+        count = head.parameter_count
         if count == 0:
             plan = self._plan(sql, user, (), dict(context or {}))
             return StatementInfo(plan.parameter_count, plan.output_schema)
@@ -316,36 +320,6 @@ class SqlService:
 
     def table_types(self) -> list[str]:
         return ["EXTERNAL", "SYSTEM_TABLE", "TABLE"]
-
-
-def is_ingestion(sql: str) -> bool:
-    """True when the statement after any SET prefixes is INSERT or REPLACE."""
-    from sqlglot.tokens import Tokenizer, TokenType
-
-    try:
-        tokens = Tokenizer().tokenize(sql)
-    except Exception:  # the planner reports syntax errors properly
-        return False
-    i = 0
-    while i < len(tokens) and tokens[i].token_type == TokenType.SET:
-        while i < len(tokens) and tokens[i].token_type != TokenType.SEMICOLON:
-            i += 1
-        i += 1
-    return i < len(tokens) and tokens[i].text.upper() in ("INSERT", "REPLACE")
-
-
-def _count_parameters(sql: str) -> int:
-    """``?`` outside string literals and quoted identifiers."""
-    count, quote = 0, None
-    for ch in sql:
-        if quote:
-            if ch == quote:
-                quote = None
-        elif ch in ("'", '"'):
-            quote = ch
-        elif ch == "?":
-            count += 1
-    return count
 
 
 __all__ = ["BrokerCatalog", "SqlService"]

@@ -28,9 +28,9 @@ def run_sql(client, args) -> int:
     started = time.perf_counter()
     table, _ = client.sql(sql, context, args.timeout)
     elapsed = time.perf_counter() - started
-    from services.broker.sql_service import is_ingestion
+    from common.sql.statement_kind import classify
 
-    if is_ingestion(sql) and not args.async_:
+    if classify(sql).is_ingestion and not args.async_:
         task_id = table.column("task_id")[0].as_py()
         return wait_task(client, task_id, args.timeout)
     if args.format == "arrow":

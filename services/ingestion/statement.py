@@ -4,15 +4,20 @@
     INSERT INTO ds SELECT ... [PARTITIONED BY granularity] [CLUSTERED BY col, ...]
     REPLACE INTO ds OVERWRITE ALL | OVERWRITE WHERE <__time ranges> SELECT ... PARTITIONED BY ...
 
-sqlglot parses the SELECT, the OVERWRITE condition and the granularity expressions; its tokenizer
-only finds where Druid's extra clauses (the INSERT/REPLACE head, PARTITIONED BY, CLUSTERED BY,
-SET prefixes, EXTEND lists) begin and end, since no sqlglot dialect knows them. Each piece is
-handed to sqlglot as the whole statement with everything else blanked out (newlines kept), so
-every line and column in an error is a position in the text the user wrote.
+``common.sql.statement_kind.classify`` splits off the SET prefixes (read by the shared SET
+parser) and says whether this is an INSERT or REPLACE at all. sqlglot parses the SELECT, the
+OVERWRITE condition and the granularity expressions; its tokenizer only finds where Druid's extra
+clauses (the INSERT/REPLACE head, PARTITIONED BY, CLUSTERED BY, EXTEND lists) begin and end,
+since no sqlglot dialect knows them. Each piece is handed to sqlglot as the whole statement with
+everything else blanked out (newlines kept), so every line and column in an error is a position
+in the text the user wrote.
 
 External sources in FROM (``TABLE(EXTERN(...))``, ``TABLE(localfiles(...)) EXTEND (...)``) are
 cut out of the SELECT the same way and replaced by placeholder table names; ``sources`` maps each
 placeholder to its ExternalSource, so the Spark side only swaps names for temp views.
+
+The statement is parsed once, on the broker; ``to_json`` / ``from_json`` carry it to the task as
+structured JSON (the SELECT as sqlglot's serialized tree), so the task parses nothing again.
 """
 
 from __future__ import annotations
@@ -21,18 +26,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import sqlglot
-from sqlglot import exp
-from sqlglot.dialects.druid import Druid
-from sqlglot.errors import ParseError, TokenError
+from sqlglot import exp, serde
+from sqlglot.errors import ParseError
 from sqlglot.tokens import Token, TokenType
 
-from common.errors import ValidationError
-from common.types.column_type import TIME_COLUMN
+from common.errors import UnsupportedError, ValidationError
+from common.sql.set_statement import location
+from common.sql.statement_kind import blank_outside, classify
+from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.granularity import SIMPLE_GRANULARITIES, Granularity, Period
 from common.types.interval import ETERNITY, MAX_MS, MIN_MS, Interval, condense, parse_instant
 from services.ingestion.external_source import ExternalSource, extend_column_type, parse_table_function
 
 SOURCE_PLACEHOLDER = "__extern"
+STATEMENT_FORMAT = 1  # of to_json(); bump when its fields change meaning
 _VALID_GRANULARITIES = ("SECOND, MINUTE, FIVE_MINUTE, TEN_MINUTE, FIFTEEN_MINUTE, THIRTY_MINUTE, HOUR, SIX_HOUR, "
                         "EIGHT_HOUR, DAY, WEEK, MONTH, QUARTER, YEAR, ALL or ALL TIME, an ISO-8601 period string "
                         "such as 'PT5M', TIME_FLOOR(__time, 'PT1H') or FLOOR(__time TO DAY)")
@@ -49,7 +56,7 @@ class IngestionStatement:
     select: exp.Query  # druid dialect; sources appear as placeholder tables (see ``sources``)
     sources: Mapping[str, ExternalSource]
     context: Mapping[str, object] = field(default_factory=dict)
-    sql: str = ""
+    sql: str = field(default="", compare=False)  # the text parsed, on the broker (not sent to the task)
 
     @property
     def replace_intervals(self) -> list[Interval] | None:
@@ -62,20 +69,59 @@ class IngestionStatement:
     def is_rollup(self) -> bool:
         return self.select.args.get("group") is not None if isinstance(self.select, exp.Select) else False
 
+    def to_json(self) -> dict:
+        """The statement as the broker hands it to the ingestion task: plain JSON, the SELECT as
+        sqlglot's serialized tree (positions kept for messages), nothing left to parse."""
+        if self.overwrite is None or self.overwrite == "ALL":
+            overwrite = self.overwrite
+        else:
+            overwrite = [[iv.start, iv.end] for iv in self.overwrite]
+        return {
+            "format": STATEMENT_FORMAT, "mode": self.mode, "datasource": self.datasource, "overwrite": overwrite,
+            "partitionedBy": self.partitioned_by.to_json() if self.partitioned_by is not None else None,
+            "clusteredBy": list(self.clustered_by), "select": serde.dump(self.select),
+            "sources": {name: {"inputSource": src.input_source, "inputFormat": src.input_format,
+                               "signature": [{"name": n, "type": t.native_name} for n, t in src.signature],
+                               "where": src.where}
+                        for name, src in self.sources.items()},
+            "context": dict(self.context),
+        }
 
-def _position(sql: str, offset: int) -> str:
-    line = sql.count("\n", 0, offset) + 1
-    col = offset - (sql.rfind("\n", 0, offset) + 1) + 1
-    return f"line {line}, column {col}"
+    @staticmethod
+    def from_json(data) -> IngestionStatement:
+        """The inverse of ``to_json``; a payload that is not one is a ValidationError naming the field."""
+        if not isinstance(data, dict):
+            raise ValidationError(f"the task's statement must be a JSON object, got {type(data).__name__}")
+        if data.get("format") != STATEMENT_FORMAT:
+            raise ValidationError(f"the task's statement has format {data.get('format')!r}; this task reads format "
+                                  f"{STATEMENT_FORMAT}: submit the INSERT/REPLACE again through a broker of this version")
+        try:
+            mode, datasource = data["mode"], data["datasource"]
+            if mode not in ("INSERT", "REPLACE") or not isinstance(datasource, str) or not datasource:
+                raise ValueError(f"mode {mode!r} / datasource {datasource!r}")
+            overwrite = data["overwrite"]
+            if overwrite is not None and overwrite != "ALL":
+                overwrite = tuple(Interval(int(lo), int(hi)) for lo, hi in overwrite)
+            granularity = data["partitionedBy"]
+            select = serde.load(data["select"])
+            if not isinstance(select, exp.Query):
+                raise TypeError(f"select is a {type(select).__name__}, not a query")
+            sources = {name: ExternalSource(dict(src["inputSource"]), dict(src["inputFormat"]),
+                                            tuple((c["name"], ColumnType.parse(c["type"])) for c in src["signature"]),
+                                            src.get("where", ""))
+                       for name, src in data["sources"].items()}
+            return IngestionStatement(mode, datasource, overwrite,
+                                      Granularity.parse(granularity) if granularity is not None else None,
+                                      tuple(str(c) for c in data["clusteredBy"]), select, sources,
+                                      dict(data.get("context") or {}))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            what = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise ValidationError(f"the task's statement is malformed ({what}); submit the INSERT/REPLACE again") \
+                from None
 
 
 def _blank(text: str) -> str:
     return "".join(c if c == "\n" else " " for c in text)
-
-
-def _keep_only(sql: str, start: int, end: int) -> str:
-    """``sql`` with everything outside [start, end) blanked, so positions stay the user's."""
-    return _blank(sql[:start]) + sql[start:end] + _blank(sql[end:])
 
 
 def _parse_error(clause: str, exc: ParseError) -> ValidationError:
@@ -94,7 +140,7 @@ class _Tokens:
         self.tokens = tokens
 
     def at(self, tok: Token) -> str:
-        return _position(self.sql, tok.start)
+        return location(self.sql, tok.start)
 
     def word(self, i: int) -> str:
         return self.tokens[i].text.upper() if i < len(self.tokens) and self.tokens[i].token_type not in (
@@ -114,74 +160,20 @@ class _Tokens:
         raise ValidationError(f"unbalanced parenthesis opened at {self.at(self.tokens[i])}; add the missing ')'")
 
 
-def _tokenize(sql: str) -> list[Token]:
-    try:
-        return list(Druid().tokenize(sql))
-    except TokenError as exc:
-        raise ValidationError(f"cannot read the statement: {exc} (an unterminated string or quoted name?)") from None
-
-
-def _split_statements(tokens: list[Token]) -> list[list[Token]]:
-    out: list[list[Token]] = [[]]
-    depth = 0
-    for tok in tokens:
-        if tok.token_type == TokenType.L_PAREN:
-            depth += 1
-        elif tok.token_type == TokenType.R_PAREN:
-            depth -= 1
-        if tok.token_type == TokenType.SEMICOLON and depth == 0:
-            out.append([])
-        else:
-            out[-1].append(tok)
-    return [s for s in out if s]
-
-
-def _set_value(ts: _Tokens, toks: list[Token], name: str):
-    text = " ".join(t.text for t in toks)
-    if len(toks) == 1:
-        t = toks[0]
-        if t.token_type == TokenType.STRING:
-            return t.text
-        if t.token_type == TokenType.NUMBER:
-            return int(t.text) if t.text.isdigit() else float(t.text)
-        if t.token_type in (TokenType.TRUE, TokenType.FALSE):
-            return t.token_type == TokenType.TRUE
-        if t.token_type == TokenType.NULL:
-            return None
-    if len(toks) == 2 and toks[0].token_type == TokenType.DASH and toks[1].token_type == TokenType.NUMBER:
-        return -(int(toks[1].text) if toks[1].text.isdigit() else float(toks[1].text))
-    where = ts.at(toks[0]) if toks else "the end of the SET"
-    raise ValidationError(f"SET {name} at {where}: the value must be a string, number, TRUE, FALSE or NULL, "
-                          f"got '{text}'")
-
-
-def _parse_set(ts: _Tokens, toks: list[Token]) -> tuple[str, object]:
-    if len(toks) < 3 or toks[2].token_type != TokenType.EQ:
-        raise ValidationError(f"SET at {ts.at(toks[0])} must read SET key = value;")
-    return toks[1].text, _set_value(ts, toks[3:], toks[1].text)
-
-
 def parse_ingestion(sql: str, context: Mapping[str, object] | None = None) -> IngestionStatement:
     """Parse one ingestion statement (with optional SET prefixes, which override ``context``)."""
     if not isinstance(sql, str) or not sql.strip():
         raise ValidationError("the ingestion statement is empty; write INSERT INTO ... or REPLACE INTO ...")
-    tokens = _tokenize(sql)
-    ts = _Tokens(sql, tokens)
-    statements = _split_statements(tokens)
-    ctx = dict(context or {})
-    main: list[Token] | None = None
-    for stmt in statements:
-        if main is not None:
-            raise ValidationError(f"only SET statements may come before the INSERT or REPLACE; found "
-                                  f"'{stmt[0].text}' after it at {ts.at(stmt[0])}")
-        if stmt[0].token_type == TokenType.SET:
-            key, value = _parse_set(ts, stmt)
-            ctx[key] = value
-        else:
-            main = stmt
-    if main is None:
-        raise ValidationError("no INSERT or REPLACE statement after the SET statements")
-    return _parse_main(ts, main, ctx)
+    classified = classify(sql)
+    head = classified.tokens[0]
+    if classified.explain:
+        raise UnsupportedError(f"EXPLAIN PLAN FOR {classified.head.upper()} is not supported; run the statement "
+                               "itself, or EXPLAIN its SELECT")
+    if not classified.kind.is_ingestion:
+        raise ValidationError(f"expected INSERT or REPLACE at {location(sql, head.start)}, found '{head.text}'; an "
+                              "ingestion statement reads INSERT INTO ds SELECT ... PARTITIONED BY DAY")
+    return _parse_main(_Tokens(sql, list(classified.tokens)), list(classified.tokens),
+                       {**dict(context or {}), **classified.settings})
 
 
 def _parse_main(ts: _Tokens, toks: list[Token], ctx: dict) -> IngestionStatement:
@@ -216,7 +208,7 @@ def _parse_main(ts: _Tokens, toks: list[Token], ctx: dict) -> IngestionStatement
             i = _find_query_start(sub, cond_start)
             if i == cond_start:
                 raise ValidationError(f"OVERWRITE WHERE at {ts.at(toks[cond_start - 1])} needs a condition on __time")
-            text = _keep_only(sql, toks[cond_start].start, toks[i - 1].end + 1)
+            text = blank_outside(sql, toks[cond_start].start, toks[i - 1].end + 1)
             overwrite = tuple(_overwrite_intervals(text, ts.at(toks[cond_start])))
         else:
             where = ts.at(toks[i]) if i < len(toks) else "the end"
@@ -309,7 +301,7 @@ def _parse_select(sub: _Tokens, start: int, end: int) -> tuple[exp.Query, dict[s
     toks, sql = sub.tokens, sub.sql
     if start >= end:
         raise ValidationError(f"the SELECT at {sub.at(toks[min(start, len(toks) - 1)])} is empty")
-    text = _keep_only(sql, toks[start].start, toks[end - 1].end + 1)
+    text = blank_outside(sql, toks[start].start, toks[end - 1].end + 1)
     sources: dict[str, ExternalSource] = {}
     i = start
     while i < end:
@@ -330,7 +322,7 @@ def _parse_select(sub: _Tokens, start: int, end: int) -> tuple[exp.Query, dict[s
                 region_end = cols_close
             name = f"{SOURCE_PLACEHOLDER}{len(sources)}"
             where = f"FROM TABLE(...) at {sub.at(toks[i])}"
-            call_text = _keep_only(sql, toks[i + 2].start, toks[close - 1].end + 1) if close > i + 2 else ""
+            call_text = blank_outside(sql, toks[i + 2].start, toks[close - 1].end + 1) if close > i + 2 else ""
             if not call_text.strip():
                 raise ValidationError(f"{where}: TABLE() needs a table function such as EXTERN(...)")
             sources[name] = parse_table_function(call_text, where, extend)
@@ -424,7 +416,7 @@ def _granularity(ts: _Tokens, head: Token, toks: list[Token]) -> Granularity:
 
 
 def _granularity_expression(ts: _Tokens, toks: list[Token], where: str) -> Granularity:
-    text = _keep_only(ts.sql, toks[0].start, toks[-1].end + 1)
+    text = blank_outside(ts.sql, toks[0].start, toks[-1].end + 1)
     try:
         node = sqlglot.parse_one(text, read="druid")
     except ParseError as exc:
@@ -564,4 +556,4 @@ def _check_aligned(intervals: tuple[Interval, ...], gran: Granularity) -> None:
                     "must start a time chunk; widen the interval or choose a finer granularity")
 
 
-__all__ = ["SOURCE_PLACEHOLDER", "IngestionStatement", "parse_ingestion"]
+__all__ = ["SOURCE_PLACEHOLDER", "STATEMENT_FORMAT", "IngestionStatement", "parse_ingestion"]

@@ -1,8 +1,9 @@
 """The process of one ingestion task: ``python -m services.ingestion.task_main --task-id ID
 --coordinator HOST:PORT``. Started by the leader coordinator's TaskRunner.
 
-It reads the task's statement from the coordinator, runs the Spark job (segments to deep storage),
-publishes through the coordinator in one transaction, and reports progress and the final state.
+It reads the task from the coordinator (its statement was parsed on the broker and travels as JSON
+in the task spec), runs the Spark job (segments to deep storage), publishes through the
+coordinator in one transaction, and reports progress and the final state.
 SIGTERM cancels: the job stops, deletes what it uploaded, and the task ends CANCELED.
 """
 
@@ -17,7 +18,7 @@ import sys
 import threading
 import traceback
 
-from common.errors import StrataError
+from common.errors import StrataError, ValidationError
 from common.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
 from services.grpc_server import channel
 
@@ -30,18 +31,28 @@ def _update(stub, task_id: str, state: str, report: dict | None = None, error: s
     stub.UpdateTask(request, timeout=60)
 
 
+def _statement(spec: dict):
+    """The typed statement the broker parsed (``spec["statement"]``, see IngestionStatement.to_json);
+    the task's SQL text is kept for people and is not parsed again here."""
+    from services.ingestion.statement import IngestionStatement
+
+    if "statement" not in spec:
+        raise ValidationError("the task carries no parsed statement (spec.statement); it was created by an older "
+                              "broker: submit the INSERT/REPLACE again")
+    return IngestionStatement.from_json(spec["statement"])
+
+
 def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> int:
     from services.ingestion.coordinator_publisher import CoordinatorPublisher
     from services.ingestion.ingestion_report import IngestionCancelled, IngestionFailed
     from services.ingestion.spark_job import IngestionJob, run_ingestion
     from services.ingestion.spark_session import get_or_create_session
-    from services.ingestion.statement import parse_ingestion
 
     stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(coordinator))
     task = stub.GetTask(coordinator_pb2.TaskRequest(id=task_id), timeout=60)
     spec = json.loads(task.spec_json or "{}")
     try:
-        statement = parse_ingestion(task.statement, spec.get("context") or {})
+        statement = _statement(spec)
         if spec.get("clusterKeys") and not statement.clustered_by:
             import dataclasses
 
