@@ -28,17 +28,73 @@ SCHEMAS = (DRUID, SYS, INFORMATION_SCHEMA, EXT)
 
 
 class SqlCatalog(Protocol):
+    """Everything SQL planning, INFORMATION_SCHEMA and ingestion preparation ask of a catalog. Callers
+    call these methods directly (no probing for optional ones), so wrappers such as the broker's
+    per-user SecureSqlCatalog can check each one; a catalog without a table catalog or input tables
+    inherits SegmentsOnlyCatalog's answers for those."""
+
+    # ---- datasources (schema druid) ----
     def datasource_names(self) -> list[str]:
-        """Datasources that have served segments."""
+        """Datasources that have served segments or a catalog definition."""
 
     def datasource_schema(self, name: str) -> dict[str, ColumnType] | None:
         """Union of the datasource's segment schemas (newest type wins); None when unknown."""
 
+    def declared_order(self, name: str) -> bool:
+        """Whether the datasource's columns come in the order the table catalog declares."""
+
+    def table_properties(self, name: str) -> dict | None:
+        """The datasource's catalog properties (segmentGranularity, clusterKeys, ...), or None."""
+
+    def datasource_spec(self, name: str) -> dict | None:
+        """The datasource's whole catalog entry (properties and columns), or None."""
+
+    # ---- system tables (schema sys) ----
+    def system_table_names(self) -> list[str]:
+        """Names of the tables under ``sys``."""
+
     def system_table(self, schema: str, name: str) -> pa.Table | None:
         """A materialized sys table (segments, servers, server_segments, tasks); None when unknown."""
 
-    def system_table_names(self) -> list[str]:
-        """Names of the tables under ``sys``."""
+    # ---- input tables (schema ext) ----
+    def external_table_names(self) -> list[str]:
+        """Input tables the table catalog defines."""
+
+    def external_table_schema(self, name: str) -> dict[str, ColumnType]:
+        """An input table's columns; ValidationError when there is no such table."""
+
+    def external_source(self, name: str, args: dict) -> object:
+        """The input table ``name`` called with ``args``, as an ingestion ExternalSource."""
+
+    def external_table(self, name: str, args: dict) -> pa.Table:
+        """The rows of the input table ``name`` called with ``args``, read where the query plans."""
+
+
+class SegmentsOnlyCatalog:
+    """Base of a SqlCatalog that knows served segments and sys tables only (subclasses implement
+    those four methods): no table catalog, so no declared order, properties or specs, and no input
+    tables."""
+
+    def declared_order(self, name: str) -> bool:
+        return False
+
+    def table_properties(self, name: str) -> dict | None:
+        return None
+
+    def datasource_spec(self, name: str) -> dict | None:
+        return None
+
+    def external_table_names(self) -> list[str]:
+        return []
+
+    def external_table_schema(self, name: str) -> dict[str, ColumnType]:
+        raise ValidationError(f"no input table {EXT}.{name}: this catalog has no input tables")
+
+    def external_source(self, name: str, args: dict) -> object:
+        raise ValidationError(f"no input table {EXT}.{name}: this catalog has no input tables")
+
+    def external_table(self, name: str, args: dict) -> pa.Table:
+        raise ValidationError(f"no input table {EXT}.{name}: this catalog has no input tables")
 
 
 def _fields(*pairs: tuple[str, SqlType]) -> tuple[Field, ...]:
@@ -80,16 +136,6 @@ def datasource_fields(schema: dict[str, ColumnType], declared_order: bool = Fals
     return tuple(Field(n, sql_types.from_column_type(schema[n])) for n in names)
 
 
-def _declared_order(catalog: SqlCatalog, name: str) -> bool:
-    probe = getattr(catalog, "declared_order", None)
-    return bool(probe(name)) if probe is not None else False
-
-
-def _ext_names(catalog: SqlCatalog) -> list[str]:
-    probe = getattr(catalog, "external_table_names", None)
-    return list(probe()) if probe is not None else []
-
-
 def arrow_fields(schema: pa.Schema) -> tuple[Field, ...]:
     return tuple(Field(f.name, sql_types.from_arrow(f.type)) for f in schema)
 
@@ -112,7 +158,7 @@ def resolve_table(catalog: SqlCatalog, parts: list[str], fetched: dict | None = 
     if args and schema != EXT:
         raise ValidationError(f"only input tables (schema '{EXT}') take arguments; '{'.'.join(parts)}' does not")
     if schema == EXT:
-        names = _ext_names(catalog)
+        names = catalog.external_table_names()
         match = name if name in names else next((n for n in names if n.lower() == name.lower()), None)
         if match is None:
             raise ValidationError(unknown_name_message("input table", f"{EXT}.{name}", [f"{EXT}.{n}" for n in names]))
@@ -126,7 +172,7 @@ def resolve_table(catalog: SqlCatalog, parts: list[str], fetched: dict | None = 
                 candidates += [f"sys.{t}" for t in catalog.system_table_names()]
                 candidates += [f"{INFORMATION_SCHEMA}.{t}" for t in INFORMATION_SCHEMA_FIELDS]
             raise ValidationError(unknown_name_message("table", name, candidates))
-        return TableRef(DRUID, name, "datasource", datasource_fields(columns, _declared_order(catalog, name)))
+        return TableRef(DRUID, name, "datasource", datasource_fields(columns, bool(catalog.declared_order(name))))
     if schema == INFORMATION_SCHEMA:
         for t in INFORMATION_SCHEMA_FIELDS:
             if t.lower() == name.lower():
@@ -172,7 +218,7 @@ def _all_tables(catalog: SqlCatalog) -> list[tuple[str, str, str, tuple[Field, .
         out.append((INFORMATION_SCHEMA, name, "SYSTEM_TABLE", INFORMATION_SCHEMA_FIELDS[name]))
     for name in sorted(catalog.system_table_names()):
         out.append((SYS, name, "SYSTEM_TABLE", None))
-    for name in sorted(_ext_names(catalog)):
+    for name in sorted(catalog.external_table_names()):
         out.append((EXT, name, "EXTERNAL", None))
     return out
 
@@ -201,10 +247,9 @@ def information_schema_table(catalog: SqlCatalog, name: str) -> pa.Table:
         return _table_of(fields, [(CATALOG_NAME, s, None, None, None, None, None) for s in SCHEMAS])
     tables = _all_tables(catalog)
     if name == "TABLES":
-        props = getattr(catalog, "table_properties", lambda _name: None)
         rows = []
         for s, n, kind, _ in tables:
-            p = (props(n) if s == DRUID else None) or {}
+            p = (catalog.table_properties(n) if s == DRUID else None) or {}
             keys = p.get("clusterKeys")
             cluster = ", ".join(k["column"] + (" DESC" if k.get("desc") else "") for k in keys) if keys else None
             sealed = None if "sealed" not in p else ("YES" if p["sealed"] else "NO")
@@ -217,7 +262,7 @@ def information_schema_table(catalog: SqlCatalog, name: str) -> pa.Table:
             cols = known
         elif schema == DRUID:
             columns = catalog.datasource_schema(table)
-            cols = datasource_fields(columns, _declared_order(catalog, table)) if columns is not None else ()
+            cols = datasource_fields(columns, bool(catalog.declared_order(table))) if columns is not None else ()
         elif schema == EXT:
             cols = datasource_fields(catalog.external_table_schema(table), declared_order=True)
         else:

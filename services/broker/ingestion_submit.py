@@ -147,8 +147,7 @@ def prepare_ingestion(sql: str, context: dict, catalog) -> tuple[str, object, di
         except (TypeError, ValueError):
             raise ValidationError(f"maxNumTasks must be an integer >= 2 (one controller and at least one worker, "
                                   f"as in Druid), got {max_tasks!r}") from None
-    spec_of = getattr(catalog, "datasource_spec", None)
-    table = spec_of(statement.datasource) if spec_of is not None else None
+    table = catalog.datasource_spec(statement.datasource)
     props = (table or {}).get("properties") or {}
     task_spec: dict = {"context": dict(statement.context)}
     if statement.partitioned_by is None:

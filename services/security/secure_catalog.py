@@ -12,8 +12,9 @@ on every datasource a statement resolves):
   - sys.segments, sys.tasks (rows with a ``datasource``) and sys.server_segments (by the
     segment id's datasource) keep only rows of readable datasources; sys.servers is not per
     datasource and stays whole.
-Anything else the inner catalog offers is passed through unchanged: a new per-table lookup
-must be added to ``_DATASOURCE_SCOPED`` / ``_EXTERNAL_SCOPED`` below to be checked.
+Each method of the ``SqlCatalog`` protocol is written out here with its check, and nothing else
+is forwarded: a method added to the protocol stays unavailable through this class (AttributeError)
+until it is added here with its authorization.
 
 INSERT/REPLACE needs, as in Druid: WRITE on its datasource, READ on each ``ext.`` input table
 and datasource it reads, and READ on EXTERNAL ``EXTERNAL`` for inline external data
@@ -30,12 +31,11 @@ import re
 
 import pyarrow as pa
 
+from common.errors import ValidationError
 from services.security.authorizer import Authorizer
 from services.security.basic_authorizer import INLINE_EXTERNAL
 
 DRUID, EXT = "druid", "ext"
-_DATASOURCE_SCOPED = frozenset({"declared_order", "table_properties", "datasource_spec"})
-_EXTERNAL_SCOPED = frozenset({"external_table_schema", "external_source", "external_table"})
 _INSTANT = r"-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
 # A segment id is datasource_start_end_version_partition; a datasource name may hold '_' too,
 # but not '_<instant>_<instant>_'.
@@ -72,7 +72,10 @@ class SecureSqlCatalog:
         if not self.can_read(resource_type, name):
             self.authorizer.require(self.user, "READ", resource_type, name)  # raises, naming user and table
 
-    # ---- the SqlCatalog protocol -----------------------------------------------------------------------
+    def _require_write(self, resource_type: str, name: str) -> None:
+        self.authorizer.require(self.user, "WRITE", resource_type, name)
+
+    # ---- the SqlCatalog protocol: datasources ---------------------------------------------------------
     def datasource_names(self) -> list[str]:
         return [n for n in self.inner.datasource_names() if self.can_read("DATASOURCE", n)]
 
@@ -80,8 +83,21 @@ class SecureSqlCatalog:
         self._require_read("DATASOURCE", name)
         return self.inner.datasource_schema(name)
 
+    def declared_order(self, name: str) -> bool:
+        self._require_read("DATASOURCE", name)
+        return self.inner.declared_order(name)
+
+    def table_properties(self, name: str) -> dict | None:
+        self._require_read("DATASOURCE", name)
+        return self.inner.table_properties(name)
+
+    def datasource_spec(self, name: str) -> dict | None:
+        self._require_read("DATASOURCE", name)
+        return self.inner.datasource_spec(name)
+
+    # ---- system tables ---------------------------------------------------------------------------------
     def system_table_names(self) -> list[str]:
-        return self.inner.system_table_names()
+        return self.inner.system_table_names()  # which sys tables exist is no secret; their rows are
 
     def system_table(self, schema: str, name: str) -> pa.Table | None:
         table = self.inner.system_table(schema, name)
@@ -101,27 +117,21 @@ class SecureSqlCatalog:
         mask = [self.can_read("DATASOURCE", d if d is not None else "") for d in datasources]
         return table if all(mask) else table.filter(pa.array(mask, pa.bool_()))
 
-    # ---- optional catalog extensions (table catalog overlay, input tables) ----------------------------
+    # ---- input tables (schema ext) ------------------------------------------------------------------
     def external_table_names(self) -> list[str]:
-        names = self.inner.external_table_names() if hasattr(self.inner, "external_table_names") else []
-        return [n for n in names if self.can_read("EXTERNAL", n)]
+        return [n for n in self.inner.external_table_names() if self.can_read("EXTERNAL", n)]
 
-    def __getattr__(self, attr: str):
-        if attr in ("inner", "authorizer", "user", "_memo"):  # not yet set (copy, unpickling)
-            raise AttributeError(attr)
-        value = getattr(self.inner, attr)  # AttributeError when the inner catalog has no such thing
-        if attr in _DATASOURCE_SCOPED:
-            return self._checked(value, "DATASOURCE")
-        if attr in _EXTERNAL_SCOPED:
-            return self._checked(value, "EXTERNAL")
-        return value
+    def external_table_schema(self, name: str):
+        self._require_read("EXTERNAL", name)
+        return self.inner.external_table_schema(name)
 
-    def _checked(self, method, resource_type: str):
-        def call(name, *args, **kwargs):
-            self._require_read(resource_type, name)
-            return method(name, *args, **kwargs)
+    def external_source(self, name: str, args: dict):
+        self._require_read("EXTERNAL", name)
+        return self.inner.external_source(name, args)
 
-        return call
+    def external_table(self, name: str, args: dict) -> pa.Table:
+        self._require_read("EXTERNAL", name)
+        return self.inner.external_table(name, args)
 
 
 # ---- ingestion ------------------------------------------------------------------------------------------
@@ -129,16 +139,9 @@ class IngestionCatalog(SecureSqlCatalog):
     """The catalog an INSERT/REPLACE is prepared with: input tables need READ as in queries, but
     the target's catalog entry (defaults, sealed columns) needs WRITE, not READ, on it."""
 
-    def __getattr__(self, attr: str):
-        if attr == "datasource_spec":
-            method = getattr(self.inner, attr)  # AttributeError when the inner catalog has none
-
-            def spec(name, *args, **kwargs):
-                self.authorizer.require(self.user, "WRITE", "DATASOURCE", name)
-                return method(name, *args, **kwargs)
-
-            return spec
-        return super().__getattr__(attr)
+    def datasource_spec(self, name: str) -> dict | None:
+        self._require_write("DATASOURCE", name)
+        return self.inner.datasource_spec(name)
 
 
 def statement_sources(sql: str) -> tuple[str | None, list[str], bool]:
@@ -146,11 +149,13 @@ def statement_sources(sql: str) -> tuple[str | None, list[str], bool]:
     ``ext.name`` the SQL text names; whether it calls an inline table function such as
     TABLE(EXTERN(...)) or TABLE(localfiles(...))), from its tokens, before any parsing: ingestion
     rewrites ``ext.name`` into EXTERN first, so this looks at the text the user wrote."""
-    from sqlglot.tokens import Tokenizer, TokenType
+    from sqlglot.tokens import TokenType
+
+    from common.sql.statement_kind import tokenize
 
     try:
-        tokens = Tokenizer().tokenize(sql)
-    except Exception:  # the parser reports it
+        tokens = tokenize(sql)
+    except ValidationError:  # the parser reports it
         return None, [], False
     target = None
     names: list[str] = []
@@ -194,9 +199,9 @@ def ingestion_requirements(statement, sql: str | None = None) -> list[tuple[str,
     from sqlglot import exp
 
     needs = [("WRITE", "DATASOURCE", statement.datasource)]
-    text = sql if sql is not None else getattr(statement, "sql", "") or ""
+    text = sql if sql is not None else statement.sql or ""
     reads = [need for need in source_requirements(text) if need[0] == "READ"]
-    sources = set(getattr(statement, "sources", {}) or {})
+    sources = set(statement.sources or {})
     select = statement.select
     if select is not None:
         ctes = {cte.alias_or_name for cte in select.find_all(exp.CTE)}

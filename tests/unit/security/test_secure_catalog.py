@@ -10,12 +10,14 @@ import sqlglot
 from common.errors import ValidationError
 from common.segment import SegmentId
 from common.sql import plan_sql
+from common.sql.catalog import SegmentsOnlyCatalog, SqlCatalog
 from common.types import Interval
 from common.types.column_type import LONG, STRING, TIMESTAMP
+from services.broker.overlay_catalog import OverlayCatalog
 from services.security import ALLOW_ALL
 from services.security.basic_authorizer import BasicAuthorizer, Grant, UserSpec
-from services.security.secure_catalog import (SecureSqlCatalog, ingestion_requirements, native_query_datasources,
-                                              segment_datasource, source_requirements,
+from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog, ingestion_requirements,
+                                              native_query_datasources, segment_datasource, source_requirements,
                                               statement_sources)
 from tests.unit.sql.fake_catalog import FakeCatalog
 
@@ -155,18 +157,66 @@ def test_input_tables_need_read_on_external():
     assert got.to_pylist() == [{"TABLE_SCHEMA": "ext", "TABLE_NAME": "files"}]
 
 
-def test_other_lookups_are_checked_or_passed_through():
+def test_other_lookups_are_checked_and_nothing_is_forwarded():
     catalog = SecureSqlCatalog(Catalog(), AUTH, "reader")
     assert catalog.table_properties("wiki") == {"description": "about wiki"}
     with pytest.raises(PermissionError):
         catalog.table_properties("sales")
     with pytest.raises(PermissionError):
         catalog.declared_order("sales")
-    assert catalog.something_else() == "passed through"
+    with pytest.raises(PermissionError):
+        catalog.datasource_spec("sales")
+    assert catalog.datasource_spec("wiki") is None  # a catalog without a table catalog has no entries
     with pytest.raises(AttributeError):
-        catalog.datasource_spec  # noqa: B018 - the inner catalog has none
-    assert not hasattr(SecureSqlCatalog(FakeCatalog({}), AUTH, "reader"), "table_properties")
-    assert SecureSqlCatalog(FakeCatalog({}), AUTH, "reader").external_table_names() == []
+        catalog.something_else()  # the inner catalog has it, but it is not a checked SqlCatalog method
+    with pytest.raises(AttributeError):
+        catalog.inner_secret  # noqa: B018
+    bare = SecureSqlCatalog(FakeCatalog({}), AUTH, "reader")
+    assert bare.external_table_names() == [] and bare.table_properties("wiki") is None
+
+
+def _protocol_methods() -> list[str]:
+    return sorted(name for name, value in vars(SqlCatalog).items() if callable(value) and not name.startswith("_"))
+
+
+def test_every_protocol_method_is_written_out_with_its_check():
+    methods = _protocol_methods()
+    assert {"datasource_names", "datasource_schema", "declared_order", "table_properties", "datasource_spec",
+            "system_table_names", "system_table", "external_table_names", "external_table_schema",
+            "external_source", "external_table"} <= set(methods)
+    for name in methods:
+        assert name in vars(SecureSqlCatalog), f"SecureSqlCatalog must define {name} itself"
+        assert name in vars(OverlayCatalog), f"the broker's OverlayCatalog must implement {name}"
+        assert callable(getattr(SegmentsOnlyCatalog, name, None)) or name in (
+            "datasource_names", "datasource_schema", "system_table_names", "system_table")
+    assert not hasattr(SecureSqlCatalog, "__getattr__")
+
+
+@pytest.mark.parametrize("method", _protocol_methods())
+def test_each_protocol_method_asks_the_authorizer_or_filters(method):
+    """No method reaches the inner catalog for a name the user may not read."""
+    nobody = SecureSqlCatalog(Catalog(), AUTH, "nobody")
+    args = {"datasource_names": (), "system_table_names": (), "external_table_names": (),
+            "system_table": ("sys", "segments"), "external_table_schema": ("files",),
+            "external_source": ("files", {}), "external_table": ("files", {})}.get(method, ("wiki",))
+    if method in ("datasource_names", "external_table_names"):
+        assert getattr(nobody, method)(*args) == []
+    elif method == "system_table_names":
+        assert getattr(nobody, method)() == Catalog().system_table_names()
+    elif method == "system_table":
+        assert nobody.system_table(*args).num_rows == 0
+    else:
+        with pytest.raises(PermissionError, match="user 'nobody' may not READ"):
+            getattr(nobody, method)(*args)
+
+
+def test_ingestion_catalog_needs_write_for_the_target_entry():
+    writer = IngestionCatalog(Catalog(), AUTH, "writer")
+    assert writer.datasource_spec("wiki") is None
+    with pytest.raises(PermissionError, match="user 'writer' may not WRITE on DATASOURCE 'sales'"):
+        writer.datasource_spec("sales")
+    with pytest.raises(PermissionError, match="may not READ"):
+        writer.datasource_schema("wiki")  # WRITE does not let it read the rows
 
 
 def test_allow_all_changes_nothing():

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from common.sql.catalog import SegmentsOnlyCatalog
 from common.types.column_type import ColumnType
 
 
-class FakeCatalog:
+class FakeCatalog(SegmentsOnlyCatalog):
     def __init__(self, schemas: dict[str, dict[str, ColumnType]], system: dict[str, pa.Table] | None = None) -> None:
         self.schemas = schemas
         self.system = dict(system or {})
