@@ -203,6 +203,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
             created=created,
             dictionaries=dictionaries,
             projections=tuple(projection_manifests),
+            required_features=_required_features(columns, projection_manifests),
         )
         holder["manifest"] = manifest
         return manifest.to_bytes()
@@ -237,6 +238,13 @@ def _build_projection(proj: ProjectionTable, parts: dict, dictionaries: dict, se
         columns.append(_add(parts, name, ctype, encoding.name, encoding.encode(values, ctype), prefix))
     return ProjectionManifest(proj.name, dict(proj.spec), tuple(proj.grouping_columns), tuple(proj.aggregators),
                               rows.num_rows, tuple(proj.grouping_columns), tuple(columns))
+
+
+def _required_features(columns, projections) -> tuple[str, ...]:
+    from common.segment.encoding import lookup_encoding
+
+    used = {c.encoding for c in columns} | {c.encoding for p in projections for c in p.columns}
+    return tuple(sorted({lookup_encoding(e).feature for e in used if lookup_encoding(e).feature}))
 
 
 def _shared_dictionary_values(parts: dict, shared: DictionaryManifest) -> pa.Array:

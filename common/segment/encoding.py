@@ -92,6 +92,7 @@ def register(encoding: Encoding) -> Encoding:
 def _builtins() -> None:
     # The built-in encodings register themselves when their modules load; import them lazily so
     # the registry has no import-time dependency on the column modules.
+    import common.segment.nested_column  # noqa: F401
     import common.segment.string_column  # noqa: F401
     import common.segment.value_column  # noqa: F401
 
@@ -121,7 +122,15 @@ def encoding_for(ctype: ColumnType) -> Encoding:
     _builtins()
     if ctype.is_string:
         return _REGISTRY["dictionary"]
+    if ctype.complex_name == "json":
+        return _REGISTRY["nested"]
     return _REGISTRY["plain"]
+
+
+def known_features() -> frozenset[str]:
+    """The requiredFeatures entries this version can read: those of its encodings."""
+    _builtins()
+    return frozenset(e.feature for e in _REGISTRY.values() if e.feature)
 
 
 def parse_spec(encoding: str, obj: Mapping[str, Any] | None) -> EncodingSpec:

@@ -19,13 +19,12 @@ import json
 from dataclasses import dataclass, field
 
 from common.errors import SegmentCorruptError
-from common.segment.encoding import EncodingSpec, parse_spec
+from common.segment.encoding import EncodingSpec, known_features, parse_spec
 from common.segment.segment_id import SegmentId
 from common.types.column_type import ColumnType
 
 FORMAT_NAME = "strata-segment"
 FORMAT_VERSION = 1
-KNOWN_FEATURES: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -193,7 +192,8 @@ class SegmentManifest:
             raise SegmentCorruptError(
                 f"segment {where}: format version check failed: version {version}, this reader knows 1..{FORMAT_VERSION}"
             )
-        unknown = [f for f in obj.get("requiredFeatures", []) if f not in KNOWN_FEATURES]
+        known = known_features()
+        unknown = [f for f in obj.get("requiredFeatures", []) if f not in known]
         if unknown:
             raise SegmentCorruptError(
                 f"segment {where}: feature check failed: needs {unknown}, which this version cannot read; upgrade strata"

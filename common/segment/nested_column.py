@@ -1,0 +1,386 @@
+"""The ``nested`` encoding: a COMPLEX<json> column stored as many indexed field columns.
+
+At build time every path that leads to a literal or to an array of literals becomes a field
+("a bunch of columns in a trench coat", as Druid's design puts it). The column owns global value
+dictionaries shared by all its fields, split by type and stacked into one id space
+(strings, then longs, then doubles, then arrays of literals). Each field stores:
+- ``local``: its local dictionary (sorted global ids it uses), so its values are sorted too;
+- ``codes``: a local id per row (-1 where the path is missing or null);
+- ``bitmaps``: one Roaring bitmap per local id, plus the missing/null rows;
+- ``values``: for fields holding only numbers, the plain numeric column (sums read it).
+The raw documents are kept zstd-compressed (whole-object reads, JSON_QUERY of objects, paths
+beyond the field guard) together with the null bitmap of the column.
+
+Readers: the column itself reads as JSON text; ``field(path)`` is a ``ColumnReader`` over one
+field: a string field is a dictionary column with a sorted dictionary and an index, a numeric
+field reads its value column, an array field its arrays; a field of mixed types reads as text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyroaring import BitMap
+
+from common.errors import ValidationError
+from common.segment.container import Container, ipc_bytes
+from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register
+from common.segment.nested_fields import NestedOptions, SplitField, split_documents
+from common.segment.string_column import StringColumn, _bitmaps_binary, code_type
+from common.segment.value_column import ValueColumn
+from common.types.column_type import DOUBLE, JSON, LONG, STRING, ColumnType, TypeKind
+
+KINDS = ("STRING", "LONG", "DOUBLE", "ARRAY")
+
+
+@dataclass(frozen=True)
+class NestedSpec(EncodingSpec):
+    """What a reader needs to find fields: each field's path, types and part prefix, the global
+    dictionary sizes, and what the guard left out."""
+
+    fields: tuple = ()  # ({"path": "$.a", "types": ["LONG"], "part": "f0"}, ...)
+    dictionary_sizes: dict = field(default_factory=dict)  # kind -> size, in id order
+    max_fields: int | None = None
+    dropped_paths: tuple = ()  # the first few paths the guard kept only in the raw values
+    dropped_count: int = 0
+    raw: bool = True
+    KEYS: ClassVar = (("fields", "fields"), ("dictionarySizes", "dictionary_sizes"), ("maxFields", "max_fields"),
+                      ("droppedPaths", "dropped_paths"), ("droppedCount", "dropped_count"), ("raw", "raw"))
+
+    def to_json(self) -> dict:
+        out = super().to_json()
+        out["fields"] = [dict(f) for f in self.fields]
+        out["droppedPaths"] = list(self.dropped_paths)
+        return out
+
+    @classmethod
+    def from_json(cls, obj) -> NestedSpec:
+        spec = super().from_json(obj)
+        return NestedSpec(extra=spec.extra, fields=tuple(dict(f) for f in spec.fields or ()),
+                          dictionary_sizes=dict(spec.dictionary_sizes or {}), max_fields=spec.max_fields,
+                          dropped_paths=tuple(spec.dropped_paths or ()), dropped_count=int(spec.dropped_count or 0),
+                          raw=bool(spec.raw if spec.raw is not None else True))
+
+
+# ---- writing ------------------------------------------------------------------------------------
+def _zstd_ipc(array: pa.Array) -> pa.Buffer:
+    sink = pa.BufferOutputStream()
+    options = pa.ipc.IpcWriteOptions(compression="zstd")
+    with pa.ipc.new_stream(sink, pa.schema([pa.field("v", array.type)]), options=options) as writer:
+        writer.write_batch(pa.record_batch([array], names=["v"]))
+    return sink.getvalue()
+
+
+def _bitmap_bytes(rows: np.ndarray) -> pa.Buffer:
+    bm = BitMap(np.asarray(rows, dtype=np.uint32))
+    return pa.py_buffer(bm.serialize())
+
+
+def _array_text(value: list) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+class _Dictionaries:
+    """The column's global dictionaries: sorted values per kind, stacked into one id space."""
+
+    def __init__(self, fields: list[SplitField]) -> None:
+        strings: set[str] = set()
+        longs: set[int] = set()
+        doubles: set[float] = set()
+        arrays: set[str] = set()
+        for f in fields:
+            for v in f.values:
+                if v is None:
+                    continue
+                if isinstance(v, str):
+                    strings.add(v)
+                elif isinstance(v, bool):
+                    longs.add(int(v))
+                elif isinstance(v, int):
+                    longs.add(v)
+                elif isinstance(v, float):
+                    doubles.add(v)
+                else:
+                    arrays.add(_array_text(v))
+        self.strings = pa.array(sorted(strings, key=lambda s: s.encode()), pa.string())
+        self.longs = np.array(sorted(longs), dtype=np.int64)
+        self.doubles = np.array(sorted(doubles), dtype=np.float64)
+        self.arrays = pa.array(sorted(arrays, key=lambda s: s.encode()), pa.string())
+        self.offsets = {"STRING": 0, "LONG": len(self.strings)}
+        self.offsets["DOUBLE"] = self.offsets["LONG"] + len(self.longs)
+        self.offsets["ARRAY"] = self.offsets["DOUBLE"] + len(self.doubles)
+        self._string_ids = {s: i for i, s in enumerate(self.strings.to_pylist())}
+        self._array_ids = {s: i for i, s in enumerate(self.arrays.to_pylist())}
+
+    @property
+    def sizes(self) -> dict:
+        return {"STRING": len(self.strings), "LONG": len(self.longs), "DOUBLE": len(self.doubles),
+                "ARRAY": len(self.arrays)}
+
+    def global_ids(self, values: list) -> np.ndarray:
+        out = np.full(len(values), -1, dtype=np.int64)
+        for row, v in enumerate(values):
+            if v is None:
+                continue
+            if isinstance(v, str):
+                out[row] = self._string_ids[v]
+            elif isinstance(v, (bool, int)):
+                out[row] = self.offsets["LONG"] + int(np.searchsorted(self.longs, int(v)))
+            elif isinstance(v, float):
+                out[row] = self.offsets["DOUBLE"] + int(np.searchsorted(self.doubles, v))
+            else:
+                out[row] = self.offsets["ARRAY"] + self._array_ids[_array_text(v)]
+        return out
+
+    def parts(self) -> dict[str, pa.Buffer]:
+        return {"dict/strings": ipc_bytes(self.strings), "dict/longs": ipc_bytes(pa.array(self.longs, pa.int64())),
+                "dict/doubles": ipc_bytes(pa.array(self.doubles, pa.float64())),
+                "dict/arrays": ipc_bytes(self.arrays)}
+
+
+def _field_parts(f: SplitField, dicts: _Dictionaries, prefix: str) -> tuple[dict[str, pa.Buffer], dict]:
+    gids = dicts.global_ids(f.values)
+    present = gids >= 0
+    local = np.unique(gids[present])
+    codes = np.full(len(gids), -1, dtype=np.int32)
+    codes[present] = np.searchsorted(local, gids[present]).astype(np.int32)
+    cardinality = len(local)
+    narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
+    mask = ~present
+    parts = {
+        f"{prefix}/local": ipc_bytes(pa.array(local, pa.int64())),
+        f"{prefix}/codes": ipc_bytes(pa.array(narrow, mask=mask if mask.any() else None)),
+        f"{prefix}/bitmaps": ipc_bytes(_bitmaps_binary(codes, cardinality)),
+    }
+    kinds = set(f.types)
+    if kinds and kinds <= {"LONG", "DOUBLE"}:
+        if kinds == {"LONG"}:
+            nums = pa.array([None if v is None else int(v) for v in f.values], pa.int64())
+        else:
+            nums = pa.array([None if v is None else float(v) for v in f.values], pa.float64())
+        parts[f"{prefix}/values"] = ipc_bytes(nums)
+    return parts, {"cardinality": cardinality, "rows": int(present.sum())}
+
+
+def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | None = None) -> EncodedColumn:
+    """Split JSON documents (text, one per row, null for a null row) into field columns."""
+    options = options or NestedOptions()
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    texts = values.cast(pa.string()).to_pylist()
+    split = split_documents(texts, options)
+    dicts = _Dictionaries(split.fields)
+    parts: dict[str, pa.Buffer] = dict(dicts.parts())
+    fields_meta = []
+    for i, f in enumerate(split.fields):
+        prefix = f"f{i}"
+        field_parts, stats = _field_parts(f, dicts, prefix)
+        parts.update(field_parts)
+        fields_meta.append({"path": f.path, "types": list(f.types), "part": prefix, **stats})
+    nulls = np.flatnonzero(np.array([t is None for t in split.canonical], dtype=bool))
+    parts["nulls"] = _bitmap_bytes(nulls)
+    if options.keep_raw or split.dropped_paths:
+        parts["raw"] = _zstd_ipc(pa.array(split.canonical, pa.string()))
+    spec = NestedSpec(fields=tuple(fields_meta), dictionary_sizes=dicts.sizes, max_fields=options.max_fields,
+                      dropped_paths=tuple(split.dropped_paths[:100]), dropped_count=len(split.dropped_paths),
+                      raw="raw" in parts)
+    stats = {"nullCount": int(len(nulls)), "fields": len(fields_meta), "guardTriggered": bool(split.dropped_paths)}
+    return EncodedColumn(parts, stats, spec)
+
+
+# ---- reading ------------------------------------------------------------------------------------
+class NestedColumn:
+    """A COMPLEX<json> column: reads as JSON text; ``field(path)`` reads one field column."""
+
+    def __init__(self, stored: StoredColumn) -> None:
+        self._stored = stored
+        self._container: Container = stored.container
+        self._parts = dict(stored.parts)
+        self.num_rows = stored.num_rows
+        self.stats = dict(stored.stats)
+        self.type = stored.type
+        self.spec: NestedSpec = stored.spec
+        self._fields = {f["path"]: f for f in self.spec.fields}
+        self._dicts: dict[str, pa.Array] = {}
+        self._open: dict[str, object] = {}
+
+    @classmethod
+    def open(cls, stored: StoredColumn) -> NestedColumn:
+        return cls(stored)
+
+    # -- the whole column -------------------------------------------------------------------------
+    def values(self) -> pa.Array:
+        if "raw" in self._parts:
+            return self._container.array(self._parts["raw"])
+        return self._rebuild()
+
+    def take(self, rows: np.ndarray | None) -> pa.Array:
+        vals = self.values()
+        return vals if rows is None else vals.take(pa.array(rows))
+
+    def dictionary_codes(self) -> None:
+        return None
+
+    def index(self) -> None:
+        return None
+
+    def part_bytes(self, roles: tuple[str, ...] = ("raw",)) -> int:
+        return sum(self._container.part_length(self._parts[r]) for r in roles if r in self._parts)
+
+    def null_rows(self) -> BitMap:
+        return BitMap.deserialize(self._container.part(self._parts["nulls"]).to_pybytes())
+
+    # -- fields -------------------------------------------------------------------------------------
+    def paths(self) -> list[str]:
+        return list(self._fields)
+
+    def field_types(self, path: str) -> list[str] | None:
+        meta = self._fields.get(path)
+        return None if meta is None else list(meta["types"])
+
+    def field(self, path: str):
+        """The ColumnReader of one field, or None when the path was not split out."""
+        if path in self._open:
+            return self._open[path]
+        meta = self._fields.get(path)
+        if meta is None:
+            return None
+        reader = self._field_reader(meta)
+        self._open[path] = reader
+        return reader
+
+    def _dictionary(self, kind: str) -> pa.Array:
+        if kind not in self._dicts:
+            part = {"STRING": "dict/strings", "LONG": "dict/longs", "DOUBLE": "dict/doubles", "ARRAY": "dict/arrays"}[kind]
+            self._dicts[kind] = self._container.array(self._parts[part])
+        return self._dicts[kind]
+
+    def _offsets(self) -> dict[str, int]:
+        sizes = self.spec.dictionary_sizes
+        out, at = {}, 0
+        for kind in KINDS:
+            out[kind] = at
+            at += int(sizes.get(kind, 0))
+        return out
+
+    def _field_reader(self, meta: dict):
+        prefix = meta["part"]
+        parts = {"codes": self._parts[f"{prefix}/codes"], "bitmaps": self._parts[f"{prefix}/bitmaps"],
+                 "local": self._parts[f"{prefix}/local"]}
+        if f"{prefix}/values" in self._parts:
+            parts["values"] = self._parts[f"{prefix}/values"]
+        local = self._container.array(parts["local"]).to_numpy()
+        offsets = self._offsets()
+        kinds = sorted({t.split("<")[0] for t in meta["types"]})
+        dictionary = self._local_values(local, offsets)
+        stats = {"cardinality": len(local)}
+        if kinds == ["STRING"]:
+            return FieldColumn(self._container, parts, self.num_rows, stats, STRING, dictionary)
+        if set(kinds) <= {"DOUBLE", "LONG"} and "values" in parts:
+            ctype = LONG if kinds == ["LONG"] else DOUBLE
+            return NumericFieldColumn(self._container, parts, self.num_rows, stats, ctype)
+        if kinds == ["ARRAY"]:
+            element = _array_element_type(meta["types"])
+            texts = dictionary
+            arrays = pa.array([_as_element(json.loads(t), element) for t in texts.to_pylist()],
+                              ColumnType(TypeKind.ARRAY, element).to_arrow())
+            return FieldColumn(self._container, parts, self.num_rows, stats, ColumnType(TypeKind.ARRAY, element),
+                               arrays, indexed=False)
+        # A field of several types reads as text, as Druid answers VARCHAR when a path is ambiguous.
+        return FieldColumn(self._container, parts, self.num_rows, stats, STRING, dictionary, indexed=False)
+
+    def _local_values(self, local: np.ndarray, offsets: dict[str, int]) -> pa.Array:
+        """The local dictionary's values, as text for strings and arrays and numbers as Druid prints them."""
+        out: list = []
+        bounds = [(k, offsets[k], offsets[k] + int(self.spec.dictionary_sizes.get(k, 0))) for k in KINDS]
+        for kind, lo, hi in bounds:
+            ids = local[(local >= lo) & (local < hi)] - lo
+            if not len(ids):
+                continue
+            values = self._dictionary(kind).take(pa.array(ids))
+            if kind in ("LONG", "DOUBLE"):
+                values = pc.cast(values, pa.string()) if kind == "LONG" else _double_text(values)
+            out.append(values)
+        if not out:
+            return pa.array([], pa.string())
+        return pa.concat_arrays(out) if len(out) > 1 else out[0]
+
+    def _rebuild(self) -> pa.Array:
+        raise ValidationError("this JSON column was stored without its raw values; whole-object reads are "
+                              "rebuilt from fields only when every path was kept")
+
+
+def _double_text(values: pa.Array) -> pa.Array:
+    return pa.array([None if v is None else repr(float(v)) for v in values.to_pylist()], pa.string())
+
+
+def _as_element(values: list, element: ColumnType) -> list:
+    """An array's elements as the field's widened element type (a variant array reads as strings)."""
+    if element.is_string:
+        return [v if v is None or isinstance(v, str) else json.dumps(v) for v in values]
+    if element.kind is TypeKind.DOUBLE:
+        return [None if v is None else float(v) for v in values]
+    return values
+
+
+def _array_element_type(types: list[str]) -> ColumnType:
+    inner = {t[len("ARRAY<"):-1] for t in types if t.startswith("ARRAY<")}
+    if "STRING" in inner:
+        return STRING
+    if "DOUBLE" in inner:
+        return DOUBLE
+    return LONG
+
+
+class FieldColumn(StringColumn):
+    """A field read through its local dictionary (values come from the column's global one)."""
+
+    def __init__(self, container, parts, num_rows, stats, ctype, dictionary: pa.Array, indexed: bool = True) -> None:
+        super().__init__(container, parts, num_rows, stats, ctype)
+        self._local_dictionary = dictionary
+        self._indexed = indexed
+
+    @property
+    def dictionary(self) -> pa.Array:
+        return self._local_dictionary
+
+    def index(self):
+        return super().index() if self._indexed else None
+
+    def dictionary_codes(self):
+        return self.dictionary_codes_if_string()
+
+    def dictionary_codes_if_string(self):
+        return (self.codes(), self.dictionary) if self._indexed else None
+
+    def values(self) -> pa.Array:
+        if self._indexed:
+            return super().values()
+        codes = self.codes_array
+        return self._local_dictionary.take(codes)
+
+    def take(self, rows: np.ndarray | None) -> pa.Array:
+        if self._indexed:
+            return super().take(rows)
+        codes = self.codes_array if rows is None else self.codes_array.take(pa.array(rows))
+        return self._local_dictionary.take(codes)
+
+
+class NumericFieldColumn(ValueColumn):
+    """A numbers-only field: its plain value column, as a flat LONG/DOUBLE column reads."""
+
+
+def _encode(values: pa.Array, ctype: ColumnType) -> EncodedColumn:
+    return encode_nested(values, ctype)
+
+
+# Older readers must refuse such segments rather than read the field parts as nothing.
+NESTED = register(Encoding("nested", NestedSpec, NestedColumn.open, _encode, required_roles=("nulls",),
+                           feature="nestedColumns"))
+
+__all__ = ["FieldColumn", "NestedColumn", "NestedSpec", "encode_nested", "JSON"]

@@ -1,0 +1,123 @@
+"""Nested JSON columns in the segment format: fields, global dictionaries, field readers and
+indexes, the path guard, and bad documents. Inputs are Druid's own nested test files."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pytest
+
+from common.errors import SegmentCorruptError, ValidationError
+from common.segment.builder import build_segment
+from common.segment.nested_column import NestedColumn
+from common.segment.nested_fields import NestedOptions, split_documents
+from common.segment.segment import Segment
+from common.segment.segment_id import SegmentId
+from common.types.column_type import JSON, ColumnType
+from common.types.interval import Interval
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data")
+IV = "2020-01-01/2020-01-02"
+T0 = 1577836800000
+
+
+def lines(name: str) -> list[dict]:
+    with open(os.path.join(DATA, name), encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def build(tmp_path, columns: dict[str, list], name="n.sseg") -> Segment:
+    n = len(next(iter(columns.values())))
+    table = pa.table({"__time": pa.array([T0 + i for i in range(n)], pa.int64()),
+                      **{k: pa.array([None if v is None else json.dumps(v) for v in vals], pa.string())
+                         for k, vals in columns.items()}})
+    path = str(tmp_path / name)
+    build_segment(table, path, SegmentId("ds", Interval.of(IV), "v1", 0), column_types={k: JSON for k in columns})
+    return Segment.open(path, verify=True)
+
+
+def test_example_data_fields_and_types(tmp_path):
+    rows = lines("nested-example-data.json")
+    seg = build(tmp_path, {"shipTo": [r["shipTo"] for r in rows], "details": [r["details"] for r in rows]})
+    details = seg.column("details")
+    assert isinstance(details, NestedColumn)
+    assert details.paths() == ["$.color", "$.price"]
+    assert details.field_types("$.price") == ["DOUBLE"] and details.field_types("$.color") == ["STRING"]
+    ship = seg.column("shipTo")
+    assert "$.address.city" in ship.paths() and "$.phoneNumbers[1].number" in ship.paths()
+    prices = details.field("$.price")
+    assert prices.type == ColumnType.parse("DOUBLE")
+    assert prices.values().to_pylist() == [r["details"]["price"] for r in rows]
+    colors = details.field("$.color")
+    assert colors.values().cast(pa.string()).to_pylist() == [r["details"].get("color") for r in rows]
+    idx = colors.index()
+    assert list(idx.bitmap(idx.lookup("ivory"))) == [0]
+    assert list(idx.null_bitmap()) == [i for i, r in enumerate(rows) if "color" not in r["details"]]
+    # The column itself reads as compact JSON text.
+    assert [json.loads(t) for t in details.values().to_pylist()] == [r["details"] for r in rows]
+
+
+def test_all_types_keeps_every_type_a_path_had(tmp_path):
+    rows = lines("nested-all-types-test-data.json")
+    seg = build(tmp_path, {"doc": rows})
+    col = seg.column("doc")
+    assert col.field_types("$.variant") == ["LONG", "STRING", "DOUBLE"]
+    assert col.field_types("$.variantNumeric") == ["LONG", "DOUBLE"]
+    assert col.field_types("$.arrayBool") == ["ARRAY<LONG>"]  # booleans are LONG 1/0, as in Druid
+    assert col.field_types("$.arrayVariant") == ["ARRAY<STRING>", "ARRAY<DOUBLE>", "ARRAY<LONG>"]
+    assert col.field("$.arrayVariant").type == ColumnType.parse("ARRAY<VARCHAR>")
+    assert col.field_types("$.cEmptyArray") == ["ARRAY<LONG>"]  # only empty or null: ARRAY<LONG>
+    assert "$.complexObj.y[0].l" in col.paths() and "$.arrayObject[1].x" in col.paths()
+    # A field of mixed types reads as text: VARCHAR, as Druid answers when a path is ambiguous.
+    variant = col.field("$.variant")
+    assert variant.type == ColumnType.parse("VARCHAR") and variant.index() is None
+    assert variant.values().to_pylist()[:4] == ["1", "b", "3.0", "1"]
+    numeric = col.field("$.variantNumeric")
+    assert numeric.type == ColumnType.parse("DOUBLE")
+    assert col.field("$.arrayLongNulls").values().to_pylist()[0] == [1, None, 3]
+
+
+def test_the_guard_keeps_the_most_common_paths_and_says_which_it_dropped(tmp_path):
+    docs = [{f"k{i}": i, "common": "x"} for i in range(3000)]
+    split = split_documents([json.dumps(d) for d in docs], NestedOptions(max_fields=10))
+    assert len(split.fields) == 10 and split.fields[0].path == "$.k0"
+    assert "$.common" in {f.path for f in split.fields}
+    assert len(split.dropped_paths) == 2991
+    seg = build(tmp_path, {"doc": docs})
+    col = seg.column("doc")
+    assert len(col.paths()) == 1000 and col.spec.dropped_count == 2001
+    assert seg.manifest.column("doc").stats["guardTriggered"] is True
+    assert json.loads(col.values()[2999].as_py()) == docs[2999]  # dropped paths live on in the raw values
+
+
+def test_deep_and_odd_documents(tmp_path):
+    deep = {"a": 1}
+    for _ in range(500):
+        deep = {"n": deep}
+    odd = {"a.b": 1, "it's": "q", "ключ": [1.5, None], "": {"x": "y"}}
+    seg = build(tmp_path, {"doc": [deep, odd, None, 7, "text", [1, 2]]})
+    col = seg.column("doc")
+    assert "$" + ".n" * 500 + ".a" in col.paths()
+    assert {"$['a.b']", "$['it\\'s']", "$['ключ']", "$[''].x", "$"} <= set(col.paths())
+    assert col.field_types("$") == ["LONG", "STRING", "ARRAY<LONG>"]
+    assert list(col.null_rows()) == [2]
+
+
+def test_malformed_documents_name_the_row():
+    with pytest.raises(ValidationError, match="row 1: malformed JSON"):
+        split_documents(['{"a": 1}', '{"a": '])
+    too_deep = "[" * 5000 + "]" * 5000
+    with pytest.raises(ValidationError, match="row 0: the JSON document nests too deeply"):
+        split_documents([too_deep])
+
+
+def test_a_reader_without_the_feature_refuses_the_segment(tmp_path, monkeypatch):
+    seg = build(tmp_path, {"doc": [{"a": 1}]})
+    assert seg.manifest.required_features == ("nestedColumns",)
+    import common.segment.manifest as manifest
+
+    monkeypatch.setattr(manifest, "known_features", lambda: frozenset())
+    with pytest.raises(SegmentCorruptError, match="needs \\['nestedColumns'\\]"):
+        Segment.open(seg.path)
