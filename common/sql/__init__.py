@@ -3,7 +3,8 @@ plan, rewritten by small rules, and planned onto native queries (scan, timeserie
 pushed to the cluster, with whatever cannot be pushed (subqueries, joins, unions, system tables,
 some orderings) run on the broker over Arrow.
 
-Pipeline, one module per step: ``statement`` (SET, EXPLAIN, parameters, syntax errors) ->
+Pipeline, one module per step: ``statement_kind`` (what a request is, for every front end;
+``set_statement`` reads its SET prefixes) -> ``statement`` (EXPLAIN, parameters, syntax errors) ->
 ``translator`` + ``scalar_translator`` (names, types; ``functions`` is the function catalog) ->
 ``logical_plan`` + ``rules`` -> ``native_planner`` (``druid_expression``, ``native_filter``,
 ``time_intervals``) -> ``stages`` + ``broker_ops`` -> ``sql_plan`` (the API below). ``catalog``
