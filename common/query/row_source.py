@@ -56,6 +56,14 @@ class RowSource:
     def take(self, name: str, rows: np.ndarray | None) -> pa.Array:
         raise NotImplementedError
 
+    def nested_field(self, name: str, path: str):
+        """The ColumnReader of a nested column's field, when the source stores one."""
+        return None
+
+    def nested_paths_complete(self, name: str) -> bool:
+        """Whether the source stores ``name`` nested with every literal path as a field."""
+        return False
+
     def part_bytes(self, name: str, roles: tuple[str, ...]) -> int:
         return 0
 
@@ -97,6 +105,12 @@ class SegmentRowSource(RowSource):
 
     def take(self, name: str, rows: np.ndarray | None) -> pa.Array:
         return self.table.column(name).take(rows)
+
+    def nested_field(self, name: str, path: str):
+        return self.table.column(name).field(path) if self.table.has_column(name) else None
+
+    def nested_paths_complete(self, name: str) -> bool:
+        return self.table.has_column(name) and self.table.column(name).paths_complete
 
     def part_bytes(self, name: str, roles: tuple[str, ...]) -> int:
         return self.table.column(name).part_bytes(roles)
@@ -196,6 +210,12 @@ class ColumnSource(Mapping):
         if key not in self._touched:
             self._touched.add(key)
             self._bytes[0] += self.source.part_bytes(name, roles)
+
+    def touch_bytes(self, key: str, nbytes: int) -> None:
+        """Count bytes read once per run (for readers the source does not name, such as fields)."""
+        if key not in self._touched:
+            self._touched.add(key)
+            self._bytes[0] += nbytes
 
     @property
     def bytes_read(self) -> int:

@@ -82,8 +82,12 @@ class VirtualColumn:
 
     @staticmethod
     def from_json(obj: dict) -> VirtualColumn:
+        if obj.get("type") == "nested-field":
+            from common.query.nested_field import NestedFieldColumn
+
+            return NestedFieldColumn.from_json(obj)
         if obj.get("type", "expression") != "expression":
-            raise ValidationError(f"unknown virtual column type '{obj.get('type')}'; valid: expression")
+            raise ValidationError(f"unknown virtual column type '{obj.get('type')}'; valid: expression, nested-field")
         if "expression" not in obj:
             raise ValidationError(f"virtual column '{obj.get('name')}' needs an 'expression'")
         out_type = obj.get("outputType")

@@ -107,6 +107,13 @@ class ColumnReader(Protocol):
     def part_bytes(self, roles: tuple[str, ...]) -> int:
         """Stored bytes of the named roles' parts (for bytes-read accounting)."""
 
+    def field(self, path: str) -> ColumnReader | None:
+        """A nested column's field at ``path`` (canonical JSONPath), None when there is none."""
+
+    @property
+    def paths_complete(self) -> bool:
+        """For a nested column: every literal path of every document is a field."""
+
 
 def union_bitmaps(index_bitmap, codes_of, cardinality: int, ids: Ids) -> BitMap:
     """Rows of ``ids``: a union of per-id bitmaps when few, one pass over the codes when many.

@@ -236,6 +236,10 @@ class NestedColumn:
         return BitMap.deserialize(self._container.part(self._parts["nulls"]).to_pybytes())
 
     # -- fields -------------------------------------------------------------------------------------
+    @property
+    def paths_complete(self) -> bool:
+        return self.spec.dropped_count == 0
+
     def paths(self) -> list[str]:
         return list(self._fields)
 

@@ -241,6 +241,11 @@ class StringColumn:
     def dictionary_codes(self) -> tuple[np.ndarray, pa.Array]:
         return self.codes(), self.dictionary
 
+    def field(self, path: str) -> None:
+        return None
+
+    paths_complete = False
+
     def index(self) -> SortedDictionaryIndex:
         return SortedDictionaryIndex(self)
 

@@ -69,6 +69,11 @@ class ValueColumn:
     def dictionary_codes(self) -> None:
         return None
 
+    def field(self, path: str) -> None:
+        return None
+
+    paths_complete = False
+
     def index(self) -> None:
         return None
 

@@ -1,0 +1,250 @@
+"""NestedFieldColumn: Druid's ``nested-field`` virtual column, one JSON path of a COMPLEX<json> column.
+
+    {"type": "nested-field", "columnName": "shipTo", "path": "$.address.city",
+     "expectedType": "STRING", "outputName": "city"}
+
+On a segment whose column is stored nested, the path's field column is read directly: its
+values, its dictionary codes for grouping, its index for filters; the raw documents are not
+touched. Elsewhere (an in-memory table, JSON stored as text, a path the field guard left out)
+the documents are parsed and the path evaluated, with the same results. Like JSON_VALUE, a path
+that leads to an object, or to an array when no array type is expected, gives null.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from common.errors import ValidationError
+from common.expr import Call, Identifier, Literal
+from common.types.column_type import STRING, ColumnType, TypeKind
+from common.types.number_parsing import strings_to_double
+
+_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(-?\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
+
+
+def parse_path(text: str) -> tuple:
+    """``$.a['b.c'][0]`` -> ("a", "b.c", 0). An invalid path names the position of the problem."""
+    if not isinstance(text, str) or not text.startswith("$"):
+        raise ValidationError(f"invalid JSON path '{text}': it must start with '$'")
+    parts: list = []
+    i = 1
+    while i < len(text):
+        m = _STEP.match(text, i)
+        if m is None:
+            raise ValidationError(f"invalid JSON path '{text}' at position {i + 1}: unexpected '{text[i]}'\n"
+                                  f"  {text}\n  {' ' * i}^")
+        name, index, quoted1, quoted2 = m.groups()
+        if name is not None:
+            parts.append(name)
+        elif index is not None:
+            parts.append(int(index))
+        else:
+            raw = quoted1 if quoted1 is not None else quoted2
+            parts.append(re.sub(r"\\(.)", r"\1", raw))
+        i = m.end()
+    return tuple(parts)
+
+
+def path_text(parts: tuple) -> str:
+    """The canonical path text the nested encoding names fields by."""
+    from common.segment.nested_fields import key_text
+
+    out = "$"
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else key_text(p)
+    return out
+
+
+def _walk(doc, parts: tuple):
+    for p in parts:
+        if isinstance(p, int):
+            if not isinstance(doc, list):
+                return None
+            if p < 0:
+                p += len(doc)
+            if not 0 <= p < len(doc):
+                return None
+            doc = doc[p]
+        else:
+            if not isinstance(doc, dict) or p not in doc:
+                return None
+            doc = doc[p]
+    return doc
+
+
+@dataclass(frozen=True)
+class NestedFieldColumn:
+    name: str
+    column: str
+    path: str
+    expected_type: ColumnType | None = None
+    _parts: tuple = field(default=(), compare=False, repr=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if not self.name:
+            raise ValidationError("a nested-field virtual column needs an 'outputName'")
+        if not self.column:
+            raise ValidationError(f"nested-field virtual column '{self.name}' needs a 'columnName'")
+        parts = parse_path(self.path)
+        object.__setattr__(self, "_parts", parts)
+        object.__setattr__(self, "path", path_text(parts))
+
+    # ---- what a virtual column offers ---------------------------------------------------------
+    @property
+    def declared_type(self) -> ColumnType | None:
+        return self.expected_type
+
+    @property
+    def parsed(self):
+        """An expression tree standing for this column, so equivalent definitions compare equal."""
+        kind = self.expected_type.native_name if self.expected_type else None
+        return Call("json_value", (Identifier(self.column), Literal(self.path), Literal(kind)))
+
+    @property
+    def expression(self) -> str:
+        kind = f", '{self.expected_type.native_name}'" if self.expected_type else ""
+        return f"json_value(\"{self.column}\", '{self.path}'{kind})"
+
+    def columns(self) -> frozenset[str]:
+        return frozenset([self.column])
+
+    def output_type_for(self, column_types) -> ColumnType:
+        return self.expected_type or STRING
+
+    def evaluate(self, cols) -> pa.Array:
+        reader = self._field(cols.source)
+        out_type = self.output_type_for({})
+        if reader is not None:
+            values = reader.take(cols.rows)
+            cols.touch_bytes(f"{self.column}{self.path}", reader.part_bytes(("codes", "local", "values")))
+        elif self._stored_nested_without(cols.source):
+            values = pa.nulls(cols.num_rows, out_type.to_arrow())
+        else:
+            values = self._from_documents(cols[self.column])
+        return _as_type(values, out_type)
+
+    def index(self, selector):
+        """The field's own index, when the field holds strings and strings are asked for."""
+        if self.expected_type is not None and not self.expected_type.is_string:
+            return None
+        reader = self._field(selector.source)
+        if reader is None or not reader.type.is_string:
+            return None
+        return reader.index()
+
+    def _field(self, source):
+        reader = source.nested_field(self.column, self.path)
+        if reader is None or (reader.type.is_array and not (self.expected_type and self.expected_type.is_array)):
+            return None
+        return reader
+
+    def _stored_nested_without(self, source) -> bool:
+        """True when the segment stores this column nested, with every literal path split out,
+        and this path is not among them: then no row has a literal there."""
+        covers = source.nested_paths_complete(self.column)
+        return bool(covers) and source.nested_field(self.column, self.path) is None and not self._element_of_array(source)
+
+    def _element_of_array(self, source) -> bool:
+        return bool(self._parts) and isinstance(self._parts[-1], int) and \
+            source.nested_field(self.column, path_text(self._parts[:-1])) is not None
+
+    def _from_documents(self, texts: pa.Array) -> pa.Array:
+        if pa.types.is_dictionary(texts.type):
+            texts = texts.cast(texts.type.value_type)
+        want_array = self.expected_type is not None and self.expected_type.is_array
+        out = []
+        for row, text in enumerate(texts.to_pylist()):
+            if text is None:
+                out.append(None)
+                continue
+            try:
+                doc = json.loads(text) if isinstance(text, str) else text
+            except ValueError:
+                raise ValidationError(f"column '{self.column}' row {row} is not valid JSON; "
+                                      f"cannot read path '{self.path}'") from None
+            value = _walk(doc, self._parts)
+            if isinstance(value, dict) or (isinstance(value, list) and not want_array):
+                value = None
+            if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+                value = None
+            out.append(value)
+        return _literal_array(out, self.output_type_for({}))
+
+    def to_json(self) -> dict:
+        out = {"type": "nested-field", "columnName": self.column, "path": self.path, "outputName": self.name}
+        if self.expected_type is not None:
+            out["expectedType"] = self.expected_type.native_name
+        return out
+
+    @staticmethod
+    def from_json(obj: dict) -> NestedFieldColumn:
+        expected = obj.get("expectedType")
+        return NestedFieldColumn(obj.get("outputName") or obj.get("name") or "", obj.get("columnName", ""),
+                                 obj.get("path") or "$", ColumnType.parse(expected) if expected else None)
+
+
+def _literal_array(values: list, out_type: ColumnType) -> pa.Array:
+    if out_type.is_array:
+        return pa.array(values, out_type.to_arrow()) if values else pa.array([], out_type.to_arrow())
+    if out_type.is_string:
+        return pa.array([None if v is None else _text(v) for v in values], pa.string())
+    nums = []
+    for v in values:
+        if isinstance(v, bool):
+            nums.append(float(v))
+        elif isinstance(v, (int, float)):
+            nums.append(float(v))
+        elif isinstance(v, str):
+            nums.append(v)
+        else:
+            nums.append(None)
+    return _as_type(pa.array([None if isinstance(v, str) else v for v in nums], pa.float64())
+                    if not any(isinstance(v, str) for v in nums)
+                    else strings_to_double(pa.array([None if v is None else str(v) for v in nums], pa.string())),
+                    out_type)
+
+
+def _text(v) -> str:
+    if isinstance(v, bool):
+        return "1" if v else "0"
+    if isinstance(v, float):
+        from common.expr.evaluator import to_string
+
+        return to_string(pa.array([v], pa.float64()))[0].as_py()
+    return str(v)
+
+
+def _as_type(values: pa.Array, out_type: ColumnType) -> pa.Array:
+    """Coerce as JSON_VALUE .. RETURNING does: numbers from text where they parse, else null."""
+    target = out_type.to_arrow()
+    if values.type == target:
+        return values
+    if pa.types.is_dictionary(values.type):
+        if out_type.is_string and values.type.value_type == pa.string():
+            return values
+        values = values.cast(values.type.value_type)
+    if out_type.is_string:
+        from common.expr.evaluator import to_string
+
+        return to_string(values)
+    if out_type.kind in (TypeKind.LONG, TypeKind.DOUBLE, TypeKind.FLOAT):
+        if pa.types.is_string(values.type):
+            values = strings_to_double(values)
+        if out_type.kind is TypeKind.LONG and pa.types.is_floating(values.type):
+            finite = pc.is_finite(values).fill_null(False)
+            values = pc.if_else(finite, pc.trunc(values), pa.scalar(None, values.type))
+        return values.cast(target, safe=False)
+    if out_type.is_array and (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+        return values.cast(target, safe=False)
+    return pa.nulls(len(values), target)
+
+
+__all__ = ["NestedFieldColumn", "parse_path", "path_text"]
+
+_ = np
