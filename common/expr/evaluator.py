@@ -370,7 +370,7 @@ Apply = Callable[[list[Value], list[Type], Type, Call], Value]
 class Function:
     """``kinds`` gives each argument's accepted kind (last one repeats): 'a' any scalar value,
     's' text (numbers are converted, as Druid does), 'n' number, 't' instant (TIMESTAMP or LONG
-    millis), 'k' a constant, 'l' a literal (the output type depends on it). ``strict``: a null
+    millis), 'j' a JSON value (COMPLEX<json> or JSON text), 'k' a constant, 'l' a literal (the output type depends on it). ``strict``: a null
     argument makes the result null without calling ``apply``. ``boolean``: the LONG result travels
     as pa.bool_, like the comparisons."""
 
@@ -422,6 +422,11 @@ def check_kind(call: Expr, i: int, arg: Expr, t: Type, kind: str, name: str) -> 
             )
         return
     if t is None:
+        return
+    if kind == "j":
+        if t.complex_name != "json" and not t.is_string:
+            raise type_error(call, name, t, f"'{arg.to_string()}' must be a COMPLEX<json> column (or JSON text); "
+                                            "parse text with parse_json() or declare the column as COMPLEX<json>")
         return
     if t.kind in (TypeKind.ARRAY, TypeKind.COMPLEX):
         raise type_error(call, name, t, "expressions work on single values, not arrays or JSON")

@@ -713,3 +713,22 @@ def _millis_to_timestamp(args, types, out, call):
 @register("timestamp_to_millis", args=(1, 1), kinds="t", out=LONG, doc="timestamp_to_millis(time)")
 def _timestamp_to_millis(args, types, out, call):
     return to_long(args[0])
+
+
+# ---- JSON ----------------------------------------------------------------------------------------
+def _json_value_type(call, types) -> ColumnType:
+    if len(call.args) > 2 and getattr(call.args[2], "value", None):
+        return ColumnType.parse(str(call.args[2].value))
+    return STRING
+
+
+@register("json_value", args=(2, 3), kinds="jkk", out=_json_value_type, strict=False,
+          doc="json_value(json, path[, type]): the literal at path, or null (objects, arrays unless an ARRAY "
+              "type is asked for, and missing paths)")
+def _json_value(args, types, out, call):
+    from common.json.path_steps import json_values
+
+    path = const(args[1], "path")
+    if path is None:
+        return null_of(out)
+    return json_values(plain(args[0]), str(path), out)

@@ -12,71 +12,16 @@ that leads to an object, or to an array when no array type is expected, gives nu
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, field
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.errors import ValidationError
 from common.expr import Call, Identifier, Literal
+from common.json.path_steps import json_values, parse_path, path_text
 from common.types.column_type import STRING, ColumnType, TypeKind
 from common.types.number_parsing import strings_to_double
-
-_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(-?\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
-
-
-def parse_path(text: str) -> tuple:
-    """``$.a['b.c'][0]`` -> ("a", "b.c", 0). An invalid path names the position of the problem."""
-    if not isinstance(text, str) or not text.startswith("$"):
-        raise ValidationError(f"invalid JSON path '{text}': it must start with '$'")
-    parts: list = []
-    i = 1
-    while i < len(text):
-        m = _STEP.match(text, i)
-        if m is None:
-            raise ValidationError(f"invalid JSON path '{text}' at position {i + 1}: unexpected '{text[i]}'\n"
-                                  f"  {text}\n  {' ' * i}^")
-        name, index, quoted1, quoted2 = m.groups()
-        if name is not None:
-            parts.append(name)
-        elif index is not None:
-            parts.append(int(index))
-        else:
-            raw = quoted1 if quoted1 is not None else quoted2
-            parts.append(re.sub(r"\\(.)", r"\1", raw))
-        i = m.end()
-    return tuple(parts)
-
-
-def path_text(parts: tuple) -> str:
-    """The canonical path text the nested encoding names fields by."""
-    from common.segment.nested_fields import key_text
-
-    out = "$"
-    for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else key_text(p)
-    return out
-
-
-def _walk(doc, parts: tuple):
-    for p in parts:
-        if isinstance(p, int):
-            if not isinstance(doc, list):
-                return None
-            if p < 0:
-                p += len(doc)
-            if not 0 <= p < len(doc):
-                return None
-            doc = doc[p]
-        else:
-            if not isinstance(doc, dict) or p not in doc:
-                return None
-            doc = doc[p]
-    return doc
-
 
 @dataclass(frozen=True)
 class NestedFieldColumn:
@@ -155,26 +100,7 @@ class NestedFieldColumn:
             source.nested_field(self.column, path_text(self._parts[:-1])) is not None
 
     def _from_documents(self, texts: pa.Array) -> pa.Array:
-        if pa.types.is_dictionary(texts.type):
-            texts = texts.cast(texts.type.value_type)
-        want_array = self.expected_type is not None and self.expected_type.is_array
-        out = []
-        for row, text in enumerate(texts.to_pylist()):
-            if text is None:
-                out.append(None)
-                continue
-            try:
-                doc = json.loads(text) if isinstance(text, str) else text
-            except ValueError:
-                raise ValidationError(f"column '{self.column}' row {row} is not valid JSON; "
-                                      f"cannot read path '{self.path}'") from None
-            value = _walk(doc, self._parts)
-            if isinstance(value, dict) or (isinstance(value, list) and not want_array):
-                value = None
-            if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
-                value = None
-            out.append(value)
-        return _literal_array(out, self.output_type_for({}))
+        return json_values(texts, self.path, self.output_type_for({}), self.column)
 
     def to_json(self) -> dict:
         out = {"type": "nested-field", "columnName": self.column, "path": self.path, "outputName": self.name}
@@ -187,37 +113,6 @@ class NestedFieldColumn:
         expected = obj.get("expectedType")
         return NestedFieldColumn(obj.get("outputName") or obj.get("name") or "", obj.get("columnName", ""),
                                  obj.get("path") or "$", ColumnType.parse(expected) if expected else None)
-
-
-def _literal_array(values: list, out_type: ColumnType) -> pa.Array:
-    if out_type.is_array:
-        return pa.array(values, out_type.to_arrow()) if values else pa.array([], out_type.to_arrow())
-    if out_type.is_string:
-        return pa.array([None if v is None else _text(v) for v in values], pa.string())
-    nums = []
-    for v in values:
-        if isinstance(v, bool):
-            nums.append(float(v))
-        elif isinstance(v, (int, float)):
-            nums.append(float(v))
-        elif isinstance(v, str):
-            nums.append(v)
-        else:
-            nums.append(None)
-    return _as_type(pa.array([None if isinstance(v, str) else v for v in nums], pa.float64())
-                    if not any(isinstance(v, str) for v in nums)
-                    else strings_to_double(pa.array([None if v is None else str(v) for v in nums], pa.string())),
-                    out_type)
-
-
-def _text(v) -> str:
-    if isinstance(v, bool):
-        return "1" if v else "0"
-    if isinstance(v, float):
-        from common.expr.evaluator import to_string
-
-        return to_string(pa.array([v], pa.float64()))[0].as_py()
-    return str(v)
 
 
 def _as_type(values: pa.Array, out_type: ColumnType) -> pa.Array:
@@ -246,5 +141,3 @@ def _as_type(values: pa.Array, out_type: ColumnType) -> pa.Array:
 
 
 __all__ = ["NestedFieldColumn", "parse_path", "path_text"]
-
-_ = np

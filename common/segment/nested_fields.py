@@ -15,10 +15,10 @@ import re
 from dataclasses import dataclass, field
 
 from common.errors import ValidationError
+from common.json.path_steps import key_text
 
 DEFAULT_MAX_FIELDS = 1000
 _INT64 = (-(1 << 63), (1 << 63) - 1)
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,6 @@ class Split:
     fields: list[SplitField]
     canonical: list  # each row's document as compact JSON text (None for a null row)
     dropped_paths: list[str] = field(default_factory=list)
-
-
-def key_text(key: str) -> str:
-    if _PLAIN_KEY.match(key):
-        return "." + key
-    return "['" + key.replace("\\", "\\\\").replace("'", "\\'") + "']"
 
 
 def _scalar(value):

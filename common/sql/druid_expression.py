@@ -34,6 +34,7 @@ _RENAMED = {
     "TIME_SHIFT": "timestamp_shift", "TIME_EXTRACT": "timestamp_extract", "TIME_PARSE": "timestamp_parse",
     "TIME_FORMAT": "timestamp_format", "MILLIS_TO_TIMESTAMP": "millis_to_timestamp",
     "TIMESTAMP_TO_MILLIS": "timestamp_to_millis", "LIKE": "like", "TRIM": "trim", "LTRIM": "ltrim", "RTRIM": "rtrim",
+    "JSON_VALUE": "json_value",
 }
 
 

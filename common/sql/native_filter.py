@@ -35,17 +35,27 @@ def _match_type(column_type: SqlType, value) -> str | None:
     return None
 
 
-def _column_literal(call: Call) -> tuple[Ref, Literal, str] | None:
+def _is_column(e: Scalar, virtual) -> bool:
+    """A column reference, or (when virtual columns can be made) a JSON path of a JSON column, whose
+    nested-field virtual column has the field's own index."""
+    return isinstance(e, Ref) or (virtual is not None and isinstance(e, Call) and e.op == "JSON_VALUE")
+
+
+def _column_name(e: Scalar, columns: Sequence[str], virtual) -> str:
+    return columns[e.index] if isinstance(e, Ref) else virtual.column_for(e)
+
+
+def _column_literal(call: Call, virtual=None) -> tuple[Scalar, Literal, str] | None:
     a, b = call.args
-    if isinstance(a, Ref) and isinstance(b, Literal):
+    if _is_column(a, virtual) and isinstance(b, Literal):
         return a, b, call.op
-    if isinstance(b, Ref) and isinstance(a, Literal):
+    if _is_column(b, virtual) and isinstance(a, Literal):
         return b, a, _FLIP[call.op]
     return None
 
 
-def _comparison(call: Call, columns: Sequence[str]) -> Filter | None:
-    found = _column_literal(call)
+def _comparison(call: Call, columns: Sequence[str], virtual=None) -> Filter | None:
+    found = _column_literal(call, virtual)
     if found is None:
         return None
     ref, lit, op = found
@@ -54,7 +64,7 @@ def _comparison(call: Call, columns: Sequence[str]) -> Filter | None:
     value_type = _match_type(ref.type, lit.value)
     if value_type is None:
         return None
-    column = columns[ref.index]
+    column = _column_name(ref, columns, virtual)
     value = lit.value
     if op == "=":
         return Equals(column, value, value_type)
@@ -65,25 +75,26 @@ def _comparison(call: Call, columns: Sequence[str]) -> Filter | None:
     return Range(column, upper=value, upper_open=op == "<", value_type=value_type)
 
 
-def to_filter(expr: Scalar, columns: Sequence[str]) -> Filter:
-    """A native filter equivalent to ``expr`` over the input columns named ``columns``."""
+def to_filter(expr: Scalar, columns: Sequence[str], virtual=None) -> Filter:
+    """A native filter equivalent to ``expr`` over the input columns named ``columns``. With
+    ``virtual`` (the planner's virtual columns), JSON paths filter through nested-field columns."""
     if isinstance(expr, Literal):
         return TrueFilter() if expr.value is True else FalseFilter()
     if isinstance(expr, Call):
         op = expr.op
         if op == "AND":
-            return And(tuple(to_filter(a, columns) for a in expr.args))
+            return And(tuple(to_filter(a, columns, virtual) for a in expr.args))
         if op == "OR":
-            return Or(tuple(to_filter(a, columns) for a in expr.args))
+            return Or(tuple(to_filter(a, columns, virtual) for a in expr.args))
         if op == "NOT":
-            return Not(to_filter(expr.args[0], columns))
+            return Not(to_filter(expr.args[0], columns, virtual))
         if op in _FLIP:
-            out = _comparison(expr, columns)
+            out = _comparison(expr, columns, virtual)
             if out is not None:
                 return out
         arg = expr.args[0] if expr.args else None
-        if isinstance(arg, Ref):
-            column = columns[arg.index]
+        if arg is not None and _is_column(arg, virtual):
+            column = _column_name(arg, columns, virtual)
             if op == "IS_NULL":
                 return NullFilter(column)
             if op == "IS_NOT_NULL":

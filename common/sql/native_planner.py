@@ -25,6 +25,10 @@ from common.query.model import (DimensionSpec, GroupByQuery, LimitSpec, OrderByC
                                 TopNMetric, TopNQuery)
 from common.query.post_aggregators import ExpressionPost
 from common.query.sketch_aggregators import HllSketch
+from common.expr.node import Call as ECall
+from common.expr.node import Identifier
+from common.expr.node import Literal as ELiteral
+from common.query.nested_field import NestedFieldColumn
 from common.query.virtual_column import VirtualColumn
 from common.sql.broker_ops import unique_names
 from common.sql.druid_expression import druid_text
@@ -104,8 +108,19 @@ class _VirtualColumns:
         key = (text, out_type)
         if key not in self._by_key:
             self._by_key[key] = fresh_name("v", len(self.list), self.columns)
-            self.list.append(VirtualColumn(self._by_key[key], text, ColumnType.parse(out_type)))
+            self.list.append(_virtual_column(self._by_key[key], text, ColumnType.parse(out_type)))
         return self._by_key[key]
+
+
+def _virtual_column(name: str, text: str, out_type: ColumnType):
+    """An expression virtual column, except that ``json_value(column, path, type)`` becomes a
+    nested-field column, which reads the path's field of a nested column instead of the documents."""
+    vc = VirtualColumn(name, text, out_type)
+    e = vc.parsed
+    if isinstance(e, ECall) and e.name == "json_value" and len(e.args) == 3 and isinstance(e.args[0], Identifier) \
+            and all(isinstance(a, ELiteral) for a in e.args[1:]):
+        return NestedFieldColumn(name, e.args[0].name, str(e.args[1].value), out_type)
+    return vc
 
 
 def fresh_name(prefix: str, n: int, taken) -> str:
@@ -200,13 +215,13 @@ class NativePlanner:
             return self._block(Project(Planned(stage), top.exprs, top.names))
         return stage
 
-    def _where(self, where: FilterNode | None, in_cols, time_index) -> tuple[tuple, Filter | None]:
+    def _where(self, where: FilterNode | None, in_cols, time_index, vcs=None) -> tuple[tuple, Filter | None]:
         if where is None:
             return (ETERNITY,), None
         intervals, rest = split_time_condition(where.condition, time_index)
         if not intervals:
             return (ETERNITY,), FalseFilter()
-        return tuple(intervals), None if rest is None else to_filter(rest, in_cols)
+        return tuple(intervals), None if rest is None else to_filter(rest, in_cols, vcs)
 
     def _scan(self, b: Block, datasource, in_cols, input_stage, time_index) -> Stage:
         src_fields = b.source.fields
@@ -217,7 +232,7 @@ class NativePlanner:
             names = tuple(f.name for f in src_fields)
         vcs = _VirtualColumns(in_cols)
         sources = [vcs.column_for(e) for e in exprs]
-        intervals, filt = self._where(b.where, in_cols, time_index)
+        intervals, filt = self._where(b.where, in_cols, time_index, vcs)
         limit, offset, order = None, 0, "none"
         sort = b.sort
         if sort is not None:
@@ -249,7 +264,7 @@ class NativePlanner:
                     node = wrapper.with_inputs((node,))
             return self._block(node)
         vcs = _VirtualColumns(in_cols)
-        intervals, filt = self._where(b.where, in_cols, time_index)
+        intervals, filt = self._where(b.where, in_cols, time_index, vcs)
         agg_fields = agg.fields
         post_exprs = b.post.exprs if b.post is not None else tuple(Ref(i, f.type) for i, f in enumerate(agg_fields))
         post_names = b.post.names if b.post is not None else agg.names

@@ -344,6 +344,8 @@ class ScalarTranslator:
         if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.Select)):
             raise UnsupportedError(f"subqueries in {self.scope.clause} are not supported: '{sql_text(node)}'; "
                                    "join with the subquery in FROM instead")
+        if isinstance(node, exp.JSONValue):
+            return self._json_value(node, None)
         if is_aggregate(node):
             name = node.this.key.upper() if isinstance(node, exp.Filter) else (
                 str(node.this).upper() if isinstance(node, exp.Anonymous) else node.key.upper())
@@ -430,8 +432,34 @@ class ScalarTranslator:
             args.append(self.translate(node.args["default"]))
         return self.call("CASE", args, node)
 
+    def _json_value(self, node: exp.JSONValue, returning: exp.DataType | None) -> Scalar:
+        """JSON_VALUE(json, path [RETURNING type]); a CAST around it plans as RETURNING."""
+        returning = returning or node.args.get("returning") or None
+        target = VARCHAR
+        if returning is not None:
+            type_name = returning.this.name if isinstance(returning.this, exp.DataType.Type) else str(returning.this).upper()
+            target = CAST_TARGETS.get(type_name)
+            if target is None or target in (TIMESTAMP, BOOLEAN):
+                raise ValidationError(f"JSON_VALUE cannot return {sql_text(returning)} in '{sql_text(node)}'; "
+                                      "valid: BIGINT, DOUBLE, FLOAT, VARCHAR")
+        value = self.translate(node.this)
+        if value.type.column_type is None or value.type.column_type.complex_name != "json":
+            raise ValidationError(f"JSON_VALUE needs a COMPLEX<json> value, but '{sql_text(node.this)}' is "
+                                  f"{value.type}; declare the column as COMPLEX<json> or wrap text in PARSE_JSON()")
+        path = node.args["path"]
+        text = path.sql(dialect="druid") if isinstance(path, exp.Expression) else str(path)
+        if len(text) >= 2 and text[0] == text[-1] == "'":
+            text = text[1:-1].replace("''", "'")
+        from common.json.path_steps import parse_path, path_text
+
+        canonical = path_text(parse_path(text))
+        return Call("JSON_VALUE", (value, Literal(canonical, VARCHAR), Literal(target.native.native_name, VARCHAR)),
+                    target)
+
     def _cast(self, node: exp.Expression) -> Scalar:
         to = node.args["to"]
+        if isinstance(node.this, exp.JSONValue) and not node.this.args.get("returning"):
+            return self._json_value(node.this, to)
         type_name = to.this.name if isinstance(to.this, exp.DataType.Type) else str(to.this).upper()
         target = CAST_TARGETS.get(type_name)
         if target is None:
