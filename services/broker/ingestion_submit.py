@@ -158,6 +158,9 @@ def prepare_ingestion(sql: str, context: dict, catalog) -> tuple[str, object, di
         task_spec["segmentGranularity"] = props["segmentGranularity"]
     if not statement.clustered_by and props.get("clusterKeys"):
         task_spec["clusterKeys"] = [k["column"] for k in props["clusterKeys"]]
+    if props.get("projections"):
+        # Every segment the task writes gets the table's projections, as they are defined now.
+        task_spec["projections"] = list(props["projections"])
     if props.get("targetSegmentRows") and not any(k in statement.context for k in ("rowsPerSegment",
                                                                                       "targetSegmentRows")):
         task_spec["context"]["targetSegmentRows"] = int(props["targetSegmentRows"])

@@ -201,12 +201,15 @@ class SqlService:
         """CREATE/ALTER/DROP TABLE: the same catalog operations as the REST API, checked here
         for the user and run on the coordinator with the broker's own credentials."""
         from common.catalog import translate_ddl
+        from common.sql.projection_select import resolve_projection_edits
 
         op = translate_ddl(sql)
         kind = "EXTERNAL" if op.table.schema == "ext" else "DATASOURCE"
         self.authorizer.require(user, "WRITE", kind, op.table.name)
         if self.ddl_client is None:
             raise UnsupportedError("no coordinator is reachable to change the catalog; is one running?")
+        # ADD PROJECTION .. AS SELECT is planned against the table as this user sees it.
+        op = resolve_projection_edits(op, SecureSqlCatalog(self.catalog, self.authorizer, user))
         result = self.ddl_client().execute(op)
         flush = getattr(getattr(self.catalog, "cache", None), "flush", None)
         if flush is not None:

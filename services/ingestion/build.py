@@ -25,6 +25,7 @@ import pyarrow as pa
 from common.errors import ValidationError
 from common.query.projection import projection_rows, spec_of
 from common.segment.builder import build_segment
+from common.types.column_type import JSON
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from common.segment.time_partitioner import segment_filename
@@ -62,6 +63,7 @@ class BuildSpec:
     key_prefix: str  # deep storage folder of this job's uploads, ending in '/'
     sort_columns: tuple[str, ...] = ()
     projections: tuple[dict, ...] = ()  # the target table's projection definitions (catalog)
+    json_columns: tuple[str, ...] = ()  # columns holding JSON documents, stored as nested columns
 
     def key(self, segment_id: SegmentId) -> str:
         return self.key_prefix + segment_filename(segment_id)
@@ -86,7 +88,8 @@ def build_one(batches: list[pa.RecordBatch], part: int, planned: PlannedSegment,
     key = spec.key(sid)
     try:
         projections = [projection_rows(spec_of(p), table) for p in spec.projections]
-        manifest = build_segment(table, path, sid, spec.sort_columns, projections=projections)
+        types = {c: JSON for c in spec.json_columns if c in table.column_names}
+        manifest = build_segment(table, path, sid, spec.sort_columns, types, projections=projections)
         size = storage.push(path, key)
     finally:
         if os.path.exists(path):

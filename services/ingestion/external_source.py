@@ -15,6 +15,8 @@ as an executor stack trace.
 
 from __future__ import annotations
 
+import re
+
 import json
 from dataclasses import dataclass, field
 
@@ -420,12 +422,18 @@ def _source_function(name: str, named: dict, where: str, extend) -> ExternalSour
 
 
 def extend_column_type(type_text: str, column: str, where: str) -> ColumnType:
-    """A type of an EXTEND list: SQL names, ``VARCHAR ARRAY`` (Druid's array spelling) or
-    ``ARRAY<VARCHAR>``; ``NOT NULL`` is accepted and ignored."""
+    """A type of an EXTEND list: SQL names, ``VARCHAR ARRAY`` (Druid's array spelling),
+    ``ARRAY<VARCHAR>``, Druid's ``TYPE('COMPLEX<json>')`` and ``JSON``; ``NOT NULL`` is accepted and
+    ignored."""
     text = " ".join(type_text.split())
     upper = text.upper()
     if upper.endswith(" NOT NULL"):
         text, upper = text[:-9].strip(), upper[:-9].strip()
+    quoted = re.fullmatch(r"TYPE\s*\(\s*'([^']*)'\s*\)", text, flags=re.IGNORECASE)
+    if quoted:
+        text = upper = quoted.group(1)
+    if upper == "JSON":
+        text = "COMPLEX<json>"
     if upper.endswith(" ARRAY"):
         text = f"ARRAY<{text[:-6].strip()}>"
     try:

@@ -372,7 +372,7 @@ class _Run:
                 sid = SegmentId(stmt.datasource, chunk.interval, alloc.version, alloc.first_partition + i)
                 segments[chunk.first_index + i] = PlannedSegment(sid, core)
         sort = tuple(c for c in stmt.clustered_by if c != TIME_COLUMN)
-        return BuildSpec(segments, self.prefix, sort, tuple(self.job.projections))
+        return BuildSpec(segments, self.prefix, sort, tuple(self.job.projections), stmt.json_columns())
 
     def build(self, blobs, spec: BuildSpec) -> list[SegmentDescriptor]:
         """``blobs``: BLOB_DDL rows, one segment's rows per blob."""

@@ -65,6 +65,22 @@ class IngestionStatement:
             return None
         return [ETERNITY] if self.overwrite == "ALL" else list(self.overwrite)
 
+    def json_columns(self) -> tuple[str, ...]:
+        """Output columns that carry COMPLEX<json> documents (stored as nested columns): a JSON
+        input column selected as it is (or through ``*``), under its output name."""
+        if not isinstance(self.select, exp.Select):
+            return ()
+        json_inputs = {n for src in self.sources.values() for n, t in src.signature if t.complex_name == "json"}
+        out = []
+        for e in self.select.expressions:
+            if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
+                out.extend(n for src in self.sources.values() for n, t in src.signature if n in json_inputs)
+                continue
+            inner = e.unalias() if isinstance(e, exp.Alias) else e
+            if isinstance(inner, exp.Column) and inner.name in json_inputs:
+                out.append(e.alias_or_name)
+        return tuple(dict.fromkeys(out))
+
     @property
     def is_rollup(self) -> bool:
         return self.select.args.get("group") is not None if isinstance(self.select, exp.Select) else False
