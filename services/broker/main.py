@@ -39,7 +39,8 @@ class BrokerProcess(NodeProcess):
         self.node = BrokerNode(self.id, info, self.discovery, config.discovery.lease_ttl_s)
         credentials = (config.auth.admin_user, config.auth.admin_password) if config.auth.enabled else None
         self.catalog_cache = CatalogCache(self.discovery, self.node.coordinator_http, credentials)
-        self.catalog = OverlayCatalog(BrokerCatalog(self.node, self.node.coordinator_client), self.catalog_cache)
+        self.catalog = OverlayCatalog(BrokerCatalog(self.node, self.node.coordinator_client, self.catalog_cache),
+                                      self.catalog_cache)
         self.executor = QueryExecutor(self.node.view, self.node.stub_for, self.metrics, self.node.lock,
                                       schema_for=self.catalog.datasource_schema)
         self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)

@@ -21,11 +21,12 @@ from common.sql import plan_sql
 from common.sql.statement_kind import classify
 from services.broker.core.sql_backend import StatementInfo, TableInfo
 from services.security.authorizer import ALLOW_ALL
+from services.broker.core.segment_facts import manifest_facts, projections_table
 from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog, require_all, require_ingestion,
                                               source_requirements)
 
 CATALOG = "druid"
-SYS_TABLES = ("segments", "servers", "server_segments", "tasks")
+SYS_TABLES = ("segments", "servers", "server_segments", "tasks", "projections")
 
 
 def _like(pattern: str | None) -> re.Pattern | None:
@@ -40,10 +41,12 @@ def _like(pattern: str | None) -> re.Pattern | None:
 class BrokerCatalog:
     """The SqlCatalog of a broker: datasources and their schemas from served segments."""
 
-    def __init__(self, node, coordinator=None) -> None:
+    def __init__(self, node, coordinator=None, catalog_cache=None) -> None:
         self.node = node
         # ClusterClient-like (list_segments(), servers()), or a callable returning one per use.
         self._coordinator = coordinator
+        # The broker's CatalogCache (spec(schema, name), names(schema)), for what the catalog defines.
+        self._catalog_cache = catalog_cache
 
     @property
     def coordinator(self):
@@ -81,7 +84,8 @@ class BrokerCatalog:
             rows[r.id] = dict(segment_id=str(r.id), datasource=r.id.datasource, start=_iso(r.id.interval.start),
                               end=_iso(r.id.interval.end), version=r.id.version, partition_num=r.id.partition,
                               size=r.size, num_rows=r.num_rows, is_published=1 if r.used else 0,
-                              is_available=1 if r.id in served else 0, replication=len(served.get(r.id, ())))
+                              is_available=1 if r.id in served else 0, replication=len(served.get(r.id, ())),
+                              **_inside(getattr(r, "descriptor", None)))
         with self.node.lock:
             descriptors = dict(self.node.view.descriptors)
         for sid, d in descriptors.items():
@@ -89,11 +93,24 @@ class BrokerCatalog:
                 rows[sid] = dict(segment_id=str(sid), datasource=sid.datasource, start=_iso(sid.interval.start),
                                  end=_iso(sid.interval.end), version=sid.version, partition_num=sid.partition,
                                  size=d.size, num_rows=d.num_rows, is_published=0, is_available=1,
-                                 replication=len(served.get(sid, ())))
+                                 replication=len(served.get(sid, ())), **_inside(d))
         return pa.Table.from_pylist(list(rows.values()), schema=pa.schema([
             ("segment_id", pa.string()), ("datasource", pa.string()), ("start", pa.string()), ("end", pa.string()),
             ("version", pa.string()), ("partition_num", pa.int64()), ("size", pa.int64()), ("num_rows", pa.int64()),
-            ("is_published", pa.int64()), ("is_available", pa.int64()), ("replication", pa.int64())]))
+            ("is_published", pa.int64()), ("is_available", pa.int64()), ("replication", pa.int64()),
+            ("projections", pa.string()), ("json_columns", pa.string())]))
+
+    def _sys_projections(self) -> pa.Table:
+        with self.node.lock:
+            descriptors = dict(self.node.view.descriptors)
+        segments = [(sid.datasource, str(sid), d.num_rows, d.manifest_json) for sid, d in descriptors.items()]
+        defined = {}
+        if self._catalog_cache is not None:
+            for ds in {sid.datasource for sid in descriptors} | set(self._catalog_cache.names("druid")):
+                spec = self._catalog_cache.spec("druid", ds) or {}
+                if (spec.get("properties") or {}).get("projections"):
+                    defined[ds] = list(spec["properties"]["projections"])
+        return projections_table(segments, defined)
 
     def _sys_servers(self) -> pa.Table:
         rows = []
@@ -132,6 +149,15 @@ class BrokerCatalog:
             ("created_time", pa.string()), ("duration", pa.int64()), ("rows_read", pa.int64()),
             ("rows_written", pa.int64()), ("rows_filtered", pa.int64()), ("parse_exceptions", pa.int64()),
             ("segments", pa.int64()), ("error", pa.string())]))
+
+
+def _inside(descriptor) -> dict:
+    """sys.segments' columns about what a segment holds: projections and nested JSON columns."""
+    if descriptor is None:
+        return {"projections": None, "json_columns": None}
+    facts = manifest_facts(descriptor.manifest_json)
+    return {"projections": json.dumps(facts["projections"]),
+            "json_columns": json.dumps(facts["json_columns"], sort_keys=True) if facts["json_columns"] else None}
 
 
 def _iso(ms: int) -> str:

@@ -93,3 +93,15 @@ def test_projection_defined_in_sql_is_built_and_used(cluster):
     assert used == base and sum(r["n"] for r in used) == total
     with pytest.raises(Exception, match="useProjection 'hourly' cannot serve"):
         rows(cluster, "SET useProjection = 'hourly'; SELECT page, COUNT(*) AS n FROM edits GROUP BY 1")
+
+
+def test_system_tables_show_projections_and_json_columns(cluster):
+    got = rows(cluster, "SELECT name, defined_in_catalog, segments_with, segments_total, projection_rows, base_rows "
+                        "FROM sys.projections WHERE datasource = 'edits'")
+    assert len(got) == 1 and got[0]["name"] == "hourly" and got[0]["defined_in_catalog"] == 1
+    assert got[0]["segments_with"] == got[0]["segments_total"] > 0
+    assert 0 < got[0]["projection_rows"] < got[0]["base_rows"]
+    seg = rows(cluster, "SELECT projections, json_columns FROM sys.segments WHERE datasource = 'nested_data_example'")
+    facts = json.loads(seg[0]["json_columns"])
+    assert facts["details"] == {"fields": 2, "guardTriggered": False} and facts["shipTo"]["fields"] >= 10
+    assert json.loads(seg[0]["projections"]) == []
