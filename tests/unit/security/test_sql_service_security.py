@@ -126,7 +126,8 @@ def test_table_listings_are_filtered(service, user, expected):
     got = {(t.schema, t.name) for t in sql.tables(user=user) if t.schema in ("druid", "ext")}
     assert got == expected
     assert {t.name for t in sql.tables(user=user) if t.schema == "sys"} == {"segments", "servers",
-                                                                                "server_segments", "tasks"}
+                                                                                "server_segments", "tasks",
+                                                                                "projections"}
 
 
 def test_without_an_authorizer_nothing_changes():
