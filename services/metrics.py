@@ -19,8 +19,14 @@ class Metrics:
         self.query_seconds = Histogram("strata_query_seconds", "Query latency", ["datasource", "query_type"],
                                        buckets=_LATENCY_BUCKETS, registry=r)
         self.segment_query_seconds = Histogram("strata_segment_query_seconds", "Time to run a query on one segment",
-                                               ["datasource"], buckets=_LATENCY_BUCKETS, registry=r)
-        self.rows_scanned = Counter("strata_rows_scanned", "Rows read by queries", ["datasource"], registry=r)
+                                               ["datasource", "projection"], buckets=_LATENCY_BUCKETS, registry=r)
+        self.rows_scanned = Counter("strata_rows_scanned", "Rows read by queries (projection: its name, or base)",
+                                    ["datasource", "projection"], registry=r)
+        self.segments_queried = Counter("strata_segments_queried", "Segments a query ran on, by the table read",
+                                        ["datasource", "projection"], registry=r)
+        self.projection_misses = Counter("strata_projection_misses",
+                                         "Projections a segment had but could not use for a query, by reason",
+                                         ["datasource", "projection", "reason"], registry=r)
         self.bytes_read = Counter("strata_query_bytes_read", "Segment bytes touched by queries", ["datasource"], registry=r)
         self.segments_served = Gauge("strata_segments_served", "Segments this historical serves", registry=r)
         self.cache_bytes = Gauge("strata_cache_bytes", "Bytes in the local segment cache", registry=r)

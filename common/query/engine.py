@@ -105,7 +105,10 @@ def scan_spec_for(query: Query) -> ScanSpec:
 
 def source_for(query: Query, segment: Segment) -> SegmentRowSource:
     """The segment's choice of table (base rows or a projection) for this query, as a row source."""
-    return SegmentRowSource.of(segment.source_for(scan_spec_for(query), match_projection))
+    choice = segment.source_for(scan_spec_for(query), match_projection)
+    src = SegmentRowSource.of(choice)
+    src.rejected = choice.rejected
+    return src
 
 
 def _coverage(source: RowSource, query: Query):
@@ -120,7 +123,10 @@ def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType]
     src = source_for(query, source) if isinstance(source, Segment) else source
     if schema is None:
         schema = dict(src.schema)
-    return _engine(query).run(query, src, schema, _coverage(src, query))
+    partial = _engine(query).run(query, src, schema, _coverage(src, query))
+    partial.projection = src.projection
+    partial.rejected = tuple(src.rejected)
+    return partial
 
 
 def merge(query: Query, partials: Sequence[Partial]) -> Partial:

@@ -34,6 +34,9 @@ class Partial:
     table: pa.Table
     stats: RunStats = field(default_factory=RunStats)
     coverage: tuple[int, int] | None = None
+    # One segment's: the projection that served it (None: base rows), and why others did not.
+    projection: str | None = None
+    rejected: tuple[tuple[str, str], ...] = ()
 
 
 def union_coverage(parts: list[Partial]) -> tuple[int, int] | None:

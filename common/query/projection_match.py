@@ -284,4 +284,17 @@ class MatchReport:
     rejected: tuple[tuple[str, str], ...]
 
 
-__all__ = ["MatchReport", "finer_or_equal", "implies", "match_projection", "same_intermediate"]
+__all__ = ["MatchReport", "finer_or_equal", "implies", "match_projection", "reason_kind", "same_intermediate"]
+
+
+_REASON_KINDS = (("grouping", "missing_column"), ("filter", "filter"), ("aggregator", "aggregator"),
+                 ("interval", "interval"), ("buckets by", "granularity"), ("coarser", "granularity"),
+                 ("keeps no time", "granularity"), ("virtual column", "virtual_column"))
+
+
+def reason_kind(reason: str) -> str:
+    """A small, fixed set of miss reasons (a metric label must not carry free text)."""
+    for marker, kind in _REASON_KINDS:
+        if marker in reason:
+            return kind
+    return "other"

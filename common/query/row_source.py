@@ -40,6 +40,7 @@ class RowSource:
     # The filter to run instead of the query's (a projection already applied some of its terms).
     replaces_filter: bool = False
     residual_filter = None
+    rejected: tuple = ()  # (projection, reason) of projections that could not serve the query
     interval: Interval | None = None  # the segment's interval, for time coverage
 
     def time(self) -> np.ndarray:

@@ -11,6 +11,7 @@ import grpc
 from common.errors import SegmentCorruptError, StrataError, ValidationError
 from common.query import engine
 from common.query.model import query_from_json
+from common.query.projection_match import reason_kind
 from common.rpc.arrow_stream import table_to_chunks
 from common.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
 from common.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
@@ -45,7 +46,12 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                 raise TimeoutError("query cancelled")
             t0 = time.perf_counter()
             partial = engine.run(query, segment, schema)
-            self.metrics.segment_query_seconds.labels(datasource).observe(time.perf_counter() - t0)
+            table = partial.projection or "base"
+            self.metrics.segment_query_seconds.labels(datasource, table).observe(time.perf_counter() - t0)
+            self.metrics.segments_queried.labels(datasource, table).inc()
+            self.metrics.rows_scanned.labels(datasource, table).inc(partial.stats.rows_scanned)
+            for name, reason in partial.rejected:
+                self.metrics.projection_misses.labels(datasource, name, reason_kind(reason)).inc()
             return partial
 
         futures = []
@@ -70,7 +76,6 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "query timed out on the historical")
         self.metrics.queries.labels(datasource, qtype, "ok").inc()
         self.metrics.query_seconds.labels(datasource, qtype).observe(time.perf_counter() - started)
-        self.metrics.rows_scanned.labels(datasource).inc(merged.stats.rows_scanned)
         self.metrics.bytes_read.labels(datasource).inc(merged.stats.bytes_read)
         yield from table_to_chunks(merged.table, merged.stats)
 

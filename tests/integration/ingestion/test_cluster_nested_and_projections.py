@@ -105,3 +105,16 @@ def test_system_tables_show_projections_and_json_columns(cluster):
     facts = json.loads(seg[0]["json_columns"])
     assert facts["details"] == {"fields": 2, "guardTriggered": False} and facts["shipTo"]["fields"] >= 10
     assert json.loads(seg[0]["projections"]) == []
+
+
+def test_historical_metrics_say_which_table_served_and_why_not(cluster):
+    import urllib.request
+
+    rows(cluster, "SELECT channel, COUNT(*) AS n FROM edits GROUP BY 1")  # the projection serves it
+    rows(cluster, "SELECT page, COUNT(*) AS n FROM edits GROUP BY 1")  # page is not in the projection
+    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.historicals[0].http.port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert 'strata_segments_queried_total{datasource="edits",projection="hourly"}' in text
+    assert 'strata_segments_queried_total{datasource="edits",projection="base"}' in text
+    assert 'strata_rows_scanned_total{datasource="edits",projection="hourly"}' in text
+    assert 'strata_projection_misses_total{datasource="edits",projection="hourly",reason="missing_column"}' in text

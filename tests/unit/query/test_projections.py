@@ -270,3 +270,31 @@ def test_an_aggregator_without_a_combining_form_cannot_be_pre_aggregated():
     spec = ProjectionSpec("p", ("channel",), (RowsOnly("r"),))
     with pytest.raises(ValidationError, match="aggregator 'r' \\(rowsOnly\\) cannot be combined"):
         spec.validate({"channel": __import__("common.types.column_type", fromlist=["STRING"]).STRING})
+
+
+@pytest.mark.parametrize("reason, kind", [
+    ("grouping: column 'page' is not a grouping column of the projection", "missing_column"),
+    ("filter: the query's filter does not imply the projection's filter term", "filter"),
+    ("aggregator: no projection aggregator gives the intermediate of 'x'", "aggregator"),
+    ("the projection keeps time by hour, coarser than the query's minute", "granularity"),
+    ("the query's interval edge 2020-01-01T05:30:00.000Z is not on a hour bucket edge", "interval"),
+    ("something new", "other"),
+])
+def test_miss_reasons_fall_into_few_metric_labels(reason, kind):
+    from common.query.projection_match import reason_kind
+
+    assert reason_kind(reason) == kind
+
+
+def test_partials_say_which_table_served_them(segments):
+    from common.query.engine import run
+    from common.query.model import query_from_json
+
+    q = query_from_json({"queryType": "groupBy", "dataSource": "events", "intervals": [EVENTS_INTERVAL],
+                         "granularity": "all", "dimensions": ["user"], "aggregations": [{"type": "count", "name": "n"}]})
+    partial = run(q, segments[0])
+    assert partial.projection is None
+    assert {name for name, _ in partial.rejected} == {"hourly_channel", "big_channels", "daily_channel_page"}
+    q2 = query_from_json({"queryType": "timeseries", "dataSource": "events", "intervals": [EVENTS_INTERVAL],
+                          "granularity": "day", "aggregations": [{"type": "count", "name": "n"}]})
+    assert run(q2, segments[0]).projection == "daily_channel_page"  # the smallest that matches
