@@ -176,44 +176,12 @@ class Segment:
         return table
 
     def source_for(self, spec: ScanSpec, matcher: ProjectionMatcher | None = None) -> SourceChoice:
-        """The table that serves ``spec``: the smallest matching projection, else the base rows.
-
-        ``matcher`` (from the query engine, which understands aggregators and filters) decides
-        whether one projection can answer the spec. Query context keys steer the choice:
-        ``noProjections`` reads base rows, ``useProjection`` must use the named projection, and
-        ``forceProjections`` must use some projection; the last two fail with the reasons.
-        """
-        ctx = spec.context or {}
-        candidates = sorted(self.manifest.projections, key=lambda p: (p.num_rows, p.name))
-        if not candidates or not spec.is_aggregate or matcher is None or _truthy(ctx.get("noProjections")):
-            if _truthy(ctx.get("forceProjections")) and not _truthy(ctx.get("noProjections")):
-                why = "it has no projections" if not candidates else "the query cannot use a projection"
-                raise ValidationError(f"forceProjections is set but segment {self.id} cannot use one: {why}")
-            if ctx.get("useProjection") and not candidates:
-                raise ValidationError(
-                    f"useProjection '{ctx['useProjection']}': segment {self.id} has no projections")
-            return SourceChoice(self._base)
-        wanted = ctx.get("useProjection")
-        if wanted:
-            proj = self.manifest.projection(str(wanted))
-            if proj is None:
-                raise ValidationError(f"useProjection: segment {self.id} " +
-                                      unknown_name_message("projection", str(wanted), [p.name for p in candidates]))
-            candidates = [proj]
-        rejected: list[tuple[str, str]] = []
-        for proj in candidates:
-            answer = matcher(proj, spec, self.interval)
-            if isinstance(answer, str):
-                rejected.append((proj.name, answer))
-                continue
-            return SourceChoice(self._projections[proj.name], True, proj.name, answer, tuple(rejected))
-        if wanted:
-            raise ValidationError(f"useProjection '{wanted}' cannot serve this query on segment {self.id}: "
-                                  f"{rejected[0][1]}")
-        if _truthy(ctx.get("forceProjections")):
-            reasons = "; ".join(f"{name}: {why}" for name, why in rejected)
-            raise ValidationError(f"forceProjections is set but no projection of segment {self.id} matches ({reasons})")
-        return SourceChoice(self._base, rejected=tuple(rejected))
+        """The table that serves ``spec``: the smallest matching projection, else the base rows
+        (see ``choose_projection``)."""
+        proj, match, rejected = choose_projection(self.manifest, spec, matcher)
+        if proj is None:
+            return SourceChoice(self._base, rejected=rejected)
+        return SourceChoice(self._projections[proj.name], True, proj.name, match, rejected)
 
     def verify(self) -> None:
         """Check every part's checksum now (deep-storage downloads do this before serving)."""
@@ -228,10 +196,52 @@ class Segment:
         return f"Segment({self.id}, rows={self.num_rows})"
 
 
+def choose_projection(manifest: SegmentManifest, spec: ScanSpec, matcher: ProjectionMatcher | None
+                      ) -> tuple[ProjectionManifest | None, ProjectionMatch | None, tuple[tuple[str, str], ...]]:
+    """(the projection that serves ``spec`` or None for base rows, how it serves it, and the reason
+    each other candidate could not), from the manifest alone, so brokers can explain the choice.
+
+    Candidates are tried smallest first; ``matcher`` (from the query engine, which understands
+    aggregators and filters) decides whether one can answer. Query context keys steer the choice:
+    ``noProjections`` reads base rows, ``useProjection`` must use the named projection, and
+    ``forceProjections`` must use some projection; the last two fail with the reasons.
+    """
+    ctx = spec.context or {}
+    sid = manifest.segment_id
+    candidates = sorted(manifest.projections, key=lambda p: (p.num_rows, p.name))
+    if not candidates or not spec.is_aggregate or matcher is None or _truthy(ctx.get("noProjections")):
+        if _truthy(ctx.get("forceProjections")) and not _truthy(ctx.get("noProjections")):
+            why = "it has no projections" if not candidates else "the query cannot use a projection"
+            raise ValidationError(f"forceProjections is set but segment {sid} cannot use one: {why}")
+        if ctx.get("useProjection") and not candidates:
+            raise ValidationError(f"useProjection '{ctx['useProjection']}': segment {sid} has no projections")
+        return None, None, ()
+    wanted = ctx.get("useProjection")
+    if wanted:
+        proj = manifest.projection(str(wanted))
+        if proj is None:
+            raise ValidationError(f"useProjection: segment {sid} " +
+                                  unknown_name_message("projection", str(wanted), [p.name for p in candidates]))
+        candidates = [proj]
+    rejected: list[tuple[str, str]] = []
+    for proj in candidates:
+        answer = matcher(proj, spec, sid.interval)
+        if isinstance(answer, str):
+            rejected.append((proj.name, answer))
+            continue
+        return proj, answer, tuple(rejected)
+    if wanted:
+        raise ValidationError(f"useProjection '{wanted}' cannot serve this query on segment {sid}: {rejected[0][1]}")
+    if _truthy(ctx.get("forceProjections")):
+        reasons = "; ".join(f"{name}: {why}" for name, why in rejected)
+        raise ValidationError(f"forceProjections is set but no projection of segment {sid} matches ({reasons})")
+    return None, None, tuple(rejected)
+
+
 def _truthy(value) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("true", "1", "yes")
     return bool(value)
 
 
-__all__ = ["ProjectionMatcher", "Segment", "SegmentTable"]
+__all__ = ["ProjectionMatcher", "Segment", "SegmentTable", "choose_projection"]

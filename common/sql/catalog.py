@@ -49,6 +49,10 @@ class SqlCatalog(Protocol):
     def datasource_spec(self, name: str) -> dict | None:
         """The datasource's whole catalog entry (properties and columns), or None."""
 
+    def segment_manifests(self, name: str) -> list[str]:
+        """Manifests (JSON text) of the datasource's served segments, for EXPLAIN's per-segment
+        account of projections; empty when the catalog does not know segments' insides."""
+
     # ---- system tables (schema sys) ----
     def system_table_names(self) -> list[str]:
         """Names of the tables under ``sys``."""
@@ -83,6 +87,9 @@ class SegmentsOnlyCatalog:
 
     def datasource_spec(self, name: str) -> dict | None:
         return None
+
+    def segment_manifests(self, name: str) -> list[str]:
+        return []
 
     def external_table_names(self) -> list[str]:
         return []

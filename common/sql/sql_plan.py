@@ -54,8 +54,26 @@ class SqlPlan:
         return [q.to_json() for q in self.stage.pushed_queries()]
 
     def explain(self) -> dict:
-        return {"PLAN": self.stage.explain(), "RESOURCES": self.stage.resources(),
-                "ATTRIBUTES": {"statementType": "SELECT"}}
+        attributes: dict = {"statementType": "SELECT"}
+        projections = self._projection_choices()
+        if projections:
+            attributes["projections"] = projections
+        return {"PLAN": self.stage.explain(), "RESOURCES": self.stage.resources(), "ATTRIBUTES": attributes}
+
+    def _projection_choices(self) -> list[dict]:
+        """Per pushed native query with projection candidates: the table each group of segments
+        would read, and each refused projection's reason."""
+        from common.query.projection_report import explain_projections
+
+        out = []
+        for i, q in enumerate(self.stage.pushed_queries()):
+            if not isinstance(q.datasource, str):
+                continue
+            manifests = self._catalog.segment_manifests(q.datasource)
+            groups = explain_projections(q, manifests)
+            if any(g.get("projection") != "base" or g.get("rejected") for g in groups):
+                out.append({"query": i, "datasource": q.datasource, "segmentGroups": groups})
+        return out
 
     def execute(self, run_native: Callable[[Query], pa.Table]) -> pa.Table:
         if self.kind == "explain":

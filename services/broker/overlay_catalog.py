@@ -36,6 +36,9 @@ class OverlayCatalog:
     def datasource_schema(self, name: str) -> dict[str, ColumnType] | None:
         return catalog_overlay.overlay_schema(self._spec("druid", name), self.base.datasource_schema(name))
 
+    def segment_manifests(self, name: str) -> list[str]:
+        return self.base.segment_manifests(name)
+
     def declared_order(self, name: str) -> bool:
         return catalog_overlay.declared_order(self._spec("druid", name))
 

@@ -63,6 +63,10 @@ class BrokerCatalog:
                 return None
             return dict(self.node.view.schema(name))
 
+    def segment_manifests(self, name: str) -> list[str]:
+        with self.node.lock:
+            return [d.manifest_json for sid, d in self.node.view.descriptors.items() if sid.datasource == name]
+
     def system_table_names(self) -> list[str]:
         return list(SYS_TABLES)
 

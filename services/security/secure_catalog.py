@@ -96,6 +96,10 @@ class SecureSqlCatalog:
         return self.inner.datasource_spec(name)
 
     # ---- system tables ---------------------------------------------------------------------------------
+    def segment_manifests(self, name: str) -> list[str]:
+        self._require_read("DATASOURCE", name)
+        return self.inner.segment_manifests(name)
+
     def system_table_names(self) -> list[str]:
         return self.inner.system_table_names()  # which sys tables exist is no secret; their rows are
 

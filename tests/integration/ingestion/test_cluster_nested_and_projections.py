@@ -118,3 +118,13 @@ def test_historical_metrics_say_which_table_served_and_why_not(cluster):
     assert 'strata_segments_queried_total{datasource="edits",projection="base"}' in text
     assert 'strata_rows_scanned_total{datasource="edits",projection="hourly"}' in text
     assert 'strata_projection_misses_total{datasource="edits",projection="hourly",reason="missing_column"}' in text
+
+
+def test_explain_shows_the_projection_each_segment_group_reads(cluster):
+    got = rows(cluster, "EXPLAIN PLAN FOR SELECT channel, COUNT(*) AS n FROM edits GROUP BY 1")
+    attributes = json.loads(got[0]["ATTRIBUTES"])
+    (entry,) = attributes["projections"]
+    assert entry["datasource"] == "edits" and entry["segmentGroups"][0]["projection"] == "hourly"
+    got = rows(cluster, "EXPLAIN PLAN FOR SELECT page, COUNT(*) AS n FROM edits GROUP BY 1")
+    group = json.loads(got[0]["ATTRIBUTES"])["projections"][0]["segmentGroups"][0]
+    assert group["projection"] == "base" and "not a grouping column" in group["rejected"]["hourly"]

@@ -298,3 +298,23 @@ def test_partials_say_which_table_served_them(segments):
     q2 = query_from_json({"queryType": "timeseries", "dataSource": "events", "intervals": [EVENTS_INTERVAL],
                           "granularity": "day", "aggregations": [{"type": "count", "name": "n"}]})
     assert run(q2, segments[0]).projection == "daily_channel_page"  # the smallest that matches
+
+
+def test_explain_groups_segments_by_the_table_they_read(segments):
+    from common.query.model import query_from_json
+    from common.query.projection_report import explain_projections
+
+    manifests = [s.manifest.to_json() for s in segments]
+    q = query_from_json({"queryType": "timeseries", "dataSource": "events", "intervals": [EVENTS_INTERVAL],
+                         "granularity": "hour", "aggregations": [{"type": "count", "name": "n"}]})
+    groups = explain_projections(q, manifests)
+    assert groups[0] == {"projection": "hourly_channel", "segments": 2,
+                         "rejected": {"big_channels": groups[0]["rejected"]["big_channels"],
+                                      "daily_channel_page": groups[0]["rejected"]["daily_channel_page"]}}
+    assert "coarser than the query's" in groups[0]["rejected"]["daily_channel_page"]
+    assert groups[1] == {"projection": "base", "segments": 1, "rejected": {}}  # the day without projections
+    q = query_from_json({"queryType": "timeseries", "dataSource": "events", "intervals": [EVENTS_INTERVAL],
+                         "granularity": "hour", "aggregations": [{"type": "count", "name": "n"}],
+                         "context": {"useProjection": "big_channels"}})
+    errors = [g for g in explain_projections(q, manifests) if g.get("error")]
+    assert errors and "useProjection 'big_channels' cannot serve" in errors[0]["error"]
