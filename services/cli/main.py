@@ -131,6 +131,25 @@ def cmd_task(args) -> int:
         client.close()
 
 
+def cmd_compact(args) -> int:
+    """Rewrite a datasource's segments (of an interval) as a new version with the catalog's
+    current projections."""
+    from common.types.interval import Interval
+    from services.cli.sql_command import wait_task
+
+    spec = {"interval": str(Interval.parse(args.interval))} if args.interval else {}
+    client = _client(args)
+    try:
+        task = client.submit_task(args.datasource, "compact", f"COMPACT {args.datasource} {args.interval or ''}".strip(),
+                                  spec)
+        if args.async_:
+            print(task.id)
+            return 0
+        return wait_task(client, task.id, args.timeout)
+    finally:
+        client.close()
+
+
 def cmd_up(args) -> int:
     from services.cli.local_cluster import LocalCluster
 
@@ -266,6 +285,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--broker", help=argparse.SUPPRESS)
     p.add_argument("--dir", default=DEFAULT_DIR)
     p.set_defaults(func=cmd_task)
+
+    p = sub.add_parser("compact", help="rewrite a datasource's segments with the catalog's current projections")
+    p.add_argument("datasource")
+    p.add_argument("--interval", help="ISO interval (start/end); whole time chunks inside it are rewritten")
+    p.add_argument("--async", dest="async_", action="store_true", help="print the task id and return")
+    p.add_argument("--coordinator", help="coordinator gRPC host:port (default: from --dir)")
+    p.add_argument("--broker", help=argparse.SUPPRESS)
+    p.add_argument("--dir", default=DEFAULT_DIR)
+    p.add_argument("--timeout", type=float, default=3600.0)
+    p.set_defaults(func=cmd_compact)
 
     from services.cli.catalog_command import register as register_catalog
 

@@ -10,13 +10,17 @@ SIGTERM cancels: the job stops, deletes what it uploaded, and the task ends CANC
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import logging
 import os
+import shutil
 import signal
 import sys
 import threading
 import traceback
+
+import grpc
 
 from common.errors import StrataError, ValidationError
 from common.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
@@ -42,6 +46,41 @@ def _statement(spec: dict):
     return IngestionStatement.from_json(spec["statement"])
 
 
+def _compaction(stub, coordinator: str, task, spec: dict):
+    """The REPLACE a compaction task runs, and its spec with the catalog's projections as they are
+    now (the point of compacting: segments get the current definitions)."""
+    from common.catalog.table_spec import TableSpec
+    from common.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
+    from common.types.interval import Interval
+    from services.coordinator.server import descriptor_from_proto
+    from services.historical.storage import deep_storage_from_url
+    from services.ingestion.compaction import prepare_compaction
+    from services.ingestion.statement import parse_ingestion
+
+    datasource = task.datasource
+    interval = Interval.parse(spec["interval"]) if spec.get("interval") else None
+    listed = stub.ListSegments(coordinator_pb2.ListSegmentsRequest(datasource=datasource, include_unused=False),
+                               timeout=60)
+    descriptors = [descriptor_from_proto(r.descriptor) for r in listed.segments if r.used]
+    storage = deep_storage_from_url(os.environ.get("STRATA_DEEP_STORAGE_URL", "var/strata/deep-storage"),
+                                    os.environ.get("STRATA_DEEP_STORAGE_ENDPOINT", ""))
+    work_dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"strata-compact-{task.id}")
+    atexit.register(shutil.rmtree, work_dir, True)  # the exported rows live until the task process ends
+    sql = prepare_compaction(datasource, descriptors, interval, lambda d, local: storage.pull(d.location, local),
+                             work_dir)
+    catalog = catalog_pb2_grpc.CatalogServiceStub(channel(coordinator))
+    try:
+        meta = catalog.GetTable(catalog_pb2.GetTableRequest(id=catalog_pb2.TableId(schema="druid", name=datasource)),
+                                timeout=60)
+        table = TableSpec.from_json(json.loads(meta.spec_json or "{}"))
+        projections = table.projections
+    except grpc.RpcError as exc:
+        if exc.code() != grpc.StatusCode.NOT_FOUND:
+            raise
+        projections = []
+    return parse_ingestion(sql, spec.get("context") or {}), {**spec, "projections": projections}
+
+
 def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> int:
     from services.ingestion.coordinator_publisher import CoordinatorPublisher
     from services.ingestion.ingestion_report import IngestionCancelled, IngestionFailed
@@ -52,7 +91,10 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> i
     task = stub.GetTask(coordinator_pb2.TaskRequest(id=task_id), timeout=60)
     spec = json.loads(task.spec_json or "{}")
     try:
-        statement = _statement(spec)
+        if task.type == "compact":
+            statement, spec = _compaction(stub, coordinator, task, spec)
+        else:
+            statement = _statement(spec)
         if spec.get("clusterKeys") and not statement.clustered_by:
             import dataclasses
 

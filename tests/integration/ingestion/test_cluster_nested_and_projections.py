@@ -128,3 +128,53 @@ def test_explain_shows_the_projection_each_segment_group_reads(cluster):
     got = rows(cluster, "EXPLAIN PLAN FOR SELECT page, COUNT(*) AS n FROM edits GROUP BY 1")
     group = json.loads(got[0]["ATTRIBUTES"])["projections"][0]["segmentGroups"][0]
     assert group["projection"] == "base" and "not a grouping column" in group["rejected"]["hourly"]
+
+
+def test_compaction_adds_a_projection_while_queries_keep_answering(cluster):
+    import threading
+
+    from services.cli.main import main as strata
+
+    path = os.path.join(DATA, "wikipedia-sampled.json")
+    cluster.client.sql("CREATE TABLE comp PARTITIONED BY DAY")
+    task = run(cluster, f"""INSERT INTO comp
+        SELECT TIME_PARSE("timestamp") AS __time, channel, page, added
+        FROM TABLE(localfiles(files => ARRAY['{path}'], format => 'json'))
+             EXTEND ("timestamp" VARCHAR, channel VARCHAR, page VARCHAR, added BIGINT)
+        PARTITIONED BY DAY""")
+    assert task.state == "SUCCESS", task.error
+    wait_count(cluster, "comp", json.loads(task.report_json)["rowsWritten"])
+    sql = "SELECT channel, COUNT(*) AS n, SUM(added) AS a FROM comp GROUP BY 1 ORDER BY 1"
+    expected = rows(cluster, sql)
+    cluster.client.sql("ALTER TABLE comp ADD PROJECTION by_channel AS SELECT channel, COUNT(*) AS n, "
+                       "SUM(added) AS a FROM comp GROUP BY 1")
+    failures, runs, stop = [], [0], threading.Event()
+
+    def loop():
+        deadline = time.monotonic() + 240
+        while not stop.is_set() and time.monotonic() < deadline:
+            try:
+                got = rows(cluster, sql)
+                if got != expected:
+                    failures.append(("different", got))
+            except Exception as exc:  # noqa: BLE001 - every failure is recorded and fails the test
+                failures.append(("error", repr(exc)))
+            runs[0] += 1
+
+    worker = threading.Thread(target=loop, daemon=True)
+    worker.start()
+    try:
+        assert strata(["compact", "comp", "--coordinator", f"127.0.0.1:{cluster.coordinator.grpc.port}"]) == 0
+        deadline = time.monotonic() + 120
+        while True:
+            got = rows(cluster, "SELECT segments_with, segments_total FROM sys.projections "
+                                "WHERE datasource = 'comp' AND name = 'by_channel'")
+            if got and got[0]["segments_with"] == got[0]["segments_total"] > 0:
+                break
+            assert time.monotonic() < deadline, f"compacted segments not served: {got}"
+            time.sleep(0.2)
+        assert rows(cluster, "SET useProjection = 'by_channel'; " + sql) == expected
+    finally:
+        stop.set()
+        worker.join(timeout=30)
+    assert failures == [] and runs[0] > 3
