@@ -5,7 +5,8 @@
     [metadata]        url = "sqlite:///path.db" | "postgresql+psycopg://user:pw@host/db"
     [deep_storage]    url = "file:///dir" | "s3://bucket/prefix"; endpoint; region
     [historical]      cache_dir; max_cache_bytes
-    [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks
+    [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks;
+                      auto_compaction; max_compaction_tasks
     [broker]          query_timeout_ms
     [auth]            enabled; admin_user; admin_password; users_file; token_ttl_s
 
@@ -82,6 +83,9 @@ class CoordinatorSection:
     duty_period_ms: int = 1000
     state_dir: str = "var/strata/coordinator"  # embedded discovery keeps its assignments here; task logs
     max_running_tasks: int = 2
+    # Compact time chunks whose projections differ from the catalog's, at most this many at once.
+    auto_compaction: bool = False
+    max_compaction_tasks: int = 1
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,8 @@ class DutyRunner:
         self._leader = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="strata-duties", daemon=True)
         self.last_run_ms = 0
+        # More duties the leader runs after the segment duties (each a callable; auto-compaction).
+        self.extra_duties: list = []
 
     def set_leader(self, is_leader: bool) -> None:
         (self._leader.set if is_leader else self._leader.clear)()
@@ -76,6 +78,11 @@ class DutyRunner:
                     self.run_once()
                 except Exception:  # a failed run must not stop later runs
                     log.exception("coordinator duties failed")
+                for duty in self.extra_duties:
+                    try:
+                        duty()
+                    except Exception:
+                        log.exception("coordinator duty %s failed", getattr(duty, "__qualname__", duty))
             self._stop.wait(self.period_s)
 
     def run_once(self) -> list:

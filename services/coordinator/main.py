@@ -53,6 +53,11 @@ class CoordinatorProcess(NodeProcess):
         self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer)
         self.id = self.node_id(self.grpc.port)
         install_catalog(self)  # the table catalog: gRPC CatalogService and the REST API on the HTTP port
+        if config.coordinator.auto_compaction:
+            from services.coordinator.compaction_scheduler import CompactionScheduler
+
+            scheduler = CompactionScheduler(self.store, self.tasks, self.catalog, config.coordinator.max_compaction_tasks)
+            self.runner.extra_duties.append(scheduler.run_once)
         self.election = None
         self.announcer = Announcer(self.discovery, config.discovery.lease_ttl_s)
 

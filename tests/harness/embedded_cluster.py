@@ -29,7 +29,7 @@ class EmbeddedCluster:
     def __init__(self, directory: str, historicals: int = 2, *, etcd: str | None = None,
                  metadata_url: str | None = None, deep_storage: str | None = None, deep_storage_endpoint: str = "",
                  max_cache_bytes: int = 1 << 30, replication: int = 0, duty_period_ms: int = 100,
-                 lease_ttl_s: int = 2, auth: dict | None = None) -> None:
+                 lease_ttl_s: int = 2, auth: dict | None = None, coordinator: dict | None = None) -> None:
         self.dir = directory
         os.makedirs(directory, exist_ok=True)
         self.deep_storage_url = deep_storage or os.path.join(directory, "deep-storage")
@@ -41,7 +41,7 @@ class EmbeddedCluster:
             "metadata": {"url": metadata_url or f"sqlite:///{os.path.join(directory, 'metadata.db')}"},
             "deep_storage": {"url": self.deep_storage_url, "endpoint": deep_storage_endpoint},
             "coordinator": {"replication": replication, "duty_period_ms": duty_period_ms,
-                            "state_dir": os.path.join(directory, "coordinator")},
+                            "state_dir": os.path.join(directory, "coordinator"), **(coordinator or {})},
         }
         if auth:  # [auth] for every role, e.g. {"enabled": True, "admin_password": ..., "users_file": ...}
             self.common["auth"] = dict(auth)
