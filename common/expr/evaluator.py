@@ -370,7 +370,7 @@ Apply = Callable[[list[Value], list[Type], Type, Call], Value]
 class Function:
     """``kinds`` gives each argument's accepted kind (last one repeats): 'a' any scalar value,
     's' text (numbers are converted, as Druid does), 'n' number, 't' instant (TIMESTAMP or LONG
-    millis), 'j' a JSON value (COMPLEX<json> or JSON text), 'k' a constant, 'l' a literal (the output type depends on it). ``strict``: a null
+    millis), 'j' a JSON value (COMPLEX<json> or JSON text), 'x' any value at all, 'k' a constant, 'l' a literal (the output type depends on it). ``strict``: a null
     argument makes the result null without calling ``apply``. ``boolean``: the LONG result travels
     as pa.bool_, like the comparisons."""
 
@@ -423,6 +423,8 @@ def check_kind(call: Expr, i: int, arg: Expr, t: Type, kind: str, name: str) -> 
         return
     if t is None:
         return
+    if kind == "x":
+        return  # any value: scalars, arrays and JSON alike
     if kind == "j":
         if t.complex_name != "json" and not t.is_string:
             raise type_error(call, name, t, f"'{arg.to_string()}' must be a COMPLEX<json> column (or JSON text); "
@@ -603,10 +605,13 @@ def _normalize(arr, name: str, num_rows: int) -> pa.Array:
 class _Batch:
     """The columns of one evaluation; each referenced column is loaded (and normalized) once."""
 
-    def __init__(self, columns: Mapping[str, pa.Array], num_rows: int) -> None:
+    def __init__(self, columns: Mapping[str, pa.Array], num_rows: int,
+                 column_types: Mapping[str, ColumnType] | None = None) -> None:
         self.columns = columns
         self.num_rows = num_rows
         self.loaded: dict[str, pa.Array] = {}
+        # Static types where values alone cannot tell: COMPLEX<json> travels as text.
+        self.column_types = column_types or {}
 
     def column(self, name: str) -> pa.Array:
         if name not in self.loaded:
@@ -622,14 +627,30 @@ def _literal_value(node: Literal) -> pa.Scalar:
     return pa.scalar(node.value, None if node.type is None else node.type.to_arrow())
 
 
+# Functions whose result is COMPLEX<json> (text underneath): their callers must know it is JSON.
+JSON_RESULTS = frozenset({"json_query", "json_object", "json_merge", "parse_json", "try_parse_json"})
+
+
+def _json_or(child: Expr, batch: _Batch, t: Type) -> Type:
+    """``t``, or COMPLEX<json> for a JSON column or a JSON-valued call (the text does not say)."""
+    if isinstance(child, Identifier):
+        static = batch.column_types.get(child.name)
+        if static is not None and static.complex_name == "json":
+            return static
+    elif isinstance(child, Call) and child.name.lower() in JSON_RESULTS:
+        return ColumnType.parse("COMPLEX<json>")
+    return t
+
+
 def _eval(node: Expr, batch: _Batch) -> Value:
     if isinstance(node, Literal):
         return _literal_value(node)
     if isinstance(node, Identifier):
         return batch.column(node.name)
     fn = _function_for(node)
-    args = [_eval(child, batch) for child in node.children()]
-    types = [type_of(a) for a in args]
+    children = node.children()
+    args = [_eval(child, batch) for child in children]
+    types = [_json_or(child, batch, type_of(a)) for child, a in zip(children, args)]
     out = fn.check(node, types)
     if fn.strict and any(is_scalar(a) and not a.is_valid for a in args):
         return pa.scalar(None, pa.bool_()) if fn.boolean else null_of(out)
@@ -683,7 +704,7 @@ def evaluate_column(expr: Expr, columns: Mapping[str, pa.Array], num_rows: int,
     """Like ``evaluate`` but typed as ``infer_type`` says: booleans become int64 1/0, dictionaries
     are decoded, the result's Arrow type is ``infer_type(...).to_arrow()``."""
     out = infer_type(expr, column_types)
-    result = plain(_eval(expr, _Batch(columns, num_rows)))
+    result = plain(_eval(expr, _Batch(columns, num_rows, column_types)))
     if out.kind in (TypeKind.ARRAY, TypeKind.COMPLEX):
         return _expand(result, num_rows).cast(out.to_arrow())
     return _expand(cast_value(result, out), num_rows)

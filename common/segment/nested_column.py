@@ -295,16 +295,21 @@ class NestedColumn:
                               ColumnType(TypeKind.ARRAY, element).to_arrow())
             return FieldColumn(self._container, parts, self.num_rows, stats, ColumnType(TypeKind.ARRAY, element),
                                arrays, indexed=False)
-        # A field of several types reads as text, as Druid answers VARCHAR when a path is ambiguous.
+        # A field of several types reads as text, as Druid answers VARCHAR when a path is ambiguous;
+        # its rows holding arrays read as null there (a literal was asked for, as JSON_VALUE does).
+        dictionary = self._local_values(local, offsets, arrays_as_null=True)
         return FieldColumn(self._container, parts, self.num_rows, stats, STRING, dictionary, indexed=False)
 
-    def _local_values(self, local: np.ndarray, offsets: dict[str, int]) -> pa.Array:
+    def _local_values(self, local: np.ndarray, offsets: dict[str, int], arrays_as_null: bool = False) -> pa.Array:
         """The local dictionary's values, as text for strings and arrays and numbers as Druid prints them."""
         out: list = []
         bounds = [(k, offsets[k], offsets[k] + int(self.spec.dictionary_sizes.get(k, 0))) for k in KINDS]
         for kind, lo, hi in bounds:
             ids = local[(local >= lo) & (local < hi)] - lo
             if not len(ids):
+                continue
+            if kind == "ARRAY" and arrays_as_null:
+                out.append(pa.nulls(len(ids), pa.string()))
                 continue
             values = self._dictionary(kind).take(pa.array(ids))
             if kind in ("LONG", "DOUBLE"):

@@ -15,10 +15,9 @@ import re
 from dataclasses import dataclass, field
 
 from common.errors import ValidationError
-from common.json.path_steps import key_text
+from common.json.document_paths import literal_paths
 
 DEFAULT_MAX_FIELDS = 1000
-_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 @dataclass(frozen=True)
@@ -41,43 +40,6 @@ class Split:
     fields: list[SplitField]
     canonical: list  # each row's document as compact JSON text (None for a null row)
     dropped_paths: list[str] = field(default_factory=list)
-
-
-def _scalar(value):
-    """(type, stored value) of a literal."""
-    if isinstance(value, bool):
-        return "LONG", int(value)
-    if isinstance(value, int):
-        if _INT64[0] <= value <= _INT64[1]:
-            return "LONG", value
-        return "DOUBLE", float(value)
-    if isinstance(value, float):
-        return "DOUBLE", value
-    return "STRING", value
-
-
-def _literal_array(values: list):
-    """(ARRAY<type>, stored list) when every element is a literal or null, else None."""
-    kinds = set()
-    out = []
-    for v in values:
-        if v is None:
-            out.append(None)
-            continue
-        if isinstance(v, (dict, list)):
-            return None
-        kind, stored = _scalar(v)
-        kinds.add(kind)
-        out.append(stored)
-    if "STRING" in kinds:
-        element = "STRING"
-        out = [None if v is None else (v if isinstance(v, str) else json.dumps(v)) for v in out]
-    elif "DOUBLE" in kinds:
-        element = "DOUBLE"
-        out = [None if v is None else float(v) for v in out]
-    else:
-        element = "LONG"  # also arrays of nulls only, or empty ones (Druid: ARRAY<LONG>)
-    return f"ARRAY<{element}>", out
 
 
 def parse_document(text: str | None, row: int):
@@ -105,24 +67,7 @@ def split_documents(texts: list, options: NestedOptions | None = None) -> Split:
         canonical.append(None if doc is None else json.dumps(doc, separators=(",", ":"), ensure_ascii=False))
         if doc is None:
             continue
-        stack = [("$", doc)]
-        while stack:
-            path, value = stack.pop()
-            if isinstance(value, dict):
-                for key in reversed(list(value)):
-                    stack.append((path + key_text(str(key)), value[key]))
-                continue
-            if isinstance(value, list):
-                arr = _literal_array(value)
-                if arr is None:
-                    for i in range(len(value) - 1, -1, -1):
-                        stack.append((f"{path}[{i}]", value[i]))
-                    continue
-                kind, stored = arr
-            elif value is None:
-                continue
-            else:
-                kind, stored = _scalar(value)
+        for path, kind, stored in literal_paths(doc):
             if path in skip or any(p.search(path) for p in patterns):
                 continue
             f = found.get(path)
@@ -145,5 +90,5 @@ def split_documents(texts: list, options: NestedOptions | None = None) -> Split:
     return Split(fields, canonical, dropped)
 
 
-__all__ = ["DEFAULT_MAX_FIELDS", "NestedOptions", "Split", "SplitField", "key_text", "parse_document",
+__all__ = ["DEFAULT_MAX_FIELDS", "NestedOptions", "Split", "SplitField", "parse_document",
            "split_documents"]

@@ -34,7 +34,9 @@ _RENAMED = {
     "TIME_SHIFT": "timestamp_shift", "TIME_EXTRACT": "timestamp_extract", "TIME_PARSE": "timestamp_parse",
     "TIME_FORMAT": "timestamp_format", "MILLIS_TO_TIMESTAMP": "millis_to_timestamp",
     "TIMESTAMP_TO_MILLIS": "timestamp_to_millis", "LIKE": "like", "TRIM": "trim", "LTRIM": "ltrim", "RTRIM": "rtrim",
-    "JSON_VALUE": "json_value",
+    "JSON_VALUE": "json_value", "JSON_QUERY": "json_query", "JSON_QUERY_ARRAY": "json_query_array",
+    "JSON_KEYS": "json_keys", "JSON_PATHS": "json_paths", "JSON_OBJECT": "json_object", "JSON_MERGE": "json_merge",
+    "PARSE_JSON": "parse_json", "TRY_PARSE_JSON": "try_parse_json", "TO_JSON_STRING": "to_json_string",
 }
 
 

@@ -21,7 +21,9 @@ from common.errors import UnsupportedError, ValidationError, unknown_name_messag
 from common.sql import functions
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_types import (BIGINT, BOOLEAN, CAST_TARGETS, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType,
-                                  common_type)
+                                  common_type, from_column_type)
+from common.types.column_type import JSON as JSON_TYPE
+from common.types.column_type import STRING_ARRAY as STRING_ARRAY_TYPE
 from common.sql.statement import DIALECT, PARAMETER_PREFIX
 from common.types.interval import Interval
 
@@ -346,6 +348,12 @@ class ScalarTranslator:
                                    "join with the subquery in FROM instead")
         if isinstance(node, exp.JSONValue):
             return self._json_value(node, None)
+        if isinstance(node, exp.JSONKeys):
+            return self._json_call("JSON_KEYS", node, [node.this], node.args.get("expression"))
+        if isinstance(node, exp.ParseJSON):
+            return self._json_call("PARSE_JSON", node, [node.this], None)
+        if isinstance(node, exp.JSONObject):
+            return self._json_object(node)
         if is_aggregate(node):
             name = node.this.key.upper() if isinstance(node, exp.Filter) else (
                 str(node.this).upper() if isinstance(node, exp.Anonymous) else node.key.upper())
@@ -455,6 +463,49 @@ class ScalarTranslator:
         canonical = path_text(parse_path(text))
         return Call("JSON_VALUE", (value, Literal(canonical, VARCHAR), Literal(target.native.native_name, VARCHAR)),
                     target)
+
+    def _json_path_text(self, path: exp.Expression | None, node: exp.Expression) -> str:
+        from common.json.path_steps import parse_path, path_text
+
+        if path is None:
+            raise ValidationError(f"a JSON path is required in '{sql_text(node)}', e.g. '$.a.b'")
+        text = path.sql(dialect="druid") if isinstance(path, exp.JSONPath) else self.literal_string(path, "JSON path")
+        if len(text) >= 2 and text[0] == text[-1] == "'":
+            text = text[1:-1].replace("''", "'")
+        return path_text(parse_path(text))
+
+    def _json_call(self, op: str, node: exp.Expression, value_nodes: list, path: exp.Expression | None) -> Scalar:
+        """JSON_QUERY, JSON_QUERY_ARRAY, JSON_KEYS, JSON_PATHS, JSON_MERGE, PARSE_JSON, TRY_PARSE_JSON,
+        TO_JSON_STRING: arguments checked here, semantics in common/json."""
+        values = [self.translate(v) for v in value_nodes]
+        json_type = from_column_type(JSON_TYPE)
+        for v, n in zip(values, value_nodes):
+            is_json = v.type.column_type is not None and v.type.column_type.complex_name == "json"
+            if op in ("PARSE_JSON", "TRY_PARSE_JSON"):
+                if v.type not in (VARCHAR, NULL):
+                    raise ValidationError(f"{op} needs VARCHAR text, but '{sql_text(n)}' is {v.type}")
+            elif op != "TO_JSON_STRING" and not is_json and v.type != NULL:
+                raise ValidationError(f"{op} needs a COMPLEX<json> value, but '{sql_text(n)}' is {v.type}; "
+                                      "declare the column as COMPLEX<json> or wrap text in PARSE_JSON()")
+        args = list(values)
+        if op in ("JSON_QUERY", "JSON_QUERY_ARRAY", "JSON_KEYS"):
+            args.append(Literal(self._json_path_text(path, node), VARCHAR))
+        out = {"JSON_QUERY": json_type, "JSON_MERGE": json_type, "PARSE_JSON": json_type, "TRY_PARSE_JSON": json_type,
+               "TO_JSON_STRING": VARCHAR}.get(op, from_column_type(STRING_ARRAY_TYPE))
+        return Call(op, tuple(args), out)
+
+    def _json_object(self, node: exp.JSONObject) -> Scalar:
+        args = []
+        for pair in node.expressions:
+            if not isinstance(pair, exp.JSONKeyValue):
+                raise ValidationError(f"JSON_OBJECT takes KEY k VALUE v pairs (or k: v) in '{sql_text(node)}'")
+            key = self.translate(pair.this)
+            if key.type not in (VARCHAR, NULL):
+                raise ValidationError(f"JSON_OBJECT keys must be VARCHAR, '{sql_text(pair.this)}' is {key.type}")
+            args.extend([key, self.translate(pair.expression)])
+        if not args:
+            raise ValidationError(f"JSON_OBJECT needs at least one KEY .. VALUE pair in '{sql_text(node)}'")
+        return Call("JSON_OBJECT", tuple(args), from_column_type(JSON_TYPE))
 
     def _cast(self, node: exp.Expression) -> Scalar:
         to = node.args["to"]
@@ -671,6 +722,18 @@ class ScalarTranslator:
             period = self._period(nodes[0], "TIMESTAMPADD")
             return self.call("TIME_SHIFT", [self.translate(nodes[2]), Literal(period, VARCHAR),
                                             self.translate(nodes[1]), self.tz()], node)
+        if name in ("JSON_QUERY", "JSON_QUERY_ARRAY"):
+            if len(nodes) != 2:
+                raise ValidationError(f"{name} takes 2 arguments (json, path) in '{sql_text(node)}'")
+            return self._json_call(name, node, nodes[:1], nodes[1])
+        if name in ("JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING"):
+            if len(nodes) != 1:
+                raise ValidationError(f"{name} takes 1 argument in '{sql_text(node)}'")
+            return self._json_call(name, node, nodes, None)
+        if name == "JSON_MERGE":
+            if len(nodes) < 2:
+                raise ValidationError(f"JSON_MERGE takes 2 or more arguments in '{sql_text(node)}'")
+            return self._json_call(name, node, nodes, None)
         if name in ("CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP"):
             return Literal(self.session.now_ms, TIMESTAMP)
         if name in ("POWER", "LOG10") or name in _ANONYMOUS:

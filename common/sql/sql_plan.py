@@ -46,7 +46,7 @@ class SqlPlan:
         self._catalog = catalog
         self._fetched = dict(fetched or {})
         fields = logical.fields
-        self.result_schema = pa.schema([pa.field(f.name, f.type.to_arrow()) for f in fields])
+        self.result_schema = pa.schema([result_field(f.name, f.type) for f in fields])
         self.output_schema = EXPLAIN_SCHEMA if kind == "explain" else self.result_schema
 
     def native_queries(self) -> list[dict]:
@@ -88,6 +88,18 @@ class SqlPlan:
         table = self.stage.execute(ctx)
         arrays = [table.column(c) for c in self.stage.columns]
         return pa.Table.from_arrays(arrays, schema=self.result_schema)
+
+
+# Arrow's canonical JSON extension type, as field metadata: COMPLEX<json> results are JSON text,
+# and clients that know the extension read them as JSON.
+JSON_FIELD_METADATA = {b"ARROW:extension:name": b"arrow.json", b"ARROW:extension:metadata": b""}
+
+
+def result_field(name: str, sql_type) -> pa.Field:
+    ctype = sql_type.column_type
+    if ctype is not None and ctype.complex_name == "json":
+        return pa.field(name, pa.string(), metadata=JSON_FIELD_METADATA)
+    return pa.field(name, sql_type.to_arrow())
 
 
 def _max_join_rows(context: dict) -> int:

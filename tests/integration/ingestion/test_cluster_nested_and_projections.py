@@ -178,3 +178,28 @@ def test_compaction_adds_a_projection_while_queries_keep_answering(cluster):
         stop.set()
         worker.join(timeout=30)
     assert failures == [] and runs[0] > 3
+
+
+def test_json_through_flight_sql(cluster):
+    import adbc_driver_flightsql.dbapi as adbc
+
+    conn = adbc.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}", autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT product, details, JSON_QUERY(shipTo, '$.address') AS address "
+                        "FROM nested_data_example ORDER BY __time LIMIT 2")
+            table = cur.fetch_arrow_table()
+            cur.execute("SELECT COLUMN_NAME, DATA_TYPE FROM INFORMATION_SCHEMA.COLUMNS "
+                        "WHERE TABLE_NAME = 'nested_data_example' AND COLUMN_NAME IN ('details', 'shipTo')")
+            types = {r["COLUMN_NAME"]: r["DATA_TYPE"] for r in cur.fetch_arrow_table().to_pylist()}
+    finally:
+        conn.close()
+    # JSON text whose field carries Arrow's canonical JSON extension type, which pyarrow recognizes.
+    for name in ("details", "address"):
+        assert table.schema.field(name).type.extension_name == "arrow.json"
+        assert table.schema.field(name).type.storage_type == "string"
+    details = table.column("details").cast(table.schema.field("details").type.storage_type)
+    with open(os.path.join(DATA, "nested-example-data.json"), encoding="utf-8") as f:
+        first = min((json.loads(line) for line in f if line.strip()), key=lambda d: d["time"])
+    assert json.loads(details[0].as_py()) == {k: float(v) if k == "price" else v for k, v in first["details"].items()}
+    assert types == {"details": "COMPLEX<json>", "shipTo": "COMPLEX<json>"}

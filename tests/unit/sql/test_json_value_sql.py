@@ -85,3 +85,37 @@ def test_a_filter_on_a_path_is_an_index_filter(setup):
 def test_misuse_is_a_clear_error(setup, sql, message):
     with pytest.raises(ValidationError, match=message):
         plan_sql(sql, setup[2])
+
+
+def test_json_functions(setup):
+    rows = setup[0]
+    got = run(setup, "SELECT JSON_QUERY(shipTo, '$.address') AS a, JSON_KEYS(details, '$') AS k, "
+                     "JSON_PATHS(details) AS p, TO_JSON_STRING(details) AS t, "
+                     "JSON_OBJECT(KEY 'product' VALUE product, KEY 'd' VALUE details) AS o, "
+                     "JSON_MERGE(details, JSON_OBJECT('extra': 1)) AS m, "
+                     "JSON_VALUE(PARSE_JSON('{\"n\": 7}'), '$.n' RETURNING BIGINT) AS n, "
+                     "TRY_PARSE_JSON('{bad') AS bad FROM nested_data_example")
+    for g, r in zip(got, rows):
+        details = {k: float(v) if k == "price" else v for k, v in r["details"].items()}
+        assert json.loads(g["a"]) == r["shipTo"]["address"]
+        assert g["k"] == list(r["details"]) and g["p"] == [f"$.{k}" for k in r["details"]]
+        assert json.loads(g["t"]) == details
+        assert json.loads(g["o"]) == {"product": r["product"], "d": details}
+        assert json.loads(g["m"]) == {**details, "extra": 1}
+        assert g["n"] == 7 and g["bad"] is None
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT JSON_QUERY(product, '$.x') FROM nested_data_example", "JSON_QUERY needs a COMPLEX<json> value"),
+    ("SELECT PARSE_JSON(details) FROM nested_data_example", "PARSE_JSON needs VARCHAR text"),
+    ("SELECT JSON_KEYS(details, '$.a[') FROM nested_data_example", "."),
+    ("SELECT JSON_MERGE(details) FROM nested_data_example", "JSON_MERGE takes 2 or more arguments"),
+])
+def test_json_function_misuse(setup, sql, message):
+    with pytest.raises(Exception, match=message):
+        plan_sql(sql, setup[2])
+
+
+def test_parse_json_names_the_bad_row(setup):
+    with pytest.raises(ValidationError, match="PARSE_JSON: row 0 is not valid JSON"):
+        run(setup, "SELECT PARSE_JSON('{nope') AS x FROM nested_data_example")

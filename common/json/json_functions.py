@@ -1,0 +1,164 @@
+"""The JSON functions' semantics over Arrow arrays (Druid's JSON_QUERY, JSON_KEYS, JSON_PATHS,
+JSON_OBJECT, JSON_MERGE, PARSE_JSON, TRY_PARSE_JSON, TO_JSON_STRING; JSON_VALUE is in
+``path_steps``).
+
+COMPLEX<json> values travel as compact JSON text (one parse per document per call); a SQL NULL is
+a null slot, and a JSON ``null`` document reads as NULL too, as in Druid. Every function is
+vectorized over rows and takes Arrow arrays; scalars are broadcast by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow as pa
+
+from common.errors import ValidationError
+from common.json.document_paths import literal_paths
+from common.json.path_steps import parse_path, walk
+
+LIST_OF_STRINGS = pa.list_(pa.string())
+
+
+def dumps(value) -> str:
+    """Compact JSON text, non-ASCII kept, as Druid serializes."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _docs(values: pa.Array, what: str) -> list:
+    """Parsed documents of a COMPLEX<json> (text) array; None for null rows."""
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    out = []
+    for row, text in enumerate(values.to_pylist()):
+        if text is None:
+            out.append(None)
+            continue
+        if not isinstance(text, str):
+            out.append(text)
+            continue
+        try:
+            out.append(json.loads(text))
+        except ValueError:
+            raise ValidationError(f"{what}: row {row} holds text that is not JSON; parse it with "
+                                  "TRY_PARSE_JSON (null when malformed) or PARSE_JSON") from None
+    return out
+
+
+def _texts(values: list) -> pa.Array:
+    return pa.array([None if v is None else dumps(v) for v in values], pa.string())
+
+
+def json_query(values: pa.Array, path: str) -> pa.Array:
+    """The value at path (object, array or literal) as COMPLEX<json>; null where missing."""
+    parts = parse_path(path)
+    return _texts([None if d is None else walk(d, parts) for d in _docs(values, "JSON_QUERY")])
+
+
+def json_query_array(values: pa.Array, path: str) -> pa.Array:
+    """The array at path as an array of COMPLEX<json> elements (a non-array value becomes a
+    one-element array), each element as JSON text."""
+    parts = parse_path(path)
+    out = []
+    for d in _docs(values, "JSON_QUERY_ARRAY"):
+        v = None if d is None else walk(d, parts)
+        if v is None:
+            out.append(None)
+        else:
+            out.append([dumps(e) if e is not None else None for e in (v if isinstance(v, list) else [v])])
+    return pa.array(out, LIST_OF_STRINGS)
+
+
+def json_keys(values: pa.Array, path: str) -> pa.Array:
+    """Field names of the object at path, in document order; null when it is not an object."""
+    parts = parse_path(path)
+    out = []
+    for d in _docs(values, "JSON_KEYS"):
+        v = None if d is None else walk(d, parts)
+        out.append(list(v.keys()) if isinstance(v, dict) else None)
+    return pa.array(out, LIST_OF_STRINGS)
+
+
+def json_paths(values: pa.Array) -> pa.Array:
+    """Paths of every literal (and array of literals) in each document, as the nested column
+    names its fields."""
+    out = []
+    for d in _docs(values, "JSON_PATHS"):
+        out.append(None if d is None else list(dict.fromkeys(p for p, _, _ in literal_paths(d))))
+    return pa.array(out, LIST_OF_STRINGS)
+
+
+def _python(value, is_json: bool):
+    if value is None:
+        return None
+    if is_json:
+        return json.loads(value) if isinstance(value, str) else value
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN or infinity
+    return value
+
+
+def json_object(keys: list[pa.Array], values: list[pa.Array], json_values: list[bool], n: int) -> pa.Array:
+    """An object per row from key/value pairs; a null key is an error naming the pair."""
+    out = []
+    key_lists = [k.to_pylist() for k in keys]
+    value_lists = [v.to_pylist() for v in values]
+    for row in range(n):
+        obj = {}
+        for i, (ks, vs) in enumerate(zip(key_lists, value_lists)):
+            key = ks[row]
+            if key is None:
+                raise ValidationError(f"JSON_OBJECT: key {i + 1} is null in row {row}; keys must be strings")
+            obj[str(key)] = _python(vs[row], json_values[i])
+        out.append(obj)
+    return _texts(out)
+
+
+def json_merge(arrays: list[pa.Array]) -> pa.Array:
+    """Objects merged left to right (the rightmost value wins); null if any argument is null; a
+    non-object argument replaces what came before, as Druid's merge does."""
+    docs = [_docs(a, "JSON_MERGE") for a in arrays]
+    out = []
+    for row in range(len(docs[0]) if docs else 0):
+        merged = None
+        nulled = False
+        for d in docs:
+            v = d[row]
+            if v is None:
+                nulled = True
+                break
+            merged = {**merged, **v} if isinstance(merged, dict) and isinstance(v, dict) else v
+        out.append(None if nulled else merged)
+    return _texts(out)
+
+
+def parse_json(values: pa.Array, strict: bool = True) -> pa.Array:
+    """Text to COMPLEX<json>; malformed text is an error naming the row (strict) or null."""
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    out = []
+    for row, text in enumerate(values.to_pylist()):
+        if text is None:
+            out.append(None)
+            continue
+        try:
+            out.append(json.loads(text) if isinstance(text, str) else text)
+        except (ValueError, RecursionError) as exc:
+            if strict:
+                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+                raise ValidationError(f"PARSE_JSON: row {row} is not valid JSON ({reason}); use TRY_PARSE_JSON to "
+                                      "get NULL for such rows") from None
+            out.append(None)
+    return _texts(out)
+
+
+def to_json_string(values: pa.Array, is_json: bool) -> pa.Array:
+    """Compact JSON text of each value (COMPLEX<json>, text or numbers)."""
+    if is_json:
+        return _texts(_docs(values, "TO_JSON_STRING"))
+    return _texts([_python(v, False) for v in values.to_pylist()])
+
+
+__all__ = ["dumps", "json_keys", "json_merge", "json_object", "json_paths", "json_query", "json_query_array",
+           "parse_json", "to_json_string"]
