@@ -121,3 +121,21 @@ def test_a_reader_without_the_feature_refuses_the_segment(tmp_path, monkeypatch)
     monkeypatch.setattr(manifest, "known_features", lambda: frozenset())
     with pytest.raises(SegmentCorruptError, match="needs \\['nestedColumns'\\]"):
         Segment.open(seg.path)
+
+
+def test_documented_limits_hold_for_hostile_documents(tmp_path):
+    import time
+
+    wide = {f"k{i}": i for i in range(100_000)}  # 100k distinct paths: the guard keeps 1,000
+    big = {"blob": "x" * (10 << 20), "n": 1}  # a 10 MB document
+    deep = 7
+    for _ in range(500):
+        deep = [deep] if len(str(deep)) % 2 else {"d": deep}
+    started = time.monotonic()
+    seg = build(tmp_path, {"doc": [wide, big, deep, {"k5": "five"}]})
+    assert time.monotonic() - started < 60
+    col = seg.column("doc")
+    assert len(col.paths()) == 1000 and col.spec.dropped_count == 100_003 - 1000  # + blob, n, the deep path
+    assert seg.manifest.column("doc").stats["guardTriggered"] is True
+    assert json.loads(col.values()[1].as_py())["n"] == 1
+    assert json.loads(col.values()[2].as_py()) == deep
