@@ -94,7 +94,7 @@ def test_corpus_is_big_enough():
 
 _SQL_TYPE = {"string": "VARCHAR", "int": "BIGINT", "float": "DOUBLE", "timestamp": "TIMESTAMP", "bool": "BOOLEAN"}
 TABLES = ([("druid", name) for name in datasets.DATASETS]
-          + [("sys", name) for name in ("segments", "servers", "server_segments", "tasks")]
+          + [("sys", name) for name in ("segments", "servers", "server_segments", "tasks", "projections")]
           + [("INFORMATION_SCHEMA", name) for name in ("SCHEMATA", "TABLES", "COLUMNS")])
 
 
