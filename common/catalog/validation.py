@@ -42,7 +42,9 @@ SEGMENT_GRANULARITIES = (*SIMPLE_GRANULARITIES.values(), "ALL")
 
 INPUT_FORMATS = ("csv", "tsv", "json", "parquet")
 _NAME_MAX = 255
-COLUMN_PROPERTIES = ("description",)
+COLUMN_PROPERTIES = ("description", "maxFields", "skipPaths", "typedPaths", "keepRaw")
+# Properties that only a COMPLEX<json> column takes (its nested storage options).
+JSON_COLUMN_PROPERTIES = ("maxFields", "skipPaths", "typedPaths", "keepRaw")
 
 
 def _at(table) -> str:
@@ -338,6 +340,18 @@ def _validate_columns(table, columns: tuple[ColumnSpec, ...]) -> None:
         desc = col.properties.get("description")
         if desc is not None and not isinstance(desc, str):
             raise ValidationError(f"{_at(table)}column '{col.name}': property 'description' must be a string")
+        nested = {k: v for k, v in col.properties.items() if k in JSON_COLUMN_PROPERTIES}
+        if nested:
+            ctype = validate_sql_type(col.sql_type, col.name, table)
+            if ctype is None or ctype.complex_name != "json":
+                raise ValidationError(f"{_at(table)}column '{col.name}': {', '.join(sorted(nested))} apply to "
+                                      "COMPLEX<json> columns only; declare its sqlType COMPLEX<json>")
+            from common.segment.nested_fields import NestedOptions
+
+            try:
+                NestedOptions.from_properties(nested, col.name)
+            except ValidationError as exc:
+                raise ValidationError(f"{_at(table)}{exc}") from None
 
 
 # ---- whole specs -------------------------------------------------------------------------------

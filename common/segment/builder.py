@@ -125,7 +125,10 @@ def _check_time(times: pa.Array, segment_id: SegmentId) -> np.ndarray:
 
 def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_columns: Iterable[str] = (),
                   column_types: dict[str, ColumnType] | None = None,
-                  projections: Sequence[ProjectionTable] = ()) -> SegmentManifest:
+                  projections: Sequence[ProjectionTable] = (),
+                  column_options: dict[str, dict] | None = None) -> SegmentManifest:
+    """``column_options``: per column, its encoding's settings (for a JSON column: maxFields,
+    skipPaths, typedPaths, keepRaw)."""
     column_types = dict(column_types or {})
     names = table.column_names
     if TIME_COLUMN not in names:
@@ -169,7 +172,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
         if ctype.kind is TypeKind.TIMESTAMP:
             raise ValidationError(f"column '{name}': only {TIME_COLUMN} may be a TIMESTAMP; store others as LONG millis")
         encoding = encoding_for(ctype)
-        return name, ctype, encoding.name, encoding.encode(values, ctype)
+        return name, ctype, encoding.name, encoding.encode(values, ctype, (column_options or {}).get(name))
 
     # Columns encode independently and Arrow/numpy release the GIL, so threads overlap them.
     others = [n for n in names if n != TIME_COLUMN]

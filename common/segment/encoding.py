@@ -72,7 +72,7 @@ class Encoding:
     name: str
     spec_type: type[EncodingSpec]
     open: Callable[[StoredColumn], Any]  # -> ColumnReader
-    encode: Callable[[pa.Array, ColumnType], EncodedColumn]
+    encode: Callable[..., EncodedColumn]  # (values, ctype, options: dict | None) -> EncodedColumn
     # Roles a column of this encoding must have (a shared part may stand in for one).
     required_roles: tuple[str, ...] = ()
     # The manifest's requiredFeatures entry a segment using this encoding carries, if any.

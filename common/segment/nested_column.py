@@ -27,7 +27,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
-from common.errors import ValidationError
 from common.segment.container import Container, ipc_bytes
 from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register
 from common.segment.nested_fields import NestedOptions, SplitField, split_documents
@@ -190,6 +189,8 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
                       dropped_paths=tuple(split.dropped_paths[:100]), dropped_count=len(split.dropped_paths),
                       raw="raw" in parts)
     stats = {"nullCount": int(len(nulls)), "fields": len(fields_meta), "guardTriggered": bool(split.dropped_paths)}
+    if split.uncoercible:
+        stats["uncoercibleValues"] = len(split.uncoercible)  # values a typed path could not take
     return EncodedColumn(parts, stats, spec)
 
 
@@ -300,6 +301,17 @@ class NestedColumn:
         dictionary = self._local_values(local, offsets, arrays_as_null=True)
         return FieldColumn(self._container, parts, self.num_rows, stats, STRING, dictionary, indexed=False)
 
+    def _typed_values(self, local: np.ndarray, offsets: dict[str, int]) -> list:
+        """Python values of local ids with their own types (strings, numbers, arrays)."""
+        out = []
+        for gid in local.tolist():
+            for kind in reversed(KINDS):
+                if gid >= offsets[kind]:
+                    v = self._dictionary(kind)[gid - offsets[kind]].as_py()
+                    out.append(json.loads(v) if kind == "ARRAY" else v)
+                    break
+        return out
+
     def _local_values(self, local: np.ndarray, offsets: dict[str, int], arrays_as_null: bool = False) -> pa.Array:
         """The local dictionary's values, as text for strings and arrays and numbers as Druid prints them."""
         out: list = []
@@ -320,8 +332,55 @@ class NestedColumn:
         return pa.concat_arrays(out) if len(out) > 1 else out[0]
 
     def _rebuild(self) -> pa.Array:
-        raise ValidationError("this JSON column was stored without its raw values; whole-object reads are "
-                              "rebuilt from fields only when every path was kept")
+        """Documents assembled from the fields (the raw values were not kept, which the builder
+        allows only when every path is a field). JSON nulls and empty objects or arrays are not
+        fields, so they do not come back."""
+        from common.json.path_steps import parse_path
+
+        docs: list = [None] * self.num_rows
+        offsets = self._offsets()
+        for meta in self.spec.fields:
+            parts = parse_path(meta["path"])
+            prefix = meta["part"]
+            local = self._container.array(self._parts[f"{prefix}/local"]).to_numpy()
+            values = self._typed_values(local, offsets)  # the exact value of each local id
+            codes = self._container.array(self._parts[f"{prefix}/codes"]).to_pylist()
+            for row, code in enumerate(codes):
+                if code is None or code < 0:
+                    continue
+                v = values[code]
+                if not parts:
+                    docs[row] = v
+                    continue
+                if docs[row] is None:
+                    docs[row] = [] if isinstance(parts[0], int) else {}
+                _place(docs[row], parts, v)
+        nulls = self.null_rows()
+        return pa.array([None if (row in nulls or d is None) else json.dumps(d, separators=(",", ":"),
+                                                                           ensure_ascii=False)
+                         for row, d in enumerate(docs)], pa.string())
+
+
+def _place(doc, parts: tuple, value) -> None:
+    """Set ``value`` at ``parts`` inside ``doc``, making objects and lists on the way."""
+    node = doc
+    for i, p in enumerate(parts):
+        last = i == len(parts) - 1
+        nxt = None if last else ([] if isinstance(parts[i + 1], int) else {})
+        if isinstance(p, int):
+            while len(node) <= p:
+                node.append(None)
+            if last:
+                node[p] = value
+            else:
+                if node[p] is None:
+                    node[p] = nxt
+                node = node[p]
+        else:
+            if last:
+                node[p] = value
+            else:
+                node = node.setdefault(p, nxt)
 
 
 def _double_text(values: pa.Array) -> pa.Array:
@@ -384,8 +443,8 @@ class NumericFieldColumn(ValueColumn):
     """A numbers-only field: its plain value column, as a flat LONG/DOUBLE column reads."""
 
 
-def _encode(values: pa.Array, ctype: ColumnType) -> EncodedColumn:
-    return encode_nested(values, ctype)
+def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) -> EncodedColumn:
+    return encode_nested(values, ctype, NestedOptions.from_properties(options))
 
 
 # Older readers must refuse such segments rather than read the field parts as nothing.

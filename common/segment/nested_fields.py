@@ -20,12 +20,72 @@ from common.json.document_paths import literal_paths
 DEFAULT_MAX_FIELDS = 1000
 
 
+# Column properties (catalog ``properties`` of a COMPLEX<json> column, or ingestion) that set these.
+OPTION_KEYS = ("maxFields", "skipPaths", "typedPaths", "keepRaw")
+_TYPED = {"BIGINT": "LONG", "LONG": "LONG", "DOUBLE": "DOUBLE", "VARCHAR": "STRING", "STRING": "STRING"}
+
+
 @dataclass(frozen=True)
 class NestedOptions:
     max_fields: int = DEFAULT_MAX_FIELDS
     skip_paths: tuple[str, ...] = ()  # exact paths, as canonical JSONPath text
     skip_patterns: tuple[str, ...] = ()  # regular expressions matched against the path text
     keep_raw: bool = True
+    typed_paths: tuple[tuple[str, str], ...] = ()  # (path, LONG | DOUBLE | STRING)
+
+    @staticmethod
+    def from_properties(props: dict | None, column: str = "") -> NestedOptions:
+        """Options from column properties: ``maxFields`` (int), ``skipPaths`` (paths; ``re:`` marks a
+        regular expression), ``typedPaths`` ({path: BIGINT | DOUBLE | VARCHAR}), ``keepRaw`` (bool).
+        A bad value is a user error naming the column and the property."""
+        from common.json.path_steps import parse_path, path_text
+
+        props = dict(props or {})
+        where = f"JSON column '{column}'" if column else "JSON column"
+        max_fields = props.get("maxFields", DEFAULT_MAX_FIELDS)
+        if isinstance(max_fields, bool) or not isinstance(max_fields, int) or not 0 <= max_fields <= 100_000:
+            raise ValidationError(f"{where}: maxFields must be a whole number from 0 to 100000, got {max_fields!r}")
+        skip = props.get("skipPaths", [])
+        if not isinstance(skip, list) or not all(isinstance(p, str) for p in skip):
+            raise ValidationError(f"{where}: skipPaths must be a list of paths ('re:' for a regular expression)")
+        exact, patterns = [], []
+        for p in skip:
+            if p.startswith("re:"):
+                try:
+                    re.compile(p[3:])
+                except re.error as exc:
+                    raise ValidationError(f"{where}: skipPaths regular expression {p[3:]!r}: {exc}") from None
+                patterns.append(p[3:])
+            else:
+                exact.append(path_text(parse_path(p)))
+        typed = props.get("typedPaths", {})
+        if not isinstance(typed, dict):
+            raise ValidationError(f"{where}: typedPaths must map paths to BIGINT, DOUBLE or VARCHAR")
+        typed_out = []
+        for p, t in typed.items():
+            kind = _TYPED.get(str(t).upper())
+            if kind is None:
+                raise ValidationError(f"{where}: typedPaths type {t!r} for {p!r} is not BIGINT, DOUBLE or VARCHAR")
+            typed_out.append((path_text(parse_path(p)), kind))
+        keep_raw = props.get("keepRaw", True)
+        if not isinstance(keep_raw, bool):
+            raise ValidationError(f"{where}: keepRaw must be true or false, got {keep_raw!r}")
+        return NestedOptions(max_fields, tuple(exact), tuple(patterns), keep_raw, tuple(typed_out))
+
+
+def _coerced(value, kind: str):
+    """A literal as a declared path type; None when it does not convert (counted by the caller)."""
+    if kind == "STRING":
+        return value if isinstance(value, str) else json.dumps(value)
+    try:
+        number = float(value) if not isinstance(value, (int, float)) else value
+    except (TypeError, ValueError):
+        return None
+    if kind == "LONG":
+        if isinstance(number, float) and not (number == number and abs(number) < 2**63):
+            return None
+        return int(number)
+    return float(number)
 
 
 @dataclass
@@ -40,6 +100,7 @@ class Split:
     fields: list[SplitField]
     canonical: list  # each row's document as compact JSON text (None for a null row)
     dropped_paths: list[str] = field(default_factory=list)
+    uncoercible: list[tuple[int, str]] = field(default_factory=list)  # (row, path) that missed its declared type
 
 
 def parse_document(text: str | None, row: int):
@@ -58,6 +119,8 @@ def split_documents(texts: list, options: NestedOptions | None = None) -> Split:
     options = options or NestedOptions()
     skip = set(options.skip_paths)
     patterns = [re.compile(p) for p in options.skip_patterns]
+    typed = dict(options.typed_paths)
+    uncoercible: list[tuple[int, str]] = []
     n = len(texts)
     found: dict[str, SplitField] = {}
     present: dict[str, int] = {}
@@ -70,6 +133,11 @@ def split_documents(texts: list, options: NestedOptions | None = None) -> Split:
         for path, kind, stored in literal_paths(doc):
             if path in skip or any(p.search(path) for p in patterns):
                 continue
+            if path in typed and not kind.startswith("ARRAY"):
+                kind, stored = typed[path], _coerced(stored, typed[path])
+                if stored is None:
+                    uncoercible.append((row, path))
+                    continue
             f = found.get(path)
             if f is None:
                 f = found[path] = SplitField(path, [], [None] * n)
@@ -87,8 +155,8 @@ def split_documents(texts: list, options: NestedOptions | None = None) -> Split:
         kept = {f.path for f in ranked[:options.max_fields]}
         dropped = [f.path for f in fields if f.path not in kept]
         fields = [f for f in fields if f.path in kept]
-    return Split(fields, canonical, dropped)
+    return Split(fields, canonical, dropped, uncoercible)
 
 
-__all__ = ["DEFAULT_MAX_FIELDS", "NestedOptions", "Split", "SplitField", "parse_document",
+__all__ = ["DEFAULT_MAX_FIELDS", "OPTION_KEYS", "NestedOptions", "Split", "SplitField", "parse_document",
            "split_documents"]

@@ -282,7 +282,7 @@ class SortedDictionaryIndex:
         return self._column.null_bitmap()
 
 
-def _encode(values: pa.Array, ctype: ColumnType) -> EncodedColumn:
+def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) -> EncodedColumn:
     enc = encode_string(values)
     return EncodedColumn(enc.parts, enc.stats, DictionarySpec())
 

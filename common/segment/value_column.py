@@ -78,7 +78,7 @@ class ValueColumn:
         return None
 
 
-def _encode(values: pa.Array, ctype: ColumnType) -> EncodedColumn:
+def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) -> EncodedColumn:
     parts, stats = encode_values(values, ctype)
     return EncodedColumn(parts, stats, PlainSpec())
 

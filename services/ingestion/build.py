@@ -17,7 +17,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +64,7 @@ class BuildSpec:
     sort_columns: tuple[str, ...] = ()
     projections: tuple[dict, ...] = ()  # the target table's projection definitions (catalog)
     json_columns: tuple[str, ...] = ()  # columns holding JSON documents, stored as nested columns
+    column_options: Mapping[str, dict] = field(default_factory=dict)  # per column encoding settings
 
     def key(self, segment_id: SegmentId) -> str:
         return self.key_prefix + segment_filename(segment_id)
@@ -89,7 +90,8 @@ def build_one(batches: list[pa.RecordBatch], part: int, planned: PlannedSegment,
     try:
         projections = [projection_rows(spec_of(p), table) for p in spec.projections]
         types = {c: JSON for c in spec.json_columns if c in table.column_names}
-        manifest = build_segment(table, path, sid, spec.sort_columns, types, projections=projections)
+        manifest = build_segment(table, path, sid, spec.sort_columns, types, projections=projections,
+                                 column_options=dict(spec.column_options))
         size = storage.push(path, key)
     finally:
         if os.path.exists(path):

@@ -94,6 +94,7 @@ class IngestionJob:
     default_granularity: Granularity | None = None  # the catalog's, when PARTITIONED BY is absent
     context: Mapping[str, object] = field(default_factory=dict)  # the statement's SET values win
     projections: tuple[dict, ...] = ()  # the target table's projections (catalog), built into each segment
+    column_options: Mapping[str, dict] = field(default_factory=dict)  # per column encoding settings (catalog)
 
     @property
     def settings(self) -> dict:
@@ -372,7 +373,9 @@ class _Run:
                 sid = SegmentId(stmt.datasource, chunk.interval, alloc.version, alloc.first_partition + i)
                 segments[chunk.first_index + i] = PlannedSegment(sid, core)
         sort = tuple(c for c in stmt.clustered_by if c != TIME_COLUMN)
-        return BuildSpec(segments, self.prefix, sort, tuple(self.job.projections), stmt.json_columns())
+        json_columns = tuple(dict.fromkeys((*stmt.json_columns(), *self.job.column_options)))
+        return BuildSpec(segments, self.prefix, sort, tuple(self.job.projections), json_columns,
+                         dict(self.job.column_options))
 
     def build(self, blobs, spec: BuildSpec) -> list[SegmentDescriptor]:
         """``blobs``: BLOB_DDL rows, one segment's rows per blob."""

@@ -106,7 +106,7 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> i
 
             default_granularity = Granularity.parse(spec["segmentGranularity"])
         job = IngestionJob(task_id, statement, default_granularity, dict(spec.get("context") or {}),
-                           tuple(spec.get("projections") or ()))
+                           tuple(spec.get("projections") or ()), dict(spec.get("columnOptions") or {}))
         master = None
         max_tasks = (spec.get("context") or {}).get("maxNumTasks")
         configured = os.environ.get("STRATA_SPARK_MASTER", "local[*]")

@@ -84,3 +84,16 @@ def test_an_unplanned_projection_cannot_be_applied():
 def test_ddl_errors_say_where():
     with pytest.raises(ValidationError, match="expected SELECT after ADD PROJECTION name AS"):
         translate_ddl("ALTER TABLE wiki ADD PROJECTION p AS (1)")
+
+
+def test_json_column_storage_options_are_validated():
+    def table(props, sql_type="COMPLEX<json>"):
+        return TableSpec.from_json({"type": "datasource",
+                                    "columns": [{"name": "doc", "sqlType": sql_type, "properties": props}]})
+
+    validate_table(WIKI, table({"maxFields": 50, "typedPaths": {"$.a.b": "BIGINT"}, "skipPaths": ["re:^\\$\\.tmp"],
+                                "keepRaw": False}))
+    with pytest.raises(ValidationError, match="column 'doc': keepRaw apply to COMPLEX<json> columns only"):
+        validate_table(WIKI, table({"keepRaw": False}, "VARCHAR"))
+    with pytest.raises(ValidationError, match="JSON column 'doc': maxFields must be a whole number"):
+        validate_table(WIKI, table({"maxFields": "many"}))

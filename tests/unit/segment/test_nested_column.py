@@ -139,3 +139,33 @@ def test_documented_limits_hold_for_hostile_documents(tmp_path):
     assert seg.manifest.column("doc").stats["guardTriggered"] is True
     assert json.loads(col.values()[1].as_py())["n"] == 1
     assert json.loads(col.values()[2].as_py()) == deep
+
+
+def test_column_options_type_skip_and_drop_raw(tmp_path):
+    docs = [{"a": {"b": "12", "c": 1}, "debug": {"x": 1}, "tmp_1": 5}, {"a": {"b": "x", "c": 2}}, None,
+            {"a": {"b": 7.9, "c": [1, 2]}, "list": [{"k": "v"}]}]
+    table = pa.table({"__time": pa.array([T0 + i for i in range(len(docs))], pa.int64()),
+                      "doc": [None if d is None else json.dumps(d) for d in docs]})
+    path = str(tmp_path / "o.sseg")
+    options = {"typedPaths": {"$.a.b": "BIGINT"}, "skipPaths": ["$.debug.x", "re:^\\$\\.tmp"], "keepRaw": False}
+    build_segment(table, path, SegmentId("ds", Interval.of(IV), "v1", 0), column_types={"doc": JSON},
+                  column_options={"doc": options})
+    col = Segment.open(path).column("doc")
+    assert col.field_types("$.a.b") == ["LONG"]
+    assert col.field("$.a.b").values().to_pylist() == [12, None, None, 7]
+    assert "$.debug.x" not in col.paths() and "$.tmp_1" not in col.paths()
+    assert "raw" not in col._parts  # every path is a field, and the raw values were not kept
+    rebuilt = [None if t is None else json.loads(t) for t in col.values().to_pylist()]
+    assert rebuilt == [{"a": {"b": 12, "c": 1}}, {"a": {"c": 2}}, None, {"a": {"b": 7, "c": [1, 2]}, "list": [{"k": "v"}]}]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"maxFields": -1}, "maxFields must be a whole number"),
+    ({"typedPaths": {"$.a": "DATE"}}, "is not BIGINT, DOUBLE or VARCHAR"),
+    ({"skipPaths": ["re:("]}, "regular expression"),
+    ({"skipPaths": ["a.b"]}, "must start with"),
+    ({"keepRaw": "no"}, "keepRaw must be true or false"),
+])
+def test_bad_column_options_are_named(options, message):
+    with pytest.raises(ValidationError, match=message):
+        NestedOptions.from_properties(options, "doc")
