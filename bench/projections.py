@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import sys
 import tempfile
 import time
@@ -28,7 +27,7 @@ import duckdb  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from bench.engine import print_rows  # noqa: E402
+from bench.engine import print_rows, timed  # noqa: E402
 from common.demo import table as demo_table  # noqa: E402
 from common.query import execute  # noqa: E402
 from common.query.projection import ProjectionSpec, projection_rows  # noqa: E402
@@ -79,16 +78,6 @@ def queries():
          f"SELECT toStartOfHour(__time) AS t, count(), sum(added) FROM wiki WHERE channel IN ('{channels}') "
          "GROUP BY t ORDER BY t"),
     ]
-
-
-def timed(fn, runs: int) -> tuple[float, object]:
-    fn()
-    samples, out = [], None
-    for _ in range(runs):
-        start = time.perf_counter()
-        out = fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples), out
 
 
 def build(data: pa.Table, directory: str) -> tuple[list[Segment], int, int]:

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.harness.embedded_cluster import EmbeddedCluster
+from tests.integration.ingestion.sql_tasks import rows
 
 DATA = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data"))
 
@@ -21,10 +22,6 @@ def cluster(tmp_path_factory):
                         coordinator={"auto_compaction": True, "max_compaction_tasks": 1})
     yield c
     c.stop()
-
-
-def rows(cluster, sql):
-    return cluster.client.sql(sql)[0].to_pylist()
 
 
 def wait_for(what, predicate, timeout_s=240.0):

@@ -11,9 +11,9 @@ import time
 import pytest
 
 from tests.harness.embedded_cluster import EmbeddedCluster
+from tests.integration.ingestion.sql_tasks import FINAL, rows, run
 
 DATA = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data"))
-FINAL = ("SUCCESS", "FAILED", "CANCELED")
 
 
 def updates(mode_clause: str, name: str) -> str:
@@ -28,23 +28,6 @@ def cluster(tmp_path_factory):
     c = EmbeddedCluster(str(tmp_path_factory.mktemp("ingest")), historicals=2)
     yield c
     c.stop()
-
-
-def run(cluster, sql: str, timeout_s: float = 240.0):
-    table, _ = cluster.client.sql(sql)
-    task_id = table.column("task_id")[0].as_py()
-    deadline = time.monotonic() + timeout_s
-    while True:
-        task = cluster.client.task(task_id)
-        if task.state in FINAL:
-            return task
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"task {task_id} still {task.state} after {timeout_s}s")
-        time.sleep(0.2)
-
-
-def rows(cluster, sql: str) -> list[dict]:
-    return cluster.client.sql(sql)[0].to_pylist()
 
 
 def wait_rows(cluster, sql: str, want: list[dict], timeout_s: float = 60.0) -> None:
