@@ -13,7 +13,13 @@ class ValidationError(StrataError, ValueError):
 
 
 class SegmentCorruptError(StrataError):
-    """A segment file failed an integrity check; it names the segment and the check."""
+    """A segment file failed an integrity check; it names the segment and the check. ``segment_id``
+    is the SegmentId when it is known (after the manifest was read), so callers match it exactly
+    instead of searching the message."""
+
+    def __init__(self, message: str, segment_id=None) -> None:
+        super().__init__(message)
+        self.segment_id = segment_id
 
 
 class UnsupportedError(StrataError):

@@ -88,6 +88,7 @@ class Container:
     def __init__(self, path: str, label: str | None = None) -> None:
         self.path = path
         self.label = label or os.path.basename(path)
+        self.segment_id = None  # set once the manifest names the segment
         try:
             self._map = pa.memory_map(path, "r")
         except (FileNotFoundError, pa.ArrowIOError) as exc:
@@ -113,7 +114,7 @@ class Container:
         self._manifest_offset = m_off
 
     def _fail(self, what: str):
-        raise SegmentCorruptError(f"segment {self.label}: {what}")
+        raise SegmentCorruptError(f"segment {self.label}: {what}", self.segment_id)
 
     def check_bounds(self, entries: dict) -> None:
         for name, entry in entries.items():

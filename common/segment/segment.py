@@ -94,12 +94,14 @@ class Segment:
         except (ValueError, KeyError, TypeError, ValidationError) as exc:
             raise SegmentCorruptError(f"segment {where}: manifest check failed: {exc}") from None
         self._container.label = str(self.manifest.segment_id)
+        self._container.segment_id = self.manifest.segment_id
         self._container.check_bounds(self.manifest.files)
         m = self.manifest
         for shared in m.dictionaries.values():
             if shared.part not in m.files:
                 raise SegmentCorruptError(
-                    f"segment {self.id}: part check failed: shared dictionary '{shared.name}' lacks '{shared.part}'")
+                    f"segment {self.id}: part check failed: shared dictionary '{shared.name}' lacks '{shared.part}'",
+                    self.id)
         self._check_columns(m.columns, "")
         for proj in m.projections:
             self._check_columns(proj.columns, f"projection '{proj.name}' ")
@@ -116,7 +118,8 @@ class Segment:
             missing = [r for r in enc.required_roles if r not in parts]
             missing += [p for p in parts.values() if p not in self.manifest.files]
             if missing:
-                raise SegmentCorruptError(f"segment {self.id}: part check failed: {where}column '{col.name}' lacks {missing}")
+                raise SegmentCorruptError(f"segment {self.id}: part check failed: {where}column '{col.name}' lacks {missing}",
+                                          self.id)
 
     def _resolved_parts(self, col: ColumnManifest) -> dict[str, str]:
         """Role -> part, with a shared dictionary standing in for the column's own."""
@@ -127,7 +130,7 @@ class Segment:
             if entry is None:
                 raise SegmentCorruptError(
                     f"segment {self.id}: part check failed: column '{col.name}' names shared dictionary "
-                    f"'{shared}', which the manifest does not list")
+                    f"'{shared}', which the manifest does not list", self.id)
             parts.setdefault("dictionary", entry.part)
         return parts
 

@@ -123,11 +123,16 @@ class HistoricalNode:
             log.exception("background verification of the restored cache failed")
 
     def report_corrupt(self, error) -> None:
-        """A query hit a checksum failure: stop serving, refetch, and re-announce when good."""
-        text = str(error)
+        """A query hit a checksum failure: stop serving, refetch, and re-announce when good. The
+        error names its segment by id: matching message text would also hit partition 1 for a
+        corrupt partition 10."""
+        sid = error.segment_id
+        if sid is None:
+            log.warning("corrupt segment reported without its id: %s", error)
+            return
         with self._lock:
-            served = [s for s in self.state.served if str(s) in text]
-        for sid in served:
+            served = sid in self.state.served
+        if served:
             self.feed(SegmentCorrupted(sid))
 
     def _update_gauges(self) -> None:

@@ -296,7 +296,7 @@ class SegmentCache:
                     raise SegmentCorruptError(
                         f"segment {segment_id}: the cached copy {path} is corrupt ({reason}) and its deep storage "
                         f"key is unknown (no {os.path.basename(self._sidecar(segment_id))}); it was removed from the "
-                        "cache, so the coordinator must assign it again")
+                        "cache, so the coordinator must assign it again", segment_id)
                 segment = self._fetch(segment_id, held.key, path)
                 self._write_sidecar(segment_id, held.key)
                 with self._lock:
@@ -407,7 +407,8 @@ class SegmentCache:
             _unlink(path)
         raise SegmentCorruptError(
             f"segment {segment_id}: the copy pulled from {uri} failed verification twice ({reason}); the deep "
-            "storage object is damaged: restore it or re-ingest the interval, then the coordinator can load it again")
+            "storage object is damaged: restore it or re-ingest the interval, then the coordinator can load it again",
+            segment_id)
 
     def _open_verified(self, segment_id: SegmentId, path: str) -> tuple[Segment | None, str]:
         """A freshly mapped, fully checked Segment, or (None, why not). A new mapping, because an
