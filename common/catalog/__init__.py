@@ -18,7 +18,7 @@ from common.catalog.catalog_errors import (
     TableNotFoundError,
     VersionConflictError,
 )
-from common.catalog.ddl import is_ddl, translate_ddl
+from common.catalog.ddl import translate_ddl
 from common.catalog.operations import (
     ACTIONS,
     AddColumns,
@@ -62,6 +62,6 @@ __all__ = [
     "INPUT_TYPES", "LOCAL", "SCHEMAS", "SEGMENT_GRANULARITIES", "SQL_TYPES", "TABLE_TYPES", "AddColumns",
     "CatalogOperation", "ColumnSpec", "CreateTable", "DropColumns", "DropTable", "EditTable", "HideColumns",
     "MergeUpdate", "MoveColumn", "SchemaNotFoundError", "SetProperties", "TableEdit", "TableExistsError", "TableId", "TableMetadata",
-    "TableNotFoundError", "TableSpec", "VersionConflictError", "apply_edits", "edit_from_json", "is_ddl",
+    "TableNotFoundError", "TableSpec", "VersionConflictError", "apply_edits", "edit_from_json",
     "translate_ddl", "validate_spec", "validate_table",
 ]

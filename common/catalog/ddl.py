@@ -49,7 +49,7 @@ from common.catalog.validation import (
     validate_table,
     validate_table_id,
 )
-from common.errors import StrataError, ValidationError
+from common.errors import ValidationError
 
 DIALECT = "druid"
 _DDL_HEADS = (TokenType.CREATE, TokenType.ALTER, TokenType.DROP)
@@ -73,17 +73,6 @@ def _tokens(sql: str) -> list[Token]:
         return sqlglot.tokenize(sql, read=DIALECT)
     except TokenError as exc:
         raise ValidationError(f"SQL syntax error: {exc}") from None
-
-
-def is_ddl(sql: str) -> bool:
-    """Whether the statement is CREATE, ALTER or DROP (so it goes to the catalog, not the planner),
-    as common.sql.statement_kind.classify (the one statement classifier) decides."""
-    from common.sql.statement_kind import classify  # late: keeps the SQL planner out of this package's imports
-
-    try:
-        return classify(sql).is_ddl
-    except StrataError:  # not a readable statement, so not DDL; whoever runs it reports why
-        return False
 
 
 def translate_ddl(sql: str) -> CatalogOperation:

@@ -1,0 +1,96 @@
+"""The layering rules docs/architecture.md states, enforced on the source (ast only, nothing runs).
+
+- ``common`` never imports ``services``;
+- ``services/<role>/core`` (pure logic) never imports grpc, asyncio or pyspark;
+- within ``common``, each package imports only the packages its row in the architecture table
+  allows (segment and types know nothing of queries, SQL or RPC);
+- no grab-bag modules (utils.py, helpers.py), and every package says what lives in it.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+# common/<package> -> the common packages it may import (besides itself and common.errors).
+ALLOWED_COMMON = {
+    "types": set(),
+    "json": {"types"},
+    "segment": {"types", "json"},
+    "expr": {"types", "json"},
+    "query": {"segment", "expr", "types", "json"},
+    "catalog": {"types", "query", "segment", "expr", "json"},
+    "sql": {"query", "expr", "types", "catalog", "segment", "json"},
+    "demo": {"types"},
+    "rpc": {"segment", "types", "query"},
+}
+IO_LIBRARIES = ("grpc", "asyncio", "pyspark")
+
+
+def modules(top: str):
+    for dirpath, dirnames, filenames in os.walk(os.path.join(ROOT, top)):
+        dirnames[:] = [d for d in dirnames if d not in ("gen", "__pycache__")]
+        for name in filenames:
+            if name.endswith(".py"):
+                yield os.path.relpath(os.path.join(dirpath, name), ROOT)
+
+
+def imports(path: str) -> list[tuple[int, str]]:
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out.extend((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.append((node.lineno, node.module))
+    return out
+
+
+COMMON = sorted(modules("common"))
+SERVICES = sorted(modules("services"))
+
+
+def test_common_never_imports_services():
+    bad = [f"{m}:{line} imports {name}" for m in COMMON for line, name in imports(m)
+           if name == "services" or name.startswith("services.")]
+    assert bad == [], "common/ must not import services/:\n" + "\n".join(bad)
+
+
+def test_service_cores_do_no_io():
+    cores = [m for m in SERVICES if f"{os.sep}core{os.sep}" in m]
+    assert cores, "no services/*/core modules found"
+    bad = [f"{m}:{line} imports {name}" for m in cores for line, name in imports(m)
+           if name.split(".")[0] in IO_LIBRARIES]
+    assert bad == [], "services/*/core must stay pure (no grpc, asyncio, pyspark):\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("package", sorted(ALLOWED_COMMON))
+def test_common_packages_import_only_what_they_may(package):
+    allowed = ALLOWED_COMMON[package] | {package}
+    bad = []
+    for m in COMMON:
+        parts = m.split(os.sep)
+        if len(parts) < 3 or parts[1] != package:
+            continue
+        for line, name in imports(m):
+            segs = name.split(".")
+            if segs[0] == "common" and len(segs) > 1 and segs[1] not in allowed and segs[1] != "errors":
+                bad.append(f"{m}:{line} imports {name}")
+    assert bad == [], f"common/{package} may import only {sorted(allowed)}:\n" + "\n".join(bad)
+
+
+def test_no_grab_bag_modules_and_every_package_says_what_it_holds():
+    grab = [m for m in COMMON + SERVICES if os.path.basename(m) in ("utils.py", "helpers.py")]
+    assert grab == [], f"name modules after what they define: {grab}"
+    silent = []
+    for m in COMMON + SERVICES:
+        if os.path.basename(m) == "__init__.py":
+            with open(os.path.join(ROOT, m), encoding="utf-8") as f:
+                if ast.get_docstring(ast.parse(f.read())) is None:
+                    silent.append(m)
+    assert silent == [], f"packages without a docstring saying what lives there: {silent}"
