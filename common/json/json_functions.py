@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from common.errors import ValidationError
 from common.json.document_paths import literal_paths
-from common.json.path_steps import parse_path, walk
+from common.json.path_steps import documents, parse_path, walk
 
 LIST_OF_STRINGS = pa.list_(pa.string())
 
@@ -27,23 +27,7 @@ def dumps(value) -> str:
 
 
 def _docs(values: pa.Array, what: str) -> list:
-    """Parsed documents of a COMPLEX<json> (text) array; None for null rows."""
-    if pa.types.is_dictionary(values.type):
-        values = values.cast(values.type.value_type)
-    out = []
-    for row, text in enumerate(values.to_pylist()):
-        if text is None:
-            out.append(None)
-            continue
-        if not isinstance(text, str):
-            out.append(text)
-            continue
-        try:
-            out.append(json.loads(text))
-        except ValueError:
-            raise ValidationError(f"{what}: row {row} holds text that is not JSON; parse it with "
-                                  "TRY_PARSE_JSON (null when malformed) or PARSE_JSON") from None
-    return out
+    return documents(values, what)
 
 
 def _texts(values: list) -> pa.Array:

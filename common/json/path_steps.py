@@ -72,24 +72,33 @@ def walk(doc, parts: tuple):
     return doc
 
 
+def documents(values: pa.Array, where: str) -> list:
+    """Parsed documents of JSON text (or already parsed values); None for null rows. Text that is
+    not JSON is an error naming ``where`` and the row."""
+    if pa.types.is_dictionary(values.type):
+        values = values.cast(values.type.value_type)
+    out = []
+    for row, text in enumerate(values.to_pylist()):
+        if text is None or not isinstance(text, str):
+            out.append(text)
+            continue
+        try:
+            out.append(json.loads(text))
+        except ValueError:
+            raise ValidationError(f"{where}: row {row} holds text that is not JSON; parse it with "
+                                  "TRY_PARSE_JSON (null when malformed) or PARSE_JSON") from None
+    return out
+
+
 def json_values(values: pa.Array, path: str, out_type: ColumnType, column: str = "") -> pa.Array:
     """JSON_VALUE(values, path RETURNING out_type) over JSON text (or parsed values): the literal
     at path, null for objects, for arrays unless an ARRAY type is asked for, and for missing paths."""
     parts = parse_path(path)
-    if pa.types.is_dictionary(values.type):
-        values = values.cast(values.type.value_type)
     want_array = out_type.is_array
     out = []
-    for row, text in enumerate(values.to_pylist()):
-        if text is None:
-            out.append(None)
-            continue
-        try:
-            doc = json.loads(text) if isinstance(text, str) else text
-        except ValueError:
-            where = f"column '{column}' " if column else ""
-            raise ValidationError(f"{where}row {row} is not valid JSON; cannot read path '{path}'") from None
-        value = walk(doc, parts)
+    where = f"column '{column}'" if column else "JSON_VALUE"
+    for doc in documents(values, where):
+        value = None if doc is None else walk(doc, parts)
         if isinstance(value, dict) or (isinstance(value, list) and not want_array):
             value = None
         if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
@@ -138,4 +147,4 @@ def _text(v) -> str:
     return str(v)
 
 
-__all__ = ["json_values", "key_text", "literal_array", "parse_path", "path_text", "walk"]
+__all__ = ["documents", "json_values", "key_text", "literal_array", "parse_path", "path_text", "walk"]
