@@ -53,12 +53,8 @@ from common.catalog.table_spec import (
 )
 from common.catalog.validation import SEGMENT_GRANULARITIES, SQL_TYPES, validate_spec, validate_table
 
-# Discovery key the coordinator bumps on every catalog change (value: the newest update time, as
-# text); brokers watch it and fetch what changed since their last sync.
-CATALOG_VERSION_KEY = "/strata/catalog/version"
-
 __all__ = [
-    "ACTIONS", "ACTIVE", "CATALOG_VERSION_KEY", "DATASOURCE", "DRUID_SCHEMA", "EXT_SCHEMA", "HTTP", "INLINE",
+    "ACTIONS", "ACTIVE", "DATASOURCE", "DRUID_SCHEMA", "EXT_SCHEMA", "HTTP", "INLINE",
     "INPUT_TYPES", "LOCAL", "SCHEMAS", "SEGMENT_GRANULARITIES", "SQL_TYPES", "TABLE_TYPES", "AddColumns",
     "CatalogOperation", "ColumnSpec", "CreateTable", "DropColumns", "DropTable", "EditTable", "HideColumns",
     "MergeUpdate", "MoveColumn", "SchemaNotFoundError", "SetProperties", "TableEdit", "TableExistsError", "TableId", "TableMetadata",

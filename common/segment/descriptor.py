@@ -54,6 +54,3 @@ class SegmentDescriptor:
     def from_bytes(data: bytes) -> SegmentDescriptor:
         return SegmentDescriptor.from_json(json.loads(data))
 
-
-def segment_key(segment_id: SegmentId) -> str:
-    return quote(str(segment_id), safe="")

@@ -53,6 +53,10 @@ class SqlCatalog(Protocol):
         """Manifests (JSON text) of the datasource's served segments, for EXPLAIN's per-segment
         account of projections; empty when the catalog does not know segments' insides."""
 
+    def segment_datasources(self) -> dict[str, str]:
+        """The datasource of each segment the sys tables name, by segment id text, as the typed
+        SegmentId says (an id's text alone is ambiguous: datasource names may hold '_')."""
+
     # ---- system tables (schema sys) ----
     def system_table_names(self) -> list[str]:
         """Names of the tables under ``sys``."""
@@ -90,6 +94,9 @@ class SegmentsOnlyCatalog:
 
     def segment_manifests(self, name: str) -> list[str]:
         return []
+
+    def segment_datasources(self) -> dict[str, str]:
+        return {}
 
     def external_table_names(self) -> list[str]:
         return []

@@ -11,7 +11,8 @@ from common.rpc.gen.strata.v1 import historical_pb2_grpc
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from services.broker.core.served_view import ServedView
-from services.discovery import NODES, SERVED, Announcer
+from services.discovery import Announcer
+from services.discovery.keys import node_key, nodes_prefix, parse_node_key, parse_served_key, served_prefix
 from services.grpc_server import channel
 
 log = logging.getLogger("strata.broker")
@@ -33,9 +34,9 @@ class BrokerNode:
         self._watches = []
 
     def start(self) -> BrokerNode:
-        self._watches.append(self.discovery.watch_prefix(f"{NODES}historical/", self._on_node))
-        self._watches.append(self.discovery.watch_prefix(SERVED, self._on_served))
-        self._announcer.set(f"{NODES}broker/{self.server_id}", json.dumps(self.server_info).encode())
+        self._watches.append(self.discovery.watch_prefix(nodes_prefix("historical"), self._on_node))
+        self._watches.append(self.discovery.watch_prefix(served_prefix(), self._on_served))
+        self._announcer.set(node_key("broker", self.server_id), json.dumps(self.server_info).encode())
         return self
 
     def stop(self) -> None:
@@ -46,7 +47,7 @@ class BrokerNode:
             ch.close()
 
     def _on_node(self, event) -> None:
-        server = event.key.rsplit("/", 1)[-1]
+        server = parse_node_key(event.key).node_id
         with self.lock:
             if event.type == "put":
                 self.historicals[server] = json.loads(event.value)
@@ -56,9 +57,8 @@ class BrokerNode:
                 self._stubs.pop(server, None)
 
     def _on_served(self, event) -> None:
-        rest = event.key[len(SERVED):]
         try:
-            server, name = rest.split("/", 1)
+            server = parse_served_key(event.key).server
             with self.lock:
                 if event.type == "put":
                     descriptor = SegmentDescriptor.from_bytes(event.value)
@@ -85,14 +85,14 @@ class BrokerNode:
             return client
 
     def coordinator_http(self) -> str | None:
-        for value in self.discovery.get_prefix(f"{NODES}coordinator/").values():
+        for value in self.discovery.get_prefix(nodes_prefix("coordinator")).values():
             info = json.loads(value)
             return f"http://{info['host']}:{info['http_port']}"
         return None
 
     def coordinator_target(self) -> str | None:
         """Where a coordinator listens (any of them: they share the metadata store)."""
-        for value in self.discovery.get_prefix(f"{NODES}coordinator/").values():
+        for value in self.discovery.get_prefix(nodes_prefix("coordinator")).values():
             info = json.loads(value)
             return f"{info['host']}:{info['grpc_port']}"
         return None

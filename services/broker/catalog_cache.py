@@ -15,9 +15,10 @@ import threading
 import urllib.error
 import urllib.request
 
+from services.discovery.keys import CATALOG_VERSION_KEY
+
 log = logging.getLogger("strata.broker.catalog")
 
-VERSION_KEY = "/strata/catalog/version"
 BASE = "/druid/coordinator/v1/catalog"
 
 
@@ -37,7 +38,7 @@ class CatalogCache:
         self.loads = 0
 
     def start(self) -> CatalogCache:
-        self._watch = self.discovery.watch_prefix(VERSION_KEY, lambda _event: self._wake.set())
+        self._watch = self.discovery.watch_prefix(CATALOG_VERSION_KEY, lambda _event: self._wake.set())
         self._thread.start()
         self._wake.set()
         return self

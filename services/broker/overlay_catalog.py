@@ -39,6 +39,9 @@ class OverlayCatalog:
     def segment_manifests(self, name: str) -> list[str]:
         return self.base.segment_manifests(name)
 
+    def segment_datasources(self) -> dict[str, str]:
+        return self.base.segment_datasources()
+
     def declared_order(self, name: str) -> bool:
         return catalog_overlay.declared_order(self._spec("druid", name))
 

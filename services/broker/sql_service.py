@@ -67,6 +67,10 @@ class BrokerCatalog:
         with self.node.lock:
             return [d.manifest_json for sid, d in self.node.view.descriptors.items() if sid.datasource == name]
 
+    def segment_datasources(self) -> dict[str, str]:
+        with self.node.lock:
+            return {str(sid): sid.datasource for sid in self.node.view.replicas}
+
     def system_table_names(self) -> list[str]:
         return list(SYS_TABLES)
 

@@ -12,7 +12,7 @@ import json
 import os
 import threading
 
-from services.discovery import ASSIGNMENTS
+from services.discovery.keys import assignments_prefix
 
 
 class AssignmentJournal:
@@ -37,7 +37,7 @@ class AssignmentJournal:
         return len(data)
 
     def start(self) -> AssignmentJournal:
-        self._watch = self.discovery.watch_prefix(ASSIGNMENTS, lambda _event: self._dirty.set())
+        self._watch = self.discovery.watch_prefix(assignments_prefix(), lambda _event: self._dirty.set())
         self._thread.start()
         return self
 
@@ -49,7 +49,7 @@ class AssignmentJournal:
                 self.flush()
 
     def flush(self) -> None:
-        current = {k: base64.b64encode(v).decode() for k, v in self.discovery.get_prefix(ASSIGNMENTS).items()}
+        current = {k: base64.b64encode(v).decode() for k, v in self.discovery.get_prefix(assignments_prefix()).items()}
         tmp = self.path + ".tmp"
         with open(tmp, "w") as f:
             json.dump(current, f)

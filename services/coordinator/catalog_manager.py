@@ -19,7 +19,6 @@ import logging
 import threading
 from dataclasses import dataclass
 
-from common.catalog import CATALOG_VERSION_KEY
 from common.catalog.catalog_errors import SchemaNotFoundError
 from common.catalog.operations import CatalogOperation, CreateTable, DropTable, EditTable, MergeUpdate, TableEdit
 from common.catalog.table_spec import DRUID_SCHEMA, EXT_SCHEMA, SCHEMAS, TableId, TableMetadata, TableSpec
@@ -27,6 +26,7 @@ from common.catalog.validation import validate_table_id
 from common.errors import ValidationError
 from common.types.interval import ETERNITY
 from services.coordinator.catalog_store import CatalogDelta, CatalogStore
+from services.discovery.keys import CATALOG_VERSION_KEY
 from services.security.authorizer import ALLOW_ALL, Authorizer
 
 log = logging.getLogger(__name__)

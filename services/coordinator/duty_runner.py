@@ -14,12 +14,11 @@ import logging
 import threading
 import time
 from collections import defaultdict
-from urllib.parse import unquote
-
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from services.coordinator.core.duties import Drop, DutyParams, Load, MarkUnused, SegmentEntry, ServerView, run_duties
-from services.discovery import ASSIGNMENTS, NODES, SERVED
+from services.discovery.keys import (assignment_key, assignments_prefix, nodes_prefix, parse_assignment_key,
+                                     parse_node_key, parse_served_key, served_prefix)
 
 log = logging.getLogger("strata.coordinator")
 
@@ -29,16 +28,16 @@ class ClusterState:
 
     def __init__(self, discovery) -> None:
         self.historicals: dict[str, dict] = {}
-        for key, value in discovery.get_prefix(f"{NODES}historical/").items():
-            self.historicals[key.rsplit("/", 1)[-1]] = json.loads(value)
+        for key, value in discovery.get_prefix(nodes_prefix("historical")).items():
+            self.historicals[parse_node_key(key).node_id] = json.loads(value)
         self.served: dict[str, dict[SegmentId, SegmentDescriptor]] = defaultdict(dict)
-        for key, value in discovery.get_prefix(SERVED).items():
-            server = key[len(SERVED):].split("/", 1)[0]
+        for key, value in discovery.get_prefix(served_prefix()).items():
+            server = parse_served_key(key).server
             d = SegmentDescriptor.from_bytes(value)
             self.served[server][d.id] = d
         self.assigned: dict[str, dict[SegmentId, str]] = defaultdict(dict)
-        for key, value in discovery.get_prefix(ASSIGNMENTS).items():
-            server = key[len(ASSIGNMENTS):].split("/", 1)[0]
+        for key, value in discovery.get_prefix(assignments_prefix()).items():
+            server = parse_assignment_key(key).server
             self.assigned[server][SegmentDescriptor.from_bytes(value).id] = key
 
 
@@ -107,7 +106,7 @@ class DutyRunner:
         for command in commands:
             if isinstance(command, Load):
                 d = used[command.segment]
-                self.discovery.put(f"{ASSIGNMENTS}{command.server}/{d.key}", d.to_bytes())
+                self.discovery.put(assignment_key(command.server, d.id), d.to_bytes())
                 self.metrics.coordinator_commands.labels("load").inc()
             elif isinstance(command, Drop):
                 dropped.add((command.server, command.segment))
@@ -127,7 +126,7 @@ class DutyRunner:
             # Served without an assignment (adopted state lost): assign then unassign so the
             # historical sees a delete and drops it.
             d = state.served[server][sid]
-            key = f"{ASSIGNMENTS}{server}/{d.key}"
+            key = assignment_key(server, d.id)
             self.discovery.put(key, d.to_bytes())
         self.discovery.delete(key)
 
@@ -135,5 +134,5 @@ class DutyRunner:
         for server, served in state.served.items():
             for sid, d in served.items():
                 if sid in used and sid not in state.assigned.get(server, {}) and (server, sid) not in dropped:
-                    log.info("adopting %s on %s", unquote(d.key), server)
-                    self.discovery.put(f"{ASSIGNMENTS}{server}/{d.key}", used[sid].to_bytes())
+                    log.info("adopting %s on %s", d.id, server)
+                    self.discovery.put(assignment_key(server, sid), used[sid].to_bytes())

@@ -14,7 +14,7 @@ from services.coordinator.server import CoordinatorServicer, add_to_server
 from services.coordinator.store import SegmentStore
 from services.coordinator.task_runner import TaskRunner
 from services.coordinator.task_store import TaskStore
-from services.discovery import NODES, Announcer, LeaderElection, MemoryStore, discovery_from_config
+from services.discovery import Announcer, LeaderElection, MemoryStore, discovery_from_config, node_key
 from services.discovery import embedded_service
 from services.grpc_server import GrpcServer
 from services.http_endpoint import HttpEndpoint
@@ -81,7 +81,7 @@ class CoordinatorProcess(NodeProcess):
         if self.journal is not None:
             self.journal.start()
         info = self.server_info(self.id, self.grpc.port, self.http.port)
-        self.announcer.set(f"{NODES}coordinator/{self.id}", json.dumps(info).encode())
+        self.announcer.set(node_key("coordinator", self.id), json.dumps(info).encode())
         self.runner.start()
         self.task_runner.start()
         # Campaigning starts on construction; only the leader runs duties and tasks.

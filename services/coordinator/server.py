@@ -15,7 +15,7 @@ from common.segment.time_partitioner import new_version
 from common.segment.timeline import TimelineSegment
 from services.coordinator.duty_runner import ClusterState
 from services.coordinator.store import SegmentRecord
-from services.discovery import NODES
+from services.discovery.keys import leader_key, nodes_prefix
 
 
 def descriptor_to_proto(d: SegmentDescriptor) -> types_pb2.SegmentDescriptor:
@@ -89,13 +89,13 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     def ListServers(self, request, context):
         state = ClusterState(self.discovery)
         out = []
-        for key, value in sorted(self.discovery.get_prefix(NODES).items()):
+        for key, value in sorted(self.discovery.get_prefix(nodes_prefix()).items()):
             info = json.loads(value)
             served = state.served.get(info.get("id", ""), {})
             out.append(coordinator_pb2.ServerStatus(info=server_info_to_proto(info),
                                                     served=[segment_id_to_proto(s) for s in sorted(served)],
                                                     served_bytes=sum(d.size for d in served.values())))
-        leader = self.discovery.get_prefix("/strata/leader/coordinator")
+        leader = self.discovery.get_prefix(leader_key("coordinator"))
         return coordinator_pb2.ListServersResponse(servers=out, leader=next(iter(leader.values()), b"").decode())
 
     def GetLoadStatus(self, request, context):

@@ -2,8 +2,9 @@
 embedded store) through which strata nodes announce themselves and the segments they serve,
 receive assignments, and elect leaders.
 
-    discovery.py         Discovery interface, Lease, Watch, WatchEvent, key layout, errors,
-                         Announcer, LeaderElection
+    keys.py              the key layout: every key built and parsed in one place
+    discovery.py         Discovery interface, Lease, Watch, WatchEvent, errors, Announcer,
+                         LeaderElection
     memory_store.py      MemoryStore (pure, thread-safe) and LeaseReaper
     resumable_watch.py   ResumableWatch: snapshot + follow + resync, shared by the implementations
     local_discovery.py   LocalDiscovery: the interface directly on a MemoryStore
@@ -14,10 +15,6 @@ receive assignments, and elect leaders.
 """
 
 from services.discovery.discovery import (
-    ASSIGNMENTS,
-    LEADER,
-    NODES,
-    SERVED,
     Announcer,
     Backoff,
     CompactedError,
@@ -29,11 +26,8 @@ from services.discovery.discovery import (
     LeaseLostError,
     Watch,
     WatchEvent,
-    assignment_key,
-    leader_key,
-    node_key,
-    served_key,
 )
+from services.discovery.keys import ASSIGNMENTS, LEADER, NODES, SERVED, assignment_key, leader_key, node_key, served_key
 from services.discovery.factory import discovery_from_config
 from services.discovery.local_discovery import LocalDiscovery
 from services.discovery.memory_store import LeaseReaper, MemoryStore

@@ -19,31 +19,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 from common.errors import StrataError, ValidationError
+from services.discovery.keys import leader_key
 
 log = logging.getLogger("strata.discovery")
-
-# Key layout. Values are small JSON documents owned by the writer of each family.
-NODES = "/strata/nodes/"  # {NODES}{role}/{node_id}: one per live process, under its lease
-ASSIGNMENTS = "/strata/assignments/"  # {ASSIGNMENTS}{server_id}/{segment_id}: coordinator's plan
-SERVED = "/strata/served/"  # {SERVED}{server_id}/{segment_id}: what a historical actually serves
-LEADER = "/strata/leader/"  # {LEADER}{name}: the node id of the current leader
-
-
-def node_key(role: str, node_id: str) -> str:
-    return f"{NODES}{role}/{node_id}"
-
-
-def assignment_key(server_id: str, segment_id: str) -> str:
-    return f"{ASSIGNMENTS}{server_id}/{segment_id}"
-
-
-def served_key(server_id: str, segment_id: str) -> str:
-    return f"{SERVED}{server_id}/{segment_id}"
-
-
-def leader_key(name: str) -> str:
-    return f"{LEADER}{name}"
-
 
 class DiscoveryError(StrataError):
     """The discovery backend (etcd or the coordinator's embedded store) could not do what was asked;

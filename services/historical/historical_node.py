@@ -14,10 +14,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote
 
-from common.segment.descriptor import SegmentDescriptor, segment_key
+from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment import Segment
 from common.segment.segment_id import SegmentId
-from services.discovery import ASSIGNMENTS, NODES, SERVED, Announcer
+from services.discovery import Announcer
+from services.discovery.keys import assignments_prefix, node_key, parse_assignment_key, served_key
 from services.historical.core.assignment_state import (
     Announce,
     Assigned,
@@ -55,8 +56,8 @@ class HistoricalNode:
         # Restored files passed only cheap checks; verify every checksum in the background
         # (corrupt copies are fetched again) while already serving.
         threading.Thread(target=self._verify_restored, name="strata-verify", daemon=True).start()
-        self._announcer.set(f"{NODES}historical/{self.server_id}", json.dumps(self.server_info).encode())
-        self._watch = self.discovery.watch_prefix(f"{ASSIGNMENTS}{self.server_id}/", self._on_watch)
+        self._announcer.set(node_key("historical", self.server_id), json.dumps(self.server_info).encode())
+        self._watch = self.discovery.watch_prefix(assignments_prefix(self.server_id), self._on_watch)
         return self
 
     def stop(self) -> None:
@@ -94,11 +95,10 @@ class HistoricalNode:
             self.metrics.segment_drops.inc()
             self._update_gauges()
         elif isinstance(command, Announce):
-            key = f"{SERVED}{self.server_id}/{segment_key(command.descriptor.id)}"
-            self._announcer.set(key, command.descriptor.to_bytes())
+            self._announcer.set(served_key(self.server_id, command.descriptor.id), command.descriptor.to_bytes())
             self._update_gauges()
         elif isinstance(command, Unannounce):
-            self._announcer.remove(f"{SERVED}{self.server_id}/{segment_key(command.segment)}")
+            self._announcer.remove(served_key(self.server_id, command.segment))
             self._update_gauges()
 
     def _load(self, command: Load) -> None:

@@ -27,8 +27,6 @@ does the same for a native JSON query (READ on every table datasource it names).
 
 from __future__ import annotations
 
-import re
-
 import pyarrow as pa
 
 from common.errors import ValidationError
@@ -36,23 +34,6 @@ from services.security.authorizer import Authorizer
 from services.security.basic_authorizer import INLINE_EXTERNAL
 
 DRUID, EXT = "druid", "ext"
-_INSTANT = r"-?\d{4,}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
-# A segment id is datasource_start_end_version_partition; a datasource name may hold '_' too,
-# but not '_<instant>_<instant>_'.
-_SEGMENT_ID = re.compile(rf"(.+?)_{_INSTANT}_{_INSTANT}_.+_\d+")
-_AFTER_DATASOURCE = re.compile(rf"_{_INSTANT}_{_INSTANT}_.+_\d+")
-
-
-def segment_datasource(segment_id: str, known=()) -> str | None:
-    """The datasource of a segment id string: the longest of ``known`` datasources it starts with
-    (followed by the interval, version and partition), else the shortest prefix that can be one."""
-    for name in sorted(known, key=len, reverse=True):
-        if segment_id.startswith(name) and _AFTER_DATASOURCE.fullmatch(segment_id, len(name)):
-            return name
-    match = _SEGMENT_ID.fullmatch(segment_id)
-    return match.group(1) if match else None
-
-
 class SecureSqlCatalog:
     """``inner`` (a SqlCatalog) as ``user`` may see it. Build one per statement."""
 
@@ -100,6 +81,9 @@ class SecureSqlCatalog:
         self._require_read("DATASOURCE", name)
         return self.inner.segment_manifests(name)
 
+    def segment_datasources(self) -> dict[str, str]:
+        return {s: d for s, d in self.inner.segment_datasources().items() if self.can_read("DATASOURCE", d)}
+
     def system_table_names(self) -> list[str]:
         return self.inner.system_table_names()  # which sys tables exist is no secret; their rows are
 
@@ -110,8 +94,10 @@ class SecureSqlCatalog:
         if "datasource" in table.column_names:
             return self._keep_rows(table, table.column("datasource").to_pylist())
         if "segment_id" in table.column_names:
-            known = self.inner.datasource_names()
-            return self._keep_rows(table, [segment_datasource(s, known) if s is not None else None
+            # From the typed ids the inner catalog holds: a segment id's text cannot be split
+            # reliably (datasource names may hold '_' and even what looks like an interval).
+            datasource_of = self.inner.segment_datasources()
+            return self._keep_rows(table, [datasource_of.get(s) if s is not None else None
                                            for s in table.column("segment_id").to_pylist()])
         return table
 

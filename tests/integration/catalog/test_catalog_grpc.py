@@ -7,7 +7,6 @@ import grpc
 import pytest
 
 from common.catalog import (
-    CATALOG_VERSION_KEY,
     ColumnSpec,
     TableExistsError,
     TableId,
@@ -18,6 +17,7 @@ from common.catalog import (
 )
 from common.catalog.operations import AddColumns, HideColumns, MoveColumn
 from common.errors import ValidationError
+from services.discovery.keys import CATALOG_VERSION_KEY
 from common.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
 from common.segment.segment_id import SegmentId
 from common.types.interval import Interval

@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 import time
 
-from common.catalog import CATALOG_VERSION_KEY
 from common.segment.segment_id import SegmentId
 from common.types.interval import Interval
 from services.coordinator.store import SegmentRecord
+from services.discovery.keys import CATALOG_VERSION_KEY
 from tests.integration.catalog.conftest import basic
 
 THREAD_DEADLINE_S = 30

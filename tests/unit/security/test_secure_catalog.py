@@ -17,7 +17,7 @@ from services.broker.overlay_catalog import OverlayCatalog
 from services.security import ALLOW_ALL
 from services.security.basic_authorizer import BasicAuthorizer, Grant, UserSpec
 from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog, ingestion_requirements,
-                                              native_query_datasources, segment_datasource, source_requirements,
+                                              native_query_datasources, source_requirements,
                                               statement_sources)
 from tests.unit.sql.fake_catalog import FakeCatalog
 
@@ -25,8 +25,18 @@ SCHEMA = {"__time": TIMESTAMP, "page": STRING, "added": LONG}
 NAMES = ["wiki", "wikipedia", "wiki_2", "sales"]
 
 
+def segment(ds: str, day: int = 1, version: str = "v1_x") -> SegmentId:
+    return SegmentId(ds, Interval.parse(f"2020-01-0{day}/2020-01-0{day + 1}"), version, 0)
+
+
 def sid(ds: str, day: int = 1, version: str = "v1_x") -> str:
-    return str(SegmentId(ds, Interval.parse(f"2020-01-0{day}/2020-01-0{day + 1}"), version, 0))
+    return str(segment(ds, day, version))
+
+
+# A datasource whose name looks like the middle of another one's segment id: its id's text starts
+# like one of datasource "a" (no regex can tell them apart; the typed id can).
+TRICKY = "a_2020-01-01T00:00:00.000Z_2020-01-02T00:00:00.000Z"
+SERVED = [segment(n) for n in NAMES] + [segment("wiki_2", 2, "a_b"), segment(TRICKY)]
 
 
 class Catalog(FakeCatalog):
@@ -34,8 +44,8 @@ class Catalog(FakeCatalog):
 
     def __init__(self):
         segments = pa.table({"segment_id": [sid(n) for n in NAMES], "datasource": NAMES})
-        server_segments = pa.table({"server": ["h1"] * 4 + ["h2"],
-                                    "segment_id": [sid(n) for n in NAMES] + [sid("wiki_2", 2, "a_b")]})
+        server_segments = pa.table({"server": ["h1"] * 4 + ["h2"] * 3,
+                                    "segment_id": [str(s) for s in SERVED] + ["not-a-served-segment"]})
         tasks = pa.table({"task_id": ["t1", "t2", "t3"], "datasource": ["sales", "wiki", None]})
         servers = pa.table({"server": ["h1", "h2"]})
         super().__init__({n: dict(SCHEMA) for n in NAMES},
@@ -57,6 +67,9 @@ class Catalog(FakeCatalog):
 
     def external_table(self, name, args):
         return pa.table({c: pa.array([], pa.string()) for c in self.ext[name]})
+
+    def segment_datasources(self):
+        return {str(s): s.datasource for s in SERVED}
 
     def something_else(self):
         return "passed through"
@@ -121,26 +134,27 @@ def test_sys_rows_are_limited_to_readable_datasources(user):
     segments = sql(user, "SELECT datasource FROM sys.segments")
     assert sorted(segments.column(0).to_pylist()) == sorted(READABLE[user])
     served = sql(user, "SELECT segment_id FROM sys.server_segments").column(0).to_pylist()
-    assert sorted({segment_datasource(s) for s in served}) == sorted(READABLE[user])
+    datasource_of = {str(s): s.datasource for s in SERVED}
+    seen = sorted({datasource_of.get(s, "?") for s in served})
+    # TRICKY and an id no catalog knows are rows only the admin (who may read any name) sees.
+    assert seen == sorted(READABLE[user] + [TRICKY, "?"] if user == "admin" else READABLE[user])
     tasks = sql(user, "SELECT task_id FROM sys.tasks").column(0).to_pylist()
     expected = {"admin": ["t1", "t2", "t3"], "reader": ["t2"], "regex": ["t2"]}.get(user, [])
     assert sorted(tasks) == expected
     assert sql(user, "SELECT COUNT(*) FROM sys.servers").column(0).to_pylist() == [2]
 
 
-def test_segment_ids_parse_to_their_datasource():
-    assert segment_datasource(sid("wiki")) == "wiki"
-    assert segment_datasource(sid("wiki_2", 2, "a_b_c")) == "wiki_2"
-    assert segment_datasource(sid("wiki", 1, "2020-01-05T00:00:00.000Z")) == "wiki"  # timestamp versions, as usual
-    odd = sid("a_2020-01-01T00:00:00.000Z_2020-01-02T00:00:00.000Z")  # a name that looks like an id's middle
-    assert segment_datasource(odd, ["a", "a_2020-01-01T00:00:00.000Z_2020-01-02T00:00:00.000Z"]) \
-        == "a_2020-01-01T00:00:00.000Z_2020-01-02T00:00:00.000Z"
-    assert segment_datasource(sid("wiki_2"), ["wiki", "wiki_2"]) == "wiki_2"
-    assert segment_datasource(sid("wiki"), ["wiki", "wiki_2"]) == "wiki"
-    eternal = str(SegmentId("x_y", Interval.parse("-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"),
-                            "v", 3))
-    assert segment_datasource(eternal) == "x_y"
-    assert segment_datasource("garbage") is None
+def test_server_segments_rows_follow_the_typed_segment_id_not_its_text():
+    # "a_2020-01-01T..._2020-01-02T..." segments belong to TRICKY, although their text also reads
+    # as datasource "a"; a user who may read "a" (and not TRICKY) must not see them.
+    only_a = BasicAuthorizer("admin", "pw", [UserSpec("a_reader", password="x",
+                                                      grants=(Grant("READ", "DATASOURCE", "a"),))])
+    catalog = SecureSqlCatalog(Catalog(), only_a, "a_reader")
+    assert catalog.system_table("sys", "server_segments").num_rows == 0
+    assert catalog.segment_datasources() == {}
+    tricky = BasicAuthorizer("admin", "pw", [UserSpec("t", password="x", grants=(Grant("READ", "DATASOURCE", TRICKY),))])
+    rows = SecureSqlCatalog(Catalog(), tricky, "t").system_table("sys", "server_segments")
+    assert rows.column("segment_id").to_pylist() == [str(segment(TRICKY))]
 
 
 def test_input_tables_need_read_on_external():
@@ -196,11 +210,13 @@ def test_every_protocol_method_is_written_out_with_its_check():
 def test_each_protocol_method_asks_the_authorizer_or_filters(method):
     """No method reaches the inner catalog for a name the user may not read."""
     nobody = SecureSqlCatalog(Catalog(), AUTH, "nobody")
-    args = {"datasource_names": (), "system_table_names": (), "external_table_names": (),
+    args = {"datasource_names": (), "system_table_names": (), "external_table_names": (), "segment_datasources": (),
             "system_table": ("sys", "segments"), "external_table_schema": ("files",),
             "external_source": ("files", {}), "external_table": ("files", {})}.get(method, ("wiki",))
     if method in ("datasource_names", "external_table_names"):
         assert getattr(nobody, method)(*args) == []
+    elif method == "segment_datasources":
+        assert nobody.segment_datasources() == {}
     elif method == "system_table_names":
         assert getattr(nobody, method)() == Catalog().system_table_names()
     elif method == "system_table":
