@@ -19,7 +19,7 @@ from common.segment.time_partitioner import build_segments
 from common.query.partial import RunStats
 from services.coordinator.server import descriptor_to_proto
 from services.grpc_server import channel
-from services.historical.storage import deep_storage_key
+from services.deep_storage import deep_storage_key
 
 
 class ClusterError(StrataError):

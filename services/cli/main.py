@@ -178,7 +178,7 @@ def cmd_status(args) -> int:
 
 
 def cmd_publish(args) -> int:
-    from services.historical.storage import deep_storage_from_config
+    from services.deep_storage import deep_storage_from_config
     from services.ingestion.local_input import read_inputs
     from services.node_config import load_config
 

@@ -36,7 +36,7 @@ from common.segment.segment import Segment
 from common.segment.segment_id import SegmentId
 from common.segment.time_partitioner import segment_filename
 from services.historical.core.cache_plan import CacheFullError, CachePlan
-from services.historical.storage import DeepStorage
+from services.deep_storage import DeepStorage
 
 _SEGMENT_SUFFIX = ".sseg"
 _SIDECAR_SUFFIX = ".json"

@@ -29,7 +29,7 @@ from common.types.column_type import JSON
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from common.segment.time_partitioner import segment_filename
-from services.historical.storage import DeepStorage
+from services.deep_storage import DeepStorage
 from services.ingestion.partitioning import CHUNK_COLUMN, PART_COLUMN
 
 DESCRIPTOR_SCHEMA = pa.schema([

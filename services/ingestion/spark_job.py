@@ -40,7 +40,7 @@ from common.types.column_type import TIME_COLUMN
 from common.types.granularity import Granularity
 from common.types.interval import MIN_MS, Interval
 from services.coordinator.core.allocation import Allocation
-from services.historical.storage import deep_storage_from_url
+from services.deep_storage import deep_storage_from_url
 from services.ingestion.arrow_scan import COUNT_DDL, ArrowScan, plan_scan, scan_frame, with_chunks
 from services.ingestion.arrow_scan import count_chunks as count_scan_chunks
 from services.ingestion.build import (

@@ -53,7 +53,7 @@ def _compaction(stub, coordinator: str, task, spec: dict):
     from common.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
     from common.types.interval import Interval
     from services.coordinator.server import descriptor_from_proto
-    from services.historical.storage import deep_storage_from_url
+    from services.deep_storage import deep_storage_from_url
     from services.ingestion.compaction import prepare_compaction
     from services.ingestion.statement import parse_ingestion
 

@@ -13,7 +13,7 @@ from services.broker.main import BrokerProcess
 from services.cli.cluster_client import ClusterClient
 from services.coordinator.main import CoordinatorProcess
 from services.historical.main import HistoricalProcess
-from services.historical.storage import deep_storage_from_url
+from services.deep_storage import deep_storage_from_url
 from services.node_config import load_config
 
 

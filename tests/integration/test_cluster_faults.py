@@ -15,7 +15,7 @@ from common.demo import table as demo_table
 from common.segment import Segment
 from services.cli.cluster_client import ClusterClient
 from services.cli.local_cluster import LocalCluster, _alive
-from services.historical.storage import deep_storage_from_url
+from services.deep_storage import deep_storage_from_url
 
 IV = ["2015-09-12/2015-09-19"]
 COUNT = {"queryType": "timeseries", "dataSource": "wiki", "intervals": IV, "granularity": "all",

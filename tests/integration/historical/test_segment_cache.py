@@ -21,7 +21,7 @@ from common.segment.time_partitioner import build_segments
 from common.types import parse_instant
 from services.historical.core.cache_plan import CacheFullError
 from services.historical.segment_cache import SegmentCache
-from services.historical.storage import (
+from services.deep_storage import (
     DeepStorage,
     DeepStorageNotFoundError,
     LocalDeepStorage,

@@ -20,7 +20,7 @@ from common.segment import Segment
 from common.segment.timeline import TimelineSegment
 from common.types.interval import ETERNITY, Interval, parse_instant
 from services.coordinator.core.allocation import allocate
-from services.historical.storage import LocalDeepStorage
+from services.deep_storage import LocalDeepStorage
 from services.ingestion.ingestion_report import IngestionCancelled, IngestionFailed, TooManyParseExceptions
 from services.ingestion.spark_job import IngestionJob, run_ingestion
 from services.ingestion.statement import parse_ingestion

@@ -13,7 +13,7 @@ from common.segment import Segment
 from common.segment.segment_id import SegmentId
 from common.types import Granularity, Interval, parse_instant
 from common.types.interval import MIN_MS
-from services.historical.storage import LocalDeepStorage
+from services.deep_storage import LocalDeepStorage
 from services.ingestion.build import (
     BLOB_SCHEMA,
     BuildSpec,

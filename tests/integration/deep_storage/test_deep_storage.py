@@ -15,7 +15,7 @@ from common.errors import ValidationError
 from common.segment import Segment
 from common.segment.time_partitioner import build_segments
 from common.types import parse_instant
-from services.historical.storage import (
+from services.deep_storage import (
     DeepStorageError,
     DeepStorageNotFoundError,
     LocalDeepStorage,
