@@ -28,7 +28,7 @@ from common.query import execute  # noqa: E402
 from common.segment import Segment  # noqa: E402
 from services.cli.cluster_client import ClusterClient  # noqa: E402
 from services.cli.local_cluster import LocalCluster  # noqa: E402
-from services.historical.storage import deep_storage_from_url  # noqa: E402
+from services.deep_storage import deep_storage_from_url  # noqa: E402
 
 SQL_QUERIES = [
     ("SQL hourly count+sum", "SELECT TIME_FLOOR(__time, 'PT1H') AS t, COUNT(*) AS c, SUM(added) AS s FROM wiki GROUP BY 1"),

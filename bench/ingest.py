@@ -41,7 +41,7 @@ def main() -> int:
     from services.ingestion.spark_job import IngestionJob, run_ingestion
     from services.ingestion.spark_session import get_or_create_session
     from services.ingestion.statement import parse_ingestion
-    from common.rpc.gen.strata.v1 import coordinator_pb2_grpc
+    from services.rpc.gen.strata.v1 import coordinator_pb2_grpc
     from tests.harness.embedded_cluster import EmbeddedCluster
 
     work = tempfile.mkdtemp(prefix="strata-ingest-bench-")

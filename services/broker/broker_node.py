@@ -7,7 +7,7 @@ import logging
 import threading
 from urllib.parse import unquote
 
-from common.rpc.gen.strata.v1 import historical_pb2_grpc
+from services.rpc.gen.strata.v1 import historical_pb2_grpc
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from services.broker.core.served_view import ServedView

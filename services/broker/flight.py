@@ -32,8 +32,8 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
 from common.errors import QueryTimeoutError, StrataError, UnsupportedError, ValidationError
-from common.rpc.gen.arrow.flight import flight_session_pb2 as fsession
-from common.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
+from services.rpc.gen.arrow.flight import flight_session_pb2 as fsession
+from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
 from services.broker.core.prepared_statements import PreparedStatement, PreparedStatements
 from services.broker.core.result_cache import CachedResult, ResultCache
 from services.broker.core.sql_backend import SqlBackend

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import pyarrow as pa
 
-from common.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
+from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
 from services.broker.core.sql_backend import TableInfo
 
 _utf8 = pa.utf8()

@@ -21,9 +21,9 @@ from common.errors import QueryTimeoutError, StrataError, UnsupportedError, Vali
 from common.query import engine
 from common.query.model import Query, query_from_json
 from common.query.partial import Partial, RunStats
-from common.rpc.arrow_stream import chunks_to_table
-from common.rpc.convert import schema_to_proto, segment_id_to_proto
-from common.rpc.gen.strata.v1 import historical_pb2
+from services.rpc.arrow_stream import chunks_to_table
+from services.rpc.convert import schema_to_proto, segment_id_to_proto
+from services.rpc.gen.strata.v1 import historical_pb2
 from common.segment.segment_id import SegmentId
 
 # Errors after which another replica may succeed.

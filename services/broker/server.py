@@ -10,8 +10,8 @@ import pyarrow as pa
 
 from common.errors import QueryTimeoutError, StrataError, UnsupportedError, ValidationError
 from common.query.partial import RunStats
-from common.rpc.arrow_stream import table_to_chunks
-from common.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
+from services.rpc.arrow_stream import table_to_chunks
+from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
 from services.broker.query_executor import Cancelled
 
 

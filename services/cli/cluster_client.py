@@ -12,12 +12,12 @@ import grpc
 import pyarrow as pa
 
 from common.errors import StrataError
-from common.rpc.arrow_stream import chunks_to_table
-from common.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc, coordinator_pb2, coordinator_pb2_grpc
+from services.rpc.arrow_stream import chunks_to_table
+from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc, coordinator_pb2, coordinator_pb2_grpc
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.time_partitioner import build_segments
 from common.query.partial import RunStats
-from services.coordinator.server import descriptor_to_proto
+from services.rpc.convert import descriptor_to_proto
 from services.grpc_server import channel
 from services.deep_storage import deep_storage_key
 
@@ -126,7 +126,7 @@ class ClusterClient:
         """Published segments as (descriptor fields + used) records."""
         from types import SimpleNamespace
 
-        from services.coordinator.server import descriptor_from_proto
+        from services.rpc.convert import descriptor_from_proto
 
         response = self.coordinator.ListSegments(
             coordinator_pb2.ListSegmentsRequest(datasource=datasource, include_unused=include_unused), timeout=30)

@@ -17,7 +17,7 @@ from common.catalog.catalog_errors import (
 from common.catalog.operations import CatalogOperation, CreateTable, DropTable, EditTable, TableEdit
 from common.catalog.table_spec import SCHEMAS, TableId, TableMetadata, TableSpec
 from common.errors import StrataError, ValidationError
-from common.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
+from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
 from services.coordinator.catalog_manager import OperationResult
 from services.coordinator.catalog_server import (
     CURRENT_VERSION_METADATA,

@@ -16,7 +16,7 @@ from common.catalog.catalog_errors import (
 from common.catalog.operations import edit_from_json
 from common.catalog.table_spec import TableId, TableMetadata, TableSpec, parse_json
 from common.errors import StrataError, ValidationError
-from common.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
+from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
 from services.coordinator import catalog_http
 from services.coordinator.catalog_manager import CatalogManager
 from services.coordinator.catalog_store import CatalogStore

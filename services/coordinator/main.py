@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from common.rpc.gen.strata.v1 import discovery_pb2
+from services.rpc.gen.strata.v1 import discovery_pb2
 from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import DutyRunner

@@ -8,39 +8,14 @@ import threading
 import grpc
 
 from common.errors import StrataError, ValidationError
-from common.rpc.convert import interval_from_proto, interval_to_proto, segment_id_from_proto, segment_id_to_proto
-from common.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc, types_pb2
-from common.segment.descriptor import SegmentDescriptor
 from common.segment.time_partitioner import new_version
 from common.segment.timeline import TimelineSegment
 from services.coordinator.duty_runner import ClusterState
 from services.coordinator.store import SegmentRecord
 from services.discovery.keys import leader_key, nodes_prefix
-
-
-def descriptor_to_proto(d: SegmentDescriptor) -> types_pb2.SegmentDescriptor:
-    return types_pb2.SegmentDescriptor(id=segment_id_to_proto(d.id), size_bytes=d.size, num_rows=d.num_rows,
-                                       location=d.location, manifest_json=d.manifest_json.encode(),
-                                       num_partitions=d.num_partitions)
-
-
-def descriptor_from_proto(msg: types_pb2.SegmentDescriptor) -> SegmentDescriptor:
-    if not msg.location:
-        raise ValidationError(f"segment {segment_id_from_proto(msg.id)} has no deep storage location")
-    return SegmentDescriptor(segment_id_from_proto(msg.id), msg.size_bytes, msg.num_rows, msg.location,
-                             msg.num_partitions or 1, msg.manifest_json.decode())
-
-
-def server_info_to_proto(info: dict) -> types_pb2.ServerInfo:
-    fields = {k: info[k] for k in ("id", "role", "host", "grpc_port", "http_port", "flight_port", "max_cache_bytes",
-                                   "started_ms") if k in info}
-    return types_pb2.ServerInfo(**fields)
-
-
-def task_to_proto(t) -> coordinator_pb2.Task:
-    return coordinator_pb2.Task(id=t.id, datasource=t.datasource, type=t.type, state=t.state, statement=t.statement,
-                                spec_json=json.dumps(t.spec), report_json=json.dumps(t.report), error=t.error,
-                                created_ms=t.created_ms, started_ms=t.started_ms, finished_ms=t.finished_ms)
+from services.rpc.convert import (descriptor_from_proto, descriptor_to_proto, interval_from_proto, interval_to_proto,
+                                  segment_id_from_proto, segment_id_to_proto, server_info_to_proto, task_to_proto)
+from services.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
 
 
 class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):

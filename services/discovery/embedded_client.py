@@ -16,7 +16,7 @@ import time
 import grpc
 
 from common.errors import ValidationError
-from common.rpc.gen.strata.v1 import discovery_pb2, discovery_pb2_grpc
+from services.rpc.gen.strata.v1 import discovery_pb2, discovery_pb2_grpc
 from services.discovery.discovery import (
     Discovery,
     DiscoveryError,

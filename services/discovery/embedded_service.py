@@ -22,7 +22,7 @@ from contextlib import contextmanager
 import grpc
 
 from common.errors import ValidationError
-from common.rpc.gen.strata.v1 import discovery_pb2, discovery_pb2_grpc
+from services.rpc.gen.strata.v1 import discovery_pb2, discovery_pb2_grpc
 from services.discovery.discovery import CompactedError, KeyValue, LeaseLostError
 from services.discovery.memory_store import LeaseReaper, MemoryStore
 

@@ -12,9 +12,9 @@ from common.errors import SegmentCorruptError, StrataError, ValidationError
 from common.query import engine
 from common.query.model import query_from_json
 from common.query.projection_match import reason_kind
-from common.rpc.arrow_stream import table_to_chunks
-from common.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
-from common.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
+from services.rpc.arrow_stream import table_to_chunks
+from services.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
+from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
 
 
 class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):

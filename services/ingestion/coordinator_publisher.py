@@ -5,12 +5,12 @@ from __future__ import annotations
 import grpc
 
 from common.errors import StrataError, ValidationError
-from common.rpc.convert import interval_from_proto, interval_to_proto
-from common.rpc.gen.strata.v1 import coordinator_pb2
+from services.rpc.convert import interval_from_proto, interval_to_proto
+from services.rpc.gen.strata.v1 import coordinator_pb2
 from common.segment.descriptor import SegmentDescriptor
 from common.types.interval import Interval
 from services.coordinator.core.allocation import Allocation
-from services.coordinator.server import descriptor_to_proto
+from services.rpc.convert import descriptor_to_proto
 
 
 class CoordinatorPublisher:

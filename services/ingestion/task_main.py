@@ -23,7 +23,7 @@ import traceback
 import grpc
 
 from common.errors import StrataError, ValidationError
-from common.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
+from services.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
 from services.grpc_server import channel
 
 log = logging.getLogger("strata.task")
@@ -50,9 +50,9 @@ def _compaction(stub, coordinator: str, task, spec: dict):
     """The REPLACE a compaction task runs, and its spec with the catalog's projections as they are
     now (the point of compacting: segments get the current definitions)."""
     from common.catalog.table_spec import TableSpec
-    from common.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
+    from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
     from common.types.interval import Interval
-    from services.coordinator.server import descriptor_from_proto
+    from services.rpc.convert import descriptor_from_proto
     from services.deep_storage import deep_storage_from_url
     from services.ingestion.compaction import prepare_compaction
     from services.ingestion.statement import parse_ingestion

@@ -1,7 +1,7 @@
-"""The generated protobuf/gRPC code in common/rpc/gen matches protos/ (regenerate with
-`python -m common.rpc.codegen`)."""
+"""The generated protobuf/gRPC code in services/rpc/gen matches protos/ (regenerate with
+`python -m services.rpc.codegen`)."""
 
-from common.rpc import codegen
+from services.rpc import codegen
 
 
 def test_generated_code_matches_protos(capsys):

@@ -1,7 +1,7 @@
 """The layering rules docs/architecture.md states, enforced on the source (ast only, nothing runs).
 
-- ``common`` never imports ``services``;
-- ``services/<role>/core`` (pure logic) never imports grpc, asyncio or pyspark;
+- ``common`` never imports ``services``, nor grpc or protobuf (RPC lives in ``services/rpc``);
+- ``services/<role>/core`` (pure logic) never imports grpc, asyncio, pyspark or ``services.rpc``;
 - within ``common``, each package imports only the packages its row in the architecture table
   allows (segment and types know nothing of queries, SQL or RPC);
 - no grab-bag modules (utils.py, helpers.py), and every package says what lives in it.
@@ -26,9 +26,9 @@ ALLOWED_COMMON = {
     "catalog": {"types", "query", "segment", "expr", "json"},
     "sql": {"query", "expr", "types", "catalog", "segment", "json"},
     "demo": {"types"},
-    "rpc": {"segment", "types", "query"},
 }
 IO_LIBRARIES = ("grpc", "asyncio", "pyspark")
+RPC_LIBRARIES = ("grpc", "grpc_tools", "grpc_health", "grpc_reflection", "google.protobuf")
 
 
 def modules(top: str):
@@ -61,12 +61,24 @@ def test_common_never_imports_services():
     assert bad == [], "common/ must not import services/:\n" + "\n".join(bad)
 
 
+def _is_rpc(name: str) -> bool:
+    return any(name == lib or name.startswith(lib + ".") for lib in RPC_LIBRARIES) or \
+        name == "services.rpc" or name.startswith("services.rpc.")
+
+
+def test_common_never_imports_rpc():
+    stale = [m for m in COMMON if m.startswith(os.path.join("common", "rpc") + os.sep)]
+    assert stale == [], f"RPC code (generated or not) lives in services/rpc: {stale}"
+    bad = [f"{m}:{line} imports {name}" for m in COMMON for line, name in imports(m) if _is_rpc(name)]
+    assert bad == [], "common/ must not import grpc, protobuf or services.rpc:\n" + "\n".join(bad)
+
+
 def test_service_cores_do_no_io():
     cores = [m for m in SERVICES if f"{os.sep}core{os.sep}" in m]
     assert cores, "no services/*/core modules found"
     bad = [f"{m}:{line} imports {name}" for m in cores for line, name in imports(m)
-           if name.split(".")[0] in IO_LIBRARIES]
-    assert bad == [], "services/*/core must stay pure (no grpc, asyncio, pyspark):\n" + "\n".join(bad)
+           if name.split(".")[0] in IO_LIBRARIES or _is_rpc(name)]
+    assert bad == [], "services/*/core must stay pure (no grpc, asyncio, pyspark, services.rpc):\n" + "\n".join(bad)
 
 
 @pytest.mark.parametrize("package", sorted(ALLOWED_COMMON))

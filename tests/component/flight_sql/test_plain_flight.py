@@ -11,7 +11,7 @@ import pyarrow.flight as flight
 import pytest
 from google.protobuf import any_pb2
 
-from common.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
+from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
 from services.broker.flight import MAX_BATCH_BYTES, MAX_BATCH_ROWS, BrokerFlightServer, record_batches
 from tests.component.flight_sql.conftest import running, uri
 from tests.component.flight_sql.duckdb_backend import NUMBERS_ROWS

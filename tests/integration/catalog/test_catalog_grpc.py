@@ -18,7 +18,7 @@ from common.catalog import (
 from common.catalog.operations import AddColumns, HideColumns, MoveColumn
 from common.errors import ValidationError
 from services.discovery.keys import CATALOG_VERSION_KEY
-from common.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
+from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
 from common.segment.segment_id import SegmentId
 from common.types.interval import Interval
 from services.coordinator.catalog_client import CatalogClient

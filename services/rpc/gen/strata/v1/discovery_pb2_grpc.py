@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from common.rpc.gen.strata.v1 import discovery_pb2 as strata_dot_v1_dot_discovery__pb2
+from services.rpc.gen.strata.v1 import discovery_pb2 as strata_dot_v1_dot_discovery__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -3,8 +3,8 @@
 import grpc
 import warnings
 
-from common.rpc.gen.strata.v1 import historical_pb2 as strata_dot_v1_dot_historical__pb2
-from common.rpc.gen.strata.v1 import types_pb2 as strata_dot_v1_dot_types__pb2
+from services.rpc.gen.strata.v1 import historical_pb2 as strata_dot_v1_dot_historical__pb2
+from services.rpc.gen.strata.v1 import types_pb2 as strata_dot_v1_dot_types__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__

@@ -1,4 +1,4 @@
-from common.rpc.gen.strata.v1 import types_pb2 as _types_pb2
+from services.rpc.gen.strata.v1 import types_pb2 as _types_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message

@@ -1,10 +1,10 @@
-"""Generate Python protobuf/gRPC code from ``protos/`` into ``common/rpc/gen``.
+"""Generate Python protobuf/gRPC code from ``protos/`` into ``services/rpc/gen``.
 
-    python -m common.rpc.codegen          # regenerate
-    python -m common.rpc.codegen --check  # exit 1 if the checked-in code differs from the protos
+    python -m services.rpc.codegen          # regenerate
+    python -m services.rpc.codegen --check  # exit 1 if the checked-in code differs from the protos
 
 Generated modules import each other by their proto path (``from strata.v1 import types_pb2``);
-they are rewritten to absolute imports under ``common.rpc.gen`` so no sys.path tricks are needed.
+they are rewritten to absolute imports under ``services.rpc.gen`` so no sys.path tricks are needed.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROTOS = os.path.join(ROOT, "protos")
-OUT = os.path.join(ROOT, "common", "rpc", "gen")
-PACKAGE = "common.rpc.gen"
+OUT = os.path.join(ROOT, "services", "rpc", "gen")
+PACKAGE = "services.rpc.gen"
 _IMPORT = re.compile(r"^from ((?:strata|arrow)(?:\.\w+)*) import (\w+_pb2(?:_grpc)?)", re.MULTILINE)
 
 
@@ -43,7 +43,7 @@ def generate(out_dir: str) -> None:
         raise SystemExit("protoc failed")
     for base, dirs, files_ in os.walk(out_dir):
         with open(os.path.join(base, "__init__.py"), "w") as f:
-            f.write('"""Generated from protos/ by common.rpc.codegen; do not edit."""\n' if base == out_dir else "")
+            f.write('"""Generated from protos/ by services.rpc.codegen; do not edit."""\n' if base == out_dir else "")
         for name in files_:
             if name.endswith((".py", ".pyi")) and name != "__init__.py":
                 path = os.path.join(base, name)
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             diffs = _same_tree(tmp, OUT)
             if diffs:
-                print("generated code is out of date; run `python -m common.rpc.codegen`:\n  " + "\n  ".join(diffs))
+                print("generated code is out of date; run `python -m services.rpc.codegen`:\n  " + "\n  ".join(diffs))
                 return 1
             print("generated code matches protos/")
             return 0

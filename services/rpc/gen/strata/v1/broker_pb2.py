@@ -22,7 +22,7 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
-from common.rpc.gen.strata.v1 import types_pb2 as strata_dot_v1_dot_types__pb2
+from services.rpc.gen.strata.v1 import types_pb2 as strata_dot_v1_dot_types__pb2
 
 
 DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16strata/v1/broker.proto\x12\tstrata.v1\x1a\x15strata/v1/types.proto\"\xce\x01\n\x0cQueryRequest\x12\x15\n\x0bnative_json\x18\x01 \x01(\tH\x00\x12\r\n\x03sql\x18\x02 \x01(\tH\x00\x12\x35\n\x07\x63ontext\x18\x03 \x03(\x0b\x32$.strata.v1.QueryRequest.ContextEntry\x12\x12\n\ntimeout_ms\x18\x04 \x01(\x03\x12\x10\n\x08query_id\x18\x05 \x01(\t\x1a.\n\x0c\x43ontextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0b\n\tstatement2J\n\rBrokerService\x12\x39\n\x05Query\x12\x17.strata.v1.QueryRequest\x1a\x15.strata.v1.ArrowChunk0\x01\x62\x06proto3')

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 import pyarrow as pa
 
 from common.query.partial import RunStats
-from common.rpc.gen.strata.v1 import types_pb2
+from services.rpc.gen.strata.v1 import types_pb2
 
 MAX_CHUNK_BYTES = 1 << 20
 MAX_BATCH_ROWS = 65_536

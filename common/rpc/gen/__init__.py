@@ -1,1 +1,0 @@
-"""Generated from protos/ by common.rpc.codegen; do not edit."""

@@ -1,0 +1,1 @@
+"""Generated from protos/ by services.rpc.codegen; do not edit."""
