@@ -1,4 +1,5 @@
-"""BrokerNode: keeps the broker's ServedView in step with discovery and owns historical clients."""
+"""BrokerNode: keeps the broker's ServedView in step with discovery and owns the clients of the other
+roles: a HistoricalClient per historical, a CoordinatorClient on the current coordinator."""
 
 from __future__ import annotations
 
@@ -7,13 +8,13 @@ import logging
 import threading
 from urllib.parse import unquote
 
-from services.rpc.gen.strata.v1 import historical_pb2_grpc
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from services.broker.core.served_view import ServedView
+from services.coordinator.client import CoordinatorClient
 from services.discovery import Announcer
 from services.discovery.keys import node_key, nodes_prefix, parse_node_key, parse_served_key, served_prefix
-from services.grpc_server import channel
+from services.historical.client import HistoricalClient
 
 log = logging.getLogger("strata.broker")
 
@@ -27,9 +28,9 @@ class BrokerNode:
         self.lock = threading.Lock()
         self.historicals: dict[str, dict] = {}
         self._served_keys: dict[str, tuple[str, SegmentId]] = {}
-        self._stubs: dict[str, historical_pb2_grpc.HistoricalServiceStub] = {}
-        self._coordinator_client = None  # a ClusterClient, rebuilt when the coordinator moves
-        self._channels = []
+        self._historical_clients: dict[str, HistoricalClient] = {}
+        self._coordinator_client: CoordinatorClient | None = None  # rebuilt when the coordinator moves
+        self._clients = []  # every client made, closed on stop
         self._announcer = Announcer(discovery, lease_ttl_s)
         self._watches = []
 
@@ -43,18 +44,18 @@ class BrokerNode:
         for w in self._watches:
             w.cancel()
         self._announcer.close()
-        for ch in self._channels:
-            ch.close()
+        for client in self._clients:
+            client.close()
 
     def _on_node(self, event) -> None:
         server = parse_node_key(event.key).node_id
         with self.lock:
             if event.type == "put":
                 self.historicals[server] = json.loads(event.value)
-                self._stubs.pop(server, None)
+                self._historical_clients.pop(server, None)
             else:
                 self.historicals.pop(server, None)
-                self._stubs.pop(server, None)
+                self._historical_clients.pop(server, None)
 
     def _on_served(self, event) -> None:
         try:
@@ -71,17 +72,16 @@ class BrokerNode:
         except Exception:
             log.exception("bad served-segment announcement %s", unquote(event.key))
 
-    def coordinator_client(self):
-        """A ClusterClient on a coordinator, for sys tables and task submission (None if none is up)."""
-        from services.cli.cluster_client import ClusterClient
-
+    def coordinator_client(self) -> CoordinatorClient | None:
+        """A client of a coordinator, for sys tables and task submission (None if none is up)."""
         target = self.coordinator_target()
         if target is None:
             return None
         with self.lock:
             client = self._coordinator_client
-            if client is None or client.coordinator_target != target:
-                client = self._coordinator_client = ClusterClient(coordinator=target)
+            if client is None or client.target != target:
+                client = self._coordinator_client = CoordinatorClient(target)
+                self._clients.append(client)
             return client
 
     def coordinator_http(self) -> str | None:
@@ -97,14 +97,13 @@ class BrokerNode:
             return f"{info['host']}:{info['grpc_port']}"
         return None
 
-    def stub_for(self, server: str) -> historical_pb2_grpc.HistoricalServiceStub:
+    def historical_client(self, server: str) -> HistoricalClient:
         with self.lock:
-            stub = self._stubs.get(server)
-            if stub is None:
+            client = self._historical_clients.get(server)
+            if client is None:
                 info = self.historicals.get(server)
                 if info is None:
                     raise ConnectionError(f"historical {server} is not announced")
-                ch = channel(f"{info['host']}:{info['grpc_port']}")
-                self._channels.append(ch)
-                stub = self._stubs[server] = historical_pb2_grpc.HistoricalServiceStub(ch)
-            return stub
+                client = self._historical_clients[server] = HistoricalClient(f"{info['host']}:{info['grpc_port']}")
+                self._clients.append(client)
+            return client

@@ -41,7 +41,7 @@ class BrokerProcess(NodeProcess):
         self.catalog_cache = CatalogCache(self.discovery, self.node.coordinator_http, credentials)
         self.catalog = OverlayCatalog(BrokerCatalog(self.node, self.node.coordinator_client, self.catalog_cache),
                                       self.catalog_cache)
-        self.executor = QueryExecutor(self.node.view, self.node.stub_for, self.metrics, self.node.lock,
+        self.executor = QueryExecutor(self.node.view, self.node.historical_client, self.metrics, self.node.lock,
                                       schema_for=self.catalog.datasource_schema)
         self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
         self._catalog_client = None  # (coordinator target, CatalogClient), rebuilt if it moves

@@ -21,9 +21,6 @@ from common.errors import QueryTimeoutError, StrataError, UnsupportedError, Vali
 from common.query import engine
 from common.query.model import Query, query_from_json
 from common.query.partial import Partial, RunStats
-from services.rpc.arrow_stream import chunks_to_table
-from services.rpc.convert import schema_to_proto, segment_id_to_proto
-from services.rpc.gen.strata.v1 import historical_pb2
 from common.segment.segment_id import SegmentId
 
 # Errors after which another replica may succeed.
@@ -37,12 +34,12 @@ class Cancelled(StrataError):
 
 
 class QueryExecutor:
-    def __init__(self, view, stub_for, metrics, view_lock: threading.Lock | None = None, threads: int = 16,
+    def __init__(self, view, historical_client, metrics, view_lock: threading.Lock | None = None, threads: int = 16,
                  schema_for=None) -> None:
         self.view = view
         # Datasource -> the schema queries see (the catalog overlay on the broker); None: unknown.
         self.schema_for = schema_for
-        self.stub_for = stub_for  # server id -> HistoricalServiceStub
+        self.historical_client = historical_client  # server id -> HistoricalClient
         self.metrics = metrics
         self.view_lock = view_lock or threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="strata-scatter")
@@ -80,11 +77,8 @@ class QueryExecutor:
         pending: dict[Future, tuple[str, list[SegmentId], object]] = {}
 
         def submit(server: str, segments: list[SegmentId]) -> None:
-            request = historical_pb2.RunQueryRequest(query_json=query_json, query_id=query_id,
-                                                     segments=[segment_id_to_proto(s) for s in segments],
-                                                     schema=schema_to_proto(schema))
             holder: dict = {}
-            fut = self.pool.submit(self._call, server, request, deadline, holder)
+            fut = self.pool.submit(self._call, server, (query_json, query_id, segments, schema), deadline, holder)
             pending[fut] = (server, segments, holder)
 
         for server, segments in plan.by_server.items():
@@ -135,10 +129,9 @@ class QueryExecutor:
         merged.coverage = coverage
         return merged
 
-    def _call(self, server: str, request, deadline: float, holder: dict) -> Partial:
-        stub = self.stub_for(server)
-        call = stub.RunQuery(request, timeout=max(deadline - time.monotonic(), 0.001))
+    def _call(self, server: str, request: tuple, deadline: float, holder: dict) -> Partial:
+        client = self.historical_client(server)
+        call = client.run_query(*request, timeout_s=max(deadline - time.monotonic(), 0.001))
         holder["call"] = call
-        table, stats = chunks_to_table(call)
-        return Partial(table, stats)
+        return client.read_partial(call)
 

@@ -43,7 +43,7 @@ class BrokerCatalog:
 
     def __init__(self, node, coordinator=None, catalog_cache=None) -> None:
         self.node = node
-        # ClusterClient-like (list_segments(), servers()), or a callable returning one per use.
+        # A CoordinatorClient (list_segments(), servers(), tasks()), or a callable returning one per use.
         self._coordinator = coordinator
         # The broker's CatalogCache (spec(schema, name), names(schema)), for what the catalog defines.
         self._catalog_cache = catalog_cache

@@ -143,3 +143,35 @@ def test_a_cancelled_query_stops_waiting_for_historicals(cluster):
              "dimensions": ["page", "user"], "aggregations": [{"type": "count", "name": "c"}]}
     with pytest.raises(Cancelled, match="cancelled"):
         cluster.broker.executor.execute(query, 30.0, "q-cancel", is_active=lambda: False)
+
+
+def test_the_role_clients_over_real_servers(cluster):
+    from common.errors import ValidationError
+    from services.coordinator.client import CoordinatorClient
+    from services.historical.client import HistoricalClient
+
+    coordinator = CoordinatorClient(f"127.0.0.1:{cluster.coordinator.grpc.port}")
+    try:
+        published = coordinator.list_segments("wiki", include_unused=False)
+        stored = cluster.coordinator.store.list("wiki", include_unused=False)
+        assert sorted(r.id for r in published) == sorted(r.id for r in stored) and published
+        assert all(r.used and r.descriptor.location for r in published)
+        roles = sorted(s.info.role for s in coordinator.servers().servers)
+        assert roles == ["broker", "coordinator", "historical", "historical"]
+        with pytest.raises(ValidationError, match="task type must be"):  # a refused request stays a user error
+            coordinator.submit_task("wiki", "no-such-type", "")
+    finally:
+        coordinator.close()
+    # The broker reaches the coordinator through the same client (sys tables), not the CLI's.
+    assert type(cluster.broker.node.coordinator_client()).__name__ == "CoordinatorClient"
+
+    historical = HistoricalClient(f"127.0.0.1:{cluster.historicals[0].grpc.port}")
+    try:
+        served = cluster.historicals[0].node.status()["served"]
+        sids = [s for s in served if s.datasource == "wiki"]
+        call = historical.run_query(json.dumps(QUERIES[0]), "q-client", sids, dict(cluster.local_segments[0].schema),
+                                    timeout_s=30)
+        partial = historical.read_partial(call)
+        assert partial.stats.segments == len(sids) and partial.table.num_rows > 0
+    finally:
+        historical.close()

@@ -4,6 +4,8 @@
 - ``services/<role>/core`` (pure logic) never imports grpc, asyncio, pyspark or ``services.rpc``;
 - within ``common``, each package imports only the packages its row in the architecture table
   allows (segment and types know nothing of queries, SQL or RPC);
+- roles talk to each other through per-role clients, never through the command line's
+  ``ClusterClient`` (no module outside ``services/cli`` imports ``services.cli``);
 - no grab-bag modules (utils.py, helpers.py), and every package says what lives in it.
 """
 
@@ -94,6 +96,13 @@ def test_common_packages_import_only_what_they_may(package):
             if segs[0] == "common" and len(segs) > 1 and segs[1] not in allowed and segs[1] != "errors":
                 bad.append(f"{m}:{line} imports {name}")
     assert bad == [], f"common/{package} may import only {sorted(allowed)}:\n" + "\n".join(bad)
+
+
+def test_roles_never_use_the_command_lines_client():
+    outside = [m for m in SERVICES if not m.startswith(os.path.join("services", "cli") + os.sep)]
+    bad = [f"{m}:{line} imports {name}" for m in outside for line, name in imports(m)
+           if name == "services.cli" or name.startswith("services.cli.")]
+    assert bad == [], "use services/<role>/client.py, not the CLI's ClusterClient:\n" + "\n".join(bad)
 
 
 def test_no_grab_bag_modules_and_every_package_says_what_it_holds():

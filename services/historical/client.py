@@ -1,0 +1,45 @@
+"""HistoricalClient: a historical's HistoricalService as the broker calls it.
+
+``run_query`` hands back the streaming call itself: the caller reads the partial from it with
+``read_partial`` and may ``cancel()`` it when the query's deadline passes or another replica is
+chosen. gRPC errors are left as they are: which of them another replica may cure is the
+caller's decision (see services/broker/query_executor.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from common.query.partial import Partial
+from common.segment.segment_id import SegmentId
+from common.types.column_type import ColumnType
+from services.grpc_server import channel
+from services.rpc.arrow_stream import chunks_to_table
+from services.rpc.convert import schema_to_proto, segment_id_to_proto
+from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
+
+
+class HistoricalClient:
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._channel = channel(target)
+        self._stub = historical_pb2_grpc.HistoricalServiceStub(self._channel)
+
+    def close(self) -> None:
+        self._channel.close()
+
+    def run_query(self, query_json: str, query_id: str, segments: Iterable[SegmentId],
+                  schema: dict[str, ColumnType], timeout_s: float):
+        """Starts RunQuery on ``segments``; returns the call (iterate it with ``read_partial``)."""
+        request = historical_pb2.RunQueryRequest(query_json=query_json, query_id=query_id,
+                                                 segments=[segment_id_to_proto(s) for s in segments],
+                                                 schema=schema_to_proto(schema))
+        return self._stub.RunQuery(request, timeout=timeout_s)
+
+    @staticmethod
+    def read_partial(call) -> Partial:
+        table, stats = chunks_to_table(call)
+        return Partial(table, stats)
+
+    def load_status(self, timeout_s: float = 10.0):
+        return self._stub.GetLoadStatus(historical_pb2.HistoricalLoadStatusRequest(), timeout=timeout_s)
