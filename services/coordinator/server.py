@@ -10,6 +10,7 @@ import grpc
 from common.errors import StrataError, ValidationError
 from common.segment.time_partitioner import new_version
 from common.segment.timeline import TimelineSegment
+from services.coordinator.core.allocation import PartitionLedger
 from services.coordinator.duty_runner import ClusterState
 from services.coordinator.store import SegmentRecord
 from services.discovery.keys import leader_key, nodes_prefix
@@ -27,7 +28,7 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
         self.tasks = tasks
         self.task_runner = task_runner
         self._allocation_lock = threading.Lock()
-        self._handed_out: dict = {}  # (interval, version) -> next partition given to running appends
+        self._ledger = PartitionLedger()  # partitions handed out to running appends
 
     def PublishSegments(self, request, context):
         try:
@@ -89,19 +90,15 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
 
     # ---- ingestion tasks --------------------------------------------------------------------
     def AllocateSegments(self, request, context):
-        from services.coordinator.core.allocation import allocate
-
         existing = [TimelineSegment(r.id, r.num_partitions) for r in self.store.list(request.datasource)]
-        version = new_version()
+        intervals = [interval_from_proto(i) for i in request.intervals]
         try:
+            if request.partitions and len(request.partitions) != len(intervals):
+                raise ValidationError(f"AllocateSegments got {len(request.partitions)} partition counts for "
+                                      f"{len(intervals)} intervals; send one per interval, or none")
+            counts = dict(zip(intervals, request.partitions)) if request.partitions else None
             with self._allocation_lock:
-                allocations = allocate(existing, [interval_from_proto(i) for i in request.intervals], request.mode,
-                                       version, self._handed_out)
-                for a in allocations:
-                    if a.core_partitions:
-                        # Reserve generously: a task never builds more partitions per chunk than this.
-                        key = (a.interval, a.version)
-                        self._handed_out[key] = a.first_partition + 10_000
+                allocations = self._ledger.allocate(existing, intervals, request.mode, new_version(), counts)
         except ValidationError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         return coordinator_pb2.AllocateSegmentsResponse(allocations=[

@@ -19,10 +19,11 @@ class CoordinatorPublisher:
         self.task_id = task_id
         self.datasource = datasource
 
-    def allocate(self, datasource: str, intervals: list[Interval], mode: str) -> dict[Interval, Allocation]:
+    def allocate(self, datasource: str, intervals: list[Interval], mode: str,
+                 partitions: dict[Interval, int] | None = None) -> dict[Interval, Allocation]:
         request = coordinator_pb2.AllocateSegmentsRequest(
             datasource=datasource, intervals=[interval_to_proto(i) for i in intervals], mode=mode.lower(),
-            task_id=self.task_id)
+            task_id=self.task_id, partitions=[partitions[i] for i in intervals] if partitions else [])
         try:
             response = self.stub.AllocateSegments(request, timeout=60)
         except grpc.RpcError as exc:

@@ -80,8 +80,10 @@ _DRAIN_TIMEOUT_S = 60.0
 class SegmentPublisher(Protocol):
     """What the coordinator offers an ingestion job."""
 
-    def allocate(self, datasource: str, intervals: list[Interval], mode: str) -> Mapping[Interval, Allocation]:
-        """Versions and partition numbers for the chunks (mode 'insert' or 'replace')."""
+    def allocate(self, datasource: str, intervals: list[Interval], mode: str,
+                 partitions: Mapping[Interval, int] | None = None) -> Mapping[Interval, Allocation]:
+        """Versions and partition numbers for the chunks (mode 'insert' or 'replace'); ``partitions``
+        says how many each chunk builds, so concurrent appenders get numbers after them."""
 
     def publish(self, descriptors: list[SegmentDescriptor], replace_intervals: list[Interval] | None) -> None:
         """Publish all descriptors (and retire what REPLACE overwrites) in one transaction, or nothing."""
@@ -362,7 +364,8 @@ class _Run:
     def allocate(self, plan: PartitionPlan) -> BuildSpec:
         stmt = self.stmt
         intervals = [c.interval for c in plan.chunks.values()]
-        allocations = self.publisher.allocate(stmt.datasource, intervals, stmt.mode.lower()) if intervals else {}
+        parts = {c.interval: c.parts for c in plan.chunks.values()}
+        allocations = self.publisher.allocate(stmt.datasource, intervals, stmt.mode.lower(), parts) if intervals else {}
         segments: dict[int, PlannedSegment] = {}
         for chunk in plan.chunks.values():
             alloc = allocations.get(chunk.interval)

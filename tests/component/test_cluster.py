@@ -175,3 +175,29 @@ def test_the_role_clients_over_real_servers(cluster):
         assert partial.stats.segments == len(sids) and partial.table.num_rows > 0
     finally:
         historical.close()
+
+
+def test_segment_allocation_over_grpc_reserves_what_each_appender_builds(cluster):
+    from services.grpc_server import channel
+    from services.ingestion.coordinator_publisher import CoordinatorPublisher
+    from services.rpc.convert import interval_to_proto
+    from services.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
+
+    day = demo_table(2000, days=1)
+    [published] = cluster.publish(day, "alloc", rows_per_segment=10_000)
+    iv = published.id.interval
+    with channel(f"127.0.0.1:{cluster.coordinator.grpc.port}") as ch:
+        stub = coordinator_pb2_grpc.CoordinatorServiceStub(ch)
+        first = CoordinatorPublisher(stub, "t1", "alloc").allocate("alloc", [iv], "insert", {iv: 3})[iv]
+        second = CoordinatorPublisher(stub, "t2", "alloc").allocate("alloc", [iv], "insert", {iv: 2})[iv]
+        # Appends keep the published set's version and core count, after each other's partitions.
+        assert (first.version, first.first_partition, first.core_partitions) == (published.id.version, 1, 1)
+        assert (second.version, second.first_partition, second.core_partitions) == (published.id.version, 4, 1)
+        replaced = CoordinatorPublisher(stub, "t3", "alloc").allocate("alloc", [iv], "replace", {iv: 2})[iv]
+        assert replaced.version > published.id.version and (replaced.first_partition, replaced.core_partitions) == (0, 0)
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.AllocateSegments(coordinator_pb2.AllocateSegmentsRequest(
+                datasource="alloc", intervals=[interval_to_proto(iv)], mode="insert", task_id="t4",
+                partitions=[1, 2]), timeout=30)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "2 partition counts for 1 intervals" in refused.value.details()

@@ -8,12 +8,16 @@ chunks get, as Druid's segment allocation does.
   partition numbers after every one handed out so far, the set's core count unchanged).
 - INSERT with a granularity that does not match the visible data is refused: appending would
   either be hidden or hide existing rows.
+
+``PartitionLedger`` is what the coordinator keeps between requests: it allocates and then
+reserves the partition numbers each appending task said it will build, so a concurrent appender
+to the same chunk starts after them (a task that does not say gets a generous block).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from common.errors import ValidationError
 from common.segment.timeline import Timeline, TimelineSegment
@@ -65,9 +69,33 @@ def allocate(existing: Iterable[TimelineSegment], intervals: Iterable[Interval],
     return out
 
 
-def reserve(allocations: list[Allocation], counts: dict[Interval, int], handed_out: dict) -> None:
-    """Record that a task will use ``counts[interval]`` partitions of each appended allocation."""
+# Partitions reserved for an appending task that did not say how many it builds: more than a task
+# builds per chunk, so appenders never collide.
+UNKNOWN_PARTITIONS = 10_000
+
+
+def reserve(allocations: list[Allocation], counts: Mapping[Interval, int] | None, handed_out: dict) -> None:
+    """Record that a task will use ``counts[interval]`` partitions of each appended allocation
+    (``UNKNOWN_PARTITIONS`` when ``counts`` does not say). New sets need no reservation: their
+    version is the task's own."""
     for a in allocations:
         if a.core_partitions:
             key = (a.interval, a.version)
-            handed_out[key] = max(handed_out.get(key, 0), a.first_partition + counts.get(a.interval, 0))
+            count = (counts or {}).get(a.interval)
+            if count is None or count < 0:
+                count = UNKNOWN_PARTITIONS
+            handed_out[key] = max(handed_out.get(key, 0), a.first_partition + count)
+
+
+@dataclass
+class PartitionLedger:
+    """The partition numbers handed out to running appenders, per (interval, version)."""
+
+    handed_out: dict[tuple[Interval, str], int] = field(default_factory=dict)
+
+    def allocate(self, existing: Iterable[TimelineSegment], intervals: Iterable[Interval], mode: str,
+                 new_version: str, counts: Mapping[Interval, int] | None = None) -> list[Allocation]:
+        """``allocate`` then ``reserve``: the allocations of one task, whose appends are recorded."""
+        allocations = allocate(existing, intervals, mode, new_version, self.handed_out)
+        reserve(allocations, counts, self.handed_out)
+        return allocations

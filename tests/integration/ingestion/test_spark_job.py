@@ -19,7 +19,7 @@ from common.query import execute
 from common.segment import Segment
 from common.segment.timeline import TimelineSegment
 from common.types.interval import ETERNITY, Interval, parse_instant
-from services.coordinator.core.allocation import allocate
+from services.coordinator.core.allocation import PartitionLedger
 from services.deep_storage import LocalDeepStorage
 from services.ingestion.ingestion_report import IngestionCancelled, IngestionFailed, TooManyParseExceptions
 from services.ingestion.spark_job import IngestionJob, run_ingestion
@@ -42,15 +42,16 @@ class FakePublisher:
     """The coordinator's side, in memory: the real allocation rules over what was published."""
 
     def __init__(self, fail_publish: bool = False) -> None:
+        self.ledger = PartitionLedger()
         self.calls: list[tuple] = []
         self.published: list = []
         self.fail_publish = fail_publish
 
-    def allocate(self, datasource, intervals, mode):
+    def allocate(self, datasource, intervals, mode, partitions=None):
         self.calls.append(("allocate", datasource, list(intervals), mode))
         existing = [TimelineSegment(d.id, d.num_partitions) for d in self.published if d.id.datasource == datasource]
         version = f"v{sum(1 for c in self.calls if c[0] == 'allocate')}"
-        return {a.interval: a for a in allocate(existing, intervals, mode, version)}
+        return {a.interval: a for a in self.ledger.allocate(existing, intervals, mode, version, partitions)}
 
     def publish(self, descriptors, replace_intervals):
         self.calls.append(("publish", list(descriptors), replace_intervals))

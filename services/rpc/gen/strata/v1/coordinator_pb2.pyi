@@ -110,16 +110,18 @@ class LoadStatusResponse(_message.Message):
     def __init__(self, segments: _Optional[_Iterable[_Union[SegmentLoad, _Mapping]]] = ...) -> None: ...
 
 class AllocateSegmentsRequest(_message.Message):
-    __slots__ = ("datasource", "intervals", "mode", "task_id")
+    __slots__ = ("datasource", "intervals", "mode", "task_id", "partitions")
     DATASOURCE_FIELD_NUMBER: _ClassVar[int]
     INTERVALS_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    PARTITIONS_FIELD_NUMBER: _ClassVar[int]
     datasource: str
     intervals: _containers.RepeatedCompositeFieldContainer[_types_pb2.Interval]
     mode: str
     task_id: str
-    def __init__(self, datasource: _Optional[str] = ..., intervals: _Optional[_Iterable[_Union[_types_pb2.Interval, _Mapping]]] = ..., mode: _Optional[str] = ..., task_id: _Optional[str] = ...) -> None: ...
+    partitions: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, datasource: _Optional[str] = ..., intervals: _Optional[_Iterable[_Union[_types_pb2.Interval, _Mapping]]] = ..., mode: _Optional[str] = ..., task_id: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class Allocation(_message.Message):
     __slots__ = ("interval", "version", "first_partition", "core_partitions")
