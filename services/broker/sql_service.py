@@ -282,7 +282,8 @@ class SqlService:
                                        {**spec, "statement": statement.to_json()})
         return pa.table({"task_id": [task.id]})
 
-    def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
+    def describe(self, sql: str, context: dict | None = None, user: str | None = None,
+                 parameters: Sequence | None = None) -> StatementInfo:
         head = classify(sql)
         if head.is_ddl:
             return StatementInfo(0, pa.schema([("result", pa.string())]))
@@ -291,8 +292,8 @@ class SqlService:
             return StatementInfo(0, pa.schema([("task_id", pa.string())]))
         catalog = SecureSqlCatalog(self.catalog, self.authorizer, user)
         count = head.parameter_count
-        if count == 0:
-            plan = self._plan(sql, user, (), dict(context or {}))
+        if count == 0 or parameters is not None:
+            plan = self._plan(sql, user, tuple(parameters or ()), dict(context or {}))
             return StatementInfo(plan.parameter_count, plan.output_schema)
         try:
             plan = plan_sql(sql, catalog, [None] * count, dict(context or {}))
