@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
+from common.query.filter_values import check_like
 from common.sql import functions
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_types import (BIGINT, BOOLEAN, CAST_TARGETS, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType,
@@ -407,6 +408,8 @@ class ScalarTranslator:
             node = node.this
         negate = bool(node.args.get("negate"))
         value, pattern = self.translate(node.this), self.translate(node.expression)
+        if isinstance(pattern, Literal) and isinstance(pattern.value, str):
+            check_like(pattern.value, escape, strict=True)  # SQL's escape rules, at planning
         if isinstance(node, exp.ILike):
             value = self.call("LOWER", [value], node)
             pattern = self.call("LOWER", [pattern], node)

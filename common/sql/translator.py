@@ -495,6 +495,9 @@ class Translator:
         if not isinstance(value, Literal) or not isinstance(value.value, int) or isinstance(value.value, bool) \
                 or value.value < 0:
             raise ValidationError(f"{what} must be a non-negative integer, got '{sql_text(node)}'")
+        if value.value > 2**63 - 1:
+            raise ValidationError(f"{what} {value.value} is beyond the largest 64-bit integer (9223372036854775807); "
+                                  f"use a smaller {what}, or leave {what} out")
         return value.value
 
     # ---- aggregate calls ---------------------------------------------------------------------

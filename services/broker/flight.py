@@ -47,7 +47,7 @@ from services.broker.flight_sql_metadata import (CATALOGS_SCHEMA, DB_SCHEMAS_SCH
                                                  table_types_table, tables_table)
 from services.broker.flight_errors import to_flight_exception
 from services.broker.front_door import QueryFrontDoor, QueryRequest
-from services.broker.query_errors import UnknownHandleError
+from services.query_errors import UnknownHandleError
 
 log = logging.getLogger(__name__)
 
@@ -239,10 +239,12 @@ class BrokerFlightServer(flight.FlightServerBase):
                                   f"not {command.DESCRIPTOR.name}")
         entry = self.tickets.get(command.statement_handle)
         if entry is None:
-            raise UnknownHandleError(f"result ticket unknown or expired: tickets are kept {self.tickets.ttl_s:g} s; "
-                                     f"call GetFlightInfo again")
+            raise UnknownHandleError(f"result ticket unknown, expired or already fetched: a ticket serves one DoGet "
+                                     f"within {self.tickets.ttl_s:g} s; call GetFlightInfo again")
         if entry.user != who.user:
             raise PermissionError("this result ticket was issued to another user")
+        if self.tickets.take(command.statement_handle) is None:  # another DoGet took it meanwhile
+            raise UnknownHandleError("result ticket already fetched; call GetFlightInfo again")
         if isinstance(entry.request, QueryRequest):
             table = self.front_door.run(entry.request, _active(context), expected_schema=entry.schema).table
         else:

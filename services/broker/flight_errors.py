@@ -17,7 +17,7 @@ import traceback
 
 import pyarrow.flight as flight
 
-from services.broker import query_errors as qe
+from services import query_errors as qe
 
 
 class CleanStatus(Exception):

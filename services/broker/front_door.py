@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from common.errors import StrataError, UnsupportedError, ValidationError
 from services.broker.core.sql_backend import SqlBackend, StatementInfo
-from services.broker.query_errors import DENIED, QueryFailed, client_error
+from services.query_errors import DENIED, QueryFailed, client_error
 from services.security.authorizer import ALLOW_ALL
 
 log = logging.getLogger(__name__)

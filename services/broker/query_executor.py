@@ -25,7 +25,7 @@ from common.rpc.arrow_stream import chunks_to_table
 from common.rpc.convert import schema_to_proto, segment_id_to_proto
 from common.rpc.gen.strata.v1 import historical_pb2
 from common.segment.segment_id import SegmentId
-from services.broker.query_errors import QueryCancelledError
+from services.query_errors import QueryCancelledError
 
 # Errors after which another replica may succeed.
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.DATA_LOSS,

@@ -16,11 +16,8 @@ from common.query.partial import RunStats
 from common.rpc.arrow_stream import table_to_chunks
 from common.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
 from services.broker.front_door import QueryFrontDoor, QueryRequest
-from services.broker.query_errors import GRPC_CODES, ClientError, client_error
+from services.query_errors import client_error, grpc_status
 
-
-def status_for(error: ClientError) -> grpc.StatusCode:
-    return getattr(grpc.StatusCode, GRPC_CODES[error.kind])
 
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
@@ -59,7 +56,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             result = self.front_door.run(query, context.is_active)
         except Exception as exc:  # noqa: BLE001 - every failure leaves as its status
             error = client_error(exc)
-            context.abort(status_for(error), error.message)
+            context.abort(grpc_status(error), error.message)
         yield from table_to_chunks(result.table, result.stats if result.stats is not None else RunStats())
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
+from common.catalog.catalog_errors import TableExistsError, TableNotFoundError
 from common.errors import QueryTimeoutError, UnsupportedError, ValidationError
 from common.sql import plan_sql
 from common.sql.statement_kind import classify
@@ -164,6 +165,21 @@ def _inside(descriptor) -> dict:
             "json_columns": json.dumps(facts["json_columns"], sort_keys=True) if facts["json_columns"] else None}
 
 
+def _in_sql_terms(exc, op):
+    """The catalog's error with the SQL way out (its own message speaks of the REST API)."""
+    from common.catalog.operations import CreateTable, DropTable
+
+    if isinstance(exc, TableExistsError) and isinstance(op, CreateTable):
+        exc.args = (f"table {exc.table} already exists; use CREATE TABLE IF NOT EXISTS to keep it or "
+                    f"CREATE OR REPLACE TABLE to overwrite its definition",)
+    elif isinstance(exc, TableNotFoundError):
+        if isinstance(op, DropTable):
+            exc.args = (f"table {exc.table} does not exist; use DROP TABLE IF EXISTS to ignore a missing table",)
+        else:
+            exc.args = (f"table {exc.table} has no catalog entry; create it first with CREATE TABLE",)
+    return exc
+
+
 def _iso(ms: int) -> str:
     from common.types.interval import format_instant
 
@@ -240,7 +256,10 @@ class SqlService:
             raise UnsupportedError("no coordinator is reachable to change the catalog; is one running?")
         # ADD PROJECTION .. AS SELECT is planned against the table as this user sees it.
         op = resolve_projection_edits(op, SecureSqlCatalog(self.catalog, self.authorizer, user))
-        result = self.ddl_client().execute(op)
+        try:
+            result = self.ddl_client().execute(op)
+        except (TableExistsError, TableNotFoundError) as exc:
+            raise _in_sql_terms(exc, op) from None
         flush = getattr(getattr(self.catalog, "cache", None), "flush", None)
         if flush is not None:
             flush()  # the statement's own effect is visible to the next query at once

@@ -3,8 +3,9 @@
 GetFlightInfo only plans (the schema it announces comes from the plan); DoGet executes and
 streams. Between the two, the ticket names a small entry here: the request (statement text,
 parameters, context, or a catalog command), the announced schema and who asked. No results are
-kept. Entries expire after a TTL, the number kept is capped (oldest first out), and a ticket may
-be fetched more than once while it lives (each DoGet runs the query again).
+kept. Entries expire after a TTL, the number kept is capped (oldest first out), and a ticket serves
+one DoGet: fetching it again would run the statement again (a second CREATE TABLE, a second
+ingestion task), so a client asks GetFlightInfo again instead.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ class FlightTickets:
         with self._lock:
             self._expire()
             return self._entries.get(handle)
+
+    def take(self, handle: bytes) -> FlightTicket | None:
+        """The entry, removed: its one DoGet is under way."""
+        with self._lock:
+            self._expire()
+            return self._entries.pop(handle, None)
 
     def __len__(self) -> int:
         return len(self._entries)

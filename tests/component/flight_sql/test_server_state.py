@@ -28,9 +28,16 @@ def test_tickets_expire_after_their_ttl():
     clock.now = 9.9
     entry = tickets.get(handle)
     assert (entry.request, entry.schema, entry.user) == ("SELECT 1", SCHEMA, "alice")
-    assert tickets.get(handle) is not None  # a ticket is not spent by reading it
+    assert tickets.get(handle) is not None  # looking does not spend it
     clock.now = 10.0
     assert tickets.get(handle) is None and len(tickets) == 0
+
+
+def test_a_ticket_is_taken_once():
+    tickets = FlightTickets(ttl_s=10, clock=Clock())
+    handle = tickets.put("SELECT 1", SCHEMA, None)
+    assert tickets.take(handle).request == "SELECT 1"
+    assert tickets.take(handle) is None and tickets.get(handle) is None
 
 
 def test_the_ticket_cap_drops_oldest_first():

@@ -1,12 +1,13 @@
 """ClientError: what a client is told when a request fails, decided in one place for every front
-end of the broker (Arrow Flight / Flight SQL, the gRPC BrokerService).
+end of the broker (Arrow Flight / Flight SQL, the gRPC BrokerService) and for the historicals'
+RunQuery, whose status tells the broker whether another replica may succeed (internal errors are
+retried elsewhere, user errors never).
 
 An error is either the caller's to fix (a bad statement, an unknown table, a denied grant, a
 timeout they set; the message names the thing and the fix) or internal. An internal error gets
 an error id; the full exception, with its traceback, is logged under that id, and the client
-reads only the id and a short description: never a traceback or a server path. Each edge maps
-``ClientError.kind`` to its own status codes (``GRPC_CODES`` names them; Flight's live in
-``flight_errors``).
+reads only the id and a short description: never a traceback or a server path. gRPC edges send
+``grpc_status(error)``; the Flight edge's statuses live in ``services/broker/flight_errors``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import logging
 import uuid
 from dataclasses import dataclass
+
+import grpc
 
 from common.catalog.catalog_errors import (SchemaNotFoundError, TableExistsError, TableNotFoundError,
                                            VersionConflictError)
@@ -34,10 +37,11 @@ INTERNAL = "internal"
 USER_KINDS = frozenset({INVALID, NOT_FOUND, ALREADY_EXISTS, UNSUPPORTED, TIMEOUT, CANCELLED, DENIED,
                         UNAUTHENTICATED})
 
-# gRPC status code names per kind (names, so this module needs no grpc import).
-GRPC_CODES = {INVALID: "INVALID_ARGUMENT", NOT_FOUND: "NOT_FOUND", ALREADY_EXISTS: "ALREADY_EXISTS",
-              UNSUPPORTED: "UNIMPLEMENTED", TIMEOUT: "DEADLINE_EXCEEDED", CANCELLED: "CANCELLED",
-              DENIED: "PERMISSION_DENIED", UNAUTHENTICATED: "UNAUTHENTICATED", INTERNAL: "INTERNAL"}
+_GRPC_CODES = {INVALID: grpc.StatusCode.INVALID_ARGUMENT, NOT_FOUND: grpc.StatusCode.NOT_FOUND,
+               ALREADY_EXISTS: grpc.StatusCode.ALREADY_EXISTS, UNSUPPORTED: grpc.StatusCode.UNIMPLEMENTED,
+               TIMEOUT: grpc.StatusCode.DEADLINE_EXCEEDED, CANCELLED: grpc.StatusCode.CANCELLED,
+               DENIED: grpc.StatusCode.PERMISSION_DENIED, UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
+               INTERNAL: grpc.StatusCode.INTERNAL}
 
 
 class UnknownHandleError(StrataError, KeyError):
@@ -104,6 +108,10 @@ def internal_message(exc: BaseException, error_id: str, where: str = "broker") -
     return f"internal error {error_id} on the {where}: {what} (the {where} log has the details under this id)"
 
 
+def grpc_status(error: ClientError) -> grpc.StatusCode:
+    return _GRPC_CODES[error.kind]
+
+
 def client_error(exc: BaseException, where: str = "broker") -> ClientError:
     """Classify ``exc``; an internal one is logged here, with its traceback, under a new id."""
     if isinstance(exc, QueryFailed):
@@ -117,5 +125,5 @@ def client_error(exc: BaseException, where: str = "broker") -> ClientError:
 
 
 __all__ = ["ClientError", "QueryFailed", "QueryCancelledError", "UnknownHandleError", "client_error",
-           "GRPC_CODES", "USER_KINDS", "INVALID", "NOT_FOUND", "ALREADY_EXISTS", "UNSUPPORTED", "TIMEOUT",
+           "grpc_status", "USER_KINDS", "INVALID", "NOT_FOUND", "ALREADY_EXISTS", "UNSUPPORTED", "TIMEOUT",
            "CANCELLED", "DENIED", "UNAUTHENTICATED", "INTERNAL", "new_error_id", "internal_message"]
