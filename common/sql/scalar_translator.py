@@ -280,6 +280,8 @@ class ScalarTranslator:
             value = literal_value(node)
             if isinstance(value, str):
                 return Literal(value, VARCHAR)
+            if isinstance(value, int) and not -2**63 <= value < 2**63:
+                return Literal(float(value), DOUBLE)  # beyond BIGINT: an approximate number, as in Druid
             return Literal(value, BIGINT if isinstance(value, int) else DOUBLE)
         if isinstance(node, exp.Boolean):
             return Literal(bool(node.this), BOOLEAN)
