@@ -654,7 +654,12 @@ def _eval(node: Expr, batch: _Batch) -> Value:
     out = fn.check(node, types)
     if fn.strict and any(is_scalar(a) and not a.is_valid for a in args):
         return pa.scalar(None, pa.bool_()) if fn.boolean else null_of(out)
-    return _apply(fn, args, types, out, node)
+    try:
+        return _apply(fn, args, types, out, node)
+    except pa.ArrowCapacityError:
+        # e.g. REPEAT/LPAD with a huge count: the input's size decides, so it is the user's to fix.
+        raise ValidationError(f"'{node.to_string()}' makes more text than an Arrow string column holds "
+                              f"(2 GiB per batch of rows); use a smaller count or length") from None
 
 
 def _apply(fn: Function, args: list[Value], types: list[Type], out: Type, node: Expr) -> Value:

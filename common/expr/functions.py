@@ -178,6 +178,9 @@ def _like_to_arrow(pattern: str, escape: str | None) -> str:
     out, i = [], 0
     while i < len(pattern):
         ch = pattern[i]
+        if escape is not None and ch == escape and i + 1 == len(pattern):
+            raise ValidationError(f"LIKE pattern '{pattern}' ends with its escape character '{escape}'; "
+                                  f"write '{escape}{escape}' to match a literal '{escape}'")
         if escape is not None and ch == escape and i + 1 < len(pattern):
             nxt = pattern[i + 1]
             out.append("\\" + nxt if nxt in "%_\\" else nxt)

@@ -122,6 +122,37 @@ def coerce(value, ctype: ColumnType, column: str):
     raise ValidationError(f"column '{column}' of type {ctype.sql_name} cannot be filtered this way")
 
 
+def check_like(pattern: str, escape: str | None, strict: bool = False) -> None:
+    """Refuse a LIKE the matcher would misread: an escape that is not one character, a pattern
+    ending in its escape character, and (``strict``, SQL's rule) an escape before anything but
+    '%', '_' or the escape itself."""
+    if escape is None:
+        return
+    if not isinstance(escape, str) or len(escape) != 1:
+        raise ValidationError(f"LIKE ESCAPE must be a single character, got {escape!r}")
+    i = 0
+    while i < len(pattern):
+        if pattern[i] == escape:
+            if i + 1 == len(pattern):
+                raise ValidationError(f"LIKE pattern '{pattern}' ends with its escape character '{escape}'; "
+                                      f"write '{escape}{escape}' to match a literal '{escape}'")
+            if strict and pattern[i + 1] not in ("%", "_", escape):
+                raise ValidationError(f"invalid escape sequence '{escape}{pattern[i + 1]}' at position {i + 1} of "
+                                      f"LIKE pattern '{pattern}': the escape character '{escape}' may only precede "
+                                      f"'%', '_' or itself")
+            i += 2
+            continue
+        i += 1
+
+
+def check_regex(pattern: str, where: str) -> None:
+    """Refuse a regular expression Arrow's engine (RE2) cannot compile, before any data is read."""
+    try:
+        pc.match_substring_regex(pa.array([""], pa.string()), pattern)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise ValidationError(f"invalid regular expression '{pattern}' in {where}: {exc}") from None
+
+
 def like_to_arrow(pattern: str, escape: str | None) -> str:
     """SQL LIKE with a custom escape -> Arrow's match_like, whose escape is the backslash."""
     if not escape or escape == "\\":

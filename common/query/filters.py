@@ -17,6 +17,8 @@ from pyroaring import BitMap
 
 from common.errors import ValidationError
 from common.query.filter_values import (
+    check_like,
+    check_regex,
     as_string,
     as_strings,
     coerce,
@@ -194,6 +196,9 @@ class Like(ColumnFilter):
     pattern: str
     escape: str | None = None
 
+    def __post_init__(self) -> None:
+        check_like(self.pattern, self.escape)
+
     def literal_prefix(self) -> tuple[str, bool]:
         """The pattern's literal prefix, and whether the pattern is exactly ``prefix%``."""
         out = []
@@ -230,6 +235,9 @@ class Like(ColumnFilter):
 class Regex(ColumnFilter):
     column: str
     pattern: str
+
+    def __post_init__(self) -> None:
+        check_regex(self.pattern, f"the regex filter on '{self.column}'")
 
     def matching_ids(self, idx) -> Ids:
         hits = pc.match_substring_regex(idx.dictionary, self.pattern)

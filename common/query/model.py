@@ -84,9 +84,7 @@ class LimitSpec:
             return LimitSpec()
         limit = obj.get("limit")
         for key in ("limit", "offset"):
-            value = obj.get(key)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-                raise ValidationError(f"limitSpec {key} must be >= 0, got {value!r}")
+            _check_count(obj.get(key), f"limitSpec {key}")
         return LimitSpec(tuple(OrderByColumn.from_json(c) for c in obj.get("columns", [])),
                          None if limit is None else int(limit), int(obj.get("offset", 0)))
 
@@ -273,6 +271,30 @@ def _having(obj) -> Filter | None:
     raise ValidationError(f"unknown having type '{kind}'; valid: filter, greaterThan, lessThan, equalTo, and, or, not")
 
 
+INT64_MAX = 2**63 - 1
+
+
+def _check_count(value, what: str) -> None:
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValidationError(f"{what} must be >= 0, got {value!r}")
+    if value > INT64_MAX:
+        raise ValidationError(f"{what} {value} is beyond the largest 64-bit integer ({INT64_MAX}); use a smaller one")
+
+
+def _list_of(obj: dict, key: str) -> list:
+    """A list-valued key of a native query; a bare string (a common slip: "dimensions": "page")
+    is refused with the fix rather than read character by character."""
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        example = f'["{value}"]' if isinstance(value, str) else "[...]"
+        raise ValidationError(f"'{key}' must be a list, got {type(value).__name__} {value!r}; e.g. \"{key}\": {example}")
+    return value
+
+
 def query_from_json(obj: dict) -> Query:
     if not isinstance(obj, dict):
         raise ValidationError(f"a query must be a JSON object, got {type(obj).__name__}")
@@ -293,24 +315,22 @@ def query_from_json(obj: dict) -> Query:
         datasource=ds,
         intervals=_intervals(obj),
         filter=filter_from_json(obj.get("filter")),
-        virtual_columns=tuple(VirtualColumn.from_json(v) for v in obj.get("virtualColumns", [])),
+        virtual_columns=tuple(VirtualColumn.from_json(v) for v in _list_of(obj, "virtualColumns")),
         context=dict(obj.get("context") or {}),
     )
     for key in ("limit", "offset", "threshold"):
-        value = obj.get(key)
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise ValidationError(f"{key} must be >= 0, got {value!r}")
+        _check_count(obj.get(key), key)
     if qtype == "scan":
         order = str(obj.get("order", "none")).lower()
         if order not in ("none", "ascending", "descending"):
             raise ValidationError(f"scan 'order' must be none, ascending or descending, got '{order}'")
-        columns = obj.get("columns")
+        columns = _list_of(obj, "columns")
         return ScanQuery(**base, columns=tuple(columns) if columns else None, limit=obj.get("limit"),
                          offset=int(obj.get("offset", 0)), order=order)
     aggs = dict(
         granularity=Granularity.parse(obj.get("granularity", "all")),
-        aggregations=tuple(aggregator_from_json(a) for a in obj.get("aggregations", [])),
-        post_aggregations=tuple(post_aggregator_from_json(p) for p in obj.get("postAggregations", [])),
+        aggregations=tuple(aggregator_from_json(a) for a in _list_of(obj, "aggregations")),
+        post_aggregations=tuple(post_aggregator_from_json(p) for p in _list_of(obj, "postAggregations")),
     )
     names = [a.name for a in aggs["aggregations"]] + [p.name for p in aggs["post_aggregations"]]
     dupes = sorted({n for n in names if names.count(n) > 1})
@@ -327,5 +347,5 @@ def query_from_json(obj: dict) -> Query:
             raise ValidationError(f"topN 'threshold' must be positive, got {threshold}")
         return TopNQuery(**base, **aggs, dimension=DimensionSpec.from_json(obj["dimension"]),
                          metric=TopNMetric.from_json(obj["metric"]), threshold=threshold)
-    return GroupByQuery(**base, **aggs, dimensions=tuple(DimensionSpec.from_json(d) for d in obj.get("dimensions", [])),
+    return GroupByQuery(**base, **aggs, dimensions=tuple(DimensionSpec.from_json(d) for d in _list_of(obj, "dimensions")),
                         having=_having(obj.get("having")), limit_spec=LimitSpec.from_json(obj.get("limitSpec")))

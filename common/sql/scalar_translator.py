@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
+from common.query.filter_values import check_like
 from common.sql import functions
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_types import (BIGINT, BOOLEAN, CAST_TARGETS, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType,
@@ -279,6 +280,8 @@ class ScalarTranslator:
             value = literal_value(node)
             if isinstance(value, str):
                 return Literal(value, VARCHAR)
+            if isinstance(value, int) and not -2**63 <= value < 2**63:
+                return Literal(float(value), DOUBLE)  # beyond BIGINT: an approximate number, as in Druid
             return Literal(value, BIGINT if isinstance(value, int) else DOUBLE)
         if isinstance(node, exp.Boolean):
             return Literal(bool(node.this), BOOLEAN)
@@ -407,6 +410,8 @@ class ScalarTranslator:
             node = node.this
         negate = bool(node.args.get("negate"))
         value, pattern = self.translate(node.this), self.translate(node.expression)
+        if isinstance(pattern, Literal) and isinstance(pattern.value, str):
+            check_like(pattern.value, escape, strict=True)  # SQL's escape rules, at planning
         if isinstance(node, exp.ILike):
             value = self.call("LOWER", [value], node)
             pattern = self.call("LOWER", [pattern], node)

@@ -492,9 +492,16 @@ class Translator:
         value = ScalarTranslator(self.session, Scope()).translate(node)
         if isinstance(value, Literal) and value.value is None:
             return None  # LIMIT NULL (or a parameter not bound yet) does not limit
+        if isinstance(value, Literal) and isinstance(value.value, float) and value.value.is_integer() \
+                and value.value >= 2**63:
+            raise ValidationError(f"{what} {sql_text(node)} is beyond the largest 64-bit integer "
+                                  f"(9223372036854775807); use a smaller {what}, or leave {what} out")
         if not isinstance(value, Literal) or not isinstance(value.value, int) or isinstance(value.value, bool) \
                 or value.value < 0:
             raise ValidationError(f"{what} must be a non-negative integer, got '{sql_text(node)}'")
+        if value.value > 2**63 - 1:
+            raise ValidationError(f"{what} {value.value} is beyond the largest 64-bit integer (9223372036854775807); "
+                                  f"use a smaller {what}, or leave {what} out")
         return value.value
 
     # ---- aggregate calls ---------------------------------------------------------------------

@@ -8,14 +8,15 @@ Flight SQL: commands packed in ``google.protobuf.Any`` (what the ADBC/JDBC drive
 statements, prepared statements with ``?`` parameters bound by DoPut, and the catalog calls.
 Flight SQL has no per-call query context; clients put ``SET key = value;`` before the SQL.
 
-GetFlightInfo runs the statement and keeps its result under a random ticket (see ResultCache), so
-the schema it announces is exactly the schema DoGet streams; DoGet streams it in record batches of
-at most 65,536 rows and a few MiB, whatever the client's message-size limit.
+GetFlightInfo only plans (through the QueryFrontDoor, shared with the gRPC BrokerService): the
+FlightInfo carries the plan's result schema and a ticket naming what was planned (FlightTickets);
+nothing runs. DoGet runs the query through the front door and streams the result in record
+batches of at most 65,536 rows and a few MiB, whatever the client's message-size limit.
 
-Errors keep strata's message and map to status codes clients understand: ValidationError ->
-INVALID_ARGUMENT, UnsupportedError -> UNIMPLEMENTED, QueryTimeoutError -> DEADLINE_EXCEEDED,
-PermissionError -> PERMISSION_DENIED, unknown statement/result handle -> NOT_FOUND, missing or bad
-credentials -> UNAUTHENTICATED, anything else -> INTERNAL.
+Errors are classified by the front door (``query_errors``) and sent with clean messages
+(``flight_errors``): user errors as INVALID_ARGUMENT (NOT_FOUND for unknown handles and catalog
+tables, UNIMPLEMENTED for what strata does not do, DEADLINE_EXCEEDED, PERMISSION_DENIED,
+UNAUTHENTICATED), anything else as INTERNAL with an error id the broker log also has.
 """
 
 from __future__ import annotations
@@ -24,18 +25,18 @@ import functools
 import importlib.metadata
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.flight as flight
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
-from common.errors import QueryTimeoutError, StrataError, UnsupportedError, ValidationError
+from common.errors import UnsupportedError, ValidationError
 from services.rpc.gen.arrow.flight import flight_session_pb2 as fsession
 from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
+from services.broker.core.flight_tickets import FlightTickets
 from services.broker.core.prepared_statements import PreparedStatement, PreparedStatements
-from services.broker.core.result_cache import CachedResult, ResultCache
 from services.broker.core.sql_backend import SqlBackend
 from services.broker.flight_auth import (Authenticate, BasicAuthMiddlewareFactory, BearerTokens, CallIdentity,
                                          HeaderAuthHandler)
@@ -44,6 +45,9 @@ from services.broker.flight_sql_metadata import (CATALOGS_SCHEMA, DB_SCHEMAS_SCH
                                                  TABLES_SCHEMA, TABLES_WITH_SCHEMA_SCHEMA, catalogs_table,
                                                  db_schemas_table, sql_info_table, sql_info_values,
                                                  table_types_table, tables_table)
+from services.broker.flight_errors import to_flight_exception
+from services.broker.front_door import QueryFrontDoor, QueryRequest
+from services.query_errors import UnknownHandleError
 
 log = logging.getLogger(__name__)
 
@@ -68,47 +72,15 @@ _READ_ONLY = ("strata SQL is read-only (SELECT only); load data through ingestio
               "or Flight SQL bulk ingest")
 
 
-class UnknownHandleError(StrataError, KeyError):
-    """A prepared-statement or result handle the server does not (or no longer) know."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if self.args else ""
-
-
-def flight_error(exc: BaseException) -> Exception:
-    """The Flight/Arrow exception pyarrow turns into the right gRPC status, keeping the message."""
-    if isinstance(exc, flight.FlightError):
-        return exc
-    message = str(exc)
-    if isinstance(exc, UnknownHandleError):
-        return pa.ArrowKeyError(message)
-    if isinstance(exc, ValidationError):
-        return pa.ArrowInvalid(message)
-    if isinstance(exc, UnsupportedError):
-        return pa.ArrowNotImplementedError(message)
-    if isinstance(exc, QueryTimeoutError):
-        return flight.FlightTimedOutError(message)
-    if isinstance(exc, PermissionError):
-        return flight.FlightUnauthorizedError(message)
-    log.error("Flight call failed", exc_info=exc)
-    text = message if isinstance(exc, StrataError) else f"{type(exc).__name__}: {message}"
-    return flight.FlightInternalError(f"{text} (internal error; the broker log has the details)")
-
-
 def _rpc(method):
-    """Map whatever a Flight method raises to its status. The error is raised outside the except
-    block, with a fresh traceback and no chained cause: pyarrow appends the formatted traceback
-    of Arrow errors to the status message, and the client should not read the server's stack."""
+    """Whatever a Flight method raises leaves as its clean status (see flight_errors)."""
 
     @functools.wraps(method)
     def call(self, *args):
         try:
             return method(self, *args)
         except Exception as exc:  # noqa: BLE001 - every failure must become a status
-            error = flight_error(exc)
-        error.__cause__ = None
-        error.__suppress_context__ = True
-        raise error.with_traceback(None)
+            raise to_flight_exception(exc) from None
 
     return call
 
@@ -117,12 +89,8 @@ def _guarded(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """The same mapping for failures while a DoGet stream is being produced."""
     try:
         yield from batches
-        return
     except Exception as exc:  # noqa: BLE001
-        error = flight_error(exc)
-    error.__cause__ = None
-    error.__suppress_context__ = True
-    raise error.with_traceback(None)
+        raise to_flight_exception(exc) from None
 
 
 def _batch_stream(schema: pa.Schema, batches: Iterator[pa.RecordBatch]) -> flight.RecordBatchStream:
@@ -213,16 +181,6 @@ def _parameter_rows(params: pa.Table) -> list[tuple]:
     return list(zip(*columns))
 
 
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    if table.schema.equals(schema):
-        return table
-    try:
-        return table.cast(schema)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
-        raise StrataError(f"the re-run result no longer matches the schema announced by GetFlightInfo "
-                          f"({exc}); call GetFlightInfo again") from None
-
-
 def _no_transaction(message: Message) -> None:
     if message.HasField("transaction_id"):
         raise UnsupportedError("strata has no transactions; send the statement without a transaction id")
@@ -231,25 +189,22 @@ def _no_transaction(message: Message) -> None:
 class BrokerFlightServer(flight.FlightServerBase):
     """Flight + Flight SQL front end of the broker.
 
-    ``run_native(query: dict) -> pa.Table`` runs native queries; ``sql_backend`` (a SqlBackend)
-    runs SQL and answers catalog calls; either may be None, and requests needing the missing one
-    fail with UNIMPLEMENTED. ``auth`` is ``authenticate(user, password) -> bool``; None lets
-    everyone in as user None. Other keyword arguments go to ``pyarrow.flight.FlightServerBase``.
+    ``front_door`` (a QueryFrontDoor) plans and runs every statement and native query; its SQL
+    backend also answers the catalog calls. ``auth`` is ``authenticate(user, password) -> bool``;
+    None lets everyone in as user None. Other keyword arguments go to
+    ``pyarrow.flight.FlightServerBase``.
     """
 
-    def __init__(self, location: str, run_native: Callable[[dict], pa.Table] | None = None,
-                 sql_backend: SqlBackend | None = None, auth: Authenticate | None = None, *,
-                 server_version: str | None = None, result_cache_bytes: int = 512 << 20,
-                 result_ttl_s: float = 300.0, statement_idle_timeout_s: float = 1800.0,
-                 token_ttl_s: float = 3600.0, **kwargs) -> None:
+    def __init__(self, location: str, front_door: QueryFrontDoor, auth: Authenticate | None = None, *,
+                 server_version: str | None = None, ticket_ttl_s: float = 300.0,
+                 statement_idle_timeout_s: float = 1800.0, token_ttl_s: float = 3600.0, **kwargs) -> None:
         self.tokens = BearerTokens(token_ttl_s)
         middleware = dict(kwargs.pop("middleware", None) or {})
         middleware[_AUTH] = BasicAuthMiddlewareFactory(auth, self.tokens)
         kwargs.setdefault("auth_handler", HeaderAuthHandler())
         super().__init__(location, middleware=middleware, **kwargs)
-        self._run_native = run_native
-        self._backend = sql_backend
-        self.results = ResultCache(max_bytes=result_cache_bytes, ttl_s=result_ttl_s)
+        self.front_door = front_door
+        self.tickets = FlightTickets(ttl_s=ticket_ttl_s)
         self.statements = PreparedStatements(idle_timeout_s=statement_idle_timeout_s)
         self._sql_info = sql_info_values(server_version or _strata_version(),
                                          int(statement_idle_timeout_s * 1000))
@@ -258,46 +213,43 @@ class BrokerFlightServer(flight.FlightServerBase):
 
     @_rpc
     def get_flight_info(self, context, descriptor):
+        """Plan only: the FlightInfo's schema is the plan's; DoGet runs it."""
         who = self._caller(context)
-        command = self._command(descriptor)
-        if command is None:
-            table, rerun = self._run_plain(descriptor.command, who)
-        else:
-            table, rerun = self._run_command(command, who)
-        handle = self.results.put(table, rerun, who.user)
+        request = self._request(descriptor, who)
+        schema = self._schema(request, who)
+        handle = self.tickets.put(request, schema, who.user)
         ticket = _pack(fsql.TicketStatementQuery(statement_handle=handle))
-        return flight.FlightInfo(table.schema, descriptor, [flight.FlightEndpoint(ticket, [])],
-                                 table.num_rows, table.nbytes)
+        return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1)
 
     @_rpc
     def get_schema(self, context, descriptor):
         who = self._caller(context)
-        command = self._command(descriptor)
-        if command is None:
-            schema = self._plain_schema(descriptor.command, who)
-        else:
-            schema = self._command_schema(command, who)
-        return flight.SchemaResult(schema)
+        return flight.SchemaResult(self._schema(self._request(descriptor, who), who))
 
     @_rpc
     def do_get(self, context, ticket):
         who = self._caller(context)
         command = _flight_sql_command(ticket.ticket)
-        if command is None:
-            table, _ = self._run_plain(ticket.ticket, who)
-            return _batch_stream(table.schema, record_batches(table))
+        if command is None:  # plain Flight: the ticket itself is the statement
+            request = self._plain_request(ticket.ticket, who)
+            result = self.front_door.run(request, _active(context))
+            return _batch_stream(result.table.schema, record_batches(result.table))
         if not isinstance(command, fsql.TicketStatementQuery):
             raise ValidationError(f"a DoGet ticket must be the TicketStatementQuery from GetFlightInfo, "
                                   f"not {command.DESCRIPTOR.name}")
-        handle = command.statement_handle
-        entry = self.results.get(handle)
+        entry = self.tickets.get(command.statement_handle)
         if entry is None:
-            raise UnknownHandleError(
-                f"result ticket unknown or expired: results are kept {self.results.ttl_s:g} s and for one "
-                f"DoGet; call GetFlightInfo again")
+            raise UnknownHandleError(f"result ticket unknown, expired or already fetched: a ticket serves one DoGet "
+                                     f"within {self.tickets.ttl_s:g} s; call GetFlightInfo again")
         if entry.user != who.user:
             raise PermissionError("this result ticket was issued to another user")
-        return _batch_stream(entry.schema, self._stream(handle, entry))
+        if self.tickets.take(command.statement_handle) is None:  # another DoGet took it meanwhile
+            raise UnknownHandleError("result ticket already fetched; call GetFlightInfo again")
+        if isinstance(entry.request, QueryRequest):
+            table = self.front_door.run(entry.request, _active(context), expected_schema=entry.schema).table
+        else:
+            table = self._metadata(entry.request, who)
+        return _batch_stream(entry.schema, record_batches(table))
 
     @_rpc
     def do_put(self, context, descriptor, reader, writer):
@@ -354,17 +306,32 @@ class BrokerFlightServer(flight.FlightServerBase):
         return _flight_sql_command(descriptor.command)
 
     def _sql(self) -> SqlBackend:
-        if self._backend is None:
+        if self.front_door.sql is None:
             raise UnsupportedError("this Flight server has no SQL backend; send native JSON queries")
-        return self._backend
+        return self.front_door.sql
 
-    def _native(self) -> Callable[[dict], pa.Table]:
-        if self._run_native is None:
-            raise UnsupportedError("this Flight server does not run native queries; send SQL")
-        return self._run_native
+    def _request(self, descriptor, who: CallIdentity) -> QueryRequest | Message:
+        """What a descriptor asks for: a query for the front door, or a Flight SQL catalog command."""
+        command = self._command(descriptor)
+        if command is None:
+            return self._plain_request(descriptor.command, who)
+        if isinstance(command, fsql.CommandStatementQuery):
+            _no_transaction(command)
+            return QueryRequest(who.user, sql=command.query)
+        if isinstance(command, fsql.CommandPreparedStatementQuery):
+            stmt = self._statement(command.prepared_statement_handle, who)
+            if stmt.parameter_count and not stmt.parameters:
+                raise ValidationError(f"the statement has {stmt.parameter_count} '?' parameter(s) and none "
+                                      "are bound; bind values (DoPut) before executing")
+            return QueryRequest(who.user, sql=stmt.sql, parameter_rows=tuple(tuple(r) for r in stmt.parameters))
+        if isinstance(command, (fsql.CommandStatementUpdate, fsql.CommandPreparedStatementUpdate)):
+            raise UnsupportedError(_READ_ONLY)
+        if isinstance(command, fsql.TicketStatementQuery):
+            raise ValidationError("TicketStatementQuery is a DoGet ticket, not a GetFlightInfo command")
+        return command
 
-    def _plain_request(self, payload: bytes, who: CallIdentity) -> Callable[[], pa.Table]:
-        """What a plain-Flight command or ticket asks for, as a call that runs it."""
+    def _plain_request(self, payload: bytes, who: CallIdentity) -> QueryRequest:
+        """A plain-Flight command or ticket: native JSON, the SQL JSON envelope, or SQL text."""
         if payload.lstrip()[:1] == b"{":
             try:
                 doc = json.loads(payload)
@@ -372,9 +339,9 @@ class BrokerFlightServer(flight.FlightServerBase):
                 raise ValidationError(f"the command starts with '{{' but is not valid JSON: {exc}") from None
             if isinstance(doc, dict) and "sql" in doc and "queryType" not in doc:
                 sql, parameters, query_context = _envelope(doc)
-                return lambda: self._sql().execute(sql, parameters=parameters, context=query_context, user=who.user)
-            native = self._native()
-            return lambda: native(doc)
+                return QueryRequest(who.user, sql=sql, parameter_rows=(tuple(parameters),) if parameters else (),
+                                    context=query_context)
+            return QueryRequest(who.user, native=doc)
         try:
             sql = payload.decode("utf-8")
         except UnicodeDecodeError:
@@ -382,43 +349,16 @@ class BrokerFlightServer(flight.FlightServerBase):
                                   "nor UTF-8 SQL text") from None
         if not sql.strip():
             raise ValidationError("empty command: send SQL text, a native JSON query or a Flight SQL command")
-        return lambda: self._sql().execute(sql, parameters=(), context=None, user=who.user)
+        return QueryRequest(who.user, sql=sql)
 
-    def _run_plain(self, payload: bytes, who: CallIdentity) -> tuple[pa.Table, Callable[[], pa.Table]]:
-        run = self._plain_request(payload, who)
-        return run(), run
-
-    def _plain_schema(self, payload: bytes, who: CallIdentity) -> pa.Schema:
-        if payload.lstrip()[:1] == b"{":
-            return self._run_plain(payload, who)[0].schema  # native queries are only known by running
-        return self._described(payload.decode("utf-8", errors="replace"), who)
-
-    def _described(self, sql: str, who: CallIdentity) -> pa.Schema:
-        info = self._sql().describe(sql, context=None, user=who.user)
-        if info.dataset_schema is None:
+    def _schema(self, request: QueryRequest | Message, who: CallIdentity) -> pa.Schema:
+        if not isinstance(request, QueryRequest):
+            return self._command_schema(request)
+        schema = self.front_door.schema(request)
+        if schema is None:
             raise ValidationError("the result schema depends on parameter values; prepare the statement, "
                                   "bind its '?' parameters, then ask again")
-        return info.dataset_schema
-
-    def _run_command(self, command: Message, who: CallIdentity) -> tuple[pa.Table, Callable[[], pa.Table] | None]:
-        if isinstance(command, fsql.CommandStatementQuery):
-            _no_transaction(command)
-            sql = command.query
-
-            def run() -> pa.Table:
-                return self._sql().execute(sql, parameters=(), context=None, user=who.user)
-            return run(), run
-        if isinstance(command, fsql.CommandPreparedStatementQuery):
-            stmt = self._statement(command.prepared_statement_handle, who)
-            if stmt.parameter_count and not stmt.parameters:
-                raise ValidationError(f"the statement has {stmt.parameter_count} '?' parameter(s) and none "
-                                      "are bound; bind values (DoPut) before executing")
-            sql, rows = stmt.sql, list(stmt.parameters) or [()]
-
-            def run_prepared() -> pa.Table:
-                return self._execute_rows(sql, rows, who.user)
-            return run_prepared(), run_prepared
-        return self._metadata(command, who), None
+        return schema
 
     def _metadata(self, command: Message, who: CallIdentity) -> pa.Table:
         def opt(field: str) -> str | None:
@@ -440,11 +380,9 @@ class BrokerFlightServer(flight.FlightServerBase):
             return PRIMARY_KEYS_SCHEMA.empty_table()
         if isinstance(command, (fsql.CommandGetExportedKeys, fsql.CommandGetImportedKeys)):
             return FOREIGN_KEYS_SCHEMA.empty_table()
-        if isinstance(command, (fsql.CommandStatementUpdate, fsql.CommandPreparedStatementUpdate)):
-            raise UnsupportedError(_READ_ONLY)
         raise ValidationError(f"{command.DESCRIPTOR.name} is not a command GetFlightInfo answers")
 
-    def _command_schema(self, command: Message, who: CallIdentity) -> pa.Schema:
+    def _command_schema(self, command: Message) -> pa.Schema:
         fixed = {fsql.CommandGetSqlInfo: SQL_INFO_SCHEMA, fsql.CommandGetCatalogs: CATALOGS_SCHEMA,
                  fsql.CommandGetDbSchemas: DB_SCHEMAS_SCHEMA, fsql.CommandGetTableTypes: TABLE_TYPES_SCHEMA,
                  fsql.CommandGetPrimaryKeys: PRIMARY_KEYS_SCHEMA, fsql.CommandGetExportedKeys: FOREIGN_KEYS_SCHEMA,
@@ -453,15 +391,7 @@ class BrokerFlightServer(flight.FlightServerBase):
             return fixed[type(command)]
         if isinstance(command, fsql.CommandGetTables):
             return TABLES_WITH_SCHEMA_SCHEMA if command.include_schema else TABLES_SCHEMA
-        if isinstance(command, fsql.CommandStatementQuery):
-            _no_transaction(command)
-            return self._described(command.query, who)
-        if isinstance(command, fsql.CommandPreparedStatementQuery):
-            stmt = self._statement(command.prepared_statement_handle, who)
-            if stmt.dataset_schema is not None and not stmt.parameters:
-                return stmt.dataset_schema
-            return self._run_command(command, who)[0].schema  # bound values decide: run to know
-        raise ValidationError(f"GetSchema does not describe {command.DESCRIPTOR.name}")
+        raise ValidationError(f"{command.DESCRIPTOR.name} is not a command GetFlightInfo or GetSchema answers")
 
     def _statement(self, handle: bytes, who: CallIdentity) -> PreparedStatement:
         stmt = self.statements.get(handle)
@@ -475,7 +405,7 @@ class BrokerFlightServer(flight.FlightServerBase):
 
     def _prepare(self, request, who: CallIdentity) -> fsql.ActionCreatePreparedStatementResult:
         _no_transaction(request)
-        info = self._sql().describe(request.query, context=None, user=who.user)
+        info = self.front_door.prepare(request.query, who.user)
         stmt = self.statements.create(request.query, who.user, who.token, info.parameter_count,
                                       info.dataset_schema)
         result = fsql.ActionCreatePreparedStatementResult(prepared_statement_handle=stmt.handle)
@@ -487,27 +417,10 @@ class BrokerFlightServer(flight.FlightServerBase):
             result.parameter_schema = params.serialize().to_pybytes()
         return result
 
-    def _execute_rows(self, sql: str, rows: Sequence[tuple], user: str | None) -> pa.Table:
-        """One execution per bound parameter row, concatenated (the rows run as one statement)."""
-        tables = [self._sql().execute(sql, parameters=row, context=None, user=user) for row in rows]
-        if len(tables) == 1:
-            return tables[0]
-        first = tables[0].schema
-        for i, table in enumerate(tables[1:], start=2):
-            if not table.schema.equals(first):
-                raise ValidationError(f"parameter row {i} gives result columns {table.schema.types} but row 1 "
-                                      f"gave {first.types}; bind rows whose results share one schema")
-        return pa.concat_tables(tables)
 
-    def _stream(self, handle: bytes, entry: CachedResult) -> Iterator[pa.RecordBatch]:
-        try:
-            table = entry.table
-            if table is None:
-                table = _conform(entry.rerun(), entry.schema)
-            yield from record_batches(table)
-        finally:
-            # The ticket is spent once its stream ends, however it ends.
-            self.results.discard(handle)
+def _active(context):
+    """A DoGet's liveness check: the query stops when the client cancels or goes away."""
+    return lambda: not context.is_cancelled()
 
 
 def _envelope(doc: dict) -> tuple[str, list, dict | None]:

@@ -8,6 +8,7 @@ from services.broker.broker_node import BrokerNode
 from services.broker.catalog_cache import CatalogCache
 from services.broker.overlay_catalog import OverlayCatalog
 from services.broker.flight import BrokerFlightServer
+from services.broker.front_door import QueryFrontDoor
 from services.broker.query_executor import QueryExecutor
 from services.broker.server import BrokerServicer, add_to_server
 from services.broker.sql_service import BrokerCatalog, SqlService
@@ -30,10 +31,11 @@ class BrokerProcess(NodeProcess):
         self.grpc = GrpcServer(config.node.host, config.node.grpc_port)
         self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer)
         timeout_s = config.broker.query_timeout_ms / 1000
-        self.sql = None
-        run_native = _flight_native(self.authorizer, lambda q: self.executor.execute(q, timeout_s).table)
-        self.flight = BrokerFlightServer(f"grpc://{config.node.host}:{config.node.flight_port}", run_native,
-                                         sql_backend=_LateBound(lambda: self.sql), auth=flight_auth(self.authorizer))
+        # The Flight server is built first (its port goes into the node's announcement); the
+        # front door it serves through is completed once the node and SQL service exist.
+        self.front_door = QueryFrontDoor(authorizer=self.authorizer, metrics=self.metrics, default_timeout_s=timeout_s)
+        self.flight = BrokerFlightServer(f"grpc://{config.node.host}:{config.node.flight_port}", self.front_door,
+                                         auth=flight_auth(self.authorizer))
         self.id = self.node_id(self.grpc.port)
         info = self.server_info(self.id, self.grpc.port, self.http.port, self.flight.port)
         self.node = BrokerNode(self.id, info, self.discovery, config.discovery.lease_ttl_s)
@@ -46,8 +48,9 @@ class BrokerProcess(NodeProcess):
         self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
         self._catalog_client = None  # (coordinator target, CatalogClient), rebuilt if it moves
         self.sql.ddl_client = self._ddl_client
-        self.servicer = BrokerServicer(self.executor, self.metrics, config.broker.query_timeout_ms,
-                                       sql=self._run_sql, authorizer=self.authorizer)
+        self.front_door.sql = self.sql
+        self.front_door.native = self.executor
+        self.servicer = BrokerServicer(self.front_door, config.broker.query_timeout_ms, authorizer=self.authorizer)
         add_to_server(self.grpc, self.servicer)
         self._flight_thread = threading.Thread(target=self.flight.serve, name="strata-flight", daemon=True)
 
@@ -66,11 +69,6 @@ class BrokerProcess(NodeProcess):
         if self._catalog_client is None or self._catalog_client[0] != target:
             self._catalog_client = (target, CatalogClient(target, auth))
         return self._catalog_client[1]
-
-    def _run_sql(self, sql: str, context: dict, timeout_s: float, is_active, user=None):
-        context = dict(context)
-        context.setdefault("timeout", int(timeout_s * 1000))
-        return self.sql.execute(sql, (), context, user, is_active)
 
     def health(self) -> dict:
         with self.node.lock:
@@ -101,31 +99,8 @@ class BrokerProcess(NodeProcess):
         self.discovery.close()
 
 
-class _LateBound:
-    """Forwards to an object built after the Flight server (the SQL service needs the node)."""
-
-    def __init__(self, get) -> None:
-        self._get = get
-
-    def __getattr__(self, name):
-        return getattr(self._get(), name)
-
-
 def flight_auth(authorizer: Authorizer):
     """Flight SQL logins (Basic in the Handshake, a bearer token after) checked by the authorizer:
     the admin and the users of [auth] users_file. None (everyone in as user None) when auth is off."""
     return authorizer.authenticate if authorizer.enabled else None
 
-
-def _flight_native(authorizer: Authorizer, run):
-    """Native JSON queries over Flight. The Flight server does not tell ``run_native`` who calls,
-    so with authentication on they are refused (SQL is authorized per user); once it passes the
-    user, ``services.security.secure_catalog.require_native`` checks READ on every datasource."""
-    if not authorizer.enabled:
-        return run
-
-    def refuse(query):
-        raise PermissionError("native JSON queries over Flight are not available while authentication is on; "
-                              "send SQL, which is authorized per user")
-
-    return refuse

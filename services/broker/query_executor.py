@@ -22,6 +22,7 @@ from common.query import engine
 from common.query.model import Query, query_from_json
 from common.query.partial import Partial, RunStats
 from common.segment.segment_id import SegmentId
+from services.query_errors import QueryCancelledError
 
 # Errors after which another replica may succeed.
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.DATA_LOSS,
@@ -29,7 +30,7 @@ _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND, grpc.Statu
               grpc.StatusCode.RESOURCE_EXHAUSTED}
 
 
-class Cancelled(StrataError):
+class Cancelled(QueryCancelledError):
     pass
 
 
@@ -44,6 +45,32 @@ class QueryExecutor:
         self.view_lock = view_lock or threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="strata-scatter")
 
+    def result_schema(self, query: Query | dict) -> pa.Schema:
+        """The schema ``execute`` returns for ``query``, from validation alone: the engine
+        finalizes an empty partial exactly as it finalizes real ones."""
+        if isinstance(query, dict):
+            query = query_from_json(query)
+        return self._empty_result(query).schema
+
+    def _empty_result(self, query: Query) -> pa.Table:
+        if not isinstance(query.datasource, str):
+            return engine.execute_on_table(query, self._empty_result(query.datasource)).table
+        schema = self._schema(query.datasource)
+        engine.validate(query, schema)
+        return engine.finalize(query, Partial(pa.table({}), RunStats()), schema)
+
+    def _schema(self, datasource: str) -> dict:
+        if self.schema_for is not None:
+            schema = self.schema_for(datasource)
+        else:
+            with self.view_lock:
+                schema = dict(self.view.schema(datasource)) if datasource in self.view.datasources() else None
+        if schema is None:
+            with self.view_lock:
+                served = ", ".join(self.view.datasources()) or "none"
+            raise ValidationError(f"unknown datasource '{datasource}'; served: {served}")
+        return schema
+
     def execute(self, query: Query | dict, timeout_s: float, query_id: str | None = None,
                 is_active=lambda: True) -> engine.Result:
         if isinstance(query, dict):
@@ -52,15 +79,7 @@ class QueryExecutor:
         if not isinstance(query.datasource, str):
             inner = self.execute(query.datasource, max(deadline - time.monotonic(), 0.001), query_id, is_active)
             return engine.execute_on_table(query, inner.table, inner.stats)
-        if self.schema_for is not None:
-            schema = self.schema_for(query.datasource)
-        else:
-            with self.view_lock:
-                schema = dict(self.view.schema(query.datasource)) if query.datasource in self.view.datasources() else None
-        if schema is None:
-            with self.view_lock:
-                served = ", ".join(self.view.datasources()) or "none"
-            raise ValidationError(f"unknown datasource '{query.datasource}'; served: {served}")
+        schema = self._schema(query.datasource)
         engine.validate(query, schema)
         partial = self._gather(query, schema, deadline, query_id or uuid.uuid4().hex, is_active)
         return engine.Result(engine.finalize(query, partial, schema), partial.stats)
@@ -101,8 +120,12 @@ class QueryExecutor:
                         last_failure = f"{code.name}: {exc.details()}"
                         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
                             raise QueryTimeoutError(f"query {query_id} timed out") from None
+                        # The historical says whose error it is: the user's is the same on every
+                        # replica, so it is reported at once and never retried.
                         if code == grpc.StatusCode.INVALID_ARGUMENT:
                             raise ValidationError(exc.details()) from None
+                        if code == grpc.StatusCode.UNIMPLEMENTED:
+                            raise UnsupportedError(exc.details()) from None
                         if code not in _RETRYABLE:
                             raise StrataError(f"historical {server} failed: {code.name}: {exc.details()}") from None
                     except (ConnectionError, OSError) as exc:

@@ -1,47 +1,33 @@
-"""The broker's gRPC edge: BrokerService.Query streams a query's result as Arrow IPC chunks."""
+"""The broker's gRPC edge: BrokerService.Query streams a query's result as Arrow IPC chunks.
+
+Queries go through the QueryFrontDoor, as Flight's do: the same authorization, the same place a
+query starts and ends, the same error classification (``query_errors``), sent here as the gRPC
+status of its kind.
+"""
 
 from __future__ import annotations
 
 import json
-import time
 
 import grpc
-import pyarrow as pa
 
-from common.errors import QueryTimeoutError, StrataError, UnsupportedError, ValidationError
+from common.errors import ValidationError
 from common.query.partial import RunStats
 from services.rpc.arrow_stream import table_to_chunks
 from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
-from services.broker.query_executor import Cancelled
+from services.broker.front_door import QueryFrontDoor, QueryRequest
+from services.query_errors import client_error, grpc_status
 
-
-def status_for(exc: Exception) -> grpc.StatusCode:
-    from services.security.authorizer import Unauthenticated
-
-    if isinstance(exc, Unauthenticated):
-        return grpc.StatusCode.UNAUTHENTICATED
-    if isinstance(exc, ValidationError):
-        return grpc.StatusCode.INVALID_ARGUMENT
-    if isinstance(exc, QueryTimeoutError):
-        return grpc.StatusCode.DEADLINE_EXCEEDED
-    if isinstance(exc, Cancelled):
-        return grpc.StatusCode.CANCELLED
-    if isinstance(exc, UnsupportedError):
-        return grpc.StatusCode.UNIMPLEMENTED
-    return grpc.StatusCode.INTERNAL
 
 
 class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
-    def __init__(self, executor, metrics, default_timeout_ms: int, sql=None, authorizer=None) -> None:
-        self.executor = executor
-        self.metrics = metrics
+    def __init__(self, front_door: QueryFrontDoor, default_timeout_ms: int, authorizer=None) -> None:
+        self.front_door = front_door
         self.default_timeout_ms = default_timeout_ms
-        self.sql = sql  # (sql, context, timeout_s, is_active, user) -> pa.Table
         self.authorizer = authorizer
 
-    def run(self, request, is_active=lambda: True, remaining=None, user=None):
-        timeout_ms = request.timeout_ms or self.default_timeout_ms
-        timeout_s = timeout_ms / 1000
+    def request_of(self, request, remaining: float | None, user: str | None) -> QueryRequest:
+        timeout_s = (request.timeout_ms or self.default_timeout_ms) / 1000
         if remaining is not None:
             timeout_s = min(timeout_s, remaining)
         which = request.WhichOneof("statement")
@@ -49,50 +35,29 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             try:
                 query = json.loads(request.native_json)
             except json.JSONDecodeError as exc:
-                raise ValidationError(f"native query is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-            if self.authorizer is not None and self.authorizer.enabled:
-                from services.security.secure_catalog import require_native
-
-                require_native(self.authorizer, user, query)
-            return self.executor.execute(query, timeout_s, request.query_id or None, is_active)
+                raise ValidationError(f"native query is not valid JSON: {exc.msg} at line {exc.lineno} "
+                                      f"column {exc.colno}") from None
+            return QueryRequest(user, native=query, timeout_s=timeout_s, query_id=request.query_id or None,
+                                protocol="grpc")
         if which == "sql":
-            if self.sql is None:
-                raise UnsupportedError("SQL is not available on this broker yet; send a native query")
-            return self.sql(request.sql, dict(request.context), timeout_s, is_active, user)
+            # The request's timeout is the default; SET timeout / context "timeout" win.
+            context = dict(request.context)
+            context.setdefault("timeout", int(timeout_s * 1000))
+            return QueryRequest(user, sql=request.sql, context=context, query_id=request.query_id or None,
+                                protocol="grpc")
         raise ValidationError("QueryRequest needs native_json or sql")
 
     def Query(self, request, context):
-        started = time.perf_counter()
         try:
-            label = _labels(request)
             user = None
             if self.authorizer is not None and self.authorizer.enabled:
                 user = self.authorizer.user_from_headers(context.invocation_metadata())
-            result = self.run(request, context.is_active, context.time_remaining(), user)
-        except PermissionError as exc:
-            self.metrics.queries.labels(*label, "denied").inc()
-            context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
-        except StrataError as exc:
-            self.metrics.queries.labels(*label, "error").inc()
-            context.abort(status_for(exc), str(exc))
-        self.metrics.queries.labels(*label, "ok").inc()
-        self.metrics.query_seconds.labels(*label).observe(time.perf_counter() - started)
-        if isinstance(result, pa.Table):  # SQL results carry no per-segment stats
-            yield from table_to_chunks(result, RunStats())
-        else:
-            yield from table_to_chunks(result.table, result.stats)
-
-
-def _labels(request) -> tuple[str, str]:
-    """(datasource, query type) for metrics; the query itself is validated in ``run``."""
-    if request.WhichOneof("statement") != "native_json":
-        return ("sql", "sql")
-    try:
-        obj = json.loads(request.native_json)
-        ds = obj.get("dataSource")
-        return (ds if isinstance(ds, str) else "subquery", str(obj.get("queryType")))
-    except (ValueError, AttributeError):
-        return ("?", "?")
+            query = self.request_of(request, context.time_remaining(), user)
+            result = self.front_door.run(query, context.is_active)
+        except Exception as exc:  # noqa: BLE001 - every failure leaves as its status
+            error = client_error(exc)
+            context.abort(grpc_status(error), error.message)
+        yield from table_to_chunks(result.table, result.stats if result.stats is not None else RunStats())
 
 
 def add_to_server(grpc_server, servicer: BrokerServicer) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
+from common.catalog.catalog_errors import TableExistsError, TableNotFoundError
 from common.errors import QueryTimeoutError, UnsupportedError, ValidationError
 from common.sql import plan_sql
 from common.sql.statement_kind import classify
@@ -168,6 +169,21 @@ def _inside(descriptor) -> dict:
             "json_columns": json.dumps(facts["json_columns"], sort_keys=True) if facts["json_columns"] else None}
 
 
+def _in_sql_terms(exc, op):
+    """The catalog's error with the SQL way out (its own message speaks of the REST API)."""
+    from common.catalog.operations import CreateTable, DropTable
+
+    if isinstance(exc, TableExistsError) and isinstance(op, CreateTable):
+        exc.args = (f"table {exc.table} already exists; use CREATE TABLE IF NOT EXISTS to keep it or "
+                    f"CREATE OR REPLACE TABLE to overwrite its definition",)
+    elif isinstance(exc, TableNotFoundError):
+        if isinstance(op, DropTable):
+            exc.args = (f"table {exc.table} does not exist; use DROP TABLE IF EXISTS to ignore a missing table",)
+        else:
+            exc.args = (f"table {exc.table} has no catalog entry; create it first with CREATE TABLE",)
+    return exc
+
+
 def _iso(ms: int) -> str:
     from common.types.interval import format_instant
 
@@ -244,7 +260,10 @@ class SqlService:
             raise UnsupportedError("no coordinator is reachable to change the catalog; is one running?")
         # ADD PROJECTION .. AS SELECT is planned against the table as this user sees it.
         op = resolve_projection_edits(op, SecureSqlCatalog(self.catalog, self.authorizer, user))
-        result = self.ddl_client().execute(op)
+        try:
+            result = self.ddl_client().execute(op)
+        except (TableExistsError, TableNotFoundError) as exc:
+            raise _in_sql_terms(exc, op) from None
         flush = getattr(getattr(self.catalog, "cache", None), "flush", None)
         if flush is not None:
             flush()  # the statement's own effect is visible to the next query at once
@@ -286,7 +305,8 @@ class SqlService:
                                        {**spec, "statement": statement.to_json()})
         return pa.table({"task_id": [task.id]})
 
-    def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
+    def describe(self, sql: str, context: dict | None = None, user: str | None = None,
+                 parameters: Sequence | None = None) -> StatementInfo:
         head = classify(sql)
         if head.is_ddl:
             return StatementInfo(0, pa.schema([("result", pa.string())]))
@@ -295,8 +315,8 @@ class SqlService:
             return StatementInfo(0, pa.schema([("task_id", pa.string())]))
         catalog = SecureSqlCatalog(self.catalog, self.authorizer, user)
         count = head.parameter_count
-        if count == 0:
-            plan = self._plan(sql, user, (), dict(context or {}))
+        if count == 0 or parameters is not None:
+            plan = self._plan(sql, user, tuple(parameters or ()), dict(context or {}))
             return StatementInfo(plan.parameter_count, plan.output_schema)
         try:
             plan = plan_sql(sql, catalog, [None] * count, dict(context or {}))

@@ -8,13 +8,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from common.errors import SegmentCorruptError, StrataError, ValidationError
+from common.errors import SegmentCorruptError
 from common.query import engine
 from common.query.model import query_from_json
 from common.query.projection_match import reason_kind
 from services.rpc.arrow_stream import table_to_chunks
 from services.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
 from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
+from services.query_errors import client_error, grpc_status
+
 
 
 class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
@@ -27,8 +29,8 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         started = time.perf_counter()
         try:
             query = query_from_json(json.loads(request.query_json))
-        except (ValueError, StrataError) as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"bad query: {exc}")
+        except Exception as exc:  # noqa: BLE001 - every failure leaves with the status of its kind
+            self._abort(context, exc, "bad query: ")
         datasource, qtype = query.datasource_name, query.query_type
         wanted = [segment_id_from_proto(s) for s in request.segments]
         segments, missing = [], []
@@ -66,18 +68,28 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
             self.node.report_corrupt(exc)
             self.metrics.queries.labels(datasource, qtype, "corrupt").inc()
             context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
-        except ValidationError as exc:
-            self.metrics.queries.labels(datasource, qtype, "invalid").inc()
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         except TimeoutError:
             for fut in futures:
                 fut.cancel()
             self.metrics.queries.labels(datasource, qtype, "timeout").inc()
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "query timed out on the historical")
+        except Exception as exc:  # noqa: BLE001
+            for fut in futures:
+                fut.cancel()
+            error = self._abort(context, exc)
+            self.metrics.queries.labels(datasource, qtype, "invalid" if error.is_user_error else "error").inc()
         self.metrics.queries.labels(datasource, qtype, "ok").inc()
         self.metrics.query_seconds.labels(datasource, qtype).observe(time.perf_counter() - started)
         self.metrics.bytes_read.labels(datasource).inc(merged.stats.bytes_read)
         yield from table_to_chunks(merged.table, merged.stats)
+
+    def _abort(self, context, exc: BaseException, prefix: str = ""):
+        """End the call with the status of the error's kind: INVALID_ARGUMENT or UNIMPLEMENTED for
+        the user's errors (the broker reports them at once), INTERNAL with an error id logged here
+        for anything else (the broker tries another replica)."""
+        error = client_error(exc, where=f"historical {self.node.server_id}")
+        context.abort(grpc_status(error), prefix + error.message if error.is_user_error else error.message)
+        return error  # not reached: abort raises
 
     def GetLoadStatus(self, request, context):
         status = self.node.status()

@@ -204,13 +204,17 @@ def test_handshake_returns_a_bearer_token_that_later_calls_use(uri):
     assert client.do_get(info.endpoints[0].ticket, options).read_all().column("n").to_pylist()[0] > 0
     with pytest.raises(flight.FlightUnauthorizedError, match="may not READ on DATASOURCE 'sales'"):
         client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT COUNT(*) FROM sales"), options)
-    # Native JSON queries cannot be authorized per user yet: refused while auth is on, even for the admin.
+    # Native JSON queries go through the same front door as SQL: READ on every datasource they read.
     admin = flight.FlightClient(uri)
     admin_options = flight.FlightCallOptions(headers=[admin.authenticate_basic_token("admin", ADMIN_PASSWORD)])
     native = json.dumps({"queryType": "timeseries", "dataSource": "sales", "intervals": ["2000/2100"],
                          "granularity": "all", "aggregations": [{"type": "count", "name": "c"}]}).encode()
-    with pytest.raises(flight.FlightUnauthorizedError, match="native JSON queries"):
-        admin.get_flight_info(flight.FlightDescriptor.for_command(native), admin_options)
+    with pytest.raises(flight.FlightUnauthorizedError, match="may not READ on DATASOURCE 'sales'"):
+        client.get_flight_info(flight.FlightDescriptor.for_command(native), options)
+    with pytest.raises(flight.FlightUnauthorizedError, match="may not READ on DATASOURCE 'sales'"):
+        client.do_get(flight.Ticket(native), options).read_all()
+    info = admin.get_flight_info(flight.FlightDescriptor.for_command(native), admin_options)
+    assert admin.do_get(info.endpoints[0].ticket, admin_options).read_all().column("c").to_pylist()[0] > 0
     client.close()
     admin.close()
 

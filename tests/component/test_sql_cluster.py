@@ -291,9 +291,6 @@ def test_bad_arguments_are_invalid_argument_errors(conn, sql, message):
     assert "INVALID_ARGUMENT" in str(err) and message in str(err), str(err)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: Flight SQL errors carry the broker's Python traceback "
-                                       "('Detail: Python exception: Traceback ... services/broker/flight.py'), "
-                                       "which flight.py's _rpc means to keep from clients")
 def test_errors_carry_no_server_traceback(conn):
     message = str(error_of(conn, "SELECT pagee FROM wiki"))
     assert "Traceback" not in message and "flight.py" not in message, message

@@ -2,14 +2,15 @@
 from the SQL layer. A protocol only: the Flight SQL server is tested against a DuckDB-backed
 fake, and the broker provides the real one (SQL planned onto native queries).
 
-Errors are raised as strata errors: ValidationError (bad SQL, unknown table/column, type error)
--> INVALID_ARGUMENT; UnsupportedError -> UNIMPLEMENTED; QueryTimeoutError -> DEADLINE_EXCEEDED;
-PermissionError -> PERMISSION_DENIED; anything else -> INTERNAL.
+Errors are raised as strata errors (ValidationError for bad SQL, an unknown table or column, a
+type error; UnsupportedError; QueryTimeoutError; PermissionError); the front door
+(``services/broker/query_errors``) turns them into status codes, and anything else into an
+internal error with an id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,11 +36,14 @@ class StatementInfo:
 
 class SqlBackend(Protocol):
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
-                user: str | None = None) -> pa.Table:
-        """Run one SQL statement (SET statements before it are allowed) and return its result."""
+                user: str | None = None, is_active: Callable[[], bool] = lambda: True) -> pa.Table:
+        """Run one SQL statement (SET statements before it are allowed) and return its result;
+        stop early once ``is_active()`` is false (the client went away)."""
 
-    def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
-        """Plan without running: the number of ``?`` parameters and, when known, the result schema."""
+    def describe(self, sql: str, context: dict | None = None, user: str | None = None,
+                 parameters: Sequence | None = None) -> StatementInfo:
+        """Plan without running: the number of ``?`` parameters and, when known, the result schema
+        (with ``parameters``, the schema for those values)."""
 
     def catalogs(self) -> list[str]:
         """Catalog names (Druid has one: 'druid')."""

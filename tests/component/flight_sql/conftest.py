@@ -1,15 +1,18 @@
-"""Broker Flight servers on ephemeral ports over the DuckDB-backed SqlBackend: one open, one with
-basic authentication (alice / s3cret), plus a fake ``run_native`` that records native queries."""
+"""Broker Flight servers on ephemeral ports over a QueryFrontDoor with the DuckDB-backed SqlBackend:
+one open, one with basic authentication (alice / s3cret), plus a fake native backend that records
+native queries."""
 
 from __future__ import annotations
 
 import threading
 from contextlib import contextmanager
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
 
 from services.broker.flight import BrokerFlightServer
+from services.broker.front_door import QueryFrontDoor
 from tests.component.flight_sql.duckdb_backend import DuckDbBackend
 
 USERS = {"alice": "s3cret", "bob": "hunter2"}
@@ -22,11 +25,19 @@ class FakeNative:
     def __init__(self) -> None:
         self.queries: list[dict] = []
 
-    def __call__(self, query: dict) -> pa.Table:
+    def execute(self, query: dict, timeout_s: float, query_id=None, is_active=lambda: True):
         self.queries.append(query)
         channel = pa.chunked_array([pa.array(["#en", "#fr"]).dictionary_encode(),
                                     pa.array(["#de", "#en"]).dictionary_encode()])
-        return pa.table({"channel": channel, "count": pa.array([len(self.queries)] * 4, pa.int64())})
+        table = pa.table({"channel": channel, "count": pa.array([len(self.queries)] * 4, pa.int64())})
+        return SimpleNamespace(table=table, stats=None)
+
+    def result_schema(self, query: dict) -> pa.Schema:
+        return pa.schema([("channel", pa.dictionary(pa.int32(), pa.string())), ("count", pa.int64())])
+
+
+def front_door(backend, native=None) -> QueryFrontDoor:
+    return QueryFrontDoor(sql=backend, native=native)
 
 
 @contextmanager
@@ -55,7 +66,7 @@ def native():
 
 @pytest.fixture(scope="package")
 def server(backend, native):
-    with running(BrokerFlightServer("grpc://127.0.0.1:0", native, sql_backend=backend)) as srv:
+    with running(BrokerFlightServer("grpc://127.0.0.1:0", front_door(backend, native))) as srv:
         yield srv
 
 
@@ -64,7 +75,7 @@ def auth_server(backend, native):
     def authenticate(user: str, password: str) -> bool:
         return USERS.get(user) == password
 
-    with running(BrokerFlightServer("grpc://127.0.0.1:0", native, sql_backend=backend, auth=authenticate)) as srv:
+    with running(BrokerFlightServer("grpc://127.0.0.1:0", front_door(backend, native), auth=authenticate)) as srv:
         yield srv
 
 

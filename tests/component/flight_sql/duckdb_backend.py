@@ -90,7 +90,7 @@ class DuckDbBackend:
     # ---- SqlBackend ----
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
-                user: str | None = None) -> pa.Table:
+                user: str | None = None, is_active=lambda: True) -> pa.Table:
         set_context, statement = split_set_statements(sql)
         merged = {**(context or {}), **set_context}
         self.calls.append({"op": "execute", "sql": statement, "parameters": list(parameters),
@@ -103,7 +103,8 @@ class DuckDbBackend:
             except duckdb.Error as exc:
                 raise ValidationError(str(exc).split("\n")[0]) from None
 
-    def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
+    def describe(self, sql: str, context: dict | None = None, user: str | None = None,
+                 parameters: Sequence | None = None) -> StatementInfo:
         _, statement = split_set_statements(sql)
         self.calls.append({"op": "describe", "sql": statement, "user": user})
         count = count_placeholders(statement)
@@ -111,12 +112,13 @@ class DuckDbBackend:
             cur = self._cursor()
             try:
                 cur.execute(f"PREPARE strata_check AS {statement}")
-                if count:
+                if count and parameters is None:
                     return StatementInfo(count, None)
-                schema = cur.sql(f"SELECT * FROM ({statement}) AS q LIMIT 0").to_arrow_table().schema
+                schema = cur.sql(f"SELECT * FROM ({statement}) AS q LIMIT 0",
+                                 params=list(parameters or ()) or None).to_arrow_table().schema
             except duckdb.Error as exc:
                 raise ValidationError(str(exc).split("\n")[0]) from None
-        return StatementInfo(0, schema)
+        return StatementInfo(count, schema)
 
     def catalogs(self) -> list[str]:
         return [CATALOG]

@@ -9,7 +9,7 @@ import adbc_driver_manager
 import pyarrow as pa
 import pytest
 
-from common.errors import QueryTimeoutError, UnsupportedError
+from common.errors import QueryTimeoutError, StrataError, UnsupportedError
 from services.broker.flight import MAX_BATCH_ROWS
 from tests.component.flight_sql.conftest import uri
 from tests.component.flight_sql.duckdb_backend import NUMBERS_ROWS
@@ -141,14 +141,17 @@ def test_bad_sql_is_invalid_argument_naming_the_problem(conn):
     (UnsupportedError("JOIN on a lookup is not supported"), Status.NOT_IMPLEMENTED, "JOIN on a lookup"),
     (QueryTimeoutError("query timed out after 10 ms"), Status.TIMEOUT, "timed out after 10 ms"),
     (PermissionError("user may not read datasource 'wiki'"), Status.UNAUTHORIZED, "may not read"),
-    (RuntimeError("historical h1 vanished"), Status.INTERNAL, "historical h1 vanished"),
+    (StrataError("historical h1 vanished"), Status.INTERNAL, r"internal error [0-9a-f]{12} on the broker: historical h1"),
+    (RuntimeError("boom in /srv/x.py"), Status.INTERNAL, r"internal error [0-9a-f]{12} on the broker: RuntimeError \("),
 ])
 def test_backend_errors_map_to_status_codes(conn, backend, error, status, text):
-    backend.fail_next = error
+    backend.fail_next = error  # the statement is planned at execute and runs at fetch
     with conn.cursor() as cur:
         with pytest.raises(adbc.Error, match=text) as err:
             cur.execute("SELECT 1")
+            cur.fetch_arrow_table()
     assert err.value.status_code == status
+    assert "Traceback" not in str(err.value) and ".py" not in str(err.value), str(err.value)
 
 
 def test_updates_are_refused_as_read_only(conn):

@@ -5,6 +5,7 @@ hand, result-ticket lifecycle, batch limits and basic-token authentication."""
 from __future__ import annotations
 
 import json
+import re
 
 import pyarrow as pa
 import pyarrow.flight as flight
@@ -12,8 +13,8 @@ import pytest
 from google.protobuf import any_pb2
 
 from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
-from services.broker.flight import MAX_BATCH_BYTES, MAX_BATCH_ROWS, BrokerFlightServer, record_batches
-from tests.component.flight_sql.conftest import running, uri
+from services.broker.flight import MAX_BATCH_BYTES, MAX_BATCH_ROWS, record_batches
+from tests.component.flight_sql.conftest import uri
 from tests.component.flight_sql.duckdb_backend import NUMBERS_ROWS
 
 NATIVE = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
@@ -56,18 +57,33 @@ def fetch(client, info: flight.FlightInfo) -> pa.Table:
 def test_sql_command_bytes_flight_info_then_do_get(client, backend):
     sql = "SELECT channel, SUM(added) AS added FROM wiki GROUP BY channel ORDER BY channel NULLS LAST"
     info = client.get_flight_info(flight.FlightDescriptor.for_command(sql.encode()))
-    assert info.total_records == 3
+    assert info.total_records == -1  # planned, not run: the count is known only once DoGet runs it
     table = fetch(client, info)
     assert table.equals(backend.execute(sql))
     assert table.to_pylist()[0] == {"channel": "#en.wikipedia", "added": 17}
 
 
-def test_a_result_ticket_serves_one_do_get(client):
-    info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT 1 AS one"))
-    assert fetch(client, info).to_pylist() == [{"one": 1}]
-    # pyarrow raises ArrowKeyError for a NOT_FOUND status.
-    with pytest.raises(pa.ArrowKeyError, match="result ticket unknown or expired.*call GetFlightInfo again"):
+def test_get_flight_info_plans_and_each_do_get_runs(client, backend):
+    def runs() -> int:
+        return len([call for call in backend.calls if call["op"] == "execute"])
+
+    before = runs()
+    info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT n FROM numbers WHERE n < 1000"))
+    assert runs() == before  # GetFlightInfo only planned
+    assert info.schema.names == ["n"]
+    assert fetch(client, info).num_rows == 1000
+    assert runs() == before + 1
+    # A ticket serves one DoGet: a second would run the statement again (think CREATE TABLE).
+    with pytest.raises(pa.ArrowKeyError, match="already fetched.*call GetFlightInfo again"):
         client.do_get(info.endpoints[0].ticket).read_all()
+    assert runs() == before + 1
+
+
+def test_an_unknown_ticket_is_not_found(client):
+    ticket = flight.Ticket(command(fsql.TicketStatementQuery(statement_handle=b"nope")).command)
+    # pyarrow raises ArrowKeyError for a NOT_FOUND status.
+    with pytest.raises(pa.ArrowKeyError, match="result ticket unknown, expired or already fetched.*call GetFlightInfo again"):
+        client.do_get(ticket).read_all()
 
 
 def test_sql_text_as_a_ticket(client):
@@ -158,16 +174,14 @@ def test_transactions_are_unimplemented(client):
         client.get_flight_info(command(fsql.CommandStatementQuery(query="SELECT 1", transaction_id=b"t1")))
 
 
-def test_results_over_the_cache_budget_are_rerun_at_do_get(backend):
-    with running(BrokerFlightServer("grpc://127.0.0.1:0", None, sql_backend=backend, result_cache_bytes=1)) as srv, \
-            flight.connect(uri(srv)) as c:
-        sql = "SELECT n, label FROM numbers WHERE n < 1000"
-        runs = len([call for call in backend.calls if call["op"] == "execute"])
-        info = c.get_flight_info(flight.FlightDescriptor.for_command(sql.encode()))
-        assert srv.results.nbytes == 0  # only the recipe is kept
-        assert fetch(c, info).num_rows == 1000
-        assert len([call for call in backend.calls if call["op"] == "execute"]) == runs + 2
-        assert len(srv.results) == 0
+def test_errors_at_do_get_are_clean_statuses(client, backend):
+    info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT 1 AS one"))
+    backend.fail_next = RuntimeError("disk on fire at /var/lib/strata/x")
+    with pytest.raises(flight.FlightInternalError) as err:
+        client.do_get(info.endpoints[0].ticket).read_all()
+    message = str(err.value)
+    assert re.search(r"internal error [0-9a-f]{12} on the broker: RuntimeError", message), message
+    assert "Traceback" not in message and "/var/lib" not in message and ".py" not in message
 
 
 def test_basic_token_authentication(auth_server, backend):

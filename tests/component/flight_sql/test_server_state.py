@@ -1,12 +1,12 @@
-"""What the Flight server remembers between calls, on a fake clock: result tickets (TTL and byte
-budget), prepared statements (idle timeout, cap, sessions) and bearer tokens (sliding expiry)."""
+"""What the Flight server remembers between calls, on a fake clock: tickets of planned statements
+(TTL and cap), prepared statements (idle timeout, cap, sessions) and bearer tokens (sliding expiry)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
 from services.broker.core.prepared_statements import PreparedStatements
-from services.broker.core.result_cache import ResultCache
+from services.broker.core.flight_tickets import FlightTickets
 from services.broker.flight_auth import BearerTokens
 
 
@@ -18,32 +18,33 @@ class Clock:
         return self.now
 
 
-def rows(n: int) -> pa.Table:
-    return pa.table({"x": pa.array(range(n), pa.int64())})  # 8 bytes a row
+SCHEMA = pa.schema([("x", pa.int64())])
 
 
-def test_results_expire_after_their_ttl():
+def test_tickets_expire_after_their_ttl():
     clock = Clock()
-    cache = ResultCache(max_bytes=1 << 20, ttl_s=10, clock=clock)
-    handle = cache.put(rows(3))
+    tickets = FlightTickets(ttl_s=10, clock=clock)
+    handle = tickets.put("SELECT 1", SCHEMA, "alice")
     clock.now = 9.9
-    assert cache.get(handle).table.num_rows == 3
+    entry = tickets.get(handle)
+    assert (entry.request, entry.schema, entry.user) == ("SELECT 1", SCHEMA, "alice")
+    assert tickets.get(handle) is not None  # looking does not spend it
     clock.now = 10.0
-    assert cache.get(handle) is None and len(cache) == 0
+    assert tickets.get(handle) is None and len(tickets) == 0
 
 
-def test_the_byte_budget_evicts_oldest_first_and_oversized_results_keep_only_a_recipe():
-    cache = ResultCache(max_bytes=200, ttl_s=60, clock=Clock())
-    first, second = cache.put(rows(10)), cache.put(rows(10))  # 80 bytes each
-    third = cache.put(rows(10))
-    assert cache.get(first) is None and cache.get(second) and cache.get(third)
-    assert cache.nbytes == 160
-    big = cache.put(rows(100), rerun=lambda: rows(100))
-    entry = cache.get(big)
-    assert entry.table is None and entry.rerun().num_rows == 100 and entry.schema == rows(0).schema
-    assert cache.nbytes == 160
-    cache.discard(second)
-    assert cache.nbytes == 80
+def test_a_ticket_is_taken_once():
+    tickets = FlightTickets(ttl_s=10, clock=Clock())
+    handle = tickets.put("SELECT 1", SCHEMA, None)
+    assert tickets.take(handle).request == "SELECT 1"
+    assert tickets.take(handle) is None and tickets.get(handle) is None
+
+
+def test_the_ticket_cap_drops_oldest_first():
+    tickets = FlightTickets(ttl_s=60, max_entries=2, clock=Clock())
+    first, second, third = (tickets.put(f"q{i}", SCHEMA, None) for i in range(3))
+    assert tickets.get(first) is None and tickets.get(second).request == "q1" and tickets.get(third).request == "q2"
+    assert len(tickets) == 2
 
 
 def test_prepared_statements_idle_out_and_close_with_their_session():

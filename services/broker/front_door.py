@@ -1,0 +1,199 @@
+"""QueryFrontDoor: the one path every query takes on the broker, whichever protocol brought it
+(Arrow Flight / Flight SQL, the gRPC BrokerService).
+
+- ``schema(request)`` plans without running: authorization, SQL planning (or native validation)
+  and the result schema. Flight's GetFlightInfo calls only this.
+- ``run(request)`` is where a query starts and ends: it gets its query id, is authorized and
+  run, its outcome is counted, and a failure is classified once (``query_errors``: a user error,
+  or an internal one logged under an error id) and raised as ``QueryFailed``. Flight's DoGet and
+  gRPC's Query call it; a query log or KILL QUERY hooks in here.
+
+SQL goes to a SqlBackend (the broker's SqlService; tests use a DuckDB-backed one), native JSON
+queries to a NativeBackend (the broker's scatter/gather QueryExecutor).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+from common.errors import StrataError, UnsupportedError, ValidationError
+from services.broker.core.sql_backend import SqlBackend, StatementInfo
+from services.query_errors import DENIED, QueryFailed, client_error
+from services.security.authorizer import ALLOW_ALL
+
+log = logging.getLogger(__name__)
+
+
+class NativeBackend(Protocol):
+    def execute(self, query: dict, timeout_s: float, query_id: str | None = None,
+                is_active: Callable[[], bool] = lambda: True) -> Any:
+        """Run a native query; the result has ``table`` (pa.Table) and ``stats`` (RunStats)."""
+
+    def result_schema(self, query: dict) -> pa.Schema:
+        """Validate a native query and say the schema of its result, without running it."""
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    """One statement as a protocol delivered it. ``parameter_rows``: values for the ``?``
+    markers, one tuple per execution (several rows run as one statement, results concatenated)."""
+
+    user: str | None
+    sql: str | None = None
+    native: dict | None = None
+    parameter_rows: tuple[tuple, ...] = ()
+    context: Mapping | None = None
+    timeout_s: float | None = None  # the transport's deadline, if it has one
+    query_id: str | None = None
+    protocol: str = "flight"
+
+    @property
+    def label(self) -> tuple[str, str]:
+        """(datasource, query type) for metrics."""
+        if self.native is None:
+            return ("sql", "sql")
+        ds = self.native.get("dataSource") if isinstance(self.native, dict) else None
+        return (ds if isinstance(ds, str) else "subquery", str(self.native.get("queryType")))
+
+
+@dataclass
+class QueryResult:
+    query_id: str
+    table: pa.Table
+    stats: Any = None  # RunStats for native queries; None for SQL
+    seconds: float = 0.0
+    extra: dict = field(default_factory=dict)
+
+
+class QueryFrontDoor:
+    def __init__(self, sql: SqlBackend | None = None, native: NativeBackend | None = None,
+                 authorizer=ALLOW_ALL, metrics=None, default_timeout_s: float = 300.0) -> None:
+        self.sql = sql
+        self.native = native
+        self.authorizer = authorizer
+        self.metrics = metrics
+        self.default_timeout_s = default_timeout_s
+
+    # ---- planning -------------------------------------------------------------------------------
+
+    def schema(self, request: QueryRequest) -> pa.Schema | None:
+        """The schema ``run(request)`` will return, from planning alone; None when it depends on
+        parameter values not bound yet. Raises QueryFailed."""
+        try:
+            if request.native is not None:
+                self._authorize_native(request)
+                return self._native_backend().result_schema(request.native)
+            row = request.parameter_rows[0] if request.parameter_rows else None
+            info = self._sql_backend().describe(request.sql, context=_context(request), user=request.user,
+                                                parameters=row)
+            return info.dataset_schema
+        except Exception as exc:  # noqa: BLE001 - classified once, here
+            raise QueryFailed(client_error(exc)) from None
+
+    def prepare(self, sql: str, user: str | None) -> StatementInfo:
+        """What a prepared statement needs to announce: its ``?`` count and, when known, schema."""
+        try:
+            return self._sql_backend().describe(sql, context=None, user=user)
+        except Exception as exc:  # noqa: BLE001
+            raise QueryFailed(client_error(exc)) from None
+
+    # ---- running --------------------------------------------------------------------------------
+
+    def run(self, request: QueryRequest, is_active: Callable[[], bool] = lambda: True,
+            expected_schema: pa.Schema | None = None) -> QueryResult:
+        """Run one query from start to end (the only place queries start). With
+        ``expected_schema`` (what GetFlightInfo announced) the result is checked against it."""
+        query_id = request.query_id or uuid.uuid4().hex
+        started = time.perf_counter()
+        label = request.label
+        log.debug("query %s started (%s, user %s)", query_id, request.protocol, request.user)
+        try:
+            table, stats = self._execute(request, query_id, is_active)
+            if expected_schema is not None:
+                table = _conform(table, expected_schema)
+        except Exception as exc:  # noqa: BLE001 - classified once, here
+            error = client_error(exc)
+            self._count(label, "denied" if error.kind == DENIED else "error", None)
+            log.info("query %s failed: %s: %s", query_id, error.kind, error.message)
+            raise QueryFailed(error) from None
+        seconds = time.perf_counter() - started
+        self._count(label, "ok", seconds)
+        log.debug("query %s finished in %.3f s, %d rows", query_id, seconds, table.num_rows)
+        return QueryResult(query_id, table, stats, seconds)
+
+    def _execute(self, request: QueryRequest, query_id: str, is_active) -> tuple[pa.Table, Any]:
+        timeout_s = request.timeout_s if request.timeout_s is not None else self.default_timeout_s
+        if request.native is not None:
+            self._authorize_native(request)
+            result = self._native_backend().execute(request.native, timeout_s, query_id, is_active)
+            return result.table, getattr(result, "stats", None)
+        context = _context(request)
+        if request.timeout_s is not None:
+            context.setdefault("timeout", max(int(request.timeout_s * 1000), 1))
+        rows = request.parameter_rows or ((),)
+        backend = self._sql_backend()
+        tables = [backend.execute(request.sql, parameters=row, context=context or None, user=request.user,
+                                  is_active=is_active) for row in rows]
+        return _concat(tables), None
+
+    # ---- helpers --------------------------------------------------------------------------------
+
+    def _authorize_native(self, request: QueryRequest) -> None:
+        if not isinstance(request.native, dict):
+            raise ValidationError("a native query must be a JSON object")
+        if getattr(self.authorizer, "enabled", False):
+            from services.security.secure_catalog import require_native
+
+            require_native(self.authorizer, request.user, request.native)
+
+    def _sql_backend(self) -> SqlBackend:
+        if self.sql is None:
+            raise UnsupportedError("SQL is not available on this server; send a native JSON query")
+        return self.sql
+
+    def _native_backend(self) -> NativeBackend:
+        if self.native is None:
+            raise UnsupportedError("this server does not run native JSON queries; send SQL")
+        return self.native
+
+    def _count(self, label: tuple[str, str], status: str, seconds: float | None) -> None:
+        if self.metrics is None:
+            return
+        self.metrics.queries.labels(*label, status).inc()
+        if seconds is not None:
+            self.metrics.query_seconds.labels(*label).observe(seconds)
+
+
+def _context(request: QueryRequest) -> dict:
+    return dict(request.context or {})
+
+
+def _concat(tables: list[pa.Table]) -> pa.Table:
+    if len(tables) == 1:
+        return tables[0]
+    first = tables[0].schema
+    for i, table in enumerate(tables[1:], start=2):
+        if not table.schema.equals(first):
+            raise ValidationError(f"parameter row {i} gives result columns {table.schema.types} but row 1 "
+                                  f"gave {first.types}; bind rows whose results share one schema")
+    return pa.concat_tables(tables)
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    if table.schema.equals(schema):
+        return table
+    try:
+        return table.cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError) as exc:
+        raise StrataError(f"the result does not match the schema its plan announced ({exc}); this is a "
+                          f"planner bug") from None
+
+
+__all__ = ["QueryFrontDoor", "QueryRequest", "QueryResult", "NativeBackend"]

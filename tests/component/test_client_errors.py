@@ -1,0 +1,218 @@
+"""Every error a client sees is a user error naming the thing and the fix, or an internal error
+with an id the server log also has; never a traceback or a server path. Through the real
+cluster: the ADBC Flight SQL driver, plain Flight, and the gRPC BrokerService.
+
+The cases are the ones issue #14 found: invalid regular expressions, REPEAT/LPAD results over
+Arrow's string capacity, GROUP BY / topN on an ARRAY column, LIMIT/OFFSET beyond int64, SQL
+CREATE TABLE of an existing table and DROP TABLE of a missing one, LIKE with a bad ESCAPE, and a
+native query whose ``dimensions`` is a string. A user error raised on a historical is never
+retried on another replica.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+
+import adbc_driver_flightsql.dbapi as adbc
+import adbc_driver_manager
+import pyarrow as pa
+import pyarrow.flight as flight
+import pytest
+
+from common.demo import table as demo_table
+from services.cli.cluster_client import ClusterError
+from tests.harness.embedded_cluster import EmbeddedCluster
+
+Status = adbc_driver_manager.AdbcStatusCode
+START = 1442016000000  # 2015-09-12
+ERROR_ID = r"internal error ([0-9a-f]{12})"
+
+
+def _arrays() -> pa.Table:
+    return pa.table({
+        "__time": pa.array([START + i for i in range(6)], pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+        "tags": pa.array([["a", "b"], ["a"], None, [], ["b", "a"], ["a", "b"]], pa.list_(pa.string())),
+        "n": pa.array(range(6), pa.int64()),
+    })
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("errors")), historicals=2)
+    try:
+        wiki = c.publish(demo_table(3000, days=1), "wiki")
+        arr = c.publish(_arrays(), "arr")
+        c.wait_queryable("wiki", len(wiki), replicas=2)
+        c.wait_queryable("arr", len(arr), replicas=2)
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def conn(cluster):
+    connection = adbc.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}", autocommit=True)
+    yield connection
+    connection.close()
+
+
+def error_of(conn, sql: str) -> adbc_driver_manager.Error:
+    with conn.cursor() as cur:
+        with pytest.raises(adbc_driver_manager.Error) as info:
+            cur.execute(sql)
+            cur.fetch_arrow_table()
+    return info.value
+
+
+def clean(message: str) -> None:
+    assert "Traceback" not in message and ".py" not in message and "/work/" not in message, message
+
+
+def retries(cluster) -> float:
+    return cluster.broker.metrics.replica_retries._value.get()
+
+
+USER_ERRORS = [
+    ("SELECT COUNT(*) FROM wiki WHERE REGEXP_LIKE(page, '(')", Status.INVALID_ARGUMENT,
+     "invalid regular expression '(' in the regex filter on 'page'"),
+    ("SELECT REGEXP_EXTRACT(page, '[a-') FROM wiki", Status.INVALID_ARGUMENT, "invalid regular expression '[a-'"),
+    ("SELECT page FROM wiki WHERE REGEXP_LIKE(page, 'a{2,1}')", Status.INVALID_ARGUMENT, "invalid regular expression"),
+    ("SELECT REPEAT(page, 100000000) FROM wiki", Status.INVALID_ARGUMENT,
+     "'repeat(page, 100000000)' makes more text than an Arrow string column holds"),
+    ("SELECT LPAD(page, 2000000000, 'x') FROM wiki LIMIT 1", Status.INVALID_ARGUMENT,
+     "'lpad(page, 2000000000, 'x')' makes more text than an Arrow string column holds"),
+    ("SELECT tags, COUNT(*) FROM arr GROUP BY tags", Status.NOT_IMPLEMENTED,
+     "GROUP BY on the ARRAY column 'tags' (ARRAY<STRING>) is not supported"),
+    ("SELECT tags, SUM(n) AS s FROM arr GROUP BY tags ORDER BY s DESC LIMIT 2", Status.NOT_IMPLEMENTED,
+     "topN on the ARRAY column 'tags' (ARRAY<STRING>) is not supported"),
+    ("SELECT page FROM wiki LIMIT 99999999999999999999", Status.INVALID_ARGUMENT,
+     "LIMIT 99999999999999999999 is beyond the largest 64-bit integer"),
+    ("SELECT page FROM wiki LIMIT 1 OFFSET 9223372036854775808", Status.INVALID_ARGUMENT,
+     "OFFSET 9223372036854775808 is beyond the largest 64-bit integer"),
+    ("SELECT COUNT(*) FROM wiki WHERE page LIKE 'a%' ESCAPE 'xx'", Status.INVALID_ARGUMENT,
+     "LIKE ESCAPE must be a single character, got 'xx'"),
+    ("SELECT COUNT(*) FROM wiki WHERE page LIKE 'a!' ESCAPE '!'", Status.INVALID_ARGUMENT,
+     "LIKE pattern 'a!' ends with its escape character '!'"),
+    ("SELECT COUNT(*) FROM wiki WHERE page LIKE 'a!b%' ESCAPE '!'", Status.INVALID_ARGUMENT,
+     "invalid escape sequence '!b'"),
+    ("SELECT page LIKE 'x%' ESCAPE '' FROM wiki", Status.INVALID_ARGUMENT, "LIKE ESCAPE must be a single character"),
+    ("DROP TABLE no_such_table", Status.NOT_FOUND,
+     "table druid.no_such_table does not exist; use DROP TABLE IF EXISTS"),
+]
+
+
+@pytest.mark.parametrize("sql,status,message", USER_ERRORS, ids=[c[0][:60] for c in USER_ERRORS])
+def test_user_errors_through_flight_sql(cluster, conn, sql, status, message):
+    before = retries(cluster)
+    err = error_of(conn, sql)
+    assert err.status_code == status, str(err)
+    assert message in str(err), str(err)
+    assert "internal error" not in str(err) and "no replica left" not in str(err), str(err)
+    clean(str(err))
+    assert retries(cluster) == before  # the same on every replica: never retried
+
+
+def test_escaped_like_still_matches(conn):
+    with conn.cursor() as cur:
+        cur.execute("SELECT COUNT(*) FROM wiki WHERE page LIKE '%!_%' ESCAPE '!'")
+        escaped = cur.fetchall()[0][0]
+        cur.execute("SELECT COUNT(*) FROM wiki WHERE STRPOS(page, '_') > 0")
+        assert escaped == cur.fetchall()[0][0]
+
+
+def test_create_table_of_an_existing_table_is_a_user_error(conn):
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE twice (x VARCHAR) PARTITIONED BY DAY")
+        assert "created" in cur.fetch_arrow_table().column(0)[0].as_py()
+    err = error_of(conn, "CREATE TABLE twice (x VARCHAR) PARTITIONED BY DAY")
+    assert err.status_code == Status.INVALID_ARGUMENT, str(err)
+    assert "table druid.twice already exists; use CREATE TABLE IF NOT EXISTS" in str(err), str(err)
+    clean(str(err))
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE IF NOT EXISTS twice (x VARCHAR) PARTITIONED BY DAY")
+        assert "already exists" in cur.fetch_arrow_table().column(0)[0].as_py()
+        cur.execute("DROP TABLE twice")
+        cur.fetch_arrow_table()
+
+
+def test_ddl_errors_over_grpc_keep_their_codes(cluster):
+    with pytest.raises(ClusterError, match="NOT_FOUND: table druid.gone does not exist"):
+        cluster.client.sql("DROP TABLE gone")
+    cluster.client.sql("CREATE TABLE dup (x VARCHAR) PARTITIONED BY DAY")
+    with pytest.raises(ClusterError, match="ALREADY_EXISTS: table druid.dup already exists"):
+        cluster.client.sql("CREATE TABLE dup (x VARCHAR) PARTITIONED BY DAY")
+    cluster.client.sql("DROP TABLE dup")
+
+
+NATIVE = {"queryType": "groupBy", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
+          "granularity": "all", "dimensions": "page", "aggregations": [{"type": "count", "name": "c"}]}
+
+
+def test_native_dimensions_as_a_string_is_a_user_error(cluster):
+    message = "'dimensions' must be a list, got str 'page'; e.g. \"dimensions\": [\"page\"]"
+    with pytest.raises(ClusterError) as err:
+        cluster.client.native(NATIVE)
+    assert str(err.value).startswith("INVALID_ARGUMENT") and message in str(err.value)
+    with flight.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}") as client:
+        with pytest.raises(pa.ArrowInvalid) as flight_err:
+            client.get_flight_info(flight.FlightDescriptor.for_command(json.dumps(NATIVE).encode()))
+    assert message in str(flight_err.value)
+    clean(str(flight_err.value))
+
+
+def test_native_regex_filter_is_checked_before_any_historical_runs(cluster):
+    query = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
+             "granularity": "all", "filter": {"type": "regex", "dimension": "page", "pattern": "(("},
+             "aggregations": [{"type": "count", "name": "c"}]}
+    before = retries(cluster)
+    with pytest.raises(ClusterError, match=r"INVALID_ARGUMENT: invalid regular expression '\(\(' in the regex filter"):
+        cluster.client.native(query)
+    assert retries(cluster) == before
+
+
+def test_a_user_error_on_a_historical_is_not_retried(cluster, conn, monkeypatch):
+    """A failure that only shows while a historical runs the query (not while the broker plans)."""
+    from common.errors import ValidationError
+    from services.historical import server as historical_server
+
+    def refuse(query, segment, schema=None):
+        raise ValidationError("column 'page' cannot be read that way here; read it as text")
+
+    monkeypatch.setattr(historical_server.engine, "run", refuse)
+    before = retries(cluster)
+    err = error_of(conn, "SELECT COUNT(*) FROM wiki WHERE page = 'x'")
+    assert err.status_code == Status.INVALID_ARGUMENT, str(err)
+    assert "column 'page' cannot be read that way here" in str(err)
+    assert retries(cluster) == before
+
+
+def test_an_internal_error_carries_an_id_the_logs_have(cluster, conn, monkeypatch, caplog):
+    from services.historical import server as historical_server
+
+    def crash(query, segment, schema=None):
+        raise RuntimeError("bad pointer in /opt/strata/secret.py")
+
+    monkeypatch.setattr(historical_server.engine, "run", crash)
+    before = retries(cluster)
+    with caplog.at_level(logging.ERROR, logger="services.query_errors"):
+        err = error_of(conn, "SELECT COUNT(*) FROM wiki")
+    message = str(err)
+    assert err.status_code == Status.INTERNAL, message
+    clean(message)
+    assert "/opt/strata" not in message and "bad pointer" not in message
+    # The broker's id, and inside its message the id the last historical gave: both are logged.
+    ids = re.findall(ERROR_ID, message)
+    assert len(ids) == 2, message
+    assert "on the historical historical-" in message and "no replica left" in message
+    logged = " ".join(r.getMessage() for r in caplog.records)
+    assert all(i in logged for i in ids), (ids, logged)
+    assert any(r.exc_info and "bad pointer" in str(r.exc_info[1]) for r in caplog.records)
+    assert retries(cluster) > before  # internal errors are retried on the other replica
+
+
+def test_the_server_still_answers_after_all_that(conn):
+    with conn.cursor() as cur:
+        cur.execute("SELECT COUNT(*) AS c FROM wiki")
+        assert cur.fetchall() == [(3000,)]
