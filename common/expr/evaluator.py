@@ -121,7 +121,7 @@ def to_double(v: Value) -> Value:
         v = v.cast(pa.int64())
     if pa.types.is_string(t):
         return _parse_double(v)
-    return v.cast(pa.float64())
+    return v.cast(pa.float64(), safe=False)  # longs beyond 2**53 round, as SQL and Java convert them
 
 
 def to_string(v: Value) -> Value:
@@ -236,8 +236,29 @@ def compare(op: str, a: Value, b: Value) -> Value:
     elif kinds <= set(_LONG_KINDS):
         a, b = to_long(a), to_long(b)
     else:
-        a, b = to_double(a), to_double(b)
+        return _compare_doubles(op, to_double(a), to_double(b))
     return _COMPARATORS[op](a, b)
+
+
+def _compare_doubles(op: str, a: Value, b: Value) -> Value:
+    """Doubles in SQL's total order (DuckDB, Java's Double.compare): NaN equals NaN and orders
+    above every number; Arrow's comparisons say false for any NaN."""
+    out = _COMPARATORS[op](a, b)
+    nan_a, nan_b = pc.is_nan(a), pc.is_nan(b)
+    if not (pc.any(nan_a).as_py() or pc.any(nan_b).as_py()):
+        return out
+    nan_a, nan_b = pc.fill_null(nan_a, False), pc.fill_null(nan_b, False)
+    both = pc.and_(nan_a, nan_b)
+    fixed = {
+        "==": lambda: pc.or_(pc.fill_null(out, False), both),
+        "!=": lambda: pc.and_(pc.fill_null(out, True), pc.invert(both)),
+        "<": lambda: pc.or_(pc.fill_null(out, False), pc.and_(pc.invert(nan_a), nan_b)),
+        "<=": lambda: pc.or_(pc.fill_null(out, False), nan_b),
+        ">": lambda: pc.or_(pc.fill_null(out, False), pc.and_(nan_a, pc.invert(nan_b))),
+        ">=": lambda: pc.or_(pc.fill_null(out, False), nan_a),
+    }[op]()
+    unknown = pc.or_(pc.is_null(a), pc.is_null(b))
+    return pc.if_else(unknown, pa.scalar(None, pa.bool_()), fixed)
 
 
 _COMPARATORS = {

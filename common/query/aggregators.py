@@ -191,7 +191,17 @@ class Min(_FieldAggregator):
     def _reduce(self, arr, gid, groups):
         v, valid = _numpy_values(arr, self._dtype())
         init = np.iinfo(np.int64).max if self.kind == "long" else np.inf
-        return self._arrow(*_grouped(np.minimum, v, valid, gid, groups, init, self._dtype()))
+        if self.kind == "long":
+            return self._arrow(*_grouped(np.minimum, v, valid, gid, groups, init, self._dtype()))
+        # NaN orders above every number (as in DuckDB and Java's Double.compare), so the minimum
+        # skips NaN unless a group holds nothing else.
+        out, has = _grouped(np.fmin, v, valid, gid, groups, init, self._dtype())
+        nan = np.isnan(v) if valid is None else np.isnan(v) & valid
+        if nan.any():
+            counted = gid if valid is None else gid[valid]
+            numbers = np.bincount(counted[~np.isnan(v if valid is None else v[valid])], minlength=groups)
+            out = np.where(has & (numbers == 0), np.nan, out)
+        return self._arrow(out, has)
 
     def accumulate(self, cols, gid, groups):
         self._check_input(cols)

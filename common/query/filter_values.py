@@ -32,18 +32,70 @@ def per_value(values: pa.Array, predicate) -> pa.Array:
 
 
 def range_mask(values: pa.Array, f, coerce) -> pa.Array:
+    floating = pa.types.is_floating(values.type)
+    integral = pa.types.is_integer(values.type)
+    nan = pc.is_nan(values) if floating else None
     out = None
     if f.lower is not None:
-        lo = coerce(f.lower)
-        out = pc.greater(values, lo) if f.lower_open else pc.greater_equal(values, lo)
+        lo, strict = coerce(f.lower), f.lower_open
+        if integral and isinstance(lo, float):
+            lo, strict = _integer_bound(lo, strict, above=True)
+        if isinstance(lo, bool):
+            out = _constant(values, lo)
+        else:
+            out = pc.greater(values, lo) if strict else pc.greater_equal(values, lo)
+        if floating:
+            out = _nan_above(out, nan, lo, above=True, strict=strict)
     if f.upper is not None:
-        hi = coerce(f.upper)
-        up = pc.less(values, hi) if f.upper_open else pc.less_equal(values, hi)
+        hi, strict = coerce(f.upper), f.upper_open
+        if integral and isinstance(hi, float):
+            hi, strict = _integer_bound(hi, strict, above=False)
+        if isinstance(hi, bool):
+            up = _constant(values, hi)
+        else:
+            up = pc.less(values, hi) if strict else pc.less_equal(values, hi)
+        if floating:
+            up = _nan_above(up, nan, hi, above=False, strict=strict)
         out = up if out is None else pc.and_kleene(out, up)
     if out is None:
         out = pc.invert(values.is_null())
         out = pc.if_else(out, True, pa.scalar(None, pa.bool_()))
     return out
+
+
+def _constant(values: pa.Array, value: bool) -> pa.Array:
+    return pc.if_else(values.is_null(), pa.scalar(None, pa.bool_()), value)
+
+
+def _integer_bound(bound: float, strict: bool, above: bool):
+    """A float bound on an integer column as an exact int64 bound (never through a double, which
+    would lose integers beyond 2**53), or True/False when every or no number is inside it.
+    ``above`` says the bound is a lower one (x > bound or x >= bound)."""
+    if math.isnan(bound):  # NaN orders above every number
+        return (False, strict) if above else (True, strict)
+    if math.isinf(bound):
+        return ((bound < 0) if above else (bound > 0)), strict
+    if bound.is_integer():
+        edge = int(bound)
+    else:
+        # x > 2.5 is x >= 3; x < 2.5 is x <= 2.
+        edge, strict = (math.ceil(bound), False) if above else (math.floor(bound), False)
+    if edge > INT64_MAX:
+        return (False if above else True), strict
+    if edge < INT64_MIN:
+        return (True if above else False), strict
+    return edge, strict
+
+
+def _nan_above(mask: pa.Array, nan: pa.Array, bound, above: bool, strict: bool) -> pa.Array:
+    """Fix a float comparison for NaN, which orders above every number and equals itself (as in
+    DuckDB and Java's Double.compare); Arrow's comparisons say false for any NaN."""
+    if isinstance(bound, float) and math.isnan(bound):
+        # x >= NaN only for NaN; x > NaN never; x <= NaN always; x < NaN unless x is NaN.
+        if above:
+            return pc.and_kleene(mask, False) if strict else pc.or_kleene(pc.and_kleene(mask, False), nan)
+        return pc.invert(nan) if strict else pc.or_kleene(pc.invert(nan), nan)
+    return pc.or_kleene(mask, nan) if above else mask
 
 
 def is_numeric_match(value, value_type) -> bool:
@@ -87,10 +139,53 @@ def comparable(values: pa.Array, ctype: ColumnType) -> pa.Array:
     if pa.types.is_timestamp(values.type):
         return values.cast(pa.int64())
     if pa.types.is_float32(values.type):
-        return values.cast(pa.float64())
+        values = values.cast(pa.float64())
+    if pa.types.is_floating(values.type):
+        # -0.0 + 0.0 is 0.0: as in SQL, -0.0 and 0.0 are one value, also for hash lookups (IN).
+        return pc.add(values, 0.0)
     if ctype.is_array:
         raise ValidationError("filters on ARRAY columns need an expression filter (e.g. array_contains)")
     return values
+
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def exact_integer(value) -> int | None:
+    """A number as the int64 it equals exactly, or None when no int64 equals it (2.5, NaN, 1e30):
+    such a value can never match a row of an integer column, so it must not be truncated."""
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None
+        value = int(value)
+    return value if INT64_MIN <= value <= INT64_MAX else None
+
+
+def in_value_set(values, ctype: ColumnType, column: str) -> pa.Array:
+    """The non-null values of an IN list as an Arrow set comparable with ``comparable(column)``:
+    values of an integer column keep only those an int64 equals exactly, floats fold -0.0 into
+    0.0."""
+    targets = [coerce(v, ctype, column) for v in values if v is not None]
+    arrow_type = comparable_type(ctype)
+    if pa.types.is_integer(arrow_type):
+        exact = (exact_integer(t) for t in targets)
+        return pa.array([t for t in exact if t is not None], arrow_type)
+    if pa.types.is_floating(arrow_type):
+        return pa.array([float(t) + 0.0 for t in targets], arrow_type)
+    return pa.array(targets, arrow_type)
+
+
+def equal_mask(values: pa.Array, target) -> pa.Array:
+    """``values == target`` with SQL's numeric rules as DuckDB applies them: an integer column
+    equals only exact integers, NaN equals NaN, -0.0 equals 0.0."""
+    if pa.types.is_integer(values.type) and isinstance(target, (int, float)) and not isinstance(target, bool):
+        exact = exact_integer(target)
+        if exact is None:
+            return pc.if_else(values.is_null(), pa.scalar(None, pa.bool_()), False)
+        return pc.equal(values, pa.scalar(exact, values.type))
+    if pa.types.is_floating(values.type) and isinstance(target, float) and math.isnan(target):
+        return pc.is_nan(values)
+    return pc.equal(values, target)
 
 
 def coerce(value, ctype: ColumnType, column: str):

@@ -23,7 +23,8 @@ from common.query.filter_values import (
     as_strings,
     coerce,
     comparable,
-    comparable_type,
+    equal_mask,
+    in_value_set,
     is_numeric_match,
     like_to_arrow,
     numeric_dictionary_ids,
@@ -136,7 +137,7 @@ class Equals(ColumnFilter):
         if ctype.is_string and is_numeric_match(self.value, self.value_type):
             return lambda v: pc.equal(to_double(v), float(self.value))
         target = coerce(self.value, ctype, self.column)
-        return lambda v: pc.equal(comparable(v, ctype), target)
+        return lambda v: equal_mask(comparable(v, ctype), target)
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,9 @@ class In(ColumnFilter):
         return np.unique(np.concatenate(found)) if found else np.array([], dtype=np.int64)
 
     def value_predicate(self, ctype):
-        targets = [coerce(v, ctype, self.column) for v in self.values if v is not None]
         wants_null = self.matches_null()
-        value_set = pa.array(targets, type=comparable_type(ctype)) if targets else None
+        value_set = in_value_set(self.values, ctype, self.column)
+        value_set = value_set if len(value_set) else None
 
         def pred(v):
             comp = comparable(v, ctype)

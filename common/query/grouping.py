@@ -35,9 +35,21 @@ def codes_from_array(arr: pa.Array) -> KeyCodes:
     if pa.types.is_dictionary(arr.type):
         codes = arr.indices.fill_null(-1).to_numpy(zero_copy_only=False)
         return codes_from_dictionary(codes, arr.dictionary)
+    if pa.types.is_floating(arr.type):
+        arr = canonical_floats(arr)
     enc = pc.dictionary_encode(arr, null_encoding="mask")
     codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False)
     return codes_from_dictionary(codes, enc.dictionary)
+
+
+def canonical_floats(arr: pa.Array) -> pa.Array:
+    """-0.0 as 0.0 and every NaN as one NaN: SQL (and DuckDB) treat each as one value, but hashing
+    tells their bit patterns apart, so GROUP BY and COUNT(DISTINCT) would split them."""
+    arr = pc.add(arr, pa.scalar(0.0, arr.type))
+    nan = pc.is_nan(arr)
+    if pc.any(nan).as_py():
+        arr = pc.if_else(nan, pa.scalar(float("nan"), arr.type), arr)
+    return arr
 
 
 def codes_from_sorted(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:

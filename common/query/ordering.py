@@ -32,8 +32,14 @@ def sort_indices(table: pa.Table, keys: list[SortKey]) -> pa.Array:
         elif k.numeric is False and _is_numeric(values.type):
             values = values.cast(pa.string())
         nulls_first = (not k.descending) if k.nulls_first is None else k.nulls_first
+        order, placement = "descending" if k.descending else "ascending", "at_start" if nulls_first else "at_end"
+        if pa.types.is_floating(values.type):
+            # NaN orders above every number (DuckDB, Java's Double.compare); Arrow would put it
+            # next to the nulls, so it gets a key of its own first.
+            cols[f"n{i}"] = pc.is_nan(values)
+            sort_keys.append((f"n{i}", order, placement))
         cols[f"v{i}"] = values
-        sort_keys.append((f"v{i}", "descending" if k.descending else "ascending", "at_start" if nulls_first else "at_end"))
+        sort_keys.append((f"v{i}", order, placement))
     if not sort_keys:
         return pa.array(range(table.num_rows), pa.int64())
     return pc.sort_indices(pa.table(cols), sort_keys=sort_keys)

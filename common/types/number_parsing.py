@@ -9,7 +9,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-_NUMBER = r"^\s*[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?\s*$"
+# Java's spellings of the special values (Druid parses with Double.parseDouble) are numbers too.
+_NUMBER = r"^\s*([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|NaN|[-+]?Infinity)\s*$"
 
 
 def strings_to_double(values: pa.Array) -> pa.Array:

@@ -23,6 +23,7 @@ from common.sql.statement_kind import classify
 from services.broker.core.sql_backend import StatementInfo, TableInfo
 from services.security.authorizer import ALLOW_ALL
 from services.broker.core.segment_facts import manifest_facts, projections_table
+from services.broker.core.task_table import tasks_table
 from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog, require_all, require_ingestion,
                                               source_requirements)
 
@@ -143,21 +144,7 @@ class BrokerCatalog:
         return pa.Table.from_pylist(rows, schema=pa.schema([("server", pa.string()), ("segment_id", pa.string())]))
 
     def _sys_tasks(self) -> pa.Table:
-        rows = []
-        for t in (self.coordinator.tasks() if self.coordinator is not None else []):
-            report = json.loads(t.report_json or "{}")
-            rows.append(dict(task_id=t.id, type=t.type, datasource=t.datasource, status=t.state,
-                             created_time=_iso(t.created_ms), duration=(t.finished_ms - t.started_ms)
-                             if t.finished_ms and t.started_ms else None,
-                             rows_read=report.get("rowsRead"), rows_written=report.get("rowsWritten"),
-                             rows_filtered=report.get("rowsFiltered"), parse_exceptions=report.get("parseExceptions"),
-                             segments=len(report.get("segments") or []) if "segments" in report else None,
-                             error=t.error or None))
-        return pa.Table.from_pylist(rows, schema=pa.schema([
-            ("task_id", pa.string()), ("type", pa.string()), ("datasource", pa.string()), ("status", pa.string()),
-            ("created_time", pa.string()), ("duration", pa.int64()), ("rows_read", pa.int64()),
-            ("rows_written", pa.int64()), ("rows_filtered", pa.int64()), ("parse_exceptions", pa.int64()),
-            ("segments", pa.int64()), ("error", pa.string())]))
+        return tasks_table(self.coordinator.tasks() if self.coordinator is not None else [])
 
 
 def _inside(descriptor) -> dict:
