@@ -287,7 +287,8 @@ class SegmentStore:
         with (self._write() if write else self._read()) as conn:
             yield conn
 
-    def publish(self, records: Iterable[SegmentRecord], replace: tuple[str, Sequence[Interval]] | None = None) -> int:
+    def publish(self, records: Iterable[SegmentRecord], replace: tuple[str, Sequence[Interval]] | None = None,
+                task_id: str | None = None) -> int:
         """Publishes all records as used, or none. Returns how many were new: re-publishing an
         identical segment is a no-op (and leaves its used flag as it is), while publishing an
         id that is stored with a different descriptor raises ``PublishConflictError`` and rolls
@@ -298,7 +299,12 @@ class SegmentStore:
         hold replaced rows and nothing newer hides them). Segments the new ones cover stay used
         until the new version is served and the coordinator marks them overshadowed, so queries
         never see a gap. An old segment that only partly overlaps the intervals and is not covered
-        would keep replaced rows visible: that is refused, naming the segment."""
+        would keep replaced rows visible: that is refused, naming the segment.
+
+        ``task_id`` names the ingestion task publishing: a task already in a final state (its
+        process was declared dead and its uploads are being removed) publishes nothing. The task
+        row is locked for the transaction, so this and the coordinator settling a dead task
+        (``TaskStore.settle_exited``) happen one after the other, never interleaved."""
         batch = self._dedupe(records)
         if not batch and replace is None:
             return 0
@@ -307,6 +313,8 @@ class SegmentStore:
         insert = (postgresql.insert if self._dialect == "postgresql" else sqlite.insert)(segments_table)
         stmt = insert.on_conflict_do_nothing(index_elements=["id"]).returning(segments_table.c.id)
         with self._write() as conn:
+            if task_id:
+                self._check_task_open(conn, task_id)
             inserted: set[str] = set()
             for part in _chunks(rows):
                 inserted.update(conn.scalars(stmt, list(part)))
@@ -322,6 +330,15 @@ class SegmentStore:
             if replace is not None:
                 self._retire_replaced(conn, replace[0], list(replace[1]), list(batch.values()))
         return len(inserted)
+
+    @staticmethod
+    def _check_task_open(conn: Connection, task_id: str) -> None:
+        t = tasks_table
+        state = conn.scalar(select(t.c.state).where(t.c.id == task_id).with_for_update())
+        if state in ("SUCCESS", "FAILED", "CANCELED"):
+            raise ValidationError(
+                f"task {task_id} is already {state}; its segments were not published. Submit the statement again"
+            )
 
     def _retire_replaced(self, conn: Connection, datasource: str, intervals: list[Interval],
                          new: list[SegmentRecord]) -> None:
