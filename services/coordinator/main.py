@@ -46,7 +46,8 @@ class CoordinatorProcess(NodeProcess):
         self.tasks = TaskStore(self.store)
         self.task_runner = TaskRunner(self.tasks, lambda: f"127.0.0.1:{self.grpc.port}",
                                       os.path.join(config.coordinator.state_dir, "tasks"), _task_env(config),
-                                      config.coordinator.max_running_tasks)
+                                      config.coordinator.max_running_tasks,
+                                      storage_factory=lambda: _deep_storage(config))
         add_to_server(self.grpc, CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner,
                                                      self.tasks, self.task_runner))
         self.authorizer = authorizer_from_config(config)  # ALLOW_ALL unless [auth] enabled
@@ -104,6 +105,14 @@ class CoordinatorProcess(NodeProcess):
             self._discovery_servicer.close()
         self.discovery.close()
         self.store.close()
+
+
+def _deep_storage(config):
+    """Deep storage, for deleting what dead tasks uploaded (made on first use: an S3 endpoint
+    down at startup must not stop the coordinator)."""
+    from services.deep_storage import deep_storage_from_config
+
+    return deep_storage_from_config(config.deep_storage)
 
 
 def _task_env(config) -> dict[str, str]:

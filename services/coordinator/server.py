@@ -36,7 +36,7 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
             replace = None
             if request.replace_datasource:
                 replace = (request.replace_datasource, [interval_from_proto(i) for i in request.replace_intervals])
-            published = self.store.publish(records, replace=replace)
+            published = self.store.publish(records, replace=replace, task_id=request.task_id or None)
         except ValidationError as exc:
             self.metrics.publishes.labels("rejected").inc()
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))

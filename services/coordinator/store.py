@@ -7,7 +7,10 @@ history of what was served survives until it is deliberately removed.
 SQLAlchemy Core keeps one code path for both databases. SQLite (the default, one file) gets
 WAL so readers never block the writer, a busy timeout so writers queue instead of failing,
 and ``BEGIN IMMEDIATE`` for writes so two writers cannot both read and then deadlock on the
-upgrade to a write lock. On PostgreSQL, inserts use ``ON CONFLICT DO NOTHING`` and then
+upgrade to a write lock. The few lock waits SQLite refuses to hand to the busy handler (it
+answers "database is locked" at once where waiting could deadlock: two connections switching a
+new file to WAL, or a WAL file being recovered) are retried with bounded, jittered backoff. On
+PostgreSQL, inserts use ``ON CONFLICT DO NOTHING`` and then
 compare what is stored, so concurrent publishers of the same segment need no retry, and
 migrations take an advisory lock so concurrently starting coordinators migrate once.
 """
@@ -15,6 +18,8 @@ migrations take an advisory lock so concurrently starting coordinators migrate o
 from __future__ import annotations
 
 import os
+import random
+import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -54,6 +59,9 @@ from common.types.interval import Interval
 # Keeps IN lists and multi-row inserts well under SQLite's bound-parameter limit.
 _CHUNK = 500
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# Backoff for the lock waits SQLite does not queue by itself: first pause, cap.
+_BUSY_RETRY_FIRST_S = 0.002
+_BUSY_RETRY_MAX_S = 0.1
 # pg_advisory_xact_lock key for migrations: any constant other tools are unlikely to use.
 _MIGRATION_LOCK = 0x5374726174610001
 
@@ -279,7 +287,8 @@ class SegmentStore:
         with (self._write() if write else self._read()) as conn:
             yield conn
 
-    def publish(self, records: Iterable[SegmentRecord], replace: tuple[str, Sequence[Interval]] | None = None) -> int:
+    def publish(self, records: Iterable[SegmentRecord], replace: tuple[str, Sequence[Interval]] | None = None,
+                task_id: str | None = None) -> int:
         """Publishes all records as used, or none. Returns how many were new: re-publishing an
         identical segment is a no-op (and leaves its used flag as it is), while publishing an
         id that is stored with a different descriptor raises ``PublishConflictError`` and rolls
@@ -290,7 +299,12 @@ class SegmentStore:
         hold replaced rows and nothing newer hides them). Segments the new ones cover stay used
         until the new version is served and the coordinator marks them overshadowed, so queries
         never see a gap. An old segment that only partly overlaps the intervals and is not covered
-        would keep replaced rows visible: that is refused, naming the segment."""
+        would keep replaced rows visible: that is refused, naming the segment.
+
+        ``task_id`` names the ingestion task publishing: a task already in a final state (its
+        process was declared dead and its uploads are being removed) publishes nothing. The task
+        row is locked for the transaction, so this and the coordinator settling a dead task
+        (``TaskStore.settle_exited``) happen one after the other, never interleaved."""
         batch = self._dedupe(records)
         if not batch and replace is None:
             return 0
@@ -299,6 +313,8 @@ class SegmentStore:
         insert = (postgresql.insert if self._dialect == "postgresql" else sqlite.insert)(segments_table)
         stmt = insert.on_conflict_do_nothing(index_elements=["id"]).returning(segments_table.c.id)
         with self._write() as conn:
+            if task_id:
+                self._check_task_open(conn, task_id)
             inserted: set[str] = set()
             for part in _chunks(rows):
                 inserted.update(conn.scalars(stmt, list(part)))
@@ -314,6 +330,15 @@ class SegmentStore:
             if replace is not None:
                 self._retire_replaced(conn, replace[0], list(replace[1]), list(batch.values()))
         return len(inserted)
+
+    @staticmethod
+    def _check_task_open(conn: Connection, task_id: str) -> None:
+        t = tasks_table
+        state = conn.scalar(select(t.c.state).where(t.c.id == task_id).with_for_update())
+        if state in ("SUCCESS", "FAILED", "CANCELED"):
+            raise ValidationError(
+                f"task {task_id} is already {state}; its segments were not published. Submit the statement again"
+            )
 
     def _retire_replaced(self, conn: Connection, datasource: str, intervals: list[Interval],
                          new: list[SegmentRecord]) -> None:
@@ -516,15 +541,44 @@ def _create_engine(url: str) -> Engine:
         # Take transaction control from pysqlite, which would otherwise begin late (after
         # reads) and commit DDL implicitly; the "begin" hook below emits BEGIN itself.
         dbapi_conn.isolation_level = None
-        cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        dbapi_conn.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
         if not memory:
-            cur.execute("PRAGMA journal_mode = WAL")
-            cur.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL, much faster
-        cur.close()
+            _retry_busy(lambda: dbapi_conn.execute("PRAGMA journal_mode = WAL").fetchall())
+            dbapi_conn.execute("PRAGMA synchronous = NORMAL")  # durable enough under WAL, much faster
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("strata_write") else "BEGIN")
+        begin = "BEGIN IMMEDIATE" if conn.get_execution_options().get("strata_write") else "BEGIN"
+        dbapi_conn = conn.connection.driver_connection
+        _retry_busy(lambda: dbapi_conn.execute(begin))
 
     return engine
+
+
+def _is_busy(exc: sqlite3.OperationalError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    text = str(exc)
+    return "database is locked" in text or "database table is locked" in text
+
+
+def _retry_busy(statement: Callable[[], object]) -> None:
+    """Runs one SQLite statement, retrying "database is locked" until the busy timeout.
+
+    The busy handler already queues ordinary lock waits; this covers those SQLite answers at
+    once, chiefly ``PRAGMA journal_mode = WAL`` on a new file, which takes the exclusive lock
+    from inside a read transaction: two connections doing so at the same moment would each wait
+    for the other, so SQLite fails one immediately. The mode is stored in the file, so once one
+    connection has switched it the retry finds it done."""
+    deadline = time.monotonic() + SQLITE_BUSY_TIMEOUT_MS / 1000
+    pause = _BUSY_RETRY_FIRST_S
+    while True:
+        try:
+            statement()
+            return
+        except sqlite3.OperationalError as exc:
+            if not _is_busy(exc) or time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause * random.uniform(0.5, 1.5))  # jitter: colliding connections spread out
+        pause = min(pause * 2, _BUSY_RETRY_MAX_S)

@@ -7,10 +7,10 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from common.errors import ValidationError
-from services.coordinator.store import SegmentStore, tasks_table
+from services.coordinator.store import SegmentStore, segments_table, tasks_table
 
 STATES = ("PENDING", "RUNNING", "SUCCESS", "FAILED", "CANCELED")
 FINAL = frozenset({"SUCCESS", "FAILED", "CANCELED"})
@@ -90,7 +90,7 @@ class TaskStore:
         if state not in STATES:
             raise ValidationError(f"unknown task state '{state}'; valid: {', '.join(STATES)}")
         with self.store.transaction() as conn:
-            row = conn.execute(select(tasks_table).where(tasks_table.c.id == task_id)).first()
+            row = conn.execute(select(tasks_table).where(tasks_table.c.id == task_id).with_for_update()).first()
             if row is None:
                 raise TaskNotFoundError(f"no task '{task_id}'")
             current = _row(row)
@@ -113,3 +113,30 @@ class TaskStore:
                        error=error if error is not None else current.error,
                        started_ms=values.get("started_ms", current.started_ms),
                        finished_ms=values.get("finished_ms", current.finished_ms))
+
+    def settle_exited(self, task_id: str, key_prefix: str, failed_error: str, published_error: str) -> TaskRecord:
+        """The final state of a task whose process exited without reporting one: SUCCESS when
+        segments it uploaded (locations under ``key_prefix``) are published, since its publish
+        committed and only the report was lost (calling it FAILED would invite a resubmit that
+        duplicates rows); otherwise FAILED. One transaction with the task row locked, so a
+        publish of this task racing with it lands before (and is counted here) or is refused
+        after (the task is final). ``published_error`` may use ``{segments}``."""
+        t, s = tasks_table, segments_table
+        with self.store.transaction() as conn:
+            row = conn.execute(select(t).where(t.c.id == task_id).with_for_update()).first()
+            if row is None:
+                raise TaskNotFoundError(f"no task '{task_id}'")
+            current = _row(row)
+            if current.is_final:
+                return current
+            published = conn.scalar(select(func.count()).select_from(s).where(
+                s.c.datasource == current.datasource, s.c.location.startswith(key_prefix, autoescape=True)))
+            now = _now()
+            state, error = ("SUCCESS", published_error.format(segments=published)) if published else \
+                ("FAILED", failed_error)
+            values = {"state": state, "error": error, "finished_ms": now}
+            if not current.started_ms:
+                values["started_ms"] = now
+            conn.execute(update(t).where(t.c.id == task_id).values(**values))
+        return replace(current, state=state, error=error, finished_ms=now,
+                       started_ms=values.get("started_ms", current.started_ms))

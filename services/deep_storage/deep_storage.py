@@ -96,9 +96,10 @@ class DeepStorage(abc.ABC):
         """Where ``key`` lives, as a URL for messages and metadata (file:///... or s3://...)."""
 
     # Not abstract: stores that only serve segments (and test doubles) need not list.
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str, partial: bool = False) -> list[str]:
         """The keys under the folder ``prefix`` ('a/b' or 'a/b/'), sorted; uploads in progress are
-        not keys and are left out. A missing folder lists as empty."""
+        not keys and are left out unless ``partial`` (cleanup after a killed uploader needs to
+        see them). A missing folder lists as empty."""
         raise DeepStorageError(f"{type(self).__name__} cannot list keys under '{prefix}'")
 
     def delete_prefix(self, prefix: str) -> int:
@@ -163,12 +164,12 @@ class ArrowDeepStorage(DeepStorage):
             raise self._failed("listing", folder, exc) from None
         return sorted(i.path for i in infos if i.type == pafs.FileType.File)
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str, partial: bool = False) -> list[str]:
         folder, base = self._folder(prefix)
         keys = []
         for path in self._files_under(folder, base):
             rel = path[len(base):].lstrip("/").replace(os.sep, "/")
-            if not rel.rsplit("/", 1)[-1].startswith(TMP_PREFIX):
+            if partial or not rel.rsplit("/", 1)[-1].startswith(TMP_PREFIX):
                 keys.append(f"{folder}/{rel}")
         return keys
 

@@ -143,9 +143,9 @@ class S3DeepStorage(ArrowDeepStorage):
         self.check_bucket()
         return super()._info(key)
 
-    def list(self, prefix: str) -> list[str]:
+    def list(self, prefix: str, partial: bool = False) -> list[str]:
         self.check_bucket()
-        return super().list(prefix)
+        return super().list(prefix, partial)
 
     def delete_prefix(self, prefix: str) -> int:
         self.check_bucket()

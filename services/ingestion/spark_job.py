@@ -73,6 +73,7 @@ from services.ingestion.partitioning import (
 )
 from services.ingestion.spark_sql import check_time_column, to_spark_sql
 from services.ingestion.statement import IngestionStatement
+from services.ingestion.upload_folder import ingest_root, new_run_token
 
 _DRAIN_TIMEOUT_S = 60.0
 
@@ -133,10 +134,6 @@ class IngestionJob:
 ProgressCallback = Callable[[str, dict], None]
 
 
-def _safe(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)[:80] or "job"
-
-
 class _Run:
     """State of one run, so failure handling sees how far it got."""
 
@@ -152,9 +149,9 @@ class _Run:
         self.publisher = publisher
         self.progress = progress
         self.cancel_event = cancel_event
-        token = f"{_safe(job.job_id)}-{uuid.uuid4().hex[:8]}"
+        token = new_run_token(job.job_id)
         self.group = f"strata-ingest-{token}"
-        self.prefix = f"{self.stmt.datasource}/_ingest/{token}/"
+        self.prefix = f"{ingest_root(self.stmt.datasource)}{token}/"
         self.views: list[str] = [f"strata_src_{uuid.uuid4().hex[:8]}_{i}" for i in range(len(self.stmt.sources))]
         self.work_dir = tempfile.mkdtemp(prefix="strata-ingest-")
         self.started = time.monotonic()

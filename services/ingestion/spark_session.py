@@ -26,10 +26,16 @@ import threading
 import time
 from collections.abc import Mapping
 
+from common.errors import StrataError
+
 MASTER_ENV = "STRATA_SPARK_MASTER"
 DRIVER_MEMORY_ENV = "STRATA_SPARK_DRIVER_MEMORY"
 WARM_UP_TIMEOUT_S = 60.0
 JVM_START_ATTEMPTS = 3
+# The task runner names the task's log here; the JVM writes its stderr to it.
+TASK_LOG_ENV = "STRATA_TASK_LOG"
+JVM_OUTPUT_LINES = 20
+JVM_OUTPUT_BYTES = 4000
 
 log = logging.getLogger(__name__)
 
@@ -85,21 +91,90 @@ def get_or_create_session(app_name: str = "strata-ingestion", master: str | None
     return session
 
 
-def _start_with_retries(builder, attempts: int = JVM_START_ATTEMPTS, backoff_s: float = 1.0):
-    """``builder.getOrCreate()``, retried when the driver JVM fails to start. A JVM that exits
-    before handing pyspark its port is usually transient (a loaded machine, a fork racing other
-    threads); the task should not fail for it on the first try. Each failure is logged, and the
-    JVM's own output is already in the task log (it inherits the process's stderr)."""
+class SparkStartError(StrataError):
+    """The Spark driver (its JVM, or the session inside it) did not start, after every attempt.
+    The message carries what the JVM printed, which is where the cause is (a bad memory setting,
+    no Java, no free port), not only pyspark's "Java gateway process exited"."""
+
+
+def _is_start_failure(exc: BaseException) -> bool:
+    # The JVM exited before handing pyspark its port, or it started and the SparkContext inside it
+    # failed (a py4j error from the JVM); a plain Python error (bad argument) is not retried.
+    return "JAVA_GATEWAY_EXITED" in str(exc) or "Java gateway process exited" in str(exc) or \
+        type(exc).__module__.startswith("py4j")
+
+
+def _log_size(path: str | None) -> int:
+    try:
+        return os.path.getsize(path) if path else 0
+    except OSError:
+        return 0
+
+
+def _jvm_output(path: str | None, since: int, max_lines: int = JVM_OUTPUT_LINES) -> str:
+    """What was appended to the task log since ``since``: the JVM writes its stderr (and the
+    driver's log4j output) to the log it inherits, and its last lines say why it stopped."""
+    if not path:
+        return ""
+    try:
+        with open(path, "rb") as f:
+            f.seek(since)
+            text = f.read(JVM_OUTPUT_BYTES * 4).decode(errors="replace")
+    except OSError:
+        return ""
+    lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
+    # Our own log lines (the retry warnings) are not the JVM's.
+    lines = [ln for ln in lines if " strata." not in ln and " services." not in ln]
+    return "\n".join(lines[-max_lines:])[-JVM_OUTPUT_BYTES:]
+
+
+def _reset_gateway() -> None:
+    """Forget a JVM whose session failed to start, so the next attempt launches a fresh one."""
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return
+    gateway = getattr(SparkContext, "_gateway", None)
+    SparkContext._gateway = None
+    SparkContext._jvm = None
+    if gateway is not None:
+        try:
+            gateway.shutdown()
+        except Exception:  # noqa: BLE001 - the JVM may already be gone
+            pass
+        proc = getattr(gateway, "proc", None)
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+def _start_with_retries(builder, attempts: int = JVM_START_ATTEMPTS, backoff_s: float = 1.0,
+                        log_path: str | None = None):
+    """``builder.getOrCreate()``, retried (bounded, with backoff) when the driver JVM or the
+    session inside it fails to start: usually transient (a loaded machine, a fork racing other
+    threads, a port taken for a moment), and a task should not fail for it on the first try.
+
+    The JVM's output goes to the task log it inherits (``log_path``, STRATA_TASK_LOG from the
+    task runner); what it printed during the last attempt is put in the error, so the task's
+    error names the cause. Other errors are raised at once."""
+    log_path = log_path if log_path is not None else os.environ.get(TASK_LOG_ENV)
     for attempt in range(1, attempts + 1):
+        start = _log_size(log_path)
         try:
             return builder.getOrCreate()
         except Exception as exc:  # pyspark raises PySparkRuntimeError; keep pyspark out of the import path
-            if "JAVA_GATEWAY_EXITED" not in str(exc) or attempt == attempts:
-                if attempt > 1:
-                    raise RuntimeError(f"the Spark driver JVM did not start after {attempt} attempts: {exc}") from exc
+            if not _is_start_failure(exc):
                 raise
-            log.warning("Spark driver JVM did not start (attempt %d of %d): %s; retrying in %.0fs",
-                        attempt, attempts, exc, backoff_s)
+            _reset_gateway()
+            first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            if attempt == attempts:
+                output = _jvm_output(log_path, start)
+                said = f"; the JVM's last output:\n{output}" if output else \
+                    "; the JVM printed nothing (see the task log)"
+                raise SparkStartError(f"the Spark driver did not start after {attempt} attempts: "
+                                      f"{first_line}{said}") from exc
+            log.warning("Spark driver did not start (attempt %d of %d): %s; retrying in %.0fs",
+                        attempt, attempts, first_line, backoff_s)
             time.sleep(backoff_s)
             backoff_s *= 2
     raise AssertionError("unreachable")
@@ -134,4 +209,4 @@ def warm_up(session, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
         sc.setLocalProperty("spark.jobGroup.id", None)
 
 
-__all__ = ["DRIVER_MEMORY_ENV", "MASTER_ENV", "default_master", "get_or_create_session", "session_conf", "warm_up"]
+__all__ = ["DRIVER_MEMORY_ENV", "MASTER_ENV", "TASK_LOG_ENV", "SparkStartError", "default_master", "get_or_create_session", "session_conf", "warm_up"]

@@ -5,6 +5,9 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sqlite3
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -246,6 +249,117 @@ def test_concurrent_conflicting_publishers_one_wins(store_url):
     assert len(winners) == 1 and len(losers) == 3, results
     with SegmentStore(store_url) as s:
         assert len(s.list()) == 2  # the shared id and the winner's own segment; losers left nothing
+
+
+
+def test_opening_a_new_sqlite_file_waits_out_a_writer_instead_of_failing(tmp_path):
+    # Switching a new file to WAL takes the write lock from inside a read transaction, the one
+    # lock wait SQLite refuses to hand to the busy handler: it answers "database is locked" at
+    # once. A writer holding the lock when a coordinator starts (another coordinator, the command
+    # line, or just a descheduled opener on a loaded machine) must delay the open, not fail it.
+    path = tmp_path / "meta" / "strata.db"
+    path.parent.mkdir()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # the write lock, on a file still in rollback-journal mode
+    outcome: list = []
+
+    def open_store() -> None:
+        try:
+            with SegmentStore(f"sqlite:///{path}") as s:
+                outcome.append(s.schema_versions())
+        except BaseException as exc:  # reported to the test thread below
+            outcome.append(exc)
+
+    opener = threading.Thread(target=open_store, daemon=True)
+    opener.start()
+    opener.join(0.5)
+    assert outcome == [], "the store opened (or failed) while another connection held the write lock"
+    holder.execute("ROLLBACK")
+    holder.close()
+    opener.join(THREAD_DEADLINE_S)
+    assert outcome == [KNOWN]
+
+
+def test_stores_opening_a_new_sqlite_file_at_once_all_succeed(tmp_path):
+    for n in range(10):
+        url = f"sqlite:///{tmp_path / str(n) / 'strata.db'}"
+
+        def opener(i: int, start: threading.Barrier, url=url) -> list[int]:
+            with SegmentStore(url, migrate=False) as s:  # no connection yet: all connect at once below
+                start.wait()
+                s.migrate()
+                return s.schema_versions()
+
+        assert _run_threads(opener, n=8) == [KNOWN] * 8, f"database {n}"
+
+
+_MIXED_ROUNDS = 8
+
+
+def _mixed_writer(url: str, name: str, start: threading.Barrier | None = None) -> None:
+    """Publishes, moves tasks through their states and writes the catalog, each in its own
+    transaction, as a coordinator's RPC threads do."""
+    from common.catalog import TableId, TableSpec
+    from common.catalog.operations import MergeUpdate
+    from services.coordinator.catalog_store import CatalogStore
+    from services.coordinator.task_store import TaskStore
+
+    spec = TableSpec.from_json({"type": "datasource", "columns": [{"name": "a", "sqlType": "VARCHAR"}]})
+    if start is not None:
+        start.wait()
+    with SegmentStore(url) as s:
+        tasks, catalog = TaskStore(s), CatalogStore(s)
+        table = TableId("druid", name)
+        catalog.create(table, spec)
+        for r in range(_MIXED_ROUNDS):
+            s.publish([rec(r, ds=name), rec(100 + r, ds=name), rec(99, ds="shared")])
+            task = tasks.create(name, "insert", f"INSERT INTO {name} ...")
+            tasks.transition(task.id, "RUNNING")
+            tasks.transition(task.id, "SUCCESS", report={"round": r})
+            catalog.edit(table, [MergeUpdate({"properties": {"targetSegmentRows": r + 1}})])
+            s.mark_unused([rec(100 + r, ds=name).id])
+            assert len(s.list(name)) == r + 1
+
+
+_MIXED_CHILD = """
+import sys
+from tests.integration.coordinator.test_store import _mixed_writer
+_mixed_writer(sys.argv[1], sys.argv[2])
+"""
+
+
+def test_publishes_task_updates_and_catalog_writes_from_threads_and_processes_all_land(store_url):
+    """Four writer threads here and two writer processes (a second coordinator, the command
+    line) on one metadata database: every write lands, none fails with "database is locked"."""
+    from services.coordinator.catalog_store import CatalogStore
+    from services.coordinator.task_store import TaskStore
+
+    SegmentStore(store_url).close()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    children = [subprocess.Popen([sys.executable, "-c", _MIXED_CHILD, store_url, f"proc{i}"], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
+    try:
+        results = _run_threads(lambda i, start: _mixed_writer(store_url, f"thread{i}", start))
+        outputs = [c.communicate(timeout=THREAD_DEADLINE_S)[0] for c in children]
+    finally:
+        for c in children:
+            if c.poll() is None:
+                c.kill()
+                c.wait()
+    assert [r for r in results if isinstance(r, BaseException)] == []
+    assert [c.returncode for c in children] == [0, 0], outputs
+    writers = [f"thread{i}" for i in range(4)] + ["proc0", "proc1"]
+    with SegmentStore(store_url) as s:
+        assert s.datasources() == sorted(writers + ["shared"])
+        for w in writers:
+            assert ids(s.list(w)) == [rec(r, ds=w).id for r in range(_MIXED_ROUNDS)]
+            assert len(s.list(w, include_unused=True)) == 2 * _MIXED_ROUNDS
+        tasks = TaskStore(s).list()
+        assert sorted(t.datasource for t in tasks) == sorted(writers * _MIXED_ROUNDS)
+        assert {t.state for t in tasks} == {"SUCCESS"}
+        tables = CatalogStore(s).list("druid")
+        assert sorted(t.id.name for t in tables) == sorted(writers)
+        assert {t.spec.properties.get("targetSegmentRows") for t in tables} == {_MIXED_ROUNDS}
 
 
 # --- schema migrations ------------------------------------------------------------------------

@@ -1,0 +1,90 @@
+"""Ingestion tasks that fail for reasons outside the statement, with a real task process and a
+real Spark driver: a driver JVM that cannot start (retried, then failed with what the JVM said),
+and a task process killed in the middle of its build (FAILED within 5 s with its exit status,
+nothing published, every uploaded file deleted by the cleanup duty)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import time
+
+import pytest
+
+from services.cli.sql_command import task_command
+from tests.harness.embedded_cluster import EmbeddedCluster
+from tests.integration.ingestion.sql_tasks import FINAL, rows, run
+
+DATA = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data"))
+WIKITICKER = os.path.join(DATA, "wikiticker-2015-09-12-sampled.json.gz")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("task-faults")), historicals=1)
+    yield c
+    c.stop()
+
+
+def _wait(predicate, timeout_s: float, what: str, poll_s: float = 0.05):
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not within {timeout_s}s")
+        time.sleep(poll_s)
+
+
+def test_a_driver_jvm_that_cannot_start_is_retried_then_fails_with_the_jvm_reason(cluster, monkeypatch, capsys):
+    # The task process inherits the coordinator's environment: an impossible heap size makes
+    # every start of the driver JVM fail, as a machine out of memory would.
+    monkeypatch.setenv("STRATA_SPARK_DRIVER_MEMORY", "12qq")
+    task = run(cluster, """INSERT INTO nojvm SELECT TIME_PARSE(t) AS __time, x
+                           FROM TABLE(inline(data => ARRAY['2020-01-01T00:00:00Z,a'], format => 'csv'))
+                                EXTEND (t VARCHAR, x VARCHAR)
+                           PARTITIONED BY DAY""", timeout_s=180)
+    assert task.state == "FAILED"
+    assert "did not start after 3 attempts" in task.error
+    assert "Invalid maximum heap size: -Xmx12qq" in task.error  # the JVM's words, not only pyspark's
+    with open(cluster.coordinator.task_runner.log_path(task.id)) as f:
+        log = f.read()
+    assert log.count("Invalid maximum heap size") == 3  # the JVM's stderr of every attempt is in the task log
+    assert log.count("Spark driver did not start (attempt") == 2
+    errors = rows(cluster, f"SELECT error FROM sys.tasks WHERE task_id = '{task.id}'")
+    assert "Invalid maximum heap size" in errors[0]["error"]
+    task_command(cluster.client, argparse.Namespace(action="report", id=task.id))
+    assert "Invalid maximum heap size" in capsys.readouterr().out
+    assert rows(cluster, "SELECT COUNT(*) AS c FROM sys.segments WHERE datasource = 'nojvm'") == [{"c": 0}]
+
+
+def test_a_task_killed_mid_build_publishes_nothing_and_leaves_no_file(cluster):
+    storage = cluster.storage()
+    runner = cluster.coordinator.task_runner
+    sql = f"""INSERT INTO killed SELECT TIME_PARSE("time") AS __time, channel, page, "user", added
+              FROM TABLE(localfiles(files => ARRAY['{WIKITICKER}'], format => 'json'))
+                   EXTEND ("time" VARCHAR, channel VARCHAR, page VARCHAR, "user" VARCHAR, added BIGINT)
+              PARTITIONED BY HOUR CLUSTERED BY channel"""
+    table, _ = cluster.client.sql(sql, context={"rowsPerSegment": 500})  # many segments: a long build
+    task_id = table.column("task_id")[0].as_py()
+    # Kill the task process (as the kernel's OOM killer would) as soon as its first segment file
+    # is in deep storage: the build is under way, the publish has not happened.
+    _wait(lambda: storage.list("killed/_ingest", partial=True), 240, "a first uploaded file", poll_s=0.01)
+    pid = runner.pid(task_id)
+    assert pid is not None and cluster.client.task(task_id).state == "RUNNING"
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    task = _wait(lambda: (t := cluster.client.task(task_id)).state in FINAL and t, 5, "FAILED after the kill")
+    assert time.monotonic() - killed < 5
+    assert task.state == "FAILED", task.error
+    assert "killed by SIGKILL (exit status -9)" in task.error and "nothing was published" in task.error
+    # Nothing published, and the cleanup duty deletes every file it uploaded.
+    assert rows(cluster, "SELECT COUNT(*) AS c FROM sys.segments WHERE datasource = 'killed'") == [{"c": 0}]
+    _wait(lambda: not runner.pending_cleanup() and not storage.list("killed/_ingest", partial=True), 60,
+          "the cleanup duty deleting the killed task's uploads")
+    assert cluster.coordinator.store.list("killed", include_unused=True) == []
+    # The last progress the task sent stays as its report: it was killed while building.
+    assert json.loads(task.report_json or "{}").get("phase") == "building"
