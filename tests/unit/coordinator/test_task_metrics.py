@@ -74,6 +74,25 @@ def test_tasks_by_state_gauge_and_clear(setup):
     assert not [k for k in _samples(metrics) if k[0] == "strata_tasks"]
 
 
+def test_active_tasks_get_zero_counters_before_they_end(setup):
+    """rate() ignores a series' first sample: the counters must exist at 0 before the first
+    task of a datasource ends, or its rows and its failure would never show."""
+    metrics, tasks, task_metrics = setup
+    t = tasks.create("fresh", "insert", "INSERT ...")
+    tasks.transition(t.id, "RUNNING")
+    task_metrics.refresh()
+    got = _samples(metrics)
+    for state in ("SUCCESS", "FAILED", "CANCELED"):
+        assert got[("strata_tasks_finished_total",
+                    (("datasource", "fresh"), ("state", state), ("type", "insert")))] == 0
+    assert got[("strata_ingested_rows_total", (("datasource", "fresh"), ("type", "insert")))] == 0
+    assert got[("strata_ingest_parse_exceptions_total", (("datasource", "fresh"),))] == 0
+    tasks.transition(t.id, "FAILED", report={"rowsWritten": 0, "parseExceptions": 2})
+    got = _samples(metrics)
+    assert got[("strata_tasks_finished_total", (("datasource", "fresh"), ("state", "FAILED"), ("type", "insert")))] == 1
+    assert got[("strata_ingest_parse_exceptions_total", (("datasource", "fresh"),))] == 2
+
+
 def test_a_failing_hook_never_fails_the_transition(tmp_path):
     store = SegmentStore(f"sqlite:///{tmp_path / 'metadata.db'}")
 
