@@ -1,7 +1,10 @@
 """The strata Grafana dashboards, built with grafana-foundation-sdk; writes deploy/grafana/dashboards/*.json.
 
-    python deploy/grafana/dashboards.py          # regenerate the JSON next to this file
+    python deploy/grafana/dashboards.py          # regenerate the JSON (and its k8s/config/grafana copy)
     python deploy/grafana/dashboards.py --check  # exit 1 when the committed JSON is stale
+
+The copy under k8s/config/grafana/ exists because kustomize loads ConfigMap files only from inside
+its own directory.
 
 The committed JSON is what Grafana loads (docker-compose.yml and k8s/ provision it); a unit test
 checks it equals what this script builds, an integration test runs every panel's PromQL against a
@@ -26,6 +29,7 @@ from grafana_foundation_sdk.models.common import TimeZoneUtc
 from grafana_foundation_sdk.models.dashboard import DataSourceRef, GridPos
 
 OUT = Path(__file__).resolve().parent / "dashboards"
+K8S_OUT = Path(__file__).resolve().parents[2] / "k8s" / "config" / "grafana"
 DATASOURCE = DataSourceRef(type_val="prometheus", uid="${datasource}")
 RATE = "$__rate_interval"
 BROKER = 'role="broker"'
@@ -266,21 +270,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="only compare with the committed files")
     args = parser.parse_args(argv)
     wanted = render()
-    stale = sorted(name for name, text in wanted.items()
-                   if not (OUT / name).is_file() or (OUT / name).read_text(encoding="utf-8") != text)
-    extra = sorted(p.name for p in OUT.glob("*.json") if p.name not in wanted) if OUT.is_dir() else []
+    problems, written, removed = [], 0, 0
+    for out in (OUT, K8S_OUT):
+        stale = sorted(name for name, text in wanted.items()
+                       if not (out / name).is_file() or (out / name).read_text(encoding="utf-8") != text)
+        extra = sorted(p.name for p in out.glob("*.json") if p.name not in wanted) if out.is_dir() else []
+        if args.check:
+            problems += [f"{out / n} is stale" for n in stale] + [f"{out / n} is not generated" for n in extra]
+            continue
+        out.mkdir(parents=True, exist_ok=True)
+        for name in stale:
+            (out / name).write_text(wanted[name], encoding="utf-8")
+        for name in extra:
+            (out / name).unlink()
+        written, removed = written + len(stale), removed + len(extra)
     if args.check:
-        if stale or extra:
-            print(f"stale dashboards: {stale}; not generated: {extra}; run python {Path(__file__).name}",
-                  file=sys.stderr)
-            return 1
-        return 0
-    OUT.mkdir(exist_ok=True)
-    for name in stale:
-        (OUT / name).write_text(wanted[name], encoding="utf-8")
-    for name in extra:
-        (OUT / name).unlink()
-    print(f"{len(stale)} written, {len(extra)} removed, {len(wanted) - len(stale)} unchanged in {OUT}")
+        for problem in problems:
+            print(f"{problem}; run python deploy/grafana/dashboards.py", file=sys.stderr)
+        return 1 if problems else 0
+    print(f"{written} written, {removed} removed in {OUT} and {K8S_OUT}")
     return 0
 
 
