@@ -49,7 +49,7 @@ class Metrics:
                                             registry=r)
         self.used_segments = Gauge("strata_used_segments", "Used segments in the metadata store", registry=r)
         self.servers = Gauge("strata_servers", "Nodes announced in discovery, by role (the leader's view)",
-                             ["role"], registry=r)
+                             ["node_role"], registry=r)
         self.segments_unavailable = Gauge("strata_segments_unavailable",
                                           "Used segments no historical serves (the leader's view)",
                                           ["datasource"], registry=r)

@@ -87,7 +87,7 @@ CLUSTER = DashboardSpec(
                   (_q('sum by (role) (up{role=~"coordinator|broker|historical"})', "{{role}}"),),
                   "Targets Prometheus reached on its last scrape."),
         PanelSpec("Nodes announced in discovery", "short",
-                  (_q("max by (role) (strata_servers)", "{{role}}"),),
+                  (_q("max by (node_role) (strata_servers)", "{{node_role}}"),),
                   "The leading coordinator's view: nodes holding a discovery lease."),
         PanelSpec("Resident memory by node", "bytes",
                   (_q('sum by (role, instance) (process_resident_memory_bytes{role=~"coordinator|broker|historical"})',

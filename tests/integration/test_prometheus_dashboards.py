@@ -82,6 +82,10 @@ def test_every_dashboard_panel_returns_data(setup):
                   'sum(strata_rows_scanned_total{datasource="edits",projection="hourly"})')
     assert list(saved.values())[0] > 0, "the projection saved no rows"
     assert value("max(strata_segments_under_replicated)") == {"{}": 0.0}
+    assert value("max by (node_role) (strata_servers)") == {json.dumps({"node_role": r}): n for r, n in
+                                                            (("coordinator", 1.0), ("broker", 1.0), ("historical", 2.0))}
+    assert value('sum by (role) (up{role=~"coordinator|broker|historical"})') == \
+        {json.dumps({"role": r}): n for r, n in (("coordinator", 1.0), ("broker", 1.0), ("historical", 2.0))}
     assert value('max by (state) (strata_tasks{state="SUCCESS"})') == {json.dumps({"state": "SUCCESS"}): 1.0}
     firing = [a["labels"]["alertname"] for a in prom.alerts() if a["state"] == "firing"]
     assert "StrataSegmentsUnderReplicated" not in firing and "StrataHistoricalDown" not in firing, firing

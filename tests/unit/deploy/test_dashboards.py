@@ -107,3 +107,13 @@ def test_every_panel_expression_parses(generator, tmp_path):
     path.write_text(yaml.safe_dump({"groups": [{"name": "panels", "rules": rules}]}), encoding="utf-8")
     out = subprocess.run([promtool, "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_no_metric_label_collides_with_a_target_label():
+    """Prometheus renames a scraped label that a target label already uses (to exported_<name>),
+    so a metric labelled `role`, `instance` or `job` would silently lose it in every panel."""
+    target_labels = {"job", "instance", "role", "namespace", "pod", "app", "cluster"}
+    registry = Metrics("test").registry
+    for collector in set(registry._collector_to_names):  # the registered collectors
+        labels = set(getattr(collector, "_labelnames", ()))
+        assert not labels & target_labels, f"{registry._collector_to_names[collector]}: {labels & target_labels}"
