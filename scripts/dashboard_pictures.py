@@ -5,8 +5,8 @@
 Starts a local cluster (``strata up``: coordinator, broker, two historicals) and a real Prometheus
 scraping it every second (the Debian package's binary), runs the mixed workload of
 tests/harness/monitored_cluster.py, and on the way: a successful Spark ingestion with three rows
-that do not parse, an ingestion that fails (no parse exceptions allowed), and, at 70% of the run,
-a killed historical. Then it evaluates each panel's own PromQL (from the committed dashboard
+that do not parse, an ingestion that fails (no parse exceptions allowed), then ``--minutes`` of
+queries with a historical killed at 60% of them. Then it evaluates each panel's own PromQL (from the committed dashboard
 JSON, ``$__rate_interval`` = 15s) over the run with query_range and draws one PNG per dashboard,
 panels laid out as in Grafana. Needs matplotlib (the ``bench`` extra), not a runtime dependency.
 """
@@ -51,7 +51,8 @@ def _log(message: str) -> None:
 
 
 def run_workload(mc: MonitoredCluster, minutes: float, work: Path) -> tuple[float, float]:
-    """The scripted run; returns its (start, end) in Unix seconds."""
+    """The scripted run; returns its (start, end) in Unix seconds. The ingestions come first (their
+    Spark jobs take what they take); then ``minutes`` of queries, with historical-2 killed at 60%."""
     start = time.time()
     mc.load_data()
     mc.start_workload()
@@ -64,17 +65,18 @@ def run_workload(mc: MonitoredCluster, minutes: float, work: Path) -> tuple[floa
     edits_file(work / "more-edits.json", rows=2000, start="2016-06-29")
     failed = mc.ingest(work / "more-edits.json", max_parse_exceptions=0)
     _log(f"ingestion {failed.id}: {failed.state} (no parse exceptions allowed)")
-    end = start + minutes * 60
-    kill_at = start + 0.7 * minutes * 60
-    while time.time() < kill_at:
-        time.sleep(min(1.0, max(kill_at - time.time(), 0)))
+    queries_from = time.time()
+    _sleep_until(queries_from + 0.6 * minutes * 60)
     mc.cluster.kill("historical-2", signal.SIGKILL)
     _log("historical-2 killed")
-    while time.time() < end:
-        time.sleep(min(1.0, max(end - time.time(), 0)))
-    # Let Prometheus scrape and evaluate the last seconds.
-    time.sleep(3)
+    _sleep_until(queries_from + minutes * 60)
+    _sleep_until(time.time() + 3)  # the last scrapes and rule evaluations
     return start, time.time()
+
+
+def _sleep_until(when: float) -> None:
+    while time.time() < when:
+        time.sleep(min(1.0, max(when - time.time(), 0.0)))
 
 
 def draw(mc: MonitoredCluster, start: float, end: float, out: Path, step: float = 2.0) -> list[Path]:
@@ -86,7 +88,7 @@ def draw(mc: MonitoredCluster, start: float, end: float, out: Path, step: float 
         rows = max(p["gridPos"]["y"] + p["gridPos"]["h"] for p in panels)
         fig = plt.figure(figsize=(16, rows * 0.42), dpi=72)
         grid = fig.add_gridspec(rows, 24, hspace=1.4, wspace=1.2, left=0.04, right=0.99, top=0.97, bottom=0.03)
-        fig.suptitle(f"{dash['title']}  (a real Prometheus, {int((end - start) / 60)} minutes of the test workload)",
+        fig.suptitle(f"{dash['title']}  (a real Prometheus scraping the test workload for {(end - start) / 60:.0f} minutes)",
                      fontsize=13, x=0.01, ha="left")
         for panel in panels:
             g = panel["gridPos"]
@@ -138,7 +140,8 @@ def _draw_panel(ax, mc: MonitoredCluster, panel: dict, start: float, end: float,
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--minutes", type=float, default=4.0, help="length of the recorded run (default 4)")
+    parser.add_argument("--minutes", type=float, default=3.0,
+                        help="minutes of queries after the ingestions (default 3)")
     parser.add_argument("--out", default=str(ROOT / "docs" / "images" / "dashboards"), help="where the PNGs go")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="strata-dashboards-") as tmp:

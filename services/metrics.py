@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Proc
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 # Ingestion tasks run for seconds to hours (a Spark job per task).
-_TASK_BUCKETS = (1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600)
+_TASK_BUCKETS = (1, 2.5, 5, 10, 15, 30, 45, 60, 90, 120, 180, 240, 300, 600, 900, 1800, 3600, 7200, 21600)
 
 
 class Metrics:

@@ -170,9 +170,11 @@ PROJECTIONS = DashboardSpec(
     "Whether projections pay off: how often they serve, the rows they save, and why they miss.",
     (("Hits", (
         PanelSpec("Projection hit ratio by datasource", "percentunit",
-                  (_q(f'sum by (datasource) (rate(strata_segments_queried_total{{projection!="base"}}[{RATE}])) / '
+                  (_q(f'(sum by (datasource) (rate(strata_segments_queried_total{{projection!="base"}}[{RATE}])) '
+                      f"or 0 * sum by (datasource) (rate(strata_segments_queried_total[{RATE}]))) / "
                       f"sum by (datasource) (rate(strata_segments_queried_total[{RATE}]))", "{{datasource}}"),),
-                  "Segment reads a projection served, over all segment reads."),
+                  "Segment reads a projection served, over all segment reads (0 for a datasource no projection "
+                  "serves)."),
         PanelSpec("Hit ratio by projection", "percentunit",
                   (_q(_ratio_with_zero_fill(_HITS, _MISSES), "{{datasource}} {{projection}}"),),
                   "Segment reads the projection served, over those where it was tried (served or missed)."),
