@@ -6,15 +6,19 @@ nodes keep their numbers apart.
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector, generate_latest
 
 _LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+# Ingestion tasks run for seconds to hours (a Spark job per task).
+_TASK_BUCKETS = (1, 2.5, 5, 10, 15, 30, 45, 60, 90, 120, 180, 240, 300, 600, 900, 1800, 3600, 7200, 21600)
 
 
 class Metrics:
     def __init__(self, role: str) -> None:
         self.role = role
         r = self.registry = CollectorRegistry()
+        # process_start_time_seconds (a restart, i.e. a deploy, for the alert rules), memory and CPU.
+        ProcessCollector(registry=r)
         self.queries = Counter("strata_queries", "Queries handled", ["datasource", "query_type", "status"], registry=r)
         self.query_seconds = Histogram("strata_query_seconds", "Query latency", ["datasource", "query_type"],
                                        buckets=_LATENCY_BUCKETS, registry=r)
@@ -27,6 +31,10 @@ class Metrics:
         self.projection_misses = Counter("strata_projection_misses",
                                          "Projections a segment had but could not use for a query, by reason",
                                          ["datasource", "projection", "reason"], registry=r)
+        self.projection_base_rows = Counter("strata_projection_base_rows",
+                                            "Base rows of the segments a projection served (what the query "
+                                            "would have read without it, before filters)",
+                                            ["datasource", "projection"], registry=r)
         self.bytes_read = Counter("strata_query_bytes_read", "Segment bytes touched by queries", ["datasource"], registry=r)
         self.segments_served = Gauge("strata_segments_served", "Segments this historical serves", registry=r)
         self.cache_bytes = Gauge("strata_cache_bytes", "Bytes in the local segment cache", registry=r)
@@ -40,6 +48,26 @@ class Metrics:
         self.coordinator_commands = Counter("strata_coordinator_commands", "Load/drop commands issued", ["type"],
                                             registry=r)
         self.used_segments = Gauge("strata_used_segments", "Used segments in the metadata store", registry=r)
+        self.servers = Gauge("strata_servers", "Nodes announced in discovery, by role (the leader's view)",
+                             ["node_role"], registry=r)
+        self.segments_unavailable = Gauge("strata_segments_unavailable",
+                                          "Used segments no historical serves (the leader's view)",
+                                          ["datasource"], registry=r)
+        self.segments_under_replicated = Gauge("strata_segments_under_replicated",
+                                               "Used segments served by fewer historicals than the replication "
+                                               "factor, unavailable ones included (the leader's view)",
+                                               ["datasource"], registry=r)
+        self.tasks = Gauge("strata_tasks", "Ingestion tasks in the metadata store, by state (the leader's view)",
+                           ["state"], registry=r)
+        self.tasks_finished = Counter("strata_tasks_finished", "Ingestion tasks that reached a final state",
+                                      ["datasource", "type", "state"], registry=r)
+        self.task_seconds = Histogram("strata_task_seconds", "Ingestion task run time, start to final state",
+                                      ["type", "state"], buckets=_TASK_BUCKETS, registry=r)
+        self.ingested_rows = Counter("strata_ingested_rows", "Rows written by finished ingestion tasks",
+                                     ["datasource", "type"], registry=r)
+        self.parse_exceptions = Counter("strata_ingest_parse_exceptions",
+                                        "Input rows finished ingestion tasks could not parse",
+                                        ["datasource"], registry=r)
         self.replica_retries = Counter("strata_broker_replica_retries", "Queries retried on another replica",
                                        registry=r)
 

@@ -75,7 +75,8 @@ class LocalCluster:
     # ---- up ----------------------------------------------------------------------------------
     def up(self, historicals: int = 2, etcd: str | None = None, timeout_s: float = 90.0,
            max_cache_bytes: int = 10 * 1024**3, *, metadata_url: str | None = None, deep_storage: str | None = None,
-           deep_storage_endpoint: str = "", lease_ttl_s: int = 10, duty_period_ms: int = 1000) -> dict:
+           deep_storage_endpoint: str = "", lease_ttl_s: int = 10, duty_period_ms: int = 1000,
+           replication: int = 0) -> dict:
         if historicals < 1:
             raise StrataError("a cluster needs at least one historical (--historicals 1)")
         state = self.state()
@@ -97,7 +98,8 @@ class LocalCluster:
         }
         nodes = [("coordinator", "coordinator", {**common, "node": {"id": "coordinator", "host": "127.0.0.1", **coord},
                                                   "coordinator": {"state_dir": os.path.join(self.dir, "coordinator"),
-                                                                  "duty_period_ms": duty_period_ms}})]
+                                                                  "duty_period_ms": duty_period_ms,
+                                                                  "replication": replication}})]
         nodes.append(("broker", "broker", {**common, "node": {"id": "broker", "host": "127.0.0.1", **broker}}))
         for i in range(1, historicals + 1):
             ports = {"grpc_port": _pick(8083 + i - 1, taken), "http_port": _pick(8093 + i - 1, taken)}

@@ -17,6 +17,7 @@ from collections import defaultdict
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from services.coordinator.core.duties import Drop, DutyParams, Load, MarkUnused, SegmentEntry, ServerView, run_duties
+from services.coordinator.core.replication_status import replication_status
 from services.discovery.keys import (assignment_key, assignments_prefix, nodes_prefix, parse_assignment_key,
                                      parse_node_key, parse_served_key, served_prefix)
 
@@ -54,9 +55,15 @@ class DutyRunner:
         self.last_run_ms = 0
         # More duties the leader runs after the segment duties (each a callable; auto-compaction).
         self.extra_duties: list = []
+        self._gauge_datasources: set[str] = set()
+        self._gauge_roles: set[str] = set()
+        self._gauge_lock = threading.Lock()  # leadership changes arrive on the election's thread
 
     def set_leader(self, is_leader: bool) -> None:
         (self._leader.set if is_leader else self._leader.clear)()
+        if not is_leader:
+            with self._gauge_lock:
+                self._clear_cluster_gauges()  # a follower's numbers would go stale beside the new leader's
 
     @property
     def is_leader(self) -> bool:
@@ -101,6 +108,8 @@ class DutyRunner:
         params = DutyParams(used=tuple(SegmentEntry(d.id, d.size, d.num_partitions) for d in used.values()),
                             servers=servers, unused=tuple(unused.values()), now_ms=int(time.time() * 1000),
                             replication=self.replication)
+        with self._gauge_lock:
+            self._set_cluster_gauges(state, used, params.effective_replication)
         commands = run_duties(params)
         dropped: set[tuple[str, SegmentId]] = set()
         for command in commands:
@@ -119,6 +128,34 @@ class DutyRunner:
         self.metrics.duty_seconds.observe(time.perf_counter() - started)
         self.last_run_ms = int(time.time() * 1000)
         return commands
+
+    def _set_cluster_gauges(self, state: ClusterState, used: dict, wanted: int) -> None:
+        """Nodes by role and per-datasource replication, from this run's snapshot."""
+        roles: dict[str, int] = defaultdict(int)
+        for key in self.discovery.get_prefix(nodes_prefix()):
+            roles[parse_node_key(key).role] += 1
+        roles.setdefault("historical", 0)  # zero historicals is the state an alert must see
+        for role in self._gauge_roles - set(roles):
+            self.metrics.servers.remove(role)
+        for role, n in roles.items():
+            self.metrics.servers.labels(role).set(n)
+        self._gauge_roles = set(roles)
+        status = replication_status(used, {s: served.keys() for s, served in state.served.items()}, wanted)
+        for ds in self._gauge_datasources - set(status):
+            self.metrics.segments_unavailable.remove(ds)
+            self.metrics.segments_under_replicated.remove(ds)
+        for ds, st in status.items():
+            self.metrics.segments_unavailable.labels(ds).set(st.unavailable)
+            self.metrics.segments_under_replicated.labels(ds).set(st.under_replicated)
+        self._gauge_datasources = set(status)
+
+    def _clear_cluster_gauges(self) -> None:
+        for role in self._gauge_roles:
+            self.metrics.servers.remove(role)
+        for ds in self._gauge_datasources:
+            self.metrics.segments_unavailable.remove(ds)
+            self.metrics.segments_under_replicated.remove(ds)
+        self._gauge_roles, self._gauge_datasources = set(), set()
 
     def _drop(self, state: ClusterState, server: str, sid: SegmentId) -> None:
         key = state.assigned.get(server, {}).get(sid)

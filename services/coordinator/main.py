@@ -12,6 +12,7 @@ from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import DutyRunner
 from services.coordinator.server import CoordinatorServicer, add_to_server
 from services.coordinator.store import SegmentStore
+from services.coordinator.task_metrics import TaskMetrics
 from services.coordinator.task_runner import TaskRunner
 from services.coordinator.task_store import TaskStore
 from services.discovery import Announcer, LeaderElection, MemoryStore, discovery_from_config, node_key
@@ -43,7 +44,10 @@ class CoordinatorProcess(NodeProcess):
             self.journal = AssignmentJournal(config.coordinator.state_dir, self.memory_store, self.discovery)
         self.runner = DutyRunner(self.store, self.discovery, self.metrics, config.coordinator.replication,
                                  config.coordinator.duty_period_ms)
-        self.tasks = TaskStore(self.store)
+        self.task_metrics = TaskMetrics(self.metrics)
+        self.tasks = TaskStore(self.store, on_final=self.task_metrics.on_final)
+        self.task_metrics.tasks = self.tasks
+        self.runner.extra_duties.append(self.task_metrics.refresh)
         self.task_runner = TaskRunner(self.tasks, lambda: f"127.0.0.1:{self.grpc.port}",
                                       os.path.join(config.coordinator.state_dir, "tasks"), _task_env(config),
                                       config.coordinator.max_running_tasks,
@@ -65,6 +69,8 @@ class CoordinatorProcess(NodeProcess):
     def _leadership(self, is_leader: bool, _leader) -> None:
         self.runner.set_leader(is_leader)
         self.task_runner.set_leader(is_leader)
+        if not is_leader:
+            self.task_metrics.clear()
 
     def health(self) -> dict:
         return {"healthy": True, "role": self.role, "id": self.id, "leader": self.runner.is_leader,

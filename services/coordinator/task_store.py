@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from sqlalchemy import func, select, update
 
 from common.errors import ValidationError
 from services.coordinator.store import SegmentStore, segments_table, tasks_table
+
+log = logging.getLogger("strata.tasks")
 
 STATES = ("PENDING", "RUNNING", "SUCCESS", "FAILED", "CANCELED")
 FINAL = frozenset({"SUCCESS", "FAILED", "CANCELED"})
@@ -54,8 +58,10 @@ def _now() -> int:
 
 
 class TaskStore:
-    def __init__(self, store: SegmentStore) -> None:
+    def __init__(self, store: SegmentStore, on_final: Callable[[TaskRecord], None] | None = None) -> None:
         self.store = store
+        # Called once per task, after the transaction that made it final (task metrics).
+        self.on_final = on_final
 
     def create(self, datasource: str, type_: str, statement: str, spec: dict | None = None) -> TaskRecord:
         if type_ not in ("insert", "replace", "compact"):
@@ -85,6 +91,13 @@ class TaskStore:
         with self.store.transaction(write=False) as conn:
             return [_row(r) for r in conn.execute(q)]
 
+    def count_by_state(self) -> dict[str, int]:
+        """Every state with its number of tasks (0 when none), in one query."""
+        q = select(tasks_table.c.state, func.count()).group_by(tasks_table.c.state)
+        with self.store.transaction(write=False) as conn:
+            found = {state: n for state, n in conn.execute(q)}
+        return {state: found.get(state, 0) for state in STATES}
+
     def transition(self, task_id: str, state: str, report: dict | None = None, error: str | None = None) -> TaskRecord:
         """Move a task to ``state``; returns the stored record (unchanged if already final)."""
         if state not in STATES:
@@ -109,10 +122,21 @@ class TaskStore:
             if error is not None:
                 values["error"] = error
             conn.execute(update(tasks_table).where(tasks_table.c.id == task_id).values(**values))
-        return replace(current, state=state, report=report if report is not None else current.report,
-                       error=error if error is not None else current.error,
-                       started_ms=values.get("started_ms", current.started_ms),
-                       finished_ms=values.get("finished_ms", current.finished_ms))
+        record = replace(current, state=state, report=report if report is not None else current.report,
+                         error=error if error is not None else current.error,
+                         started_ms=values.get("started_ms", current.started_ms),
+                         finished_ms=values.get("finished_ms", current.finished_ms))
+        if state in FINAL:
+            self._notify_final(record)
+        return record
+
+    def _notify_final(self, record: TaskRecord) -> None:
+        if self.on_final is None:
+            return
+        try:
+            self.on_final(record)
+        except Exception:  # metrics must never undo or fail a committed transition
+            log.exception("task %s: on_final hook failed", record.id)
 
     def settle_exited(self, task_id: str, key_prefix: str, failed_error: str, published_error: str) -> TaskRecord:
         """The final state of a task whose process exited without reporting one: SUCCESS when
@@ -138,5 +162,7 @@ class TaskStore:
             if not current.started_ms:
                 values["started_ms"] = now
             conn.execute(update(t).where(t.c.id == task_id).values(**values))
-        return replace(current, state=state, error=error, finished_ms=now,
-                       started_ms=values.get("started_ms", current.started_ms))
+        record = replace(current, state=state, error=error, finished_ms=now,
+                         started_ms=values.get("started_ms", current.started_ms))
+        self._notify_final(record)
+        return record

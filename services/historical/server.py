@@ -52,6 +52,8 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
             self.metrics.segment_query_seconds.labels(datasource, table).observe(time.perf_counter() - t0)
             self.metrics.segments_queried.labels(datasource, table).inc()
             self.metrics.rows_scanned.labels(datasource, table).inc(partial.stats.rows_scanned)
+            if partial.projection:  # what base rows the query would have read: the rows saved, per projection
+                self.metrics.projection_base_rows.labels(datasource, table).inc(segment.num_rows)
             for name, reason in partial.rejected:
                 self.metrics.projection_misses.labels(datasource, name, reason_kind(reason)).inc()
             return partial

@@ -115,6 +115,13 @@ def test_health_reflection_and_metrics(cluster):
     assert "strata_segments_served 7.0" in text and "strata_segment_loads_total" in text
     with urllib.request.urlopen(f"http://127.0.0.1:{cluster.coordinator.http.port}/status/health", timeout=5) as r:
         assert json.loads(r.read())["leader"] is True
+    # The leader's view: nodes by role, replication per datasource, tasks by state.
+    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.coordinator.http.port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    assert f'strata_servers{{node_role="historical"}} {float(len(cluster.historicals))}' in text
+    assert 'strata_segments_unavailable{datasource="wiki"} 0.0' in text
+    assert 'strata_segments_under_replicated{datasource="wiki"}' in text
+    assert 'strata_tasks{state="FAILED"}' in text and "process_start_time_seconds" in text
 
 
 def test_a_newer_version_overshadows_and_old_segments_are_dropped(cluster):
