@@ -12,9 +12,13 @@ from common.types.column_type import JSON, STRING, STRING_ARRAY, ColumnType
 
 
 def _json_value_type(call, types) -> ColumnType:
+    from common.json.path_steps import value_type_for
+
+    out = STRING
     if len(call.args) > 2 and getattr(call.args[2], "value", None):
-        return ColumnType.parse(str(call.args[2].value))
-    return STRING
+        out = ColumnType.parse(str(call.args[2].value))
+    path = getattr(call.args[1], "value", None) if len(call.args) > 1 else None
+    return value_type_for(path, out) if isinstance(path, str) else out
 
 
 @register("json_value", args=(2, 3), kinds="jkk", out=_json_value_type, strict=False,

@@ -15,30 +15,144 @@ from common.errors import ValidationError
 from common.types.column_type import ColumnType
 from common.types.number_parsing import strings_to_double
 
-_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)|\[(-?\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]")
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# A dot-notation key runs to the next '.', '[' or quote, as in Druid's path parser (``$.a-b``, ``$.é``).
+_NAME = re.compile(r"[^.\[\]'\"\s*][^.\[\]'\"\s]*")
+_INDEX = re.compile(r"\[\s*(-?\d+)\s*\]")
+_STAR = re.compile(r"\[\s*\*\s*\]|\.\*")
+_QUOTED = re.compile(r"""\[\s*'((?:[^'\\]|\\.)*)'\s*\]|\[\s*"((?:[^"\\]|\\.)*)"\s*\]""")
+_JQ_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+
+
+class Wildcard:
+    """``[*]`` (or ``.*``): every element of an array, every value of an object."""
+
+    def __repr__(self) -> str:
+        return "[*]"
+
+
+WILDCARD = Wildcard()
+
+
+class Descend(str):
+    """``..name``: the key ``name`` at any depth below this point."""
+
+    def __repr__(self) -> str:
+        return f"..{str(self)}"
+
+
+def _error(text: str, i: int, why: str) -> ValidationError:
+    shown = repr(text[i]) if i < len(text) else "the end"
+    return ValidationError(f"invalid JSON path '{text}' at position {i + 1}: {why} (found {shown})\n"
+                           f"  {text}\n  {' ' * i}^\n"
+                           "valid forms: $, $.name, $['name'], $[0], $[-1], $[*], $..name, or jq-style .a.b")
 
 
 def parse_path(text: str) -> tuple:
-    if not isinstance(text, str) or not text.startswith("$"):
-        raise ValidationError(f"invalid JSON path '{text}': it must start with '$'")
+    """Steps of a JSONPath (``$.a['b.c'][0]``, ``$.a[*].b``, ``$..b``) or a jq-style path
+    (``.a.b``, ``."b.c"[0]``); ``$.`` and ``.`` are the root, as in Druid."""
+    if not isinstance(text, str) or not text or text[0] not in "$.":
+        where = 0
+        raise _error(text if isinstance(text, str) else str(text), where,
+                     "a path must start with '$' (JSONPath) or '.' (jq)")
+    if text[0] == ".":
+        return _parse_jq(text)
     parts: list = []
     i = 1
+    if text == "$.":
+        return ()
     while i < len(text):
-        m = _STEP.match(text, i)
-        if m is None:
-            raise ValidationError(f"invalid JSON path '{text}' at position {i + 1}: unexpected '{text[i]}'\n"
-                                  f"  {text}\n  {' ' * i}^")
-        name, index, quoted1, quoted2 = m.groups()
-        if name is not None:
-            parts.append(name)
-        elif index is not None:
-            parts.append(int(index))
-        else:
-            raw = quoted1 if quoted1 is not None else quoted2
-            parts.append(re.sub(r"\\(.)", r"\1", raw))
-        i = m.end()
+        c = text[i]
+        if text.startswith("..", i):
+            m = _NAME.match(text, i + 2)
+            q = _QUOTED.match(text, i + 1) if m is None else None
+            if m is None and q is None:
+                raise _error(text, i + 2, "'..' needs a key name after it")
+            if m is not None:
+                parts.append(Descend(m.group(0)))
+                i = m.end()
+            else:
+                parts.append(Descend(_unescape(q.group(1) if q.group(1) is not None else q.group(2))))
+                i = q.end()
+            continue
+        m = _STAR.match(text, i)
+        if m is not None:
+            parts.append(WILDCARD)
+            i = m.end()
+            continue
+        if c == ".":
+            m = _NAME.match(text, i + 1)
+            if m is None:
+                raise _error(text, i + 1, "a key name must follow '.' (quote other keys: ['my key'])")
+            parts.append(m.group(0))
+            i = m.end()
+            continue
+        if c == "[":
+            m = _INDEX.match(text, i)
+            if m is not None:
+                parts.append(int(m.group(1)))
+                i = m.end()
+                continue
+            m = _QUOTED.match(text, i)
+            if m is not None:
+                parts.append(_unescape(m.group(1) if m.group(1) is not None else m.group(2)))
+                i = m.end()
+                continue
+            raise _error(text, i + 1, "'[' takes an index, * or a quoted key, closed by ']'")
+        raise _error(text, i, "expected '.', '..' or '['")
     return tuple(parts)
+
+
+def _parse_jq(text: str) -> tuple:
+    """jq-style: ``.a.b``, ``."key with dots"``, ``.a[0]`` / ``.a.[0]``, ``.a[]`` (every element)."""
+    parts: list = []
+    i = 0
+    if text == ".":
+        return ()
+    while i < len(text):
+        c = text[i]
+        if c == ".":
+            i += 1
+            if i < len(text) and text[i] == "[":
+                continue
+            m = _NAME.match(text, i)
+            if m is not None and not m.group(0).startswith("$"):
+                parts.append(m.group(0))
+                i = m.end()
+                continue
+            q = _JQ_QUOTED.match(text, i)
+            if q is not None:
+                parts.append(_unescape(q.group(1)))
+                i = q.end()
+                continue
+            raise _error(text, i, "a key name (or a \"quoted key\") must follow '.'")
+        if c == "[":
+            if text.startswith("[]", i):
+                parts.append(WILDCARD)
+                i += 2
+                continue
+            m = _INDEX.match(text, i)
+            if m is not None:
+                parts.append(int(m.group(1)))
+                i = m.end()
+                continue
+            m = _QUOTED.match(text, i)
+            if m is not None:
+                parts.append(_unescape(m.group(1) if m.group(1) is not None else m.group(2)))
+                i = m.end()
+                continue
+            raise _error(text, i + 1, "'[' takes an index, nothing ([] for every element) or a quoted key")
+        raise _error(text, i, "expected '.' or '['")
+    return tuple(parts)
+
+
+def _unescape(raw: str) -> str:
+    return re.sub(r"\\(.)", r"\1", raw)
+
+
+def has_wildcard(parts: tuple) -> bool:
+    """True when the path can reach many values (``[*]``, ``..name``): it then yields an array."""
+    return any(p is WILDCARD or isinstance(p, Descend) for p in parts)
 
 
 def key_text(key: str) -> str:
@@ -50,12 +164,23 @@ def key_text(key: str) -> str:
 def path_text(parts: tuple) -> str:
     out = "$"
     for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else key_text(p)
+        if p is WILDCARD:
+            out += "[*]"
+        elif isinstance(p, Descend):
+            out += ".." + (str(p) if _PLAIN_KEY.match(p) else key_text(str(p)))
+        elif isinstance(p, int):
+            out += f"[{p}]"
+        else:
+            out += key_text(p)
     return out
 
 
 def walk(doc, parts: tuple):
-    """The value at ``parts`` in a parsed document; None when missing (or null)."""
+    """The value at ``parts`` in a parsed document; None when missing (or null). A path with a
+    wildcard gives the list of every value it reaches (None when it reaches none)."""
+    if has_wildcard(parts):
+        found = _walk_many(doc, parts)
+        return found or None
     for p in parts:
         if isinstance(p, int):
             if not isinstance(doc, list):
@@ -70,6 +195,44 @@ def walk(doc, parts: tuple):
                 return None
             doc = doc[p]
     return doc
+
+
+def _walk_many(doc, parts: tuple) -> list:
+    current = [doc]
+    for p in parts:
+        nxt: list = []
+        for d in current:
+            if p is WILDCARD:
+                if isinstance(d, list):
+                    nxt.extend(d)
+                elif isinstance(d, dict):
+                    nxt.extend(d.values())
+            elif isinstance(p, Descend):
+                nxt.extend(_descend(d, str(p)))
+            elif isinstance(p, int):
+                if isinstance(d, list):
+                    j = p + len(d) if p < 0 else p
+                    if 0 <= j < len(d):
+                        nxt.append(d[j])
+            elif isinstance(d, dict) and p in d:
+                nxt.append(d[p])
+        current = nxt
+    return [v for v in current if v is not None]
+
+
+def _descend(doc, key: str) -> list:
+    """Values under ``key`` at any depth, in document order (iterative: no recursion limit)."""
+    out = []
+    stack = [doc]
+    while stack:
+        d = stack.pop()
+        if isinstance(d, dict):
+            if key in d:
+                out.append(d[key])
+            stack.extend(reversed(list(d.values())))
+        elif isinstance(d, list):
+            stack.extend(reversed(d))
+    return out
 
 
 def documents(values: pa.Array, where: str) -> list:
@@ -92,19 +255,34 @@ def documents(values: pa.Array, where: str) -> list:
 
 def json_values(values: pa.Array, path: str, out_type: ColumnType, column: str = "") -> pa.Array:
     """JSON_VALUE(values, path RETURNING out_type) over JSON text (or parsed values): the literal
-    at path, null for objects, for arrays unless an ARRAY type is asked for, and for missing paths."""
+    at path, null for objects, for arrays unless an ARRAY type is asked for, and for missing paths.
+    A wildcard path gives the array of the literals it reaches (``out_type`` is then an ARRAY)."""
     parts = parse_path(path)
+    many = has_wildcard(parts)
+    out_type = value_type_for(parts, out_type)
     want_array = out_type.is_array
     out = []
     where = f"column '{column}'" if column else "JSON_VALUE"
     for doc in documents(values, where):
         value = None if doc is None else walk(doc, parts)
+        if many and value is not None:
+            value = [v for v in value if not isinstance(v, (dict, list))] or None
         if isinstance(value, dict) or (isinstance(value, list) and not want_array):
             value = None
         if isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
             value = None
         out.append(value)
     return literal_array(out, out_type)
+
+
+def value_type_for(parts, out_type: ColumnType) -> ColumnType:
+    """What JSON_VALUE returns for ``parts`` when asked for ``out_type``: a wildcard path reaches
+    many values, so a scalar type becomes the array of it."""
+    if isinstance(parts, str):
+        parts = parse_path(parts)
+    if has_wildcard(parts) and not out_type.is_array:
+        return ColumnType.parse(f"ARRAY<{out_type.native_name}>")
+    return out_type
 
 
 def literal_array(values: list, out_type: ColumnType) -> pa.Array:
@@ -147,4 +325,5 @@ def _text(v) -> str:
     return str(v)
 
 
-__all__ = ["documents", "json_values", "key_text", "literal_array", "parse_path", "path_text", "walk"]
+__all__ = ["WILDCARD", "Descend", "documents", "has_wildcard", "json_values", "value_type_for", "key_text", "literal_array", "parse_path",
+           "path_text", "walk"]

@@ -372,6 +372,64 @@ class Filtered(Aggregator):
                 "aggregator": self.aggregator.to_json()}
 
 
+@dataclass(frozen=True)
+class ArrayConcat(Aggregator):
+    """ARRAY_CONCAT_AGG: the arrays of a group concatenated in row order; with ``distinct``, the
+    set of their elements, sorted (as Druid's ARRAY_CONCAT_AGG(DISTINCT ..) builds it). A group
+    with no non-null array is null."""
+
+    field_name: str = ""
+    distinct: bool = False
+
+    def columns(self):
+        return frozenset([self.field_name])
+
+    def result_type(self, types):
+        t = types.get(self.field_name) if hasattr(types, "get") else None
+        if t is None or not t.is_array:
+            from common.types.column_type import STRING_ARRAY
+
+            return STRING_ARRAY if t is None or t.is_string else ColumnType.parse(f"ARRAY<{t.native_name}>")
+        return t
+
+    def accumulate(self, cols, gid, groups):
+        values = cols[self.field_name]
+        if not (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+            raise ValidationError(f"aggregator '{self.name}' (ARRAY_CONCAT_AGG) needs an array, but "
+                                  f"'{self.field_name}' is {values.type}")
+        return self._reduce(values, gid, groups)
+
+    def combine(self, values, gid, groups):
+        return self._reduce(values, gid, groups)
+
+    def _reduce(self, values: pa.Array, gid: np.ndarray, groups: int) -> pa.Array:
+        import pyarrow.compute as pc
+
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        has = np.zeros(groups, dtype=bool)
+        present = values.is_valid().to_numpy(zero_copy_only=False)
+        has[gid[present]] = True
+        parents = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
+        elements = pc.list_flatten(values)
+        table = pa.table({"g": pa.array(gid[parents] if len(parents) else np.zeros(0, np.int64), pa.int64()),
+                          "i": pa.array(np.arange(len(parents), dtype=np.int64)), "v": elements})
+        if self.distinct:
+            table = table.group_by(["g", "v"], use_threads=False).aggregate([])
+            table = table.sort_by([("g", "ascending"), ("v", "ascending")])
+        else:
+            table = table.sort_by([("g", "ascending"), ("i", "ascending")])
+        counts = np.bincount(table.column("g").to_numpy(), minlength=groups) if table.num_rows else \
+            np.zeros(groups, dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+        out = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), table.column("v").combine_chunks(),
+                                       mask=pa.array(~has))
+        return out.cast(values.type) if out.type != values.type else out
+
+    def to_json(self):
+        return {"type": "arrayConcat", "name": self.name, "fieldName": self.field_name, "distinct": self.distinct}
+
+
 _SIMPLE = {"Sum": Sum, "Min": Min, "Max": Max}
 
 
@@ -389,6 +447,8 @@ def aggregator_from_json(obj: dict) -> Aggregator:
         raise ValidationError(f"aggregator of type '{kind}' needs a 'name'")
     if kind == "count":
         return Count(name)
+    if kind == "arrayConcat":
+        return ArrayConcat(name, obj.get("fieldName") or "", bool(obj.get("distinct", False)))
     if kind in ("HLLSketchBuild", "HLLSketch", "approxCountDistinct"):
         return HllSketch(name, obj.get("fieldName"), obj.get("expression"), int(obj.get("lgK", 12)),
                          bool(obj.get("round", False)))
@@ -405,9 +465,9 @@ def aggregator_from_json(obj: dict) -> Aggregator:
             return EarliestLatest(name, obj["fieldName"], prefix, kind.endswith("Last"), obj.get("timeColumn", "__time"))
     valid = ["count", "longSum", "doubleSum", "floatSum", "longMin", "longMax", "doubleMin", "doubleMax", "floatMin",
              "floatMax", "stringAny", "longAny", "doubleAny", "stringFirst", "stringLast", "longFirst", "longLast",
-             "doubleFirst", "doubleLast", "filtered", "HLLSketchBuild"]
+             "doubleFirst", "doubleLast", "filtered", "HLLSketchBuild", "arrayConcat"]
     raise ValidationError(f"unknown aggregator type '{kind}'; valid types: {', '.join(valid)}")
 
 
-__all__ = ["Aggregator", "AnyValue", "Count", "EarliestLatest", "Filtered", "Max", "Min", "Sum",
+__all__ = ["Aggregator", "AnyValue", "ArrayConcat", "Count", "EarliestLatest", "Filtered", "Max", "Min", "Sum",
            "aggregator_from_json"]

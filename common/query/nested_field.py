@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from common.errors import ValidationError
 from common.expr import Call, Identifier, Literal
-from common.json.path_steps import json_values, parse_path, path_text
+from common.json.path_steps import has_wildcard, json_values, parse_path, path_text, value_type_for
 from common.types.column_type import STRING, ColumnType, TypeKind
 from common.types.number_parsing import strings_to_double
 
@@ -60,12 +60,14 @@ class NestedFieldColumn:
         return frozenset([self.column])
 
     def output_type_for(self, column_types) -> ColumnType:
-        return self.expected_type or STRING
+        return value_type_for(self._parts, self.expected_type or STRING)
 
     def evaluate(self, cols) -> pa.Array:
         reader = self._field(cols.source)
         out_type = self.output_type_for({})
-        if reader is not None:
+        if has_wildcard(self._parts):
+            values = self._from_documents(cols[self.column])  # many fields at once: the documents answer
+        elif reader is not None:
             values = reader.take(cols.rows)
             cols.touch_bytes(f"{self.column}{self.path}", reader.part_bytes(("codes", "local", "values")))
         elif self._stored_nested_without(cols.source):
@@ -84,6 +86,8 @@ class NestedFieldColumn:
         return reader.index()
 
     def _field(self, source):
+        if has_wildcard(self._parts):
+            return None
         reader = source.nested_field(self.column, self.path)
         if reader is None or (reader.type.is_array and not (self.expected_type and self.expected_type.is_array)):
             return None

@@ -132,7 +132,8 @@ class Project(RelNode):
         return "Project(" + ", ".join(f"{n}={show(e)}" for n, e in zip(self.names, self.exprs)) + ")"
 
 
-AGGREGATE_FUNCTIONS = ("COUNT", "SUM", "MIN", "MAX", "AVG", "APPROX_COUNT_DISTINCT", "ANY_VALUE", "EARLIEST", "LATEST")
+AGGREGATE_FUNCTIONS = ("COUNT", "SUM", "MIN", "MAX", "AVG", "APPROX_COUNT_DISTINCT", "ANY_VALUE", "EARLIEST", "LATEST",
+                       "ARRAY_CONCAT_AGG", "ARRAY_CONCAT_AGG_DISTINCT")
 
 
 @dataclass(frozen=True)

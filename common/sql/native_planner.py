@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from common.errors import UnsupportedError
-from common.query.aggregators import AnyValue, Count, EarliestLatest, Filtered, Max, Min, Sum
+from common.query.aggregators import AnyValue, ArrayConcat, Count, EarliestLatest, Filtered, Max, Min, Sum
 from common.query.filters import FalseFilter, Filter, Not, NullFilter
 from common.query.model import (DimensionSpec, GroupByQuery, LimitSpec, OrderByColumn, ScanQuery, TimeseriesQuery,
                                 TopNMetric, TopNQuery)
@@ -377,6 +377,8 @@ class NativePlanner:
             out = HllSketch(name, field, None, 12, True)
         elif func == "ANY_VALUE":
             out = AnyValue(name, field, _AGG_KIND.get(call.type.name, "string"))
+        elif func in ("ARRAY_CONCAT_AGG", "ARRAY_CONCAT_AGG_DISTINCT"):
+            out = ArrayConcat(name, field, func.endswith("_DISTINCT"))
         elif func in ("EARLIEST", "LATEST"):
             out = EarliestLatest(name, field, _AGG_KIND.get(call.type.name, "string"), func == "LATEST")
         else:

@@ -463,9 +463,12 @@ class ScalarTranslator:
         text = path.sql(dialect="druid") if isinstance(path, exp.Expression) else str(path)
         if len(text) >= 2 and text[0] == text[-1] == "'":
             text = text[1:-1].replace("''", "'")
-        from common.json.path_steps import parse_path, path_text
+        from common.json.path_steps import has_wildcard, parse_path, path_text, value_type_for
 
-        canonical = path_text(parse_path(text))
+        parts = parse_path(text)
+        canonical = path_text(parts)
+        if has_wildcard(parts):  # [*] and ..name reach many values: an array of them
+            target = from_column_type(value_type_for(parts, target.native))
         return Call("JSON_VALUE", (value, Literal(canonical, VARCHAR), Literal(target.native.native_name, VARCHAR)),
                     target)
 

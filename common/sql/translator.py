@@ -526,10 +526,10 @@ class Translator:
                 arg_nodes = [inner] if inner is not None else []
                 arg_nodes += list(node.expressions) if isinstance(node, exp.Count) else []
         name = {"APPROXDISTINCT": "APPROX_COUNT_DISTINCT", "APPROX_COUNT_DISTINCT_DS_HLL": "APPROX_COUNT_DISTINCT",
-                "ANYVALUE": "ANY_VALUE"}.get(name, name)
+                "ANYVALUE": "ANY_VALUE", "ARRAYCONCATAGG": "ARRAY_CONCAT_AGG"}.get(name, name)
         if name not in AGGREGATE_FUNCTIONS:
             raise UnsupportedError(f"aggregate function {name} is not supported; supported: COUNT, SUM, MIN, MAX, AVG, "
-                                   "APPROX_COUNT_DISTINCT, ANY_VALUE, EARLIEST, LATEST")
+                                   "APPROX_COUNT_DISTINCT, ANY_VALUE, EARLIEST, LATEST, ARRAY_CONCAT_AGG")
         for a in arg_nodes:
             if contains_aggregate(a):
                 raise ValidationError(f"aggregate functions cannot be nested: '{text}'")
@@ -559,6 +559,11 @@ class Translator:
                 raise ValidationError(f"cannot apply {name} to {t} expression '{arg_text}' in '{text}'; "
                                       "MIN and MAX take numbers and timestamps")
             return AggCall(name, (arg,), DOUBLE if t == NULL else t, False, filter_expr)
+        if name == "ARRAY_CONCAT_AGG":
+            if t.column_type is None or not t.column_type.is_array:
+                raise ValidationError(f"ARRAY_CONCAT_AGG needs an array, but '{arg_text}' is {t} in '{text}'")
+            # DISTINCT is a set kept by the aggregator itself, not a regrouping on the argument.
+            return AggCall("ARRAY_CONCAT_AGG_DISTINCT" if distinct else name, (arg,), t, False, filter_expr)
         if name == "APPROX_COUNT_DISTINCT":
             if not t.is_scalar:
                 raise ValidationError(f"cannot apply {name} to {t} expression '{arg_text}'")

@@ -75,9 +75,17 @@ def _fold(e: Scalar) -> Scalar:
         return e.args[0].args[0]
     if e.op in _NULL_STRICT and any(isinstance(a, Literal) and a.value is None for a in e.args):
         return Literal(None, e.type if e.type != NULL else BOOLEAN)
-    if all(isinstance(a, Literal) for a in e.args) and not any(isinstance(a.value, tuple) for a in e.args):
+    if all(isinstance(a, Literal) for a in e.args) and not any(isinstance(a.value, tuple) for a in e.args) \
+            and not _is_json(e):
         return evaluate_constant(e)
     return e
+
+
+def _is_json(e: Scalar) -> bool:
+    """COMPLEX<json> values stay calls: a literal would be plain text to the functions around it,
+    so TO_JSON_STRING(PARSE_JSON('{"x":"y"}')) would quote the text instead of the object."""
+    column_type = e.type.column_type
+    return column_type is not None and column_type.complex_name == "json"
 
 
 def fold_scalar(e: Scalar) -> Scalar:

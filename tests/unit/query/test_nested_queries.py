@@ -161,8 +161,8 @@ def test_example_data_documented_results(tmp_path):
 
 @pytest.mark.parametrize("path, message", [
     ("a.b", "must start with '\\$'"),
-    ("$.a..", "position 4: unexpected '.'"),
-    ("$.a[x]", "position 4: unexpected '\\['"),
+    ("$.a..", "position 6: '..' needs a key name"),
+    ("$.a[x]", "position 5: '\\[' takes an index"),
 ])
 def test_invalid_paths_point_at_the_problem(path, message):
     with pytest.raises(ValidationError, match=message):

@@ -119,3 +119,32 @@ def test_json_function_misuse(setup, sql, message):
 def test_parse_json_names_the_bad_row(setup):
     with pytest.raises(ValidationError, match="PARSE_JSON: row 0 is not valid JSON"):
         run(setup, "SELECT PARSE_JSON('{nope') AS x FROM nested_data_example")
+
+
+def test_wildcard_and_jq_paths_over_a_stored_nested_column(setup):
+    rows = setup[0]
+    got = run(setup, "SELECT JSON_VALUE(shipTo, '$.phoneNumbers[*].number') AS numbers, "
+                     "JSON_VALUE(shipTo, '.address.city') AS city, JSON_QUERY(shipTo, '$..country') AS countries "
+                     "FROM nested_data_example")
+    assert got == [{"numbers": [p["number"] for p in r["shipTo"]["phoneNumbers"]],
+                    "city": r["shipTo"]["address"]["city"],
+                    "countries": json.dumps([r["shipTo"]["address"]["country"]], separators=(",", ":"))}
+                   for r in rows]
+    got = run(setup, "SELECT ARRAY_CONCAT_AGG(DISTINCT JSON_VALUE(shipTo, '$.phoneNumbers[*].type')) AS t "
+                     "FROM nested_data_example")
+    assert got == [{"t": ["primary", "secondary"]}]
+
+
+def test_invalid_path_in_sql_quotes_it(setup):
+    with pytest.raises(ValidationError, match=r"invalid JSON path '\$\.address\[x\]' at position 11"):
+        run(setup, "SELECT JSON_VALUE(shipTo, '$.address[x]') FROM nested_data_example")
+
+
+def test_array_concat_agg_distinct_of_json_keys(setup):
+    rows = setup[0]
+    got = run(setup, "SELECT ARRAY_CONCAT_AGG(DISTINCT JSON_KEYS(shipTo, '$.')) AS k, "
+                     "ARRAY_CONCAT_AGG(JSON_KEYS(details, '$')) AS d FROM nested_data_example")
+    assert got[0]["k"] == sorted({k for r in rows for k in r["shipTo"]})
+    assert got[0]["d"] == [k for r in rows for k in r["details"]]
+    with pytest.raises(ValidationError, match="ARRAY_CONCAT_AGG needs an array"):
+        run(setup, "SELECT ARRAY_CONCAT_AGG(product) FROM nested_data_example")
