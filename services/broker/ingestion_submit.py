@@ -6,7 +6,9 @@
 - Without PARTITIONED BY, the datasource's catalog segmentGranularity applies (an error naming
   both when neither exists); without CLUSTERED BY, its clusterKeys; targetSegmentRows becomes the
   default row target. Anything in the statement wins.
-- A ``sealed`` datasource refuses columns the catalog does not declare.
+- A ``sealed`` datasource refuses columns the catalog does not declare (for a discovered input,
+  the task checks once it knows what ``*`` stands for); declared catalog types are the provided
+  schema of discovered columns (``declaredTypes``).
 """
 
 from __future__ import annotations
@@ -129,6 +131,16 @@ def _output_names(statement) -> list[str] | None:
     return names
 
 
+def _native_type(sql_type: str) -> str:
+    from common.types.column_type import ColumnType
+    from services.ingestion.external_source import extend_column_type
+
+    try:
+        return extend_column_type(sql_type, "?", "catalog").native_name
+    except ValidationError:
+        return ColumnType.parse(sql_type).native_name
+
+
 def prepare_ingestion(sql: str, context: dict, catalog) -> tuple[str, object, dict]:
     """(SQL for the task, parsed statement, task spec) for an INSERT/REPLACE."""
     from services.ingestion.statement import parse_ingestion
@@ -170,7 +182,16 @@ def prepare_ingestion(sql: str, context: dict, catalog) -> tuple[str, object, di
     if props.get("targetSegmentRows") and not any(k in statement.context for k in ("rowsPerSegment",
                                                                                       "targetSegmentRows")):
         task_spec["context"]["targetSegmentRows"] = int(props["targetSegmentRows"])
-    if props.get("sealed"):
+    discovering = any(source.discover for source in statement.sources.values())
+    if discovering:
+        # Declared catalog types are the provided schema of discovered columns.
+        declared_types = {c["name"]: c["sqlType"] for c in (table or {}).get("columns") or [] if c.get("sqlType")}
+        if declared_types:
+            task_spec["declaredTypes"] = {n: _native_type(t) for n, t in declared_types.items()}
+    if props.get("sealed") and discovering:
+        # What * stands for is known once the task has discovered the input: the task checks.
+        task_spec["sealedColumns"] = sorted({c["name"] for c in table.get("columns") or []})
+    elif props.get("sealed"):
         declared = {c["name"] for c in table.get("columns") or []} | {"__time"}
         names = _output_names(statement)
         if names is None:

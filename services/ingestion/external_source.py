@@ -8,6 +8,11 @@ Two spellings reach the same frozen value (input source JSON, input format JSON,
   named arguments are flattened input source and format properties and whose columns come from an
   ``EXTEND (col TYPE, ...)`` list.
 
+Without a signature (EXTERN with two arguments, a table function without EXTEND, or
+``inferSchema => TRUE``) the source *discovers* its columns when the task reads it
+(schema_discovery.py); ``PARTIAL (col TYPE, ...)`` declares some of them (the provided schema) and
+``exclude => ARRAY['a', ...]`` leaves input columns out.
+
 Everything is validated here, on the driver, before Spark starts, so a typo in a property name or
 a format that is not supported fails with the property and its valid values instead of surfacing
 as an executor stack trace.
@@ -62,6 +67,9 @@ _FUNCTION_FORMAT_ARGS = {
     "json": ("keepNullColumns",),
     "parquet": ("binaryAsString",),
 }
+_DISCOVERY_ARGS = ("inferSchema", "exclude")
+# The one column of a CSV/TSV file read without header and without declared columns.
+COLUMNS_ARRAY = "columns"
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,11 @@ class ExternalSource:
     input_format: dict
     signature: tuple[tuple[str, ColumnType], ...]
     where: str = field(default="", compare=False)  # "FROM at line 3, column 6", for messages
+    # Schema discovery: the signature is found when the task reads the input; ``partial`` are the
+    # declared columns (their types win), ``exclude`` input columns to leave out.
+    discover: bool = False
+    partial: tuple[tuple[str, ColumnType], ...] = ()
+    exclude: tuple[str, ...] = ()
 
     @property
     def source_type(self) -> str:
@@ -103,6 +116,19 @@ class ExternalSource:
         source = _input_source(input_source, where)
         fmt = _input_format(input_format, sig, where)
         return ExternalSource(source, fmt, sig, where)
+
+    @staticmethod
+    def discovering(input_source: dict, input_format: dict, partial=(), exclude=(), where: str = "") -> ExternalSource:
+        """A source whose columns are discovered from the data; ``partial`` declares some of them."""
+        part = _signature(partial, where) if partial else ()
+        exclude = tuple(_str_list(list(exclude), "exclude", where)) if exclude else ()
+        both = sorted(set(exclude) & {n for n, _ in part})
+        if both:
+            raise ValidationError(f"{_at(where)}column(s) {', '.join(both)} are both declared in PARTIAL and "
+                                  "excluded; keep one")
+        source = _input_source(input_source, where)
+        fmt = _input_format(input_format, (), where, discover=True)
+        return ExternalSource(source, fmt, (), where, True, part, exclude)
 
 
 def _at(where: str) -> str:
@@ -213,7 +239,7 @@ def _bool(value, prop: str, where: str) -> bool:
     raise ValidationError(f"{_at(where)}property '{prop}' must be true or false, got {value!r}")
 
 
-def _input_format(obj, signature, where: str) -> dict:
+def _input_format(obj, signature, where: str, discover: bool = False) -> dict:
     if not isinstance(obj, dict):
         raise ValidationError(f"{_at(where)}inputFormat must be a JSON object, got {obj!r}")
     kind = obj.get("type")
@@ -235,7 +261,7 @@ def _input_format(obj, signature, where: str) -> dict:
             columns = _str_list(columns, "columns", where)
         if header and columns:
             raise ValidationError(f"{_at(where)}give either 'columns' or findColumnsFromHeader=true, not both")
-        if not header:
+        if not header and not discover:
             columns = columns or [name for name, _ in signature]
         delimiter = obj.get("delimiter", "\t" if kind == "tsv" else ",")
         delimiter = _require_str(delimiter, "delimiter", where)
@@ -310,9 +336,11 @@ def _literal(node: exp.Expression, arg: str, where: str):
                           f"(a string, number, boolean or ARRAY[...]), got {node.sql('druid')}")
 
 
-def parse_table_function(text: str, where: str, extend: tuple[tuple[str, ColumnType], ...] | None) -> ExternalSource:
+def parse_table_function(text: str, where: str, extend: tuple[tuple[str, ColumnType], ...] | None,
+                         partial: tuple[tuple[str, ColumnType], ...] | None = None) -> ExternalSource:
     """Parse ``fn(args)`` (the inside of ``TABLE(...)``). ``text`` is the whole statement with
-    everything but the call blanked, so sqlglot's positions are the statement's."""
+    everything but the call blanked, so sqlglot's positions are the statement's. ``extend`` is the
+    full schema (EXTEND), ``partial`` some columns of a discovered one (PARTIAL)."""
     try:
         call = sqlglot.parse_one(text, read=_TableFunctionDialect)
     except ParseError as exc:
@@ -337,11 +365,11 @@ def parse_table_function(text: str, where: str, extend: tuple[tuple[str, ColumnT
         else:
             positional.append(a)
     if name == "extern":
-        return _extern(positional, named, where, extend)
+        return _extern(positional, named, where, extend, partial)
     if positional:
         raise ValidationError(f"{where}: {name}() takes only named arguments (name => value), e.g. "
                               f"{name}({_FUNCTION_SOURCE_ARGS[name][0]} => ..., format => 'csv')")
-    return _source_function(name, {k: v for k, (v, _) in named.items()}, where, extend)
+    return _source_function(name, {k: v for k, (v, _) in named.items()}, where, extend, partial)
 
 
 def _json_arg(value, arg: str, where: str):
@@ -354,7 +382,7 @@ def _json_arg(value, arg: str, where: str):
                               f"{exc.lineno}, column {exc.colno} of the JSON text") from None
 
 
-def _extern(positional, named, where: str, extend) -> ExternalSource:
+def _extern(positional, named, where: str, extend, partial=None) -> ExternalSource:
     order = ("inputSource", "inputFormat", "signature")
     unknown = sorted(set(named) - set(order))
     if unknown:
@@ -374,25 +402,41 @@ def _extern(positional, named, where: str, extend) -> ExternalSource:
     if "signature" in values and extend:
         raise ValidationError(f"{where}: give the columns either as EXTERN's signature or with EXTEND, not both")
     if "signature" not in values and not extend:
-        raise ValidationError(f"{where}: EXTERN needs a 'signature' (a JSON list of columns) or an EXTEND "
-                              "(col TYPE, ...) list after it")
+        return ExternalSource.discovering(_json_arg(values["inputSource"], "inputSource", where),
+                                          _json_arg(values["inputFormat"], "inputFormat", where), partial or (),
+                                          (), where)
+    if partial:
+        raise ValidationError(f"{where}: PARTIAL declares some columns of a source whose schema is discovered; "
+                              "EXTERN with a signature (or EXTEND) already declares all of them: drop one")
     signature = _json_arg(values["signature"], "signature", where) if "signature" in values else list(extend)
     return ExternalSource.of(_json_arg(values["inputSource"], "inputSource", where),
                              _json_arg(values["inputFormat"], "inputFormat", where), signature, where)
 
 
-def _source_function(name: str, named: dict, where: str, extend) -> ExternalSource:
+def _source_function(name: str, named: dict, where: str, extend, partial=None) -> ExternalSource:
     fmt = named.get("format")
     if not isinstance(fmt, str) or fmt not in INPUT_FORMAT_TYPES:
         raise ValidationError(f"{where}: {name}() needs format => one of {', '.join(repr(f) for f in INPUT_FORMAT_TYPES)}"
                               + ("" if fmt is None else f", got {fmt!r}"))
-    allowed = set(_FUNCTION_SOURCE_ARGS[name]) | set(_FUNCTION_FORMAT_ARGS[fmt]) | {"format"}
+    allowed = set(_FUNCTION_SOURCE_ARGS[name]) | set(_FUNCTION_FORMAT_ARGS[fmt]) | {"format"} | set(_DISCOVERY_ARGS)
     unknown = sorted(set(named) - allowed)
     if unknown:
         raise ValidationError(f"{where}: unknown argument(s) {', '.join(unknown)} for {name}() with format "
                               f"'{fmt}'; valid: {', '.join(sorted(allowed))}")
-    if not extend:
-        raise ValidationError(f"{where}: {name}() needs its columns: add EXTEND (col TYPE, ...) after TABLE(...)")
+    infer = _bool(named.get("inferSchema", False), "inferSchema", where)
+    exclude = named.get("exclude") or ()
+    if isinstance(exclude, str):
+        exclude = [exclude]
+    discover = infer or not extend or partial is not None
+    if extend and partial is not None:
+        raise ValidationError(f"{where}: give either EXTEND (the full schema) or PARTIAL (some columns, the rest "
+                              "discovered), not both")
+    if extend and infer:
+        raise ValidationError(f"{where}: inferSchema => TRUE discovers the columns, EXTEND declares all of them: "
+                              "drop one, or write PARTIAL (col TYPE, ...) to declare some")
+    if exclude and not discover:
+        raise ValidationError(f"{where}: exclude => ... drops discovered columns; with EXTEND, just leave the "
+                              "columns out of the list")
     if name == "inline":
         if "data" not in named:
             raise ValidationError(f"{where}: inline() needs data => 'text' or ARRAY['line 1', 'line 2']")
@@ -418,6 +462,8 @@ def _source_function(name: str, named: dict, where: str, extend) -> ExternalSour
     for key in _FUNCTION_FORMAT_ARGS[fmt]:
         if named.get(key) is not None:
             fmt_obj[key] = named[key]
+    if discover:
+        return ExternalSource.discovering(source, fmt_obj, list(partial or ()), exclude, where)
     return ExternalSource.of(source, fmt_obj, list(extend), where)
 
 
@@ -443,5 +489,5 @@ def extend_column_type(type_text: str, column: str, where: str) -> ColumnType:
     return ctype
 
 
-__all__ = ["DEFAULT_LIST_DELIMITER", "INPUT_FORMAT_TYPES", "INPUT_SOURCE_TYPES", "TABLE_FUNCTIONS",
+__all__ = ["COLUMNS_ARRAY", "DEFAULT_LIST_DELIMITER", "INPUT_FORMAT_TYPES", "INPUT_SOURCE_TYPES", "TABLE_FUNCTIONS",
            "ExternalSource", "extend_column_type", "parse_table_function"]

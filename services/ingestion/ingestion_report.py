@@ -53,6 +53,7 @@ class IngestionReport:
     spark_job_ids: tuple[int, ...] = ()
     error: str | None = None
     phases: dict = field(default_factory=dict)  # phase -> seconds
+    schema_decisions: tuple[dict, ...] = ()  # discovered column types: column, typesSeen, chosen, rule, example
 
     @property
     def bytes_written(self) -> int:
@@ -67,6 +68,7 @@ class IngestionReport:
             "segments": [s.to_json() for s in self.segments], "bytesWritten": self.bytes_written,
             "durationSeconds": round(self.duration_s, 3), "sparkJobIds": list(self.spark_job_ids),
             "error": self.error, "phases": {k: round(v, 3) for k, v in self.phases.items()},
+            "schemaDecisions": list(self.schema_decisions),
         }
 
 

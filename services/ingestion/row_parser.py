@@ -353,7 +353,9 @@ def _delimited_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: 
     skip = fmt.get("skipHeaderRows", 0) if first_line == 1 else 0
     columns = fmt.get("columns")
     positions = None
-    if columns:
+    if fmt.get("columnsArray"):  # no header, no declared columns: one ARRAY<VARCHAR> of every field
+        columns, positions = None, []
+    elif columns:
         positions = [columns.index(n) for n, _ in signature]
     for line_no, raw, fields, error in _delimited_records(lines, fmt, first_line):
         if skip > 0:
@@ -368,23 +370,28 @@ def _delimited_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: 
                 return
             header = [f.strip() for f in fields]
             missing = [n for n, _ in signature if n not in header]
+            if missing and fmt.get("missingColumnsNull"):
+                # A discovered schema is the union of the files' headers: what this one lacks is null.
+                missing = []
             if missing:
                 batcher.error(line_no, raw, f"the header has no column(s) {', '.join(missing)} (it has "
                               f"{', '.join(header)}); the file's rows were skipped")
                 return
             columns = header
-            positions = [header.index(n) for n, _ in signature]
+            positions = [header.index(n) if n in header else None for n, _ in signature]
             yield line_no
             continue
         if error is not None:
             batcher.error(line_no, raw, error)
         elif fields == [] or (len(fields) == 1 and fields[0].strip() == ""):
             pass  # blank line
+        elif columns is None:
+            batcher.add([[f if f != "" else None for f in fields]], line_no, raw)
         elif len(fields) != len(columns):
             batcher.error(line_no, raw, f"the row has {len(fields)} values but there are {len(columns)} columns "
                           f"({', '.join(columns)})")
         else:
-            batcher.add([fields[p] if fields[p] != "" else None for p in positions], line_no, raw)
+            batcher.add([None if p is None or fields[p] == "" else fields[p] for p in positions], line_no, raw)
         yield line_no
 
 

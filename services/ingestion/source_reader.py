@@ -178,38 +178,44 @@ def reader_ddl(signature) -> str:
     return ", ".join(cols)
 
 
+def open_listed(row: dict):
+    """The executor side: the byte stream of one LISTING_DDL row (inline text, a file, or a range)."""
+    import io
+
+    from services.ingestion.text_splits import open_range
+
+    if row["data"] is not None:
+        return io.BytesIO(row["data"].encode("utf-8"))
+    if row["end"] is not None:
+        return open_range(row["path"], row["start"], row["end"])
+    path = row["path"]
+    if row["spark_file"]:
+        from pyspark import SparkFiles
+
+        path = SparkFiles.get(row["spark_file"])
+    return open(path, "rb")
+
+
 def _file_reader(input_format: dict, signature):
     """The executor side: rows of LISTING_DDL -> parsed batches."""
 
     def read(batches):
-        import io
-
-        from services.ingestion.text_splits import open_range
-
         for batch in batches:
             for row in batch.to_pylist():
-                if row["data"] is not None:
-                    stream = io.BytesIO(row["data"].encode("utf-8"))
-                elif row["end"] is not None:
-                    stream = open_range(row["path"], row["start"], row["end"])
-                else:
-                    path = row["path"]
-                    if row["spark_file"]:
-                        from pyspark import SparkFiles
-
-                        path = SparkFiles.get(row["spark_file"])
-                    stream = open(path, "rb")
-                with stream:
+                with open_listed(row) as stream:
                     yield from parse_file(row["name"], stream, input_format, signature, first_line=row["first_line"])
 
     return read
 
 
-def read_source(spark, source: ExternalSource, view: str, work_dir: str, context: dict | None = None) -> SourceRead:
-    """Read ``source`` into the temp view ``view`` and count its parse exceptions."""
+def read_source(spark, source: ExternalSource, view: str, work_dir: str, context: dict | None = None,
+                files: list[InputFile] | None = None) -> SourceRead:
+    """Read ``source`` into the temp view ``view`` and count its parse exceptions; ``files`` is the
+    listing when the caller has it already (schema discovery lists first)."""
     from services.ingestion.parquet_source import plan_parquet, read_native
 
-    files = list_input(source, os.path.join(work_dir, view), context)
+    if files is None:
+        files = list_input(source, os.path.join(work_dir, view), context)
     frames, rows_read, native = [], 0, ()
     parsed = SourceRead(view, None, 0, 0, [], len(files))
     python_files = files
@@ -233,15 +239,10 @@ def read_source(spark, source: ExternalSource, view: str, work_dir: str, context
                       parsed._cached, native, len(python_files))
 
 
-def _parse_files(spark, source: ExternalSource, files: list[InputFile]) -> SourceRead:
-    """row_parser over ``files``, one task per file or range; the parsed rows stay cached for the
-    SELECT, which runs more than once."""
-    from pyspark import StorageLevel
-    from pyspark.sql import functions as F
-
+def listing_rows(sc, source: ExternalSource, files: list[InputFile]) -> list[tuple]:
+    """LISTING_DDL rows of ``files``: one per file, or per line-aligned range of a big JSON/TSV file."""
     from services.ingestion.text_splits import text_ranges
 
-    sc = spark.sparkContext
     local = sc.master.startswith("local")
     rows = []
     for f in files:
@@ -257,6 +258,17 @@ def _parse_files(spark, source: ExternalSource, files: list[InputFile]) -> Sourc
                 rows.extend((f.name, f.path, None, None, r.start, r.end, r.first_line) for r in ranges)
         else:
             rows.append((f.name, f.path, f.data, None, None, None, 1))
+    return rows
+
+
+def _parse_files(spark, source: ExternalSource, files: list[InputFile]) -> SourceRead:
+    """row_parser over ``files``, one task per file or range; the parsed rows stay cached for the
+    SELECT, which runs more than once."""
+    from pyspark import StorageLevel
+    from pyspark.sql import functions as F
+
+    sc = spark.sparkContext
+    rows = listing_rows(sc, source, files)
     listing = spark.createDataFrame(sc.parallelize(rows, max(1, len(rows))), LISTING_DDL)
     parsed = listing.mapInArrow(_file_reader(source.input_format, source.signature), reader_ddl(source.signature))
     parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
@@ -272,4 +284,4 @@ def _parse_files(spark, source: ExternalSource, files: list[InputFile]) -> Sourc
 
 
 __all__ = ["DEFAULT_HTTP_MAX_BYTES", "DEFAULT_HTTP_TIMEOUT_S", "InputFile", "SourceRead", "download", "list_input",
-           "local_files", "read_source", "reader_ddl", "spark_type"]
+           "listing_rows", "local_files", "open_listed", "read_source", "reader_ddl", "spark_type"]

@@ -71,6 +71,7 @@ from services.ingestion.partitioning import (
     row_keys,
     sample_fraction,
 )
+from services.ingestion.schema_discovery import expand_dynamic
 from services.ingestion.spark_sql import check_time_column, to_spark_sql
 from services.ingestion.statement import IngestionStatement
 from services.ingestion.upload_folder import ingest_root, new_run_token
@@ -98,6 +99,8 @@ class IngestionJob:
     context: Mapping[str, object] = field(default_factory=dict)  # the statement's SET values win
     projections: tuple[dict, ...] = ()  # the target table's projections (catalog), built into each segment
     column_options: Mapping[str, dict] = field(default_factory=dict)  # per column encoding settings (catalog)
+    declared_types: Mapping[str, object] = field(default_factory=dict)  # catalog column -> ColumnType (provided schema)
+    sealed_columns: tuple[str, ...] | None = None  # a sealed target's declared columns (checked after discovery)
 
     @property
     def settings(self) -> dict:
@@ -159,6 +162,8 @@ class _Run:
         self.phases: dict[str, float] = {}
         self.current: str | None = None
         self.reads: list = []
+        self.listings: dict[str, list] = {}  # source -> its input files, when discovery listed them
+        self.decisions: list[dict] = []
         self.cached: list = []
         self.stats = {"rows_read": 0, "rows_written": 0, "rows_filtered": None, "parse_exceptions": 0}
         self.samples: list[ParseExceptionSample] = []
@@ -196,7 +201,7 @@ class _Run:
             rows_filtered=self.stats["rows_filtered"], parse_exceptions=self.stats["parse_exceptions"],
             parse_exception_samples=tuple(self.samples), segments=self.segments if status == "SUCCESS" else (),
             duration_s=time.monotonic() - self.started, spark_job_ids=job_ids, error=error,
-            phases={k: v for k, v in self.phases.items()})
+            phases={k: v for k, v in self.phases.items()}, schema_decisions=tuple(self.decisions))
 
     # ---- the pipeline -------------------------------------------------------------------------------
 
@@ -204,6 +209,9 @@ class _Run:
         job, stmt = self.job, self.stmt
         granularity = job.granularity
         rows_per_segment = job.rows_per_segment
+        if any(source.discover for source in stmt.sources.values()):
+            self.phase("discovering")
+            stmt = self.discover()
         self.phase("reading")
         self.read_sources()
         self.phase("planning")
@@ -234,11 +242,42 @@ class _Run:
         self.phase("done")
         return self.report("SUCCESS")
 
+    def discover(self) -> IngestionStatement:
+        """The schema commit point: resolve every discovering source's signature (and ``*``) once,
+        before any row is read for the SELECT; the statement from here on has only declared types."""
+        import dataclasses
+        import os
+
+        from sqlglot import exp
+
+        from services.ingestion.schema_discovery import check_sealed, dynamic_columns, expand_star, resolve_source
+        from services.ingestion.source_reader import list_input
+
+        sources = {}
+        for view, (name, source) in zip(self.views, self.stmt.sources.items()):
+            if not source.discover:
+                sources[name] = source
+                continue
+            files = list_input(source, os.path.join(self.work_dir, view), self.job.settings)
+            self.listings[name] = files
+            resolved, decisions = resolve_source(self.spark, source, files, datasource=self.stmt.datasource,
+                                                 settings=self.job.settings, declared=self.job.declared_types)
+            sources[name] = resolved
+            self.decisions.extend({"task": self.job.job_id, "datasource": self.stmt.datasource, **d.to_json()}
+                                  for d in decisions)
+            self.check_cancelled()
+        select = expand_star(self.stmt.select, sources)
+        self.stmt = dataclasses.replace(self.stmt, sources=sources, select=select)
+        if self.job.sealed_columns is not None and isinstance(select, exp.Select):
+            output = [e.alias_or_name for e in select.expressions if e.alias_or_name != "__dynamic"]
+            check_sealed(self.stmt.datasource, output + list(dynamic_columns(select)), set(self.job.sealed_columns))
+        return self.stmt
+
     def read_sources(self) -> None:
         from services.ingestion.source_reader import read_source
 
         for view, (name, source) in zip(self.views, self.stmt.sources.items()):
-            read = read_source(self.spark, source, view, self.work_dir, self.job.settings)
+            read = read_source(self.spark, source, view, self.work_dir, self.job.settings, self.listings.get(name))
             self.reads.append(read)
             self.stats["rows_read"] += read.rows_read
             self.stats["parse_exceptions"] += read.parse_exceptions
@@ -262,6 +301,7 @@ class _Run:
         except (AnalysisException, ParseException) as exc:
             raise ValidationError(f"the SELECT cannot be run: {_spark_message(exc)} (as Spark SQL: {sql})") from None
         check_time_column(df.schema)
+        df = expand_dynamic(df)
         names = df.columns
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:

@@ -234,6 +234,8 @@ _ANONYMOUS: dict[str, Callable[[list], exp.Expression]] = {
     "BITWISE_COMPLEMENT": _simple("~:a", 1),
     "BITWISE_SHIFT_LEFT": _simple("shiftleft(:a, :b)", 2),
     "BITWISE_SHIFT_RIGHT": _simple("shiftright(:a, :b)", 2),
+    "ARRAY_OFFSET": _simple("get(:a, :b)", 2),  # 0-based, null past the end (as Druid)
+    "ARRAY_ORDINAL": _simple("try_element_at(:a, :b)", 2),  # 1-based
     "MV_TO_ARRAY": _simple(":a", 1),
     "ARRAY_TO_MV": _simple(":a", 1),
     "MV_LENGTH": _simple("size(:a)", 1),

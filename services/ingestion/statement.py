@@ -12,8 +12,8 @@ since no sqlglot dialect knows them. Each piece is handed to sqlglot as the whol
 everything else blanked out (newlines kept), so every line and column in an error is a position
 in the text the user wrote.
 
-External sources in FROM (``TABLE(EXTERN(...))``, ``TABLE(localfiles(...)) EXTEND (...)``) are
-cut out of the SELECT the same way and replaced by placeholder table names; ``sources`` maps each
+External sources in FROM (``TABLE(EXTERN(...))``, ``TABLE(localfiles(...)) EXTEND (...)``,
+``TABLE(localfiles(...)) PARTIAL (...)`` for a discovered schema) are cut out of the SELECT the same way and replaced by placeholder table names; ``sources`` maps each
 placeholder to its ExternalSource, so the Spark side only swaps names for temp views.
 
 The statement is parsed once, on the broker; ``to_json`` / ``from_json`` carry it to the task as
@@ -79,6 +79,8 @@ class IngestionStatement:
             inner = e.unalias() if isinstance(e, exp.Alias) else e
             if isinstance(inner, exp.Column) and inner.name in json_inputs:
                 out.append(e.alias_or_name)
+            elif e.alias_or_name == "__dynamic" and isinstance(inner, exp.Anonymous):  # schema_discovery's struct
+                out.extend(a.name for a in inner.expressions if isinstance(a, exp.Column) and a.name in json_inputs)
         return tuple(dict.fromkeys(out))
 
     @property
@@ -98,7 +100,9 @@ class IngestionStatement:
             "clusteredBy": list(self.clustered_by), "select": serde.dump(self.select),
             "sources": {name: {"inputSource": src.input_source, "inputFormat": src.input_format,
                                "signature": [{"name": n, "type": t.native_name} for n, t in src.signature],
-                               "where": src.where}
+                               "where": src.where, "discover": src.discover,
+                               "partial": [{"name": n, "type": t.native_name} for n, t in src.partial],
+                               "exclude": list(src.exclude)}
                         for name, src in self.sources.items()},
             "context": dict(self.context),
         }
@@ -124,7 +128,10 @@ class IngestionStatement:
                 raise TypeError(f"select is a {type(select).__name__}, not a query")
             sources = {name: ExternalSource(dict(src["inputSource"]), dict(src["inputFormat"]),
                                             tuple((c["name"], ColumnType.parse(c["type"])) for c in src["signature"]),
-                                            src.get("where", ""))
+                                            src.get("where", ""), bool(src.get("discover", False)),
+                                            tuple((c["name"], ColumnType.parse(c["type"]))
+                                                  for c in src.get("partial") or ()),
+                                            tuple(str(c) for c in src.get("exclude") or ()))
                        for name, src in data["sources"].items()}
             return IngestionStatement(mode, datasource, overwrite,
                                       Granularity.parse(granularity) if granularity is not None else None,
@@ -327,21 +334,33 @@ def _parse_select(sub: _Tokens, start: int, end: int) -> tuple[exp.Query, dict[s
                 raise ValidationError(f"TABLE( at {sub.at(toks[i])} is not closed before the end of the SELECT")
             region_end = close
             j = close + 1
-            if sub.word(j) == "EXTEND":
+            partial = None
+            if sub.word(j) in ("EXTEND", "PARTIAL"):
+                keyword = sub.word(j)
                 j += 1
                 if j >= end or toks[j].token_type != TokenType.L_PAREN:
-                    raise ValidationError(f"EXTEND at {sub.at(toks[j - 1])} needs a column list: EXTEND (col TYPE, ...)")
+                    raise ValidationError(f"{keyword} at {sub.at(toks[j - 1])} needs a column list: "
+                                          f"{keyword} (col TYPE, ...)")
+                if keyword == "PARTIAL":
+                    cols_close = sub.close_paren(j)
+                    partial = _extend_columns(sub, j, cols_close, "PARTIAL")
+                    region_end = cols_close
+                    j = cols_close + 1
             extend = None
-            if j < end and toks[j].token_type == TokenType.L_PAREN:
+            if partial is None and j < end and toks[j].token_type == TokenType.L_PAREN:
                 cols_close = sub.close_paren(j)
                 extend = _extend_columns(sub, j, cols_close)
                 region_end = cols_close
+                if sub.word(cols_close + 1) in ("EXTEND", "PARTIAL"):
+                    raise ValidationError(f"{sub.word(cols_close + 1)} at {sub.at(toks[cols_close + 1])}: give either "
+                                          "EXTEND (the full schema) or PARTIAL (some columns, the rest discovered), "
+                                          "not both")
             name = f"{SOURCE_PLACEHOLDER}{len(sources)}"
             where = f"FROM TABLE(...) at {sub.at(toks[i])}"
             call_text = blank_outside(sql, toks[i + 2].start, toks[close - 1].end + 1) if close > i + 2 else ""
             if not call_text.strip():
                 raise ValidationError(f"{where}: TABLE() needs a table function such as EXTERN(...)")
-            sources[name] = parse_table_function(call_text, where, extend)
+            sources[name] = parse_table_function(call_text, where, extend, partial)
             lo, hi = toks[i].start, toks[region_end].end + 1
             region = _blank(sql[lo:hi])
             text = text[:lo] + name + region[len(name):] + text[hi:]
@@ -358,9 +377,9 @@ def _parse_select(sub: _Tokens, start: int, end: int) -> tuple[exp.Query, dict[s
     return select, sources
 
 
-def _extend_columns(sub: _Tokens, open_i: int, close_i: int):
+def _extend_columns(sub: _Tokens, open_i: int, close_i: int, keyword: str = "EXTEND"):
     toks = sub.tokens
-    where = f"EXTEND at {sub.at(toks[open_i])}"
+    where = f"{keyword} at {sub.at(toks[open_i])}"
     items: list[list[Token]] = [[]]
     depth = 0
     for tok in toks[open_i + 1:close_i]:

@@ -105,8 +105,13 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> i
             from common.types.granularity import Granularity
 
             default_granularity = Granularity.parse(spec["segmentGranularity"])
+        from common.types.column_type import ColumnType
+
+        sealed = spec.get("sealedColumns")
         job = IngestionJob(task_id, statement, default_granularity, dict(spec.get("context") or {}),
-                           tuple(spec.get("projections") or ()), dict(spec.get("columnOptions") or {}))
+                           tuple(spec.get("projections") or ()), dict(spec.get("columnOptions") or {}),
+                           {n: ColumnType.parse(t) for n, t in (spec.get("declaredTypes") or {}).items()},
+                           tuple(sealed) if sealed is not None else None)
         master = None
         max_tasks = (spec.get("context") or {}).get("maxNumTasks")
         configured = os.environ.get("STRATA_SPARK_MASTER", "local[*]")

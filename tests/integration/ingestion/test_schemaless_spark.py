@@ -1,0 +1,120 @@
+"""Schemaless ingestion on the shared Spark session: discovered types, PARTIAL, *, exclude,
+__dynamic rollup and schemaConflicts, read back with strata's engine and compared with DuckDB."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from common.segment import Segment
+from services.ingestion.ingestion_report import IngestionFailed
+from services.ingestion.spark_job import IngestionJob, run_ingestion
+from services.ingestion.statement import parse_ingestion
+from tests.fixtures.spark_session import spark  # noqa: F401
+from tests.integration.ingestion.test_spark_job import FakePublisher, deep, duck_rows, scan  # noqa: F401
+from tests.unit.types.test_type_discovery import DRUID_ALL_TYPES, DRUID_TYPES
+
+DATA = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data"))
+pytestmark = pytest.mark.skipif(not os.path.isdir(DATA), reason="shared test data not found")
+
+
+def ingest(spark, sql, deep, **context):  # noqa: F811
+    job = IngestionJob("schemaless", parse_ingestion(sql, context))
+    report = run_ingestion(spark, job, deep.root, "", FakePublisher())
+    segments = [Segment.open(os.path.join(deep.root, *s.location.split("/"))) for s in report.segments]
+    return report, segments
+
+
+def stored_types(segments) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for seg in segments:
+        for col in seg.manifest.columns:
+            out.setdefault(col.name, col.type.native_name)
+    return out
+
+
+@pytest.mark.parametrize("name, expected", [("nested-all-types-test-data.json", DRUID_ALL_TYPES),
+                                            ("nested-types-test-data.json", DRUID_TYPES)])
+def test_no_declared_schema_meets_druids_types(spark, deep, name, expected):  # noqa: F811
+    path = os.path.join(DATA, name)
+    report, segments = ingest(spark, f"""INSERT INTO t SELECT TIME_PARSE("timestamp") AS __time, *
+        FROM TABLE(localfiles(files => ARRAY['{path}'], format => 'json'))
+        PARTITIONED BY DAY""", deep)
+    types = stored_types(segments)
+    assert {k: v for k, v in types.items() if k != "__time"} == expected  # "timestamp" is named, so not in *
+    decisions = {d["column"]: d for d in report.to_json()["schemaDecisions"]}
+    assert set(decisions) == set(expected) | {"timestamp"}
+    assert all(decisions[c]["chosen"] == t for c, t in expected.items())
+    # JSON columns are nested columns, literal ones plain
+    kinds = {c.name: c.encoding for seg in segments for c in seg.manifest.columns}
+    assert all((kinds[c] == "nested") == (t == "COMPLEX<json>") for c, t in expected.items())
+
+
+def test_values_match_duckdb_read_json_auto(spark, deep):  # noqa: F811
+    path = os.path.join(DATA, "wikipedia-sampled.json")
+    _, segments = ingest(spark, f"""INSERT INTO w SELECT TIME_PARSE("timestamp") AS __time, *
+        FROM TABLE(localfiles(files => ARRAY['{path}'], format => 'json')) PARTITIONED BY DAY""", deep)
+    types = stored_types(segments)
+    assert types["added"] == "LONG" and types["deltaBucket"] == "DOUBLE" and types["isRobot"] == "LONG"
+    assert types["cityName"] == "STRING" and "timestamp" not in types  # named elsewhere, so not in *
+    cols = ["page", "added", "deltaBucket", "isRobot", "cityName"]
+    got = scan(segments, "w", cols)
+    want = duck_rows(f"SELECT page, added, deltaBucket, CAST(isRobot AS BIGINT), cityName "
+                     f"FROM read_json_auto('{path}')")
+    assert got == want
+
+
+def test_partial_star_exclude_and_group_by_all_rollup(spark, deep, tmp_path):  # noqa: F811
+    rows = [{"ts": f"2024-01-0{1 + i % 2}T00:00:00Z", "bytes": i, "host": f"h{i % 3}", "code": i % 2,
+             "comment": "drop me", "tags": {"k": i % 2}} for i in range(30)]
+    for i in range(3):
+        with open(tmp_path / f"part{i}.json", "w") as f:
+            f.write("\n".join(json.dumps(r) for r in rows[i::3]) + "\n")
+    report, segments = ingest(spark, f"""INSERT INTO dst SELECT TIME_PARSE(ts) AS __time, SUM(bytes) AS bytes, *
+        FROM TABLE(localfiles(baseDir => '{tmp_path}', filter => '*.json', format => 'json',
+                              exclude => ARRAY['comment']))
+        PARTIAL (ts VARCHAR, bytes BIGINT) GROUP BY ALL PARTITIONED BY DAY""", deep)
+    types = stored_types(segments)
+    assert "comment" not in types and "ts" not in types
+    assert types["host"] == "STRING" and types["code"] == "LONG" and types["tags"] == "COMPLEX<json>"
+    got = scan(segments, "dst", ["__time", "host", "code", "bytes"])
+    want = duck_rows(f"SELECT epoch_ms(CAST(ts AS TIMESTAMP)), host, code, SUM(bytes) "
+                     f"FROM read_json_auto('{tmp_path}/*.json') GROUP BY ALL")
+    assert got == want
+    assert report.rows_written == len(want)
+
+
+def test_schema_conflicts_fail_names_column_types_files_and_fix(spark, deep, tmp_path):  # noqa: F811
+    (tmp_path / "a.json").write_text('{"t": "2024-01-01", "x": "text"}\n{"t": "2024-01-01", "x": "more"}\n')
+    (tmp_path / "b.json").write_text('{"t": "2024-01-01", "x": 1}\n{"t": "2024-01-01", "x": {"k": 1}}\n')
+    sql = f"""INSERT INTO c SELECT TIME_PARSE(t) AS __time, x
+        FROM TABLE(localfiles(baseDir => '{tmp_path}', filter => '*.json', format => 'json')) PARTITIONED BY DAY"""
+    with pytest.raises(IngestionFailed) as info:
+        ingest(spark, sql, deep, schemaConflicts="fail")
+    msg = str(info.value)
+    assert "column 'x'" in msg and "STRING at " in msg and f"{tmp_path}/a.json, line 1" in msg
+    assert f"LONG at {tmp_path}/b.json, line 1" in msg
+    assert "PARTIAL (\"x\"" in msg and "schemaConflicts = 'widen'" in msg
+    report, segments = ingest(spark, sql, deep)  # widen (the default): anything + object -> JSON
+    assert stored_types(segments)["x"] == "COMPLEX<json>"
+    assert report.rows_written == 4
+
+
+def test_csv_header_all_varchar_and_headerless_columns_array(spark, deep, tmp_path):  # noqa: F811
+    files = [os.path.join(DATA, "embedded-tests", f"wikipedia_index_data{i}.csv") for i in (1, 2, 3)]
+    listed = ", ".join(f"'{f}'" for f in files)
+    _, segments = ingest(spark, f"""INSERT INTO csvw SELECT TIME_PARSE("timestamp") AS __time, *
+        FROM TABLE(localfiles(files => ARRAY[{listed}], format => 'csv', findColumnsFromHeader => TRUE))
+        PARTIAL ("timestamp" VARCHAR, added BIGINT) PARTITIONED BY DAY""", deep)
+    types = stored_types(segments)
+    assert types["added"] == "LONG" and types["page"] == "STRING" and types["delta"] == "STRING"
+    assert scan(segments, "csvw", ["page", "added"]) == duck_rows(
+        f"SELECT page, added FROM read_csv_auto([{listed}])")
+    raw = tmp_path / "raw.csv"
+    raw.write_text("2024-01-01,a,1\n2024-01-01,b,2\n")
+    _, segments = ingest(spark, f"""INSERT INTO nohdr SELECT TIME_PARSE(ARRAY_OFFSET("columns", 0)) AS __time, "columns"
+        FROM TABLE(localfiles(files => ARRAY['{raw}'], format => 'csv')) PARTITIONED BY DAY""", deep)
+    assert stored_types(segments)["columns"] == "ARRAY<STRING>"
+    assert scan(segments, "nohdr", ["columns"]) == [(["2024-01-01", "a", "1"],), (["2024-01-01", "b", "2"],)]
