@@ -22,7 +22,10 @@ import yaml
 from common.demo import table as demo_table
 from services.cli.cluster_client import ClusterClient
 from services.cli.local_cluster import LocalCluster
-from services.historical.storage import deep_storage_from_url
+try:
+    from services.deep_storage import deep_storage_from_url
+except ImportError:  # before deep storage became its own package
+    from services.historical.storage import deep_storage_from_url
 from tests.fixtures.prometheus_server import PrometheusProcess
 
 ROOT = Path(__file__).resolve().parents[2]
