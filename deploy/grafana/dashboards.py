@@ -130,7 +130,7 @@ CLUSTER = DashboardSpec(
 QUERIES = DashboardSpec(
     "strata-queries", "strata / Queries",
     "Query rate, latency and errors. Broker panels are end to end: native queries by datasource and "
-    "type, SQL over gRPC as datasource=sql; historical panels are each historical's share, by the "
+    "type, SQL statements as datasource=sql; historical panels are each historical's share, by the "
     "native query SQL was planned into.",
     (("Broker (end to end)", (
         PanelSpec("Queries per second by datasource and type", "reqps",

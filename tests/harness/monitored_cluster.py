@@ -22,7 +22,7 @@ import yaml
 from common.demo import table as demo_table
 from services.cli.cluster_client import ClusterClient
 from services.cli.local_cluster import LocalCluster
-from services.historical.storage import deep_storage_from_url
+from services.deep_storage import deep_storage_from_url
 from tests.fixtures.prometheus_server import PrometheusProcess
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,11 +103,11 @@ class Workload:
     def _loop(self) -> None:
         while not self.stop_event.is_set():
             for query in NATIVE:
-                self._run(lambda q=query: self.client.native(q, timeout_s=30))
+                self._run(lambda q=query: self.client.native(q, timeout_s=120))
             for sql in SQL:
-                self._run(lambda s=sql: self.client.sql(s, timeout_s=30))
+                self._run(lambda s=sql: self.client.sql(s, timeout_s=120))
             try:
-                self.client.native(BAD, timeout_s=30)
+                self.client.native(BAD, timeout_s=120)
                 self.unexpected.append(AssertionError("a query on a missing datasource succeeded"))
             except Exception:  # noqa: BLE001 - the failure is the point: it feeds the error panels
                 pass
