@@ -33,6 +33,7 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
 from common.errors import UnsupportedError, ValidationError
+from common.sql.statement_kind import classify
 from common.rpc.gen.arrow.flight import flight_session_pb2 as fsession
 from common.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
 from services.broker.core.flight_tickets import FlightTickets
@@ -216,6 +217,15 @@ class BrokerFlightServer(flight.FlightServerBase):
         """Plan only: the FlightInfo's schema is the plan's; DoGet runs it."""
         who = self._caller(context)
         request = self._request(descriptor, who)
+        if isinstance(request, QueryRequest) and _has_effects(request):
+            # CREATE/ALTER/DROP TABLE, INSERT/REPLACE run now: a client's execute() returns once
+            # they are done (drivers fetch the stream in the background); their one-row answer
+            # waits under the ticket.
+            table = self.front_door.run(request, _active(context)).table
+            handle = self.tickets.put(table, table.schema, who.user)
+            ticket = _pack(fsql.TicketStatementQuery(statement_handle=handle))
+            return flight.FlightInfo(table.schema, descriptor, [flight.FlightEndpoint(ticket, [])],
+                                     table.num_rows, table.nbytes)
         schema = self._schema(request, who)
         handle = self.tickets.put(request, schema, who.user)
         ticket = _pack(fsql.TicketStatementQuery(statement_handle=handle))
@@ -247,6 +257,8 @@ class BrokerFlightServer(flight.FlightServerBase):
             raise UnknownHandleError("result ticket already fetched; call GetFlightInfo again")
         if isinstance(entry.request, QueryRequest):
             table = self.front_door.run(entry.request, _active(context), expected_schema=entry.schema).table
+        elif isinstance(entry.request, pa.Table):  # a statement with effects, already run
+            table = entry.request
         else:
             table = self._metadata(entry.request, who)
         return _batch_stream(entry.schema, record_batches(table))
@@ -416,6 +428,16 @@ class BrokerFlightServer(flight.FlightServerBase):
             params = pa.schema([pa.field(str(i), pa.null()) for i in range(info.parameter_count)])
             result.parameter_schema = params.serialize().to_pybytes()
         return result
+
+
+def _has_effects(request: QueryRequest) -> bool:
+    if request.sql is None:
+        return False
+    try:
+        head = classify(request.sql)
+    except Exception:  # noqa: BLE001 - not a statement we can classify: planning will say why
+        return False
+    return head.is_ddl or head.is_ingestion
 
 
 def _active(context):
