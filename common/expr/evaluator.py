@@ -121,7 +121,8 @@ def to_double(v: Value) -> Value:
         v = v.cast(pa.int64())
     if pa.types.is_string(t):
         return _parse_double(v)
-    return v.cast(pa.float64())
+    # Longs past 2**53 round to the nearest double, as Java's (double) does; a safe cast refuses them.
+    return v.cast(pa.float64(), safe=False)
 
 
 def to_string(v: Value) -> Value:
@@ -276,7 +277,7 @@ def arithmetic(op: str, a: Value, b: Value, out: ColumnType) -> Value:
         if out == LONG:
             # Java's LongMath.pow semantics for negative exponents: 1, -1 or 0, never an error.
             neg = pc.less(b, 0)
-            frac = double_to_long(pc.power(a.cast(pa.float64()), b.cast(pa.float64())))
+            frac = double_to_long(pc.power(a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False)))
             frac = pc.if_else(pc.equal(a, 0), pa.scalar(None, pa.int64()), frac)  # 0 ^ -n divides by zero
             return pc.if_else(neg, frac, pc.power(a, pc.if_else(neg, 0, b)))
         return pc.power(a, b)
