@@ -1,9 +1,9 @@
 """Arrow Flight and Flight SQL on the broker (default port 8815), one server for both.
 
 Plain Flight: a ticket, or a CMD descriptor for GetFlightInfo, holds one of
-  - a native Druid query as JSON (starts with ``{``) -> ``run_native``;
-  - ``{"sql": "...", "context": {...}, "parameters": [...]}`` -> the SqlBackend with that context;
-  - anything else is SQL text (``SET key = value;`` prefixes allowed) -> the SqlBackend.
+  - a native Druid query as JSON (starts with ``{``);
+  - ``{"sql": "...", "context": {...}, "parameters": [...]}``: SQL with that context;
+  - anything else is SQL text (``SET key = value;`` prefixes allowed).
 Flight SQL: commands packed in ``google.protobuf.Any`` (what the ADBC/JDBC drivers send):
 statements, prepared statements with ``?`` parameters bound by DoPut, and the catalog calls.
 Flight SQL has no per-call query context; clients put ``SET key = value;`` before the SQL.
@@ -11,7 +11,9 @@ Flight SQL has no per-call query context; clients put ``SET key = value;`` befor
 GetFlightInfo only plans (through the QueryFrontDoor, shared with the gRPC BrokerService): the
 FlightInfo carries the plan's result schema and a ticket naming what was planned (FlightTickets);
 nothing runs. DoGet runs the query through the front door and streams the result in record
-batches of at most 65,536 rows and a few MiB, whatever the client's message-size limit.
+batches of at most 65,536 rows and a few MiB, whatever the client's message-size limit. The
+exception: statements with effects (DDL, INSERT/REPLACE) run at GetFlightInfo, because drivers
+fetch in the background and a client's next statement must see them done.
 
 Errors are classified by the front door (``query_errors``) and sent with clean messages
 (``flight_errors``): user errors as INVALID_ARGUMENT (NOT_FOUND for unknown handles and catalog
