@@ -1,12 +1,13 @@
 """Inputs that used to fail deep inside Arrow (and so reach clients as internal errors) are refused
 as user errors naming the thing and the fix: invalid regular expressions and LIKE escapes as soon
-as the filter is built, REPEAT/LPAD results over Arrow's string capacity, GROUP BY / topN on an
-ARRAY column, counts beyond int64, and list keys given as a bare string."""
+as the filter is built, REPEAT/LPAD results over Arrow's string capacity, counts beyond int64,
+and list keys given as a bare string. GROUP BY / topN on an ARRAY column, which failed inside
+Arrow, now groups whole arrays as Druid does."""
 
 import pyarrow as pa
 import pytest
 
-from common.errors import UnsupportedError, ValidationError
+from common.errors import ValidationError
 from common.query import execute, query_from_json
 from common.query.filters import Like, Regex
 
@@ -48,14 +49,21 @@ def test_string_results_over_arrow_capacity_are_user_errors(events, expression):
         execute(query, events.segments)
 
 
-def test_grouping_on_an_array_column_is_not_supported(make_segment):
-    table = pa.table({"__time": pa.array([1577836800000], pa.int64()), "tags": pa.array([["a"]])})
-    seg, _ = make_segment(table)
-    base = {"dataSource": "ds", "intervals": ["2020-01-01/2020-01-02"], "granularity": "all", "aggregations": COUNT}
-    with pytest.raises(UnsupportedError, match=r"GROUP BY on the ARRAY column 'tags' \(ARRAY<STRING>\) is not"):
-        execute({**base, "queryType": "groupBy", "dimensions": ["tags"]}, [seg])
-    with pytest.raises(UnsupportedError, match=r"topN on the ARRAY column 'tags'"):
-        execute({**base, "queryType": "topN", "dimension": "tags", "metric": "c", "threshold": 2}, [seg])
+def test_grouping_on_an_array_column_groups_whole_arrays(make_segment):
+    tags = [["a", "b"], ["a"], None, [], ["b", "a"], ["a", "b"], [None], ["a", None]]
+    first, _ = make_segment(pa.table({"__time": pa.array([1577836800000] * 4, pa.int64()),
+                                      "tags": pa.array(tags[:4]), "n": pa.array([1, 2, 3, 4])}))
+    second, _ = make_segment(pa.table({"__time": pa.array([1577840400000] * 4, pa.int64()),
+                                       "tags": pa.array(tags[4:]), "n": pa.array([5, 6, 7, 8])}))
+    base = {"dataSource": "ds", "intervals": ["2020-01-01/2020-01-02"], "granularity": "all",
+            "aggregations": [{"type": "longSum", "name": "s", "fieldName": "n"}]}
+    got = execute({**base, "queryType": "groupBy", "dimensions": ["tags"]}, [first, second]).table.to_pylist()
+    # Druid's order for arrays: null first, then element by element (a prefix first, null elements first).
+    assert got == [{"tags": None, "s": 3}, {"tags": [], "s": 4}, {"tags": [None], "s": 7}, {"tags": ["a"], "s": 2},
+                   {"tags": ["a", None], "s": 8}, {"tags": ["a", "b"], "s": 7}, {"tags": ["b", "a"], "s": 5}]
+    top = execute({**base, "queryType": "topN", "dimension": "tags", "metric": "s", "threshold": 2},
+                  [first, second]).table.to_pylist()
+    assert top == [{"tags": ["a", None], "s": 8}, {"tags": [None], "s": 7}]
 
 
 @pytest.mark.parametrize("query,message", [
