@@ -121,8 +121,7 @@ def to_double(v: Value) -> Value:
         v = v.cast(pa.int64())
     if pa.types.is_string(t):
         return _parse_double(v)
-    # Longs past 2**53 round to the nearest double, as Java's (double) does; a safe cast refuses them.
-    return v.cast(pa.float64(), safe=False)
+    return v.cast(pa.float64(), safe=False)  # longs beyond 2**53 round, as SQL and Java convert them
 
 
 def to_string(v: Value) -> Value:

@@ -42,6 +42,24 @@ def codes_from_array(arr: pa.Array) -> KeyCodes:
     return codes_from_dictionary(codes, enc.dictionary)
 
 
+def codes_from_sorted(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:
+    """Codes for an ascending int64 array (time buckets of a time-sorted segment): run lengths, no sort."""
+    if len(values) == 0:
+        return KeyCodes(np.zeros(0, np.int64), pa.array([], arrow_type))
+    starts = np.flatnonzero(values[1:] != values[:-1]) + 1
+    starts = np.concatenate(([0], starts))
+    lengths = np.diff(np.append(starts, len(values)))
+    codes = np.repeat(np.arange(len(starts), dtype=np.int64), lengths)
+    return KeyCodes(codes, pa.array(values[starts], pa.int64()).cast(arrow_type), starts)
+
+
+def codes_from_int64(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:
+    if len(values) and bool(np.all(values[1:] >= values[:-1])):
+        return codes_from_sorted(values, arrow_type)
+    uniq, inverse = np.unique(values, return_inverse=True)
+    return KeyCodes(inverse.astype(np.int64), pa.array(uniq, pa.int64()).cast(arrow_type))
+
+
 def codes_from_lists(arr: pa.Array) -> KeyCodes:
     """Arrays group as whole values, as Druid groups ARRAY columns: each row's elements become
     dense element codes packed into one binary key, so equal arrays get equal keys (a null
@@ -61,24 +79,6 @@ def codes_from_lists(arr: pa.Array) -> KeyCodes:
         ids, at = np.unique(codes[present], return_index=True)
         first[ids] = present[at]
     return codes_from_dictionary(codes, arr.take(pa.array(first, pa.int64())))
-
-
-def codes_from_sorted(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:
-    """Codes for an ascending int64 array (time buckets of a time-sorted segment): run lengths, no sort."""
-    if len(values) == 0:
-        return KeyCodes(np.zeros(0, np.int64), pa.array([], arrow_type))
-    starts = np.flatnonzero(values[1:] != values[:-1]) + 1
-    starts = np.concatenate(([0], starts))
-    lengths = np.diff(np.append(starts, len(values)))
-    codes = np.repeat(np.arange(len(starts), dtype=np.int64), lengths)
-    return KeyCodes(codes, pa.array(values[starts], pa.int64()).cast(arrow_type), starts)
-
-
-def codes_from_int64(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:
-    if len(values) and bool(np.all(values[1:] >= values[:-1])):
-        return codes_from_sorted(values, arrow_type)
-    uniq, inverse = np.unique(values, return_inverse=True)
-    return KeyCodes(inverse.astype(np.int64), pa.array(uniq, pa.int64()).cast(arrow_type))
 
 
 @dataclass

@@ -35,7 +35,6 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
 from common.errors import UnsupportedError, ValidationError
-from common.sql.statement_kind import classify
 from common.rpc.gen.arrow.flight import flight_session_pb2 as fsession
 from common.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
 from services.broker.core.flight_tickets import FlightTickets
@@ -433,6 +432,8 @@ class BrokerFlightServer(flight.FlightServerBase):
 
 
 def _has_effects(request: QueryRequest) -> bool:
+    from common.sql.statement_kind import classify
+
     if request.sql is None:
         return False
     try:
