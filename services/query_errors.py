@@ -13,6 +13,7 @@ reads only the id and a short description: never a traceback or a server path. g
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from dataclasses import dataclass
 
@@ -101,10 +102,15 @@ def new_error_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
+# An absolute file path (two or more segments), not part of a URL or an interval.
+_PATH = re.compile(r"(?<![\w:/.])/(?:[\w.@+-]+/)+[\w.@+-]*")
+
+
 def internal_message(exc: BaseException, error_id: str, where: str = "broker") -> str:
     """What a client reads about an internal error: strata's own errors keep their message (it
-    was written for people); anything else shows only its type, since its text may hold paths."""
-    what = str(exc) if isinstance(exc, StrataError) and str(exc) else type(exc).__name__
+    was written for people) with server paths blanked; anything else shows only its type, since
+    its text is not written for clients."""
+    what = _PATH.sub("<server path>", str(exc)) if isinstance(exc, StrataError) and str(exc) else type(exc).__name__
     return f"internal error {error_id} on the {where}: {what} (the {where} log has the details under this id)"
 
 

@@ -297,7 +297,7 @@ def arithmetic(op: str, a: Value, b: Value, out: ColumnType) -> Value:
         if out == LONG:
             # Java's LongMath.pow semantics for negative exponents: 1, -1 or 0, never an error.
             neg = pc.less(b, 0)
-            frac = double_to_long(pc.power(a.cast(pa.float64()), b.cast(pa.float64())))
+            frac = double_to_long(pc.power(a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False)))
             frac = pc.if_else(pc.equal(a, 0), pa.scalar(None, pa.int64()), frac)  # 0 ^ -n divides by zero
             return pc.if_else(neg, frac, pc.power(a, pc.if_else(neg, 0, b)))
         return pc.power(a, b)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from common.errors import UnsupportedError, ValidationError, unknown_name_message
+from common.errors import ValidationError, unknown_name_message
 from common.query import grouped_engine, scan_engine
 from common.query.model import GroupByQuery, Query, ScanQuery, TimeseriesQuery, TopNQuery, query_from_json
 from common.query.partial import Partial, RunStats
@@ -74,13 +74,6 @@ def validate(query: Query, schema: dict[str, ColumnType]) -> None:
         agg.result_type(available)
     for dim in grouped_engine.dimensions_of(query):
         need(dim.dimension, "dimension")
-        ctype = available[dim.dimension]
-        ctype = ColumnType.parse(ctype) if isinstance(ctype, str) else ctype
-        if ctype is not None and ctype.is_array:
-            kind = "topN" if isinstance(query, TopNQuery) else "GROUP BY"
-            raise UnsupportedError(
-                f"{kind} on the ARRAY column '{dim.dimension}' ({ctype}) is not supported by strata yet; "
-                f"group by other columns, or select the array without grouping by it")
     names = [d.output_name for d in grouped_engine.dimensions_of(query)] + [a.name for a in query.aggregations]
     if isinstance(query, TopNQuery) and query.metric.metric is not None:
         posts = [p.name for p in query.post_aggregations]

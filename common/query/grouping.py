@@ -1,7 +1,7 @@
 """Grouping: dense group ids for rows from one or more key columns, without per-row Python.
 
-Each key is first turned into dense codes (dictionary ids for string columns, Arrow's
-dictionary_encode for anything else); codes combine by mixed radix and are compacted to
+Each key is first turned into dense codes (dictionary ids for string columns, packed element
+codes for arrays, Arrow's dictionary_encode for anything else); codes combine by mixed radix and are compacted to
 0..G-1 through a lookup table when the key space is small, else with ``np.unique``.
 """
 
@@ -32,6 +32,8 @@ def codes_from_dictionary(codes: np.ndarray, dictionary: pa.Array) -> KeyCodes:
 def codes_from_array(arr: pa.Array) -> KeyCodes:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
+    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        return codes_from_lists(arr)
     if pa.types.is_dictionary(arr.type):
         codes = arr.indices.fill_null(-1).to_numpy(zero_copy_only=False)
         return codes_from_dictionary(codes, arr.dictionary)
@@ -68,6 +70,27 @@ def codes_from_int64(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:
         return codes_from_sorted(values, arrow_type)
     uniq, inverse = np.unique(values, return_inverse=True)
     return KeyCodes(inverse.astype(np.int64), pa.array(uniq, pa.int64()).cast(arrow_type))
+
+
+def codes_from_lists(arr: pa.Array) -> KeyCodes:
+    """Arrays group as whole values, as Druid groups ARRAY columns: each row's elements become
+    dense element codes packed into one binary key, so equal arrays get equal keys (a null
+    element is a code of its own; an empty array and a null array differ)."""
+    n = len(arr)
+    elements = pc.dictionary_encode(arr.flatten(), null_encoding="encode").indices
+    packed = elements.to_numpy(zero_copy_only=False).astype(np.int32).tobytes()
+    lengths = pc.list_value_length(arr).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    offsets = np.concatenate(([0], np.cumsum(lengths) * 4)).astype(np.int64)
+    keys = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(packed)])
+    keys = pc.if_else(arr.is_null(), pa.scalar(None, pa.large_binary()), keys)
+    enc = pc.dictionary_encode(keys, null_encoding="mask")
+    codes = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
+    present = np.flatnonzero(codes >= 0)
+    first = np.zeros(len(enc.dictionary), dtype=np.int64)
+    if len(present):
+        ids, at = np.unique(codes[present], return_index=True)
+        first[ids] = present[at]
+    return codes_from_dictionary(codes, arr.take(pa.array(first, pa.int64())))
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -27,6 +28,8 @@ def sort_indices(table: pa.Table, keys: list[SortKey]) -> pa.Array:
             values = values.combine_chunks()
         if pa.types.is_dictionary(values.type):
             values = values.cast(values.type.value_type)
+        if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+            values = _array_ranks(values)
         if k.numeric is True and not _is_numeric(values.type):
             values = strings_to_double(values)
         elif k.numeric is False and _is_numeric(values.type):
@@ -43,6 +46,23 @@ def sort_indices(table: pa.Table, keys: list[SortKey]) -> pa.Array:
     if not sort_keys:
         return pa.array(range(table.num_rows), pa.int64())
     return pc.sort_indices(pa.table(cols), sort_keys=sort_keys)
+
+
+def _array_ranks(values: pa.Array) -> pa.Array:
+    """Arrays order element by element (a prefix first; a null element before any value), as
+    Druid orders ARRAY values; Arrow cannot sort lists, so each row gets its array's rank."""
+    from common.query.grouping import codes_from_lists
+
+    keys = codes_from_lists(values)
+    distinct = keys.values.to_pylist()  # one per distinct array: few, since these are grouped results
+
+    def order(i: int):
+        v = distinct[i]
+        return (0,) if v is None else (1, tuple((0, 0) if e is None else (1, e) for e in v))
+
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[sorted(range(len(distinct)), key=order)] = np.arange(len(distinct))
+    return pa.array(rank[keys.codes], pa.int64(), mask=(keys.codes == 0))
 
 
 def _is_numeric(t: pa.DataType) -> bool:

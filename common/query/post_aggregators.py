@@ -63,11 +63,11 @@ class Arithmetic(PostAggregator):
             if self.fn in _ARITH:
                 out = _ARITH[self.fn](out, v)
             elif self.fn in ("/", "quotient"):
-                num, den = out.cast(pa.float64()), v.cast(pa.float64())
+                num, den = out.cast(pa.float64(), safe=False), v.cast(pa.float64(), safe=False)
                 # Division by zero is null, not an error and not Druid's legacy 0.
                 out = pc.if_else(pc.equal(den, 0.0), pa.scalar(None, pa.float64()), pc.divide(num, den))
             elif self.fn == "pow":
-                out = pc.power(out.cast(pa.float64()), v.cast(pa.float64()))
+                out = pc.power(out.cast(pa.float64(), safe=False), v.cast(pa.float64(), safe=False))
             else:
                 raise ValidationError(f"post-aggregator '{self.name}': unknown fn '{self.fn}'; valid: + - * / quotient pow")
         return out

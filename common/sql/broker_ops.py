@@ -47,7 +47,7 @@ def cast_column(arr: pa.Array | pa.ChunkedArray, t: SqlType) -> pa.Array:
     if pa.types.is_boolean(target):
         if pa.types.is_string(arr.type):
             return pc.equal(pc.utf8_lower(arr), "true")
-        return pc.not_equal(arr.cast(pa.float64()), 0.0)
+        return pc.not_equal(arr.cast(pa.float64(), safe=False), 0.0)
     if pa.types.is_timestamp(target):
         if pa.types.is_timestamp(arr.type):
             if arr.type.tz is None:
@@ -103,7 +103,7 @@ def _join_key(arr: pa.ChunkedArray, other: pa.ChunkedArray) -> tuple[pa.Array, p
     if a.type != b.type:
         if (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)) and \
                 (pa.types.is_integer(b.type) or pa.types.is_floating(b.type)):
-            a, b = a.cast(pa.float64()), b.cast(pa.float64())
+            a, b = a.cast(pa.float64(), safe=False), b.cast(pa.float64(), safe=False)
         elif pa.types.is_null(a.type):
             a = a.cast(b.type)
         elif pa.types.is_null(b.type):

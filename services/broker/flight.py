@@ -1,9 +1,9 @@
 """Arrow Flight and Flight SQL on the broker (default port 8815), one server for both.
 
 Plain Flight: a ticket, or a CMD descriptor for GetFlightInfo, holds one of
-  - a native Druid query as JSON (starts with ``{``) -> ``run_native``;
-  - ``{"sql": "...", "context": {...}, "parameters": [...]}`` -> the SqlBackend with that context;
-  - anything else is SQL text (``SET key = value;`` prefixes allowed) -> the SqlBackend.
+  - a native Druid query as JSON (starts with ``{``);
+  - ``{"sql": "...", "context": {...}, "parameters": [...]}``: SQL with that context;
+  - anything else is SQL text (``SET key = value;`` prefixes allowed).
 Flight SQL: commands packed in ``google.protobuf.Any`` (what the ADBC/JDBC drivers send):
 statements, prepared statements with ``?`` parameters bound by DoPut, and the catalog calls.
 Flight SQL has no per-call query context; clients put ``SET key = value;`` before the SQL.
@@ -11,7 +11,9 @@ Flight SQL has no per-call query context; clients put ``SET key = value;`` befor
 GetFlightInfo only plans (through the QueryFrontDoor, shared with the gRPC BrokerService): the
 FlightInfo carries the plan's result schema and a ticket naming what was planned (FlightTickets);
 nothing runs. DoGet runs the query through the front door and streams the result in record
-batches of at most 65,536 rows and a few MiB, whatever the client's message-size limit.
+batches of at most 65,536 rows and a few MiB, whatever the client's message-size limit. The
+exception: statements with effects (DDL, INSERT/REPLACE) run at GetFlightInfo, because drivers
+fetch in the background and a client's next statement must see them done.
 
 Errors are classified by the front door (``query_errors``) and sent with clean messages
 (``flight_errors``): user errors as INVALID_ARGUMENT (NOT_FOUND for unknown handles and catalog
@@ -216,6 +218,15 @@ class BrokerFlightServer(flight.FlightServerBase):
         """Plan only: the FlightInfo's schema is the plan's; DoGet runs it."""
         who = self._caller(context)
         request = self._request(descriptor, who)
+        if isinstance(request, QueryRequest) and _has_effects(request):
+            # CREATE/ALTER/DROP TABLE, INSERT/REPLACE run now: a client's execute() returns once
+            # they are done (drivers fetch the stream in the background); their one-row answer
+            # waits under the ticket.
+            table = self.front_door.run(request, _active(context)).table
+            handle = self.tickets.put(table, table.schema, who.user)
+            ticket = _pack(fsql.TicketStatementQuery(statement_handle=handle))
+            return flight.FlightInfo(table.schema, descriptor, [flight.FlightEndpoint(ticket, [])],
+                                     table.num_rows, table.nbytes)
         schema = self._schema(request, who)
         handle = self.tickets.put(request, schema, who.user)
         ticket = _pack(fsql.TicketStatementQuery(statement_handle=handle))
@@ -247,6 +258,8 @@ class BrokerFlightServer(flight.FlightServerBase):
             raise UnknownHandleError("result ticket already fetched; call GetFlightInfo again")
         if isinstance(entry.request, QueryRequest):
             table = self.front_door.run(entry.request, _active(context), expected_schema=entry.schema).table
+        elif isinstance(entry.request, pa.Table):  # a statement with effects, already run
+            table = entry.request
         else:
             table = self._metadata(entry.request, who)
         return _batch_stream(entry.schema, record_batches(table))
@@ -416,6 +429,18 @@ class BrokerFlightServer(flight.FlightServerBase):
             params = pa.schema([pa.field(str(i), pa.null()) for i in range(info.parameter_count)])
             result.parameter_schema = params.serialize().to_pybytes()
         return result
+
+
+def _has_effects(request: QueryRequest) -> bool:
+    from common.sql.statement_kind import classify
+
+    if request.sql is None:
+        return False
+    try:
+        head = classify(request.sql)
+    except Exception:  # noqa: BLE001 - not a statement we can classify: planning will say why
+        return False
+    return head.is_ddl or head.is_ingestion
 
 
 def _active(context):

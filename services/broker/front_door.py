@@ -18,7 +18,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -69,7 +69,6 @@ class QueryResult:
     table: pa.Table
     stats: Any = None  # RunStats for native queries; None for SQL
     seconds: float = 0.0
-    extra: dict = field(default_factory=dict)
 
 
 class QueryFrontDoor:

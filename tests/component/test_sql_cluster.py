@@ -369,6 +369,50 @@ def test_plain_flight_sql_command_bytes(cluster):
         client.close()
 
 
+def _sql_runs(cluster) -> float:
+    return cluster.broker.metrics.queries.labels("sql", "sql", "ok")._value.get()
+
+
+def test_get_flight_info_plans_and_do_get_runs_once(cluster):
+    """The front door: GetFlightInfo plans (the schema comes from the plan), DoGet runs the query
+    once and streams it; a large result is never run twice."""
+    client = flight.connect(uri(cluster))
+    try:
+        before = _sql_runs(cluster)
+        info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT __time, n, payload FROM big"))
+        assert _sql_runs(cluster) == before and info.total_records == -1
+        assert info.schema.names == ["__time", "n", "payload"]
+        reader = client.do_get(info.endpoints[0].ticket)
+        batches = [chunk.data for chunk in reader]
+        assert _sql_runs(cluster) == before + 1
+        assert sum(b.num_rows for b in batches) == BIG_ROWS and len(batches) > 1
+        assert all(b.schema.equals(info.schema) for b in batches)
+    finally:
+        client.close()
+
+
+def test_flight_and_grpc_give_the_same_error(cluster, conn):
+    sql = "SELECT pagee FROM wiki"
+    flight_err = str(error_of(conn, sql))
+    with pytest.raises(ClusterError) as grpc_err:
+        cluster.client.sql(sql)
+    assert str(grpc_err.value) == "INVALID_ARGUMENT: unknown column 'pagee'; did you mean 'page'?"
+    assert "INVALID_ARGUMENT" in flight_err and "unknown column 'pagee'; did you mean 'page'?" in flight_err
+
+
+def test_ddl_is_done_when_execute_returns(conn):
+    """Statements with effects run at GetFlightInfo: drivers fetch the stream in the background,
+    so a CREATE TABLE run only at DoGet could still be pending when the next statement starts."""
+    with conn.cursor() as cur:
+        cur.execute("CREATE TABLE made_now (x VARCHAR) PARTITIONED BY DAY")
+        with conn.cursor() as other:
+            other.execute("SELECT TABLE_NAME FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_NAME = 'made_now'")
+            assert other.fetchall() == [("made_now",)]
+        assert cur.fetch_arrow_table().column(0).to_pylist() == ["created table druid.made_now"]
+        cur.execute("DROP TABLE made_now")
+        assert "dropped" in cur.fetch_arrow_table().column(0)[0].as_py()
+
+
 def test_plain_flight_streams_a_large_result(cluster):
     client = flight.connect(uri(cluster))
     try:

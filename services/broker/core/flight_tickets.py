@@ -2,8 +2,9 @@
 
 GetFlightInfo only plans (the schema it announces comes from the plan); DoGet executes and
 streams. Between the two, the ticket names a small entry here: the request (statement text,
-parameters, context, or a catalog command), the announced schema and who asked. No results are
-kept. Entries expire after a TTL, the number kept is capped (oldest first out), and a ticket serves
+parameters, context, or a catalog command), the announced schema and who asked. Query results
+are never kept; only statements with effects (DDL, INSERT), which run at GetFlightInfo, leave
+their one-row answer here. Entries expire after a TTL, the number kept is capped (oldest first out), and a ticket serves
 one DoGet: fetching it again would run the statement again (a second CREATE TABLE, a second
 ingestion task), so a client asks GetFlightInfo again instead.
 """
@@ -23,7 +24,8 @@ import pyarrow as pa
 
 @dataclass(frozen=True)
 class FlightTicket:
-    request: Any  # what DoGet runs: a front-door QueryRequest or a Flight SQL catalog command
+    request: Any  # what DoGet runs: a front-door QueryRequest or a Flight SQL catalog command; or,
+    # for a statement with effects that ran at GetFlightInfo, its (one-row) result table
     schema: pa.Schema  # what GetFlightInfo announced; DoGet streams exactly this
     user: str | None  # who planned it; only they may fetch it
     expires_at: float
