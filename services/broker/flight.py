@@ -39,6 +39,8 @@ from services.broker.core.result_cache import CachedResult, ResultCache
 from services.broker.core.sql_backend import SqlBackend
 from services.broker.flight_auth import (Authenticate, BasicAuthMiddlewareFactory, BearerTokens, CallIdentity,
                                          HeaderAuthHandler)
+from services.broker.query_executor import Cancelled
+from services.broker.query_origin import note_flight_call
 from services.broker.flight_sql_metadata import (CATALOGS_SCHEMA, DB_SCHEMAS_SCHEMA, FOREIGN_KEYS_SCHEMA,
                                                  PRIMARY_KEYS_SCHEMA, SQL_INFO_SCHEMA, TABLE_TYPES_SCHEMA,
                                                  TABLES_SCHEMA, TABLES_WITH_SCHEMA_SCHEMA, catalogs_table,
@@ -90,6 +92,8 @@ def flight_error(exc: BaseException) -> Exception:
         return flight.FlightTimedOutError(message)
     if isinstance(exc, PermissionError):
         return flight.FlightUnauthorizedError(message)
+    if isinstance(exc, Cancelled):  # KILL QUERY
+        return flight.FlightCancelledError(message)
     log.error("Flight call failed", exc_info=exc)
     text = message if isinstance(exc, StrataError) else f"{type(exc).__name__}: {message}"
     return flight.FlightInternalError(f"{text} (internal error; the broker log has the details)")
@@ -345,7 +349,9 @@ class BrokerFlightServer(flight.FlightServerBase):
 
     def _caller(self, context) -> CallIdentity:
         who = context.get_middleware(_AUTH)
-        return who if who is not None else CallIdentity(None, None, False)
+        who = who if who is not None else CallIdentity(None, None, False)
+        note_flight_call(context, who.user)  # query log: the caller's address, and the query id header
+        return who
 
     def _command(self, descriptor) -> Message | None:
         if descriptor.descriptor_type != flight.DescriptorType.CMD:

@@ -8,7 +8,11 @@ from services.broker.broker_node import BrokerNode
 from services.broker.catalog_cache import CatalogCache
 from services.broker.overlay_catalog import OverlayCatalog
 from services.broker.flight import BrokerFlightServer
+from services.broker.logged_backends import LoggedNative, LoggedSql
 from services.broker.query_executor import QueryExecutor
+from services.broker.query_origin import MIDDLEWARE_KEY, QueryIdHeader
+from services.broker.query_registry import query_registry_from_config
+from services.broker.query_tables import QueryTables
 from services.broker.server import BrokerServicer, add_to_server
 from services.broker.sql_service import BrokerCatalog, SqlService
 from services.discovery import discovery_from_config
@@ -31,9 +35,10 @@ class BrokerProcess(NodeProcess):
         self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer)
         timeout_s = config.broker.query_timeout_ms / 1000
         self.sql = None
-        run_native = _flight_native(self.authorizer, lambda q: self.executor.execute(q, timeout_s).table)
+        run_native = _flight_native(self.authorizer, lambda q: self.native.execute(q, timeout_s).table)
         self.flight = BrokerFlightServer(f"grpc://{config.node.host}:{config.node.flight_port}", run_native,
-                                         sql_backend=_LateBound(lambda: self.sql), auth=flight_auth(self.authorizer))
+                                         sql_backend=_LateBound(lambda: self.sql), auth=flight_auth(self.authorizer),
+                                         middleware={MIDDLEWARE_KEY: QueryIdHeader()})
         self.id = self.node_id(self.grpc.port)
         info = self.server_info(self.id, self.grpc.port, self.http.port, self.flight.port)
         self.node = BrokerNode(self.id, info, self.discovery, config.discovery.lease_ttl_s)
@@ -43,11 +48,18 @@ class BrokerProcess(NodeProcess):
                                       self.catalog_cache)
         self.executor = QueryExecutor(self.node.view, self.node.stub_for, self.metrics, self.node.lock,
                                       schema_for=self.catalog.datasource_schema)
-        self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
+        sql_service = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
         self._catalog_client = None  # (coordinator target, CatalogClient), rebuilt if it moves
-        self.sql.ddl_client = self._ddl_client
-        self.servicer = BrokerServicer(self.executor, self.metrics, config.broker.query_timeout_ms,
+        sql_service.ddl_client = self._ddl_client
+        # The query log: every statement from every front door is tracked (id, KILL, sys.queries).
+        self.queries = query_registry_from_config(config.broker, self.authorizer, self.node)
+        self.executor.watch = self.queries
+        self.sql = LoggedSql(sql_service, self.queries)
+        self.native = LoggedNative(self.executor, self.queries)
+        self.catalog.base.system_providers = QueryTables(self.queries, self.node, self.executor, timeout_s).providers()
+        self.servicer = BrokerServicer(self.native, self.metrics, config.broker.query_timeout_ms,
                                        sql=self._run_sql, authorizer=self.authorizer)
+        self.servicer.queries = self.queries
         add_to_server(self.grpc, self.servicer)
         self._flight_thread = threading.Thread(target=self.flight.serve, name="strata-flight", daemon=True)
 
@@ -99,6 +111,8 @@ class BrokerProcess(NodeProcess):
         self.http.stop()
         self.grpc.stop()
         self.discovery.close()
+        if self.queries.log_file is not None:
+            self.queries.log_file.close()
 
 
 class _LateBound:

@@ -37,6 +37,10 @@ class Cancelled(StrataError):
 
 
 class QueryExecutor:
+    # The query registry (services/broker/query_registry.py): told when a native query is sent
+    # and what it cost; None when nothing watches.
+    watch = None
+
     def __init__(self, view, stub_for, metrics, view_lock: threading.Lock | None = None, threads: int = 16,
                  schema_for=None) -> None:
         self.view = view
@@ -65,7 +69,8 @@ class QueryExecutor:
                 served = ", ".join(self.view.datasources()) or "none"
             raise ValidationError(f"unknown datasource '{query.datasource}'; served: {served}")
         engine.validate(query, schema)
-        partial = self._gather(query, schema, deadline, query_id or uuid.uuid4().hex, is_active)
+        query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
+        partial = self._gather(query, schema, deadline, query_id, is_active)
         return engine.Result(engine.finalize(query, partial, schema), partial.stats)
 
     def _gather(self, query: Query, schema, deadline: float, query_id: str, is_active) -> Partial:
@@ -87,6 +92,8 @@ class QueryExecutor:
             fut = self.pool.submit(self._call, server, request, deadline, holder)
             pending[fut] = (server, segments, holder)
 
+        if self.watch is not None:
+            self.watch.native_started()
         for server, segments in plan.by_server.items():
             submit(server, segments)
         try:
@@ -133,6 +140,8 @@ class QueryExecutor:
             raise
         merged = engine.merge(query, partials) if partials else Partial(pa.table({}), RunStats())
         merged.coverage = coverage
+        if self.watch is not None:
+            self.watch.native_finished(query, merged.stats, [s for segs in plan.by_server.values() for s in segs])
         return merged
 
     def _call(self, server: str, request, deadline: float, holder: dict) -> Partial:

@@ -13,6 +13,7 @@ from common.query.partial import RunStats
 from common.rpc.arrow_stream import table_to_chunks
 from common.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
 from services.broker.query_executor import Cancelled
+from services.broker.query_origin import announce_query_id
 
 
 def status_for(exc: Exception) -> grpc.StatusCode:
@@ -61,6 +62,8 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             return self.sql(request.sql, dict(request.context), timeout_s, is_active, user)
         raise ValidationError("QueryRequest needs native_json or sql")
 
+    queries = None  # the QueryRegistry (services/broker/query_registry.py), set by the broker's wiring
+
     def Query(self, request, context):
         started = time.perf_counter()
         try:
@@ -68,6 +71,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             user = None
             if self.authorizer is not None and self.authorizer.enabled:
                 user = self.authorizer.user_from_headers(context.invocation_metadata())
+            announce_query_id(context, request.query_id, user)  # query log: origin, and the id sent back
             result = self.run(request, context.is_active, context.time_remaining(), user)
         except PermissionError as exc:
             self.metrics.queries.labels(*label, "denied").inc()
@@ -81,6 +85,20 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             yield from table_to_chunks(result, RunStats())
         else:
             yield from table_to_chunks(result.table, result.stats)
+
+
+    def CancelQuery(self, request, context):
+        try:
+            user = None
+            if self.authorizer is not None and self.authorizer.enabled:
+                user = self.authorizer.user_from_headers(context.invocation_metadata())
+            if self.queries is None:
+                raise UnsupportedError("this broker keeps no query registry")
+            return broker_pb2.CancelQueryResponse(message=self.queries.kill(request.query_id, user))
+        except PermissionError as exc:
+            context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
+        except StrataError as exc:
+            context.abort(grpc.StatusCode.NOT_FOUND if isinstance(exc, ValidationError) else status_for(exc), str(exc))
 
 
 def _labels(request) -> tuple[str, str]:

@@ -1,0 +1,85 @@
+"""Who sent the query being run on this thread, and how its id goes back to them.
+
+Front doors say where a call comes from (``note_call``: protocol, remote address, user, and a
+query id the client chose or the front door already announced); the query registry reads it when
+a query starts. The id travels back as the ``x-strata-query-id`` response header: the gRPC edge
+sends it as initial metadata before running, and on Arrow Flight ``QueryIdHeader`` (a server
+middleware) adds it to the reply of the call that ran the query (GetFlightInfo, DoGet).
+"""
+
+from __future__ import annotations
+
+import contextvars
+from dataclasses import dataclass
+
+import pyarrow.flight as flight
+
+QUERY_ID_HEADER = "x-strata-query-id"
+MIDDLEWARE_KEY = "strata-query-id"
+
+
+@dataclass
+class CallOrigin:
+    protocol: str
+    remote_address: str | None = None
+    user: str | None = None
+    query_id: str | None = None  # fixed by the client or the front door before the query ran
+    reply: object | None = None  # something with a ``query_id`` attribute to answer with
+
+
+_ORIGIN: contextvars.ContextVar[CallOrigin | None] = contextvars.ContextVar("strata_call_origin", default=None)
+
+
+def note_call(protocol: str, remote_address: str | None = None, user: str | None = None,
+              query_id: str | None = None, reply=None) -> CallOrigin:
+    """Record the current call's origin for the queries it runs (until the next call on this thread)."""
+    origin = CallOrigin(protocol, remote_address, user, query_id or None, reply)
+    _ORIGIN.set(origin)
+    return origin
+
+
+def current_origin() -> CallOrigin | None:
+    return _ORIGIN.get()
+
+
+def note_flight_call(context, user: str | None) -> None:
+    """Every Flight RPC starts here: its peer, user and the middleware that answers with the id."""
+    try:
+        peer = context.peer()
+    except Exception:  # noqa: BLE001 - a peer is nice to have, never worth failing a call
+        peer = None
+    reply = context.get_middleware(MIDDLEWARE_KEY)
+    note_call("flight", peer, user, None, reply)
+
+
+def announce_query_id(grpc_context, requested: str | None, user: str | None) -> str:
+    """The gRPC edge: fix the query's id before it runs (the client's, else a new one), send it as
+    initial metadata, and note the call's origin."""
+    import uuid
+
+    query_id = requested or uuid.uuid4().hex
+    try:
+        grpc_context.send_initial_metadata(((QUERY_ID_HEADER, query_id),))
+    except ValueError:  # metadata already sent: the id still reaches sys.queries
+        pass
+    note_call("grpc", grpc_context.peer(), user, query_id)
+    return query_id
+
+
+class _Reply(flight.ServerMiddleware):
+    def __init__(self) -> None:
+        self.query_id: str | None = None
+
+    def sending_headers(self):
+        return {QUERY_ID_HEADER: self.query_id} if self.query_id else {}
+
+
+class QueryIdHeader(flight.ServerMiddlewareFactory):
+    """Flight server middleware (register under ``MIDDLEWARE_KEY``)."""
+
+    def start_call(self, info, headers):
+        return _Reply()
+
+
+__all__ = ["MIDDLEWARE_KEY", "QUERY_ID_HEADER", "CallOrigin", "QueryIdHeader", "announce_query_id",
+           "current_origin", "note_call", "note_flight_call"]
