@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from common.sql.kill_statement import kill_target
-from common.sql.statement_kind import classify
+from services.broker.query_origin import sql_query_id
 
 
 class LoggedSql:
@@ -23,7 +23,7 @@ class LoggedSql:
 
     def execute(self, sql: str, parameters=(), context: dict | None = None, user: str | None = None,
                 is_active=lambda: True) -> pa.Table:
-        with self.registry.track("sql", sql=sql, user=user, query_id=_sql_query_id(sql, context),
+        with self.registry.track("sql", sql=sql, user=user, query_id=sql_query_id(sql, context),
                                  is_active=is_active) as running:
             target = kill_target(sql)
             if target is not None:
@@ -32,6 +32,14 @@ class LoggedSql:
                 table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active)
             running.record.result_rows = table.num_rows
             return table
+
+    def describe(self, sql: str, context: dict | None = None, user: str | None = None):
+        """Preparing plans the statement: one that fails here never runs, so it is logged here."""
+        try:
+            return self.inner.describe(sql, context, user)
+        except Exception as exc:
+            self.registry.log_failed("sql", sql, user, exc)
+            raise
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -52,16 +60,6 @@ class LoggedNative:
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
-
-
-def _sql_query_id(sql: str, context: dict | None) -> str | None:
-    wanted = (context or {}).get("sqlQueryId")
-    if wanted in (None, ""):
-        try:
-            wanted = classify(sql).settings.get("sqlQueryId")
-        except Exception:  # noqa: BLE001 - a bad statement is reported when it runs
-            wanted = None
-    return str(wanted) if wanted not in (None, "") else None
 
 
 __all__ = ["LoggedNative", "LoggedSql"]

@@ -52,12 +52,40 @@ def note_flight_call(context, user: str | None) -> None:
     note_call("flight", peer, user, None, reply)
 
 
-def announce_query_id(grpc_context, requested: str | None, user: str | None) -> str:
+def sql_query_id(sql: str, context: dict | None) -> str | None:
+    """The id a client chose for a SQL statement: context ``sqlQueryId``, or ``SET sqlQueryId = ..``."""
+    from common.sql.statement_kind import classify
+
+    wanted = (context or {}).get("sqlQueryId")
+    if wanted in (None, ""):
+        try:
+            wanted = classify(sql).settings.get("sqlQueryId")
+        except Exception:  # noqa: BLE001 - a bad statement is reported when it runs
+            wanted = None
+    return str(wanted) if wanted not in (None, "") else None
+
+
+def requested_query_id(request) -> str | None:
+    """The id a gRPC QueryRequest asks for: ``query_id``, else the statement's own choice."""
+    if request.query_id:
+        return request.query_id
+    if request.WhichOneof("statement") == "sql":
+        return sql_query_id(request.sql, dict(request.context))
+    try:
+        import json
+
+        context = json.loads(request.native_json).get("context") or {}
+        return str(context["queryId"]) if context.get("queryId") else None
+    except (ValueError, AttributeError, TypeError):
+        return None  # reported when the query runs
+
+
+def announce_query_id(grpc_context, request, user: str | None) -> str:
     """The gRPC edge: fix the query's id before it runs (the client's, else a new one), send it as
     initial metadata, and note the call's origin."""
     import uuid
 
-    query_id = requested or uuid.uuid4().hex
+    query_id = requested_query_id(request) or uuid.uuid4().hex
     try:
         grpc_context.send_initial_metadata(((QUERY_ID_HEADER, query_id),))
     except ValueError:  # metadata already sent: the id still reaches sys.queries

@@ -71,7 +71,7 @@ class RunningQuery:
 class QueryRegistry:
     def __init__(self, log: QueryLog | None = None, log_file=None, authorizer=ALLOW_ALL, manifest_of=None,
                  clock_ms=_now_ms) -> None:
-        self.log = log or QueryLog()
+        self.log = log if log is not None else QueryLog()
         self.log_file = log_file  # QueryLogFile or None
         self.authorizer = authorizer
         self.manifest_of = manifest_of  # SegmentId -> manifest JSON (or None), for projection choices
@@ -125,9 +125,19 @@ class QueryRegistry:
                 record.error_message = f"killed by {running.killed_by or 'an anonymous user'} (KILL QUERY)"
             self._log(record)
 
+    def log_failed(self, kind: str, sql: str | None, user: str | None, error: BaseException) -> None:
+        """A statement that failed before it could run (while being prepared)."""
+        origin = current_origin()
+        if origin is not None and user is None:
+            user = origin.user
+        record = QueryRecord(uuid.uuid4().hex, user, origin.remote_address if origin else None,
+                             origin.protocol if origin else "", kind, sql, self.clock_ms())
+        record.finish(self.clock_ms(), self._status_of(None, error), None, error, None)
+        self._log(record)
+
     @staticmethod
-    def _status_of(running: RunningQuery, exc: BaseException) -> str:
-        if running.cancelled or type(exc).__name__ == "Cancelled":
+    def _status_of(running: RunningQuery | None, exc: BaseException) -> str:
+        if (running is not None and running.cancelled) or type(exc).__name__ == "Cancelled":
             return CANCELLED
         if isinstance(exc, QueryTimeoutError):
             return TIMEOUT

@@ -71,7 +71,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             user = None
             if self.authorizer is not None and self.authorizer.enabled:
                 user = self.authorizer.user_from_headers(context.invocation_metadata())
-            announce_query_id(context, request.query_id, user)  # query log: origin, and the id sent back
+            announce_query_id(context, request, user)  # query log: origin, and the id sent back
             result = self.run(request, context.is_active, context.time_remaining(), user)
         except PermissionError as exc:
             self.metrics.queries.labels(*label, "denied").inc()

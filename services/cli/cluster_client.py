@@ -145,6 +145,14 @@ class ClusterClient:
         except grpc.RpcError as exc:
             raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
 
+    def cancel_query(self, query_id: str) -> str:
+        """End a running query (its owner's, or any for the admin); the id is in sys.queries."""
+        try:
+            return self.broker.CancelQuery(broker_pb2.CancelQueryRequest(query_id=query_id), timeout=30,
+                                           metadata=self.metadata).message
+        except grpc.RpcError as exc:
+            raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
+
     def submit_task(self, datasource: str, type_: str, statement: str, spec: dict | None = None):
         request = coordinator_pb2.SubmitTaskRequest(datasource=datasource, type=type_, statement=statement,
                                                     spec_json=json.dumps(spec or {}))

@@ -1,0 +1,216 @@
+"""The query log through a real cluster: SQL over Flight SQL (the ADBC driver) and gRPC, native
+queries over gRPC and plain Flight, each in sys.queries and the JSON-lines file with what it cost;
+query ids in responses; KILL QUERY and the CancelQuery RPC ending a query that is really running
+(the historical's query threads are held busy, so it cannot finish first)."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import adbc_driver_flightsql.dbapi as adbc
+import grpc
+import pyarrow as pa
+import pyarrow.flight as flight
+import pytest
+
+from common.demo import table as demo_table
+from common.rpc.gen.strata.v1 import broker_pb2
+from services.broker.query_log_file import read_lines
+from services.cli.cluster_client import ClusterError
+from tests.harness.embedded_cluster import EmbeddedCluster
+
+ROWS = 6_000
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    directory = str(tmp_path_factory.mktemp("querylog"))
+    c = EmbeddedCluster(directory, historicals=1,
+                        broker={"query_log_file": os.path.join(directory, "logs", "queries.jsonl")})
+    try:
+        c.wiki = demo_table(ROWS, days=2)
+        c.segments = c.publish(c.wiki, "wiki")
+        c.wait_queryable("wiki", len(c.segments))
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def conn(cluster):
+    connection = adbc.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}", autocommit=True)
+    yield connection
+    connection.close()
+
+
+def run(conn, sql: str) -> pa.Table:
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetch_arrow_table()
+
+
+def logged(cluster, where: str) -> list[dict]:
+    return cluster.client.sql(f"SELECT * FROM sys.queries WHERE {where}")[0].to_pylist()
+
+
+def test_a_flight_sql_query_is_logged_with_what_it_cost(cluster, conn):
+    sql = "SELECT channel, COUNT(*) AS n FROM wiki GROUP BY 1 /* cost */"
+    result = run(conn, sql)
+    [row] = logged(cluster, "sql LIKE '%/* cost */'")
+    assert (row["status"], row["kind"], row["protocol"], row["native_type"], row["datasources"]) == \
+        ("ok", "sql", "flight", "groupBy", "wiki")
+    assert row["remote_address"].startswith("ipv4:127.0.0.1:") and row["user"] is None
+    assert row["result_rows"] == result.num_rows == len(set(cluster.wiki.column("channel").to_pylist()))
+    assert (row["segments"], row["rows_scanned"]) == (len(cluster.segments), ROWS)  # no filter: every row
+    assert row["bytes_read"] > 0 and row["duration_ms"] >= row["planning_ms"] >= 0
+    assert json.loads(row["tables"]) == [{"datasource": "wiki", "projection": "base", "rejected": {},
+                                          "segments": len(cluster.segments)}]
+    assert row["error_class"] is None and row["start_time"].endswith("Z")
+
+
+def test_filtered_rows_scanned_and_a_client_chosen_id(cluster, conn):
+    run(conn, "SET sqlQueryId = 'chosen-1'; SELECT COUNT(*) AS n FROM wiki WHERE channel = '#en.wikipedia'")
+    [row] = logged(cluster, "query_id = 'chosen-1'")
+    expected = cluster.wiki.column("channel").to_pylist().count("#en.wikipedia")
+    assert row["rows_scanned"] == expected and row["native_type"] == "timeseries"
+
+
+def test_errors_are_logged_with_their_class(cluster, conn):
+    with pytest.raises(Exception, match="pag"):
+        run(conn, "SELECT pag FROM wiki /* typo */")
+    [row] = logged(cluster, "sql LIKE '%/* typo */'")
+    assert (row["status"], row["error_class"]) == ("error", "ValidationError")
+    assert "page" in row["error_message"]  # the hint the user saw
+
+
+def test_grpc_responses_carry_the_query_id(cluster):
+    call = cluster.client.broker.Query(broker_pb2.QueryRequest(sql="SELECT COUNT(*) AS n FROM wiki /* grpc id */"),
+                                       timeout=60)
+    chunks = list(call)
+    header = dict(call.initial_metadata())["x-strata-query-id"]
+    assert chunks and logged(cluster, f"query_id = '{header}'")[0]["sql"].endswith("/* grpc id */")
+    chosen = cluster.client.broker.Query(broker_pb2.QueryRequest(sql="SELECT 1 AS one", query_id="grpc-chosen"),
+                                         timeout=60)
+    list(chosen)
+    assert dict(chosen.initial_metadata())["x-strata-query-id"] == "grpc-chosen"
+
+
+def test_flight_responses_carry_the_query_id(cluster):
+    seen = []
+
+    class Headers(flight.ClientMiddleware):
+        def received_headers(self, headers):
+            seen.extend(headers.get("x-strata-query-id", []))
+
+    class Factory(flight.ClientMiddlewareFactory):
+        def start_call(self, info):
+            return Headers()
+
+    client = flight.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}", middleware=[Factory()])
+    try:
+        info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT COUNT(*) AS n FROM wiki /* fl */"))
+        client.do_get(info.endpoints[0].ticket).read_all()
+    finally:
+        client.close()
+    assert seen, "no x-strata-query-id header"
+    assert logged(cluster, f"query_id = '{seen[0]}'")[0]["sql"].endswith("/* fl */")
+
+
+def test_native_queries_are_logged(cluster):
+    query = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-14"],
+             "granularity": "day", "aggregations": [{"type": "count", "name": "n"}],
+             "context": {"queryId": "native-1"}}
+    table, stats = cluster.client.native(query)
+    [row] = logged(cluster, "query_id = 'native-1'")
+    assert (row["kind"], row["sql"], row["native_type"], row["protocol"]) == ("native", None, "timeseries", "grpc")
+    assert (row["rows_scanned"], row["result_rows"]) == (stats.rows_scanned, table.num_rows)
+
+
+def test_the_log_file_has_a_line_per_query(cluster, conn):
+    run(conn, "SELECT COUNT(*) AS n FROM wiki /* to the file */")
+    [row] = logged(cluster, "sql LIKE '%/* to the file */'")
+    path = cluster.broker.queries.log_file.path
+    deadline = time.monotonic() + 10
+    while True:
+        lines = {r.query_id: r for r in read_lines(path)}
+        if row["query_id"] in lines or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    line = lines[row["query_id"]]
+    assert (line.status, line.rows_scanned, line.sql) == ("ok", row["rows_scanned"], row["sql"])
+
+
+# ---- ending a running query -------------------------------------------------------------------------------
+class BusyHistorical:
+    """Holds every query thread of the historical, so a query sent now waits until released."""
+
+    def __init__(self, cluster) -> None:
+        servicer = cluster.historicals[0].servicer
+        self.release = threading.Event()
+        self.futures = [servicer.pool.submit(self.release.wait, 120) for _ in range(servicer.pool._max_workers)]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release.set()
+        for f in self.futures:
+            f.result(timeout=30)
+
+
+def start(target) -> tuple[threading.Thread, dict]:
+    outcome: dict = {}
+
+    def body():
+        try:
+            outcome["result"] = target()
+        except Exception as exc:  # noqa: BLE001 - asserted by the test
+            outcome["error"] = exc
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    return t, outcome
+
+
+def wait_running(cluster, query_id: str) -> None:
+    deadline = time.monotonic() + 30
+    while not logged(cluster, f"query_id = '{query_id}' AND status = 'running'"):
+        assert time.monotonic() < deadline, f"query {query_id} never showed as running"
+        time.sleep(0.05)
+
+
+def test_kill_query_ends_a_running_sql_query(cluster, conn):
+    with BusyHistorical(cluster):
+        t, outcome = start(lambda: cluster.client.sql("SET sqlQueryId = 'to-kill'; SELECT page, COUNT(*) AS n "
+                                                      "FROM wiki GROUP BY 1", timeout_s=120))
+        wait_running(cluster, "to-kill")
+        assert run(conn, "KILL QUERY 'to-kill'").to_pylist() == [{"result": "query to-kill is being killed"}]
+        t.join(30)
+        assert not t.is_alive(), "the killed query is still running"
+    assert isinstance(outcome.get("error"), ClusterError) and "CANCELLED" in str(outcome["error"])
+    [row] = logged(cluster, "query_id = 'to-kill'")
+    assert (row["status"], row["error_message"]) == ("cancelled", "killed by an anonymous user (KILL QUERY)")
+
+
+def test_the_cancel_rpc_ends_a_running_native_query(cluster):
+    query = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-14"],
+             "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]}
+    with BusyHistorical(cluster):
+        call = cluster.client.broker.Query(broker_pb2.QueryRequest(native_json=json.dumps(query)), timeout=120)
+        query_id = dict(call.initial_metadata())["x-strata-query-id"]
+        wait_running(cluster, query_id)
+        assert cluster.client.cancel_query(query_id) == f"query {query_id} is being killed"
+        with pytest.raises(grpc.RpcError) as caught:
+            list(call)
+    assert caught.value.code() == grpc.StatusCode.CANCELLED
+    assert logged(cluster, f"query_id = '{query_id}'")[0]["status"] == "cancelled"
+
+
+def test_killing_what_is_not_running(cluster, conn):
+    with pytest.raises(Exception, match="no running query 'nothing-here'"):
+        run(conn, "KILL QUERY 'nothing-here'")
+    with pytest.raises(ClusterError, match="NOT_FOUND: no running query 'nothing-here'"):
+        cluster.client.cancel_query("nothing-here")
