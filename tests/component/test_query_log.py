@@ -20,6 +20,7 @@ from common.demo import table as demo_table
 from common.rpc.gen.strata.v1 import broker_pb2
 from services.broker.query_log_file import read_lines
 from services.cli.cluster_client import ClusterError
+from tests.harness.busy_historical import BusyHistorical
 from tests.harness.embedded_cluster import EmbeddedCluster
 
 ROWS = 6_000
@@ -144,23 +145,6 @@ def test_the_log_file_has_a_line_per_query(cluster, conn):
 
 
 # ---- ending a running query -------------------------------------------------------------------------------
-class BusyHistorical:
-    """Holds every query thread of the historical, so a query sent now waits until released."""
-
-    def __init__(self, cluster) -> None:
-        servicer = cluster.historicals[0].servicer
-        self.release = threading.Event()
-        self.futures = [servicer.pool.submit(self.release.wait, 120) for _ in range(servicer.pool._max_workers)]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.release.set()
-        for f in self.futures:
-            f.result(timeout=30)
-
-
 def start(target) -> tuple[threading.Thread, dict]:
     outcome: dict = {}
 
@@ -183,7 +167,7 @@ def wait_running(cluster, query_id: str) -> None:
 
 
 def test_kill_query_ends_a_running_sql_query(cluster, conn):
-    with BusyHistorical(cluster):
+    with BusyHistorical(cluster.historicals[0]):
         t, outcome = start(lambda: cluster.client.sql("SET sqlQueryId = 'to-kill'; SELECT page, COUNT(*) AS n "
                                                       "FROM wiki GROUP BY 1", timeout_s=120))
         wait_running(cluster, "to-kill")
@@ -198,7 +182,7 @@ def test_kill_query_ends_a_running_sql_query(cluster, conn):
 def test_the_cancel_rpc_ends_a_running_native_query(cluster):
     query = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-14"],
              "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]}
-    with BusyHistorical(cluster):
+    with BusyHistorical(cluster.historicals[0]):
         call = cluster.client.broker.Query(broker_pb2.QueryRequest(native_json=json.dumps(query)), timeout=120)
         query_id = dict(call.initial_metadata())["x-strata-query-id"]
         wait_running(cluster, query_id)
