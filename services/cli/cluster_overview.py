@@ -113,7 +113,7 @@ def summarize(o: Overview, slowest: int = 5) -> Summary:
         tasks=tasks)
 
 
-def _short(text: str | None, width: int = 60) -> str:
+def _short(text: str | None, width: int = 120) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[:width - 1] + "…"
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -198,3 +200,50 @@ def test_killing_what_is_not_running(cluster, conn):
         run(conn, "KILL QUERY 'nothing-here'")
     with pytest.raises(ClusterError, match="NOT_FOUND: no running query 'nothing-here'"):
         cluster.client.cancel_query("nothing-here")
+
+
+# ---- the command line: strata top, strata advise, strata kill ------------------------------------------
+ROOT = __file__.rsplit("/tests/", 1)[0]
+
+
+def strata(cluster, *args: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "services.cli.main", *args, "--broker", f"127.0.0.1:{cluster.broker.grpc.port}",
+               "--coordinator", f"127.0.0.1:{cluster.coordinator.grpc.port}"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": ROOT})
+
+
+def test_strata_top_once_shows_running_queries(cluster, conn):
+    run(conn, "SELECT channel, COUNT(*) AS n FROM wiki GROUP BY 1")
+    with BusyHistorical(cluster.historicals[0]):
+        t, outcome = start(lambda: cluster.client.sql("SET sqlQueryId = 'top-sees-me'; SELECT COUNT(*) AS n FROM wiki "
+                                                      "/* held for top */", timeout_s=120))
+        wait_running(cluster, "top-sees-me")
+        proc = strata(cluster, "top", "--once", "--width", "220")
+    t.join(30)
+    assert proc.returncode == 0, proc.stderr
+    assert "queries/s over 60s" in proc.stdout and "1 running" in proc.stdout
+    assert "projection hit ratio 0%" in proc.stdout  # wiki has no projections
+    assert "top-sees-me" in proc.stdout and "no tasks running" in proc.stdout
+    assert "strata top */" not in proc.stdout  # its own query is not reported
+    assert outcome["result"][0].to_pylist() == [{"n": ROWS}]
+
+
+def test_strata_advise_proposes_a_projection_for_the_workload(cluster, conn):
+    for _ in range(3):
+        run(conn, "SELECT channel, SUM(added) AS a FROM wiki GROUP BY 1")
+    proc = strata(cluster, "advise", "wiki", "--sql")
+    assert proc.returncode == 0, proc.stderr
+    statements = proc.stdout.strip().splitlines()
+    by_channel = [s for s in statements if 'AS SELECT "channel", ' in s]
+    assert by_channel and 'SUM("added")' in by_channel[0] and by_channel[0].endswith("GROUP BY 1;"), statements
+    assert all(s.startswith('ALTER TABLE "wiki" ADD PROJECTION ') and s.endswith(";") for s in statements)
+    proc = strata(cluster, "advise", "wiki")
+    assert proc.returncode == 0 and "projection advice for wiki" in proc.stdout and "hll" in proc.stdout
+    proc = strata(cluster, "advise", "no_such_table")
+    assert proc.returncode != 0 and "unknown, or you may not READ it" in proc.stderr
+
+
+def test_strata_kill_names_what_is_not_running(cluster):
+    proc = strata(cluster, "kill", "no-such-query")
+    assert proc.returncode != 0 and "no running query 'no-such-query'" in proc.stderr
