@@ -36,6 +36,10 @@ class LoggedSql:
     def describe(self, sql: str, context: dict | None = None, user: str | None = None):
         """Preparing plans the statement: one that fails here never runs, so it is logged here."""
         try:
+            if kill_target(sql) is not None:
+                from services.broker.core.sql_backend import StatementInfo
+
+                return StatementInfo(0, pa.schema([("result", pa.string())]))
             return self.inner.describe(sql, context, user)
         except Exception as exc:
             self.registry.log_failed("sql", sql, user, exc)

@@ -200,6 +200,9 @@ def test_killing_what_is_not_running(cluster, conn):
         run(conn, "KILL QUERY 'nothing-here'")
     with pytest.raises(ClusterError, match="NOT_FOUND: no running query 'nothing-here'"):
         cluster.client.cancel_query("nothing-here")
+    # logged once, as the statement that failed (preparing a KILL is not a failure)
+    failed = logged(cluster, "sql = 'KILL QUERY ''nothing-here'''")
+    assert [r["error_class"] for r in failed] == ["ValidationError"]
 
 
 # ---- the command line: strata top, strata advise, strata kill ------------------------------------------
