@@ -250,3 +250,17 @@ def test_strata_advise_proposes_a_projection_for_the_workload(cluster, conn):
 def test_strata_kill_names_what_is_not_running(cluster):
     proc = strata(cluster, "kill", "no-such-query")
     assert proc.returncode != 0 and "no running query 'no-such-query'" in proc.stderr
+
+
+def test_the_examples_in_the_operations_doc_run(cluster, conn):
+    with open(os.path.join(ROOT, "docs", "operations.md"), encoding="utf-8") as f:
+        text = f.read()
+    block = text.split("```sql\n", 1)[1].split("```", 1)[0]
+    statements = [s.strip() for s in block.split(";") if s.strip()]
+    assert len(statements) == 2
+    run(conn, "SELECT COUNT(*) AS n FROM wiki")
+    for sql in statements:
+        sql = "\n".join(line for line in sql.splitlines() if not line.startswith("--"))
+        run(conn, sql)  # plans and runs
+    slow = run(conn, "SELECT query_id FROM sys.queries WHERE status = 'ok' AND projection_segments < segments")
+    assert slow.num_rows > 0  # wiki has no projections: every query reading it read base rows
