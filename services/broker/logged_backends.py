@@ -13,6 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from common.sql.kill_statement import kill_target
+from services.broker.core.sql_backend import StatementInfo
 from services.broker.query_origin import sql_query_id
 
 
@@ -37,8 +38,6 @@ class LoggedSql:
         """Preparing plans the statement: one that fails here never runs, so it is logged here."""
         try:
             if kill_target(sql) is not None:
-                from services.broker.core.sql_backend import StatementInfo
-
                 return StatementInfo(0, pa.schema([("result", pa.string())]))
             return self.inner.describe(sql, context, user)
         except Exception as exc:

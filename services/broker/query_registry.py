@@ -31,6 +31,7 @@ from common.segment.manifest import SegmentManifest
 from common.segment.segment import choose_projection
 from services.broker.core.query_log import (CANCELLED, DENIED, ERROR, OK, TIMEOUT, QueryLog, QueryRecord, TableUse,
                                             query_shape)
+from services.broker.query_executor import Cancelled
 from services.broker.query_origin import current_origin
 from services.security.authorizer import ALLOW_ALL, is_admin
 
@@ -79,7 +80,6 @@ class QueryRegistry:
         self._running: dict[str, RunningQuery] = {}
         self._lock = threading.Lock()
         self._manifests: OrderedDict = OrderedDict()  # SegmentId -> SegmentManifest, parsed once
-        self.finished_total = 0  # for rates (strata top); counts every logged query
 
     # ---- the query's lifetime ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -137,7 +137,7 @@ class QueryRegistry:
 
     @staticmethod
     def _status_of(running: RunningQuery | None, exc: BaseException) -> str:
-        if (running is not None and running.cancelled) or type(exc).__name__ == "Cancelled":
+        if (running is not None and running.cancelled) or isinstance(exc, Cancelled):
             return CANCELLED
         if isinstance(exc, QueryTimeoutError):
             return TIMEOUT
@@ -148,7 +148,6 @@ class QueryRegistry:
     def _log(self, record: QueryRecord) -> None:
         with self._lock:
             self.log.add(record, self.clock_ms())
-            self.finished_total += 1
         if self.log_file is not None:
             self.log_file.write(record)
 
