@@ -22,7 +22,6 @@ import json
 import threading
 import time
 import uuid
-from collections import OrderedDict
 
 from common.errors import QueryTimeoutError, ValidationError
 from common.query.engine import scan_spec_for
@@ -79,7 +78,7 @@ class QueryRegistry:
         self.clock_ms = clock_ms
         self._running: dict[str, RunningQuery] = {}
         self._lock = threading.Lock()
-        self._manifests: OrderedDict = OrderedDict()  # SegmentId -> SegmentManifest, parsed once
+        self._manifests: dict = {}  # SegmentId -> (manifest, signature), parsed once
 
     # ---- the query's lifetime ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -182,38 +181,53 @@ class QueryRegistry:
         if self.manifest_of is None:
             return []
         spec = scan_spec_for(query)
+        edges = sorted({e for iv in query.intervals for e in (iv.start, iv.end)})
         groups: dict[tuple, TableUse] = {}
-        for sid in segment_ids:
-            manifest = self._manifest(sid)
-            if manifest is None:
+        # The choice depends only on the segment's projections (in the order they are tried) and
+        # on which query interval edges fall inside it, so segments alike are decided once.
+        decided: dict[tuple, tuple | None] = {}
+        for sid, cached in zip(segment_ids, self._manifests_of(segment_ids)):
+            if cached is None:
                 continue
-            try:
-                proj, _, rejected = choose_projection(manifest, spec, match_projection)
-            except ValidationError:
-                continue  # the historicals refused it the same way, and the query failed
-            name = proj.name if proj is not None else "base"
-            key = (name, tuple(sorted(rejected)))
-            if key in groups:
-                groups[key].segments += 1
+            manifest, signature = cached
+            iv = sid.interval
+            key = (signature, tuple(e for e in edges if iv.start < e < iv.end))
+            if key not in decided:
+                try:
+                    proj, _, rejected = choose_projection(manifest, spec, match_projection)
+                    decided[key] = (proj.name if proj is not None else "base", tuple(sorted(rejected)))
+                except ValidationError:
+                    decided[key] = None  # the historicals refused it the same way, and the query failed
+            outcome = decided[key]
+            if outcome is None:
+                continue
+            if outcome in groups:
+                groups[outcome].segments += 1
             else:
-                groups[key] = TableUse(datasource, name, 1, dict(sorted(rejected)))
+                groups[outcome] = TableUse(datasource, outcome[0], 1, dict(outcome[1]))
         return list(groups.values())
 
-    def _manifest(self, sid) -> SegmentManifest | None:
+    def _manifests_of(self, segment_ids) -> list[tuple[SegmentManifest, tuple] | None]:
+        """Each segment's parsed manifest and its projections' signature (as tried: smallest first)."""
         with self._lock:
-            hit = self._manifests.get(sid)
-            if hit is not None:
-                self._manifests.move_to_end(sid)
-                return hit
+            found = [self._manifests.get(sid) for sid in segment_ids]
+        for i, sid in enumerate(segment_ids):
+            if found[i] is None:
+                found[i] = self._parse(sid)
+        return found
+
+    def _parse(self, sid) -> tuple[SegmentManifest, tuple] | None:
         raw = self.manifest_of(sid)
         if not raw:
             return None
         manifest = SegmentManifest.from_json(json.loads(raw), str(sid))
+        signature = tuple((p.name, json.dumps(p.spec, sort_keys=True))
+                          for p in sorted(manifest.projections, key=lambda p: (p.num_rows, p.name)))
         with self._lock:
-            self._manifests[sid] = manifest
-            while len(self._manifests) > 20_000:
-                self._manifests.popitem(last=False)
-        return manifest
+            self._manifests[sid] = (manifest, signature)
+            while len(self._manifests) > 20_000:  # the oldest parsed goes first
+                self._manifests.pop(next(iter(self._manifests)))
+        return manifest, signature
 
     # ---- kill, and what sys.queries shows ---------------------------------------------------------------
     def kill(self, query_id: str, user: str | None) -> str:

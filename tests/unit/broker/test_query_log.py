@@ -245,3 +245,60 @@ def test_log_file_rotates_and_holds_whole_json_lines(tmp_path):
     ids = [r.query_id for r in kept]
     assert ids == [f"q{i}" for i in range(40 - len(ids), 40)]  # the newest, in order, none torn
     assert len(registry.records()) == 5  # memory holds fewer than the files
+
+
+# ---- which table served each segment group (recomputed on the broker) ------------------------------------
+@pytest.fixture(scope="module")
+def manifests(tmp_path_factory):
+    """Three daily segments of the projections test data; the middle day has no projections."""
+    import os
+
+    import pyarrow as pa
+
+    from common.query.projection import projection_rows
+    from common.segment.builder import build_segment
+    from common.segment.segment import Segment
+    from common.segment.segment_id import SegmentId
+    from tests.conftest import EVENTS_DAYS, day_interval, make_events_table
+    from tests.unit.query.test_projections import SPECS
+
+    directory = str(tmp_path_factory.mktemp("logged-projections"))
+    table = make_events_table()
+    times = table.column("__time").cast(pa.int64()).to_numpy()
+    out = {}
+    for d in range(EVENTS_DAYS):
+        iv = day_interval(d)
+        part = table.filter(pa.array((times >= iv.start) & (times < iv.end)))
+        sid = SegmentId("events", iv, "v1", 0)
+        path = os.path.join(directory, f"{d}.sseg")
+        build_segment(part, path, sid, (), projections=[] if d == 1 else [projection_rows(s, part) for s in SPECS])
+        seg = Segment.open(path)
+        out[sid] = json.dumps(seg.manifest.to_json())
+        seg.close()
+    return out
+
+
+@pytest.mark.parametrize("query, expected", [
+    ({"queryType": "groupBy", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"], "granularity": "all",
+      "dimensions": ["channel"], "aggregations": [{"type": "count", "name": "n"}]}, "daily_channel_page"),
+    ({"queryType": "timeseries", "dataSource": "events", "intervals": ["2020-01-01T05:30/2020-01-04"],
+      "granularity": "hour", "aggregations": [{"type": "longSum", "name": "a", "fieldName": "added"}]}, "bucket edge"),
+    ({"queryType": "groupBy", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"], "granularity": "all",
+      "dimensions": ["page"], "aggregations": [{"type": "count", "name": "n"}]}, "'page' is not a grouping column"),
+], ids=["projection", "edge-inside-a-day", "missing-column"])
+def test_logged_tables_are_what_explain_says(manifests, query, expected):
+    from common.query.model import query_from_json
+    from common.query.partial import RunStats
+    from common.query.projection_report import explain_projections
+
+    registry = QueryRegistry(manifest_of=manifests.get)
+    q = query_from_json(query)
+    with registry.track("native", query_id="t"):
+        registry.native_finished(q, RunStats(segments=3), list(manifests))
+    [record] = registry.records()
+    got = sorted((t.projection, t.segments, tuple(sorted(t.rejected.items()))) for t in record.tables)
+    want = sorted((g["projection"], g["segments"], tuple(sorted(g["rejected"].items())))
+                  for g in explain_projections(q, manifests.values()))
+    assert got == want and sum(t.segments for t in record.tables) == 3
+    assert expected in json.dumps(got)
+    assert record.shapes[0]["base_segments"] == sum(t.segments for t in record.tables if t.projection == "base")
