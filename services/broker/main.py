@@ -56,7 +56,8 @@ class BrokerProcess(NodeProcess):
         self.executor.watch = self.queries
         self.sql = LoggedSql(sql_service, self.queries)
         self.native = LoggedNative(self.executor, self.queries)
-        self.catalog.base.system_providers = QueryTables(self.queries, self.node, self.executor, timeout_s).providers()
+        self.catalog.base.system_providers = QueryTables(self.queries, self.node, self.executor, timeout_s,
+                                                         self._catalog_projections).providers()
         self.servicer = BrokerServicer(self.native, self.metrics, config.broker.query_timeout_ms,
                                        sql=self._run_sql, authorizer=self.authorizer)
         self.servicer.queries = self.queries
@@ -78,6 +79,10 @@ class BrokerProcess(NodeProcess):
         if self._catalog_client is None or self._catalog_client[0] != target:
             self._catalog_client = (target, CatalogClient(target, auth))
         return self._catalog_client[1]
+
+    def _catalog_projections(self, datasource: str) -> list[dict]:
+        spec = self.catalog_cache.spec("druid", datasource) or {}
+        return list((spec.get("properties") or {}).get("projections") or [])
 
     def _run_sql(self, sql: str, context: dict, timeout_s: float, is_active, user=None):
         context = dict(context)

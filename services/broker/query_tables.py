@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from common.query.projection import ProjectionSpec
 from common.types.interval import ETERNITY, format_instant
-from services.broker.core.projection_advisor import ADVICE_SCHEMA, SegmentFacts, advise
+from services.broker.core.projection_advisor import ADVICE_SCHEMA, Existing, SegmentFacts, advise, aggregator_key
 from services.broker.core.query_log import OK, QUERIES_SCHEMA, canonical_period, queries_table
 from services.broker.query_registry import ADVISOR_PROBE
 
@@ -34,8 +34,10 @@ def provided_table(providers: dict, name: str) -> pa.Table:
 class QueryTables:
     """The providers of sys.queries and sys.projection_advice for one broker."""
 
-    def __init__(self, registry, node, executor, timeout_s: float = 60.0) -> None:
+    def __init__(self, registry, node, executor, timeout_s: float = 60.0, catalog_projections=None) -> None:
         self.registry = registry
+        # datasource -> the catalog's projection definitions (JSON), so advice never repeats them
+        self.catalog_projections = catalog_projections or (lambda datasource: [])
         self.node = node  # BrokerNode: view and lock
         self.executor = executor  # the scatter/gather executor, for the sketches
         self.timeout_s = timeout_s
@@ -73,7 +75,7 @@ class QueryTables:
             visible = [sid for chunk in view.timeline(datasource).lookup([ETERNITY]) for sid in chunk.segments]
             descriptors = [view.descriptors[sid] for sid in visible if sid in view.descriptors]
             generation = view.generation
-        segments, existing = [], set()
+        segments, specs = [], {}
         for d in descriptors:
             manifest = json.loads(d.manifest_json or "{}")
             columns = manifest.get("columns", [])
@@ -82,16 +84,10 @@ class QueryTables:
                 cardinality={c["name"]: int(c.get("stats", {}).get("cardinality") or d.num_rows or 1) for c in columns},
                 types={c["name"]: str(c.get("type", "STRING")) for c in columns}))
             for p in manifest.get("projections", []):
-                try:
-                    spec = ProjectionSpec.from_json(p.get("spec") or {})
-                except Exception:  # noqa: BLE001 - a projection we cannot read is simply not "existing"
-                    continue
-                time_col = spec.time_column
-                gran = spec.granularity
-                period = "all" if gran is None else "none" if time_col == "__time" else str(gran.period)
-                existing.add((tuple(sorted(c for c in spec.grouping_columns if c != time_col)),
-                              canonical_period(period)))
-        return segments, sorted(existing), generation
+                specs.setdefault(p.get("name"), p.get("spec") or {})
+        for spec in self.catalog_projections(datasource):
+            specs[spec.get("name")] = spec  # the catalog's definition wins: segments will follow it
+        return segments, [e for e in map(_existing, specs.values()) if e is not None], generation
 
     def _combos_for(self, datasource: str, segments: list[SegmentFacts], generation: int):
         lengths = {s.end - s.start for s in segments}
@@ -133,6 +129,17 @@ class QueryTables:
         table = self.executor.execute(query, self.timeout_s).table
         times = table.column("__time").cast(pa.int64()).to_pylist()
         return {t: int(round(n)) for t, n in zip(times, table.column("n").to_pylist())}
+
+
+def _existing(spec_json: dict) -> Existing | None:
+    try:
+        spec = ProjectionSpec.from_json(spec_json)
+    except Exception:  # noqa: BLE001 - a definition we cannot read constrains nothing
+        return None
+    time_col, gran = spec.time_column, spec.granularity
+    period = "all" if gran is None else "none" if time_col == "__time" else str(gran.period)
+    return Existing(spec.name, tuple(sorted(c for c in spec.grouping_columns if c != time_col)),
+                    canonical_period(period), frozenset(aggregator_key(a.to_json()) for a in spec.aggregators))
 
 
 __all__ = ["QueryTables", "provided_table"]

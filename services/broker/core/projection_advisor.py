@@ -259,22 +259,37 @@ ADVICE_SCHEMA = pa.schema([
     ("rows_saved_per_byte", pa.float64()), ("estimate", pa.string()), ("statement", pa.string())])
 
 
+@dataclass(frozen=True)
+class Existing:
+    """A projection the catalog defines or a segment holds (it may not be compacted in yet)."""
+
+    name: str
+    columns: tuple[str, ...]
+    granularity: str
+    aggregator_keys: frozenset[str]
+
+    def covers(self, cand: Candidate) -> bool:
+        return (self.columns, self.granularity) == (cand.columns, cand.granularity) \
+            and set(cand.aggregators) <= self.aggregator_keys
+
+
 def advise(datasource: str, shapes: list[dict], segments: list[SegmentFacts], combos=None, top: int = 5,
-           existing: list[tuple[tuple[str, ...], str]] = ()) -> list[dict]:
-    """The best ``top`` candidates for ``datasource`` as sys.projection_advice rows, best first.
-    ``existing``: (columns, granularity) of the projections segments already hold, never re-proposed."""
+           existing: list[Existing] = ()) -> list[dict]:
+    """The best ``top`` candidates for ``datasource`` as sys.projection_advice rows, best first. A
+    candidate an ``existing`` projection already stores is not proposed again (compacting is the
+    remedy there), and proposals never take an existing projection's name."""
     shapes = [s for s in shapes if s.get("datasource") == datasource]
     found, _ = candidates(shapes)
     scored = []
     for cand in found:
-        if (cand.columns, cand.granularity) in set(existing):
+        if any(e.covers(cand) for e in existing):
             continue
         evaluate(cand, shapes, segments, combos)
         if cand.rows_saved <= 0 or cand.factor < MIN_FACTOR or cand.storage_bytes <= 0:
             continue
         scored.append(cand)
     scored.sort(key=lambda c: (-c.rows_saved / c.storage_bytes, c.columns))
-    rows, taken = [], set()
+    rows, taken = [], {e.name for e in existing}
     for rank, cand in enumerate(scored[:top], 1):
         name = projection_name(cand, taken)
         rows.append({
@@ -289,5 +304,5 @@ def advise(datasource: str, shapes: list[dict], segments: list[SegmentFacts], co
     return rows
 
 
-__all__ = ["ADVICE_SCHEMA", "Candidate", "SegmentFacts", "advise", "aggregator_key", "aggregator_sql", "candidates",
+__all__ = ["ADVICE_SCHEMA", "Candidate", "Existing", "SegmentFacts", "advise", "aggregator_key", "aggregator_sql", "candidates",
            "covers", "evaluate", "serves", "statement"]

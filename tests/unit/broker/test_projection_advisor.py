@@ -11,7 +11,7 @@ from common.query.projection import ProjectionSpec
 from common.sql import plan_sql
 from common.sql.projection_select import resolve_projection_edits
 from common.types.column_type import ColumnType
-from services.broker.core.projection_advisor import (SegmentFacts, advise, aggregator_key, candidates, covers,
+from services.broker.core.projection_advisor import (Existing, SegmentFacts, advise, aggregator_key, candidates, covers,
                                                      evaluate, serves)
 from services.broker.core.query_log import query_shape
 from tests.unit.sql.fake_catalog import FakeCatalog
@@ -100,7 +100,12 @@ def test_advice_is_ranked_by_rows_saved_per_byte_and_skips_what_does_not_pay():
     assert [r["rank"] for r in rows] == [1, 2]
     assert rows[0]["rows_saved_per_byte"] > rows[1]["rows_saved_per_byte"] > 0
     assert rows[0]["estimated_rows"] == 48 and rows[0]["factor"] == pytest.approx(20_000 / 48, rel=1e-3)
-    assert advise("wiki", shapes, SEGMENTS, existing=[(("channel",), "all")])[1:] == []
+    stored = Existing("by_channel", ("channel",), "all", frozenset(aggregator_key(a) for a in shape(BY_CHANNEL)["aggregators"]))
+    again = advise("wiki", shapes, SEGMENTS, existing=[stored])
+    assert [r["grouping_columns"] for r in again] == [""]  # by channel is stored already
+    fewer = Existing("by_channel", ("channel",), "all", frozenset({aggregator_key({"type": "count"})}))
+    renamed = advise("wiki", shapes, SEGMENTS, existing=[fewer])  # it lacks SUM(added): propose, another name
+    assert [r["projection"] for r in renamed] == ["totals_pt1h", "by_channel_2"]
     assert advise("other", shapes, SEGMENTS) == []
 
 
