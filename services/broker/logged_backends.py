@@ -34,12 +34,12 @@ class LoggedSql:
             running.record.result_rows = table.num_rows
             return table
 
-    def describe(self, sql: str, context: dict | None = None, user: str | None = None):
+    def describe(self, sql: str, context: dict | None = None, user: str | None = None, **options):
         """Preparing plans the statement: one that fails here never runs, so it is logged here."""
         try:
             if kill_target(sql) is not None:
                 return StatementInfo(0, pa.schema([("result", pa.string())]))
-            return self.inner.describe(sql, context, user)
+            return self.inner.describe(sql, context, user, **options)
         except Exception as exc:
             self.registry.log_failed("sql", sql, user, exc)
             raise

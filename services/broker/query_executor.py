@@ -37,10 +37,6 @@ class Cancelled(StrataError):
 
 
 class QueryExecutor:
-    # The query registry (services/broker/query_registry.py): told when a native query is sent
-    # and what it cost; None when nothing watches.
-    watch = None
-
     def __init__(self, view, stub_for, metrics, view_lock: threading.Lock | None = None, threads: int = 16,
                  schema_for=None) -> None:
         self.view = view
@@ -72,6 +68,10 @@ class QueryExecutor:
         query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
         partial = self._gather(query, schema, deadline, query_id, is_active)
         return engine.Result(engine.finalize(query, partial, schema), partial.stats)
+
+    # The query registry (services/broker/query_registry.py): told when a native query is sent
+    # and what it cost; None when nothing watches.
+    watch = None
 
     def _gather(self, query: Query, schema, deadline: float, query_id: str, is_active) -> Partial:
         query_json = json.dumps(query.to_json())

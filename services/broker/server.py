@@ -13,6 +13,7 @@ from common.query.partial import RunStats
 from common.rpc.arrow_stream import table_to_chunks
 from common.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
 from services.broker.query_executor import Cancelled
+from services.broker.query_control import QueryControl
 from services.broker.query_origin import announce_query_id
 
 
@@ -32,7 +33,7 @@ def status_for(exc: Exception) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL
 
 
-class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
+class BrokerServicer(QueryControl, broker_pb2_grpc.BrokerServiceServicer):
     def __init__(self, executor, metrics, default_timeout_ms: int, sql=None, authorizer=None) -> None:
         self.executor = executor
         self.metrics = metrics
@@ -62,8 +63,6 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             return self.sql(request.sql, dict(request.context), timeout_s, is_active, user)
         raise ValidationError("QueryRequest needs native_json or sql")
 
-    queries = None  # the QueryRegistry (services/broker/query_registry.py), set by the broker's wiring
-
     def Query(self, request, context):
         started = time.perf_counter()
         try:
@@ -85,20 +84,6 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             yield from table_to_chunks(result, RunStats())
         else:
             yield from table_to_chunks(result.table, result.stats)
-
-
-    def CancelQuery(self, request, context):
-        try:
-            user = None
-            if self.authorizer is not None and self.authorizer.enabled:
-                user = self.authorizer.user_from_headers(context.invocation_metadata())
-            if self.queries is None:
-                raise UnsupportedError("this broker keeps no query registry")
-            return broker_pb2.CancelQueryResponse(message=self.queries.kill(request.query_id, user))
-        except PermissionError as exc:
-            context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
-        except StrataError as exc:
-            context.abort(grpc.StatusCode.NOT_FOUND if isinstance(exc, ValidationError) else status_for(exc), str(exc))
 
 
 def _labels(request) -> tuple[str, str]:

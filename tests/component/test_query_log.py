@@ -13,13 +13,11 @@ import threading
 import time
 
 import adbc_driver_flightsql.dbapi as adbc
-import grpc
 import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
 
 from common.demo import table as demo_table
-from common.rpc.gen.strata.v1 import broker_pb2
 from services.broker.query_log_file import read_lines
 from services.cli.cluster_client import ClusterError
 from tests.harness.busy_historical import BusyHistorical
@@ -90,15 +88,10 @@ def test_errors_are_logged_with_their_class(cluster, conn):
 
 
 def test_grpc_responses_carry_the_query_id(cluster):
-    call = cluster.client.broker.Query(broker_pb2.QueryRequest(sql="SELECT COUNT(*) AS n FROM wiki /* grpc id */"),
-                                       timeout=60)
-    chunks = list(call)
-    header = dict(call.initial_metadata())["x-strata-query-id"]
-    assert chunks and logged(cluster, f"query_id = '{header}'")[0]["sql"].endswith("/* grpc id */")
-    chosen = cluster.client.broker.Query(broker_pb2.QueryRequest(sql="SELECT 1 AS one", query_id="grpc-chosen"),
-                                         timeout=60)
-    list(chosen)
-    assert dict(chosen.initial_metadata())["x-strata-query-id"] == "grpc-chosen"
+    table, _, header = cluster.client.run_with_id(sql="SELECT COUNT(*) AS n FROM wiki /* grpc id */")
+    assert table.num_rows == 1 and len(header) == 32
+    assert logged(cluster, f"query_id = '{header}'")[0]["sql"].endswith("/* grpc id */")
+    assert cluster.client.run_with_id(sql="SELECT 1 AS one", query_id="grpc-chosen")[2] == "grpc-chosen"
 
 
 def test_flight_responses_carry_the_query_id(cluster):
@@ -185,14 +178,14 @@ def test_the_cancel_rpc_ends_a_running_native_query(cluster):
     query = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-14"],
              "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]}
     with BusyHistorical(cluster.historicals[0]):
-        call = cluster.client.broker.Query(broker_pb2.QueryRequest(native_json=json.dumps(query)), timeout=120)
-        query_id = dict(call.initial_metadata())["x-strata-query-id"]
-        wait_running(cluster, query_id)
-        assert cluster.client.cancel_query(query_id) == f"query {query_id} is being killed"
-        with pytest.raises(grpc.RpcError) as caught:
-            list(call)
-    assert caught.value.code() == grpc.StatusCode.CANCELLED
-    assert logged(cluster, f"query_id = '{query_id}'")[0]["status"] == "cancelled"
+        t, outcome = start(lambda: cluster.client.run_with_id(native=query, query_id="native-to-cancel",
+                                                              timeout_s=120))
+        wait_running(cluster, "native-to-cancel")
+        assert cluster.client.cancel_query("native-to-cancel") == "query native-to-cancel is being killed"
+        t.join(30)
+        assert not t.is_alive(), "the cancelled query is still running"
+    assert isinstance(outcome.get("error"), ClusterError) and str(outcome["error"]).startswith("CANCELLED")
+    assert logged(cluster, "query_id = 'native-to-cancel'")[0]["status"] == "cancelled"
 
 
 def test_killing_what_is_not_running(cluster, conn):

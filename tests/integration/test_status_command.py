@@ -10,12 +10,15 @@ import time
 
 import pytest
 
-from common.demo import table as demo_table
 from services.cli.cluster_client import ClusterClient
 from services.cli.local_cluster import LocalCluster
-from services.historical.storage import deep_storage_from_url
 
 ROOT = __file__.rsplit("/tests/", 1)[0]
+
+
+def strata(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "services.cli.main", *args], capture_output=True, text=True,
+                          timeout=180, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT, "COLUMNS": "200"})
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +28,11 @@ def cluster(tmp_path_factory):
     endpoints = c.endpoints()
     client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
     try:
-        storage = deep_storage_from_url(os.path.join(c.dir, "deep-storage"))
-        descriptors = client.build_and_publish(demo_table(3_000, days=1), "wiki", storage)
-        client.wait_loaded("wiki", len(descriptors), 60)
+        data = os.path.join(c.dir, "wiki.parquet")
+        for args in (("demo-data", "--rows", "3000", "--days", "1", "--out", data),
+                     ("publish", data, "--datasource", "wiki", "--dir", c.dir, "--wait", "--timeout", "60")):
+            proc = strata(*args)
+            assert proc.returncode == 0, proc.stderr
         c.client = client
         yield c
     finally:
@@ -44,9 +49,7 @@ def test_status_shows_nodes_and_the_query_log(cluster):
         except Exception:  # noqa: BLE001 - retried until the deadline
             assert time.monotonic() < deadline, "the broker never served wiki"
             time.sleep(0.1)
-    proc = subprocess.run([sys.executable, "-m", "services.cli.main", "status", "--dir", cluster.dir],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT,
-                                                                                       "COLUMNS": "200"})
+    proc = strata("status", "--dir", cluster.dir)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "coordinator" in out and "broker" in out and "historical" in out and "healthy" in out
