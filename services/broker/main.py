@@ -48,13 +48,13 @@ class BrokerProcess(NodeProcess):
                                       self.catalog_cache)
         self.executor = QueryExecutor(self.node.view, self.node.stub_for, self.metrics, self.node.lock,
                                       schema_for=self.catalog.datasource_schema)
-        sql_service = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
+        self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
         self._catalog_client = None  # (coordinator target, CatalogClient), rebuilt if it moves
-        sql_service.ddl_client = self._ddl_client
+        self.sql.ddl_client = self._ddl_client
         # The query log: every statement from every front door is tracked (id, KILL, sys.queries).
         self.queries = query_registry_from_config(config.broker, self.authorizer, self.node)
         self.executor.watch = self.queries
-        self.sql = LoggedSql(sql_service, self.queries)
+        self.sql = LoggedSql(self.sql, self.queries)
         self.native = LoggedNative(self.executor, self.queries)
         self.catalog.base.system_providers = QueryTables(self.queries, self.node, self.executor, timeout_s,
                                                          self._catalog_projections).providers()

@@ -4,7 +4,9 @@ Front doors say where a call comes from (``note_call``: protocol, remote address
 query id the client chose or the front door already announced); the query registry reads it when
 a query starts. The id travels back as the ``x-strata-query-id`` response header: the gRPC edge
 sends it as initial metadata before running, and on Arrow Flight ``QueryIdHeader`` (a server
-middleware) adds it to the reply of the call that ran the query (GetFlightInfo, DoGet).
+middleware) adds it to the reply of the call that ran the query. Where Flight SQL plans in
+GetFlightInfo and runs in DoGet (whose headers leave before it runs), ``announce_flight_query``
+fixes the id at planning and ``note_query_id`` makes DoGet run under it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ def note_call(protocol: str, remote_address: str | None = None, user: str | None
     origin = CallOrigin(protocol, remote_address, user, query_id or None, reply)
     _ORIGIN.set(origin)
     return origin
+
+
+def note_query_id(query_id: str | None) -> None:
+    """The id the current call's query runs under, fixed earlier (Flight: by GetFlightInfo)."""
+    origin = _ORIGIN.get()
+    if origin is not None and query_id:
+        origin.query_id = query_id
 
 
 def current_origin() -> CallOrigin | None:
@@ -94,6 +103,24 @@ def announce_query_id(grpc_context, request, user: str | None) -> str:
     return query_id
 
 
+def announce_flight_query(context, request):
+    """Flight SQL plans in GetFlightInfo and runs in DoGet, whose headers leave before it runs: the
+    statement gets its id when planned (the client's choice, else a new one), announced then."""
+    import dataclasses
+    import uuid
+
+    wanted = request.query_id
+    if not wanted and request.sql is not None:
+        wanted = sql_query_id(request.sql, dict(request.context or {}))
+    if not wanted and isinstance(request.native, dict):
+        wanted = (request.native.get("context") or {}).get("queryId")
+    wanted = str(wanted) if wanted else uuid.uuid4().hex
+    reply = context.get_middleware(MIDDLEWARE_KEY)
+    if reply is not None:
+        reply.query_id = wanted
+    return dataclasses.replace(request, query_id=wanted)
+
+
 class _Reply(flight.ServerMiddleware):
     def __init__(self) -> None:
         self.query_id: str | None = None
@@ -109,5 +136,5 @@ class QueryIdHeader(flight.ServerMiddlewareFactory):
         return _Reply()
 
 
-__all__ = ["MIDDLEWARE_KEY", "QUERY_ID_HEADER", "CallOrigin", "QueryIdHeader", "announce_query_id",
-           "current_origin", "note_call", "note_flight_call"]
+__all__ = ["MIDDLEWARE_KEY", "QUERY_ID_HEADER", "CallOrigin", "QueryIdHeader", "announce_flight_query",
+           "announce_query_id", "current_origin", "note_call", "note_flight_call", "note_query_id"]

@@ -302,3 +302,44 @@ def test_logged_tables_are_what_explain_says(manifests, query, expected):
     assert got == want and sum(t.segments for t in record.tables) == 3
     assert expected in json.dumps(got)
     assert record.shapes[0]["base_segments"] == sum(t.segments for t in record.tables if t.projection == "base")
+
+
+def test_a_flight_statement_planned_now_and_run_later_keeps_the_id_it_announced():
+    from dataclasses import dataclass
+
+    from services.broker.query_origin import MIDDLEWARE_KEY, announce_flight_query, note_flight_call, note_query_id
+
+    @dataclass(frozen=True)
+    class Request:  # what a front door plans: SQL or native, a context, maybe an id
+        sql: str | None = None
+        native: dict | None = None
+        context: dict | None = None
+        query_id: str | None = None
+
+    class Reply:
+        query_id = None
+
+    class Context:
+        def __init__(self):
+            self.reply = Reply()
+
+        def peer(self):
+            return "ipv4:127.0.0.1:9"
+
+        def get_middleware(self, key):
+            return self.reply if key == MIDDLEWARE_KEY else None
+
+    planning = Context()
+    chosen = announce_flight_query(planning, Request(sql="SET sqlQueryId = 'mine'; SELECT 1"))
+    assert chosen.query_id == planning.reply.query_id == "mine"
+    native = announce_flight_query(Context(), Request(native={"context": {"queryId": "n1"}}))
+    assert native.query_id == "n1"
+    fresh = announce_flight_query(Context(), Request(sql="SELECT 1"))
+    assert len(fresh.query_id) == 32
+    registry = QueryRegistry()
+    note_flight_call(Context(), "erin")  # the later call that runs it
+    note_query_id(fresh.query_id)
+    with registry.track("sql", sql="SELECT 1"):
+        pass
+    assert [(r.query_id, r.user, r.protocol) for r in registry.records()] == [(fresh.query_id, "erin", "flight")]
+    note_call("", None)
