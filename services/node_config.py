@@ -7,7 +7,8 @@
     [historical]      cache_dir; max_cache_bytes
     [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks;
                       auto_compaction; max_compaction_tasks
-    [broker]          query_timeout_ms
+    [broker]          query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
+                      query_log_file_bytes; query_log_file_backups
     [auth]            enabled; admin_user; admin_password; users_file; token_ttl_s
 
 S3 credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, never from the file.
@@ -91,6 +92,13 @@ class CoordinatorSection:
 @dataclass(frozen=True)
 class BrokerSection:
     query_timeout_ms: int = 300_000
+    # The query log (sys.queries): finished queries kept in memory, by count and by age, and a
+    # rotating JSON-lines file for log shippers ("" = no file).
+    query_log_entries: int = 10_000
+    query_log_max_age_s: int = 3600
+    query_log_file: str = ""
+    query_log_file_bytes: int = 64 << 20
+    query_log_file_backups: int = 5
 
 
 @dataclass(frozen=True)

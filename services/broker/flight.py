@@ -42,6 +42,7 @@ from services.broker.core.prepared_statements import PreparedStatement, Prepared
 from services.broker.core.sql_backend import SqlBackend
 from services.broker.flight_auth import (Authenticate, BasicAuthMiddlewareFactory, BearerTokens, CallIdentity,
                                          HeaderAuthHandler)
+from services.broker.query_origin import announce_flight_query, note_flight_call, note_query_id
 from services.broker.flight_sql_metadata import (CATALOGS_SCHEMA, DB_SCHEMAS_SCHEMA, FOREIGN_KEYS_SCHEMA,
                                                  PRIMARY_KEYS_SCHEMA, SQL_INFO_SCHEMA, TABLE_TYPES_SCHEMA,
                                                  TABLES_SCHEMA, TABLES_WITH_SCHEMA_SCHEMA, catalogs_table,
@@ -218,6 +219,8 @@ class BrokerFlightServer(flight.FlightServerBase):
         """Plan only: the FlightInfo's schema is the plan's; DoGet runs it."""
         who = self._caller(context)
         request = self._request(descriptor, who)
+        if isinstance(request, QueryRequest):
+            request = announce_flight_query(context, request)  # query log: the id, sent back now
         if isinstance(request, QueryRequest) and _has_effects(request):
             # CREATE/ALTER/DROP TABLE, INSERT/REPLACE run now: a client's execute() returns once
             # they are done (drivers fetch the stream in the background); their one-row answer
@@ -257,6 +260,7 @@ class BrokerFlightServer(flight.FlightServerBase):
         if self.tickets.take(command.statement_handle) is None:  # another DoGet took it meanwhile
             raise UnknownHandleError("result ticket already fetched; call GetFlightInfo again")
         if isinstance(entry.request, QueryRequest):
+            note_query_id(entry.request.query_id)
             table = self.front_door.run(entry.request, _active(context), expected_schema=entry.schema).table
         elif isinstance(entry.request, pa.Table):  # a statement with effects, already run
             table = entry.request
@@ -310,7 +314,9 @@ class BrokerFlightServer(flight.FlightServerBase):
 
     def _caller(self, context) -> CallIdentity:
         who = context.get_middleware(_AUTH)
-        return who if who is not None else CallIdentity(None, None, False)
+        who = who if who is not None else CallIdentity(None, None, False)
+        note_flight_call(context, who.user)  # query log: the caller's address, and the query id header
+        return who
 
     def _command(self, descriptor) -> Message | None:
         if descriptor.descriptor_type != flight.DescriptorType.CMD:

@@ -9,7 +9,11 @@ from services.broker.catalog_cache import CatalogCache
 from services.broker.overlay_catalog import OverlayCatalog
 from services.broker.flight import BrokerFlightServer
 from services.broker.front_door import QueryFrontDoor
+from services.broker.logged_backends import LoggedNative, LoggedSql
 from services.broker.query_executor import QueryExecutor
+from services.broker.query_origin import MIDDLEWARE_KEY, QueryIdHeader
+from services.broker.query_registry import query_registry_from_config
+from services.broker.query_tables import QueryTables
 from services.broker.server import BrokerServicer, add_to_server
 from services.broker.sql_service import BrokerCatalog, SqlService
 from services.discovery import discovery_from_config
@@ -35,7 +39,8 @@ class BrokerProcess(NodeProcess):
         # front door it serves through is completed once the node and SQL service exist.
         self.front_door = QueryFrontDoor(authorizer=self.authorizer, metrics=self.metrics, default_timeout_s=timeout_s)
         self.flight = BrokerFlightServer(f"grpc://{config.node.host}:{config.node.flight_port}", self.front_door,
-                                         auth=flight_auth(self.authorizer))
+                                         auth=flight_auth(self.authorizer),
+                                         middleware={MIDDLEWARE_KEY: QueryIdHeader()})
         self.id = self.node_id(self.grpc.port)
         info = self.server_info(self.id, self.grpc.port, self.http.port, self.flight.port)
         self.node = BrokerNode(self.id, info, self.discovery, config.discovery.lease_ttl_s)
@@ -48,9 +53,15 @@ class BrokerProcess(NodeProcess):
         self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
         self._catalog_client = None  # (coordinator target, CatalogClient), rebuilt if it moves
         self.sql.ddl_client = self._ddl_client
-        self.front_door.sql = self.sql
-        self.front_door.native = self.executor
+        # The query log: every statement from every front door is tracked (id, KILL, sys.queries).
+        self.queries = query_registry_from_config(config.broker, self.authorizer, self.node)
+        self.executor.watch = self.queries
+        self.front_door.sql = LoggedSql(self.sql, self.queries)
+        self.front_door.native = LoggedNative(self.executor, self.queries)
+        self.catalog.base.system_providers = QueryTables(self.queries, self.node, self.executor, timeout_s,
+                                                         self._catalog_projections).providers()
         self.servicer = BrokerServicer(self.front_door, config.broker.query_timeout_ms, authorizer=self.authorizer)
+        self.servicer.queries = self.queries
         add_to_server(self.grpc, self.servicer)
         self._flight_thread = threading.Thread(target=self.flight.serve, name="strata-flight", daemon=True)
 
@@ -69,6 +80,10 @@ class BrokerProcess(NodeProcess):
         if self._catalog_client is None or self._catalog_client[0] != target:
             self._catalog_client = (target, CatalogClient(target, auth))
         return self._catalog_client[1]
+
+    def _catalog_projections(self, datasource: str) -> list[dict]:
+        spec = self.catalog_cache.spec("druid", datasource) or {}
+        return list((spec.get("properties") or {}).get("projections") or [])
 
     def health(self) -> dict:
         with self.node.lock:
@@ -97,6 +112,8 @@ class BrokerProcess(NodeProcess):
         self.http.stop()
         self.grpc.stop()
         self.discovery.close()
+        if self.queries.log_file is not None:
+            self.queries.log_file.close()
 
 
 def flight_auth(authorizer: Authorizer):

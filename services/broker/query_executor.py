@@ -81,8 +81,13 @@ class QueryExecutor:
             return engine.execute_on_table(query, inner.table, inner.stats)
         schema = self._schema(query.datasource)
         engine.validate(query, schema)
-        partial = self._gather(query, schema, deadline, query_id or uuid.uuid4().hex, is_active)
+        query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
+        partial = self._gather(query, schema, deadline, query_id, is_active)
         return engine.Result(engine.finalize(query, partial, schema), partial.stats)
+
+    # The query registry (services/broker/query_registry.py): told when a native query is sent
+    # and what it cost; None when nothing watches.
+    watch = None
 
     def _gather(self, query: Query, schema, deadline: float, query_id: str, is_active) -> Partial:
         query_json = json.dumps(query.to_json())
@@ -100,6 +105,8 @@ class QueryExecutor:
             fut = self.pool.submit(self._call, server, (query_json, query_id, segments, schema), deadline, holder)
             pending[fut] = (server, segments, holder)
 
+        if self.watch is not None:
+            self.watch.native_started()
         for server, segments in plan.by_server.items():
             submit(server, segments)
         try:
@@ -150,6 +157,8 @@ class QueryExecutor:
             raise
         merged = engine.merge(query, partials) if partials else Partial(pa.table({}), RunStats())
         merged.coverage = coverage
+        if self.watch is not None:
+            self.watch.native_finished(query, merged.stats, [s for segs in plan.by_server.values() for s in segs])
         return merged
 
     def _call(self, server: str, request: tuple, deadline: float, holder: dict) -> Partial:

@@ -17,10 +17,12 @@ from services.rpc.arrow_stream import table_to_chunks
 from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
 from services.broker.front_door import QueryFrontDoor, QueryRequest
 from services.query_errors import client_error, grpc_status
+from services.broker.query_control import QueryControl
+from services.broker.query_origin import announce_query_id
 
 
 
-class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
+class BrokerServicer(QueryControl, broker_pb2_grpc.BrokerServiceServicer):
     def __init__(self, front_door: QueryFrontDoor, default_timeout_ms: int, authorizer=None) -> None:
         self.front_door = front_door
         self.default_timeout_ms = default_timeout_ms
@@ -52,6 +54,7 @@ class BrokerServicer(broker_pb2_grpc.BrokerServiceServicer):
             user = None
             if self.authorizer is not None and self.authorizer.enabled:
                 user = self.authorizer.user_from_headers(context.invocation_metadata())
+            announce_query_id(context, request, user)  # query log: origin, and the id sent back
             query = self.request_of(request, context.time_remaining(), user)
             result = self.front_door.run(query, context.is_active)
         except Exception as exc:  # noqa: BLE001 - every failure leaves as its status

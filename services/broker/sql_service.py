@@ -28,7 +28,7 @@ from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog
                                               source_requirements)
 
 CATALOG = "druid"
-SYS_TABLES = ("segments", "servers", "server_segments", "tasks", "projections")
+SYS_TABLES = ("segments", "servers", "server_segments", "tasks", "projections", "queries", "projection_advice")
 
 
 def _like(pattern: str | None) -> re.Pattern | None:
@@ -76,9 +76,17 @@ class BrokerCatalog:
     def system_table_names(self) -> list[str]:
         return list(SYS_TABLES)
 
+    # sys.queries and sys.projection_advice: name -> () -> pa.Table, set by the broker's wiring
+    # (services/broker/query_tables.py); without it they are empty.
+    system_providers: dict = {}
+
     def system_table(self, schema: str, name: str) -> pa.Table | None:
         if schema.lower() != "sys" or name.lower() not in SYS_TABLES:
             return None
+        if name.lower() in ("queries", "projection_advice"):
+            from services.broker.query_tables import provided_table
+
+            return provided_table(self.system_providers, name.lower())
         return getattr(self, f"_sys_{name.lower()}")()
 
     # ---- sys tables ----------------------------------------------------------------------------

@@ -145,6 +145,27 @@ class ClusterClient:
         except grpc.RpcError as exc:
             raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
 
+    def run_with_id(self, sql: str | None = None, native: dict | None = None, query_id: str = "",
+                    timeout_s: float = 300.0) -> tuple[pa.Table, RunStats, str]:
+        """Run SQL or a native query; also returns the query id the broker answered with (the one
+        asked for, or its own), which sys.queries and cancel_query know it by."""
+        statement = {"sql": sql} if sql is not None else {"native_json": json.dumps(native)}
+        request = broker_pb2.QueryRequest(timeout_ms=int(timeout_s * 1000), query_id=query_id, **statement)
+        try:
+            call = self.broker.Query(request, timeout=timeout_s + 5, metadata=self.metadata)
+            table, stats = chunks_to_table(call)
+            return table, stats, dict(call.initial_metadata()).get("x-strata-query-id", "")
+        except grpc.RpcError as exc:
+            raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
+
+    def cancel_query(self, query_id: str) -> str:
+        """End a running query (its owner's, or any for the admin); the id is in sys.queries."""
+        try:
+            return self.broker.CancelQuery(broker_pb2.CancelQueryRequest(query_id=query_id), timeout=30,
+                                           metadata=self.metadata).message
+        except grpc.RpcError as exc:
+            raise ClusterError(f"{exc.code().name}: {exc.details()}") from None
+
     def submit_task(self, datasource: str, type_: str, statement: str, spec: dict | None = None):
         request = coordinator_pb2.SubmitTaskRequest(datasource=datasource, type=type_, statement=statement,
                                                     spec_json=json.dumps(spec or {}))

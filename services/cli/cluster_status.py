@@ -1,4 +1,5 @@
-"""``strata status``: every node of a local cluster with its health, endpoints and segments."""
+"""``strata status``: every node of a local cluster with its health, endpoints and segments, then
+what ``strata top`` shows (services/cli/cluster_overview.py: the same sources)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.cli.cluster_client import ClusterClient
+from services.cli.cluster_overview import collect, render
 from services.cli.local_cluster import LocalCluster, _alive, health
 
 
@@ -16,7 +18,9 @@ def print_status(directory: str) -> int:
     served: dict[str, tuple[int, int]] = {}
     leader = ""
     client = ClusterClient(endpoints.get("coordinator"), endpoints.get("broker"))
+    overview = None
     try:
+        overview = collect(client)  # what `strata top` shows, from the same sources
         response = client.servers()
         leader = response.leader
         for s in response.servers:
@@ -37,5 +41,8 @@ def print_status(directory: str) -> int:
         table.add_row(rec["name"], rec["role"], str(rec["pid"]), status, str(rec.get("grpc_port", "")),
                       str(rec.get("http_port", "")), str(rec.get("flight_port", "") or ""),
                       str(count) if rec["role"] == "historical" else "", f"{size / 1e6:.1f} MB" if size else "")
-    Console(width=max(Console().width, 120)).print(table)
+    console = Console(width=max(Console().width, 120))
+    console.print(table)
+    if overview is not None:
+        console.print(render(overview))
     return 0

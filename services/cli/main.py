@@ -150,6 +150,50 @@ def cmd_compact(args) -> int:
         client.close()
 
 
+def cmd_advise(args) -> int:
+    from services.cli.advise_command import advise
+
+    client = _client(args)
+    try:
+        return advise(client, args.datasource, args.top, args.sql)
+    finally:
+        client.close()
+
+
+def cmd_top(args) -> int:
+    """A live view of the cluster (queries/s, slowest queries, tasks, projection hit ratio);
+    ``--once`` prints it once, for scripts and terminals without cursor control."""
+    from rich.console import Console
+    from rich.live import Live
+
+    from services.cli.cluster_overview import collect, render, render_text
+
+    client = _client(args)
+    try:
+        if args.once:
+            print(render_text(collect(client, args.window), width=args.width), end="")
+            return 0
+        with Live(render(collect(client, args.window)), console=Console(), screen=False,
+                  refresh_per_second=4) as live:
+            try:
+                while True:
+                    time.sleep(args.interval)
+                    live.update(render(collect(client, args.window)))
+            except KeyboardInterrupt:
+                return 0
+    finally:
+        client.close()
+
+
+def cmd_kill(args) -> int:
+    client = _client(args)
+    try:
+        print(client.cancel_query(args.query_id))
+        return 0
+    finally:
+        client.close()
+
+
 def cmd_up(args) -> int:
     from services.cli.local_cluster import LocalCluster
 
@@ -285,6 +329,32 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--broker", help=argparse.SUPPRESS)
     p.add_argument("--dir", default=DEFAULT_DIR)
     p.set_defaults(func=cmd_task)
+
+    p = sub.add_parser("advise", help="projections worth adding to a datasource, from the query log")
+    p.add_argument("datasource")
+    p.add_argument("--top", type=int, default=5, help="how many proposals (default 5)")
+    p.add_argument("--sql", action="store_true", help="print only the ALTER TABLE statements")
+    p.add_argument("--broker", help="broker gRPC host:port (default: from --dir)")
+    p.add_argument("--coordinator", help=argparse.SUPPRESS)
+    p.add_argument("--dir", default=DEFAULT_DIR)
+    p.set_defaults(func=cmd_advise)
+
+    p = sub.add_parser("top", help="live view: queries/s, slowest queries, running tasks, projection hit ratio")
+    p.add_argument("--once", action="store_true", help="print the view once and exit")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between refreshes")
+    p.add_argument("--window", type=float, default=60.0, help="seconds of query log the rates cover")
+    p.add_argument("--width", type=int, default=120, help="columns of the --once output")
+    p.add_argument("--broker", help="broker gRPC host:port (default: from --dir)")
+    p.add_argument("--coordinator", help="coordinator gRPC host:port (default: from --dir)")
+    p.add_argument("--dir", default=DEFAULT_DIR)
+    p.set_defaults(func=cmd_top)
+
+    p = sub.add_parser("kill", help="end a running query (its id is in sys.queries)")
+    p.add_argument("query_id")
+    p.add_argument("--broker", help="broker gRPC host:port (default: from --dir)")
+    p.add_argument("--coordinator", help=argparse.SUPPRESS)
+    p.add_argument("--dir", default=DEFAULT_DIR)
+    p.set_defaults(func=cmd_kill)
 
     p = sub.add_parser("compact", help="rewrite a datasource's segments with the catalog's current projections")
     p.add_argument("datasource")

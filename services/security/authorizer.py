@@ -61,6 +61,14 @@ class _AllowAll:
 ALLOW_ALL: Authorizer = _AllowAll()
 
 
+def is_admin(authorizer: Authorizer, user: str | None) -> bool:
+    """Whether ``user`` administers the cluster: sees and ends every user's queries (others see and
+    end only their own). Everyone is, when authentication is off."""
+    if not authorizer.enabled:
+        return True
+    return user is not None and user == getattr(authorizer, "admin_user", None)
+
+
 def authorizer_from_config(config) -> Authorizer:
     """ALLOW_ALL when ``[auth] enabled`` is false; else a BasicAuthorizer of the admin and the
     ``[auth] users_file``. Raises ValidationError when enabled without an admin password."""

@@ -11,7 +11,8 @@ on every datasource a statement resolves):
   - input tables (schema ``ext``) likewise, with READ on EXTERNAL ``name``;
   - sys.segments, sys.tasks (rows with a ``datasource``) and sys.server_segments (by the
     segment id's datasource) keep only rows of readable datasources; sys.servers is not per
-    datasource and stays whole.
+    datasource and stays whole; sys.queries keeps only the user's own queries unless they are the
+    admin, and sys.projection_advice only rows of datasources they may READ.
 Each method of the ``SqlCatalog`` protocol is written out here with its check, and nothing else
 is forwarded: a method added to the protocol stays unavailable through this class (AttributeError)
 until it is added here with its authorization.
@@ -30,7 +31,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from common.errors import ValidationError
-from services.security.authorizer import Authorizer
+from services.security.authorizer import Authorizer, is_admin
 from services.security.basic_authorizer import INLINE_EXTERNAL
 
 DRUID, EXT = "druid", "ext"
@@ -91,6 +92,10 @@ class SecureSqlCatalog:
         table = self.inner.system_table(schema, name)
         if table is None or not self.authorizer.enabled:
             return table
+        if name.lower() == "queries" and not is_admin(self.authorizer, self.user):
+            # The query log: a user sees only their own queries (their text may name anything).
+            mask = [u is not None and u == self.user for u in table.column("user").to_pylist()]
+            return table.filter(pa.array(mask, pa.bool_()))
         if "datasource" in table.column_names:
             return self._keep_rows(table, table.column("datasource").to_pylist())
         if "segment_id" in table.column_names:

@@ -29,7 +29,8 @@ class EmbeddedCluster:
     def __init__(self, directory: str, historicals: int = 2, *, etcd: str | None = None,
                  metadata_url: str | None = None, deep_storage: str | None = None, deep_storage_endpoint: str = "",
                  max_cache_bytes: int = 1 << 30, replication: int = 0, duty_period_ms: int = 100,
-                 lease_ttl_s: int = 2, auth: dict | None = None, coordinator: dict | None = None) -> None:
+                 lease_ttl_s: int = 2, auth: dict | None = None, coordinator: dict | None = None,
+                 broker: dict | None = None) -> None:
         self.dir = directory
         os.makedirs(directory, exist_ok=True)
         self.deep_storage_url = deep_storage or os.path.join(directory, "deep-storage")
@@ -53,7 +54,7 @@ class EmbeddedCluster:
         self.start_coordinator()
         for i in range(historicals):
             self.add_historical(i)
-        self.broker = BrokerProcess(self._config("broker", {"node": {"id": "broker"}})).start()
+        self.broker = BrokerProcess(self._config("broker", {"node": {"id": "broker"}, "broker": broker or {}})).start()
 
     def _config(self, role: str, extra: dict):
         sections = {k: dict(v) for k, v in self.common.items()}

@@ -65,7 +65,8 @@ SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM INFORMATION_SCHEMA.TABLES;
 -- expected: [["druid", "countries", "TABLE"], ["druid", "null_example", "TABLE"], ["druid", "nulls", "TABLE"],
 --            ["druid", "time_edges", "TABLE"], ["druid", "wiki", "TABLE"], ["druid", "wikisample", "TABLE"],
 --            ["INFORMATION_SCHEMA", "COLUMNS", "SYSTEM_TABLE"], ["INFORMATION_SCHEMA", "SCHEMATA", "SYSTEM_TABLE"],
---            ["INFORMATION_SCHEMA", "TABLES", "SYSTEM_TABLE"], ["sys", "projections", "SYSTEM_TABLE"],
+--            ["INFORMATION_SCHEMA", "TABLES", "SYSTEM_TABLE"], ["sys", "projection_advice", "SYSTEM_TABLE"],
+--            ["sys", "projections", "SYSTEM_TABLE"], ["sys", "queries", "SYSTEM_TABLE"],
 --            ["sys", "segments", "SYSTEM_TABLE"], ["sys", "server_segments", "SYSTEM_TABLE"], ["sys", "servers", "SYSTEM_TABLE"],
 --            ["sys", "tasks", "SYSTEM_TABLE"]]
 

@@ -127,7 +127,8 @@ def test_table_listings_are_filtered(service, user, expected):
     assert got == expected
     assert {t.name for t in sql.tables(user=user) if t.schema == "sys"} == {"segments", "servers",
                                                                                 "server_segments", "tasks",
-                                                                                "projections"}
+                                                                                "projections", "queries",
+                                                                                "projection_advice"}
 
 
 def test_without_an_authorizer_nothing_changes():

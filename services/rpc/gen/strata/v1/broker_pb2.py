@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from services.rpc.gen.strata.v1 import types_pb2 as strata_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16strata/v1/broker.proto\x12\tstrata.v1\x1a\x15strata/v1/types.proto\"\xce\x01\n\x0cQueryRequest\x12\x15\n\x0bnative_json\x18\x01 \x01(\tH\x00\x12\r\n\x03sql\x18\x02 \x01(\tH\x00\x12\x35\n\x07\x63ontext\x18\x03 \x03(\x0b\x32$.strata.v1.QueryRequest.ContextEntry\x12\x12\n\ntimeout_ms\x18\x04 \x01(\x03\x12\x10\n\x08query_id\x18\x05 \x01(\t\x1a.\n\x0c\x43ontextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0b\n\tstatement2J\n\rBrokerService\x12\x39\n\x05Query\x12\x17.strata.v1.QueryRequest\x1a\x15.strata.v1.ArrowChunk0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16strata/v1/broker.proto\x12\tstrata.v1\x1a\x15strata/v1/types.proto\"\xce\x01\n\x0cQueryRequest\x12\x15\n\x0bnative_json\x18\x01 \x01(\tH\x00\x12\r\n\x03sql\x18\x02 \x01(\tH\x00\x12\x35\n\x07\x63ontext\x18\x03 \x03(\x0b\x32$.strata.v1.QueryRequest.ContextEntry\x12\x12\n\ntimeout_ms\x18\x04 \x01(\x03\x12\x10\n\x08query_id\x18\x05 \x01(\t\x1a.\n\x0c\x43ontextEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\x42\x0b\n\tstatement\"&\n\x12\x43\x61ncelQueryRequest\x12\x10\n\x08query_id\x18\x01 \x01(\t\"&\n\x13\x43\x61ncelQueryResponse\x12\x0f\n\x07message\x18\x01 \x01(\t2\x98\x01\n\rBrokerService\x12\x39\n\x05Query\x12\x17.strata.v1.QueryRequest\x1a\x15.strata.v1.ArrowChunk0\x01\x12L\n\x0b\x43\x61ncelQuery\x12\x1d.strata.v1.CancelQueryRequest\x1a\x1e.strata.v1.CancelQueryResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,6 +38,10 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_QUERYREQUEST']._serialized_end=267
   _globals['_QUERYREQUEST_CONTEXTENTRY']._serialized_start=208
   _globals['_QUERYREQUEST_CONTEXTENTRY']._serialized_end=254
-  _globals['_BROKERSERVICE']._serialized_start=269
-  _globals['_BROKERSERVICE']._serialized_end=343
+  _globals['_CANCELQUERYREQUEST']._serialized_start=269
+  _globals['_CANCELQUERYREQUEST']._serialized_end=307
+  _globals['_CANCELQUERYRESPONSE']._serialized_start=309
+  _globals['_CANCELQUERYRESPONSE']._serialized_end=347
+  _globals['_BROKERSERVICE']._serialized_start=350
+  _globals['_BROKERSERVICE']._serialized_end=502
 # @@protoc_insertion_point(module_scope)

@@ -27,3 +27,15 @@ class QueryRequest(_message.Message):
     timeout_ms: int
     query_id: str
     def __init__(self, native_json: _Optional[str] = ..., sql: _Optional[str] = ..., context: _Optional[_Mapping[str, str]] = ..., timeout_ms: _Optional[int] = ..., query_id: _Optional[str] = ...) -> None: ...
+
+class CancelQueryRequest(_message.Message):
+    __slots__ = ("query_id",)
+    QUERY_ID_FIELD_NUMBER: _ClassVar[int]
+    query_id: str
+    def __init__(self, query_id: _Optional[str] = ...) -> None: ...
+
+class CancelQueryResponse(_message.Message):
+    __slots__ = ("message",)
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    message: str
+    def __init__(self, message: _Optional[str] = ...) -> None: ...

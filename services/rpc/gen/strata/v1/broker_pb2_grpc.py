@@ -40,6 +40,11 @@ class BrokerServiceStub:
                 request_serializer=strata_dot_v1_dot_broker__pb2.QueryRequest.SerializeToString,
                 response_deserializer=strata_dot_v1_dot_types__pb2.ArrowChunk.FromString,
                 _registered_method=True)
+        self.CancelQuery = channel.unary_unary(
+                '/strata.v1.BrokerService/CancelQuery',
+                request_serializer=strata_dot_v1_dot_broker__pb2.CancelQueryRequest.SerializeToString,
+                response_deserializer=strata_dot_v1_dot_broker__pb2.CancelQueryResponse.FromString,
+                _registered_method=True)
 
 
 class BrokerServiceServicer:
@@ -52,6 +57,14 @@ class BrokerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CancelQuery(self, request, context):
+        """End a running query (as KILL QUERY 'id'): its own user's, or any for the admin. Query
+        responses carry the id in the x-strata-query-id initial metadata; sys.queries lists them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_BrokerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -59,6 +72,11 @@ def add_BrokerServiceServicer_to_server(servicer, server):
                     servicer.Query,
                     request_deserializer=strata_dot_v1_dot_broker__pb2.QueryRequest.FromString,
                     response_serializer=strata_dot_v1_dot_types__pb2.ArrowChunk.SerializeToString,
+            ),
+            'CancelQuery': grpc.unary_unary_rpc_method_handler(
+                    servicer.CancelQuery,
+                    request_deserializer=strata_dot_v1_dot_broker__pb2.CancelQueryRequest.FromString,
+                    response_serializer=strata_dot_v1_dot_broker__pb2.CancelQueryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -88,6 +106,33 @@ class BrokerService:
             '/strata.v1.BrokerService/Query',
             strata_dot_v1_dot_broker__pb2.QueryRequest.SerializeToString,
             strata_dot_v1_dot_types__pb2.ArrowChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CancelQuery(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.v1.BrokerService/CancelQuery',
+            strata_dot_v1_dot_broker__pb2.CancelQueryRequest.SerializeToString,
+            strata_dot_v1_dot_broker__pb2.CancelQueryResponse.FromString,
             options,
             channel_credentials,
             insecure,

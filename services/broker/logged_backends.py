@@ -1,0 +1,68 @@
+"""The broker's front doors' view of SQL and native queries: the same services, each statement run
+as a tracked query (an id, KILL-able, logged). Every front door (Flight SQL, plain Flight, gRPC)
+calls these, so no query path is left out of the log.
+
+``LoggedSql`` wraps the SqlService (KILL QUERY is answered here; everything else forwards);
+``LoggedNative`` wraps the scatter/gather executor for native JSON queries. A client picks its own
+query id with the context key ``sqlQueryId`` (SQL: ``SET sqlQueryId = 'x'; SELECT ..``) or
+``queryId`` (native), as in Druid.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from common.sql.kill_statement import kill_target
+from services.broker.core.sql_backend import StatementInfo
+from services.broker.query_origin import sql_query_id
+
+
+class LoggedSql:
+    def __init__(self, inner, registry) -> None:
+        self.inner = inner
+        self.registry = registry
+
+    def execute(self, sql: str, parameters=(), context: dict | None = None, user: str | None = None,
+                is_active=lambda: True) -> pa.Table:
+        with self.registry.track("sql", sql=sql, user=user, query_id=sql_query_id(sql, context),
+                                 is_active=is_active) as running:
+            target = kill_target(sql)
+            if target is not None:
+                table = pa.table({"result": [self.registry.kill(target, running.record.user)]})
+            else:
+                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active)
+            running.record.result_rows = table.num_rows
+            return table
+
+    def describe(self, sql: str, context: dict | None = None, user: str | None = None, **options):
+        """Preparing plans the statement: one that fails here never runs, so it is logged here."""
+        try:
+            if kill_target(sql) is not None:
+                return StatementInfo(0, pa.schema([("result", pa.string())]))
+            return self.inner.describe(sql, context, user, **options)
+        except Exception as exc:
+            self.registry.log_failed("sql", sql, user, exc)
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+class LoggedNative:
+    def __init__(self, inner, registry) -> None:
+        self.inner = inner
+        self.registry = registry
+
+    def execute(self, query, timeout_s: float, query_id: str | None = None, is_active=lambda: True):
+        context = query.get("context") if isinstance(query, dict) else getattr(query, "context", None)
+        wanted = query_id or (context.get("queryId") if isinstance(context, dict) else None)
+        with self.registry.track("native", query_id=str(wanted) if wanted else None, is_active=is_active) as running:
+            result = self.inner.execute(query, timeout_s, running.query_id, running.is_active)
+            running.record.result_rows = result.table.num_rows
+            return result
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+__all__ = ["LoggedNative", "LoggedSql"]

@@ -1,0 +1,277 @@
+"""QueryRegistry: the broker's running queries by id, and the query log they go to when they end.
+
+A front door runs each statement inside ``track(...)``: the query gets an id (the one its client
+chose, the one its front door announced, or a new one), is registered while it runs, and when it
+ends is logged (``core/query_log``: in memory, bounded, and in the JSON-lines file). Native queries
+a statement runs report to the statement being tracked on their thread (``native_started`` /
+``native_finished``, called by the scatter/gather executor): their segments, rows scanned, bytes
+read and, per group of segments, the projection that served them or ``base`` with each miss
+reason. That choice is recomputed on the broker from the segments' manifests with the same
+``choose_projection`` the historicals run (as EXPLAIN does), since partials come back merged.
+
+``kill(id, user)`` sets the query's cancel flag; the executor sees it through ``is_active`` within
+its poll period and cancels the outstanding historical calls. A user kills and sees only their
+own queries unless they are the admin (or authentication is off).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import json
+import threading
+import time
+import uuid
+
+from common.errors import QueryTimeoutError, ValidationError
+from common.query.engine import scan_spec_for
+from common.query.projection_match import match_projection
+from common.segment.manifest import SegmentManifest
+from common.segment.segment import choose_projection
+from services.broker.core.query_log import (CANCELLED, DENIED, ERROR, OK, TIMEOUT, QueryLog, QueryRecord, TableUse,
+                                            query_shape)
+from services.broker.query_executor import Cancelled
+from services.broker.query_origin import current_origin
+from services.security.authorizer import ALLOW_ALL, is_admin
+
+_CURRENT: contextvars.ContextVar[RunningQuery | None] = contextvars.ContextVar("strata_running_query", default=None)
+ADVISOR_PROBE = "strataAdvisorProbe"  # context key of the advisor's own sketch queries: not workload
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class RunningQuery:
+    def __init__(self, record: QueryRecord, outer_is_active, started: float) -> None:
+        self.record = record
+        self.killed_by: str | None = None
+        self._cancel = threading.Event()
+        self._outer = outer_is_active or (lambda: True)
+        self._started = started  # perf_counter
+        self.first_native: float | None = None
+        self.lock = threading.Lock()
+
+    @property
+    def query_id(self) -> str:
+        return self.record.query_id
+
+    def is_active(self) -> bool:
+        return not self._cancel.is_set() and self._outer()
+
+    def cancel(self, by: str | None) -> None:
+        self.killed_by = by
+        self._cancel.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._cancel.is_set()
+
+
+class QueryRegistry:
+    def __init__(self, log: QueryLog | None = None, log_file=None, authorizer=ALLOW_ALL, manifest_of=None,
+                 clock_ms=_now_ms) -> None:
+        self.log = log if log is not None else QueryLog()
+        self.log_file = log_file  # QueryLogFile or None
+        self.authorizer = authorizer
+        self.manifest_of = manifest_of  # SegmentId -> manifest JSON (or None), for projection choices
+        self.clock_ms = clock_ms
+        self._running: dict[str, RunningQuery] = {}
+        self._lock = threading.Lock()
+        self._manifests: dict = {}  # SegmentId -> (manifest, signature), parsed once
+
+    # ---- the query's lifetime ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def track(self, kind: str, sql: str | None = None, user: str | None = None, query_id: str | None = None,
+              is_active=None):
+        """Run a statement as a tracked query (yields its RunningQuery). Nested inside a tracked query
+        on the same thread (a statement's own native queries), yields the outer one."""
+        outer = _CURRENT.get()
+        if outer is not None:
+            yield outer
+            return
+        origin = current_origin()
+        if origin is not None and user is None:
+            user = origin.user
+        qid = (origin.query_id if origin is not None and origin.query_id else None) or query_id or uuid.uuid4().hex
+        record = QueryRecord(qid, user, origin.remote_address if origin else None, origin.protocol if origin else "",
+                             kind, sql, self.clock_ms())
+        running = RunningQuery(record, is_active, time.perf_counter())
+        with self._lock:
+            if qid in self._running:
+                raise ValidationError(f"query id '{qid}' is already running; choose another id (or none)")
+            self._running[qid] = running
+        if origin is not None and origin.reply is not None:
+            origin.reply.query_id = qid
+        token = _CURRENT.set(running)
+        status, error = OK, None
+        try:
+            yield running
+        except BaseException as exc:
+            status, error = self._status_of(running, exc), exc
+            raise
+        finally:
+            _CURRENT.reset(token)
+            with self._lock:
+                self._running.pop(qid, None)
+            planning = None
+            if running.first_native is not None:
+                planning = int((running.first_native - running._started) * 1000)
+            elif kind == "sql":
+                planning = int((time.perf_counter() - running._started) * 1000)  # nothing ran on historicals
+            record.finish(self.clock_ms(), status, record.result_rows, error, planning)
+            if status == CANCELLED and running.cancelled:
+                record.error_message = f"killed by {running.killed_by or 'an anonymous user'} (KILL QUERY)"
+            self._log(record)
+
+    def log_failed(self, kind: str, sql: str | None, user: str | None, error: BaseException) -> None:
+        """A statement that failed before it could run (while being prepared)."""
+        origin = current_origin()
+        if origin is not None and user is None:
+            user = origin.user
+        record = QueryRecord(uuid.uuid4().hex, user, origin.remote_address if origin else None,
+                             origin.protocol if origin else "", kind, sql, self.clock_ms())
+        record.finish(self.clock_ms(), self._status_of(None, error), None, error, None)
+        self._log(record)
+
+    @staticmethod
+    def _status_of(running: RunningQuery | None, exc: BaseException) -> str:
+        if (running is not None and running.cancelled) or isinstance(exc, Cancelled):
+            return CANCELLED
+        if isinstance(exc, QueryTimeoutError):
+            return TIMEOUT
+        if isinstance(exc, PermissionError):
+            return DENIED
+        return ERROR
+
+    def _log(self, record: QueryRecord) -> None:
+        with self._lock:
+            self.log.add(record, self.clock_ms())
+        if self.log_file is not None:
+            self.log_file.write(record)
+
+    # ---- what the executor reports (on the query's thread) ----------------------------------------------
+    def current_id(self) -> str | None:
+        running = _CURRENT.get()
+        return running.query_id if running is not None else None
+
+    def native_started(self) -> None:
+        running = _CURRENT.get()
+        if running is not None and running.first_native is None:
+            running.first_native = time.perf_counter()
+
+    def native_finished(self, query, stats, segment_ids) -> None:
+        running = _CURRENT.get()
+        if running is None:
+            return
+        query_json = query.to_json()
+        datasource = query.datasource if isinstance(query.datasource, str) else None
+        shape = None
+        if not (query.context or {}).get(ADVISOR_PROBE):
+            shape = query_shape(query_json)
+        tables = self._tables(query, datasource, segment_ids) if datasource else []
+        if shape is not None:
+            on_base = sum(t.segments for t in tables if t.projection == "base") if tables else stats.segments
+            shape = dict(shape, segments=stats.segments, base_segments=on_base)
+        with running.lock:
+            running.record.note_native(query.query_type, datasource, stats.segments, stats.rows_scanned,
+                                       stats.bytes_read, tables, shape)
+
+    def _tables(self, query, datasource: str, segment_ids) -> list[TableUse]:
+        if self.manifest_of is None:
+            return []
+        spec = scan_spec_for(query)
+        edges = sorted({e for iv in query.intervals for e in (iv.start, iv.end)})
+        groups: dict[tuple, TableUse] = {}
+        # The choice depends only on the segment's projections (in the order they are tried) and
+        # on which query interval edges fall inside it, so segments alike are decided once.
+        decided: dict[tuple, tuple | None] = {}
+        for sid, cached in zip(segment_ids, self._manifests_of(segment_ids)):
+            if cached is None:
+                continue
+            manifest, signature = cached
+            iv = sid.interval
+            key = (signature, tuple(e for e in edges if iv.start < e < iv.end))
+            if key not in decided:
+                try:
+                    proj, _, rejected = choose_projection(manifest, spec, match_projection)
+                    decided[key] = (proj.name if proj is not None else "base", tuple(sorted(rejected)))
+                except ValidationError:
+                    decided[key] = None  # the historicals refused it the same way, and the query failed
+            outcome = decided[key]
+            if outcome is None:
+                continue
+            if outcome in groups:
+                groups[outcome].segments += 1
+            else:
+                groups[outcome] = TableUse(datasource, outcome[0], 1, dict(outcome[1]))
+        return list(groups.values())
+
+    def _manifests_of(self, segment_ids) -> list[tuple[SegmentManifest, tuple] | None]:
+        """Each segment's parsed manifest and its projections' signature (as tried: smallest first)."""
+        with self._lock:
+            found = [self._manifests.get(sid) for sid in segment_ids]
+        for i, sid in enumerate(segment_ids):
+            if found[i] is None:
+                found[i] = self._parse(sid)
+        return found
+
+    def _parse(self, sid) -> tuple[SegmentManifest, tuple] | None:
+        raw = self.manifest_of(sid)
+        if not raw:
+            return None
+        manifest = SegmentManifest.from_json(json.loads(raw), str(sid))
+        signature = tuple((p.name, json.dumps(p.spec, sort_keys=True))
+                          for p in sorted(manifest.projections, key=lambda p: (p.num_rows, p.name)))
+        with self._lock:
+            self._manifests[sid] = (manifest, signature)
+            while len(self._manifests) > 20_000:  # the oldest parsed goes first
+                self._manifests.pop(next(iter(self._manifests)))
+        return manifest, signature
+
+    # ---- kill, and what sys.queries shows ---------------------------------------------------------------
+    def kill(self, query_id: str, user: str | None) -> str:
+        with self._lock:
+            running = self._running.get(query_id)
+        if running is None:
+            raise ValidationError(f"no running query '{query_id}'; sys.queries lists queries with status 'running'")
+        if running.record.user != user and not is_admin(self.authorizer, user):
+            raise PermissionError(f"user '{user}' may not kill query '{query_id}': users kill only their own "
+                                  f"queries unless they are the admin")
+        running.cancel(user)
+        return f"query {query_id} is being killed"
+
+    def running(self) -> list[QueryRecord]:
+        with self._lock:
+            return [r.record for r in self._running.values()]
+
+    def records(self) -> list[QueryRecord]:
+        """Running queries and the log (finished ones), as sys.queries shows them."""
+        now = self.clock_ms()
+        with self._lock:
+            finished = self.log.records(now)
+            running = [r.record for r in self._running.values()]
+        return running + finished
+
+
+def current_query() -> RunningQuery | None:
+    return _CURRENT.get()
+
+
+def query_registry_from_config(broker, authorizer, node) -> QueryRegistry:
+    """The registry of a broker's ``[broker]`` section; manifests come from the broker's view."""
+    from services.broker.query_log_file import QueryLogFile
+
+    log = QueryLog(broker.query_log_entries, broker.query_log_max_age_s * 1000)
+    log_file = QueryLogFile(broker.query_log_file, broker.query_log_file_bytes, broker.query_log_file_backups) \
+        if broker.query_log_file else None
+
+    def manifest_of(sid):
+        with node.lock:
+            d = node.view.descriptors.get(sid)
+        return d.manifest_json if d is not None else None
+
+    return QueryRegistry(log, log_file, authorizer, manifest_of)
+
+
+__all__ = ["ADVISOR_PROBE", "QueryRegistry", "RunningQuery", "current_query", "query_registry_from_config"]
