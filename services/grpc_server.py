@@ -17,18 +17,27 @@ CHANNEL_OPTIONS = [
 ]
 
 
+# gRPC turns on SO_REUSEPORT by default on Linux, so a second server on a taken port would bind
+# it too and silently take half the connections; a port in use must be an error instead. (Like
+# every server, gRPC still binds with SO_REUSEADDR: a port left in TIME_WAIT is free.)
+SERVER_OPTIONS = CHANNEL_OPTIONS + [("grpc.so_reuseport", 0)]
+
+
 class GrpcServer:
     def __init__(self, host: str, port: int, workers: int = 64) -> None:
         # Each open watch or result stream holds a worker for its whole life (the embedded
         # discovery service serves one watch per node per prefix), so the pool is generous.
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="strata-grpc"),
-                                  options=CHANNEL_OPTIONS)
+                                  options=SERVER_OPTIONS)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self._services = [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
-        self.port = self.server.add_insecure_port(f"{host}:{port}")
+        try:
+            self.port = self.server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError:  # grpc's way of saying the bind failed
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot bind gRPC to {host}:{port}; is the port in use?")
+            raise OSError(f"cannot bind gRPC to {host}:{port}: the port is in use (or the address is not local)")
 
     def add(self, register, servicer, service_full_name: str) -> None:
         register(servicer, self.server)

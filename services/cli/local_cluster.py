@@ -20,29 +20,101 @@ from common.errors import StrataError
 from services.node_process import log_tail
 
 DEFAULT_DIR = "var/cluster"
+_EXIT_TIMEOUT_S = 10.0
 
 
-def _free(port: int) -> bool:
+# The documented ports (README): coordinator gRPC/HTTP, broker gRPC/HTTP/Flight, and the first
+# historical's gRPC/HTTP (the next historicals count up from there).
+DOCUMENTED_PORTS = {"coordinator": {"grpc_port": 8091, "http_port": 8081},
+                    "broker": {"grpc_port": 8082, "http_port": 8092, "flight_port": 8815},
+                    "historical": {"grpc_port": 8083, "http_port": 8093}}
+PORT_MODES = ("fixed", "auto")
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server could listen on ``port`` now, probed the way the servers bind: with
+    SO_REUSEADDR, so a port whose last connection lingers in TIME_WAIT (right after 'strata
+    down') is free, while one another socket listens on is not."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((host, port))
             return True
         except OSError:
             return False
 
 
-def _pick(preferred: int, taken: set[int]) -> int:
-    """The preferred (documented default) port when free, else any free port."""
-    if preferred not in taken and _free(preferred):
-        taken.add(preferred)
-        return preferred
-    while True:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in taken:
-            taken.add(port)
-            return port
+def port_holder(port: int) -> str | None:
+    """The process listening on TCP ``port``, as 'pid N (command line)', when /proc shows it
+    (only processes of the same user can be seen); None when unknown."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f, None)
+                for line in f:
+                    fields = line.split()
+                    if len(fields) > 9 and fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                        inodes.add(fields[9])  # state 0A is LISTEN
+        except OSError:
+            continue
+    if not inodes:
+        return None
+    targets = {f"socket:[{i}]" for i in inodes}
+    for pid in sorted((p for p in os.listdir("/proc") if p.isdigit()), key=int):
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                if os.readlink(f"/proc/{pid}/fd/{fd}") in targets:
+                    return f"pid {pid} ({_command_line(int(pid), 120)})"
+            except OSError:
+                continue
+    return None
+
+
+def _command_line(pid: int, limit: int | None = None) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            text = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "?"
+    return text if limit is None or len(text) <= limit else text[:limit - 3] + "..."
+
+
+class _Ports:
+    """Hands out the documented ports; with ``auto`` a taken one is replaced by a free one,
+    otherwise every taken port is collected and reported together."""
+
+    def __init__(self, mode: str) -> None:
+        if mode not in PORT_MODES:
+            raise StrataError(f"--ports must be one of {', '.join(PORT_MODES)}, got '{mode}'")
+        self.mode = mode
+        self.taken: set[int] = set()
+        self.busy: list[str] = []
+
+    def pick(self, preferred: int, what: str) -> int:
+        if preferred not in self.taken and port_free(preferred):
+            self.taken.add(preferred)
+            return preferred
+        if self.mode == "fixed":
+            holder = port_holder(preferred)
+            self.busy.append(f"port {preferred} ({what}) is in use" + (f" by {holder}" if holder else ""))
+            return preferred
+        while True:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in self.taken:
+                self.taken.add(port)
+                return port
+
+    def check(self) -> None:
+        if self.busy:
+            raise StrataError("cannot start the cluster on its documented ports: " + "; ".join(self.busy)
+                              + ". Stop what holds them, or run 'strata up --ports auto' to use free ports instead")
 
 
 def _toml(sections: dict) -> str:
@@ -75,7 +147,11 @@ class LocalCluster:
     # ---- up ----------------------------------------------------------------------------------
     def up(self, historicals: int = 2, etcd: str | None = None, timeout_s: float = 90.0,
            max_cache_bytes: int = 10 * 1024**3, *, metadata_url: str | None = None, deep_storage: str | None = None,
-           deep_storage_endpoint: str = "", lease_ttl_s: int = 10, duty_period_ms: int = 1000) -> dict:
+           deep_storage_endpoint: str = "", lease_ttl_s: int = 10, duty_period_ms: int = 1000,
+           ports: str = "fixed") -> dict:
+        """Starts the cluster; returns its state. ``ports="fixed"`` (the default) uses the
+        documented ports and refuses to start, naming each taken port and its holder, when one is
+        in use; ``"auto"`` replaces a taken one by a free one."""
         if historicals < 1:
             raise StrataError("a cluster needs at least one historical (--historicals 1)")
         state = self.state()
@@ -83,9 +159,12 @@ class LocalCluster:
             raise StrataError(f"a cluster is already running from {self.dir}; 'strata down --dir {self.dir}' first")
         for sub in ("conf", "logs", "deep-storage", "coordinator"):
             os.makedirs(os.path.join(self.dir, sub), exist_ok=True)
-        taken: set[int] = set()
-        coord = {"grpc_port": _pick(8091, taken), "http_port": _pick(8081, taken)}
-        broker = {"grpc_port": _pick(8082, taken), "http_port": _pick(8092, taken), "flight_port": _pick(8815, taken)}
+        picker = _Ports(ports)
+        coord = {k: picker.pick(v, f"coordinator {k[:-5]}") for k, v in DOCUMENTED_PORTS["coordinator"].items()}
+        broker = {k: picker.pick(v, f"broker {k[:-5]}") for k, v in DOCUMENTED_PORTS["broker"].items()}
+        historical_ports = [{k: picker.pick(v + i - 1, f"historical-{i} {k[:-5]}")
+                             for k, v in DOCUMENTED_PORTS["historical"].items()} for i in range(1, historicals + 1)]
+        picker.check()  # before anything is started
         discovery = {"mode": "etcd", "etcd": etcd} if etcd else \
             {"mode": "embedded", "coordinator": f"127.0.0.1:{coord['grpc_port']}"}
         discovery["lease_ttl_s"] = lease_ttl_s
@@ -100,7 +179,7 @@ class LocalCluster:
                                                                   "duty_period_ms": duty_period_ms}})]
         nodes.append(("broker", "broker", {**common, "node": {"id": "broker", "host": "127.0.0.1", **broker}}))
         for i in range(1, historicals + 1):
-            ports = {"grpc_port": _pick(8083 + i - 1, taken), "http_port": _pick(8093 + i - 1, taken)}
+            ports = historical_ports[i - 1]
             nodes.append((f"historical-{i}", "historical", {
                 **common, "node": {"id": f"historical-{i}", "host": "127.0.0.1", **ports},
                 "historical": {"cache_dir": os.path.join(self.dir, f"cache-{i}"), "max_cache_bytes": max_cache_bytes}}))
@@ -150,22 +229,52 @@ class LocalCluster:
 
     # ---- down --------------------------------------------------------------------------------
     def down(self, timeout_s: float = 20.0) -> list[str]:
+        """Stops every node (SIGTERM, then SIGKILL after ``timeout_s``) and any ingestion task
+        process that outlived the coordinator, and returns only once all of them have exited,
+        so their ports are free for the next 'strata up'."""
         state = self.running()
-        stopped = []
         # Brokers and historicals first, the coordinator (and its embedded discovery) last.
         order = sorted(state["nodes"], key=lambda n: n["role"] == "coordinator")
-        for rec in order:
-            if _alive(rec["pid"]):
-                os.kill(rec["pid"], signal.SIGTERM)
+        nodes = [rec for rec in order if _is_node(rec)]
+        for rec in nodes:
+            _signal_group(rec["pid"], signal.SIGTERM)
         deadline = time.monotonic() + timeout_s
-        for rec in order:
-            while _alive(rec["pid"]) and time.monotonic() < deadline:
-                time.sleep(0.05)
+        while any(_alive(rec["pid"]) for rec in nodes) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        for rec in nodes:
             if _alive(rec["pid"]):
-                os.kill(rec["pid"], signal.SIGKILL)
-            stopped.append(rec["name"])
+                _signal_group(rec["pid"], signal.SIGKILL)
+        # A coordinator stops its tasks as it exits; one killed before that leaves them running.
+        tasks = self._task_processes()
+        for pid in tasks:
+            _signal_group(pid, signal.SIGKILL)
+        pids = [rec["pid"] for rec in nodes] + tasks
+        deadline = time.monotonic() + _EXIT_TIMEOUT_S
+        while (left := [p for p in pids if _alive(p) or _group_alive(p)]) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if left:
+            raise StrataError(f"processes {', '.join(map(str, left))} of the cluster in {self.dir} did not exit "
+                              f"within {_EXIT_TIMEOUT_S:.0f}s of SIGKILL; check them with ps")
         os.unlink(self.state_path)
-        return stopped
+        return [rec["name"] for rec in order]
+
+    def _task_processes(self) -> list[int]:
+        """Live ingestion task processes the coordinator recorded (``coordinator/tasks/*.pid``)."""
+        folder = os.path.join(self.dir, "coordinator", "tasks")
+        try:
+            names = [n for n in os.listdir(folder) if n.endswith(".pid")]
+        except OSError:
+            return []
+        pids = []
+        for name in names:
+            try:
+                with open(os.path.join(folder, name)) as f:
+                    pid = int(f.read().strip())
+            except (OSError, ValueError):
+                continue
+            if _alive(pid) and name[:-4] in _command_line(pid) and "task_main" in _command_line(pid):
+                pids.append(pid)
+        return pids
 
     def kill(self, name: str, sig: int = signal.SIGKILL, timeout_s: float = 20.0) -> None:
         rec = self.node(name)
@@ -219,6 +328,32 @@ def health(rec: dict) -> tuple[bool, dict]:
             return r.status == 200, json.loads(r.read())
     except (OSError, ValueError):
         return False, {}
+
+
+def _is_node(rec: dict) -> bool:
+    """Whether the recorded pid is still that node (pids are reused after a reboot or a crash)."""
+    return _alive(rec["pid"]) and rec["config"] in _command_line(rec["pid"])
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    # Every node and task leads its own process group (start_new_session): children go with it.
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        try:
+            os.kill(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _alive(pid: int) -> bool:
