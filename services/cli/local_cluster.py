@@ -21,6 +21,9 @@ from services.node_process import log_tail
 
 DEFAULT_DIR = "var/cluster"
 _EXIT_TIMEOUT_S = 10.0
+# What a node logs when it cannot bind: gRPC (services/grpc_server.py), HTTP and Flight (the OS).
+_PORT_IN_USE = ("the port is in use", "Address already in use")
+_RESPAWNS = 3
 
 
 # The documented ports (README): coordinator gRPC/HTTP, broker gRPC/HTTP/Flight, and the first
@@ -96,10 +99,11 @@ class _Ports:
         self.busy: list[str] = []
 
     def pick(self, preferred: int, what: str) -> int:
-        if preferred not in self.taken and port_free(preferred):
+        """``preferred`` when free (0: any free port)."""
+        if preferred and preferred not in self.taken and port_free(preferred):
             self.taken.add(preferred)
             return preferred
-        if self.mode == "fixed":
+        if self.mode == "fixed" and preferred:
             holder = port_holder(preferred)
             self.busy.append(f"port {preferred} ({what}) is in use" + (f" by {holder}" if holder else ""))
             return preferred
@@ -179,27 +183,45 @@ class LocalCluster:
                                                                   "duty_period_ms": duty_period_ms}})]
         nodes.append(("broker", "broker", {**common, "node": {"id": "broker", "host": "127.0.0.1", **broker}}))
         for i in range(1, historicals + 1):
-            ports = historical_ports[i - 1]
+            hist_ports = historical_ports[i - 1]
             nodes.append((f"historical-{i}", "historical", {
-                **common, "node": {"id": f"historical-{i}", "host": "127.0.0.1", **ports},
+                **common, "node": {"id": f"historical-{i}", "host": "127.0.0.1", **hist_ports},
                 "historical": {"cache_dir": os.path.join(self.dir, f"cache-{i}"), "max_cache_bytes": max_cache_bytes}}))
         records = []
-        for name, role, config in nodes:
+        configs = {name: config for name, _, config in nodes}
+
+        def write_and_spawn(name: str, role: str) -> dict:
             conf = os.path.join(self.dir, "conf", f"{name}.toml")
             with open(conf, "w") as f:
-                f.write(_toml(config))
-            records.append(self._spawn(name, role, conf, config["node"]))
+                f.write(_toml(configs[name]))
+            return self._spawn(name, role, conf, configs[name]["node"])
+
+        def respawn(rec: dict) -> None:
+            # Another process took one of its ports between the probe and the bind: with
+            # --ports auto, start it again on fresh ports (the caller bounds how often).
+            node = configs[rec["name"]]["node"]
+            for key in [k for k in node if k.endswith("port")]:
+                node[key] = picker.pick(0, key)
+            if rec["role"] == "coordinator" and not etcd:
+                discovery["coordinator"] = f"127.0.0.1:{node['grpc_port']}"  # shared by the others' configs
+            rec.update(write_and_spawn(rec["name"], rec["role"]), respawns=rec.get("respawns", 0) + 1)
+
+        retry = respawn if ports == "auto" else None
+        for name, role, _ in nodes:
+            records.append(write_and_spawn(name, role))
             if role == "coordinator" and not etcd:
                 # Others reach discovery through the coordinator: let it bind first.
-                self._wait_healthy(records[:1], timeout_s)
+                self._wait_healthy(records[:1], timeout_s, retry)
         state = {"dir": self.dir, "discovery": discovery, "nodes": records}
         with open(self.state_path, "w") as f:
             json.dump(state, f, indent=2)
         try:
-            self._wait_healthy(records, timeout_s)
+            self._wait_healthy(records, timeout_s, retry)
         except StrataError:
             self.down()
             raise
+        with open(self.state_path, "w") as f:  # again: a respawned node has new ports
+            json.dump(state, f, indent=2)
         return state
 
     def _spawn(self, name: str, role: str, conf: str, node: dict) -> dict:
@@ -211,15 +233,20 @@ class LocalCluster:
         return {"name": name, "role": role, "pid": proc.pid, "config": conf, **{k: v for k, v in node.items()
                                                                                   if k.endswith("port")}}
 
-    def _wait_healthy(self, records: list[dict], timeout_s: float) -> None:
+    def _wait_healthy(self, records: list[dict], timeout_s: float, respawn=None) -> None:
         deadline = time.monotonic() + timeout_s
         pending = list(records)
         while pending:
             for rec in list(pending):
                 if not _alive(rec["pid"]):
                     log = os.path.join(self.dir, "logs", f"{rec['name']}.log")
+                    tail = log_tail(log, 5)
+                    if respawn is not None and any(m in tail for m in _PORT_IN_USE) and rec.get("respawns", 0) < _RESPAWNS:
+                        respawn(rec)  # in place: the record now describes the new process
+                        continue
                     raise StrataError(f"{rec['name']} exited while starting; see {log}:\n{log_tail(log)}")
-                if health(rec)[0]:
+                healthy, body = health(rec)
+                if healthy and body.get("pid", rec["pid"]) == rec["pid"]:  # our node, not a squatter
                     pending.remove(rec)
             if pending and time.monotonic() > deadline:
                 names = ", ".join(r["name"] for r in pending)

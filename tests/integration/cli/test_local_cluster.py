@@ -144,3 +144,24 @@ def test_ports_auto_steps_around_a_taken_port(tmp_path, documented):
             assert len(state["nodes"]) == 3
         finally:
             cluster.down()
+
+
+def test_ports_auto_starts_a_node_again_when_its_port_is_taken_between_probe_and_bind(tmp_path, documented,
+                                                                                      monkeypatch):
+    # Another process binds the broker's HTTP port after strata up probed it: the broker cannot
+    # bind, and is started again on fresh ports; health checks reach our broker, not the squatter.
+    squatted = documented["broker"]["http_port"]
+    probe = local_cluster.port_free
+    monkeypatch.setattr(local_cluster, "port_free", lambda port, host="127.0.0.1": port == squatted or probe(port))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", squatted))
+        s.listen(8)
+        cluster = LocalCluster(str(tmp_path / "cluster"))
+        state = cluster.up(historicals=1, lease_ttl_s=2, duty_period_ms=200, ports="auto")
+        try:
+            broker = cluster.node("broker")
+            assert broker["http_port"] != squatted and broker["respawns"] == 1
+            assert local_cluster.health(broker)[1]["pid"] == broker["pid"]
+            assert [n["name"] for n in state["nodes"]] == ["coordinator", "broker", "historical-1"]
+        finally:
+            cluster.down()
