@@ -189,7 +189,7 @@ def _restart_coordinator(cluster) -> None:
 
 
 def test_the_coordinator_killed_mid_publish_publishes_all_or_nothing_and_recovers_mid_assignment(cluster):
-    batch = 150
+    batch = 60
     published: dict[str, int] = {}
     with tempfile.TemporaryDirectory(prefix="strata-fault-build-") as work:
         for attempt, delay_s in enumerate((0.0, 0.03, 0.15)):
