@@ -18,7 +18,11 @@ from common.segment.descriptor import SegmentDescriptor
 from common.segment.time_partitioner import build_segments
 from services.cli.cluster_client import ClusterClient, ClusterError
 from services.cli.local_cluster import LocalCluster
-from services.historical.storage import deep_storage_from_url, deep_storage_key
+
+try:  # deep storage's own package on main (services/deep_storage); this branch predates the move
+    from services.deep_storage import deep_storage_from_url, deep_storage_key
+except ImportError:
+    from services.historical.storage import deep_storage_from_url, deep_storage_key
 
 IV = ["2015-09-12/2015-09-19"]
 ROWS = 40_000
