@@ -123,7 +123,7 @@ def main() -> int:
     work = tempfile.mkdtemp(prefix="strata-cluster-bench-")
     cluster = LocalCluster(os.path.join(work, "cluster"))
     try:
-        cluster.up(historicals=2)
+        cluster.up(historicals=2, ports="auto")  # a benchmark must not depend on the documented ports being free
         endpoints = cluster.endpoints()
         client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
         data = demo_table(args.rows)

@@ -11,9 +11,37 @@ from grpc_reflection.v1alpha import reflection
 
 # Results stream in ~1 MiB chunks, but requests (segment lists, SQL) and old clients may be larger.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
-CHANNEL_OPTIONS = [
+MESSAGE_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+]
+# A peer that stops answering without closing its connections (a stopped or wedged process, a
+# dead host behind a live network path) would hold a call until its deadline. While calls are
+# open, clients ping every KEEPALIVE_MS and drop the connection when no answer comes within
+# KEEPALIVE_TIMEOUT_MS, so the call fails as UNAVAILABLE and the caller (the broker's replica
+# retry) moves on; a connection whose handshake does not finish within CONNECT_TIMEOUT_MS fails
+# the same way. gRPC answers pings from its own threads, so a busy Python process still answers.
+KEEPALIVE_MS = 2_000
+KEEPALIVE_TIMEOUT_MS = 3_000
+CONNECT_TIMEOUT_MS = 3_000
+CHANNEL_OPTIONS = MESSAGE_OPTIONS + [
+    ("grpc.keepalive_time_ms", KEEPALIVE_MS),
+    ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    ("grpc.keepalive_permit_without_calls", 0),
+    ("grpc.http2.max_pings_without_data", 0),  # a long query sends no data for a while: keep pinging
+    # Any ping unanswered this long ends the connection (the flow-control probe's pings too,
+    # which otherwise wait a minute and hold back the keepalive ping behind them).
+    ("grpc.http2.ping_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    ("grpc.min_reconnect_backoff_ms", CONNECT_TIMEOUT_MS),  # also gRPC's minimum connect timeout
+]
+# gRPC turns on SO_REUSEPORT by default on Linux, so a second server on a taken port would bind
+# it too and silently take half the connections; a port in use must be an error instead. (Like
+# every server, gRPC still binds with SO_REUSEADDR: a port left in TIME_WAIT is free.) Servers
+# accept the clients' keepalive pings instead of answering them with GOAWAY "too_many_pings".
+SERVER_OPTIONS = MESSAGE_OPTIONS + [
+    ("grpc.so_reuseport", 0),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", KEEPALIVE_MS // 2),
+    ("grpc.http2.max_ping_strikes", 0),
 ]
 
 
@@ -22,13 +50,16 @@ class GrpcServer:
         # Each open watch or result stream holds a worker for its whole life (the embedded
         # discovery service serves one watch per node per prefix), so the pool is generous.
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="strata-grpc"),
-                                  options=CHANNEL_OPTIONS)
+                                  options=SERVER_OPTIONS)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self._services = [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
-        self.port = self.server.add_insecure_port(f"{host}:{port}")
+        try:
+            self.port = self.server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError:  # grpc's way of saying the bind failed
+            self.port = 0
         if self.port == 0:
-            raise OSError(f"cannot bind gRPC to {host}:{port}; is the port in use?")
+            raise OSError(f"cannot bind gRPC to {host}:{port}: the port is in use (or the address is not local)")
 
     def add(self, register, servicer, service_full_name: str) -> None:
         register(servicer, self.server)

@@ -16,6 +16,7 @@ Unauthenticated 401, each with ``{"error": message}``.
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -73,7 +74,9 @@ class HttpEndpoint:
             # Liveness is the process answering; health (readiness) may fail while etcd is down.
             return 200, "application/json", b'{"live":true}'
         if path == "/status/health" and method == "GET":
-            health = self._health()
+            # The pid tells a launcher (strata up) it reached its own process, not another
+            # cluster's node answering on a port this one failed to bind.
+            health = {**self._health(), "pid": os.getpid()}
             return (200 if health.get("healthy") else 503), "application/json", json.dumps(health).encode()
         if path == "/metrics" and method == "GET":
             return 200, "text/plain; version=0.0.4", self._metrics.exposition()

@@ -13,6 +13,12 @@
 
 S3 credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, never from the file.
 
+Secrets need not sit in the file or in a plain variable: any key can instead be read from a file
+named by ``<key>_file`` in the TOML or by ``STRATA_<SECTION>_<KEY>_FILE`` (a mounted Kubernetes
+Secret or Docker secret), e.g. STRATA_AUTH_ADMIN_PASSWORD_FILE=/run/secrets/admin-password or
+STRATA_METADATA_URL_FILE. The file's content, without its final newline, is the value. Order:
+STRATA_<SECTION>_<KEY>, then STRATA_<SECTION>_<KEY>_FILE, then ``key``, then ``key_file``.
+
 [auth] is off unless ``enabled = true`` (the embedded quickstart leaves it off; compose and k8s turn
 it on). On, every REST route but /status/health, /status/live and /metrics and every Flight SQL
 call needs Basic credentials or a bearer token. ``admin_user``/``admin_password`` (give the
@@ -105,7 +111,7 @@ class BrokerSection:
 class AuthSection:
     enabled: bool = False
     admin_user: str = "admin"
-    admin_password: str = ""
+    admin_password: str = field(default="", repr=False)  # never in a printed or logged config
     users_file: str = ""  # TOML [[users]] with grants; see services/security/basic_authorizer.py
     token_ttl_s: int = 3600
 
@@ -147,6 +153,33 @@ def _coerce(section: str, key: str, raw, default):
         raise ValidationError(f"config [{section}] {key}: expected {type(default).__name__}, got {raw!r}") from None
 
 
+def _value(env, section: str, key: str, given: dict):
+    """A key's raw value: its variable, its variable's file, the TOML key, the TOML key's file."""
+    name = f"STRATA_{section.upper()}_{key.upper()}"
+    if name in env:
+        return env[name]
+    if f"{name}_FILE" in env:
+        return _secret_file(env[f"{name}_FILE"], f"{name}_FILE")
+    if key in given:
+        return given[key]
+    if f"{key}_file" in given:
+        return _secret_file(given[f"{key}_file"], f"config [{section}] {key}_file")
+    return None
+
+
+def _secret_file(path, where: str) -> str:
+    # The error names the setting and the path, never the content.
+    if not isinstance(path, str) or not path:
+        raise ValidationError(f"{where} must be the path of a file holding the value")
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise ValidationError(f"{where}: cannot read '{path}' ({exc.strerror or exc}); the file must exist and be "
+                              "readable by this process") from None
+    return text.removesuffix("\n").removesuffix("\r")
+
+
 def load_config(role: str, path: str | None = None, env: dict | None = None) -> NodeConfig:
     """Defaults, then the TOML file, then STRATA_<SECTION>_<KEY> environment variables."""
     if role not in ROLES:
@@ -170,11 +203,12 @@ def load_config(role: str, path: str | None = None, env: dict | None = None) -> 
         values = {}
         valid = {f.name: getattr(current, f.name) for f in fields(current)}
         given = data.get(section, {})
-        bad = sorted(set(given) - set(valid))
+        bad = sorted(set(given) - set(valid) - {f"{k}_file" for k in valid})
         if bad:
-            raise ValidationError(f"config [{section}]: unknown keys {bad}; valid: {', '.join(valid)}")
+            raise ValidationError(f"config [{section}]: unknown keys {bad}; valid: {', '.join(valid)} "
+                                  "(each also as <key>_file: a file holding the value)")
         for key, default in valid.items():
-            raw = env.get(f"STRATA_{section.upper()}_{key.upper()}", given.get(key))
+            raw = _value(env, section, key, given)
             if raw is not None:
                 values[key] = _coerce(section, key, raw, default)
         config = replace(config, **{section: replace(current, **values)})

@@ -199,7 +199,7 @@ def cmd_up(args) -> int:
 
     cluster = LocalCluster(args.dir)
     started = time.perf_counter()
-    state = cluster.up(args.historicals, args.etcd, max_cache_bytes=args.max_cache_bytes)
+    state = cluster.up(args.historicals, args.etcd, max_cache_bytes=args.max_cache_bytes, ports=args.ports)
     print(f"strata cluster up in {time.perf_counter() - started:.1f}s ({len(state['nodes'])} nodes, logs in "
           f"{os.path.join(cluster.dir, 'logs')})")
     for name, value in cluster.endpoints().items():
@@ -380,6 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--historicals", type=int, default=2)
     p.add_argument("--etcd", default=None, help="use etcd at this URL instead of embedded discovery")
     p.add_argument("--max-cache-bytes", type=int, default=10 * 1024**3)
+    p.add_argument("--ports", choices=["fixed", "auto"], default="fixed",
+                   help="fixed (default): the documented ports, an error naming any that is in use; "
+                        "auto: free ports instead of taken ones")
     p.set_defaults(func=cmd_up)
 
     p = sub.add_parser("down", help="stop the local cluster")

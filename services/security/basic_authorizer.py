@@ -6,7 +6,7 @@ Who may log in:
 
         [[users]]
         name = "alice"
-        password_sha256 = "<hex SHA-256 of the password>"   # or, for development only, password = "..."
+        password_hash = "scrypt$16384$8$1$..."   # python -m services.security.basic_authorizer
 
         [[users.grants]]
         action = "READ"            # "READ", "WRITE", or a list of both
@@ -24,12 +24,18 @@ Druid; input tables of the catalog (``ext.name``) need READ on EXTERNAL ``name``
 
 How a request proves who it is: ``Authorization: Basic base64(user:password)``, or
 ``Authorization: Bearer <token>`` with a token ``issue_token`` handed out (random, kept in memory
-only, valid ``token_ttl_s`` seconds from issue; a restart forgets them). Passwords are kept and
-compared as SHA-256 digests with ``hmac.compare_digest``, and an unknown user costs the same
-comparison as a known one, so timing reveals neither the password nor whether the user exists.
+only, valid ``token_ttl_s`` seconds from issue; a restart forgets them). Passwords are kept only as
+salted scrypt hashes (services/security/password_hash.py; the admin's and plain-text development
+passwords are hashed on load), so checking one costs a slow derivation; an unknown user is checked
+against a decoy hash of the same cost, so timing reveals neither the password nor whether the
+user exists. Successful checks are cached for a few minutes (keyed by an in-process HMAC) so
+clients sending Basic credentials on every call do not pay the derivation every time. The older
+``password_sha256`` (unsalted SHA-256, fast to guess) is still read, with a warning in the log
+naming the user; passwords themselves are never logged, and config and user objects leave them
+out of their repr.
 
 ``python -m services.security.basic_authorizer`` reads a password (no echo) and prints the
-``password_sha256`` value for the users file.
+``password_hash`` line for the users file.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import logging
 import re
 import secrets
 import threading
@@ -49,6 +56,9 @@ from dataclasses import dataclass, field
 
 from common.errors import ValidationError
 from services.security.authorizer import ALLOW_ALL, Action, Authorizer, ResourceType, Unauthenticated
+from services.security.password_hash import PasswordHash, VerifiedCache, hash_password
+
+log = logging.getLogger("strata.security")
 
 ACTIONS: tuple[str, ...] = ("READ", "WRITE")
 RESOURCE_TYPES: tuple[str, ...] = ("DATASOURCE", "EXTERNAL")
@@ -57,13 +67,19 @@ INLINE_EXTERNAL = "EXTERNAL"
 USER_HEADER = "x-strata-user"
 
 
-def hash_password(password: str) -> str:
-    """The ``password_sha256`` value of a password (hex SHA-256 of its UTF-8 bytes)."""
+def sha256_password(password: str) -> str:
+    """The legacy ``password_sha256`` value of a password (hex SHA-256 of its UTF-8 bytes)."""
     return hashlib.sha256(password.encode("utf-8")).hexdigest()
 
 
-def _digest(password: str) -> bytes:
-    return hashlib.sha256(password.encode("utf-8")).digest()
+class _Sha256Check:
+    """A legacy unsalted SHA-256 digest: still accepted, but fast to guess (see the warning)."""
+
+    def __init__(self, digest: bytes) -> None:
+        self._digest = digest
+
+    def verify(self, password: str) -> bool:
+        return hmac.compare_digest(hashlib.sha256(password.encode("utf-8")).digest(), self._digest)
 
 
 @dataclass(frozen=True)
@@ -94,29 +110,38 @@ class Grant:
 
 @dataclass(frozen=True)
 class UserSpec:
-    """A user of the users file. ``password_sha256`` is the hex SHA-256 of the password;
-    ``password`` (plain text, for development) is accepted instead."""
+    """A user of the users file: ``password_hash`` (scrypt, see password_hash.py), or the legacy
+    ``password_sha256``, or ``password`` in plain text (development only). None of them is in
+    the repr, so a logged or printed UserSpec shows no secret."""
 
     name: str
-    password_sha256: str = ""
-    password: str = ""
+    password_sha256: str = field(default="", repr=False)
+    password: str = field(default="", repr=False)
     grants: tuple[Grant, ...] = ()
+    password_hash: str = field(default="", repr=False)
 
-    def digest(self) -> bytes:
-        if self.password_sha256 and self.password:
-            raise ValidationError(f"user '{self.name}': give password_sha256 or password, not both")
+    def checker(self):
+        """What checks this user's password (``.verify(password) -> bool``)."""
+        given = [k for k in ("password_hash", "password_sha256", "password") if getattr(self, k)]
+        if len(given) > 1:
+            raise ValidationError(f"user '{self.name}': give one of password_hash, password_sha256 or password, "
+                                  f"not {' and '.join(given)}")
+        if self.password_hash:
+            return PasswordHash.parse(self.password_hash, f"user '{self.name}': password_hash")
         if self.password_sha256:
             try:
                 raw = bytes.fromhex(self.password_sha256)
             except ValueError:
                 raw = b""
             if len(raw) != 32:
-                raise ValidationError(f"user '{self.name}': password_sha256 must be 64 hex digits (the SHA-256 of "
-                                      "the password: python -m services.security.basic_authorizer)")
-            return raw
+                raise ValidationError(f"user '{self.name}': password_sha256 must be 64 hex digits (better: replace it "
+                                      "by password_hash, printed by python -m services.security.basic_authorizer)")
+            log.warning("user '%s' has a password_sha256 (unsalted SHA-256, fast to guess); replace it by "
+                        "password_hash, printed by python -m services.security.basic_authorizer", self.name)
+            return _Sha256Check(raw)
         if self.password:
-            return _digest(self.password)
-        raise ValidationError(f"user '{self.name}' has no password_sha256 (or password)")
+            return PasswordHash.of(self.password)
+        raise ValidationError(f"user '{self.name}' has no password_hash (or password)")
 
 
 class Tokens:
@@ -169,31 +194,37 @@ class BasicAuthorizer:
             raise ValidationError("config [auth] enabled needs admin_password "
                                   "(give it by environment: STRATA_AUTH_ADMIN_PASSWORD)")
         self.admin_user = admin_user
-        self._digests: dict[str, bytes] = {admin_user: _digest(admin_password)}
+        self._checks: dict = {admin_user: PasswordHash.of(admin_password)}
         self._grants: dict[str, tuple[Grant, ...]] = {admin_user: ()}
         for user in users:
             _check_name(user.name)
-            if user.name in self._digests:
+            if user.name in self._checks:
                 what = "the admin_user of [auth]" if user.name == admin_user else "defined twice"
                 raise ValidationError(f"users file: user '{user.name}' is {what}; user names must be unique")
-            self._digests[user.name] = user.digest()
+            self._checks[user.name] = user.checker()
             self._grants[user.name] = tuple(user.grants)
-        # Unknown users are checked against this, so they cost what a known user costs.
-        self._decoy = secrets.token_bytes(32)
+        # Unknown users are checked against this (a hash of nothing a client knows), so they cost
+        # what a known user costs.
+        self._decoy = PasswordHash.of(secrets.token_urlsafe(32))
+        self._verified = VerifiedCache(clock=clock)
         self.tokens = Tokens(token_ttl_s, clock=clock)
 
     # ---- authentication ---------------------------------------------------------------------------
     def users(self) -> list[str]:
-        return sorted(self._digests)
+        return sorted(self._checks)
 
     def authenticate(self, user: str, password: str) -> bool:
-        expected = self._digests.get(user)
-        ok = hmac.compare_digest(_digest(password), expected if expected is not None else self._decoy)
-        return ok and expected is not None
+        if self._verified.hit(user, password):
+            return True
+        check = self._checks.get(user)
+        ok = (check if check is not None else self._decoy).verify(password) and check is not None
+        if ok:
+            self._verified.add(user, password)
+        return ok
 
     def issue_token(self, user: str) -> str:
         """A bearer token for ``user`` (authenticate first), accepted by ``user_from_headers``."""
-        if user not in self._digests:
+        if user not in self._checks:
             raise ValidationError(f"no user '{user}' to issue a token to")
         return self.tokens.issue(user)
 
@@ -289,7 +320,7 @@ def basic_header(user: str, password: str) -> str:
 
 
 # ---- users file --------------------------------------------------------------------------------------
-_USER_KEYS = ("name", "password_sha256", "password", "grants")
+_USER_KEYS = ("name", "password_hash", "password_sha256", "password", "grants")
 _GRANT_KEYS = ("action", "type", "pattern")
 
 
@@ -325,7 +356,7 @@ def parse_users(data: dict) -> list[UserSpec]:
         if bad:
             raise ValidationError(f"{where}: unknown keys {bad}; valid: {', '.join(_USER_KEYS)}")
         _check_name(name)
-        for key in ("password_sha256", "password"):
+        for key in ("password_hash", "password_sha256", "password"):
             if not isinstance(entry.get(key, ""), str):
                 raise ValidationError(f"{where}: {key} must be a string")
         grants = []
@@ -334,8 +365,9 @@ def parse_users(data: dict) -> list[UserSpec]:
             raise ValidationError(f"{where}: grants must be an array of tables: write [[users.grants]]")
         for j, g in enumerate(raw_grants, start=1):
             grants.extend(_parse_grant(g, f"{where}, grant {j}"))
-        spec = UserSpec(name, entry.get("password_sha256", ""), entry.get("password", ""), tuple(grants))
-        spec.digest()  # password problems surface at load, not at first login
+        spec = UserSpec(name, entry.get("password_sha256", ""), entry.get("password", ""), tuple(grants),
+                        entry.get("password_hash", ""))
+        spec.checker()  # password problems surface at load, not at first login
         users.append(spec)
     return users
 
@@ -382,10 +414,10 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] in ("-h", "--help"):
-        print("usage: python -m services.security.basic_authorizer  (reads a password, prints password_sha256)")
+        print("usage: python -m services.security.basic_authorizer  (reads a password, prints password_hash)")
         return 0
     password = sys.stdin.readline().rstrip("\n") if not sys.stdin.isatty() else getpass.getpass("password: ")
-    print(f'password_sha256 = "{hash_password(password)}"')
+    print(f'password_hash = "{hash_password(password)}"')
     return 0
 
 

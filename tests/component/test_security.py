@@ -34,7 +34,7 @@ WRITABLE = {"admin": set(TABLES), "reader": set(), "regex": set(), "writer": {"w
 USERS_FILE = f'''
 [[users]]
 name = "reader"
-password_sha256 = "{hash_password(PASSWORDS['reader'])}"
+password_hash = "{hash_password(PASSWORDS['reader'])}"
 [[users.grants]]
 action = "READ"
 type = "DATASOURCE"
@@ -50,7 +50,7 @@ pattern = "wi.*"
 
 [[users]]
 name = "writer"
-password_sha256 = "{hash_password(PASSWORDS['writer'])}"
+password_hash = "{hash_password(PASSWORDS['writer'])}"
 [[users.grants]]
 action = "WRITE"
 type = "DATASOURCE"

@@ -140,7 +140,7 @@ class MonitoredCluster:
 
     def start(self) -> MonitoredCluster:
         # replication = 2 with two historicals: killing one leaves every segment under-replicated.
-        self.cluster.up(historicals=self.historicals, lease_ttl_s=2, duty_period_ms=200, replication=2)
+        self.cluster.up(historicals=self.historicals, lease_ttl_s=2, duty_period_ms=200, replication=2, ports="auto")
         try:
             endpoints = self.cluster.endpoints()
             self.client = ClusterClient(endpoints["coordinator"], endpoints["broker"])

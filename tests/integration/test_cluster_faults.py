@@ -26,7 +26,7 @@ ROWS = 60_000
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     c = LocalCluster(str(tmp_path_factory.mktemp("faults")))
-    c.up(historicals=2, lease_ttl_s=2, duty_period_ms=200)
+    c.up(historicals=2, lease_ttl_s=2, duty_period_ms=200, ports="auto")
     endpoints = c.endpoints()
     client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
     data = demo_table(ROWS)

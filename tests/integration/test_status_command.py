@@ -24,7 +24,7 @@ def strata(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     c = LocalCluster(str(tmp_path_factory.mktemp("status")))
-    c.up(historicals=1, lease_ttl_s=2, duty_period_ms=200)
+    c.up(historicals=1, lease_ttl_s=2, duty_period_ms=200, ports="auto")
     endpoints = c.endpoints()
     client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
     try:

@@ -4,7 +4,6 @@ the Authorization header, the users file and config errors."""
 from __future__ import annotations
 
 import base64
-import hmac
 import os
 
 import pytest
@@ -13,13 +12,14 @@ from common.errors import ValidationError
 from services.node_config import load_config
 from services.security import ALLOW_ALL, Unauthenticated, authorizer_from_config
 from services.security import basic_authorizer as ba
+from services.security import password_hash
 from services.security.basic_authorizer import BasicAuthorizer, Grant, UserSpec, basic_header, hash_password
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def user(name, password, *grants):
-    return UserSpec(name, password_sha256=hash_password(password), grants=tuple(Grant(*g) for g in grants))
+    return UserSpec(name, password_hash=hash_password(password), grants=tuple(Grant(*g) for g in grants))
 
 
 @pytest.fixture
@@ -102,22 +102,62 @@ def test_authenticate(auth):
     assert not auth.authenticate("", "")
 
 
-def test_password_checks_compare_fixed_size_digests_in_constant_time(auth, monkeypatch):
-    """Every check, whatever the user or password length, is one hmac.compare_digest of two
-    32-byte digests: unknown users included, so timing tells neither password nor existence."""
-    calls = []
-    real = hmac.compare_digest
+def test_every_uncached_check_is_one_scrypt_derivation_of_the_same_cost(auth, monkeypatch):
+    """Whatever the user or password, a check is one scrypt derivation at the same cost and one
+    hmac.compare_digest of two 32-byte keys: unknown users included (the decoy hash), so timing
+    tells neither password nor existence; guessing costs a slow hash per guess."""
+    derivations, compares = [], []
+    real_scrypt, real_compare = password_hash.hashlib.scrypt, password_hash.hmac.compare_digest
 
-    def spy(a, b):
-        calls.append((len(a), len(b)))
-        return real(a, b)
+    def scrypt(password, **kw):
+        derivations.append((kw["n"], kw["r"], kw["p"]))
+        return real_scrypt(password, **kw)
 
-    monkeypatch.setattr(ba.hmac, "compare_digest", spy)
-    for name, password in [("reader", "r-pw"), ("reader", "x"), ("reader", "x" * 10_000), ("nobody", "r-pw"),
-                           ("nobody", ""), ("admin", "root-pw")]:
-        calls.clear()
+    def compare(a, b):
+        compares.append((len(a), len(b)))
+        return real_compare(a, b)
+
+    monkeypatch.setattr(password_hash.hashlib, "scrypt", scrypt)
+    monkeypatch.setattr(password_hash.hmac, "compare_digest", compare)
+    for name, password in [("reader", "x"), ("reader", "x" * 10_000), ("nobody", "r-pw"), ("nobody", ""),
+                           ("admin", "wrong"), ("dev", "plain"), ("reader", "r-pw")]:
+        derivations.clear()
+        compares.clear()
         auth.authenticate(name, password)
-        assert calls == [(32, 32)], (name, len(password))
+        assert derivations == [(password_hash.N, password_hash.R, password_hash.P)], (name, len(password))
+        assert compares == [(32, 32)]
+
+
+def test_a_successful_check_is_cached_a_failed_one_never(auth, clock, monkeypatch):
+    derivations = []
+    real_scrypt = password_hash.hashlib.scrypt
+    monkeypatch.setattr(password_hash.hashlib, "scrypt", lambda pw, **kw: derivations.append(1) or real_scrypt(pw, **kw))
+    assert auth.authenticate("reader", "r-pw") and len(derivations) == 1
+    assert auth.authenticate("reader", "r-pw") and len(derivations) == 1  # from the cache
+    assert not auth.authenticate("reader", "wrong") and not auth.authenticate("reader", "wrong")
+    assert len(derivations) == 3  # each failure pays the hash again
+    assert not auth.authenticate("writer", "r-pw")  # the cache is per user and password
+    clock[0] += 301  # past the cache's lifetime: checked again
+    assert auth.authenticate("reader", "r-pw") and len(derivations) == 5
+
+
+def test_passwords_are_kept_hashed_and_never_in_a_repr(auth):
+    spec = UserSpec("dev", password="plain-secret")
+    assert "plain-secret" not in repr(spec)
+    assert "plain-secret" not in repr(vars(auth))
+    stored = hash_password("s3cret")
+    assert stored.startswith("scrypt$16384$8$1$") and "s3cret" not in stored
+    assert stored != hash_password("s3cret")  # salted: equal passwords do not give equal hashes
+    assert password_hash.PasswordHash.parse(stored, "x").verify("s3cret")
+    assert not password_hash.PasswordHash.parse(stored, "x").verify("s3cret ")
+
+
+def test_legacy_sha256_passwords_still_work_with_a_warning(caplog):
+    spec = UserSpec("old", password_sha256=ba.sha256_password("old-pw"))
+    with caplog.at_level("WARNING", logger="strata.security"):
+        auth = BasicAuthorizer("admin", "pw", [spec])
+    assert auth.authenticate("old", "old-pw") and not auth.authenticate("old", "old-pw!")
+    assert "user 'old' has a password_sha256" in caplog.text and "old-pw" not in caplog.text
 
 
 def test_unknown_user_is_refused_even_with_the_decoy_digest(auth):
@@ -194,7 +234,7 @@ def test_users_file_round_trip(tmp_path):
     path = write(tmp_path, f'''
 [[users]]
 name = "alice"
-password_sha256 = "{hash_password('alice-pw')}"
+password_hash = "{hash_password('alice-pw')}"
 [[users.grants]]
 action = "read"
 pattern = "wiki.*"
@@ -237,9 +277,13 @@ def test_enabled_without_admin_password_is_a_clear_error(tmp_path):
 
 
 @pytest.mark.parametrize("text, match", [
-    ("[[users]]\nname = 'a'\n", "user 'a' has no password_sha256"),
-    ("[[users]]\nname = 'a'\npassword = 'x'\npassword_sha256 = 'ab'\n", "not both"),
+    ("[[users]]\nname = 'a'\n", "user 'a' has no password_hash"),
+    ("[[users]]\nname = 'a'\npassword = 'x'\npassword_sha256 = 'ab'\n", "not password_sha256 and password"),
     ("[[users]]\nname = 'a'\npassword_sha256 = 'abc'\n", "64 hex digits"),
+    ("[[users]]\nname = 'a'\npassword_hash = 'sha1$abc'\n", r"password_hash must be 'scrypt\$N"),
+    ("[[users]]\nname = 'a'\npassword_hash = 'scrypt$1024$8$1$c2FsdHNhbHQ$a2V5a2V5a2V5a2V5a2V5'\n",
+     "out of bounds"),
+    ("[[users]]\nname = 'a'\npassword_hash = 'scrypt$16384$8$1$c2FsdHNhbHQ$%%%'\n", "must be 'scrypt"),
     ("[[users]]\npassword = 'x'\n", "non-empty name"),
     ("[[users]]\nname = 'a:b'\npassword = 'x'\n", "may not contain ':'"),
     ("[[users]]\nname = 'a'\npassword = 'x'\nrole = 'admin'\n", r"unknown keys \['role'\]"),
@@ -273,4 +317,6 @@ def test_hash_helper_prints_the_users_file_line(capsys, monkeypatch):
 
     monkeypatch.setattr("sys.stdin", io.StringIO("s3cret\n"))
     assert ba.main([]) == 0
-    assert capsys.readouterr().out.strip() == f'password_sha256 = "{hash_password("s3cret")}"'
+    line = capsys.readouterr().out.strip()
+    assert line.startswith('password_hash = "scrypt$') and line.endswith('"')
+    assert password_hash.PasswordHash.parse(line.split('"')[1], "printed").verify("s3cret")
