@@ -12,14 +12,14 @@ import grpc
 import pyarrow as pa
 
 from common.errors import StrataError
-from services.rpc.arrow_stream import chunks_to_table
-from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc, coordinator_pb2, coordinator_pb2_grpc
+from common.query.partial import RunStats
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.time_partitioner import build_segments
-from common.query.partial import RunStats
-from services.rpc.convert import descriptor_to_proto
-from services.grpc_server import channel
 from services.deep_storage import deep_storage_key
+from services.grpc_server import channel
+from services.rpc.arrow_stream import chunks_to_table
+from services.rpc.convert import descriptor_to_proto
+from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc, coordinator_pb2, coordinator_pb2_grpc
 
 
 class ClusterError(StrataError):

@@ -17,16 +17,12 @@ from common.catalog.catalog_errors import (
 from common.catalog.operations import CatalogOperation, CreateTable, DropTable, EditTable, TableEdit
 from common.catalog.table_spec import SCHEMAS, TableId, TableMetadata, TableSpec
 from common.errors import StrataError, ValidationError
-from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
 from services.coordinator.catalog_manager import OperationResult
-from services.coordinator.catalog_server import (
-    CURRENT_VERSION_METADATA,
-    metadata_from_proto,
-    table_id_from_proto,
-    table_id_to_proto,
-)
+from services.coordinator.catalog_server import CURRENT_VERSION_METADATA
 from services.coordinator.catalog_store import CatalogDelta
 from services.grpc_server import channel
+from services.rpc.convert import metadata_from_proto, table_id_from_proto, table_id_to_proto
+from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
 from services.security.authorizer import Unauthenticated
 
 DEFAULT_TIMEOUT_S = 30.0

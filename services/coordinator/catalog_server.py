@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-
 import grpc
 
 from common.catalog.catalog_errors import (
@@ -14,35 +12,16 @@ from common.catalog.catalog_errors import (
     VersionConflictError,
 )
 from common.catalog.operations import edit_from_json
-from common.catalog.table_spec import TableId, TableMetadata, TableSpec, parse_json
+from common.catalog.table_spec import TableSpec, parse_json
 from common.errors import StrataError, ValidationError
-from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
 from services.coordinator import catalog_http
 from services.coordinator.catalog_manager import CatalogManager
 from services.coordinator.catalog_store import CatalogStore
+from services.rpc.convert import metadata_to_proto, table_id_from_proto, table_id_to_proto
+from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
 from services.security.authorizer import ALLOW_ALL, Authorizer, Unauthenticated
 
 CURRENT_VERSION_METADATA = "current-version"
-
-
-def table_id_to_proto(table: TableId) -> catalog_pb2.TableId:
-    return catalog_pb2.TableId(schema=table.schema, name=table.name)
-
-
-def table_id_from_proto(msg: catalog_pb2.TableId) -> TableId:
-    return TableId(msg.schema, msg.name)
-
-
-def metadata_to_proto(m: TableMetadata) -> catalog_pb2.TableMetadata:
-    return catalog_pb2.TableMetadata(id=table_id_to_proto(m.id), creation_time=m.creation_time,
-                                     update_time=m.update_time, state=m.state,
-                                     spec_json=json.dumps(m.spec.to_json()))
-
-
-def metadata_from_proto(msg: catalog_pb2.TableMetadata) -> TableMetadata:
-    table = table_id_from_proto(msg.id)
-    return TableMetadata(table, msg.creation_time, msg.update_time, msg.state,
-                         TableSpec.from_text(msg.spec_json, str(table)))
 
 
 def _version(value: int) -> int | None:

@@ -1,8 +1,9 @@
 """DutyRunner: the I/O shell around the pure duties.
 
 Each run snapshots the metadata store (used segments) and discovery (historicals, what they
-serve, what they are assigned), runs the duties, and applies the commands: a Load puts an
-assignment key, a Drop deletes it, MarkUnused updates the store. Served segments without an
+serve, what they are assigned, which loads failed), runs the duties, and applies the commands: a
+Load puts an assignment key, a RetryLoad puts it again (the historical sees a new assignment), a
+Drop deletes it, MarkUnused updates the store. Served segments without an
 assignment key (after a coordinator restart with a fresh embedded store) are adopted by
 writing their key, so a historical never loses a segment the duties want kept.
 """
@@ -16,16 +17,20 @@ import time
 from collections import defaultdict
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
-from services.coordinator.core.duties import Drop, DutyParams, Load, MarkUnused, SegmentEntry, ServerView, run_duties
+from services.coordinator.core.duties import (Drop, DutyParams, Load, LoadFailure, MarkUnused, RetryLoad, SegmentEntry,
+                                              ServerView, run_duties)
 from services.coordinator.core.replication_status import replication_status
-from services.discovery.keys import (assignment_key, assignments_prefix, nodes_prefix, parse_assignment_key,
-                                     parse_node_key, parse_served_key, served_prefix)
+from services.discovery.keys import (assignment_key, assignments_prefix, load_failures_prefix, nodes_prefix,
+                                     parse_assignment_key, parse_load_failure_key, parse_node_key, parse_served_key,
+                                     served_prefix)
+from services.discovery.load_failure import LoadFailureReport
 
 log = logging.getLogger("strata.coordinator")
 
 
 class ClusterState:
-    """What discovery says right now: historicals, served and assigned segments per server."""
+    """What discovery says right now: historicals, served and assigned segments per server, and
+    the loads that failed."""
 
     def __init__(self, discovery) -> None:
         self.historicals: dict[str, dict] = {}
@@ -40,6 +45,15 @@ class ClusterState:
         for key, value in discovery.get_prefix(assignments_prefix()).items():
             server = parse_assignment_key(key).server
             self.assigned[server][SegmentDescriptor.from_bytes(value).id] = key
+        self.load_failures: dict[tuple[str, SegmentId], LoadFailure] = {}
+        for key, value in discovery.get_prefix(load_failures_prefix()).items():
+            try:
+                report = LoadFailureReport.from_bytes(value)
+            except (ValueError, KeyError, TypeError):
+                log.warning("ignoring a malformed load-failure report under %s", key)
+                continue
+            self.load_failures[(parse_load_failure_key(key).server, report.segment)] = LoadFailure(
+                report.attempts, report.failed_ms, report.reason)
 
 
 class DutyRunner:
@@ -107,7 +121,7 @@ class DutyRunner:
                     unused[sid] = SegmentEntry(sid, d.size, d.num_partitions)
         params = DutyParams(used=tuple(SegmentEntry(d.id, d.size, d.num_partitions) for d in used.values()),
                             servers=servers, unused=tuple(unused.values()), now_ms=int(time.time() * 1000),
-                            replication=self.replication)
+                            replication=self.replication, load_failures=state.load_failures)
         with self._gauge_lock:
             self._set_cluster_gauges(state, used, params.effective_replication)
         commands = run_duties(params)
@@ -117,6 +131,12 @@ class DutyRunner:
                 d = used[command.segment]
                 self.discovery.put(assignment_key(command.server, d.id), d.to_bytes())
                 self.metrics.coordinator_commands.labels("load").inc()
+            elif isinstance(command, RetryLoad):
+                failure = state.load_failures.get((command.server, command.segment))
+                log.info("retrying the load of %s on %s (failed %d times: %s)", command.segment, command.server,
+                         failure.attempts if failure else 0, failure.reason if failure else "")
+                self.discovery.put(assignment_key(command.server, command.segment), used[command.segment].to_bytes())
+                self.metrics.coordinator_commands.labels("retry_load").inc()
             elif isinstance(command, Drop):
                 dropped.add((command.server, command.segment))
                 self._drop(state, command.server, command.segment)

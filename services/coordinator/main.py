@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 
-from services.rpc.gen.strata.v1 import discovery_pb2
 from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import DutyRunner
@@ -21,6 +20,7 @@ from services.grpc_server import GrpcServer
 from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
 from services.node_process import NodeProcess
+from services.rpc.gen.strata.v1 import discovery_pb2
 from services.security.authorizer import authorizer_from_config
 
 

@@ -3,6 +3,7 @@ embedded store) through which strata nodes announce themselves and the segments 
 receive assignments, and elect leaders.
 
     keys.py              the key layout: every key built and parsed in one place
+    load_failure.py      LoadFailureReport, the value of a load-failure key
     discovery.py         Discovery interface, Lease, Watch, WatchEvent, errors, Announcer,
                          LeaderElection
     memory_store.py      MemoryStore (pure, thread-safe) and LeaseReaper

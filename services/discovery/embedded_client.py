@@ -16,7 +16,6 @@ import time
 import grpc
 
 from common.errors import ValidationError
-from services.rpc.gen.strata.v1 import discovery_pb2, discovery_pb2_grpc
 from services.discovery.discovery import (
     Discovery,
     DiscoveryError,
@@ -29,6 +28,7 @@ from services.discovery.discovery import (
 )
 from services.discovery.embedded_service import STORE_ID_METADATA
 from services.discovery.resumable_watch import ResumableWatch, ResyncRequired
+from services.rpc.gen.strata.v1 import discovery_pb2, discovery_pb2_grpc
 
 log = logging.getLogger("strata.discovery")
 

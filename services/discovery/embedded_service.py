@@ -22,9 +22,9 @@ from contextlib import contextmanager
 import grpc
 
 from common.errors import ValidationError
-from services.rpc.gen.strata.v1 import discovery_pb2, discovery_pb2_grpc
 from services.discovery.discovery import CompactedError, KeyValue, LeaseLostError
 from services.discovery.memory_store import LeaseReaper, MemoryStore
+from services.rpc.gen.strata.v1 import discovery_pb2, discovery_pb2_grpc
 
 STORE_ID_METADATA = "strata-discovery-store"
 

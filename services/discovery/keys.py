@@ -3,6 +3,7 @@
     /strata/nodes/{role}/{node_id}               one per live process, under its lease
     /strata/assignments/{historical}/{segment}   the coordinator's plan: what a historical should load
     /strata/served/{historical}/{segment}        what a historical serves, under its lease
+    /strata/load_failures/{historical}/{segment} a load that failed there, under the historical's lease
     /strata/leader/{name}                        the node id of the current leader
     /strata/catalog/version                      the table catalog's version, bumped on each change
 
@@ -22,6 +23,7 @@ ROOT = "/strata/"
 NODES = ROOT + "nodes/"
 ASSIGNMENTS = ROOT + "assignments/"
 SERVED = ROOT + "served/"
+LOAD_FAILURES = ROOT + "load_failures/"
 LEADER = ROOT + "leader/"
 CATALOG_VERSION_KEY = ROOT + "catalog/version"
 
@@ -34,7 +36,7 @@ class NodeKey:
 
 @dataclass(frozen=True)
 class SegmentKey:
-    """A key naming a segment on one historical (assignment, served)."""
+    """A key naming a segment on one historical (assignment, served, failed load)."""
 
     server: str
     segment: str  # the segment id's text; the value under the key carries the typed descriptor
@@ -89,6 +91,18 @@ def served_prefix(server: str | None = None) -> str:
 
 def parse_served_key(key: str) -> SegmentKey:
     return _segment_key(key, SERVED, "served-segment")
+
+
+def load_failure_key(server: str, segment: SegmentId) -> str:
+    return f"{LOAD_FAILURES}{_element('server id', server)}/{segment_element(segment)}"
+
+
+def load_failures_prefix(server: str | None = None) -> str:
+    return LOAD_FAILURES if server is None else f"{LOAD_FAILURES}{_element('server id', server)}/"
+
+
+def parse_load_failure_key(key: str) -> SegmentKey:
+    return _segment_key(key, LOAD_FAILURES, "load-failure")
 
 
 # ---- leaders ------------------------------------------------------------------------------------

@@ -1,12 +1,15 @@
 """HistoricalNode: the I/O shell around AssignmentState.
 
 It turns assignment-key watch events into state-machine events, executes the commands (load
-through the segment cache on a small pool, drop, announce/unannounce served segments under this
-node's lease) and feeds outcomes back. It also answers which segments it serves, for queries.
+through the segment cache on a small pool, drop, announce/unannounce served segments and report
+or clear failed loads, both under this node's lease) and feeds outcomes back. Each event gets a
+stimulus id naming its cause (``assignment-put-<revision>``, ``load-failed-<n>``, ...), which the
+commands it causes carry into the log. It also answers which segments it serves, for queries.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -18,15 +21,18 @@ from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment import Segment
 from common.segment.segment_id import SegmentId
 from services.discovery import Announcer
-from services.discovery.keys import assignments_prefix, node_key, parse_assignment_key, served_key
+from services.discovery.keys import assignments_prefix, load_failure_key, node_key, served_key
+from services.discovery.load_failure import LoadFailureReport
 from services.historical.core.assignment_state import (
     Announce,
     Assigned,
     AssignmentState,
+    ClearLoadFailure,
     Drop,
     Load,
     LoadFailed,
     LoadSucceeded,
+    ReportLoadFailure,
     SegmentCorrupted,
     Unannounce,
     Unassigned,
@@ -44,6 +50,7 @@ class HistoricalNode:
         self.cache = cache
         self.metrics = metrics
         self.state = AssignmentState()
+        self._stimuli = itertools.count(1)
         self._lock = threading.RLock()
         self._keys: dict[str, SegmentId] = {}
         self._pool = ThreadPoolExecutor(max_workers=load_threads, thread_name_prefix="strata-load")
@@ -67,17 +74,21 @@ class HistoricalNode:
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     # ---- events ------------------------------------------------------------------------------
+    def stimulus_id(self, kind: str) -> str:
+        return f"{kind}-{next(self._stimuli)}"
+
     def _on_watch(self, event) -> None:
         name = event.key.rsplit("/", 1)[-1]
+        stimulus = self.stimulus_id(f"assignment-{event.type}-{event.revision}")
         try:
             if event.type == "put":
                 descriptor = SegmentDescriptor.from_bytes(event.value)
                 self._keys[name] = descriptor.id
-                self.feed(Assigned(descriptor))
+                self.feed(Assigned(descriptor, stimulus))
             else:
                 sid = self._keys.pop(name, None)
                 if sid is not None:
-                    self.feed(Unassigned(sid))
+                    self.feed(Unassigned(sid, stimulus))
         except Exception:  # a bad key must not kill the watch thread
             log.exception("cannot handle assignment event for %s", unquote(name))
 
@@ -85,6 +96,7 @@ class HistoricalNode:
         with self._lock:
             commands = self.state.handle(event)
         for command in commands:
+            log.debug("%s: %s", command.stimulus_id, command)
             self._execute(command)
 
     def _execute(self, command) -> None:
@@ -100,6 +112,11 @@ class HistoricalNode:
         elif isinstance(command, Unannounce):
             self._announcer.remove(served_key(self.server_id, command.segment))
             self._update_gauges()
+        elif isinstance(command, ReportLoadFailure):
+            report = LoadFailureReport(command.segment, command.reason, command.attempts, int(time.time() * 1000))
+            self._announcer.set(load_failure_key(self.server_id, command.segment), report.to_bytes())
+        elif isinstance(command, ClearLoadFailure):
+            self._announcer.remove(load_failure_key(self.server_id, command.segment))
 
     def _load(self, command: Load) -> None:
         d = command.descriptor
@@ -108,12 +125,13 @@ class HistoricalNode:
                 self.cache.evict(d.id)
             self.cache.load(d.id, d.location, d.size)
         except Exception as exc:
-            log.warning("loading %s failed: %s", d.id, exc)
+            stimulus = self.stimulus_id("load-failed")
+            log.warning("%s: loading %s (for %s) failed: %s", stimulus, d.id, command.stimulus_id, exc)
             self.metrics.segment_loads.labels("failed").inc()
-            self.feed(LoadFailed(d.id, str(exc)))
+            self.feed(LoadFailed(d.id, str(exc), stimulus))
             return
         self.metrics.segment_loads.labels("ok").inc()
-        self.feed(LoadSucceeded(d.id))
+        self.feed(LoadSucceeded(d.id, self.stimulus_id("load-succeeded")))
 
     def _verify_restored(self) -> None:
         try:
@@ -133,7 +151,7 @@ class HistoricalNode:
         with self._lock:
             served = sid in self.state.served
         if served:
-            self.feed(SegmentCorrupted(sid))
+            self.feed(SegmentCorrupted(sid, self.stimulus_id("segment-corrupted")))
 
     def _update_gauges(self) -> None:
         with self._lock:
@@ -151,7 +169,8 @@ class HistoricalNode:
     def status(self) -> dict:
         with self._lock:
             return {"served": sorted(self.state.served), "loading": sorted(self.state.loading),
-                    "failed": dict(self.state.failed), "cache_bytes": self.cache.used_bytes(),
+                    "failed": {sid: f.reason for sid, f in self.state.failed.items()},
+                    "cache_bytes": self.cache.used_bytes(),
                     "max_cache_bytes": self.cache.max_bytes}
 
     def wait_served(self, count: int, timeout_s: float) -> bool:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 
+from services.deep_storage import deep_storage_from_config
 from services.discovery import discovery_from_config
 from services.grpc_server import GrpcServer
 from services.historical.historical_node import HistoricalNode
 from services.historical.segment_cache import SegmentCache
 from services.historical.server import HistoricalServicer, add_to_server
-from services.deep_storage import deep_storage_from_config
 from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
 from services.node_process import NodeProcess

@@ -5,12 +5,11 @@ from __future__ import annotations
 import grpc
 
 from common.errors import StrataError, ValidationError
-from services.rpc.convert import interval_from_proto, interval_to_proto
-from services.rpc.gen.strata.v1 import coordinator_pb2
 from common.segment.descriptor import SegmentDescriptor
 from common.types.interval import Interval
 from services.coordinator.core.allocation import Allocation
-from services.rpc.convert import descriptor_to_proto
+from services.rpc.convert import descriptor_to_proto, interval_from_proto, interval_to_proto
+from services.rpc.gen.strata.v1 import coordinator_pb2
 
 
 class CoordinatorPublisher:

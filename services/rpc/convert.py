@@ -1,16 +1,17 @@
 """Conversions between protobuf messages and strata's domain types (SegmentId, Interval, schemas,
-segment descriptors, server infos, tasks)."""
+segment descriptors, server infos, tasks, catalog table ids and metadata)."""
 
 from __future__ import annotations
 
 import json
 
+from common.catalog.table_spec import TableId, TableMetadata, TableSpec
 from common.errors import ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from common.types.column_type import ColumnType
 from common.types.interval import Interval
-from services.rpc.gen.strata.v1 import coordinator_pb2, types_pb2
+from services.rpc.gen.strata.v1 import catalog_pb2, coordinator_pb2, types_pb2
 
 
 def interval_to_proto(iv: Interval) -> types_pb2.Interval:
@@ -61,3 +62,23 @@ def task_to_proto(t) -> coordinator_pb2.Task:
     return coordinator_pb2.Task(id=t.id, datasource=t.datasource, type=t.type, state=t.state, statement=t.statement,
                                 spec_json=json.dumps(t.spec), report_json=json.dumps(t.report), error=t.error,
                                 created_ms=t.created_ms, started_ms=t.started_ms, finished_ms=t.finished_ms)
+
+
+def table_id_to_proto(table: TableId) -> catalog_pb2.TableId:
+    return catalog_pb2.TableId(schema=table.schema, name=table.name)
+
+
+def table_id_from_proto(msg: catalog_pb2.TableId) -> TableId:
+    return TableId(msg.schema, msg.name)
+
+
+def metadata_to_proto(m: TableMetadata) -> catalog_pb2.TableMetadata:
+    return catalog_pb2.TableMetadata(id=table_id_to_proto(m.id), creation_time=m.creation_time,
+                                     update_time=m.update_time, state=m.state,
+                                     spec_json=json.dumps(m.spec.to_json()))
+
+
+def metadata_from_proto(msg: catalog_pb2.TableMetadata) -> TableMetadata:
+    table = table_id_from_proto(msg.id)
+    return TableMetadata(table, msg.creation_time, msg.update_time, msg.state,
+                         TableSpec.from_text(msg.spec_json, str(table)))

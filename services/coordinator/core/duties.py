@@ -20,6 +20,10 @@ Rules every duty follows:
 - The edge must list a Load it has sent but the historical has not yet acknowledged under
   that server's ``loading``; otherwise the next run may assign the segment a second time.
 - Every iteration is in a sorted order, so the same snapshot always yields the same commands.
+- A failed load is part of the snapshot too (historicals report them in discovery):
+  RetryFailedLoads retries it on the same server after a backoff that doubles per attempt, and
+  after ``max_load_attempts`` failures there moves it to another server if one can take it.
+  Assign and Balance never place a segment on a server that has given up on it.
 """
 
 from __future__ import annotations
@@ -35,6 +39,9 @@ from common.segment.segment_id import SegmentId
 from common.segment.timeline import Timeline, TimelineSegment
 
 DEFAULT_MAX_MOVES = 10
+DEFAULT_MAX_LOAD_ATTEMPTS = 3  # failed loads on one server before the segment goes elsewhere
+DEFAULT_LOAD_BACKOFF_MS = 1_000  # before the first retry; doubles per attempt
+DEFAULT_MAX_LOAD_BACKOFF_MS = 60_000
 
 
 class DutySegment(Protocol):
@@ -71,7 +78,25 @@ class ServerView:
 
 
 @dataclass(frozen=True)
+class LoadFailure:
+    """A historical's report that loading ``segment`` failed ``attempts`` times in a row."""
+
+    attempts: int
+    failed_ms: int
+    reason: str = ""
+
+
+@dataclass(frozen=True)
 class Load:
+    server: str
+    segment: SegmentId
+
+
+@dataclass(frozen=True)
+class RetryLoad:
+    """Ask ``server`` again to load a segment assigned to it whose load failed (the edge writes
+    the assignment again, which the historical sees as a new assignment)."""
+
     server: str
     segment: SegmentId
 
@@ -94,7 +119,7 @@ class Noop:
     """The whole result of a run that found nothing to do: the cluster has converged."""
 
 
-Command = Load | Drop | MarkUnused | Noop
+Command = Load | Drop | MarkUnused | RetryLoad | Noop
 
 
 @dataclass(frozen=True)
@@ -107,6 +132,9 @@ class DutyParams:
     ``replication``: replicas per used segment; 0 means 2 when two or more historicals are up,
     else 1 (as ``[coordinator] replication`` in the node config).
     ``max_moves``: balancing moves in flight at most, counting those of earlier runs.
+    ``load_failures``: (server, segment) -> the failure that server reported; retried after
+    ``load_backoff_ms * 2**(attempts - 1)`` (at most ``max_load_backoff_ms``), and after
+    ``max_load_attempts`` the server has given up on the segment.
     """
 
     used: tuple[DutySegment, ...]
@@ -115,6 +143,10 @@ class DutyParams:
     now_ms: int = 0
     replication: int = 0
     max_moves: int = DEFAULT_MAX_MOVES
+    load_failures: Mapping[tuple[str, SegmentId], LoadFailure] = field(default_factory=dict)
+    max_load_attempts: int = DEFAULT_MAX_LOAD_ATTEMPTS
+    load_backoff_ms: int = DEFAULT_LOAD_BACKOFF_MS
+    max_load_backoff_ms: int = DEFAULT_MAX_LOAD_BACKOFF_MS
     commands: tuple[Command, ...] = ()
     _by_id: dict[SegmentId, DutySegment] = field(init=False, repr=False, compare=False)
 
@@ -124,6 +156,12 @@ class DutyParams:
         set_(self, "unused", tuple(self.unused))
         set_(self, "servers", dict(self.servers))
         set_(self, "commands", tuple(self.commands))
+        set_(self, "load_failures", dict(self.load_failures))
+        if self.max_load_attempts < 1:
+            raise ValidationError(f"coordinator max_load_attempts must be >= 1, got {self.max_load_attempts}")
+        if self.load_backoff_ms < 0 or self.max_load_backoff_ms < self.load_backoff_ms:
+            raise ValidationError(f"coordinator load backoff must satisfy 0 <= load_backoff_ms ({self.load_backoff_ms}) "
+                                  f"<= max_load_backoff_ms ({self.max_load_backoff_ms})")
         if self.replication < 0:
             raise ValidationError(f"coordinator replication must be >= 0 (0 = automatic), got {self.replication}")
         if self.max_moves < 0:
@@ -150,6 +188,15 @@ class DutyParams:
 
     def descriptor(self, segment: SegmentId) -> DutySegment | None:
         return self._by_id.get(segment)
+
+    def gave_up(self, server: str, segment: SegmentId) -> bool:
+        """Whether ``server`` failed ``segment`` too often to be given it again."""
+        failure = self.load_failures.get((server, segment))
+        return failure is not None and failure.attempts >= self.max_load_attempts
+
+    def retry_due(self, failure: LoadFailure) -> bool:
+        backoff = min(self.load_backoff_ms * 2 ** min(max(failure.attempts - 1, 0), 30), self.max_load_backoff_ms)
+        return self.now_ms >= failure.failed_ms + backoff
 
     def with_commands(self, commands: Iterable[Command]) -> DutyParams:
         return replace(self, commands=self.commands + tuple(commands))
@@ -187,7 +234,7 @@ class _Cluster:
         if isinstance(command, MarkUnused):
             self.marked_unused.add(command.segment)
             return
-        if isinstance(command, Noop):
+        if isinstance(command, (Noop, RetryLoad)):
             return
         server, seg = command.server, command.segment
         if server not in self.holds:
@@ -271,9 +318,37 @@ class MarkOvershadowed:
         return params.with_commands(commands)
 
 
+class RetryFailedLoads:
+    """Failed loads of live segments still assigned to the server that failed them: retried
+    there once the backoff has passed; after ``max_load_attempts`` unassigned there (Assign
+    then places the segment on another server) when some other server can take it, else
+    retried at the longest backoff."""
+
+    def run(self, params: DutyParams) -> DutyParams:
+        cluster = _Cluster(params)
+        live = {d.id: d for d in _live(params, cluster)}
+        commands: list[Command] = []
+        for (server, seg), failure in sorted(params.load_failures.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            desc = live.get(seg)
+            if desc is None or seg not in cluster.holds.get(server, ()) or seg in cluster.loaded[server]:
+                continue  # not wanted, no longer assigned there, or loaded after all
+            if params.gave_up(server, seg):
+                elsewhere = [s for s in cluster.holds if s != server and seg not in cluster.holds[s]
+                             and not params.gave_up(s, seg) and cluster.free(s) >= desc.size]
+                if elsewhere:
+                    command = Drop(server, seg)
+                    cluster.apply(command)
+                    commands.append(command)
+                    continue
+            if params.retry_due(failure):
+                commands.append(RetryLoad(server, seg))
+        return params.with_commands(commands)
+
+
 class Assign:
     """Unassigned and under-replicated segments go to the servers with the most free bytes
-    that do not already hold them, newest intervals first, never past ``max_bytes``."""
+    that do not already hold them (nor gave up on them), newest intervals first, never past
+    ``max_bytes``."""
 
     def run(self, params: DutyParams) -> DutyParams:
         cluster = _Cluster(params)
@@ -283,7 +358,8 @@ class Assign:
         for desc in newest_first:
             for _ in range(want - len(cluster.holders[desc.id])):
                 targets = [s for s in cluster.holds
-                           if desc.id not in cluster.holds[s] and cluster.free(s) >= desc.size]
+                           if desc.id not in cluster.holds[s] and cluster.free(s) >= desc.size
+                           and not params.gave_up(s, desc.id)]
                 if not targets:
                     break  # no room anywhere: retried next run, after drops free space
                 target = min(targets, key=lambda s: (-cluster.free(s), s))
@@ -350,7 +426,7 @@ class Balance:
             share = {s: Fraction(projected[s], cluster.max_bytes[s]) for s in servers}
             source = min(servers, key=lambda s: (-share[s], s))
             target = min(servers, key=lambda s: (share[s], s))
-            desc = self._pick(cluster, live, want, source, target, projected)
+            desc = self._pick(cluster, live, want, source, target, projected, params)
             if desc is None:
                 break
             command = Load(target, desc.id)
@@ -362,13 +438,14 @@ class Balance:
 
     @staticmethod
     def _pick(cluster: _Cluster, live: Mapping[SegmentId, DutySegment], want: int, source: str,
-              target: str, projected: Mapping[str, int]) -> DutySegment | None:
+              target: str, projected: Mapping[str, int], params: DutyParams) -> DutySegment | None:
         src_cap, dst_cap = cluster.max_bytes[source], cluster.max_bytes[target]
         best: DutySegment | None = None
         for seg in cluster.loaded[source]:
             desc = live.get(seg)
             if (desc is None or desc.size <= 0 or seg in cluster.holds[target] or cluster.is_loading(seg)
-                    or len(cluster.loaded_by[seg]) < want or desc.size > cluster.free(target)):
+                    or len(cluster.loaded_by[seg]) < want or desc.size > cluster.free(target)
+                    or params.gave_up(target, seg)):
                 continue
             # Moving s bytes from u to t changes sum(b^2/cap) by s(2t+s)/dst_cap - s(2u-s)/src_cap.
             if (2 * projected[target] + desc.size) * src_cap >= (2 * projected[source] - desc.size) * dst_cap:
@@ -378,7 +455,7 @@ class Balance:
         return best
 
 
-DUTIES = (MarkOvershadowed(), Assign(), DropUnneeded(), Balance())
+DUTIES = (MarkOvershadowed(), RetryFailedLoads(), Assign(), DropUnneeded(), Balance())
 
 
 def run_duties(params: DutyParams, duties=DUTIES) -> list[Command]:

@@ -1,28 +1,45 @@
 """AssignmentState: a historical's pure state machine, events in, commands out.
 
 The coordinator's assignments (keys in discovery) say what this historical should serve. The
-state machine decides when to load, announce, unannounce and drop; the node around it only
-executes commands and feeds back what happened. Tests drive it with events and assert the exact
-commands, with no threads or files.
+state machine decides when to load, announce, unannounce and drop, and when to report a failed
+load back to the coordinator; the node around it only executes commands and feeds back what
+happened. Tests drive it with events and assert the exact commands, with no threads or files.
+
+As in dask's worker state machine, every event carries a ``stimulus_id`` (what caused it: an
+assignment put, a load finishing, a query finding corruption) and every command carries the
+stimulus id of the event that produced it, so a log line or a test can tell why anything was
+done. ``validate()`` checks the invariants; tests call it after every event, and
+``validate=True`` makes ``handle`` do it too.
+
+A failed load is kept (reason and attempt count) and reported with ``ReportLoadFailure``: the
+coordinator decides whether to assign it here again after a backoff (an ``Assigned`` for a
+segment that failed is a retry) or to move it to another historical. The record stays after an
+unassignment, so the coordinator still sees that this server failed the segment; a successful
+load clears it (``ClearLoadFailure``).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
+
+STIMULUS_LOG_SIZE = 1000
 
 
 # ---- events ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Assigned:
     descriptor: SegmentDescriptor
+    stimulus_id: str
 
 
 @dataclass(frozen=True)
 class Unassigned:
     segment: SegmentId
+    stimulus_id: str
 
 
 @dataclass(frozen=True)
@@ -30,17 +47,20 @@ class AssignmentsResynced:
     """The full set of current assignments (after a watch reconnect)."""
 
     descriptors: tuple[SegmentDescriptor, ...]
+    stimulus_id: str
 
 
 @dataclass(frozen=True)
 class LoadSucceeded:
     segment: SegmentId
+    stimulus_id: str
 
 
 @dataclass(frozen=True)
 class LoadFailed:
     segment: SegmentId
     reason: str
+    stimulus_id: str
 
 
 @dataclass(frozen=True)
@@ -48,28 +68,67 @@ class SegmentCorrupted:
     """A served segment failed a checksum at query or verify time."""
 
     segment: SegmentId
+    stimulus_id: str
+
+
+Event = Assigned | Unassigned | AssignmentsResynced | LoadSucceeded | LoadFailed | SegmentCorrupted
 
 
 # ---- commands --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Load:
     descriptor: SegmentDescriptor
+    stimulus_id: str
     force_refetch: bool = False
 
 
 @dataclass(frozen=True)
 class Drop:
     segment: SegmentId
+    stimulus_id: str
 
 
 @dataclass(frozen=True)
 class Announce:
     descriptor: SegmentDescriptor
+    stimulus_id: str
 
 
 @dataclass(frozen=True)
 class Unannounce:
     segment: SegmentId
+    stimulus_id: str
+
+
+@dataclass(frozen=True)
+class ReportLoadFailure:
+    """Tell the coordinator this server failed to load ``segment`` ``attempts`` times in a row."""
+
+    segment: SegmentId
+    reason: str
+    attempts: int
+    stimulus_id: str
+
+
+@dataclass(frozen=True)
+class ClearLoadFailure:
+    """The failure reported for ``segment`` no longer holds: it loaded."""
+
+    segment: SegmentId
+    stimulus_id: str
+
+
+Command = Load | Drop | Announce | Unannounce | ReportLoadFailure | ClearLoadFailure
+
+
+@dataclass(frozen=True)
+class LoadFailure:
+    reason: str
+    attempts: int
+
+
+class InvalidState(AssertionError):
+    """An invariant of AssignmentState does not hold: a bug in the state machine."""
 
 
 @dataclass
@@ -77,55 +136,93 @@ class AssignmentState:
     assigned: dict[SegmentId, SegmentDescriptor] = field(default_factory=dict)
     loading: set[SegmentId] = field(default_factory=set)
     served: set[SegmentId] = field(default_factory=set)
-    failed: dict[SegmentId, str] = field(default_factory=dict)
+    failed: dict[SegmentId, LoadFailure] = field(default_factory=dict)
+    validate: bool = False
+    # The latest events handled, for post-mortems: (stimulus id, event).
+    stimulus_log: deque = field(default_factory=lambda: deque(maxlen=STIMULUS_LOG_SIZE))
 
-    def handle(self, event) -> list:
+    def handle(self, event: Event) -> list[Command]:
+        self.stimulus_log.append((event.stimulus_id, event))
+        commands = self._handle(event)
+        if self.validate:
+            self.validate_state()
+        return commands
+
+    def _handle(self, event: Event) -> list[Command]:
+        sid_ = event.stimulus_id
         if isinstance(event, Assigned):
-            return self._assigned(event.descriptor)
+            return self._assigned(event.descriptor, sid_)
         if isinstance(event, Unassigned):
-            return self._unassigned(event.segment)
+            return self._unassigned(event.segment, sid_)
         if isinstance(event, AssignmentsResynced):
             wanted = {d.id: d for d in event.descriptors}
             out = []
             for sid in [s for s in self.assigned if s not in wanted]:
-                out.extend(self._unassigned(sid))
+                out.extend(self._unassigned(sid, sid_))
             for d in event.descriptors:
-                out.extend(self._assigned(d))
+                out.extend(self._assigned(d, sid_))
             return out
         if isinstance(event, LoadSucceeded):
+            if event.segment not in self.loading:
+                return []  # a stale outcome (nothing of ours is loading it)
             self.loading.discard(event.segment)
-            self.failed.pop(event.segment, None)
+            out: list[Command] = []
+            if self.failed.pop(event.segment, None) is not None:
+                out.append(ClearLoadFailure(event.segment, sid_))
             if event.segment in self.assigned:
                 self.served.add(event.segment)
-                return [Announce(self.assigned[event.segment])]
-            return [Drop(event.segment)]  # unassigned while loading
+                return out + [Announce(self.assigned[event.segment], sid_)]
+            return out + [Drop(event.segment, sid_)]  # unassigned while loading
         if isinstance(event, LoadFailed):
+            if event.segment not in self.loading:
+                return []
             self.loading.discard(event.segment)
-            if event.segment in self.assigned:
-                self.failed[event.segment] = event.reason
-            return []
+            if event.segment not in self.assigned:
+                return []  # unassigned meanwhile: nobody waits for it here
+            before = self.failed.get(event.segment)
+            failure = LoadFailure(event.reason, (before.attempts if before else 0) + 1)
+            self.failed[event.segment] = failure
+            return [ReportLoadFailure(event.segment, failure.reason, failure.attempts, sid_)]
         if isinstance(event, SegmentCorrupted):
             if event.segment not in self.served:
                 return []
             self.served.discard(event.segment)
             self.loading.add(event.segment)
-            return [Unannounce(event.segment), Load(self.assigned[event.segment], force_refetch=True)]
+            return [Unannounce(event.segment, sid_), Load(self.assigned[event.segment], sid_, force_refetch=True)]
         raise TypeError(f"unknown event {event!r}")
 
-    def _assigned(self, descriptor: SegmentDescriptor) -> list:
+    def _assigned(self, descriptor: SegmentDescriptor, stimulus_id: str) -> list[Command]:
         sid = descriptor.id
         self.assigned[sid] = descriptor
         if sid in self.served or sid in self.loading:
             return []
-        self.failed.pop(sid, None)
+        # A segment that failed before is retried (the coordinator put its assignment again); the
+        # failure record stays, with its attempt count, until a load succeeds.
         self.loading.add(sid)
-        return [Load(descriptor)]
+        return [Load(descriptor, stimulus_id, force_refetch=sid in self.failed)]
 
-    def _unassigned(self, sid: SegmentId) -> list:
+    def _unassigned(self, sid: SegmentId, stimulus_id: str) -> list[Command]:
         if self.assigned.pop(sid, None) is None:
             return []
-        self.failed.pop(sid, None)
         if sid in self.served:
             self.served.discard(sid)
-            return [Unannounce(sid), Drop(sid)]
+            return [Unannounce(sid, stimulus_id), Drop(sid, stimulus_id)]
         return []  # still loading: LoadSucceeded will see it unassigned and drop it
+
+    def validate_state(self) -> None:
+        """Raises InvalidState naming the first broken invariant."""
+        both = self.loading & self.served
+        if both:
+            raise InvalidState(f"segments both loading and served: {sorted(map(str, both))}")
+        unassigned = self.served - set(self.assigned)
+        if unassigned:
+            raise InvalidState(f"served without an assignment: {sorted(map(str, unassigned))}")
+        served_failed = self.served & set(self.failed)
+        if served_failed:
+            raise InvalidState(f"served yet recorded as failed: {sorted(map(str, served_failed))}")
+        for sid, failure in self.failed.items():
+            if failure.attempts < 1:
+                raise InvalidState(f"failure of {sid} has {failure.attempts} attempts")
+        for sid, descriptor in self.assigned.items():
+            if descriptor.id != sid:
+                raise InvalidState(f"assignment of {sid} holds the descriptor of {descriptor.id}")

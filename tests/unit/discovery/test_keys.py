@@ -15,9 +15,12 @@ from services.discovery.keys import (
     assignment_key,
     assignments_prefix,
     leader_key,
+    load_failure_key,
+    load_failures_prefix,
     node_key,
     nodes_prefix,
     parse_assignment_key,
+    parse_load_failure_key,
     parse_node_key,
     parse_served_key,
     served_key,
@@ -35,7 +38,8 @@ def test_node_keys_round_trip_and_sit_under_their_role_prefix():
 
 
 @pytest.mark.parametrize("build,prefix,parse", [(assignment_key, assignments_prefix, parse_assignment_key),
-                                                (served_key, served_prefix, parse_served_key)])
+                                                (served_key, served_prefix, parse_served_key),
+                                                (load_failure_key, load_failures_prefix, parse_load_failure_key)])
 def test_segment_keys_hold_the_id_as_one_element(build, prefix, parse):
     key = build("h1", ODD)
     assert key.startswith(prefix("h1")) and key.startswith(prefix())
@@ -47,6 +51,7 @@ def test_segment_keys_hold_the_id_as_one_element(build, prefix, parse):
 def test_each_family_has_its_own_root():
     assert assignment_key("h1", ODD).startswith("/strata/assignments/h1/")
     assert served_key("h1", ODD).startswith("/strata/served/h1/")
+    assert load_failure_key("h1", ODD).startswith("/strata/load_failures/h1/")
     assert leader_key("coordinator") == "/strata/leader/coordinator"
     assert CATALOG_VERSION_KEY == "/strata/catalog/version"
 
@@ -64,3 +69,10 @@ def test_elements_with_a_slash_or_empty_are_refused(bad):
         node_key("historical", bad)
     with pytest.raises(ValidationError, match="server id"):
         served_key(bad, ODD)
+
+
+def test_a_load_failure_report_round_trips_with_its_typed_segment():
+    from services.discovery.load_failure import LoadFailureReport
+
+    report = LoadFailureReport(ODD, "deep storage object ... does not exist\n\u00e9", 3, 1_700_000_000_000)
+    assert LoadFailureReport.from_bytes(report.to_bytes()) == report

@@ -1,4 +1,9 @@
-"""AssignmentState: feed events, assert the exact commands (no threads, no files)."""
+"""AssignmentState: feed events, assert the exact commands and their stimulus ids, and validate the
+state after every event (as dask's worker state machine tests do); no threads, no files."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
@@ -8,10 +13,14 @@ from services.historical.core.assignment_state import (
     Assigned,
     AssignmentsResynced,
     AssignmentState,
+    ClearLoadFailure,
     Drop,
+    InvalidState,
     Load,
     LoadFailed,
+    LoadFailure,
     LoadSucceeded,
+    ReportLoadFailure,
     SegmentCorrupted,
     Unannounce,
     Unassigned,
@@ -24,52 +33,161 @@ def descriptor(day: int, partition: int = 0) -> SegmentDescriptor:
     return SegmentDescriptor(sid, 1000, 10, f"wiki/{day}.sseg", 1, "{}")
 
 
+def machine() -> AssignmentState:
+    return AssignmentState(validate=True)  # every handle() validates the state after the event
+
+
 def test_assign_load_announce():
-    s, d = AssignmentState(), descriptor(1)
-    assert s.handle(Assigned(d)) == [Load(d)]
-    assert s.handle(Assigned(d)) == []  # a repeated put while loading is not a second load
-    assert s.handle(LoadSucceeded(d.id)) == [Announce(d)]
+    s, d = machine(), descriptor(1)
+    assert s.handle(Assigned(d, "put-1")) == [Load(d, "put-1")]
+    assert s.handle(Assigned(d, "put-2")) == []  # a repeated put while loading is not a second load
+    assert s.handle(LoadSucceeded(d.id, "ok-1")) == [Announce(d, "ok-1")]
     assert s.served == {d.id} and not s.loading
+    assert [sid for sid, _ in s.stimulus_log] == ["put-1", "put-2", "ok-1"]
 
 
 def test_unassign_served_unannounces_then_drops():
-    s, d = AssignmentState(), descriptor(1)
-    s.handle(Assigned(d))
-    s.handle(LoadSucceeded(d.id))
-    assert s.handle(Unassigned(d.id)) == [Unannounce(d.id), Drop(d.id)]
+    s, d = machine(), descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    s.handle(LoadSucceeded(d.id, "ok-1"))
+    assert s.handle(Unassigned(d.id, "del-1")) == [Unannounce(d.id, "del-1"), Drop(d.id, "del-1")]
     assert s.served == set() and s.assigned == {}
 
 
 def test_unassigned_while_loading_drops_when_load_finishes():
-    s, d = AssignmentState(), descriptor(1)
-    s.handle(Assigned(d))
-    assert s.handle(Unassigned(d.id)) == []
-    assert s.handle(LoadSucceeded(d.id)) == [Drop(d.id)]
-    assert s.served == set()
+    s, d = machine(), descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    assert s.handle(Unassigned(d.id, "del-1")) == []
+    assert s.handle(LoadSucceeded(d.id, "ok-1")) == [Drop(d.id, "ok-1")]
+    assert s.served == set() and s.loading == set()
 
 
-def test_failed_load_is_recorded_and_a_new_assignment_retries():
-    s, d = AssignmentState(), descriptor(1)
-    s.handle(Assigned(d))
-    assert s.handle(LoadFailed(d.id, "checksum")) == []
-    assert s.failed == {d.id: "checksum"}
-    assert s.handle(Assigned(d)) == [Load(d)]
-    assert s.failed == {}
+def test_a_failed_load_is_reported_and_a_repeated_assignment_retries_it():
+    s, d = machine(), descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    assert s.handle(LoadFailed(d.id, "not found", "fail-1")) == [ReportLoadFailure(d.id, "not found", 1, "fail-1")]
+    assert s.failed == {d.id: LoadFailure("not found", 1)} and not s.loading
+    # The coordinator puts the assignment again after its backoff: a retry, from a fresh copy.
+    assert s.handle(Assigned(d, "put-2")) == [Load(d, "put-2", force_refetch=True)]
+    assert s.failed == {d.id: LoadFailure("not found", 1)}  # the count survives until a load succeeds
+    assert s.handle(LoadFailed(d.id, "checksum", "fail-2")) == [ReportLoadFailure(d.id, "checksum", 2, "fail-2")]
+    s.handle(Assigned(d, "put-3"))
+    assert s.handle(LoadSucceeded(d.id, "ok-1")) == [ClearLoadFailure(d.id, "ok-1"), Announce(d, "ok-1")]
+    assert s.failed == {} and s.served == {d.id}
+
+
+def test_a_failure_outlives_the_unassignment_so_the_coordinator_still_sees_it():
+    s, d = machine(), descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    s.handle(LoadFailed(d.id, "disk full", "fail-1"))
+    assert s.handle(Unassigned(d.id, "del-1")) == []  # moved elsewhere: nothing was served here
+    assert s.failed == {d.id: LoadFailure("disk full", 1)} and s.assigned == {}
+    assert s.handle(Assigned(d, "put-2")) == [Load(d, "put-2", force_refetch=True)]
+    assert s.handle(LoadFailed(d.id, "disk full", "fail-2")) == [ReportLoadFailure(d.id, "disk full", 2, "fail-2")]
+
+
+def test_a_failure_after_the_unassignment_reports_nothing():
+    s, d = machine(), descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    s.handle(Unassigned(d.id, "del-1"))
+    assert s.handle(LoadFailed(d.id, "gone", "fail-1")) == []
+    assert s.failed == {} and s.loading == set()
+
+
+def test_stale_outcomes_change_nothing():
+    s, d = machine(), descriptor(1)
+    assert s.handle(LoadSucceeded(d.id, "ok-1")) == []
+    assert s.handle(LoadFailed(d.id, "x", "fail-1")) == []
+    assert s.handle(Unassigned(d.id, "del-1")) == []
+    assert (s.assigned, s.loading, s.served, s.failed) == ({}, set(), set(), {})
 
 
 def test_resync_drops_missing_and_loads_new():
-    s, a, b, c = AssignmentState(), descriptor(1), descriptor(2), descriptor(3)
-    for d in (a, b):
-        s.handle(Assigned(d))
-        s.handle(LoadSucceeded(d.id))
-    out = s.handle(AssignmentsResynced((b, c)))
-    assert out == [Unannounce(a.id), Drop(a.id), Load(c)]
+    s, a, b, c = machine(), descriptor(1), descriptor(2), descriptor(3)
+    for i, d in enumerate((a, b)):
+        s.handle(Assigned(d, f"put-{i}"))
+        s.handle(LoadSucceeded(d.id, f"ok-{i}"))
+    out = s.handle(AssignmentsResynced((b, c), "resync-1"))
+    assert out == [Unannounce(a.id, "resync-1"), Drop(a.id, "resync-1"), Load(c, "resync-1")]
 
 
 def test_corrupted_segment_is_unannounced_and_refetched():
-    s, d = AssignmentState(), descriptor(1)
-    s.handle(Assigned(d))
-    s.handle(LoadSucceeded(d.id))
-    assert s.handle(SegmentCorrupted(d.id)) == [Unannounce(d.id), Load(d, force_refetch=True)]
-    assert s.handle(LoadSucceeded(d.id)) == [Announce(d)]
-    assert s.handle(SegmentCorrupted(descriptor(9).id)) == []
+    s, d = machine(), descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    s.handle(LoadSucceeded(d.id, "ok-1"))
+    assert s.handle(SegmentCorrupted(d.id, "corrupt-1")) == [Unannounce(d.id, "corrupt-1"),
+                                                             Load(d, "corrupt-1", force_refetch=True)]
+    assert s.handle(LoadSucceeded(d.id, "ok-2")) == [Announce(d, "ok-2")]
+    assert s.handle(SegmentCorrupted(descriptor(9).id, "corrupt-2")) == []
+
+
+def test_a_refetch_after_corruption_that_fails_is_reported():
+    s, d = machine(), descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    s.handle(LoadSucceeded(d.id, "ok-1"))
+    s.handle(SegmentCorrupted(d.id, "corrupt-1"))
+    assert s.handle(LoadFailed(d.id, "checksum", "fail-1")) == [ReportLoadFailure(d.id, "checksum", 1, "fail-1")]
+    assert s.served == set() and s.failed == {d.id: LoadFailure("checksum", 1)}
+
+
+def test_validation_names_a_broken_invariant():
+    d = descriptor(1)
+    with pytest.raises(InvalidState, match="both loading and served"):
+        AssignmentState(assigned={d.id: d}, loading={d.id}, served={d.id}).validate_state()
+    with pytest.raises(InvalidState, match="served without an assignment"):
+        AssignmentState(served={d.id}).validate_state()
+    with pytest.raises(InvalidState, match="served yet recorded as failed"):
+        AssignmentState(assigned={d.id: d}, served={d.id}, failed={d.id: LoadFailure("x", 1)}).validate_state()
+
+
+SEGMENTS = [descriptor(day, part) for day in (1, 2) for part in (0, 10)]  # partition 10 vs 1: distinct ids
+_seg = st.sampled_from(SEGMENTS)
+EVENTS = st.one_of(
+    st.builds(lambda d: ("assigned", d), _seg),
+    st.builds(lambda d: ("unassigned", d), _seg),
+    st.builds(lambda d: ("succeeded", d), _seg),
+    st.builds(lambda d, r: ("failed", d, r), _seg, st.sampled_from(["", "not found", "é\n\x00"])),
+    st.builds(lambda d: ("corrupted", d), _seg),
+    st.builds(lambda ds: ("resync", ds), st.lists(_seg, unique=True, max_size=4)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(EVENTS, max_size=60))
+def test_any_event_sequence_keeps_the_invariants_and_every_command_names_its_stimulus(events):
+    """The node feeds outcomes only for loads it started, as the real shell does; everything else
+    (assignment changes, corruption reports, resyncs) comes in any order."""
+    s = machine()
+    in_flight: set = set()
+    for i, ev in enumerate(events):
+        stimulus = f"s-{i}"
+        kind, d = ev[0], ev[1]
+        if kind == "assigned":
+            event = Assigned(d, stimulus)
+        elif kind == "unassigned":
+            event = Unassigned(d.id, stimulus)
+        elif kind == "succeeded":
+            if d.id not in in_flight:
+                continue
+            in_flight.discard(d.id)
+            event = LoadSucceeded(d.id, stimulus)
+        elif kind == "failed":
+            if d.id not in in_flight:
+                continue
+            in_flight.discard(d.id)
+            event = LoadFailed(d.id, ev[2], stimulus)
+        elif kind == "corrupted":
+            event = SegmentCorrupted(d.id, stimulus)
+        else:
+            event = AssignmentsResynced(tuple(d), stimulus)
+        commands = s.handle(event)  # validates
+        assert all(c.stimulus_id == stimulus for c in commands)
+        for c in commands:
+            if isinstance(c, Load):
+                assert c.descriptor.id not in in_flight, "a second load of a segment already loading"
+                in_flight.add(c.descriptor.id)
+            if isinstance(c, Announce):
+                assert c.descriptor.id in s.served and c.descriptor.id in s.assigned
+            if isinstance(c, ReportLoadFailure):
+                assert s.failed[c.segment].attempts == c.attempts >= 1
+        assert in_flight == s.loading

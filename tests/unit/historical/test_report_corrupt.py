@@ -16,7 +16,8 @@ IV = Interval.parse("2020-01-01/2020-01-02")
 
 def node_serving(*sids):
     fed = []
-    fake = SimpleNamespace(_lock=threading.Lock(), state=SimpleNamespace(served=set(sids)), feed=fed.append)
+    fake = SimpleNamespace(_lock=threading.Lock(), state=SimpleNamespace(served=set(sids)), feed=fed.append,
+                           stimulus_id=lambda kind: f"{kind}-1")
     return fake, fed
 
 
@@ -25,7 +26,7 @@ def test_only_the_named_segment_is_refetched():
     assert str(p1) in str(p10)  # what the old substring match tripped over
     node, fed = node_serving(p1, p10)
     HistoricalNode.report_corrupt(node, SegmentCorruptError(f"segment {p10}: checksum check failed", p10))
-    assert [e.segment for e in fed] == [p10]
+    assert [(e.segment, e.stimulus_id) for e in fed] == [(p10, "segment-corrupted-1")]
 
 
 def test_an_error_without_an_id_marks_nothing():
