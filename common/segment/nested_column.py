@@ -122,18 +122,34 @@ class _Dictionaries:
                 "ARRAY": len(self.arrays)}
 
     def global_ids(self, values: list) -> np.ndarray:
+        """Each value's id in the stacked dictionaries (-1 for null); one vectorized lookup per kind."""
         out = np.full(len(values), -1, dtype=np.int64)
+        string_ids, array_ids = self._string_ids, self._array_ids
+        s_rows, s_ids, l_rows, l_vals, d_rows, d_vals, a_rows, a_ids = [], [], [], [], [], [], [], []
         for row, v in enumerate(values):
             if v is None:
                 continue
-            if isinstance(v, str):
-                out[row] = self._string_ids[v]
-            elif isinstance(v, (bool, int)):
-                out[row] = self.offsets["LONG"] + int(np.searchsorted(self.longs, int(v)))
-            elif isinstance(v, float):
-                out[row] = self.offsets["DOUBLE"] + int(np.searchsorted(self.doubles, v))
+            t = type(v)
+            if t is str:
+                s_rows.append(row)
+                s_ids.append(string_ids[v])
+            elif t is int or t is bool:
+                l_rows.append(row)
+                l_vals.append(int(v))
+            elif t is float:
+                d_rows.append(row)
+                d_vals.append(v)
             else:
-                out[row] = self.offsets["ARRAY"] + self._array_ids[_array_text(v)]
+                a_rows.append(row)
+                a_ids.append(array_ids[_array_text(v)])
+        if s_rows:
+            out[s_rows] = s_ids
+        if l_rows:
+            out[l_rows] = self.offsets["LONG"] + np.searchsorted(self.longs, np.array(l_vals, dtype=np.int64))
+        if d_rows:
+            out[d_rows] = self.offsets["DOUBLE"] + np.searchsorted(self.doubles, np.array(d_vals, dtype=np.float64))
+        if a_rows:
+            out[a_rows] = self.offsets["ARRAY"] + np.array(a_ids, dtype=np.int64)
         return out
 
     def parts(self) -> dict[str, pa.Buffer]:
