@@ -5,6 +5,9 @@ parse_json turns 955.00 into 955, its to_json drops null members), so PARSE_JSON
 JSON_VALUE, JSON_QUERY, JSON_OBJECT and TO_JSON_STRING become Arrow UDFs over ``common/json``, the
 functions queries use. Inside Spark a COMPLEX<json> value is its compact JSON text; the builder
 stores such output columns as nested columns (``IngestionStatement.json_columns``).
+
+The UDF bodies take and return Arrow arrays and carry no type hints: arrow_udf reads hints to pick
+its calling convention, and this module's postponed (string) annotations would confuse it.
 """
 
 from __future__ import annotations
@@ -24,25 +27,25 @@ def _path(p: pa.Array) -> str:
     return p[0].as_py() if len(p) else "$"
 
 
-def parse_json_text(s: pa.Array) -> pa.Array:
+def parse_json_text(s):
     from common.json.json_functions import parse_json
 
     return parse_json(s, strict=True)
 
 
-def try_parse_json_text(s: pa.Array) -> pa.Array:
+def try_parse_json_text(s):
     from common.json.json_functions import parse_json
 
     return parse_json(s, strict=False)
 
 
-def json_query_text(j: pa.Array, p: pa.Array) -> pa.Array:
+def json_query_text(j, p):
     from common.json.json_functions import json_query
 
     return json_query(j, _path(p))
 
 
-def to_json_string_text(v: pa.Array, kind: pa.Array) -> pa.Array:
+def to_json_string_text(v, kind):
     """``kind`` is 'json' when ``v`` holds COMPLEX<json> text, else ``v`` is a plain value."""
     from common.json.json_functions import to_json_string
 
@@ -50,7 +53,7 @@ def to_json_string_text(v: pa.Array, kind: pa.Array) -> pa.Array:
 
 
 def _json_value(type_name: str):
-    def run(j: pa.Array, p: pa.Array) -> pa.Array:
+    def run(j, p):
         from common.json.path_steps import json_values
         from common.types.column_type import ColumnType
 
@@ -59,7 +62,7 @@ def _json_value(type_name: str):
     return run
 
 
-def json_object_text(values: pa.StructArray, json_keys: pa.Array) -> pa.Array:
+def json_object_text(values, json_keys):
     """An object per row from a struct of the pairs; members named in ``json_keys`` (a JSON list)
     hold COMPLEX<json> text and are parsed, the rest are plain values. Null members stay null."""
     from common.json.json_functions import dumps

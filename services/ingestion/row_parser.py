@@ -413,11 +413,12 @@ def _delimited_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: 
             batcher.error(line_no, raw, error)
         elif fields == [] or (len(fields) == 1 and fields[0].strip() == ""):
             pass  # blank line
-        elif len(fields) != len(columns):
+        elif len(fields) > len(columns):
             batcher.error(line_no, raw, f"the row has {len(fields)} values but there are {len(columns)} columns "
                           f"({', '.join(columns)})")
         else:
-            batcher.add([fields[p] if fields[p] != "" else None for p in positions], line_no, raw)
+            # A row may stop early (no trailing delimiters, as Druid's TSV test files do): the rest is null.
+            batcher.add([fields[p] if p < len(fields) and fields[p] != "" else None for p in positions], line_no, raw)
         yield line_no
 
 

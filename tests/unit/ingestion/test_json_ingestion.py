@@ -86,11 +86,11 @@ def parse(text: str, fmt: dict, sig: list) -> list[dict]:
 
 
 def test_text_formats_parse_json_columns_and_malformed_text_is_a_parse_exception():
-    text = '1\t{"x": 100, "y": [1, 2.5]}\n2\t"hello"\n3\t{"x": oops}\n4\t\n5\t[1, {"a": null}]\n'
+    text = '1\t{"x": 100, "y": [1, 2.5]}\n2\t"hello"\n3\t{"x": oops}\n4\t\n5\t[1, {"a": null}]\n6\n'
     rows = parse(text, {"type": "tsv", "columns": ["n", "j"]}, [{"name": "n", "type": "long"},
                                                              {"name": "j", "type": "COMPLEX<json>"}])
     assert [(r["n"], r["j"]) for r in rows if r[META_ERROR] is None] == \
-        [(1, '{"x":100,"y":[1,2.5]}'), (2, '"hello"'), (4, None), (5, '[1,{"a":null}]')]
+        [(1, '{"x":100,"y":[1,2.5]}'), (2, '"hello"'), (4, None), (5, '[1,{"a":null}]'), (6, None)]  # 6: short row
     [bad] = [r for r in rows if r[META_ERROR] is not None]
     assert bad[META_LINE] == 3
     assert "column 'j' is COMPLEX<json> but holds invalid JSON (Expecting value at character 7" in bad[META_ERROR]
