@@ -198,3 +198,24 @@ def test_json_value_without_returning_is_varchar_where_no_number_is_asked_for(nu
     got = execute_sql("SELECT JSON_VALUE(j, '$.n') AS n, JSON_VALUE(j, '$.f') AS f FROM nums "
                       "WHERE JSON_VALUE(j, '$.s') = '7'", catalog, lambda nq: execute(nq, segments).table)
     assert got.to_pylist() == [{"n": "5", "f": "1.5"}]  # Druid's SQL type for it, as its docs show
+
+
+def test_array_concat_agg_merges_partials_of_several_segments(tmp_path):
+    from common.query.aggregators import ArrayConcat
+
+    docs = [{"k": ["b", "a"]}, {"k": ["c"]}, {"k": None}, {"k": ["a", "d"]}, {}]
+    segments = []
+    for i, part in enumerate((docs[:2], docs[2:])):
+        table = pa.table({"__time": pa.array([1577836800000 + 86_400_000 * i] * len(part), pa.int64()),
+                          "g": ["x"] * len(part), "j": [json.dumps(d) for d in part]})
+        day = Interval.of(f"2020-01-0{i + 1}/2020-01-0{i + 2}")
+        path = str(tmp_path / f"s{i}.sseg")
+        build_segment(table, path, SegmentId("arr", day, "v1", 0), column_types={"j": JSON})
+        segments.append(Segment.open(path))
+    catalog = FakeCatalog({"arr": union_schema(segments)})
+    got = execute_sql("SELECT g, ARRAY_CONCAT_AGG(JSON_VALUE(j, '$.k[*]')) AS all_k, "
+                      "ARRAY_CONCAT_AGG(DISTINCT JSON_VALUE(j, '$.k[*]')) AS set_k FROM arr GROUP BY g",
+                      catalog, lambda q: execute(q, segments).table).to_pylist()
+    assert got == [{"g": "x", "all_k": ["b", "a", "c", "a", "d"], "set_k": ["a", "b", "c", "d"]}]
+    assert ArrayConcat("x", "f", True).to_json() == {"type": "arrayConcat", "name": "x", "fieldName": "f",
+                                                     "distinct": True}
