@@ -28,9 +28,22 @@ def _path(p: pa.Array) -> str:
 
 
 def parse_json_text(s):
+    from common.errors import ValidationError
     from common.json.json_functions import parse_json
 
-    return parse_json(s, strict=True)
+    out = parse_json(s, strict=False)
+    bad = [t for t, v in zip(s.to_pylist(), out.to_pylist()) if t is not None and v is None]
+    if bad:  # a row of a Spark batch means nothing to the user: quote the text instead
+        try:
+            json.loads(bad[0])
+            reason = "nested too deeply"
+        except ValueError as exc:
+            reason = getattr(exc, "msg", str(exc))
+        except RecursionError:
+            reason = "nested too deeply"
+        raise ValidationError(f"PARSE_JSON: {bad[0][:80]!r} is not valid JSON ({reason}); use TRY_PARSE_JSON to "
+                              f"get NULL for such values ({len(bad)} in this batch)")
+    return out
 
 
 def try_parse_json_text(s):

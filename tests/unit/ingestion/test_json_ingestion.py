@@ -68,6 +68,8 @@ def test_udf_bodies_are_the_query_functions():
     assert json_udfs.parse_json_text(texts).to_pylist() == ['{"price":955.0,"tags":["a"],"o":{"k":null}}', None,
                                                            '"hello"']
     assert json_udfs.try_parse_json_text(pa.array(["{bad", "[1]"])).to_pylist() == [None, "[1]"]
+    with pytest.raises(Exception, match=r"PARSE_JSON: '\{bad' is not valid JSON \(Expecting property name.*TRY_PARSE_JSON"):
+        json_udfs.parse_json_text(pa.array(["[1]", "{bad", None]))
     path = pa.array(["$.price"] * 3)
     assert json_udfs._json_value("STRING")(texts, path).to_pylist() == ["955.0", None, None]
     assert json_udfs._json_value("LONG")(texts, path).to_pylist() == [955, None, None]
