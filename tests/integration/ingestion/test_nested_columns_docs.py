@@ -559,3 +559,18 @@ def test_malformed_json_is_a_parse_exception_with_line_and_reason(cluster, inges
     strict = ingested["malformed_json_strict"]  # maxParseExceptions defaults to 0
     assert strict.state == "FAILED"
     assert "column 'doc' is COMPLEX<json> but holds invalid JSON" in strict.error and "maxParseExceptions" in strict.error
+
+
+def test_json_value_without_returning_reads_the_stored_type_where_a_number_is_used(flight, nested_files):
+    docs, _ = nested_files["nested_numeric"]
+    nests = [d.get("nest") or {} for d in docs]
+    names, types, got = query(flight, "SELECT SUM(JSON_VALUE(nest, '$.long')) AS l, SUM(JSON_VALUE(nest, '$.double')) AS d, "
+                                      "COUNT(*) FILTER (WHERE JSON_VALUE(nest, '$.long') > 200) AS n, "
+                                      "MIN(JSON_VALUE(nest, '$.long')) AS lo FROM nested_numeric")
+    # The broker sees the segments' field types: $.long held only whole numbers, $.double fractions.
+    assert types == ["BIGINT", "DOUBLE", "BIGINT", "BIGINT"]
+    longs = [n["long"] for n in nests if "long" in n]
+    assert got == [[sum(longs), pytest.approx(sum(n["double"] for n in nests if "double" in n)),
+                    sum(1 for v in longs if v > 200), min(longs)]]
+    _, types, _ = query(flight, "SELECT JSON_VALUE(nest, '$.long') AS l FROM nested_numeric LIMIT 1")
+    assert types == ["VARCHAR"]  # no number asked for: Druid's VARCHAR
