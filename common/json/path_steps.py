@@ -6,6 +6,7 @@ A path that does not parse is a user error naming the position, with a caret und
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 
@@ -155,6 +156,7 @@ def has_wildcard(parts: tuple) -> bool:
     return any(p is WILDCARD or isinstance(p, Descend) for p in parts)
 
 
+@functools.lru_cache(maxsize=1 << 16)  # documents repeat their keys: the text is made once per key
 def key_text(key: str) -> str:
     if _PLAIN_KEY.match(key):
         return "." + key

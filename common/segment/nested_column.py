@@ -122,24 +122,40 @@ class _Dictionaries:
                 "ARRAY": len(self.arrays)}
 
     def global_ids(self, values: list) -> np.ndarray:
+        """Each value's id in the stacked dictionaries (-1 for null); one vectorized lookup per kind."""
         out = np.full(len(values), -1, dtype=np.int64)
+        string_ids, array_ids = self._string_ids, self._array_ids
+        s_rows, s_ids, l_rows, l_vals, d_rows, d_vals, a_rows, a_ids = [], [], [], [], [], [], [], []
         for row, v in enumerate(values):
             if v is None:
                 continue
-            if isinstance(v, str):
-                out[row] = self._string_ids[v]
-            elif isinstance(v, (bool, int)):
-                out[row] = self.offsets["LONG"] + int(np.searchsorted(self.longs, int(v)))
-            elif isinstance(v, float):
-                out[row] = self.offsets["DOUBLE"] + int(np.searchsorted(self.doubles, v))
+            t = type(v)
+            if t is str:
+                s_rows.append(row)
+                s_ids.append(string_ids[v])
+            elif t is int or t is bool:
+                l_rows.append(row)
+                l_vals.append(int(v))
+            elif t is float:
+                d_rows.append(row)
+                d_vals.append(v)
             else:
-                out[row] = self.offsets["ARRAY"] + self._array_ids[_array_text(v)]
+                a_rows.append(row)
+                a_ids.append(array_ids[_array_text(v)])
+        if s_rows:
+            out[s_rows] = s_ids
+        if l_rows:
+            out[l_rows] = self.offsets["LONG"] + np.searchsorted(self.longs, np.array(l_vals, dtype=np.int64))
+        if d_rows:
+            out[d_rows] = self.offsets["DOUBLE"] + np.searchsorted(self.doubles, np.array(d_vals, dtype=np.float64))
+        if a_rows:
+            out[a_rows] = self.offsets["ARRAY"] + np.array(a_ids, dtype=np.int64)
         return out
 
     def parts(self) -> dict[str, pa.Buffer]:
-        return {"dict/strings": ipc_bytes(self.strings), "dict/longs": ipc_bytes(pa.array(self.longs, pa.int64())),
-                "dict/doubles": ipc_bytes(pa.array(self.doubles, pa.float64())),
-                "dict/arrays": ipc_bytes(self.arrays)}
+        return {"dict/strings": _zstd_ipc(self.strings), "dict/longs": _zstd_ipc(pa.array(self.longs, pa.int64())),
+                "dict/doubles": _zstd_ipc(pa.array(self.doubles, pa.float64())),
+                "dict/arrays": _zstd_ipc(self.arrays)}
 
 
 def _field_parts(f: SplitField, dicts: _Dictionaries, prefix: str) -> tuple[dict[str, pa.Buffer], dict]:
@@ -152,9 +168,9 @@ def _field_parts(f: SplitField, dicts: _Dictionaries, prefix: str) -> tuple[dict
     narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
     mask = ~present
     parts = {
-        f"{prefix}/local": ipc_bytes(pa.array(local, pa.int64())),
-        f"{prefix}/codes": ipc_bytes(pa.array(narrow, mask=mask if mask.any() else None)),
-        f"{prefix}/bitmaps": ipc_bytes(_bitmaps_binary(codes, cardinality)),
+        f"{prefix}/local": _zstd_ipc(pa.array(local, pa.int64())),
+        f"{prefix}/codes": _zstd_ipc(pa.array(narrow, mask=mask if mask.any() else None)),
+        f"{prefix}/bitmaps": _zstd_ipc(_bitmaps_binary(codes, cardinality)),
     }
     kinds = set(f.types)
     if kinds and kinds <= {"LONG", "DOUBLE"}:
@@ -162,7 +178,7 @@ def _field_parts(f: SplitField, dicts: _Dictionaries, prefix: str) -> tuple[dict
             nums = pa.array([None if v is None else int(v) for v in f.values], pa.int64())
         else:
             nums = pa.array([None if v is None else float(v) for v in f.values], pa.float64())
-        parts[f"{prefix}/values"] = ipc_bytes(nums)
+        parts[f"{prefix}/values"] = _zstd_ipc(nums)
     return parts, {"cardinality": cardinality, "rows": int(present.sum())}
 
 

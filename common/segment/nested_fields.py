@@ -131,7 +131,7 @@ def split_documents(texts: list, options: NestedOptions | None = None) -> Split:
         if doc is None:
             continue
         for path, kind, stored in literal_paths(doc):
-            if path in skip or any(p.search(path) for p in patterns):
+            if skip and path in skip or patterns and any(p.search(path) for p in patterns):
                 continue
             if path in typed and not kind.startswith("ARRAY"):
                 kind, stored = typed[path], _coerced(stored, typed[path])

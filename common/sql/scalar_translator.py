@@ -113,6 +113,30 @@ class Scope:
         return None
 
 
+def _number_literal(node: exp.Expression) -> bool:
+    while isinstance(node, (exp.Paren, exp.Neg)):
+        node = node.this
+    return isinstance(node, exp.Literal) and not node.is_string
+
+
+def _numeric_context(node: exp.Expression) -> bool:
+    """Whether ``node``'s value is used as a number: compared with (or IN, BETWEEN) number
+    literals, an operand of arithmetic, or the argument of SUM, AVG, MIN or MAX."""
+    child, parent = node, node.parent
+    while isinstance(parent, exp.Paren):
+        child, parent = parent, parent.parent
+    if isinstance(parent, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Sum, exp.Avg, exp.Min, exp.Max)):
+        return True
+    if isinstance(parent, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
+        other = parent.expression if parent.this is child else parent.this
+        return _number_literal(other)
+    if isinstance(parent, exp.In) and parent.this is child:
+        return bool(parent.expressions) and all(_number_literal(e) for e in parent.expressions)
+    if isinstance(parent, exp.Between) and parent.this is child:
+        return _number_literal(parent.args["low"]) and _number_literal(parent.args["high"])
+    return False
+
+
 def literal_value(node: exp.Expression):
     """A Python constant, for LIMIT/OFFSET and the like."""
     if isinstance(node, exp.Literal):
@@ -467,6 +491,14 @@ class ScalarTranslator:
 
         parts = parse_path(text)
         canonical = path_text(parts)
+        if returning is None and not has_wildcard(parts) and _numeric_context(node):
+            # No RETURNING, used as a number (compared with one, in arithmetic, summed): read the
+            # path as the number its field stores, as Druid infers JSON_VALUE's type from context.
+            from common.sql.json_field_types import numeric_type
+
+            lookup = getattr(self.scope, "json_field_types", None)
+            stored = lookup(node.this, canonical) if lookup is not None and isinstance(node.this, exp.Column) else None
+            target = numeric_type(stored)
         if has_wildcard(parts):  # [*] and ..name reach many values: an array of them
             target = from_column_type(value_type_for(parts, target.native))
         return Call("JSON_VALUE", (value, Literal(canonical, VARCHAR), Literal(target.native.native_name, VARCHAR)),

@@ -36,6 +36,7 @@ class ScopeColumn:
     index: int
     type: object
     merged: bool = False  # the second copy of a JOIN ... USING column: reachable only qualified
+    json_fields: object = None  # a nested JSON column of a datasource: path -> stored types (json_field_types)
 
 
 class RelationScope(Scope):
@@ -64,6 +65,14 @@ class RelationScope(Scope):
             raise ValidationError(unknown_name_message("table alias", table, quals))
         pool = [c.name for c in self.columns if not table or c.qualifier == table]
         raise ValidationError(unknown_name_message("column", name, pool))
+
+    def json_field_types(self, node: exp.Column, path: str):
+        """The stored types of ``path`` in the nested JSON column ``node``; None when unknown."""
+        name, table = node.name, node.table
+        hits = [c for c in self.columns if c.name == name and (c.qualifier == table if table else not c.merged)]
+        if len(hits) != 1 or hits[0].json_fields is None:
+            return None
+        return hits[0].json_fields.get(path)
 
 
 class AggregateScope(Scope):
@@ -230,7 +239,20 @@ class Translator:
                 raise ValidationError(f"alias '{alias_name}' names {len(column_aliases)} columns, but the table has "
                                       f"{len(rel.fields)}")
             rel = Project(rel, tuple(Ref(i, f.type) for i, f in enumerate(rel.fields)), tuple(column_aliases))
-        return rel, [ScopeColumn(qualifier, f.name, i, f.type) for i, f in enumerate(rel.fields)]
+        json_fields = self._json_fields(rel) if isinstance(rel, TableScan) else {}
+        return rel, [ScopeColumn(qualifier, f.name, i, f.type, json_fields=json_fields.get(f.name))
+                     for i, f in enumerate(rel.fields)]
+
+    def _json_fields(self, scan: TableScan) -> dict:
+        """Stored field types of the datasource's nested JSON columns, from its segment manifests."""
+        from common.sql.json_field_types import field_types
+
+        table = scan.table
+        json_columns = [f.name for f in table.fields
+                        if f.type.column_type is not None and f.type.column_type.complex_name == "json"]
+        if table.kind != "datasource" or not json_columns:
+            return {}
+        return field_types(self.catalog.segment_manifests(table.name), json_columns)
 
     def _cte(self, parts: list[str]) -> exp.Expression | None:
         if len(parts) != 1:

@@ -148,8 +148,38 @@ def _to_timestamp(v, column: str):
     raise BadValue(f"column '{column}': a {type(v).__name__} value cannot be a TIMESTAMP")
 
 
+def _plain_json(v):
+    """Parquet values as JSON values: structs are objects, and so are maps, which arrive as
+    (key, value) pairs; lists stay lists, at any depth."""
+    if isinstance(v, dict):
+        return {str(k): _plain_json(x) for k, x in v.items()}
+    if isinstance(v, list):
+        if v and all(isinstance(e, tuple) and len(e) == 2 for e in v):
+            return {str(k): _plain_json(x) for k, x in v}
+        return [_plain_json(x) for x in v]
+    return v
+
+
 def _to_json(v, column: str):
-    return None if v is None else json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+    if v is None:
+        return None
+    return json.dumps(_plain_json(v), separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _text_to_json(v, column: str):
+    """A COMPLEX<json> column of a text format (CSV, TSV) holds JSON text: parse it, so malformed
+    text is this row's parse exception, with the reason and where in the value it went wrong."""
+    if not isinstance(v, str):
+        return _to_json(v, column)
+    try:
+        doc = json.loads(v)
+    except json.JSONDecodeError as exc:
+        raise BadValue(f"column '{column}' is COMPLEX<json> but holds invalid JSON ({exc.msg} at character "
+                       f"{exc.pos + 1}: {v[:60]!r}); fix the text, or declare the column VARCHAR and use "
+                       "TRY_PARSE_JSON") from None
+    except RecursionError:
+        raise BadValue(f"column '{column}': JSON nested too deeply to parse") from None
+    return _to_json(doc, column)
 
 
 def _scalar_converter(ctype: ColumnType) -> Callable:
@@ -165,8 +195,11 @@ def _scalar_converter(ctype: ColumnType) -> Callable:
     return _to_string
 
 
-def converter(ctype: ColumnType, list_delimiter: str | None = None) -> Callable:
-    """value -> Python value of the column's Arrow type; raises BadValue with the reason."""
+def converter(ctype: ColumnType, list_delimiter: str | None = None, json_text: bool = False) -> Callable:
+    """value -> Python value of the column's Arrow type; raises BadValue with the reason.
+    ``json_text``: the input is a text format, whose COMPLEX<json> values are JSON text to parse."""
+    if json_text and ctype.kind is TypeKind.COMPLEX:
+        return _text_to_json
     if ctype.kind is not TypeKind.ARRAY:
         return _scalar_converter(ctype)
     element = _scalar_converter(ctype.element)
@@ -205,11 +238,11 @@ def decompressed(name: str, raw: BinaryIO) -> BinaryIO:
 class _Batcher:
     """Accumulates rows column by column and cuts Arrow batches."""
 
-    def __init__(self, name: str, signature, list_delimiter: str | None = None) -> None:
+    def __init__(self, name: str, signature, list_delimiter: str | None = None, json_text: bool = False) -> None:
         self.name = name
         self.names = [n for n, _ in signature]
         self.schema = output_schema(signature)
-        self.convert = [converter(t, list_delimiter) for _, t in signature]
+        self.convert = [converter(t, list_delimiter, json_text) for _, t in signature]
         self._reset()
 
     def _reset(self) -> None:
@@ -267,7 +300,7 @@ def parse_file(name: str, stream: BinaryIO, input_format: dict, signature,
         yield from _parse_parquet(name, stream, signature, batch_rows)
         return
     delimiter = input_format.get("listDelimiter") if kind in ("csv", "tsv") else None
-    batcher = _Batcher(name, signature, delimiter)
+    batcher = _Batcher(name, signature, delimiter, json_text=kind in ("csv", "tsv"))
     last_line = first_line - 1
     try:
         rows = _json_rows if kind == "json" else _delimited_rows
@@ -387,11 +420,13 @@ def _delimited_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: 
             pass  # blank line
         elif columns is None:
             batcher.add([[f if f != "" else None for f in fields]], line_no, raw)
-        elif len(fields) != len(columns):
+        elif len(fields) > len(columns):
             batcher.error(line_no, raw, f"the row has {len(fields)} values but there are {len(columns)} columns "
                           f"({', '.join(columns)})")
         else:
-            batcher.add([None if p is None or fields[p] == "" else fields[p] for p in positions], line_no, raw)
+            # A row may stop early (no trailing delimiters, as Druid's TSV test files do): the rest is null.
+            batcher.add([None if p is None or p >= len(fields) or fields[p] == "" else fields[p] for p in positions],
+                        line_no, raw)
         yield line_no
 
 

@@ -292,10 +292,18 @@ class _Run:
                 "Fix the input or the declared column types, or allow them with SET maxParseExceptions = N; "
                 "(-1: no limit)")
 
+    def json_inputs(self) -> frozenset[str]:
+        """Input columns declared COMPLEX<json> (Spark holds them as JSON text)."""
+        return frozenset(n for src in self.stmt.sources.values() for n, t in src.signature if t.complex_name == "json")
+
     def selected(self):
         from pyspark.errors import AnalysisException, ParseException
 
-        sql = to_spark_sql(self.stmt.select, {name: view for name, view in zip(self.stmt.sources, self.views)})
+        from services.ingestion import json_udfs
+
+        json_udfs.register(self.spark)
+        sql = to_spark_sql(self.stmt.select, {name: view for name, view in zip(self.stmt.sources, self.views)},
+                           self.json_inputs())
         try:
             df = self.spark.sql(sql)
         except (AnalysisException, ParseException) as exc:
@@ -363,7 +371,8 @@ class _Run:
         if source.this.name not in self.stmt.sources:
             return None
         counting = exp.select("COUNT(*)").from_(source.this.copy()).where(select.args["where"].this.copy())
-        sql = to_spark_sql(counting, {name: view for name, view in zip(self.stmt.sources, self.views)})
+        sql = to_spark_sql(counting, {name: view for name, view in zip(self.stmt.sources, self.views)},
+                           self.json_inputs())
         passed = self.spark.sql(sql).collect()[0][0]
         parsed = self.reads[0].rows_read - self.reads[0].parse_exceptions
         return int(parsed - passed)

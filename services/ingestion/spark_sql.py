@@ -289,15 +289,95 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
     return node
 
 
-def to_spark_sql(select: exp.Query, views: Mapping[str, str]) -> str:
-    """Spark SQL for the ingestion SELECT; ``views`` maps source placeholders to temp view names."""
+# ---- JSON functions: strata's own semantics as Arrow UDFs (json_udfs.py) --------------------------
+
+_JSON_UDFS = ("strata_parse_json", "strata_try_parse_json", "strata_json_query", "strata_json_object")
+_VALUE_SUFFIX = {"BIGINT": "bigint", "INT": "bigint", "INTEGER": "bigint", "SMALLINT": "bigint", "TINYINT": "bigint",
+                 "DOUBLE": "double", "FLOAT": "double", "DECIMAL": "double", "REAL": "double",
+                 "VARCHAR": "string", "CHAR": "string", "TEXT": "string", "STRING": "string"}
+
+
+def _udf(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=f"strata_{name}", expressions=[a.copy() for a in args])
+
+
+def _json_path_literal(node: exp.Expression, fn: str) -> exp.Expression:
+    from common.json.path_steps import has_wildcard, parse_path, path_text
+
+    if isinstance(node, exp.JSONPath):
+        text = node.sql(dialect="druid")
+        text = text[1:-1].replace("''", "'") if len(text) >= 2 and text[0] == text[-1] == "'" else text
+    else:
+        text = _string_arg(node, fn, "JSON path")
+    parts = parse_path(text)
+    if has_wildcard(parts):
+        raise UnsupportedError(f"{fn}: wildcard paths ('{text}') are not supported in ingestion; select the "
+                               "elements by index, or keep the JSON column and use the wildcard at query time")
+    return exp.Literal.string(path_text(parts))
+
+
+def produces_json(node: exp.Expression, json_columns) -> bool:
+    """True when ``node`` (Druid SQL, or already rewritten for Spark) yields COMPLEX<json>."""
+    inner = node.unalias() if isinstance(node, exp.Alias) else node
+    if isinstance(inner, exp.Column):
+        return inner.name in json_columns
+    if isinstance(inner, (exp.ParseJSON, exp.JSONObject)):
+        return True
+    if isinstance(inner, exp.Anonymous):
+        return inner.name.lower() in _JSON_UDFS or inner.name.upper() in ("TRY_PARSE_JSON", "JSON_QUERY")
+    return False
+
+
+def _rewrite_json(node: exp.Expression, json_columns) -> exp.Expression | None:
+    if isinstance(node, exp.ParseJSON):
+        return _udf("try_parse_json" if node.args.get("safe") else "parse_json", node.this)
+    if isinstance(node, exp.JSONValue):
+        returning = node.args.get("returning")
+        type_name = returning.this.name if isinstance(returning, exp.DataType) else "VARCHAR"
+        suffix = _VALUE_SUFFIX.get(type_name.upper())
+        if suffix is None:
+            raise ValidationError(f"JSON_VALUE cannot return {type_name}; valid: BIGINT, DOUBLE, FLOAT, VARCHAR")
+        return _udf(f"json_value_{suffix}", node.this, _json_path_literal(node.args["path"], "JSON_VALUE"))
+    if isinstance(node, exp.JSONObject):
+        members, json_keys = [], []
+        for pair in node.expressions:
+            if not isinstance(pair, exp.JSONKeyValue) or not (isinstance(pair.this, exp.Literal) and pair.this.is_string):
+                raise UnsupportedError("JSON_OBJECT in ingestion takes string literal keys: "
+                                       f"'{node.sql(dialect='druid')}'")
+            members += [pair.this.copy(), pair.expression.copy()]
+            if produces_json(pair.expression, json_columns):
+                json_keys.append(pair.this.this)
+        import json as _json
+
+        return _udf("json_object", exp.Anonymous(this="named_struct", expressions=members),
+                    exp.Literal.string(_json.dumps(json_keys)))
+    if isinstance(node, exp.Anonymous):
+        name = node.name.upper()
+        args = list(node.expressions)
+        if name == "TRY_PARSE_JSON":
+            _arity(name, args, 1, 1)
+            return _udf("try_parse_json", args[0])
+        if name == "JSON_QUERY":
+            _arity(name, args, 2, 2)
+            return _udf("json_query", args[0], _json_path_literal(args[1], name))
+        if name == "TO_JSON_STRING":
+            _arity(name, args, 1, 1)
+            kind = "json" if produces_json(args[0], json_columns) else "plain"
+            return _udf("to_json_string", args[0], exp.Literal.string(kind))
+    return None
+
+
+def to_spark_sql(select: exp.Query, views: Mapping[str, str], json_columns=frozenset()) -> str:
+    """Spark SQL for the ingestion SELECT; ``views`` maps source placeholders to temp view names;
+    ``json_columns`` are the input columns holding COMPLEX<json> text."""
     tree = select.copy()
     for table in list(tree.find_all(exp.Table)):
         if table.name in views and isinstance(table.this, exp.Identifier):
             table.set("this", exp.to_identifier(views[table.name]))
     # Children first, so a rewrite's arguments are already Spark (TIME_FLOOR(TIME_PARSE(x), ...)).
     for node in reversed(list(tree.walk(bfs=False))):
-        new = _rewrite(node)
+        new = _rewrite_json(node, json_columns)
+        new = _rewrite(node) if new is None else new
         if new is not node:
             if node is tree:
                 tree = new
@@ -326,4 +406,5 @@ def check_time_column(schema) -> None:
     raise ValidationError(f"{TIME_COLUMN} must be a TIMESTAMP but the SELECT makes it {kind.upper()}; {hint}")
 
 
-__all__ = ["ISO_FORMAT", "check_time_column", "floor_expression", "shift_expression", "to_spark_sql"]
+__all__ = ["ISO_FORMAT", "check_time_column", "floor_expression", "produces_json", "shift_expression",
+           "to_spark_sql"]

@@ -67,7 +67,10 @@ class IngestionStatement:
 
     def json_columns(self) -> tuple[str, ...]:
         """Output columns that carry COMPLEX<json> documents (stored as nested columns): a JSON
-        input column selected as it is (or through ``*``), under its output name."""
+        input column selected as it is (or through ``*``), or an expression of COMPLEX<json> type
+        (PARSE_JSON, TRY_PARSE_JSON, JSON_OBJECT, JSON_QUERY), under its output name."""
+        from services.ingestion.spark_sql import produces_json
+
         if not isinstance(self.select, exp.Select):
             return ()
         json_inputs = {n for src in self.sources.values() for n, t in src.signature if t.complex_name == "json"}
@@ -76,8 +79,7 @@ class IngestionStatement:
             if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
                 out.extend(n for src in self.sources.values() for n, t in src.signature if n in json_inputs)
                 continue
-            inner = e.unalias() if isinstance(e, exp.Alias) else e
-            if isinstance(inner, exp.Column) and inner.name in json_inputs:
+            if produces_json(e, json_inputs):  # a JSON input column, or PARSE_JSON, JSON_OBJECT, JSON_QUERY ..
                 out.append(e.alias_or_name)
             elif e.alias_or_name == "__dynamic" and isinstance(inner, exp.Anonymous):  # schema_discovery's struct
                 out.extend(a.name for a in inner.expressions if isinstance(a, exp.Column) and a.name in json_inputs)

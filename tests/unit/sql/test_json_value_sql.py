@@ -148,3 +148,74 @@ def test_array_concat_agg_distinct_of_json_keys(setup):
     assert got[0]["d"] == [k for r in rows for k in r["details"]]
     with pytest.raises(ValidationError, match="ARRAY_CONCAT_AGG needs an array"):
         run(setup, "SELECT ARRAY_CONCAT_AGG(product) FROM nested_data_example")
+
+
+class ManifestCatalog(FakeCatalog):
+    """A catalog that, like the broker's, knows the served segments' manifests."""
+
+    def __init__(self, segments):
+        super().__init__({"nums": union_schema(segments)})
+        self.manifests = [json.dumps(s.manifest.to_json()) for s in segments]
+
+    def segment_manifests(self, name):
+        return self.manifests if name == "nums" else []
+
+
+@pytest.fixture(scope="module")
+def nums(tmp_path_factory):
+    docs = [{"n": 5, "f": 1.5, "m": 1, "s": "7"}, {"n": 150, "f": 2.25, "m": 2.5, "s": "x"},
+            {"n": 300, "m": "3", "s": "9.5"}, {"f": 10.0}]
+    table = pa.table({"__time": pa.array([1577836800000 + i for i in range(len(docs))], pa.int64()),
+                      "j": [json.dumps(d) for d in docs]})
+    path = str(tmp_path_factory.mktemp("nums") / "nums.sseg")
+    build_segment(table, path, SegmentId("nums", Interval.of("2020-01-01/2020-01-02"), "v1", 0),
+                  column_types={"j": JSON})
+    segments = [Segment.open(path)]
+    return docs, segments, ManifestCatalog(segments)
+
+
+def test_json_value_without_returning_takes_the_stored_type_in_numeric_contexts(nums):
+    docs, segments, catalog = nums
+    sql = ("SELECT SUM(JSON_VALUE(j, '$.n')) AS n, SUM(JSON_VALUE(j, '$.f')) AS f, SUM(JSON_VALUE(j, '$.m')) AS m, "
+           "SUM(JSON_VALUE(j, '$.s')) AS s FROM nums WHERE JSON_VALUE(j, '$.n') > 100 OR JSON_VALUE(j, '$.n') IS NULL")
+    q = plan_sql(sql, catalog).native_queries()[0]
+    types: dict = {}
+    for vc in q["virtualColumns"]:
+        types.setdefault(vc["path"], set()).add(vc.get("expectedType"))
+    # A path that only held whole numbers reads as LONG; fractions, mixed numbers and text as DOUBLE.
+    # (IS NULL asks for no number: that use stays VARCHAR.)
+    assert types == {"$.n": {"LONG", "STRING"}, "$.f": {"DOUBLE"}, "$.m": {"DOUBLE"}, "$.s": {"DOUBLE"}}
+    assert [a["type"] for a in q["aggregations"]] == ["longSum", "doubleSum", "doubleSum", "doubleSum"]
+    got = execute_sql(sql, catalog, lambda nq: execute(nq, segments).table)
+    kept = [d for d in docs if d.get("n") is None or d["n"] > 100]
+    assert got.schema.field("n").type == pa.int64()
+    assert got.to_pylist() == [{"n": sum(d.get("n", 0) for d in kept), "f": sum(d.get("f", 0) for d in kept),
+                                "m": sum(float(d.get("m", 0)) for d in kept), "s": 9.5}]
+
+
+def test_json_value_without_returning_is_varchar_where_no_number_is_asked_for(nums):
+    _, segments, catalog = nums
+    got = execute_sql("SELECT JSON_VALUE(j, '$.n') AS n, JSON_VALUE(j, '$.f') AS f FROM nums "
+                      "WHERE JSON_VALUE(j, '$.s') = '7'", catalog, lambda nq: execute(nq, segments).table)
+    assert got.to_pylist() == [{"n": "5", "f": "1.5"}]  # Druid's SQL type for it, as its docs show
+
+
+def test_array_concat_agg_merges_partials_of_several_segments(tmp_path):
+    from common.query.aggregators import ArrayConcat
+
+    docs = [{"k": ["b", "a"]}, {"k": ["c"]}, {"k": None}, {"k": ["a", "d"]}, {}]
+    segments = []
+    for i, part in enumerate((docs[:2], docs[2:])):
+        table = pa.table({"__time": pa.array([1577836800000 + 86_400_000 * i] * len(part), pa.int64()),
+                          "g": ["x"] * len(part), "j": [json.dumps(d) for d in part]})
+        day = Interval.of(f"2020-01-0{i + 1}/2020-01-0{i + 2}")
+        path = str(tmp_path / f"s{i}.sseg")
+        build_segment(table, path, SegmentId("arr", day, "v1", 0), column_types={"j": JSON})
+        segments.append(Segment.open(path))
+    catalog = FakeCatalog({"arr": union_schema(segments)})
+    got = execute_sql("SELECT g, ARRAY_CONCAT_AGG(JSON_VALUE(j, '$.k[*]')) AS all_k, "
+                      "ARRAY_CONCAT_AGG(DISTINCT JSON_VALUE(j, '$.k[*]')) AS set_k FROM arr GROUP BY g",
+                      catalog, lambda q: execute(q, segments).table).to_pylist()
+    assert got == [{"g": "x", "all_k": ["b", "a", "c", "a", "d"], "set_k": ["a", "b", "c", "d"]}]
+    assert ArrayConcat("x", "f", True).to_json() == {"type": "arrayConcat", "name": "x", "fieldName": "f",
+                                                     "distinct": True}

@@ -1,0 +1,304 @@
+"""Nested JSON columns benchmark: filters, group-bys and point lookups on paths of a COMPLEX<json>
+column, beside the same on flat columns, DuckDB (json_extract over the raw text, and a STRUCT
+column) and ClickHouse's JSON type (chdb, in-process); the JSON column's size against the gzip'd
+text; and the JSON ingest rate through Spark (local[2]).
+
+    .venv/bin/python bench/nested.py [--rows 10000000] [--runs 5] [--ingest-rows 1000000] [--markdown]
+
+Each document has 32 paths over 3 levels (objects in objects), an array of numbers, an array of
+strings, and a path of mixed type (a number in some rows, text in others); three of its fields are
+also stored as flat columns. Day segments of at most 1M rows, in-process engine (no broker hop),
+2 cores. Goals (issue 10): nested <= 1.2x flat; >= 10x faster than DuckDB's json_extract; no
+slower than ClickHouse's JSON type; JSON column bytes <= 1.5x the gzip'd JSON text; ingest
+>= 150k documents/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from bench.engine import print_rows, timed  # noqa: E402
+
+DAY_MS = 86_400_000
+START_MS = 1_600_000_000_000 // DAY_MS * DAY_MS
+SEGMENT_ROWS = 1_000_000
+COUNTRIES = [f"C{i:02d}" for i in range(50)]
+EVENT_TYPES = ["click", "view", "scroll", "buy", "share"] + [f"e{i}" for i in range(15)]
+CITIES = [f"city{i}" for i in range(500)]
+TIERS = ["free", "basic", "pro", "enterprise"]
+APPS = [f"app{i}" for i in range(10)]
+OSES = ["ios", "android", "linux", "windows", "mac"]
+REFERRERS = [f"ref{i}" for i in range(30)]
+DEVICES = ["phone", "tablet", "desktop", "tv", "watch"]
+MODELS = [f"m{i}" for i in range(100)]
+CURRENCIES = ["USD", "EUR", "JPY", "GBP", "CHF"]
+TAGS = ["new", "sale", "promo", "vip", "beta"]
+
+
+def _json_str(v: str) -> str:
+    return '"' + v + '"'  # the generated strings need no escaping
+
+
+def documents(n: int, seed: int) -> tuple[pa.Table, int]:
+    """``n`` rows: __time, the JSON text ``doc`` and flat copies of three of its fields; and the
+    number of paths a document has."""
+    rng = np.random.default_rng(seed)
+    user_id = rng.integers(0, 5_000_000, n)
+    country = rng.integers(0, len(COUNTRIES), n)
+    age = rng.integers(16, 90, n)
+    tier = rng.integers(0, len(TIERS), n)
+    lat = np.round(rng.uniform(-90, 90, n), 4)
+    lon = np.round(rng.uniform(-180, 180, n), 4)
+    city = rng.integers(0, len(CITIES), n)
+    etype = np.minimum(rng.geometric(0.3, n) - 1, len(EVENT_TYPES) - 1)
+    ets = rng.integers(0, 86_400_000, n)
+    value = np.round(rng.exponential(20.0, n), 2)
+    count = rng.integers(1, 20, n)
+    ntags = rng.integers(0, 4, n)
+    tag0, tag1, tag2 = (rng.integers(0, len(TAGS), n) for _ in range(3))
+    fa, fb = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    app, osn = rng.integers(0, len(APPS), n), rng.integers(0, len(OSES), n)
+    ver = rng.integers(0, 40, n)
+    session = rng.integers(0, 1 << 40, n)
+    duration, pages = rng.integers(0, 3600, n), rng.integers(1, 50, n)
+    ref, bucket, variant = rng.integers(0, len(REFERRERS), n), rng.integers(0, 10, n), rng.integers(0, 2, n)
+    dev, model = rng.integers(0, len(DEVICES), n), rng.integers(0, len(MODELS), n)
+    w, h = rng.integers(320, 3840, n), rng.integers(240, 2160, n)
+    m0, m1, m2 = rng.integers(0, 1000, n), rng.integers(0, 1000, n), rng.integers(0, 1000, n)
+    mixed_num = rng.integers(0, 100, n)
+    mixed_is_text = rng.random(n) < 0.3
+    price = np.round(rng.uniform(0.5, 500, n), 2)
+    cur = rng.integers(0, len(CURRENCIES), n)
+    texts = []
+    for i in range(n):
+        tags = ",".join(_json_str(TAGS[t[i]]) for t in (tag0, tag1, tag2)[:ntags[i]])
+        mixed = _json_str(f"m{mixed_num[i]}") if mixed_is_text[i] else str(mixed_num[i])
+        texts.append(
+            f'{{"user":{{"id":{user_id[i]},"name":"u{user_id[i]}","country":"{COUNTRIES[country[i]]}","age":{age[i]},'
+            f'"tier":"{TIERS[tier[i]]}","geo":{{"lat":{lat[i]},"lon":{lon[i]},"city":"{CITIES[city[i]]}"}}}},'
+            f'"event":{{"type":"{EVENT_TYPES[etype[i]]}","ts":{ets[i]},"value":{value[i]},"count":{count[i]},'
+            f'"tags":[{tags}],"flags":{{"a":{"true" if fa[i] else "false"},"b":{"true" if fb[i] else "false"}}},'
+            f'"source":{{"app":"{APPS[app[i]]}","version":"1.{ver[i]}","os":"{OSES[osn[i]]}"}}}},'
+            f'"session":{{"id":"s{session[i]:010x}","duration":{duration[i]},"pages":{pages[i]},'
+            f'"referrer":"{REFERRERS[ref[i]]}","ab":{{"bucket":{bucket[i]},"variant":"{"AB"[variant[i]]}"}}}},'
+            f'"device":{{"type":"{DEVICES[dev[i]]}","model":"{MODELS[model[i]]}","screen":{{"w":{w[i]},"h":{h[i]}}}}},'
+            f'"metrics":[{m0[i]},{m1[i]},{m2[i]}],"mixed":{mixed},"price":{price[i]},"currency":"{CURRENCIES[cur[i]]}"}}')
+    times = START_MS + (seed * SEGMENT_ROWS + np.arange(n)) * (DAY_MS // SEGMENT_ROWS)
+    table = pa.table({
+        "__time": pa.array(times, pa.int64()),
+        "doc": pa.array(texts, pa.string()),
+        "country": pa.array(np.array(COUNTRIES, dtype=object)[country], pa.string()),
+        "etype": pa.array(np.array(EVENT_TYPES, dtype=object)[etype], pa.string()),
+        "value": pa.array(value, pa.float64()),
+    })
+    paths = sum(1 for _ in _paths(json.loads(texts[0])))
+    return table, paths
+
+
+def _paths(doc, prefix="$"):
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _paths(v, f"{prefix}.{k}")
+    else:
+        yield prefix
+
+
+def queries(session_id: str):
+    """(name, strata nested, strata flat, DuckDB text, DuckDB struct, ClickHouse JSON)."""
+    iv = ["2000-01-01/2100-01-01"]
+    nested_vcs = [{"type": "nested-field", "columnName": "doc", "path": "$.user.country", "outputName": "c",
+                   "expectedType": "STRING"},
+                  {"type": "nested-field", "columnName": "doc", "path": "$.event.type", "outputName": "t",
+                   "expectedType": "STRING"},
+                  {"type": "nested-field", "columnName": "doc", "path": "$.event.value", "outputName": "v",
+                   "expectedType": "DOUBLE"}]
+    group = {"queryType": "groupBy", "dataSource": "events", "intervals": iv, "granularity": "all",
+             "dimensions": ["c"], "filter": {"type": "selector", "dimension": "t", "value": "buy"},
+             "aggregations": [{"type": "count", "name": "n"}, {"type": "doubleSum", "name": "s", "fieldName": "v"}],
+             "virtualColumns": nested_vcs}
+    flat = {**group, "dimensions": ["country"], "filter": {"type": "selector", "dimension": "etype", "value": "buy"},
+            "aggregations": [{"type": "count", "name": "n"}, {"type": "doubleSum", "name": "s", "fieldName": "value"}],
+            "virtualColumns": []}
+    lookup = {"queryType": "timeseries", "dataSource": "events", "intervals": iv, "granularity": "all",
+              "filter": {"type": "selector", "dimension": "sid", "value": session_id},
+              "aggregations": [{"type": "count", "name": "n"}],
+              "virtualColumns": [{"type": "nested-field", "columnName": "doc", "path": "$.session.id",
+                                  "outputName": "sid", "expectedType": "STRING"}]}
+    return [
+        ("group by $.user.country where $.event.type = 'buy'", group, flat,
+         "SELECT json_extract_string(doc, '$.user.country') AS c, count(*), sum(CAST(json_extract(doc, "
+         "'$.event.value') AS DOUBLE)) FROM raw WHERE json_extract_string(doc, '$.event.type') = 'buy' GROUP BY 1",
+         "SELECT doc.user.country AS c, count(*), sum(doc.event.value) FROM st WHERE doc.event.type = 'buy' "
+         "GROUP BY 1",
+         "SELECT doc.user.country::String AS c, count(), sum(doc.event.value::Float64) FROM b.events "
+         "WHERE doc.event.type::String = 'buy' GROUP BY c"),
+        ("count where $.session.id = one id (high cardinality)", lookup, None,
+         f"SELECT count(*) FROM raw WHERE json_extract_string(doc, '$.session.id') = '{session_id}'",
+         f"SELECT count(*) FROM st WHERE doc.session.id = '{session_id}'",
+         f"SELECT count() FROM b.events WHERE doc.session.id::String = '{session_id}'"),
+    ]
+
+
+def clickhouse(parquet: str):
+    """A chdb session with the documents in a MergeTree table with a JSON column, or None."""
+    try:
+        from chdb import session as chs
+    except ImportError:
+        return None
+    sess = chs.Session()
+    sess.query("CREATE DATABASE IF NOT EXISTS b")
+    sess.query("CREATE TABLE b.events (__time DateTime64(3, 'UTC'), doc JSON) ENGINE = MergeTree ORDER BY __time")
+    sess.query(f"INSERT INTO b.events SELECT __time, doc::JSON FROM file('{parquet}', Parquet)")
+    return sess
+
+
+def json_column_bytes(manifest, column: str) -> int:
+    return sum(manifest.files[p].length for c in manifest.columns if c.name == column for p in c.parts.values())
+
+
+def ingest_rate(work: str, rows: int) -> tuple[float, float, int]:
+    """Documents per second through a Spark (local[2]) INSERT of newline-delimited JSON into a
+    COMPLEX<json> column, file -> published segments; (rate, seconds, rows written)."""
+    from common.rpc.gen.strata.v1 import coordinator_pb2_grpc
+    from services.grpc_server import channel
+    from services.ingestion.coordinator_publisher import CoordinatorPublisher
+    from services.ingestion.spark_job import IngestionJob, run_ingestion
+    from services.ingestion.spark_session import get_or_create_session
+    from services.ingestion.statement import parse_ingestion
+    from tests.harness.embedded_cluster import EmbeddedCluster
+
+    path = os.path.join(work, "events.json")
+    with open(path, "w", encoding="utf-8") as f:
+        done = 0
+        while done < rows:
+            part, _ = documents(min(SEGMENT_ROWS, rows - done), 100 + done // SEGMENT_ROWS)
+            for t, d in zip(part.column("__time").to_pylist(), part.column("doc").to_pylist()):
+                f.write(f'{{"ts":{t},"doc":{d}}}\n')
+            done += part.num_rows
+    cluster = EmbeddedCluster(os.path.join(work, "cluster"), historicals=1, max_cache_bytes=8 << 30)
+    try:
+        spark = get_or_create_session("strata-nested-bench", master="local[2]")
+        spark.range(1).count()
+        stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(f"127.0.0.1:{cluster.coordinator.grpc.port}"))
+        statement = parse_ingestion(
+            f"INSERT INTO events SELECT MILLIS_TO_TIMESTAMP(ts) AS __time, doc FROM TABLE(localfiles(files => "
+            f"ARRAY['{path}'], format => 'json')) EXTEND (ts BIGINT, doc TYPE('COMPLEX<json>')) PARTITIONED BY DAY")
+        started = time.perf_counter()
+        report = run_ingestion(spark, IngestionJob("bench-nested", statement), cluster.deep_storage_url, "",
+                               CoordinatorPublisher(stub, "bench-nested", "events"))
+        seconds = time.perf_counter() - started
+        spark.stop()
+    finally:
+        cluster.stop()
+    return report.rows_written / seconds, seconds, report.rows_written
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--ingest-rows", type=int, default=1_000_000, help="documents for the Spark ingest rate; 0: skip")
+    ap.add_argument("--markdown", action="store_true")
+    args = ap.parse_args()
+
+    import duckdb
+
+    from common.query import execute
+    from common.segment.builder import build_segment
+    from common.segment.segment import Segment
+    from common.segment.segment_id import SegmentId
+    from common.types.column_type import JSON
+    from common.types.interval import Interval
+
+    work = tempfile.mkdtemp(prefix="strata-bench-nested-")
+    try:
+        parquet = os.path.join(work, "events.parquet")
+        writer, segments = None, []
+        json_bytes = gzip_bytes = text_bytes = 0
+        gen_s = build_s = 0.0
+        session_id, paths = None, 0
+        done = 0
+        while done < args.rows:
+            n = min(SEGMENT_ROWS, args.rows - done)
+            started = time.perf_counter()
+            part, paths = documents(n, done // SEGMENT_ROWS)
+            gen_s += time.perf_counter() - started
+            session_id = session_id or json.loads(part.column("doc")[n // 2].as_py())["session"]["id"]
+            raw = "\n".join(part.column("doc").to_pylist()).encode()
+            text_bytes += len(raw)
+            gzip_bytes += len(gzip.compress(raw, compresslevel=6))
+            day = START_MS + (done // SEGMENT_ROWS) * DAY_MS
+            path = os.path.join(work, f"events-{day}.sseg")
+            started = time.perf_counter()
+            manifest = build_segment(part, path, SegmentId("events", Interval(day, day + DAY_MS), "v1", 0),
+                                     column_types={"doc": JSON})
+            build_s += time.perf_counter() - started
+            json_bytes += json_column_bytes(manifest, "doc")
+            segments.append(Segment.open(path))
+            out = part.set_column(0, "__time", part.column("__time").cast(pa.timestamp("ms")))
+            if writer is None:
+                writer = pq.ParquetWriter(parquet, out.schema)
+            writer.write_table(out)
+            done += n
+            print(f"  {done:,} documents generated and built ({gen_s:.0f}s, {build_s:.0f}s)", flush=True)
+        writer.close()
+
+        con = duckdb.connect()
+        con.sql(f"CREATE TABLE raw AS SELECT __time, doc FROM read_parquet('{parquet}')")
+        struct_type = con.sql(f"SELECT json_structure(doc) FROM read_parquet('{parquet}') LIMIT 1").fetchall()[0][0]
+        con.sql(f"CREATE TABLE st AS SELECT __time, json_transform(doc, '{struct_type}') AS doc "
+                f"FROM read_parquet('{parquet}')")
+        ch = clickhouse(parquet)
+        print("  DuckDB tables and ClickHouse table loaded", flush=True)
+
+        lines, vs_flat, vs_duck, vs_ch = [], [], [], []
+        for name, nested, flat, duck_text, duck_struct, ch_sql in queries(session_id):
+            n_ms, n_out = timed(lambda: execute(nested, segments), args.runs)
+            f_ms = timed(lambda: execute(flat, segments), args.runs)[0] if flat is not None else float("nan")
+            dt_ms, dt_out = timed(lambda: con.sql(duck_text).fetchall(), args.runs)
+            ds_ms, _ = timed(lambda: con.sql(duck_struct).fetchall(), args.runs)
+            c_ms = timed(lambda: ch.query(ch_sql, "Arrow"), args.runs)[0] if ch is not None else float("nan")
+            same = n_out.table.num_rows == len(dt_out)
+            if flat is not None:
+                vs_flat.append(n_ms / f_ms)
+            vs_duck.append(dt_ms / n_ms)
+            if ch is not None:
+                vs_ch.append(n_ms / c_ms)
+            lines.append((name, f"{n_ms:.1f}", f"{f_ms:.1f}" if flat else "n/a",
+                          f"{n_ms / f_ms:.2f}" if flat else "n/a", f"{dt_ms:.1f}", f"{dt_ms / n_ms:.1f}x",
+                          f"{ds_ms:.1f}", f"{c_ms:.1f}", f"{n_ms / c_ms:.2f}" if ch is not None else "n/a",
+                          "yes" if same else "NO"))
+        print(f"rows {args.rows:,} in {len(segments)} segments; {paths} paths per document; generated in "
+              f"{gen_s:.0f}s, segments built in {build_s:.0f}s ({args.rows / build_s:,.0f} docs/s, one process)")
+        print_rows(("query", "nested ms", "flat ms", "nested/flat", "DuckDB json_extract ms", "vs DuckDB",
+                    "DuckDB struct ms", "ClickHouse JSON ms", "nested/CH", "same rows"), lines, args.markdown)
+        print(f"JSON column bytes {json_bytes:,}; JSON text {text_bytes:,}, gzip'd {gzip_bytes:,}: "
+              f"{json_bytes / gzip_bytes:.2f}x gzip (goal <= 1.5x)")
+        summary = (f"nested/flat {max(vs_flat):.2f} (goal <= 1.2); vs DuckDB json_extract min {min(vs_duck):.1f}x "
+                   f"(goal >= 10x); nested/ClickHouse JSON worst {max(vs_ch) if vs_ch else float('nan'):.2f} "
+                   "(goal <= 1)")
+        if args.ingest_rows:
+            rate, seconds, written = ingest_rate(work, args.ingest_rows)
+            summary += (f"; Spark local[2] ingest {written:,} documents in {seconds:.1f}s = {rate:,.0f} docs/s "
+                        "(goal >= 150k)")
+        print(summary)
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
