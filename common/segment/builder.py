@@ -27,6 +27,7 @@ from common.segment.manifest import (
     ProjectionManifest,
     SegmentManifest,
 )
+from common.segment.part_codec import COMPRESSED_PARTS, DEFAULT_COMPRESSION, PartCompression
 from common.segment.segment_id import SegmentId
 from common.segment.string_column import DictionarySpec, encode_with_shared_dictionary
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
@@ -126,9 +127,11 @@ def _check_time(times: pa.Array, segment_id: SegmentId) -> np.ndarray:
 def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_columns: Iterable[str] = (),
                   column_types: dict[str, ColumnType] | None = None,
                   projections: Sequence[ProjectionTable] = (),
-                  column_options: dict[str, dict] | None = None) -> SegmentManifest:
+                  column_options: dict[str, dict] | None = None,
+                  compression: PartCompression | None = DEFAULT_COMPRESSION) -> SegmentManifest:
     """``column_options``: per column, its encoding's settings (for a JSON column: maxFields,
-    skipPaths, typedPaths, keepRaw)."""
+    skipPaths, typedPaths, keepRaw). ``compression``: which parts are stored compressed (see
+    part_codec.py); None writes every part uncompressed, as segments before compression were."""
     column_types = dict(column_types or {})
     names = table.column_names
     if TIME_COLUMN not in names:
@@ -195,6 +198,10 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     holder: dict = {}
 
     def make_manifest(entries: dict) -> bytes:
+        files = {k: PartEntry(*v) for k, v in entries.items()}
+        features = _required_features(columns, projection_manifests)
+        if any(e.codec is not None for e in files.values()):
+            features = tuple(sorted({*features, COMPRESSED_PARTS}))
         manifest = SegmentManifest(
             segment_id=segment_id,
             num_rows=table.num_rows,
@@ -202,16 +209,16 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
             max_time=max_time,
             ordering=(TIME_COLUMN, *sort_columns),
             columns=tuple(columns),
-            files={k: PartEntry(*v) for k, v in entries.items()},
+            files=files,
             created=created,
             dictionaries=dictionaries,
             projections=tuple(projection_manifests),
-            required_features=_required_features(columns, projection_manifests),
+            required_features=features,
         )
         holder["manifest"] = manifest
         return manifest.to_bytes()
 
-    write_container(path, parts, make_manifest)
+    write_container(path, parts, make_manifest, compression)
     return holder["manifest"]
 
 

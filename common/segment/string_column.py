@@ -147,20 +147,17 @@ class StringColumn:
         self.num_rows = num_rows
         self.stats = stats
         self.type = ctype
-        self._dictionary: pa.Array | None = None
-        self._codes: pa.Array | None = None
-        self._bitmaps: pa.Array | None = None
 
     @classmethod
     def open(cls, stored: StoredColumn) -> StringColumn:
         return cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type)
 
     # -- parts ------------------------------------------------------------------------------
+    # Parts are not memoized here: the container reads mapped parts in place and keeps decoded
+    # (compressed) ones in its bounded cache, which a reference held here would defeat.
     @property
     def dictionary(self) -> pa.StringArray:
-        if self._dictionary is None:
-            self._dictionary = self._container.array(self._parts["dictionary"])
-        return self._dictionary
+        return self._container.array(self._parts["dictionary"])
 
     @property
     def cardinality(self) -> int:
@@ -168,9 +165,7 @@ class StringColumn:
 
     @property
     def codes_array(self) -> pa.Int32Array:
-        if self._codes is None:
-            self._codes = self._container.array(self._parts["codes"])
-        return self._codes
+        return self._container.array(self._parts["codes"])
 
     def codes(self) -> np.ndarray:
         """Codes (int8/16/32 by cardinality) with -1 for null rows, viewed straight from the mapped file."""
@@ -182,9 +177,7 @@ class StringColumn:
         return sum(self._container.part_length(self._parts[r]) for r in roles if r in self._parts)
 
     def _bitmap_array(self) -> pa.Array:
-        if self._bitmaps is None:
-            self._bitmaps = self._container.array(self._parts["bitmaps"])
-        return self._bitmaps
+        return self._container.array(self._parts["bitmaps"])
 
     def bitmap(self, code: int) -> BitMap:
         return BitMap.deserialize(self._bitmap_array()[code].as_py())
@@ -193,8 +186,8 @@ class StringColumn:
         return self.bitmap(self.cardinality)
 
     # -- dictionary lookups (binary search over the sorted dictionary) -------------------------
-    def _bisect(self, value: str, right: bool) -> int:
-        d = self.dictionary
+    def _bisect(self, value: str, right: bool, d: pa.Array | None = None) -> int:
+        d = self.dictionary if d is None else d
         lo, hi = 0, len(d)
         while lo < hi:
             mid = (lo + hi) // 2
@@ -206,8 +199,9 @@ class StringColumn:
         return lo
 
     def lookup(self, value: str) -> int | None:
-        i = self._bisect(value, right=False)
-        if i < len(self.dictionary) and self.dictionary[i].as_py() == value:
+        d = self.dictionary
+        i = self._bisect(value, right=False, d=d)
+        if i < len(d) and d[i].as_py() == value:
             return i
         return None
 
