@@ -270,7 +270,10 @@ class SortedDictionaryIndex:
         return IdRun(*self._column.prefix_range(prefix))
 
     def bitmap(self, ids: Ids) -> BitMap:
-        return union_bitmaps(self._column.bitmap, self._column.codes, self.cardinality, ids)
+        # One fetch of the bitmaps part for all ids (a compressed part is one cache lookup).
+        stored = self._column._bitmap_array()
+        return union_bitmaps(lambda code: BitMap.deserialize(stored[code].as_py()), self._column.codes,
+                             self.cardinality, ids)
 
     def null_bitmap(self) -> BitMap:
         return self._column.null_bitmap()
