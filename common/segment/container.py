@@ -21,14 +21,13 @@ instead of producing rows.
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import tempfile
 import threading
 import zlib
 from collections.abc import Callable
-
-import itertools
 
 import pyarrow as pa
 
@@ -158,10 +157,6 @@ class Container:
         """Stored bytes of a part (compressed size for a compressed part): what a read touches."""
         entry = self._entries.get(name)
         return 0 if entry is None else entry.length
-
-    def part_codec(self, name: str) -> str | None:
-        entry = self._entries.get(name)
-        return None if entry is None else entry.codec
 
     def stored_part(self, name: str) -> pa.Buffer:
         """A part's bytes as stored in the file (zero-copy), checksum-verified on first use."""

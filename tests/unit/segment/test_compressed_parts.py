@@ -20,7 +20,7 @@ from common.query import execute
 from common.segment import Segment, SegmentId, build_segment
 from common.segment.part_cache import DecodedPartCache
 from common.segment.part_codec import COMPRESSED_PARTS, PartCompression
-from common.types import Interval, parse_instant
+from common.types import ColumnType, Interval, parse_instant
 
 T0 = parse_instant("2020-01-01")
 IV = "2020-01-01/2020-01-02"
@@ -43,7 +43,6 @@ def _table(n: int = 5000) -> pa.Table:
 def _build(tmp_path, table, name, compression):
     path = str(tmp_path / name)
     sid = SegmentId("ds", Interval.of(IV), "v1", 0)
-    from common.types import ColumnType
     build_segment(table, path, sid, column_types={"j": ColumnType.parse("COMPLEX<json>")}, compression=compression)
     return path
 
