@@ -128,10 +128,13 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
                   column_types: dict[str, ColumnType] | None = None,
                   projections: Sequence[ProjectionTable] = (),
                   column_options: dict[str, dict] | None = None,
-                  compression: PartCompression | None = DEFAULT_COMPRESSION) -> SegmentManifest:
+                  compression: PartCompression | None = DEFAULT_COMPRESSION,
+                  string_bitmaps: bool = True) -> SegmentManifest:
     """``column_options``: per column, its encoding's settings (for a JSON column: maxFields,
-    skipPaths, typedPaths, keepRaw). ``compression``: which parts are stored compressed (see
-    part_codec.py); None writes every part uncompressed, as segments before compression were."""
+    skipPaths, typedPaths, keepRaw; for a STRING column: bitmaps). ``compression``: which parts
+    are stored compressed (see part_codec.py); None writes every part uncompressed, as segments
+    before compression were. ``string_bitmaps`` False stores no Roaring bitmaps for the base
+    table's STRING columns (filters scan their codes instead): smaller files, see string_column."""
     column_types = dict(column_types or {})
     names = table.column_names
     if TIME_COLUMN not in names:
@@ -175,7 +178,10 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
         if ctype.kind is TypeKind.TIMESTAMP:
             raise ValidationError(f"column '{name}': only {TIME_COLUMN} may be a TIMESTAMP; store others as LONG millis")
         encoding = encoding_for(ctype)
-        return name, ctype, encoding.name, encoding.encode(values, ctype, (column_options or {}).get(name))
+        options = (column_options or {}).get(name)
+        if not string_bitmaps and encoding.name == "dictionary":
+            options = {"bitmaps": False, **(options or {})}
+        return name, ctype, encoding.name, encoding.encode(values, ctype, options)
 
     # Columns encode independently and Arrow/numpy release the GIL, so threads overlap them.
     others = [n for n in names if n != TIME_COLUMN]
@@ -253,8 +259,10 @@ def _build_projection(proj: ProjectionTable, parts: dict, dictionaries: dict, se
 def _required_features(columns, projections) -> tuple[str, ...]:
     from common.segment.encoding import lookup_encoding
 
-    used = {c.encoding for c in columns} | {c.encoding for p in projections for c in p.columns}
-    return tuple(sorted({lookup_encoding(e).feature for e in used if lookup_encoding(e).feature}))
+    every = [*columns, *(c for p in projections for c in p.columns)]
+    used = {c.encoding for c in every}
+    features = {lookup_encoding(e).feature for e in used if lookup_encoding(e).feature}
+    return tuple(sorted(features | {f for c in every for f in c.spec.features()}))
 
 
 def _shared_dictionary_values(parts: dict, shared: DictionaryManifest) -> pa.Array:

@@ -54,7 +54,8 @@ def build_segments(table: pa.Table, datasource: str, out_dir: str, *, segment_gr
                    version: str | None = None, sort_columns: Iterable[str] = (),
                    rows_per_segment: int = DEFAULT_ROWS_PER_SEGMENT,
                    column_types: dict[str, ColumnType] | None = None,
-                   compression: PartCompression | None = DEFAULT_COMPRESSION) -> list[tuple[str, SegmentManifest]]:
+                   compression: PartCompression | None = DEFAULT_COMPRESSION,
+                   string_bitmaps: bool = True) -> list[tuple[str, SegmentManifest]]:
     """Build all segments for ``table``; returns (path, manifest) per segment."""
     if rows_per_segment <= 0:
         raise ValidationError(f"rows per segment must be positive, got {rows_per_segment}")
@@ -81,6 +82,6 @@ def build_segments(table: pa.Table, datasource: str, out_dir: str, *, segment_gr
             sid = SegmentId(datasource, interval, version, p)
             path = os.path.join(out_dir, segment_filename(sid))
             manifest = build_segment(table.slice(a, b - a), path, sid, sort_columns, column_types,
-                                     compression=compression)
+                                     compression=compression, string_bitmaps=string_bitmaps)
             built.append((path, manifest))
     return built

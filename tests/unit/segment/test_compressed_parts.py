@@ -10,6 +10,7 @@ import struct
 import threading
 import zlib
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -296,3 +297,40 @@ def test_policy_keeps_parts_that_compress_poorly_uncompressed():
     assert codec == "lz4_frame" and memoryview(stored).nbytes < 1024
     with pytest.raises(ValueError, match="unknown segment part codec 'snappy'"):
         PartCompression(codec="snappy")
+
+
+def test_string_columns_without_bitmaps_filter_like_with_them(tmp_path):
+    table = _table()
+    sid = SegmentId("ds", Interval.of(IV), "v1", 0)
+    with_path, without_path = str(tmp_path / "with.sseg"), str(tmp_path / "without.sseg")
+    build_segment(table, with_path, sid)
+    build_segment(table, without_path, sid, string_bitmaps=False)
+    with_bitmaps, without = Segment.open(with_path), Segment.open(without_path, verify=True)
+    assert "stringIndexFromCodes" in without.manifest.required_features
+    assert "s/bitmaps" not in without.manifest.files and "s/bitmaps" in with_bitmaps.manifest.files
+    assert os.path.getsize(without_path) < os.path.getsize(with_path)
+    a, b = with_bitmaps.column("s").index(), without.column("s").index()
+    for ids in (a.lookup("page-7"), a.range("page-1", "page-3", False, True), a.prefix("page-9"),
+                np.arange(0, 200, dtype=np.int64), np.array([a.cardinality], dtype=np.int64)):
+        assert list(b.bitmap(ids)) == list(a.bitmap(ids))
+    assert list(b.null_bitmap()) == list(a.null_bitmap()) and len(a.null_bitmap()) > 0
+    queries = [
+        {"queryType": "groupBy", "dataSource": "ds", "intervals": [IV], "granularity": "all", "dimensions": ["low"],
+         "filter": {"type": "or", "fields": [{"type": "equals", "column": "s", "matchValue": "page-7"},
+                                             {"type": "null", "column": "s"},
+                                             {"type": "like", "dimension": "s", "pattern": "page-9%"}]},
+         "aggregations": [{"type": "count", "name": "c"}, {"type": "longSum", "name": "x", "fieldName": "n"}]},
+        {"queryType": "scan", "dataSource": "ds", "intervals": [IV], "columns": ["__time", "s", "low"],
+         "filter": {"type": "in", "dimension": "low", "values": ["a", "c"]}, "limit": 50},
+    ]
+    for q in queries:
+        assert execute(q, [without]).table.to_pylist() == execute(q, [with_bitmaps]).table.to_pylist()
+
+
+def test_reader_without_the_codes_index_feature_refuses(tmp_path, monkeypatch):
+    path = str(tmp_path / "x.sseg")
+    build_segment(_table(300), path, SegmentId("ds", Interval.of(IV), "v1", 0), string_bitmaps=False)
+    import common.segment.encoding as encoding_module
+    monkeypatch.setattr(encoding_module, "_SPEC_FEATURES", set())
+    with pytest.raises(SegmentCorruptError, match=r"feature check failed: needs \['stringIndexFromCodes'\]"):
+        Segment.open(path)
