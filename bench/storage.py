@@ -5,11 +5,12 @@ and what compression costs bench/engine.py's queries.
                                      [--markdown]
 
 Generates the demo rows plus a DOUBLE column, builds DAY segments uncompressed (the format before
-compressed parts) and compressed (the default), writes the same rows as Parquet (pyarrow, snappy
+compressed parts), compressed (the default) and compressed without the STRING columns' Roaring
+bitmaps (``string_bitmaps=False``: filters scan codes), writes the same rows as Parquet (pyarrow, snappy
 and zstd) and into a ClickHouse MergeTree table (chdb, ORDER BY __time, default LZ4), and prints
 stored bytes per row for each column type. A nested JSON column is measured on its own, smaller
 table (``--json-rows``) because encoding its fields is slow; Parquet and ClickHouse store it as
-text. Then it runs the engine benchmark's queries over both segment sets: with a decoded-part
+text. Then it runs the engine benchmark's queries over the segment sets: with a decoded-part
 cache that holds the working set (repeated queries), and with the cache emptied before each run
 (a query right after the segments load, or after its parts were evicted, decodes what it reads).
 """
@@ -72,11 +73,12 @@ def json_table(n: int) -> pa.Table:
     return pa.table({"__time": data.column("__time"), JSON_COLUMN: pa.array(docs, pa.string())})
 
 
-def strata_bytes(table: pa.Table, out: str, compression, column_types=None) -> tuple[dict, int, float, list]:
+def strata_bytes(table: pa.Table, out: str, compression, column_types=None,
+                 string_bitmaps: bool = True) -> tuple[dict, int, float, list]:
     """(stored bytes per column, file bytes, build seconds, paths)."""
     started = time.perf_counter()
     built = build_segments(table, "wiki", out, segment_granularity="day", compression=compression,
-                           column_types=column_types)
+                           column_types=column_types, string_bitmaps=string_bitmaps)
     seconds = time.perf_counter() - started
     per = defaultdict(int)
     for _, manifest in built:
@@ -164,6 +166,7 @@ def main() -> int:
 
         plain, plain_file, plain_s, plain_paths = strata_bytes(data, os.path.join(work, "plain"), None)
         packed, packed_file, packed_s, packed_paths = strata_bytes(data, os.path.join(work, "packed"), compression)
+        bare, bare_file, _, bare_paths = strata_bytes(data, os.path.join(work, "bare"), compression, string_bitmaps=False)
         jplain, _, _, _ = strata_bytes(jdata, os.path.join(work, "jplain"), None, json_type)
         jpacked, _, _, _ = strata_bytes(jdata, os.path.join(work, "jpacked"), compression, json_type)
         snappy, snappy_file = parquet_bytes(naive, os.path.join(work, "snappy.parquet"), "snappy")
@@ -176,23 +179,25 @@ def main() -> int:
         def per_row(per: dict | None, cols: list[str], n: int) -> float:
             return float("nan") if per is None else sum(per.get(c, 0) for c in cols) / n
 
-        header = ("column type", "strata uncompressed", f"strata {args.codec}", "Parquet snappy", "Parquet zstd",
-                  "ClickHouse (LZ4)", "compressed / Parquet zstd")
+        header = ("column type", "strata uncompressed", f"strata {args.codec}", f"strata {args.codec}, no bitmaps",
+                  "Parquet snappy", "Parquet zstd", "ClickHouse (LZ4)", "compressed / Parquet zstd",
+                  "no bitmaps / Parquet zstd")
         lines = []
         for label, cols in GROUPS.items():
-            got = [per_row(plain, cols, args.rows), per_row(packed, cols, args.rows),
+            got = [per_row(plain, cols, args.rows), per_row(packed, cols, args.rows), per_row(bare, cols, args.rows),
                    per_row(snappy, cols, args.rows), per_row(zstd, cols, args.rows),
                    per_row(ch[0] if ch else None, cols, args.rows)]
-            lines.append((label, *map(fmt, got), fmt(got[1] / got[3])))
+            lines.append((label, *map(fmt, got), fmt(got[1] / got[4]), fmt(got[2] / got[4])))
         jcols = [JSON_COLUMN]
-        got = [per_row(jplain, jcols, args.json_rows), per_row(jpacked, jcols, args.json_rows),
+        got = [per_row(jplain, jcols, args.json_rows), per_row(jpacked, jcols, args.json_rows), float("nan"),
                per_row(jsnappy, jcols, args.json_rows), per_row(jzstd, jcols, args.json_rows),
                per_row(jch[0] if jch else None, jcols, args.json_rows)]
         lines.append((f"nested JSON ({args.json_rows:,} rows; peers store text)", *map(fmt, got),
-                      fmt(got[1] / got[3])))
-        files = [plain_file / args.rows, packed_file / args.rows, snappy_file / args.rows, zstd_file / args.rows,
-                 (ch[1] / args.rows) if ch else float("nan")]
-        lines.append(("whole table except JSON, files", *map(fmt, files), fmt(files[1] / files[3])))
+                      fmt(got[1] / got[4]), "n/a"))
+        files = [plain_file / args.rows, packed_file / args.rows, bare_file / args.rows, snappy_file / args.rows,
+                 zstd_file / args.rows, (ch[1] / args.rows) if ch else float("nan")]
+        lines.append(("whole table except JSON, files", *map(fmt, files), fmt(files[1] / files[4]),
+                      fmt(files[2] / files[4])))
         print(f"rows {args.rows:,}; {len(packed_paths)} day segments; bytes per row; segment build "
               f"uncompressed {args.rows / plain_s / 1e6:.2f}M rows/s, compressed {args.rows / packed_s / 1e6:.2f}M rows/s")
         print_rows(header, lines, args.markdown)
@@ -209,8 +214,9 @@ def main() -> int:
 
         plain_segs = [Segment.open(p) for p in plain_paths]
         packed_segs = [Segment.open(p) for p in packed_paths]
+        bare_segs = [Segment.open(p) for p in bare_paths]
         saved_budget = PROCESS_CACHE.max_bytes
-        qlines, warm_ratios, cold_ratios = [], [], []
+        qlines, warm_ratios, cold_ratios, bare_ratios = [], [], [], []
         try:
             for name, _, native, _ in queries(pick_user(data)):
                 def run_plain():
@@ -226,21 +232,27 @@ def main() -> int:
                     return execute(native, packed_segs)
 
                 u2_ms, c_ms, _, c = alternating(run_plain, run_packed_cold, args.runs)
-                same = u.table.equals(w.table) and u.table.equals(c.table)
+                PROCESS_CACHE.set_max_bytes(8 << 30)
+                u3_ms, b_ms, _, b = alternating(run_plain, lambda: execute(native, bare_segs), args.runs)
+                same = u.table.equals(w.table) and u.table.equals(c.table) and u.table.equals(b.table)
                 warm_ratios.append(w_ms / u_ms)
                 cold_ratios.append(c_ms / u2_ms)
+                bare_ratios.append(b_ms / u3_ms)
                 qlines.append((name, f"{u_ms:.1f}", f"{w_ms:.1f}", f"{w_ms / u_ms:.2f}", f"{u2_ms:.1f}",
-                               f"{c_ms:.1f}", f"{c_ms / u2_ms:.2f}", "yes" if same else "NO"))
+                               f"{c_ms:.1f}", f"{c_ms / u2_ms:.2f}", f"{u3_ms:.1f}", f"{b_ms:.1f}",
+                               f"{b_ms / u3_ms:.2f}", "yes" if same else "NO"))
         finally:
             PROCESS_CACHE.set_max_bytes(saved_budget)
         print()
         print_rows(("query", "uncompressed ms", "compressed, cache warm ms", "ratio", "uncompressed ms (again)",
-                    "compressed, cache emptied ms", "ratio", "same result"), qlines, args.markdown)
+                    "compressed, cache emptied ms", "ratio", "uncompressed ms (third)", "no bitmaps, cache warm ms",
+                    "ratio", "same result"), qlines, args.markdown)
         geo = lambda xs: float(np.exp(np.mean(np.log(xs))))  # noqa: E731
         print(f"geomean compressed/uncompressed: cache warm {geo(warm_ratios):.2f}, cache emptied before each query "
-              f"{geo(cold_ratios):.2f} "
-              f"(goal <= 1.10); compressed segments are {packed_file / zstd_file:.2f}x Parquet zstd, "
-              f"{packed_file / snappy_file:.2f}x Parquet snappy (goal <= 1.0x zstd)")
+              f"{geo(cold_ratios):.2f}, no bitmaps with the cache warm {geo(bare_ratios):.2f} (goal <= 1.10); "
+              f"compressed segments are {packed_file / zstd_file:.2f}x Parquet zstd "
+              f"({bare_file / zstd_file:.2f}x without bitmaps), {packed_file / snappy_file:.2f}x Parquet snappy "
+              f"(goal <= 1.0x zstd)")
         return 0 if all(line[-1] == "yes" for line in qlines) else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)
