@@ -135,8 +135,14 @@ def rows_with_ids(codes: np.ndarray, cardinality: int, ids: Ids) -> BitMap:
         if ids.lo <= cardinality < ids.hi:
             hit |= codes < 0
         return bitmap_of_rows(np.flatnonzero(hit))
+    ids = np.asarray(ids, dtype=np.int64)
+    if len(ids) == 0:
+        return BitMap()
+    if len(ids) == 1:  # an equality: one comparison, no lookup table
+        code = int(ids[0])
+        return bitmap_of_rows(np.flatnonzero(codes < 0 if code == cardinality else codes == code))
     match = np.zeros(cardinality + 1, dtype=bool)
-    match[np.asarray(ids, dtype=np.int64)] = True
+    match[ids] = True
     keyed = np.where(codes < 0, cardinality, codes)
     return bitmap_of_rows(np.flatnonzero(match[keyed]))
 
