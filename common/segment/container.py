@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from common.errors import SegmentCorruptError
 from common.segment.part_cache import PROCESS_CACHE, DecodedPartCache
-from common.segment.part_codec import CODECS, CodecError, PartCompression, decompress
+from common.segment.part_codec import CODECS, CodecError, PartCompression, decompress, parse_codec
 
 MAGIC = b"STRSEG\x00\x01"
 TAIL_MAGIC = b"STRSEGND"
@@ -142,9 +142,10 @@ class Container:
         for name, entry in entries.items():
             if entry.offset < len(MAGIC) or entry.offset + entry.length > self._manifest_offset:
                 self._fail(f"bounds check failed for part '{name}': {entry.offset}+{entry.length} lies outside the data")
-            if entry.codec is not None and entry.codec not in CODECS:
+            if entry.codec is not None and (not isinstance(entry.codec, str) or parse_codec(entry.codec) is None):
                 self._fail(f"codec check failed for part '{name}': codec '{entry.codec}' is unknown to this version "
-                           f"(known: {', '.join(CODECS)}); upgrade strata")
+                           f"(known: {', '.join(CODECS)}, each optionally after shuffle8/, shuffle4/ or "
+                           "shuffle2/); upgrade strata")
             if entry.codec is not None and (not isinstance(entry.raw_length, int) or entry.raw_length < 0):
                 self._fail(f"codec check failed for part '{name}': decoded length {entry.raw_length!r} is not a size")
         self._entries = entries

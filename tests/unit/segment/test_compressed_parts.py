@@ -20,7 +20,14 @@ from common.errors import SegmentCorruptError
 from common.query import execute
 from common.segment import Segment, SegmentId, build_segment
 from common.segment.part_cache import DecodedPartCache
-from common.segment.part_codec import COMPRESSED_PARTS, PartCompression
+from common.segment.part_codec import (
+    COMPRESSED_PARTS,
+    PartCompression,
+    decompress,
+    parse_codec,
+    shuffle,
+    unshuffle,
+)
 from common.types import ColumnType, Interval, parse_instant
 
 T0 = parse_instant("2020-01-01")
@@ -92,7 +99,8 @@ def test_compressed_parts_read_like_uncompressed(tmp_path):
     packed = Segment.open(packed_path, verify=True)
     manifest = _manifest(packed_path)
     assert COMPRESSED_PARTS in manifest["requiredFeatures"]
-    assert all(len(entry) == 5 and entry[3] == "zstd" for entry in manifest["files"].values())
+    assert all(len(entry) == 5 and entry[3].endswith("zstd") for entry in manifest["files"].values())
+    assert {entry[3] for entry in manifest["files"].values()} > {"zstd"}  # some parts shuffled first
     a, b = _values(plain), _values(packed)
     assert a.keys() == b.keys()
     for name in a:
@@ -131,7 +139,7 @@ def test_small_or_incompressible_parts_stay_mapped(tmp_path):
     seg = Segment.open(path)
     files = seg.manifest.files
     assert files["low/dictionary"].codec is None  # under 4 KiB: stays in the memory map
-    assert files["n/values"].codec == "zstd"
+    assert files["n/values"].codec in ("zstd", "shuffle8/zstd", "shuffle4/zstd", "shuffle2/zstd")
     assert seg._container.part_length("n/values") < files["n/values"].raw_length
 
 
@@ -334,3 +342,26 @@ def test_reader_without_the_codes_index_feature_refuses(tmp_path, monkeypatch):
     monkeypatch.setattr(encoding_module, "_SPEC_FEATURES", set())
     with pytest.raises(SegmentCorruptError, match=r"feature check failed: needs \['stringIndexFromCodes'\]"):
         Segment.open(path)
+
+
+@pytest.mark.parametrize("length", [0, 1, 7, 8, 9, 4096, 4099])
+@pytest.mark.parametrize("width", [2, 4, 8])
+def test_shuffle_round_trips_any_length(length, width):
+    data = os.urandom(length)
+    shuffled = shuffle(data, width)
+    assert shuffled.size == length
+    assert unshuffle(shuffled, width).to_pybytes() == data
+
+
+def test_shuffle_is_chosen_for_sorted_times_and_round_trips():
+    times = np.arange(1_600_000_000_000, 1_600_000_000_000 + 200_000 * 431, 431, dtype=np.int64)
+    stored, codec = PartCompression().encode(times.tobytes())
+    assert codec == "shuffle8/zstd"
+    assert decompress(codec, stored, times.nbytes).to_pybytes() == times.tobytes()
+    stored_plain, plain = PartCompression(try_shuffle=False).encode(times.tobytes())
+    assert plain == "zstd" and memoryview(stored).nbytes < memoryview(stored_plain).nbytes
+    text = "".join(f"page-{i}" for i in range(60_000)).encode()
+    stored_text, text_codec = PartCompression().encode(text)
+    assert decompress(text_codec, stored_text, len(text)).to_pybytes() == text
+    assert parse_codec("shuffle4/lz4_frame") == (4, "lz4_frame") and parse_codec("shuffle3/zstd") is None
+    assert parse_codec("zstd") == (0, "zstd") and parse_codec("brotli") is None
