@@ -106,13 +106,27 @@ class PartCompression:
 
     @staticmethod
     def _best_width(codec: pa.Codec, view: memoryview) -> int:
-        """The shuffle width (0 for none) whose sample compresses smallest; ties keep no shuffle."""
-        sample = view[:_SAMPLE_BYTES] if view.nbytes > _SAMPLE_BYTES else view
-        sizes = {0: codec.compress(pa.py_buffer(sample), asbytes=False).size}
+        """The shuffle width (0 for none) whose sample compresses smallest; ties keep no shuffle.
+
+        The sample is four slices spread over the part, not its head: a string part starts with
+        its offsets (which shuffle well) and continues with text (which shuffles badly)."""
+        if view.nbytes > _SAMPLE_BYTES:
+            piece = _SAMPLE_BYTES // 4
+            starts = [(i * (view.nbytes - piece) // 3) // 8 * 8 for i in range(4)]
+            slices = [view[s:s + piece] for s in starts]
+        else:
+            slices = [view]
+
+        def size(width: int) -> float:
+            parts = [shuffle(p, width) if width else p for p in slices]
+            joined = pa.py_buffer(b"".join(memoryview(p) for p in parts))
+            return codec.compress(joined, asbytes=False).size
+
+        sizes = {0: size(0)}
         for width in SHUFFLE_WIDTHS:
-            if sample.nbytes >= 4 * width:
+            if view.nbytes >= 4 * width:
                 # Below 95% of the plain size only: a shuffle costs a pass on every decode.
-                sizes[width] = codec.compress(shuffle(sample, width), asbytes=False).size / 0.95
+                sizes[width] = size(width) / 0.95
         return min(sizes, key=lambda w: (sizes[w], w != 0))
 
 
