@@ -4,7 +4,7 @@
     [discovery]       mode = "embedded" | "etcd"; etcd = "http://host:2379"; coordinator = "host:port"
     [metadata]        url = "sqlite:///path.db" | "postgresql+psycopg://user:pw@host/db"
     [deep_storage]    url = "file:///dir" | "s3://bucket/prefix"; endpoint; region
-    [historical]      cache_dir; max_cache_bytes
+    [historical]      cache_dir; max_cache_bytes; query_threads; decompressed_cache_bytes
     [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks;
                       auto_compaction; max_compaction_tasks
     [broker]          query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
@@ -82,6 +82,8 @@ class HistoricalSection:
     cache_dir: str = "var/strata/segment-cache"
     max_cache_bytes: int = 10 * 1024**3
     query_threads: int = 0  # 0: one per core
+    # Memory for decoded compressed segment parts, shared by every served segment (LRU by bytes).
+    decompressed_cache_bytes: int = 1024**3
 
 
 @dataclass(frozen=True)

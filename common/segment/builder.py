@@ -27,6 +27,7 @@ from common.segment.manifest import (
     ProjectionManifest,
     SegmentManifest,
 )
+from common.segment.part_codec import COMPRESSED_PARTS, DEFAULT_COMPRESSION, PartCompression
 from common.segment.segment_id import SegmentId
 from common.segment.string_column import DictionarySpec, encode_with_shared_dictionary
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
@@ -126,9 +127,14 @@ def _check_time(times: pa.Array, segment_id: SegmentId) -> np.ndarray:
 def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_columns: Iterable[str] = (),
                   column_types: dict[str, ColumnType] | None = None,
                   projections: Sequence[ProjectionTable] = (),
-                  column_options: dict[str, dict] | None = None) -> SegmentManifest:
+                  column_options: dict[str, dict] | None = None,
+                  compression: PartCompression | None = DEFAULT_COMPRESSION,
+                  string_bitmaps: bool = True) -> SegmentManifest:
     """``column_options``: per column, its encoding's settings (for a JSON column: maxFields,
-    skipPaths, typedPaths, keepRaw)."""
+    skipPaths, typedPaths, keepRaw; for a STRING column: bitmaps). ``compression``: which parts
+    are stored compressed (see part_codec.py); None writes every part uncompressed, as segments
+    before compression were. ``string_bitmaps`` False stores no Roaring bitmaps for the base
+    table's STRING columns (filters scan their codes instead): smaller files, see string_column."""
     column_types = dict(column_types or {})
     names = table.column_names
     if TIME_COLUMN not in names:
@@ -172,7 +178,10 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
         if ctype.kind is TypeKind.TIMESTAMP:
             raise ValidationError(f"column '{name}': only {TIME_COLUMN} may be a TIMESTAMP; store others as LONG millis")
         encoding = encoding_for(ctype)
-        return name, ctype, encoding.name, encoding.encode(values, ctype, (column_options or {}).get(name))
+        options = (column_options or {}).get(name)
+        if not string_bitmaps and encoding.name == "dictionary":
+            options = {"bitmaps": False, **(options or {})}
+        return name, ctype, encoding.name, encoding.encode(values, ctype, options)
 
     # Columns encode independently and Arrow/numpy release the GIL, so threads overlap them.
     others = [n for n in names if n != TIME_COLUMN]
@@ -195,6 +204,10 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     holder: dict = {}
 
     def make_manifest(entries: dict) -> bytes:
+        files = {k: PartEntry(*v) for k, v in entries.items()}
+        features = _required_features(columns, projection_manifests)
+        if any(e.codec is not None for e in files.values()):
+            features = tuple(sorted({*features, COMPRESSED_PARTS}))
         manifest = SegmentManifest(
             segment_id=segment_id,
             num_rows=table.num_rows,
@@ -202,16 +215,16 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
             max_time=max_time,
             ordering=(TIME_COLUMN, *sort_columns),
             columns=tuple(columns),
-            files={k: PartEntry(*v) for k, v in entries.items()},
+            files=files,
             created=created,
             dictionaries=dictionaries,
             projections=tuple(projection_manifests),
-            required_features=_required_features(columns, projection_manifests),
+            required_features=features,
         )
         holder["manifest"] = manifest
         return manifest.to_bytes()
 
-    write_container(path, parts, make_manifest)
+    write_container(path, parts, make_manifest, compression)
     return holder["manifest"]
 
 
@@ -246,8 +259,10 @@ def _build_projection(proj: ProjectionTable, parts: dict, dictionaries: dict, se
 def _required_features(columns, projections) -> tuple[str, ...]:
     from common.segment.encoding import lookup_encoding
 
-    used = {c.encoding for c in columns} | {c.encoding for p in projections for c in p.columns}
-    return tuple(sorted({lookup_encoding(e).feature for e in used if lookup_encoding(e).feature}))
+    every = [*columns, *(c for p in projections for c in p.columns)]
+    used = {c.encoding for c in every}
+    features = {lookup_encoding(e).feature for e in used if lookup_encoding(e).feature}
+    return tuple(sorted(features | {f for c in every for f in c.spec.features()}))
 
 
 def _shared_dictionary_values(parts: dict, shared: DictionaryManifest) -> pa.Array:

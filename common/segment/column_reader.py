@@ -125,17 +125,27 @@ def union_bitmaps(index_bitmap, codes_of, cardinality: int, ids: Ids) -> BitMap:
         members = range(ids.lo, ids.hi) if isinstance(ids, IdRun) else (int(i) for i in ids)
         bitmaps = [index_bitmap(i) for i in members]
         return BitMap.union(*bitmaps) if bitmaps else BitMap()
-    codes = codes_of()
+    return rows_with_ids(codes_of(), cardinality, ids)
+
+
+def rows_with_ids(codes: np.ndarray, cardinality: int, ids: Ids) -> BitMap:
+    """Rows of ``ids`` by one pass over the codes (-1 for null, the pseudo-id ``cardinality``)."""
     if isinstance(ids, IdRun):
         hit = (codes >= ids.lo) & (codes < ids.hi)
         if ids.lo <= cardinality < ids.hi:
             hit |= codes < 0
         return bitmap_of_rows(np.flatnonzero(hit))
+    ids = np.asarray(ids, dtype=np.int64)
+    if len(ids) == 0:
+        return BitMap()
+    if len(ids) == 1:  # an equality: one comparison, no lookup table
+        code = int(ids[0])
+        return bitmap_of_rows(np.flatnonzero(codes < 0 if code == cardinality else codes == code))
     match = np.zeros(cardinality + 1, dtype=bool)
-    match[np.asarray(ids, dtype=np.int64)] = True
+    match[ids] = True
     keyed = np.where(codes < 0, cardinality, codes)
     return bitmap_of_rows(np.flatnonzero(match[keyed]))
 
 
 __all__ = ["ColumnIndex", "ColumnReader", "IdRun", "Ids", "MAX_BITMAPS_TO_UNION", "all_rows", "bitmap_of_rows",
-           "id_array", "union_bitmaps"]
+           "id_array", "rows_with_ids", "union_bitmaps"]

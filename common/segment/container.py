@@ -9,13 +9,19 @@ Layout (all integers little-endian)::
             container version u32, tail magic "STRSEGND"   32 bytes
 
 One file per segment keeps deep storage to one object per segment, like Druid's smoosh files.
-Parts are Arrow IPC streams or raw bytes; readers slice the memory map, so nothing is copied.
-A reader checks the footer, the manifest checksum and every part's bounds on open, and each
-part's crc32 the first time it is read, so corrupted bytes raise instead of producing rows.
+Parts are Arrow IPC streams or raw bytes. An uncompressed part is read in place: readers slice
+the memory map, so nothing is copied. A compressed part (one zstd or LZ4 block, its codec and
+decoded length recorded in the manifest, see part_codec.py) is decoded on use and kept in the
+process's bounded ``DecodedPartCache``; readers ask the container every time instead of
+holding decoded parts, so that budget bounds them.
+A reader checks the footer, the manifest checksum, every part's bounds and codec on open, and
+each part's crc32 (over the stored bytes) the first time it is read, so corrupted bytes raise
+instead of producing rows.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import tempfile
@@ -26,6 +32,8 @@ from collections.abc import Callable
 import pyarrow as pa
 
 from common.errors import SegmentCorruptError
+from common.segment.part_cache import PROCESS_CACHE, DecodedPartCache
+from common.segment.part_codec import CODECS, CodecError, PartCompression, decompress, parse_codec
 
 MAGIC = b"STRSEG\x00\x01"
 TAIL_MAGIC = b"STRSEGND"
@@ -38,11 +46,14 @@ def crc32(data) -> int:
     return zlib.crc32(memoryview(data)) & 0xFFFFFFFF
 
 
-def write_container(path: str, parts: dict[str, pa.Buffer | bytes], make_manifest: Callable[[dict], bytes]) -> None:
+def write_container(path: str, parts: dict[str, pa.Buffer | bytes], make_manifest: Callable[[dict], bytes],
+                    compression: PartCompression | None = None) -> None:
     """Write ``parts`` then the manifest that ``make_manifest(entries)`` returns, atomically.
 
-    ``entries`` maps part name -> (offset, length, crc32). The file appears at ``path`` only when
-    complete (temp file in the same directory, fsync, rename).
+    ``entries`` maps part name -> (offset, length, crc32) for a part stored as is, and
+    (offset, stored length, crc32 of the stored bytes, codec, decoded length) for a part that
+    ``compression`` compressed. The file appears at ``path`` only when complete (temp file in
+    the same directory, fsync, rename).
     """
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
@@ -57,9 +68,13 @@ def write_container(path: str, parts: dict[str, pa.Buffer | bytes], make_manifes
                 if pad:
                     out.write(b"\x00" * pad)
                     pos += pad
-                view = memoryview(data)
+                raw_length = memoryview(data).nbytes
+                stored, codec = compression.encode(data) if compression is not None else (data, None)
+                view = memoryview(stored)
                 out.write(view)
-                entries[name] = (pos, view.nbytes, crc32(view))
+                check = crc32(view)
+                entries[name] = (pos, view.nbytes, check) if codec is None else \
+                    (pos, view.nbytes, check, codec, raw_length)
                 pos += view.nbytes
             manifest = make_manifest(entries)
             out.write(manifest)
@@ -82,11 +97,18 @@ def ipc_bytes(array: pa.Array) -> pa.Buffer:
     return sink.getvalue()
 
 
-class Container:
-    """A memory-mapped segment file. ``part(name)`` returns a zero-copy, checksum-verified buffer."""
+_TOKENS = itertools.count(1)
 
-    def __init__(self, path: str, label: str | None = None) -> None:
+
+class Container:
+    """A memory-mapped segment file. ``part(name)`` returns a checksum-verified buffer: zero-copy
+    for an uncompressed part, decoded through ``cache`` for a compressed one."""
+
+    def __init__(self, path: str, label: str | None = None, cache: DecodedPartCache | None = None) -> None:
         self.path = path
+        self._cache = cache if cache is not None else PROCESS_CACHE
+        self._token = next(_TOKENS)  # keys this open file's cache entries (a reopened file gets new ones)
+        self._arrays: dict[str, pa.Array] = {}
         self.label = label or os.path.basename(path)
         self.segment_id = None  # set once the manifest names the segment
         try:
@@ -120,6 +142,12 @@ class Container:
         for name, entry in entries.items():
             if entry.offset < len(MAGIC) or entry.offset + entry.length > self._manifest_offset:
                 self._fail(f"bounds check failed for part '{name}': {entry.offset}+{entry.length} lies outside the data")
+            if entry.codec is not None and (not isinstance(entry.codec, str) or parse_codec(entry.codec) is None):
+                self._fail(f"codec check failed for part '{name}': codec '{entry.codec}' is unknown to this version "
+                           f"(known: {', '.join(CODECS)}, each optionally after shuffle8/, shuffle4/ or "
+                           "shuffle2/); upgrade strata")
+            if entry.codec is not None and (not isinstance(entry.raw_length, int) or entry.raw_length < 0):
+                self._fail(f"codec check failed for part '{name}': decoded length {entry.raw_length!r} is not a size")
         self._entries = entries
 
     @property
@@ -127,10 +155,12 @@ class Container:
         return self._buf.size
 
     def part_length(self, name: str) -> int:
+        """Stored bytes of a part (compressed size for a compressed part): what a read touches."""
         entry = self._entries.get(name)
         return 0 if entry is None else entry.length
 
-    def part(self, name: str) -> pa.Buffer:
+    def stored_part(self, name: str) -> pa.Buffer:
+        """A part's bytes as stored in the file (zero-copy), checksum-verified on first use."""
         entry = self._entries.get(name)
         if entry is None:
             self._fail(f"part check failed: no internal part '{name}'")
@@ -142,9 +172,22 @@ class Container:
                 self._verified.add(name)
         return buf
 
-    def array(self, name: str) -> pa.Array:
-        """A part written by ``ipc_bytes``, read without copying."""
-        buf = self.part(name)
+    def _decoded(self, name: str) -> pa.Buffer:
+        entry = self._entries[name]
+        try:
+            return decompress(entry.codec, self.stored_part(name), entry.raw_length)
+        except CodecError as exc:
+            self._fail(f"decompress check failed for part '{name}': {exc}")
+
+    def part(self, name: str) -> pa.Buffer:
+        """A part's bytes as written: the mapped bytes, or the decoded block of a compressed part."""
+        buf = self.stored_part(name)
+        entry = self._entries[name]
+        if entry.codec is None:
+            return buf
+        return self._cache.get((self._token, name, "bytes"), lambda: self._decoded(name), entry.raw_length)
+
+    def _parse(self, name: str, buf: pa.Buffer) -> pa.Array:
         try:
             reader = pa.ipc.open_stream(pa.BufferReader(buf))
             batch = reader.read_next_batch()
@@ -152,10 +195,31 @@ class Container:
             self._fail(f"decode check failed for part '{name}': {exc}")
         return batch.column(0)
 
+    def array(self, name: str) -> pa.Array:
+        """A part written by ``ipc_bytes``: read in place when uncompressed, else decoded once and
+        kept in the bounded cache. Callers should not hold it beyond their query."""
+        arr = self._arrays.get(name)
+        if arr is not None:
+            return arr
+        buf = self.stored_part(name)
+        entry = self._entries[name]
+        if entry.codec is not None:
+            return self._cache.get((self._token, name, "array"),
+                                   lambda: self._parse(name, self._decoded(name)), entry.raw_length)
+        arr = self._parse(name, buf)
+        with self._lock:
+            self._arrays.setdefault(name, arr)
+        return arr
+
     def verify_all(self) -> None:
+        """Every part's checksum, over the stored bytes (for a compressed part, the checksum
+        proves the block is what the writer wrote, so it is not decoded here)."""
         for name in self._entries:
-            self.part(name)
+            self.stored_part(name)
 
     def close(self) -> None:
+        self._cache.evict(self._token)
+        with self._lock:
+            self._arrays.clear()
         self._map.close()
 

@@ -37,6 +37,14 @@ class EncodingSpec:
                 out[key] = value
         return out
 
+    def features(self) -> tuple[str, ...]:
+        """requiredFeatures entries this column's settings need beyond its encoding's."""
+        return ()
+
+    def roles(self, required: tuple[str, ...]) -> tuple[str, ...]:
+        """The roles a column with these settings must have (its encoding's, by default)."""
+        return required
+
     @classmethod
     def from_json(cls, obj: Mapping[str, Any] | None) -> EncodingSpec:
         obj = dict(obj or {})
@@ -80,6 +88,13 @@ class Encoding:
 
 
 _REGISTRY: dict[str, Encoding] = {}
+_SPEC_FEATURES: set[str] = set()
+
+
+def register_feature(name: str) -> str:
+    """A requiredFeatures entry that some encoding setting (not a whole encoding) may need."""
+    _SPEC_FEATURES.add(name)
+    return name
 
 
 def register(encoding: Encoding) -> Encoding:
@@ -130,7 +145,7 @@ def encoding_for(ctype: ColumnType) -> Encoding:
 def known_features() -> frozenset[str]:
     """The requiredFeatures entries this version can read: those of its encodings."""
     _builtins()
-    return frozenset(e.feature for e in _REGISTRY.values() if e.feature)
+    return frozenset(e.feature for e in _REGISTRY.values() if e.feature) | frozenset(_SPEC_FEATURES)
 
 
 def parse_spec(encoding: str, obj: Mapping[str, Any] | None) -> EncodingSpec:
@@ -139,4 +154,4 @@ def parse_spec(encoding: str, obj: Mapping[str, Any] | None) -> EncodingSpec:
 
 
 __all__ = ["EncodedColumn", "Encoding", "EncodingSpec", "StoredColumn", "encoding_for", "encoding_named",
-           "known_encodings", "lookup_encoding", "parse_spec", "register"]
+           "known_encodings", "lookup_encoding", "parse_spec", "register", "register_feature"]

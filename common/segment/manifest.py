@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from common.errors import SegmentCorruptError
 from common.segment.encoding import EncodingSpec, known_features, parse_spec
+from common.segment.part_codec import COMPRESSED_PARTS
 from common.segment.segment_id import SegmentId
 from common.types.column_type import ColumnType
 
@@ -29,9 +30,19 @@ FORMAT_VERSION = 1
 
 @dataclass(frozen=True)
 class PartEntry:
+    """Where a part lies. A compressed part also names its codec and decoded length (stored in
+    the manifest as a five-element entry; uncompressed parts keep the original three)."""
+
     offset: int
     length: int
     crc32: int
+    codec: str | None = None
+    raw_length: int | None = None
+
+    def to_json(self) -> list:
+        if self.codec is None:
+            return [self.offset, self.length, self.crc32]
+        return [self.offset, self.length, self.crc32, self.codec, self.raw_length]
 
 
 @dataclass(frozen=True)
@@ -161,6 +172,7 @@ class SegmentManifest:
 
     @property
     def size(self) -> int:
+        """Stored bytes of all parts (compressed sizes where parts are compressed)."""
         return sum(p.length for p in self.files.values())
 
     def to_json(self) -> dict:
@@ -176,7 +188,7 @@ class SegmentManifest:
             "columns": [c.to_json() for c in self.columns],
             "dictionaries": {k: v.to_json() for k, v in self.dictionaries.items()},
             "projections": [p.to_json() for p in self.projections],
-            "files": {k: [v.offset, v.length, v.crc32] for k, v in self.files.items()},
+            "files": {k: v.to_json() for k, v in self.files.items()},
             "created": self.created,
         }
 
@@ -192,7 +204,7 @@ class SegmentManifest:
             raise SegmentCorruptError(
                 f"segment {where}: format version check failed: version {version}, this reader knows 1..{FORMAT_VERSION}"
             )
-        known = known_features()
+        known = known_features() | {COMPRESSED_PARTS}
         unknown = [f for f in obj.get("requiredFeatures", []) if f not in known]
         if unknown:
             raise SegmentCorruptError(

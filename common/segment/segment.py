@@ -115,7 +115,7 @@ class Segment:
         for col in columns:
             enc = encoding_named(col.encoding, f"{where}{col.name}", str(self.id))
             parts = self._resolved_parts(col)
-            missing = [r for r in enc.required_roles if r not in parts]
+            missing = [r for r in col.spec.roles(enc.required_roles) if r not in parts]
             missing += [p for p in parts.values() if p not in self.manifest.files]
             if missing:
                 raise SegmentCorruptError(f"segment {self.id}: part check failed: {where}column '{col.name}' lacks {missing}",

@@ -17,6 +17,7 @@ import pyarrow as pa
 from common.errors import ValidationError
 from common.segment.builder import build_segment, normalize_time
 from common.segment.manifest import SegmentManifest
+from common.segment.part_codec import DEFAULT_COMPRESSION, PartCompression
 from common.segment.segment_id import SegmentId
 from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.granularity import Granularity
@@ -52,7 +53,9 @@ def time_chunks(sorted_ms: np.ndarray, granularity: Granularity) -> list[tuple[I
 def build_segments(table: pa.Table, datasource: str, out_dir: str, *, segment_granularity: Granularity | str = "day",
                    version: str | None = None, sort_columns: Iterable[str] = (),
                    rows_per_segment: int = DEFAULT_ROWS_PER_SEGMENT,
-                   column_types: dict[str, ColumnType] | None = None) -> list[tuple[str, SegmentManifest]]:
+                   column_types: dict[str, ColumnType] | None = None,
+                   compression: PartCompression | None = DEFAULT_COMPRESSION,
+                   string_bitmaps: bool = True) -> list[tuple[str, SegmentManifest]]:
     """Build all segments for ``table``; returns (path, manifest) per segment."""
     if rows_per_segment <= 0:
         raise ValidationError(f"rows per segment must be positive, got {rows_per_segment}")
@@ -78,6 +81,7 @@ def build_segments(table: pa.Table, datasource: str, out_dir: str, *, segment_gr
             b = lo + (p + 1) * rows // parts
             sid = SegmentId(datasource, interval, version, p)
             path = os.path.join(out_dir, segment_filename(sid))
-            manifest = build_segment(table.slice(a, b - a), path, sid, sort_columns, column_types)
+            manifest = build_segment(table.slice(a, b - a), path, sid, sort_columns, column_types,
+                                     compression=compression, string_bitmaps=string_bitmaps)
             built.append((path, manifest))
     return built

@@ -1,7 +1,8 @@
 """Plain columns: numbers, ``__time``, arrays and (for now) JSON text, stored as Arrow arrays.
 
 Arrow's own validity bitmap is the null bitmap, so a LONG column with nulls keeps them as nulls
-(never 0), and the values are read straight from the memory map.
+(never 0), and the values are read straight from the memory map (or, when the container stored
+the part compressed, from its decoded-part cache).
 """
 
 from __future__ import annotations
@@ -41,16 +42,15 @@ class ValueColumn:
         self.num_rows = num_rows
         self.stats = stats
         self.type = ctype
-        self._values: pa.Array | None = None
 
     @classmethod
     def open(cls, stored: StoredColumn) -> ValueColumn:
         return cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type)
 
     def values(self) -> pa.Array:
-        if self._values is None:
-            self._values = self._container.array(self._parts["values"])
-        return self._values
+        # Not memoized here: the container reads mapped parts in place and keeps decoded
+        # (compressed) ones in its bounded cache, which a reference held here would defeat.
+        return self._container.array(self._parts["values"])
 
     def part_bytes(self, roles: tuple[str, ...] = ("values",)) -> int:
         return self._container.part_length(self._parts["values"])

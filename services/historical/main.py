@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+from common.errors import ValidationError
+from common.segment.part_cache import configure as configure_decoded_part_cache
 from services.deep_storage import deep_storage_from_config
 from services.discovery import discovery_from_config
 from services.grpc_server import GrpcServer
@@ -21,6 +23,10 @@ class HistoricalProcess(NodeProcess):
     def __init__(self, config) -> None:
         super().__init__(config)
         section = config.historical
+        try:
+            configure_decoded_part_cache(section.decompressed_cache_bytes)
+        except ValueError as exc:
+            raise ValidationError(f"[historical] {exc}") from None
         self.metrics = Metrics(self.role)
         self.storage = deep_storage_from_config(config.deep_storage)
         self.cache = SegmentCache(section.cache_dir, section.max_cache_bytes, self.storage)

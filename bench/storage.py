@@ -1,0 +1,262 @@
+"""Storage benchmark: bytes per row by column type, strata segments beside Parquet and ClickHouse,
+and what compression costs bench/engine.py's queries.
+
+    .venv/bin/python bench/storage.py [--rows 1000000] [--json-rows 100000] [--runs 5] [--codec zstd|lz4_frame]
+                                     [--markdown]
+
+Generates the demo rows plus a DOUBLE column, builds DAY segments uncompressed (the format before
+compressed parts), compressed (the default) and compressed without the STRING columns' Roaring
+bitmaps (``string_bitmaps=False``: filters scan codes), writes the same rows as Parquet (pyarrow, snappy
+and zstd) and into a ClickHouse MergeTree table (chdb, ORDER BY __time, default LZ4), and prints
+stored bytes per row for each column type. A nested JSON column is measured on its own, smaller
+table (``--json-rows``) because encoding its fields is slow; Parquet and ClickHouse store it as
+text. Then it runs the engine benchmark's queries over the segment sets: with a decoded-part
+cache that holds the working set (repeated queries), and with the cache emptied before each run
+(a query right after the segments load, or after its parts were evicted, decodes what it reads).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import replace
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.compute as pc  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from bench.engine import print_rows, queries  # noqa: E402
+from common.demo import table as demo_table  # noqa: E402
+from common.query import execute  # noqa: E402
+from common.segment import Segment  # noqa: E402
+from common.segment.part_cache import PROCESS_CACHE  # noqa: E402
+from common.segment.part_codec import CODECS, DEFAULT_COMPRESSION  # noqa: E402
+from common.segment.time_partitioner import build_segments  # noqa: E402
+from common.types import ColumnType  # noqa: E402
+
+GROUPS = {
+    "timestamp (__time)": ["__time"],
+    "string, low cardinality (11 columns)": ["channel", "namespace", "isRobot", "isAnonymous", "isMinor", "isNew",
+                                             "isUnpatrolled", "cityName", "countryName", "countryIsoCode",
+                                             "regionName"],
+    "string, high cardinality (page, user, comment)": ["page", "user", "comment"],
+    "long (4 columns)": ["added", "deleted", "delta", "metroCode"],
+    "double (1 column)": ["ratio"],
+}
+JSON_COLUMN = "attrs"
+
+
+def rows_table(n: int) -> pa.Table:
+    data = demo_table(n)
+    added = data.column("added").to_numpy(zero_copy_only=False).astype(np.float64)
+    deleted = data.column("deleted").to_numpy(zero_copy_only=False).astype(np.float64)
+    return data.append_column("ratio", pa.array(added / (added + deleted + 1.0)))
+
+
+def json_table(n: int) -> pa.Table:
+    """The demo rows' geography and edit facts as one nested JSON document per row."""
+    data = demo_table(n)
+    cols = {c: data.column(c).to_pylist() for c in ("cityName", "countryIsoCode", "added", "isMinor", "channel")}
+    docs = [json.dumps({"geo": {"city": city, "country": iso}, "edit": {"added": added, "minor": minor == "true"},
+                        "tags": [channel, f"t{i % 7}"]})
+            for i, (city, iso, added, minor, channel) in enumerate(zip(*cols.values()))]
+    return pa.table({"__time": data.column("__time"), JSON_COLUMN: pa.array(docs, pa.string())})
+
+
+def strata_bytes(table: pa.Table, out: str, compression, column_types=None,
+                 string_bitmaps: bool = True) -> tuple[dict, int, float, list]:
+    """(stored bytes per column, file bytes, build seconds, paths)."""
+    started = time.perf_counter()
+    built = build_segments(table, "wiki", out, segment_granularity="day", compression=compression,
+                           column_types=column_types, string_bitmaps=string_bitmaps)
+    seconds = time.perf_counter() - started
+    per = defaultdict(int)
+    for _, manifest in built:
+        for col in manifest.columns:
+            per[col.name] += sum(manifest.files[p].length for p in col.parts.values())
+    return dict(per), sum(os.path.getsize(p) for p, _ in built), seconds, [p for p, _ in built]
+
+
+def parquet_bytes(table: pa.Table, path: str, codec: str) -> tuple[dict, int]:
+    pq.write_table(table, path, compression=codec)
+    meta = pq.ParquetFile(path).metadata
+    per = defaultdict(int)
+    for rg in range(meta.num_row_groups):
+        for ci in range(meta.num_columns):
+            chunk = meta.row_group(rg).column(ci)
+            per[chunk.path_in_schema] += chunk.total_compressed_size
+    return dict(per), os.path.getsize(path)
+
+
+def clickhouse_bytes(parquet: str, work: str, name: str) -> tuple[dict, int] | None:
+    try:
+        from chdb import session as chs
+    except ImportError:
+        return None
+    sess = chs.Session(os.path.join(work, f"chdb-{name}"))
+    try:
+        sess.query("CREATE DATABASE IF NOT EXISTS b")
+        sess.query(f"CREATE TABLE b.{name} ENGINE = MergeTree ORDER BY __time "
+                   f"SETTINGS allow_nullable_key = 1, min_bytes_for_wide_part = 0, min_rows_for_wide_part = 0 AS "
+                   f"SELECT * FROM file('{parquet}', Parquet)")
+        sess.query(f"OPTIMIZE TABLE b.{name} FINAL")
+        rows = sess.query(f"SELECT name, data_compressed_bytes FROM system.columns WHERE database = 'b' "
+                          f"AND table = '{name}'", "CSV").bytes().decode().strip().splitlines()
+        per = {r.split(",")[0].strip('"'): int(r.split(",")[1]) for r in rows}
+        total = int(sess.query(f"SELECT sum(bytes_on_disk) FROM system.parts WHERE database = 'b' AND "
+                               f"table = '{name}' AND active", "CSV").bytes().decode().strip())
+        return per, total
+    finally:
+        sess.close()
+
+
+def pick_user(table: pa.Table) -> str:
+    counts = pc.value_counts(table.column("user").combine_chunks())
+    values, n = counts.field("values").to_pylist(), counts.field("counts").to_pylist()
+    return sorted(v for v, c in zip(values, n) if v is not None and 20 <= c <= 200)[0]
+
+
+def alternating(a, b, runs: int) -> tuple[float, float, object, object]:
+    """Median ms of ``a`` and ``b`` run in turns after a warm-up of each, so a busy machine's
+    slow spells hit both sides alike; and their last results."""
+    ra, rb = a(), b()
+    sa, sb = [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        ra = a()
+        sa.append((time.perf_counter() - start) * 1000)
+        start = time.perf_counter()
+        rb = b()
+        sb.append((time.perf_counter() - start) * 1000)
+    return statistics.median(sa), statistics.median(sb), ra, rb
+
+
+def fmt(x: float) -> str:
+    return "n/a" if x != x else f"{x:.2f}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--json-rows", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--codec", default=DEFAULT_COMPRESSION.codec, choices=sorted(CODECS),
+                    help="codec of the compressed segments (default: the writer's default)")
+    ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
+    args = ap.parse_args()
+    compression = replace(DEFAULT_COMPRESSION, codec=args.codec)
+
+    work = tempfile.mkdtemp(prefix="strata-bench-storage-")
+    try:
+        data = rows_table(args.rows)
+        jdata = json_table(args.json_rows)
+        naive = data.set_column(0, "__time", data.column("__time").cast(pa.timestamp("ms")))
+        jnaive = jdata.set_column(0, "__time", jdata.column("__time").cast(pa.timestamp("ms")))
+        json_type = {JSON_COLUMN: ColumnType.parse("COMPLEX<json>")}
+
+        plain, plain_file, plain_s, plain_paths = strata_bytes(data, os.path.join(work, "plain"), None)
+        packed, packed_file, packed_s, packed_paths = strata_bytes(data, os.path.join(work, "packed"), compression)
+        bare, bare_file, _, bare_paths = strata_bytes(data, os.path.join(work, "bare"), compression, string_bitmaps=False)
+        jplain, _, _, _ = strata_bytes(jdata, os.path.join(work, "jplain"), None, json_type)
+        jpacked, _, _, _ = strata_bytes(jdata, os.path.join(work, "jpacked"), compression, json_type)
+        snappy, snappy_file = parquet_bytes(naive, os.path.join(work, "snappy.parquet"), "snappy")
+        zstd, zstd_file = parquet_bytes(naive, os.path.join(work, "zstd.parquet"), "zstd")
+        jsnappy, _ = parquet_bytes(jnaive, os.path.join(work, "jsnappy.parquet"), "snappy")
+        jzstd, _ = parquet_bytes(jnaive, os.path.join(work, "jzstd.parquet"), "zstd")
+        ch = clickhouse_bytes(os.path.join(work, "snappy.parquet"), work, "wiki")
+        jch = clickhouse_bytes(os.path.join(work, "jsnappy.parquet"), work, "docs")
+
+        def per_row(per: dict | None, cols: list[str], n: int) -> float:
+            return float("nan") if per is None else sum(per.get(c, 0) for c in cols) / n
+
+        header = ("column type", "strata uncompressed", f"strata {args.codec}", f"strata {args.codec}, no bitmaps",
+                  "Parquet snappy", "Parquet zstd", "ClickHouse (LZ4)", "compressed / Parquet zstd",
+                  "no bitmaps / Parquet zstd")
+        lines = []
+        for label, cols in GROUPS.items():
+            got = [per_row(plain, cols, args.rows), per_row(packed, cols, args.rows), per_row(bare, cols, args.rows),
+                   per_row(snappy, cols, args.rows), per_row(zstd, cols, args.rows),
+                   per_row(ch[0] if ch else None, cols, args.rows)]
+            lines.append((label, *map(fmt, got), fmt(got[1] / got[4]), fmt(got[2] / got[4])))
+        jcols = [JSON_COLUMN]
+        got = [per_row(jplain, jcols, args.json_rows), per_row(jpacked, jcols, args.json_rows), float("nan"),
+               per_row(jsnappy, jcols, args.json_rows), per_row(jzstd, jcols, args.json_rows),
+               per_row(jch[0] if jch else None, jcols, args.json_rows)]
+        lines.append((f"nested JSON ({args.json_rows:,} rows; peers store text)", *map(fmt, got),
+                      fmt(got[1] / got[4]), "n/a"))
+        files = [plain_file / args.rows, packed_file / args.rows, bare_file / args.rows, snappy_file / args.rows,
+                 zstd_file / args.rows, (ch[1] / args.rows) if ch else float("nan")]
+        lines.append(("whole table except JSON, files", *map(fmt, files), fmt(files[1] / files[4]),
+                      fmt(files[2] / files[4])))
+        print(f"rows {args.rows:,}; {len(packed_paths)} day segments; bytes per row; segment build "
+              f"uncompressed {args.rows / plain_s / 1e6:.2f}M rows/s, compressed {args.rows / packed_s / 1e6:.2f}M rows/s")
+        print_rows(header, lines, args.markdown)
+
+        # Where the compressed bytes go: per column, by part role.
+        roles = defaultdict(int)
+        for path in packed_paths:
+            seg = Segment.open(path)
+            for name, entry in seg.manifest.files.items():
+                roles[name.rsplit("/", 1)[-1]] += entry.length
+            seg.close()
+        print("compressed segment bytes per row by part role: " +
+              ", ".join(f"{r} {b / args.rows:.2f}" for r, b in sorted(roles.items(), key=lambda x: -x[1])))
+
+        plain_segs = [Segment.open(p) for p in plain_paths]
+        packed_segs = [Segment.open(p) for p in packed_paths]
+        bare_segs = [Segment.open(p) for p in bare_paths]
+        saved_budget = PROCESS_CACHE.max_bytes
+        qlines, warm_ratios, cold_ratios, bare_ratios = [], [], [], []
+        try:
+            for name, _, native, _ in queries(pick_user(data)):
+                def run_plain():
+                    return execute(native, plain_segs)
+
+                def run_packed():
+                    return execute(native, packed_segs)
+
+                PROCESS_CACHE.set_max_bytes(8 << 30)  # holds every decoded part: repeated queries
+                u_ms, w_ms, u, w = alternating(run_plain, run_packed, args.runs)
+                def run_packed_cold():
+                    PROCESS_CACHE.clear()  # as after loading: the query decodes every part it reads
+                    return execute(native, packed_segs)
+
+                u2_ms, c_ms, _, c = alternating(run_plain, run_packed_cold, args.runs)
+                PROCESS_CACHE.set_max_bytes(8 << 30)
+                u3_ms, b_ms, _, b = alternating(run_plain, lambda: execute(native, bare_segs), args.runs)
+                same = u.table.equals(w.table) and u.table.equals(c.table) and u.table.equals(b.table)
+                warm_ratios.append(w_ms / u_ms)
+                cold_ratios.append(c_ms / u2_ms)
+                bare_ratios.append(b_ms / u3_ms)
+                qlines.append((name, f"{u_ms:.1f}", f"{w_ms:.1f}", f"{w_ms / u_ms:.2f}", f"{u2_ms:.1f}",
+                               f"{c_ms:.1f}", f"{c_ms / u2_ms:.2f}", f"{u3_ms:.1f}", f"{b_ms:.1f}",
+                               f"{b_ms / u3_ms:.2f}", "yes" if same else "NO"))
+        finally:
+            PROCESS_CACHE.set_max_bytes(saved_budget)
+        print()
+        print_rows(("query", "uncompressed ms", "compressed, cache warm ms", "ratio", "uncompressed ms (again)",
+                    "compressed, cache emptied ms", "ratio", "uncompressed ms (third)", "no bitmaps, cache warm ms",
+                    "ratio", "same result"), qlines, args.markdown)
+        geo = lambda xs: float(np.exp(np.mean(np.log(xs))))  # noqa: E731
+        print(f"geomean compressed/uncompressed: cache warm {geo(warm_ratios):.2f}, cache emptied before each query "
+              f"{geo(cold_ratios):.2f}, no bitmaps with the cache warm {geo(bare_ratios):.2f} (goal <= 1.10); "
+              f"compressed segments are {packed_file / zstd_file:.2f}x Parquet zstd "
+              f"({bare_file / zstd_file:.2f}x without bitmaps), {packed_file / snappy_file:.2f}x Parquet snappy "
+              f"(goal <= 1.0x zstd)")
+        return 0 if all(line[-1] == "yes" for line in qlines) else 1
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
