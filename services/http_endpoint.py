@@ -31,8 +31,10 @@ Handler = Callable[[str, str, dict, bytes, dict], tuple[int, str, bytes]]
 
 
 class HttpEndpoint:
+    """``tls_context``: an ssl server context to serve https (TransportSecurity.http_server_context)."""
+
     def __init__(self, host: str, port: int, metrics, health: Callable[[], dict],
-                 authorizer: Authorizer | None = None) -> None:
+                 authorizer: Authorizer | None = None, tls_context=None) -> None:
         self.authorizer = authorizer if authorizer is not None else ALLOW_ALL
         self._metrics = metrics
         self._health = health
@@ -63,6 +65,9 @@ class HttpEndpoint:
 
         self._server = ThreadingHTTPServer((host, port), _Handler)
         self._server.daemon_threads = True
+        if tls_context is not None:  # https: each accepted connection does the TLS handshake
+            self._server.socket = tls_context.wrap_socket(self._server.socket, server_side=True,
+                                                          do_handshake_on_connect=False)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="strata-http", daemon=True)
 

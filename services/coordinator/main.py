@@ -21,7 +21,8 @@ from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
 from services.node_process import NodeProcess
 from services.rpc.gen.strata.v1 import discovery_pb2
-from services.security.authorizer import authorizer_from_config
+from services.transport_security import task_env
+from services.security.authorizer import authorizer_from_config, is_admin
 
 
 class CoordinatorProcess(NodeProcess):
@@ -31,7 +32,11 @@ class CoordinatorProcess(NodeProcess):
         super().__init__(config)
         self.metrics = Metrics(self.role)
         self.store = SegmentStore(config.metadata.url)
-        self.grpc = GrpcServer(config.node.host, config.node.grpc_port)
+        self.authorizer = authorizer_from_config(config)  # ALLOW_ALL unless [auth] enabled
+        # Internal services need the cluster's credential; the admin's own credentials do too
+        # (the command line publishes and follows tasks as the admin).
+        self.grpc = GrpcServer(config.node.host, config.node.grpc_port, security=self.security,
+                               also_accept=lambda metadata: _is_admin_call(self.authorizer, metadata))
         self.memory_store = None
         self._discovery_servicer = None
         self.journal = None
@@ -49,13 +54,14 @@ class CoordinatorProcess(NodeProcess):
         self.task_metrics.tasks = self.tasks
         self.runner.extra_duties.append(self.task_metrics.refresh)
         self.task_runner = TaskRunner(self.tasks, lambda: f"127.0.0.1:{self.grpc.port}",
-                                      os.path.join(config.coordinator.state_dir, "tasks"), _task_env(config),
+                                      os.path.join(config.coordinator.state_dir, "tasks"),
+                                      {**_task_env(config), **task_env(self.security)},
                                       config.coordinator.max_running_tasks,
                                       storage_factory=lambda: _deep_storage(config))
         add_to_server(self.grpc, CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner,
                                                      self.tasks, self.task_runner))
-        self.authorizer = authorizer_from_config(config)  # ALLOW_ALL unless [auth] enabled
-        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer)
+        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer,
+                                 self.security.http_server_context() if self.security.serves_tls else None)
         self.id = self.node_id(self.grpc.port)
         install_catalog(self)  # the table catalog: gRPC CatalogService and the REST API on the HTTP port
         if config.coordinator.auto_compaction:
@@ -78,7 +84,7 @@ class CoordinatorProcess(NodeProcess):
 
     def endpoints(self) -> dict:
         return {"grpc": f"{self.config.advertise_host}:{self.grpc.port}",
-                "http": f"http://{self.config.advertise_host}:{self.http.port}"}
+                "http": f"{self.security.http_scheme}://{self.config.advertise_host}:{self.http.port}"}
 
     def start(self) -> CoordinatorProcess:
         if self.journal is not None:
@@ -111,6 +117,12 @@ class CoordinatorProcess(NodeProcess):
             self._discovery_servicer.close()
         self.discovery.close()
         self.store.close()
+
+
+def _is_admin_call(authorizer, metadata: dict) -> bool:
+    if "authorization" not in metadata:
+        return False
+    return is_admin(authorizer, authorizer.user_from_headers({"Authorization": metadata["authorization"]}))
 
 
 def _deep_storage(config):
