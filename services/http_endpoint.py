@@ -16,6 +16,7 @@ Unauthenticated 401, each with ``{"error": message}``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -23,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 from services.security.authorizer import ALLOW_ALL, Authorizer, Unauthenticated
+
+log = logging.getLogger("strata.http")
 
 USER_HEADER = "x-strata-user"
 # (method, path, query, body, headers) -> (status, content type, body bytes); headers carry the
@@ -63,7 +66,7 @@ class HttpEndpoint:
             def log_message(self, *args) -> None:  # access logs would drown the service logs
                 pass
 
-        self._server = ThreadingHTTPServer((host, port), _Handler)
+        self._server = _Server((host, port), _Handler)
         self._server.daemon_threads = True
         if tls_context is not None:  # https: each accepted connection does the TLS handshake
             self._server.socket = tls_context.wrap_socket(self._server.socket, server_side=True,
@@ -105,6 +108,13 @@ class HttpEndpoint:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        # A client that fails the TLS handshake (plain http, an untrusted certificate) or hangs up
+        # is its own problem: a debug line, not a traceback on stderr.
+        log.debug("HTTP connection from %s failed", client_address, exc_info=True)
 
 
 def _error(status: int, exc: Exception) -> tuple[int, str, bytes]:

@@ -17,7 +17,7 @@ from common.segment.descriptor import SegmentDescriptor
 from common.segment.time_partitioner import build_segments
 from services.deep_storage import deep_storage_key
 from services.grpc_server import channel
-from services.transport_security import TransportSecurity, transport_security_from_env
+from services.transport_security import CredentialClientInterceptor, TransportSecurity, transport_security_from_env
 from services.rpc.arrow_stream import chunks_to_table
 from services.rpc.convert import descriptor_to_proto
 from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc, coordinator_pb2, coordinator_pb2_grpc
@@ -57,7 +57,10 @@ class ClusterClient:
         if self._coordinator is None:
             if not self.coordinator_target:
                 raise ClusterError("no coordinator address; pass --coordinator host:port or --dir of a running cluster")
-            self._coordinator = coordinator_pb2_grpc.CoordinatorServiceStub(self._channel(self.coordinator_target))
+            ch = self._channel(self.coordinator_target)
+            if self.metadata:  # with auth on, the coordinator admits the admin's credentials on every call
+                ch = grpc.intercept_channel(ch, CredentialClientInterceptor(tuple(self.metadata)))
+            self._coordinator = coordinator_pb2_grpc.CoordinatorServiceStub(ch)
         return self._coordinator
 
     @property

@@ -1,0 +1,220 @@
+"""A cluster with [tls] and [auth] on: every node serves gRPC, Flight (grpc+tls://) and HTTP
+(https) with a certificate signed by a CA made here with the ``cryptography`` package, and the
+nodes' own RPCs carry the cluster's internal credential. Clients: the ADBC Flight SQL driver with
+the CA as its root certificates, gRPC health and ClusterClient over TLS, urllib over https; and
+direct calls to a historical's RunQuery and the coordinator's services, refused without the
+internal credential (a user's own password is not enough) and answered with it."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import ssl
+import urllib.request
+
+import adbc_driver_flightsql
+import adbc_driver_flightsql.dbapi as adbc
+import grpc
+import pyarrow.flight as flight
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from common.demo import table as demo_table
+from services.cli.cluster_client import ClusterClient, ClusterError
+from services.grpc_server import channel
+from services.historical.client import HistoricalClient
+from services.rpc.gen.strata.v1 import (coordinator_pb2, coordinator_pb2_grpc, discovery_pb2, discovery_pb2_grpc,
+                                       historical_pb2, historical_pb2_grpc)
+from services.security.basic_authorizer import basic_header
+from services.transport_security import TransportSecurity
+from tests.harness.embedded_cluster import EmbeddedCluster
+
+ADMIN_PASSWORD = "tls-admin-pw"
+READER_PASSWORD = "reader-pw"
+USERS_FILE = f'''
+[[users]]
+name = "reader"
+password = "{READER_PASSWORD}"
+[[users.grants]]
+action = "READ"
+type = "DATASOURCE"
+pattern = "wiki"
+'''
+QUERY = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
+         "granularity": "all", "aggregations": [{"type": "count", "name": "rows"}]}
+
+
+def _name(common_name: str) -> x509.Name:
+    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
+
+
+def make_certificates() -> dict[str, bytes]:
+    """A CA and a server certificate it signed for 127.0.0.1 and localhost (PEM)."""
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca = (x509.CertificateBuilder().subject_name(_name("strata test CA")).issuer_name(_name("strata test CA"))
+          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
+          .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
+                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    cert = (x509.CertificateBuilder().subject_name(_name("127.0.0.1")).issuer_name(ca.subject)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    pem = serialization.Encoding.PEM
+    return {"ca": ca.public_bytes(pem), "cert": cert.public_bytes(pem),
+            "key": key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())}
+
+
+@pytest.fixture(scope="module")
+def certs() -> dict[str, bytes]:
+    return make_certificates()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, certs):
+    directory = tmp_path_factory.mktemp("tls")
+    users = directory / "users.toml"
+    users.write_text(USERS_FILE)
+    # Through files, as a deployment gives them: [tls] cert_file/key_file/ca_file.
+    for name, data in certs.items():
+        (directory / f"{name}.pem").write_bytes(data)
+    c = EmbeddedCluster(str(directory / "cluster"), historicals=1,
+                        auth={"enabled": True, "admin_password": ADMIN_PASSWORD, "users_file": str(users)},
+                        tls={f"{name}_file": str(directory / f"{name}.pem") for name in certs})
+    try:
+        data = demo_table(500, days=1)
+        c.rows = data.num_rows
+        c.wait_queryable("wiki", len(c.publish(data, "wiki")))  # publish and load over TLS + the credential
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def ca_only(certs) -> TransportSecurity:
+    """What a user's client knows: the CA, no internal credential."""
+    return TransportSecurity(ca=certs["ca"])
+
+
+def test_adbc_flight_sql_over_grpc_tls(cluster, certs):
+    uri = f"grpc+tls://127.0.0.1:{cluster.broker.flight.port}"
+    assert cluster.broker.endpoints()["flight"].startswith("grpc+tls://")
+    with adbc.connect(uri, db_kwargs={"username": "reader", "password": READER_PASSWORD,
+                                      adbc_driver_flightsql.DatabaseOptions.TLS_ROOT_CERTS.value: certs["ca"].decode()},
+                      autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("SELECT COUNT(*) FROM wiki")
+        assert cur.fetchall() == [(cluster.rows,)]
+
+
+def test_flight_client_that_does_not_trust_the_ca_is_refused(cluster):
+    client = flight.FlightClient(f"grpc+tls://127.0.0.1:{cluster.broker.flight.port}")
+    try:
+        with pytest.raises(flight.FlightUnavailableError):  # the handshake fails: certificate verify failed
+            list(client.list_actions(flight.FlightCallOptions(timeout=10)))
+    finally:
+        client.close()
+
+
+def test_grpc_health_and_broker_queries_over_tls(cluster, ca_only):
+    for node in (cluster.coordinator, cluster.broker, *cluster.historicals):
+        with channel(f"127.0.0.1:{node.grpc.port}", ca_only) as ch:
+            response = health_pb2_grpc.HealthStub(ch).Check(health_pb2.HealthCheckRequest(), timeout=10)
+            assert response.status == health_pb2.HealthCheckResponse.SERVING
+    client = ClusterClient(broker=f"127.0.0.1:{cluster.broker.grpc.port}", credentials=("reader", READER_PASSWORD),
+                           security=ca_only)
+    try:
+        table, _ = client.native(QUERY, timeout_s=30)
+        assert table.column("rows").to_pylist() == [cluster.rows]
+    finally:
+        client.close()
+
+
+def test_https_status_health_on_every_node(cluster, certs):
+    context = ssl.create_default_context(cadata=certs["ca"].decode())
+    for node in (cluster.coordinator, cluster.broker, *cluster.historicals):
+        url = node.endpoints()["http"] + "/status/health"
+        assert url.startswith("https://127.0.0.1:")
+        with urllib.request.urlopen(url, timeout=10, context=context) as response:
+            assert json.loads(response.read())["healthy"] is True
+    with pytest.raises(OSError):  # plain http to a TLS port gets no answer (the connection is dropped)
+        urllib.request.urlopen(f"http://127.0.0.1:{cluster.broker.http.port}/status/health", timeout=10).read()
+
+
+def _run_query(cluster, historical: HistoricalClient):
+    sids = [s for s in cluster.historicals[0].node.status()["served"] if s.datasource == "wiki"]
+    schema = cluster.broker.catalog.datasource_schema("wiki")
+    return historical.read_partial(historical.run_query(json.dumps(QUERY), "direct", sids, schema, timeout_s=30))
+
+
+def test_direct_run_query_needs_the_internal_credential(cluster, ca_only):
+    target = f"127.0.0.1:{cluster.historicals[0].grpc.port}"
+    outsider = HistoricalClient(target, ca_only)
+    try:
+        with pytest.raises(grpc.RpcError) as err:
+            _run_query(cluster, outsider)
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert "internal credential" in err.value.details()
+    finally:
+        outsider.close()
+    # The admin's own password does not open a historical either.
+    stub_channel = channel(target, ca_only)
+    try:
+        stub = historical_pb2_grpc.HistoricalServiceStub(stub_channel)
+        with pytest.raises(grpc.RpcError) as err:
+            list(stub.RunQuery(historical_pb2.RunQueryRequest(query_json=json.dumps(QUERY), query_id="direct"),
+                               timeout=30, metadata=[("authorization", basic_header("admin", ADMIN_PASSWORD))]))
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    finally:
+        stub_channel.close()
+    # With the cluster's credential (what the broker holds) the same call answers.
+    insider = HistoricalClient(target, cluster.broker.security)
+    try:
+        partial = _run_query(cluster, insider)
+        assert partial.table.column("rows").to_pylist() == [cluster.rows]
+    finally:
+        insider.close()
+
+
+def test_coordinator_and_discovery_need_the_internal_credential_or_the_admin(cluster, ca_only):
+    target = f"127.0.0.1:{cluster.coordinator.grpc.port}"
+    with channel(target, ca_only) as ch:
+        coordinator = coordinator_pb2_grpc.CoordinatorServiceStub(ch)
+        discovery = discovery_pb2_grpc.DiscoveryServiceStub(ch)
+        for metadata in ((), (("authorization", basic_header("reader", READER_PASSWORD)),)):
+            for call, request in ((coordinator.PublishSegments, coordinator_pb2.PublishSegmentsRequest()),
+                                  (coordinator.ListSegments, coordinator_pb2.ListSegmentsRequest(datasource="wiki")),
+                                  (coordinator.SubmitTask, coordinator_pb2.SubmitTaskRequest(datasource="wiki")),
+                                  (discovery.GetPrefix, discovery_pb2.KeyRequest(key="/"))):
+                with pytest.raises(grpc.RpcError) as err:
+                    call(request, timeout=10, metadata=metadata)
+                assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED, call
+        # The admin's command line keeps working on the coordinator.
+        admin = (("authorization", basic_header("admin", ADMIN_PASSWORD)),)
+        listed = coordinator.ListSegments(coordinator_pb2.ListSegmentsRequest(datasource="wiki"), timeout=10,
+                                          metadata=admin)
+        assert listed.segments and all(r.descriptor.id.datasource == "wiki" for r in listed.segments)
+    admin_cli = ClusterClient(target, credentials=("admin", ADMIN_PASSWORD), security=ca_only)
+    try:
+        assert {t.datasource for t in admin_cli.tasks()} <= {"wiki"}
+    finally:
+        admin_cli.close()
+    reader_cli = ClusterClient(target, credentials=("reader", READER_PASSWORD), security=ca_only)
+    try:
+        with pytest.raises((ClusterError, grpc.RpcError)):
+            reader_cli.tasks()
+    finally:
+        reader_cli.close()
