@@ -218,3 +218,18 @@ def test_coordinator_and_discovery_need_the_internal_credential_or_the_admin(clu
             reader_cli.tasks()
     finally:
         reader_cli.close()
+
+
+def test_catalog_reads_with_the_internal_credential_act_as_the_admin(cluster, ca_only):
+    """What a compaction task does to read a table's projections: no user, the cluster's credential."""
+    from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
+
+    target = f"127.0.0.1:{cluster.coordinator.grpc.port}"
+    with channel(target, ca_only) as outsider, channel(target, cluster.coordinator.security) as insider:
+        get = catalog_pb2.GetTableRequest(id=catalog_pb2.TableId(schema="druid", name="no_such_table"))
+        with pytest.raises(grpc.RpcError) as err:
+            catalog_pb2_grpc.CatalogServiceStub(outsider).GetTable(get, timeout=10)
+        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        with pytest.raises(grpc.RpcError) as err:  # past authentication: the table is simply not there
+            catalog_pb2_grpc.CatalogServiceStub(insider).GetTable(get, timeout=10)
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
