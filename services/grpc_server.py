@@ -57,8 +57,9 @@ class GrpcServer:
                  also_accept=None) -> None:
         # Each open watch or result stream holds a worker for its whole life (the embedded
         # discovery service serves one watch per node per prefix), so the pool is generous.
-        interceptors = [InternalCredentialInterceptor(security.internal_secret, also_accept)] \
-            if security.internal_secret else []
+        self.credential = InternalCredentialInterceptor(security.internal_secret, also_accept) \
+            if security.internal_secret else None
+        interceptors = [self.credential] if self.credential is not None else []
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="strata-grpc"),
                                   options=SERVER_OPTIONS, interceptors=interceptors)
         self.health = health.HealthServicer()

@@ -159,29 +159,34 @@ def _derived_secret(admin_password: str) -> str:
 # ---- the server side of the internal credential -----------------------------------------------
 class InternalCredentialInterceptor(grpc.ServerInterceptor):
     """Refuses calls to INTERNAL_SERVICES without the internal credential (UNAUTHENTICATED).
-    ``also_accept(metadata)`` may admit a caller by other credentials (the coordinator: its admin)."""
+    ``also_accept(method, metadata)`` may admit a caller by other credentials (the coordinator: its
+    admin, and users on the task calls it authorizes itself)."""
 
-    def __init__(self, secret: str, also_accept: Callable[[dict], bool] | None = None) -> None:
+    def __init__(self, secret: str, also_accept: Callable[[str, dict], bool] | None = None) -> None:
         self._secret = secret.encode()
         self._also_accept = also_accept
 
-    def _admitted(self, metadata: dict) -> bool:
-        given = metadata.get(INTERNAL_METADATA)
-        if given is not None and hmac.compare_digest(given.encode(), self._secret):
+    def _admitted(self, method: str, metadata: dict) -> bool:
+        if self.internal(metadata):
             return True
         if self._also_accept is not None:
             try:
-                return bool(self._also_accept(metadata))
+                return bool(self._also_accept(method, metadata))
             except Exception:  # wrong credentials are simply not admitted
                 return False
         return False
+
+    def internal(self, metadata: dict) -> bool:
+        """Whether the call carries the internal credential (``metadata`` keys in lower case)."""
+        given = metadata.get(INTERNAL_METADATA)
+        return given is not None and hmac.compare_digest(given.encode(), self._secret)
 
     def intercept_service(self, continuation, handler_call_details):
         handler = continuation(handler_call_details)
         if handler is None or not handler_call_details.method.startswith(INTERNAL_SERVICES):
             return handler
         metadata = {k.lower(): v for k, v in (handler_call_details.invocation_metadata or ())}
-        if self._admitted(metadata):
+        if self._admitted(handler_call_details.method, metadata):
             return handler
         return _refusing(handler, handler_call_details.method)
 

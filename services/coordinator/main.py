@@ -22,7 +22,7 @@ from services.metrics import Metrics
 from services.node_process import NodeProcess
 from services.rpc.gen.strata.v1 import discovery_pb2
 from services.transport_security import task_env
-from services.security.authorizer import authorizer_from_config, is_admin
+from services.security.authorizer import Unauthenticated, authorizer_from_config, is_admin
 
 
 class CoordinatorProcess(NodeProcess):
@@ -36,7 +36,7 @@ class CoordinatorProcess(NodeProcess):
         # Internal services need the cluster's credential; the admin's own credentials do too
         # (the command line publishes and follows tasks as the admin).
         self.grpc = GrpcServer(config.node.host, config.node.grpc_port, security=self.security,
-                               also_accept=lambda metadata: _is_admin_call(self.authorizer, metadata))
+                               also_accept=self._admit)
         self.memory_store = None
         self._discovery_servicer = None
         self.journal = None
@@ -58,8 +58,10 @@ class CoordinatorProcess(NodeProcess):
                                       {**_task_env(config), **task_env(self.security)},
                                       config.coordinator.max_running_tasks,
                                       storage_factory=lambda: _deep_storage(config))
-        add_to_server(self.grpc, CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner,
-                                                     self.tasks, self.task_runner))
+        servicer = CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner, self.tasks,
+                                       self.task_runner, caller=self._task_caller)
+        servicer.authorizer = self.authorizer
+        add_to_server(self.grpc, servicer)
         self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer,
                                  self.security.http_server_context() if self.security.serves_tls else None)
         self.id = self.node_id(self.grpc.port)
@@ -71,6 +73,26 @@ class CoordinatorProcess(NodeProcess):
             self.runner.extra_duties.append(scheduler.run_once)
         self.election = None
         self.announcer = Announcer(self.discovery, config.discovery.lease_ttl_s)
+
+    # ---- who may call: nodes (the internal credential), the admin, users on the task calls ----
+    def _user(self, metadata: dict) -> str | None:
+        if "authorization" not in metadata:
+            raise Unauthenticated("no credentials")
+        return self.authorizer.user_from_headers({"Authorization": metadata["authorization"]})
+
+    def _admit(self, method: str, metadata: dict) -> bool:
+        user = self._user(metadata)  # raises (not admitted) on wrong credentials
+        return is_admin(self.authorizer, user) or method.rsplit("/", 1)[-1] in USER_TASK_CALLS
+
+    def _task_caller(self, context) -> str | None:
+        """None for a trusted caller; else the user, whose grants the task calls check."""
+        if not self.authorizer.enabled:
+            return None
+        metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ())}
+        if self.grpc.credential is not None and self.grpc.credential.internal(metadata):
+            return None
+        user = self._user(metadata)
+        return None if is_admin(self.authorizer, user) else user
 
     def _leadership(self, is_leader: bool, _leader) -> None:
         self.runner.set_leader(is_leader)
@@ -119,10 +141,9 @@ class CoordinatorProcess(NodeProcess):
         self.store.close()
 
 
-def _is_admin_call(authorizer, metadata: dict) -> bool:
-    if "authorization" not in metadata:
-        return False
-    return is_admin(authorizer, authorizer.user_from_headers({"Authorization": metadata["authorization"]}))
+# Calls a user (not only the admin) may make on the coordinator; the servicer checks their grants
+# (a compact task needs WRITE on its datasource; tasks are seen with READ, canceled with WRITE).
+USER_TASK_CALLS = ("SubmitTask", "GetTask", "ListTasks", "CancelTask")
 
 
 def _deep_storage(config):
