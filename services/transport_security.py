@@ -44,11 +44,12 @@ class TransportSecurity:
     key: bytes = field(default=b"", repr=False)
     ca: bytes = field(default=b"", repr=False)
     internal_secret: str = field(default="", repr=False)  # "" = internal calls carry no credential
+    client_tls: bool = False  # a client of TLS servers trusting the system's roots (no ca)
 
     @property
     def tls(self) -> bool:
         """Whether connections use TLS (this node serves it, or as a client was given a CA)."""
-        return bool(self.cert or self.ca)
+        return bool(self.cert or self.ca or self.client_tls)
 
     @property
     def serves_tls(self) -> bool:
@@ -144,10 +145,8 @@ def task_env(security: TransportSecurity) -> dict[str, str]:
 
 def transport_security_for_task(env=None) -> TransportSecurity:
     env = os.environ if env is None else env
-    ca = env.get(_TASK_CA_ENV, "").encode()
-    if env.get(_TASK_TLS_ENV) == "1" and not ca:
-        return TransportSecurity(cert=b"-", internal_secret=env.get(_TASK_SECRET_ENV, ""))  # tls, system roots
-    return TransportSecurity(ca=ca, internal_secret=env.get(_TASK_SECRET_ENV, ""))
+    return TransportSecurity(ca=env.get(_TASK_CA_ENV, "").encode(), internal_secret=env.get(_TASK_SECRET_ENV, ""),
+                             client_tls=env.get(_TASK_TLS_ENV) == "1")
 
 
 def _derived_secret(admin_password: str) -> str:

@@ -66,6 +66,8 @@ def test_task_processes_inherit_the_coordinators_view():
     task = transport_security_for_task(task_env(coordinator))
     assert task.tls and task.ca == b"CA" and task.internal_secret == "s3" and not task.serves_tls
     assert transport_security_for_task({}) == NO_SECURITY
+    system_roots = transport_security_for_task({"STRATA_TASK_TLS": "1"})
+    assert system_roots.tls and not system_roots.ca and not system_roots.serves_tls
 
 
 def test_cli_trusts_the_ca_file_in_its_environment(tmp_path):
