@@ -243,3 +243,19 @@ def test_catalog_reads_with_the_internal_credential_act_as_the_admin(cluster, ca
         with pytest.raises(grpc.RpcError) as err:  # past authentication: the table is simply not there
             catalog_pb2_grpc.CatalogServiceStub(insider).GetTable(get, timeout=10)
         assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_task_processes_reach_the_coordinator_with_what_it_hands_them(cluster):
+    """A task process builds its channel from the environment its coordinator gives it
+    (services/ingestion/task_main.py): TLS with the CA, and the internal credential."""
+    from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
+    from services.transport_security import transport_security_for_task
+
+    security = transport_security_for_task(cluster.coordinator.task_runner.env)
+    assert security.tls and security.internal_secret
+    with channel(cluster.coordinator.task_runner.coordinator_target(), security) as ch:
+        coordinator_pb2_grpc.CoordinatorServiceStub(ch).ListTasks(coordinator_pb2.ListTasksRequest(), timeout=10)
+        with pytest.raises(grpc.RpcError) as err:  # a compaction task reading its table's projections
+            catalog_pb2_grpc.CatalogServiceStub(ch).GetTable(
+                catalog_pb2.GetTableRequest(id=catalog_pb2.TableId(schema="druid", name="wiki")), timeout=10)
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND  # authenticated; wiki has no catalog entry
