@@ -7,8 +7,6 @@ internal credential (a user's own password is not enough) and answered with it."
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import ssl
 import urllib.request
@@ -18,10 +16,6 @@ import adbc_driver_flightsql.dbapi as adbc
 import grpc
 import pyarrow.flight as flight
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from common.demo import table as demo_table
@@ -32,6 +26,7 @@ from services.rpc.gen.strata.v1 import (coordinator_pb2, coordinator_pb2_grpc, d
                                        historical_pb2, historical_pb2_grpc)
 from services.security.basic_authorizer import basic_header
 from services.transport_security import TransportSecurity
+from tests.fixtures.certificates import make_certificates
 from tests.harness.embedded_cluster import EmbeddedCluster
 
 ADMIN_PASSWORD = "tls-admin-pw"
@@ -47,36 +42,6 @@ pattern = "wiki"
 '''
 QUERY = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
          "granularity": "all", "aggregations": [{"type": "count", "name": "rows"}]}
-
-
-def _name(common_name: str) -> x509.Name:
-    return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-
-
-def make_certificates() -> dict[str, bytes]:
-    """A CA and a server certificate it signed for 127.0.0.1 and localhost (PEM)."""
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca = (x509.CertificateBuilder().subject_name(_name("strata test CA")).issuer_name(_name("strata test CA"))
-          .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
-          .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                       content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                       key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    key = ec.generate_private_key(ec.SECP256R1())
-    cert = (x509.CertificateBuilder().subject_name(_name("127.0.0.1")).issuer_name(ca.subject)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
-                                                        x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-                           critical=False)
-            .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-            .sign(ca_key, hashes.SHA256()))
-    pem = serialization.Encoding.PEM
-    return {"ca": ca.public_bytes(pem), "cert": cert.public_bytes(pem),
-            "key": key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())}
 
 
 @pytest.fixture(scope="module")
