@@ -224,3 +224,17 @@ def test_task_processes_reach_the_coordinator_with_what_it_hands_them(cluster):
             catalog_pb2_grpc.CatalogServiceStub(ch).GetTable(
                 catalog_pb2.GetTableRequest(id=catalog_pb2.TableId(schema="druid", name="wiki")), timeout=10)
         assert err.value.code() == grpc.StatusCode.NOT_FOUND  # authenticated; wiki has no catalog entry
+
+
+def test_catalog_ddl_reaches_the_coordinator_over_tls(cluster, certs):
+    """DDL goes broker -> coordinator over gRPC (CatalogClient), and the broker's catalog cache reads
+    it back over https: both verify the coordinator's certificate with the CA."""
+    uri = f"grpc+tls://127.0.0.1:{cluster.broker.flight.port}"
+    with adbc.connect(uri, db_kwargs={"username": "admin", "password": ADMIN_PASSWORD,
+                                      adbc_driver_flightsql.DatabaseOptions.TLS_ROOT_CERTS.value: certs["ca"].decode()},
+                      autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute("CREATE TABLE planned_tls (__time TIMESTAMP, region VARCHAR) PARTITIONED BY HOUR")
+        cur.fetchall()
+    assert cluster.broker.catalog_cache.coordinator_http().startswith("https://")
+    cluster.broker.catalog_cache.flush()
+    assert cluster.broker.catalog_cache.spec("druid", "planned_tls") is not None
