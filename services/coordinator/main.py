@@ -59,8 +59,7 @@ class CoordinatorProcess(NodeProcess):
                                       config.coordinator.max_running_tasks,
                                       storage_factory=lambda: _deep_storage(config))
         servicer = CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner, self.tasks,
-                                       self.task_runner, caller=self._task_caller)
-        servicer.authorizer = self.authorizer
+                                       self.task_runner, caller=self._task_caller, authorizer=self.authorizer)
         add_to_server(self.grpc, servicer)
         self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer,
                                  self.security.http_server_context() if self.security.serves_tls else None)

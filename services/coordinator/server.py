@@ -21,12 +21,12 @@ from services.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
 
 class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     def __init__(self, store, discovery, metrics, runner, tasks=None, task_runner=None, *,
-                 caller=None) -> None:
+                 caller=None, authorizer=None) -> None:
         # ``caller(context)``: None for a trusted caller (a node with the internal credential, the
         # admin, or anyone while auth is off), else the authenticated user, who reaches only the
         # task calls (see services/transport_security.py) and is authorized here.
         self.caller = caller or (lambda _context: None)
-        self.authorizer = None  # set with ``caller``: checks a user's grants on task calls
+        self.authorizer = authorizer  # given with ``caller``: checks a user's grants on task calls
         self.store = store
         self.discovery = discovery
         self.metrics = metrics
