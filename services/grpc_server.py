@@ -9,6 +9,9 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from services.transport_security import (NO_SECURITY, CredentialClientInterceptor, InternalCredentialInterceptor,
+                                         TransportSecurity)
+
 # Results stream in ~1 MiB chunks, but requests (segment lists, SQL) and old clients may be larger.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 MESSAGE_OPTIONS = [
@@ -46,16 +49,27 @@ SERVER_OPTIONS = MESSAGE_OPTIONS + [
 
 
 class GrpcServer:
-    def __init__(self, host: str, port: int, workers: int = 64) -> None:
+    """``security``: TLS when it has a certificate, and the internal credential required on the
+    internal services when it has a secret (``also_accept`` may admit other callers, see
+    services/transport_security.py)."""
+
+    def __init__(self, host: str, port: int, workers: int = 64, *, security: TransportSecurity = NO_SECURITY,
+                 also_accept=None) -> None:
         # Each open watch or result stream holds a worker for its whole life (the embedded
         # discovery service serves one watch per node per prefix), so the pool is generous.
+        self.credential = InternalCredentialInterceptor(security.internal_secret, also_accept) \
+            if security.internal_secret else None
+        interceptors = [self.credential] if self.credential is not None else []
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="strata-grpc"),
-                                  options=SERVER_OPTIONS)
+                                  options=SERVER_OPTIONS, interceptors=interceptors)
         self.health = health.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(self.health, self.server)
         self._services = [health_pb2.DESCRIPTOR.services_by_name["Health"].full_name, reflection.SERVICE_NAME]
         try:
-            self.port = self.server.add_insecure_port(f"{host}:{port}")
+            if security.serves_tls:
+                self.port = self.server.add_secure_port(f"{host}:{port}", security.server_credentials())
+            else:
+                self.port = self.server.add_insecure_port(f"{host}:{port}")
         except RuntimeError:  # grpc's way of saying the bind failed
             self.port = 0
         if self.port == 0:
@@ -81,5 +95,13 @@ class GrpcServer:
         self.server.stop(grace).wait(grace + 1)
 
 
-def channel(target: str) -> grpc.Channel:
-    return grpc.insecure_channel(target, options=CHANNEL_OPTIONS)
+def channel(target: str, security: TransportSecurity = NO_SECURITY, options=None) -> grpc.Channel:
+    """A channel to ``target``: TLS when ``security`` says so, and the internal credential on every
+    call when it has one."""
+    options = CHANNEL_OPTIONS if options is None else options
+    if security.tls:
+        ch = grpc.secure_channel(target, security.channel_credentials(), options=options)
+    else:
+        ch = grpc.insecure_channel(target, options=options)
+    metadata = security.call_metadata()
+    return grpc.intercept_channel(ch, CredentialClientInterceptor(metadata)) if metadata else ch

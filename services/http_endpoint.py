@@ -16,6 +16,7 @@ Unauthenticated 401, each with ``{"error": message}``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -24,6 +25,8 @@ from urllib.parse import parse_qs, urlparse
 
 from services.security.authorizer import ALLOW_ALL, Authorizer, Unauthenticated
 
+log = logging.getLogger("strata.http")
+
 USER_HEADER = "x-strata-user"
 # (method, path, query, body, headers) -> (status, content type, body bytes); headers carry the
 # authenticated user under USER_HEADER (absent when authentication is off: use headers.get).
@@ -31,8 +34,10 @@ Handler = Callable[[str, str, dict, bytes, dict], tuple[int, str, bytes]]
 
 
 class HttpEndpoint:
+    """``tls_context``: an ssl server context to serve https (TransportSecurity.http_server_context)."""
+
     def __init__(self, host: str, port: int, metrics, health: Callable[[], dict],
-                 authorizer: Authorizer | None = None) -> None:
+                 authorizer: Authorizer | None = None, tls_context=None) -> None:
         self.authorizer = authorizer if authorizer is not None else ALLOW_ALL
         self._metrics = metrics
         self._health = health
@@ -61,8 +66,11 @@ class HttpEndpoint:
             def log_message(self, *args) -> None:  # access logs would drown the service logs
                 pass
 
-        self._server = ThreadingHTTPServer((host, port), _Handler)
+        self._server = _Server((host, port), _Handler)
         self._server.daemon_threads = True
+        if tls_context is not None:  # https: each accepted connection does the TLS handshake
+            self._server.socket = tls_context.wrap_socket(self._server.socket, server_side=True,
+                                                          do_handshake_on_connect=False)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="strata-http", daemon=True)
 
@@ -100,6 +108,13 @@ class HttpEndpoint:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        # A client that fails the TLS handshake (plain http, an untrusted certificate) or hangs up
+        # is its own problem: a debug line, not a traceback on stderr.
+        log.debug("HTTP connection from %s failed", client_address, exc_info=True)
 
 
 def _error(status: int, exc: Exception) -> tuple[int, str, bytes]:

@@ -9,7 +9,8 @@
                       auto_compaction; max_compaction_tasks
     [broker]          query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
                       query_log_file_bytes; query_log_file_backups
-    [auth]            enabled; admin_user; admin_password; users_file; token_ttl_s
+    [auth]            enabled; admin_user; admin_password; users_file; token_ttl_s; internal_secret
+    [tls]             cert; key; ca (PEM text; as cert_file/key_file/ca_file: read from those files)
 
 S3 credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, never from the file.
 
@@ -25,7 +26,12 @@ call needs Basic credentials or a bearer token. ``admin_user``/``admin_password`
 password by env: STRATA_AUTH_ADMIN_PASSWORD) name the admin, who holds every permission;
 ``users_file`` is an optional TOML file of further users and their READ/WRITE grants on datasources
 and input tables (format: deploy/users.toml.example, services/security/basic_authorizer.py);
-``token_ttl_s`` is how long an issued bearer token stays valid.
+``token_ttl_s`` is how long an issued bearer token stays valid. ``internal_secret`` is the
+credential nodes send each other (historical RunQuery, coordinator publish and tasks, discovery);
+unset, it is derived from the admin password (services/transport_security.py).
+
+[tls] turns on TLS for gRPC, Flight (grpc+tls://) and HTTP (https) when cert and key are set;
+``ca`` is what this node's clients verify other nodes with (the system roots when empty).
 """
 
 from __future__ import annotations
@@ -116,6 +122,15 @@ class AuthSection:
     admin_password: str = field(default="", repr=False)  # never in a printed or logged config
     users_file: str = ""  # TOML [[users]] with grants; see services/security/basic_authorizer.py
     token_ttl_s: int = 3600
+    internal_secret: str = field(default="", repr=False)  # "" = derived from admin_password
+
+
+@dataclass(frozen=True)
+class TlsSection:
+    # PEM text; ``cert_file = "/path/server.pem"`` (or STRATA_TLS_CERT_FILE) reads it from a file.
+    cert: str = field(default="", repr=False)
+    key: str = field(default="", repr=False)
+    ca: str = field(default="", repr=False)
 
 
 @dataclass(frozen=True)
@@ -129,6 +144,7 @@ class NodeConfig:
     coordinator: CoordinatorSection = field(default_factory=CoordinatorSection)
     broker: BrokerSection = field(default_factory=BrokerSection)
     auth: AuthSection = field(default_factory=AuthSection)
+    tls: TlsSection = field(default_factory=TlsSection)
 
     @property
     def node_id(self) -> str:

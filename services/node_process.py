@@ -14,6 +14,9 @@ class NodeProcess:
 
     def __init__(self, config) -> None:
         self.config = config
+        from services.transport_security import transport_security_from_config
+
+        self.security = transport_security_from_config(config)  # TLS and the internal credential
         self.started_ms = int(time.time() * 1000)
         self._stopped = threading.Event()
 

@@ -15,13 +15,16 @@ from services.coordinator.client import CoordinatorClient
 from services.discovery import Announcer
 from services.discovery.keys import node_key, nodes_prefix, parse_node_key, parse_served_key, served_prefix
 from services.historical.client import HistoricalClient
+from services.transport_security import NO_SECURITY, TransportSecurity
 
 log = logging.getLogger("strata.broker")
 
 
 class BrokerNode:
-    def __init__(self, server_id: str, server_info: dict, discovery, lease_ttl_s: int = 10) -> None:
+    def __init__(self, server_id: str, server_info: dict, discovery, lease_ttl_s: int = 10, *,
+                 security: TransportSecurity = NO_SECURITY) -> None:
         self.server_id = server_id
+        self.security = security  # TLS and the internal credential on the historical and coordinator clients
         self.server_info = server_info
         self.discovery = discovery
         self.view = ServedView()
@@ -80,14 +83,14 @@ class BrokerNode:
         with self.lock:
             client = self._coordinator_client
             if client is None or client.target != target:
-                client = self._coordinator_client = CoordinatorClient(target)
+                client = self._coordinator_client = CoordinatorClient(target, security=self.security)
                 self._clients.append(client)
             return client
 
     def coordinator_http(self) -> str | None:
         for value in self.discovery.get_prefix(nodes_prefix("coordinator")).values():
             info = json.loads(value)
-            return f"http://{info['host']}:{info['http_port']}"
+            return f"{self.security.http_scheme}://{info['host']}:{info['http_port']}"
         return None
 
     def coordinator_target(self) -> str | None:
@@ -104,6 +107,7 @@ class BrokerNode:
                 info = self.historicals.get(server)
                 if info is None:
                     raise ConnectionError(f"historical {server} is not announced")
-                client = self._historical_clients[server] = HistoricalClient(f"{info['host']}:{info['grpc_port']}")
+                client = self._historical_clients[server] = HistoricalClient(f"{info['host']}:{info['grpc_port']}",
+                                                                                      self.security)
                 self._clients.append(client)
             return client

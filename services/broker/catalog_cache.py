@@ -24,8 +24,9 @@ BASE = "/druid/coordinator/v1/catalog"
 
 class CatalogCache:
     def __init__(self, discovery, coordinator_http, credentials: tuple[str, str] | None = None,
-                 refresh_s: float = 10.0) -> None:
+                 refresh_s: float = 10.0, tls_context=None) -> None:
         self.discovery = discovery
+        self.tls_context = tls_context  # verifies the coordinator's https certificate
         self.coordinator_http = coordinator_http  # () -> "http://host:port" or None
         self.credentials = credentials
         self.refresh_s = refresh_s
@@ -83,7 +84,7 @@ class CatalogCache:
             token = base64.b64encode(f"{self.credentials[0]}:{self.credentials[1]}".encode()).decode()
             request.add_header("Authorization", f"Basic {token}")
         try:
-            with urllib.request.urlopen(request, timeout=5) as response:
+            with urllib.request.urlopen(request, timeout=5, context=self.tls_context) as response:
                 return json.loads(response.read() or b"null")
         except urllib.error.HTTPError as exc:
             if exc.code == 404:

@@ -32,20 +32,24 @@ class BrokerProcess(NodeProcess):
         self.metrics = Metrics(self.role)
         self.authorizer = authorizer_from_config(config)  # ALLOW_ALL unless [auth] enabled
         self.discovery = discovery_from_config(config)
-        self.grpc = GrpcServer(config.node.host, config.node.grpc_port)
-        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer)
+        security = self.security
+        self.grpc = GrpcServer(config.node.host, config.node.grpc_port, security=security)
+        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer,
+                                 security.http_server_context() if security.serves_tls else None)
         timeout_s = config.broker.query_timeout_ms / 1000
         # The Flight server is built first (its port goes into the node's announcement); the
         # front door it serves through is completed once the node and SQL service exist.
         self.front_door = QueryFrontDoor(authorizer=self.authorizer, metrics=self.metrics, default_timeout_s=timeout_s)
-        self.flight = BrokerFlightServer(f"grpc://{config.node.host}:{config.node.flight_port}", self.front_door,
-                                         auth=flight_auth(self.authorizer),
-                                         middleware={MIDDLEWARE_KEY: QueryIdHeader()})
+        tls = {"tls_certificates": [(security.cert, security.key)]} if security.serves_tls else {}
+        self.flight = BrokerFlightServer(security.flight_location(config.node.host, config.node.flight_port),
+                                         self.front_door, auth=flight_auth(self.authorizer),
+                                         middleware={MIDDLEWARE_KEY: QueryIdHeader()}, **tls)
         self.id = self.node_id(self.grpc.port)
         info = self.server_info(self.id, self.grpc.port, self.http.port, self.flight.port)
-        self.node = BrokerNode(self.id, info, self.discovery, config.discovery.lease_ttl_s)
+        self.node = BrokerNode(self.id, info, self.discovery, config.discovery.lease_ttl_s, security=security)
         credentials = (config.auth.admin_user, config.auth.admin_password) if config.auth.enabled else None
-        self.catalog_cache = CatalogCache(self.discovery, self.node.coordinator_http, credentials)
+        self.catalog_cache = CatalogCache(self.discovery, self.node.coordinator_http, credentials,
+                                          tls_context=security.http_client_context())
         self.catalog = OverlayCatalog(BrokerCatalog(self.node, self.node.coordinator_client, self.catalog_cache),
                                       self.catalog_cache)
         self.executor = QueryExecutor(self.node.view, self.node.historical_client, self.metrics, self.node.lock,
@@ -78,7 +82,7 @@ class BrokerProcess(NodeProcess):
             raw = f"{self.config.auth.admin_user}:{self.config.auth.admin_password}".encode()
             auth = "Basic " + base64.b64encode(raw).decode()
         if self._catalog_client is None or self._catalog_client[0] != target:
-            self._catalog_client = (target, CatalogClient(target, auth))
+            self._catalog_client = (target, CatalogClient(target, auth, security=self.security))
         return self._catalog_client[1]
 
     def _catalog_projections(self, datasource: str) -> list[dict]:
@@ -93,8 +97,8 @@ class BrokerProcess(NodeProcess):
 
     def endpoints(self) -> dict:
         host = self.config.advertise_host
-        return {"grpc": f"{host}:{self.grpc.port}", "flight": f"grpc://{host}:{self.flight.port}",
-                "http": f"http://{host}:{self.http.port}"}
+        return {"grpc": f"{host}:{self.grpc.port}", "flight": self.security.flight_location(host, self.flight.port),
+                "http": f"{self.security.http_scheme}://{host}:{self.http.port}"}
 
     def start(self) -> BrokerProcess:
         self.grpc.start()

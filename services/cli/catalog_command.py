@@ -35,6 +35,7 @@ from common.catalog.ddl import translate_ddl
 from common.catalog.operations import CreateTable, DropTable, EditTable, apply_edits
 from common.catalog.table_spec import TableId, TableMetadata, TableSpec
 from common.errors import StrataError
+from services.transport_security import transport_security_from_env
 
 BASE = "/druid/coordinator/v1/catalog"
 DEFAULT_TIMEOUT_S = 30.0
@@ -71,7 +72,9 @@ class CatalogRestClient:
         if self.authorization:
             req.add_header("Authorization", self.authorization)
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+            # https: trust the CA in STRATA_TLS_CA_FILE (else the system's roots).
+            context = transport_security_from_env().http_client_context() if url.startswith("https:") else None
+            with urllib.request.urlopen(req, timeout=self.timeout_s, context=context) as resp:
                 return json.loads(resp.read() or b"null")
         except urllib.error.HTTPError as exc:
             raw = exc.read()

@@ -17,6 +17,7 @@ from common.segment.descriptor import SegmentDescriptor
 from common.segment.time_partitioner import build_segments
 from services.deep_storage import deep_storage_key
 from services.grpc_server import channel
+from services.transport_security import CredentialClientInterceptor, TransportSecurity, transport_security_from_env
 from services.rpc.arrow_stream import chunks_to_table
 from services.rpc.convert import descriptor_to_proto
 from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc, coordinator_pb2, coordinator_pb2_grpc
@@ -28,7 +29,7 @@ class ClusterError(StrataError):
 
 class ClusterClient:
     def __init__(self, coordinator: str | None = None, broker: str | None = None,
-                 credentials: tuple[str, str] | None = None) -> None:
+                 credentials: tuple[str, str] | None = None, security: TransportSecurity | None = None) -> None:
         self.coordinator_target = coordinator
         self.broker_target = broker
         if credentials is None and os.environ.get("STRATA_USER"):
@@ -40,12 +41,14 @@ class ClusterClient:
 
             token = base64.b64encode(f"{credentials[0]}:{credentials[1]}".encode()).decode()
             self.metadata = [("authorization", f"Basic {token}")]
+        # TLS with the CA in STRATA_TLS_CA_FILE when the cluster serves it.
+        self.security = security if security is not None else transport_security_from_env()
         self._channels = []
         self._coordinator = None
         self._broker = None
 
     def _channel(self, target: str):
-        ch = channel(target)
+        ch = channel(target, self.security)
         self._channels.append(ch)
         return ch
 
@@ -54,7 +57,10 @@ class ClusterClient:
         if self._coordinator is None:
             if not self.coordinator_target:
                 raise ClusterError("no coordinator address; pass --coordinator host:port or --dir of a running cluster")
-            self._coordinator = coordinator_pb2_grpc.CoordinatorServiceStub(self._channel(self.coordinator_target))
+            ch = self._channel(self.coordinator_target)
+            if self.metadata:  # with auth on, the coordinator admits the admin's credentials on every call
+                ch = grpc.intercept_channel(ch, CredentialClientInterceptor(tuple(self.metadata)))
+            self._coordinator = coordinator_pb2_grpc.CoordinatorServiceStub(ch)
         return self._coordinator
 
     @property

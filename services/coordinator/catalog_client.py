@@ -21,6 +21,7 @@ from services.coordinator.catalog_manager import OperationResult
 from services.coordinator.catalog_server import CURRENT_VERSION_METADATA
 from services.coordinator.catalog_store import CatalogDelta
 from services.grpc_server import channel
+from services.transport_security import NO_SECURITY, TransportSecurity
 from services.rpc.convert import metadata_from_proto, table_id_from_proto, table_id_to_proto
 from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
 from services.security.authorizer import Unauthenticated
@@ -39,8 +40,9 @@ class CatalogClient:
     """``authorization`` is sent as the ``authorization`` metadata (e.g. 'Basic ...'); every
     call has a deadline of ``timeout_s``."""
 
-    def __init__(self, target: str, authorization: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self._channel = channel(target)
+    def __init__(self, target: str, authorization: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, *,
+                 security: TransportSecurity = NO_SECURITY) -> None:
+        self._channel = channel(target, security)
         self._stub = catalog_pb2_grpc.CatalogServiceStub(self._channel)
         self._metadata = (("authorization", authorization),) if authorization else ()
         self.timeout_s = timeout_s

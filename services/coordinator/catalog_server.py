@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import hmac
+
 import grpc
 
 from common.catalog.catalog_errors import (
@@ -19,6 +21,7 @@ from services.coordinator.catalog_manager import CatalogManager
 from services.coordinator.catalog_store import CatalogStore
 from services.rpc.convert import metadata_to_proto, table_id_from_proto, table_id_to_proto
 from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
+from services.transport_security import INTERNAL_METADATA
 from services.security.authorizer import ALLOW_ALL, Authorizer, Unauthenticated
 
 CURRENT_VERSION_METADATA = "current-version"
@@ -29,15 +32,22 @@ def _version(value: int) -> int | None:
 
 
 class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
-    def __init__(self, manager: CatalogManager) -> None:
+    def __init__(self, manager: CatalogManager, internal_secret: str = "") -> None:
         self.manager = manager  # its authorizer identifies and checks callers
+        # A call with the cluster's internal credential and no user (a compaction task reading the
+        # table's projections) acts as the admin.
+        self.internal_secret = internal_secret
 
     def _call(self, context, fn):
         """Runs ``fn(user)`` with the caller's identity, mapping catalog errors to status codes."""
         try:
             metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ())}
             headers = {"Authorization": metadata["authorization"]} if "authorization" in metadata else {}
-            user = self.manager.authorizer.user_from_headers(headers)
+            if not headers and self.internal_secret and hmac.compare_digest(
+                    metadata.get(INTERNAL_METADATA, "").encode(), self.internal_secret.encode()):
+                user = getattr(self.manager.authorizer, "admin_user", None)
+            else:
+                user = self.manager.authorizer.user_from_headers(headers)
             return fn(user)
         except Unauthenticated as exc:
             context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
@@ -142,7 +152,8 @@ def install_catalog(process, authorizer: Authorizer | None = None) -> CatalogMan
     if authorizer is None:
         authorizer = getattr(process, "authorizer", None) or ALLOW_ALL
     manager = CatalogManager(CatalogStore(process.store), process.store, process.discovery, authorizer)
-    add_to_server(process.grpc, CatalogServicer(manager))
+    security = getattr(process, "security", None)
+    add_to_server(process.grpc, CatalogServicer(manager, security.internal_secret if security is not None else ""))
     catalog_http.register(process.http, manager)
     process.catalog = manager
     # Brokers (re)starting read everything anyway; announcing now gives the key a value at once.

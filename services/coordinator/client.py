@@ -18,6 +18,7 @@ from common.errors import StrataError, ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from services.grpc_server import channel
+from services.transport_security import NO_SECURITY, TransportSecurity
 from services.rpc.convert import descriptor_from_proto, descriptor_to_proto
 from services.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
 
@@ -55,9 +56,9 @@ def _failed(what: str, exc: grpc.RpcError) -> StrataError:
 
 
 class CoordinatorClient:
-    def __init__(self, target: str, metadata=()) -> None:
+    def __init__(self, target: str, metadata=(), security: TransportSecurity = NO_SECURITY) -> None:
         self.target = target
-        self._channel = channel(target)
+        self._channel = channel(target, security)  # TLS and the internal credential when configured
         self._stub = coordinator_pb2_grpc.CoordinatorServiceStub(self._channel)
         self._metadata = tuple(metadata)
 

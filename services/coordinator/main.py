@@ -21,7 +21,8 @@ from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
 from services.node_process import NodeProcess
 from services.rpc.gen.strata.v1 import discovery_pb2
-from services.security.authorizer import authorizer_from_config
+from services.transport_security import task_env
+from services.security.authorizer import Unauthenticated, authorizer_from_config, is_admin
 
 
 class CoordinatorProcess(NodeProcess):
@@ -31,7 +32,11 @@ class CoordinatorProcess(NodeProcess):
         super().__init__(config)
         self.metrics = Metrics(self.role)
         self.store = SegmentStore(config.metadata.url)
-        self.grpc = GrpcServer(config.node.host, config.node.grpc_port)
+        self.authorizer = authorizer_from_config(config)  # ALLOW_ALL unless [auth] enabled
+        # Internal services need the cluster's credential; the admin's own credentials do too
+        # (the command line publishes and follows tasks as the admin).
+        self.grpc = GrpcServer(config.node.host, config.node.grpc_port, security=self.security,
+                               also_accept=self._admit)
         self.memory_store = None
         self._discovery_servicer = None
         self.journal = None
@@ -49,13 +54,15 @@ class CoordinatorProcess(NodeProcess):
         self.task_metrics.tasks = self.tasks
         self.runner.extra_duties.append(self.task_metrics.refresh)
         self.task_runner = TaskRunner(self.tasks, lambda: f"127.0.0.1:{self.grpc.port}",
-                                      os.path.join(config.coordinator.state_dir, "tasks"), _task_env(config),
+                                      os.path.join(config.coordinator.state_dir, "tasks"),
+                                      {**_task_env(config), **task_env(self.security)},
                                       config.coordinator.max_running_tasks,
                                       storage_factory=lambda: _deep_storage(config))
-        add_to_server(self.grpc, CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner,
-                                                     self.tasks, self.task_runner))
-        self.authorizer = authorizer_from_config(config)  # ALLOW_ALL unless [auth] enabled
-        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer)
+        servicer = CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner, self.tasks,
+                                       self.task_runner, caller=self._task_caller, authorizer=self.authorizer)
+        add_to_server(self.grpc, servicer)
+        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer,
+                                 self.security.http_server_context() if self.security.serves_tls else None)
         self.id = self.node_id(self.grpc.port)
         install_catalog(self)  # the table catalog: gRPC CatalogService and the REST API on the HTTP port
         if config.coordinator.auto_compaction:
@@ -65,6 +72,26 @@ class CoordinatorProcess(NodeProcess):
             self.runner.extra_duties.append(scheduler.run_once)
         self.election = None
         self.announcer = Announcer(self.discovery, config.discovery.lease_ttl_s)
+
+    # ---- who may call: nodes (the internal credential), the admin, users on the task calls ----
+    def _user(self, metadata: dict) -> str | None:
+        if "authorization" not in metadata:
+            raise Unauthenticated("no credentials")
+        return self.authorizer.user_from_headers({"Authorization": metadata["authorization"]})
+
+    def _admit(self, method: str, metadata: dict) -> bool:
+        user = self._user(metadata)  # raises (not admitted) on wrong credentials
+        return is_admin(self.authorizer, user) or method.rsplit("/", 1)[-1] in USER_TASK_CALLS
+
+    def _task_caller(self, context) -> str | None:
+        """None for a trusted caller; else the user, whose grants the task calls check."""
+        if not self.authorizer.enabled:
+            return None
+        metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ())}
+        if self.grpc.credential is not None and self.grpc.credential.internal(metadata):
+            return None
+        user = self._user(metadata)
+        return None if is_admin(self.authorizer, user) else user
 
     def _leadership(self, is_leader: bool, _leader) -> None:
         self.runner.set_leader(is_leader)
@@ -78,7 +105,7 @@ class CoordinatorProcess(NodeProcess):
 
     def endpoints(self) -> dict:
         return {"grpc": f"{self.config.advertise_host}:{self.grpc.port}",
-                "http": f"http://{self.config.advertise_host}:{self.http.port}"}
+                "http": f"{self.security.http_scheme}://{self.config.advertise_host}:{self.http.port}"}
 
     def start(self) -> CoordinatorProcess:
         if self.journal is not None:
@@ -111,6 +138,11 @@ class CoordinatorProcess(NodeProcess):
             self._discovery_servicer.close()
         self.discovery.close()
         self.store.close()
+
+
+# Calls a user (not only the admin) may make on the coordinator; the servicer checks their grants
+# (a compact task needs WRITE on its datasource; tasks are seen with READ, canceled with WRITE).
+USER_TASK_CALLS = ("SubmitTask", "GetTask", "ListTasks", "CancelTask")
 
 
 def _deep_storage(config):

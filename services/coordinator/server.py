@@ -20,7 +20,13 @@ from services.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
 
 
 class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
-    def __init__(self, store, discovery, metrics, runner, tasks=None, task_runner=None) -> None:
+    def __init__(self, store, discovery, metrics, runner, tasks=None, task_runner=None, *,
+                 caller=None, authorizer=None) -> None:
+        # ``caller(context)``: None for a trusted caller (a node with the internal credential, the
+        # admin, or anyone while auth is off), else the authenticated user, who reaches only the
+        # task calls (see services/transport_security.py) and is authorized here.
+        self.caller = caller or (lambda _context: None)
+        self.authorizer = authorizer  # given with ``caller``: checks a user's grants on task calls
         self.store = store
         self.discovery = discovery
         self.metrics = metrics
@@ -110,8 +116,28 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
         if self.tasks is None:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, "this coordinator does not run tasks")
 
+    def _authorize_task(self, context, datasource: str, action: str) -> None:
+        user = self.caller(context)
+        if user is not None and not self._may(user, action, datasource):
+            wanted = "READ or WRITE" if action == "READ" else action
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          f"user '{user}' may not {wanted} datasource '{datasource}'")
+
+    def _may(self, user: str, action: str, datasource: str) -> bool:
+        # Following a task (READ) is open to whoever may read or write its datasource: a writer
+        # waits on the compaction they submitted.
+        actions = ("READ", "WRITE") if action == "READ" else (action,)
+        return any(self.authorizer.can(user, a, "DATASOURCE", datasource) for a in actions)
+
     def SubmitTask(self, request, context):
         self._need_tasks(context)
+        user = self.caller(context)
+        if user is not None and request.type != "compact":
+            # An INSERT reads input tables the broker authorizes: users submit it through SQL.
+            context.abort(grpc.StatusCode.PERMISSION_DENIED,
+                          f"user '{user}' may submit only compact tasks here; run {request.type or 'ingestion'} "
+                          "statements through the broker (SQL)")
+        self._authorize_task(context, request.datasource, "WRITE")
         try:
             task = self.tasks.create(request.datasource, request.type, request.statement,
                                      json.loads(request.spec_json or "{}"))
@@ -122,17 +148,28 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     def GetTask(self, request, context):
         self._need_tasks(context)
         try:
-            return task_to_proto(self.tasks.get(request.id))
+            task = self.tasks.get(request.id)
         except ValidationError as exc:
             context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        self._authorize_task(context, task.datasource, "READ")
+        return task_to_proto(task)
 
     def ListTasks(self, request, context):
         self._need_tasks(context)
         tasks = self.tasks.list(request.datasource or None, request.state or None)
+        user = self.caller(context)
+        if user is not None:  # a user lists the tasks of datasources they may read or write
+            tasks = [t for t in tasks if self._may(user, "READ", t.datasource)]
         return coordinator_pb2.ListTasksResponse(tasks=[task_to_proto(t) for t in tasks])
 
     def CancelTask(self, request, context):
         self._need_tasks(context)
+        if self.caller(context) is not None:
+            try:
+                datasource = self.tasks.get(request.id).datasource
+            except ValidationError as exc:
+                context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+            self._authorize_task(context, datasource, "WRITE")
         try:
             if self.task_runner is not None:
                 return task_to_proto(self.task_runner.cancel(request.id))

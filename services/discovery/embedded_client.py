@@ -28,6 +28,8 @@ from services.discovery.discovery import (
 )
 from services.discovery.embedded_service import STORE_ID_METADATA
 from services.discovery.resumable_watch import ResumableWatch, ResyncRequired
+from services.grpc_server import channel
+from services.transport_security import NO_SECURITY, TransportSecurity
 from services.rpc.gen.strata.v1 import discovery_pb2, discovery_pb2_grpc
 
 log = logging.getLogger("strata.discovery")
@@ -139,14 +141,15 @@ class EmbeddedDiscovery(Discovery):
     """``target`` is the coordinator's gRPC ``host:port``. ``watch_idle_timeout_s`` must exceed the
     server's progress interval (2s by default)."""
 
-    def __init__(self, target: str, *, timeout_s: float = 5.0, watch_idle_timeout_s: float = 10.0) -> None:
+    def __init__(self, target: str, *, timeout_s: float = 5.0, watch_idle_timeout_s: float = 10.0,
+                 security: TransportSecurity = NO_SECURITY) -> None:
         if not target or ":" not in target:
             raise ValidationError(f"embedded discovery target must be host:port (the coordinator's gRPC port), "
                                   f"got {target!r}; set [discovery] coordinator")
         self.target = target
         self._timeout_s = timeout_s
         self._idle_timeout_s = watch_idle_timeout_s
-        self._channel = grpc.insecure_channel(target, options=_CHANNEL_OPTIONS)
+        self._channel = channel(target, security, options=_CHANNEL_OPTIONS)  # TLS, internal credential
         self._stub = discovery_pb2_grpc.DiscoveryServiceStub(self._channel)
         self._lock = threading.Lock()
         self._watches: set[_EmbeddedWatch] = set()

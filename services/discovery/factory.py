@@ -23,7 +23,9 @@ def discovery_from_config(config: NodeConfig, *, local_store: MemoryStore | None
             return LocalDiscovery(local_store, reap_interval_s=None)
         from services.discovery.embedded_client import EmbeddedDiscovery
 
-        return EmbeddedDiscovery(section.coordinator)
+        from services.transport_security import transport_security_from_config
+
+        return EmbeddedDiscovery(section.coordinator, security=transport_security_from_config(config))
     if section.mode == "etcd":
         if not section.etcd:
             raise ValidationError("config [discovery]: mode 'etcd' needs etcd = \"http://host:2379\"")

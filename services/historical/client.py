@@ -14,15 +14,16 @@ from common.query.partial import Partial
 from common.segment.segment_id import SegmentId
 from common.types.column_type import ColumnType
 from services.grpc_server import channel
+from services.transport_security import NO_SECURITY, TransportSecurity
 from services.rpc.arrow_stream import chunks_to_table
 from services.rpc.convert import schema_to_proto, segment_id_to_proto
 from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
 
 
 class HistoricalClient:
-    def __init__(self, target: str) -> None:
+    def __init__(self, target: str, security: TransportSecurity = NO_SECURITY) -> None:
         self.target = target
-        self._channel = channel(target)
+        self._channel = channel(target, security)  # TLS and the internal credential when configured
         self._stub = historical_pb2_grpc.HistoricalServiceStub(self._channel)
 
     def close(self) -> None:

@@ -31,8 +31,9 @@ class HistoricalProcess(NodeProcess):
         self.storage = deep_storage_from_config(config.deep_storage)
         self.cache = SegmentCache(section.cache_dir, section.max_cache_bytes, self.storage)
         self.discovery = discovery_from_config(config)
-        self.grpc = GrpcServer(config.node.host, config.node.grpc_port)
-        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health)
+        self.grpc = GrpcServer(config.node.host, config.node.grpc_port, security=self.security)
+        self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health,
+                                 tls_context=self.security.http_server_context() if self.security.serves_tls else None)
         self.id = self.node_id(self.grpc.port)
         info = self.server_info(self.id, self.grpc.port, self.http.port, max_cache_bytes=section.max_cache_bytes)
         self.node = HistoricalNode(self.id, info, self.discovery, self.cache, self.metrics,
@@ -48,7 +49,7 @@ class HistoricalProcess(NodeProcess):
 
     def endpoints(self) -> dict:
         return {"grpc": f"{self.config.advertise_host}:{self.grpc.port}",
-                "http": f"http://{self.config.advertise_host}:{self.http.port}"}
+                "http": f"{self.security.http_scheme}://{self.config.advertise_host}:{self.http.port}"}
 
     def start(self) -> HistoricalProcess:
         self.grpc.start()

@@ -25,6 +25,7 @@ import grpc
 from common.errors import StrataError, ValidationError
 from services.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
 from services.grpc_server import channel
+from services.transport_security import transport_security_for_task
 
 log = logging.getLogger("strata.task")
 
@@ -68,7 +69,7 @@ def _compaction(stub, coordinator: str, task, spec: dict):
     atexit.register(shutil.rmtree, work_dir, True)  # the exported rows live until the task process ends
     sql = prepare_compaction(datasource, descriptors, interval, lambda d, local: storage.pull(d.location, local),
                              work_dir)
-    catalog = catalog_pb2_grpc.CatalogServiceStub(channel(coordinator))
+    catalog = catalog_pb2_grpc.CatalogServiceStub(channel(coordinator, transport_security_for_task()))
     try:
         meta = catalog.GetTable(catalog_pb2.GetTableRequest(id=catalog_pb2.TableId(schema="druid", name=datasource)),
                                 timeout=60)
@@ -87,7 +88,7 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> i
     from services.ingestion.spark_job import IngestionJob, run_ingestion
     from services.ingestion.spark_session import get_or_create_session
 
-    stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(coordinator))
+    stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(coordinator, transport_security_for_task()))
     task = stub.GetTask(coordinator_pb2.TaskRequest(id=task_id), timeout=60)
     spec = json.loads(task.spec_json or "{}")
     try:

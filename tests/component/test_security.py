@@ -249,3 +249,92 @@ def test_coordinator_rest_needs_credentials_except_probes(cluster):
     if getattr(cluster.coordinator.http, "authorizer", ALLOW_ALL) is ALLOW_ALL:
         pytest.xfail("coordinator main does not pass its authorizer to HttpEndpoint yet")
     _rest_checks(cluster.coordinator.http.port, "/druid/coordinator/v1/catalog/schemas")
+
+
+# ---- doors added since: projections DDL, compaction ---------------------------------------------------
+PROJECTION = ("ALTER TABLE wiki ADD PROJECTION {name} AS SELECT TIME_FLOOR(__time, 'PT1H') AS h, channel, "
+              "COUNT(*) AS n FROM wiki GROUP BY 1, 2")
+
+
+def _projection_names(cluster) -> set[str]:
+    cluster.broker.catalog_cache.flush()
+    spec = cluster.broker.catalog_cache.spec("druid", "wiki") or {}
+    return {p.get("name") for p in (spec.get("properties") or {}).get("projections") or []}
+
+
+@pytest.fixture(scope="module")
+def wiki_entry(conns):
+    """Projections live in the table's catalog entry: the admin declares one for wiki."""
+    query(conns["admin"], "CREATE TABLE wiki (channel VARCHAR) PARTITIONED BY DAY")
+
+
+@pytest.mark.parametrize("user", list(PASSWORDS))
+def test_projection_ddl_needs_write(cluster, conns, wiki_entry, user):
+    """ADD PROJECTION needs WRITE on the table (and READ: its SELECT reads it); DROP needs WRITE."""
+    name = f"p_{user}"
+    can_add = "wiki" in WRITABLE[user] and "wiki" in READABLE[user]
+    if can_add:
+        query(conns[user], PROJECTION.format(name=name))
+    else:
+        err = refused(conns[user], PROJECTION.format(name=name))
+        assert err.status_code == Status.UNAUTHORIZED and f"user '{user}' may not" in str(err)
+        if "wiki" in READABLE[user]:
+            assert "may not WRITE on DATASOURCE 'wiki'" in str(err)
+        assert name not in _projection_names(cluster)
+        query(conns["admin"], PROJECTION.format(name=name))  # there to be dropped
+    assert name in _projection_names(cluster)
+    try:
+        if "wiki" in WRITABLE[user]:
+            query(conns[user], f"ALTER TABLE wiki DROP PROJECTION {name}")
+            assert name not in _projection_names(cluster)
+        else:
+            err = refused(conns[user], f"ALTER TABLE wiki DROP PROJECTION {name}")
+            assert err.status_code == Status.UNAUTHORIZED and f"user '{user}' may not WRITE" in str(err)
+            assert name in _projection_names(cluster)
+    finally:
+        if name in _projection_names(cluster):
+            query(conns["admin"], f"ALTER TABLE wiki DROP PROJECTION {name}")
+
+
+def _coordinator_as(cluster, user: str | None):
+    from services.cli.cluster_client import ClusterClient
+
+    return ClusterClient(f"127.0.0.1:{cluster.coordinator.grpc.port}",
+                         credentials=(user, PASSWORDS[user]) if user else None)
+
+
+@pytest.mark.parametrize("user", list(PASSWORDS))
+def test_compaction_submit_needs_write_and_tasks_show_by_read(cluster, user):
+    from services.cli.cluster_client import ClusterError
+
+    before = {t.id for t in cluster.client.tasks()}
+    client = _coordinator_as(cluster, user)
+    try:
+        if "wiki" in WRITABLE[user]:  # what `strata compact wiki` does
+            task = client.submit_task("wiki", "compact", "COMPACT wiki")
+            assert (task.datasource, task.type, task.state) == ("wiki", "compact", "PENDING")
+            assert client.task(task.id).id == task.id
+            assert client.cancel_task(task.id).state == "CANCELED"
+        else:
+            with pytest.raises(ClusterError, match=f"PERMISSION_DENIED: user '{user}' may not WRITE datasource 'wiki'"):
+                client.submit_task("wiki", "compact", "COMPACT wiki")
+            assert {t.id for t in cluster.client.tasks()} == before
+        if user != "admin":
+            # INSERT reads input tables only the broker authorizes: never submitted directly.
+            with pytest.raises(ClusterError, match="PERMISSION_DENIED: .*may submit only compact tasks"):
+                client.submit_task("wiki", "insert", insert_into("wiki"))
+            # Listing tasks shows only datasources the user may read or write.
+            assert {t.datasource for t in client.tasks()} <= READABLE[user] | WRITABLE[user]
+    finally:
+        client.close()
+
+
+def test_coordinator_task_calls_need_credentials(cluster):
+    from services.cli.cluster_client import ClusterError
+
+    anonymous = _coordinator_as(cluster, None)
+    try:
+        with pytest.raises(ClusterError, match="UNAUTHENTICATED"):
+            anonymous.submit_task("wiki", "compact", "COMPACT wiki")
+    finally:
+        anonymous.close()

@@ -30,7 +30,7 @@ class EmbeddedCluster:
                  metadata_url: str | None = None, deep_storage: str | None = None, deep_storage_endpoint: str = "",
                  max_cache_bytes: int = 1 << 30, replication: int = 0, duty_period_ms: int = 100,
                  lease_ttl_s: int = 2, auth: dict | None = None, coordinator: dict | None = None,
-                 broker: dict | None = None) -> None:
+                 broker: dict | None = None, tls: dict | None = None) -> None:
         self.dir = directory
         os.makedirs(directory, exist_ok=True)
         self.deep_storage_url = deep_storage or os.path.join(directory, "deep-storage")
@@ -46,6 +46,8 @@ class EmbeddedCluster:
         }
         if auth:  # [auth] for every role, e.g. {"enabled": True, "admin_password": ..., "users_file": ...}
             self.common["auth"] = dict(auth)
+        if tls:  # [tls] for every role: {"cert": PEM, "key": PEM, "ca": PEM}
+            self.common["tls"] = dict(tls)
         self.max_cache_bytes = max_cache_bytes
         self.coordinator: CoordinatorProcess | None = None
         self.broker: BrokerProcess | None = None
@@ -87,7 +89,10 @@ class EmbeddedCluster:
     @property
     def client(self) -> ClusterClient:
         if self._client is None:
-            self._client = ClusterClient(f"127.0.0.1:{self.coordinator.grpc.port}", f"127.0.0.1:{self.broker.grpc.port}")
+            # The cluster's own view (TLS, the internal credential): the harness acts as a node
+            # when it publishes; the broker still wants a user's credentials when auth is on.
+            self._client = ClusterClient(f"127.0.0.1:{self.coordinator.grpc.port}", f"127.0.0.1:{self.broker.grpc.port}",
+                                         security=self.coordinator.security)
         return self._client
 
     def reset_client(self) -> None:
