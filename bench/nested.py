@@ -172,7 +172,7 @@ def json_column_bytes(manifest, column: str) -> int:
 def ingest_rate(work: str, rows: int) -> tuple[float, float, int]:
     """Documents per second through a Spark (local[2]) INSERT of newline-delimited JSON into a
     COMPLEX<json> column, file -> published segments; (rate, seconds, rows written)."""
-    from common.rpc.gen.strata.v1 import coordinator_pb2_grpc
+    from services.rpc.gen.strata.v1 import coordinator_pb2_grpc
     from services.grpc_server import channel
     from services.ingestion.coordinator_publisher import CoordinatorPublisher
     from services.ingestion.spark_job import IngestionJob, run_ingestion
