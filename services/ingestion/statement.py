@@ -79,6 +79,7 @@ class IngestionStatement:
             if isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)):
                 out.extend(n for src in self.sources.values() for n, t in src.signature if n in json_inputs)
                 continue
+            inner = e.unalias() if isinstance(e, exp.Alias) else e
             if produces_json(e, json_inputs):  # a JSON input column, or PARSE_JSON, JSON_OBJECT, JSON_QUERY ..
                 out.append(e.alias_or_name)
             elif e.alias_or_name == "__dynamic" and isinstance(inner, exp.Anonymous):  # schema_discovery's struct
