@@ -153,9 +153,9 @@ class _Dictionaries:
         return out
 
     def parts(self) -> dict[str, pa.Buffer]:
-        return {"dict/strings": _zstd_ipc(self.strings), "dict/longs": _zstd_ipc(pa.array(self.longs, pa.int64())),
-                "dict/doubles": _zstd_ipc(pa.array(self.doubles, pa.float64())),
-                "dict/arrays": _zstd_ipc(self.arrays)}
+        return {"dict/strings": ipc_bytes(self.strings), "dict/longs": ipc_bytes(pa.array(self.longs, pa.int64())),
+                "dict/doubles": ipc_bytes(pa.array(self.doubles, pa.float64())),
+                "dict/arrays": ipc_bytes(self.arrays)}
 
 
 def _field_parts(f: SplitField, dicts: _Dictionaries, prefix: str) -> tuple[dict[str, pa.Buffer], dict]:
@@ -168,9 +168,9 @@ def _field_parts(f: SplitField, dicts: _Dictionaries, prefix: str) -> tuple[dict
     narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
     mask = ~present
     parts = {
-        f"{prefix}/local": _zstd_ipc(pa.array(local, pa.int64())),
-        f"{prefix}/codes": _zstd_ipc(pa.array(narrow, mask=mask if mask.any() else None)),
-        f"{prefix}/bitmaps": _zstd_ipc(_bitmaps_binary(codes, cardinality)),
+        f"{prefix}/local": ipc_bytes(pa.array(local, pa.int64())),
+        f"{prefix}/codes": ipc_bytes(pa.array(narrow, mask=mask if mask.any() else None)),
+        f"{prefix}/bitmaps": ipc_bytes(_bitmaps_binary(codes, cardinality)),
     }
     kinds = set(f.types)
     if kinds and kinds <= {"LONG", "DOUBLE"}:
@@ -178,7 +178,7 @@ def _field_parts(f: SplitField, dicts: _Dictionaries, prefix: str) -> tuple[dict
             nums = pa.array([None if v is None else int(v) for v in f.values], pa.int64())
         else:
             nums = pa.array([None if v is None else float(v) for v in f.values], pa.float64())
-        parts[f"{prefix}/values"] = _zstd_ipc(nums)
+        parts[f"{prefix}/values"] = ipc_bytes(nums)
     return parts, {"cardinality": cardinality, "rows": int(present.sum())}
 
 
