@@ -91,6 +91,7 @@ class CoordinatorSection:
 @dataclass(frozen=True)
 class BrokerSection:
     query_timeout_ms: int = 300_000
+    column_type_merge_policy: str = "leastRestrictive"  # or latestInterval, fail (segments that disagree on a type)
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,9 @@ class BrokerProcess(NodeProcess):
         self.id = self.node_id(self.grpc.port)
         info = self.server_info(self.id, self.grpc.port, self.http.port, self.flight.port)
         self.node = BrokerNode(self.id, info, self.discovery, config.discovery.lease_ttl_s)
+        from services.broker.core.schema_merge import check_policy
+
+        self.node.view.merge_policy = check_policy(config.broker.column_type_merge_policy)
         credentials = (config.auth.admin_user, config.auth.admin_password) if config.auth.enabled else None
         self.catalog_cache = CatalogCache(self.discovery, self.node.coordinator_http, credentials)
         self.catalog = OverlayCatalog(BrokerCatalog(self.node, self.node.coordinator_client, self.catalog_cache),

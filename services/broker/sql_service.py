@@ -7,6 +7,7 @@ and what the coordinator knows (published segments, servers), fetched per query.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 import threading
@@ -26,7 +27,9 @@ from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog
                                               source_requirements)
 
 CATALOG = "druid"
-SYS_TABLES = ("segments", "servers", "server_segments", "tasks", "projections")
+SYS_TABLES = ("segments", "servers", "server_segments", "tasks", "projections", "schema_decisions")
+# The statement's columnTypeMergePolicy (SET or query context) while it is planned; None: the broker's.
+MERGE_POLICY: contextvars.ContextVar[str | None] = contextvars.ContextVar("columnTypeMergePolicy", default=None)
 
 
 def _like(pattern: str | None) -> re.Pattern | None:
@@ -58,10 +61,25 @@ class BrokerCatalog:
             return self.node.view.datasources()
 
     def datasource_schema(self, name: str):
+        policy = MERGE_POLICY.get()
         with self.node.lock:
             if name not in self.node.view.datasources():
                 return None
-            return dict(self.node.view.schema(name))
+            merged = self.node.view.merged(name, policy)
+            policy = policy or self.node.view.merge_policy
+        if policy == "fail" and merged.conflicts:
+            from services.broker.core.schema_merge import conflict_error
+
+            declared = {c["name"] for c in (self._spec(name).get("columns") or []) if c.get("sqlType")}
+            for column, types in merged.conflicts.items():
+                if column not in declared:
+                    raise conflict_error(name, column, types)
+        return dict(merged.schema)
+
+    def _spec(self, name: str) -> dict:
+        if self._catalog_cache is None:
+            return {}
+        return self._catalog_cache.spec("druid", name) or {}
 
     def segment_manifests(self, name: str) -> list[str]:
         with self.node.lock:
@@ -136,6 +154,33 @@ class BrokerCatalog:
         rows = [dict(server=address.get(server, server), segment_id=str(sid))
                 for sid, servers in self._served().items() for server in servers]
         return pa.Table.from_pylist(rows, schema=pa.schema([("server", pa.string()), ("segment_id", pa.string())]))
+
+    def _sys_schema_decisions(self) -> pa.Table:
+        """Every column type the system chose: at ingestion (from each task's report: discovered
+        columns) and at query time (columns whose segments disagree, under the broker's policy)."""
+        rows = []
+        for t in (self.coordinator.tasks() if self.coordinator is not None else []):
+            report = json.loads(t.report_json or "{}")
+            for d in report.get("schemaDecisions") or []:
+                rows.append(dict(datasource=t.datasource, column_name=d.get("column"), scope="task", source=t.id,
+                                 types_seen=", ".join(d.get("typesSeen") or []), type_chosen=d.get("chosen"),
+                                 rule=d.get("rule"), example=d.get("example") or None))
+        with self.node.lock:
+            names = self.node.view.datasources()
+            merged = {ds: self.node.view.merged(ds) for ds in names}
+            policy = self.node.view.merge_policy
+        for ds, m in merged.items():
+            declared = {c["name"]: c["sqlType"] for c in (self._spec(ds).get("columns") or []) if c.get("sqlType")}
+            for d in m.decisions:
+                rule = "declared type (catalog)" if d["column"] in declared else d["rule"]
+                chosen = declared.get(d["column"], d["chosen"])
+                rows.append(dict(datasource=ds, column_name=d["column"], scope=f"query ({policy})",
+                                 source=", ".join(d["segments"]), types_seen=", ".join(d["typesSeen"]),
+                                 type_chosen=chosen, rule=rule, example=None))
+        return pa.Table.from_pylist(rows, schema=pa.schema([
+            ("datasource", pa.string()), ("column_name", pa.string()), ("scope", pa.string()), ("source", pa.string()),
+            ("types_seen", pa.string()), ("type_chosen", pa.string()), ("rule", pa.string()),
+            ("example", pa.string())]))
 
     def _sys_tasks(self) -> pa.Table:
         rows = []
@@ -217,7 +262,16 @@ class SqlService:
                 if plan is not None:
                     self._plans.move_to_end(key)
                     return plan
-        plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, context)
+        policy = {**context, **classify(sql).settings}.get("columnTypeMergePolicy")
+        if policy is not None:
+            from services.broker.core.schema_merge import check_policy
+
+            check_policy(policy)
+        token = MERGE_POLICY.set(policy)
+        try:
+            plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, context)
+        finally:
+            MERGE_POLICY.reset(token)
         lowered = sql.lower()
         volatile = ("sys.", "information_schema", "current_timestamp", "current_date", "now(")
         if key is not None and not parameters and not any(v in lowered for v in volatile):
