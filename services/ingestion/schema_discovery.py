@@ -46,6 +46,7 @@ from services.ingestion.external_source import COLUMNS_ARRAY, ExternalSource
 DYNAMIC_COLUMN = "__dynamic"
 CONFLICT_MODES = ("widen", "fail")
 DEFAULT_CONFLICTS = "widen"
+DEFAULT_MAX_COLUMNS = 1000  # a wide discovered schema is almost always keys that hold data
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,9 @@ def _json_scan(batches):
                         continue  # the reader reports it as a parse exception with its line
                     if isinstance(obj, dict):
                         found.add_row(obj, name, line_no)
+                    elif isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
+                        for o in obj:
+                            found.add_row(o, name, line_no)
             yield pa.record_batch([pa.array([json.dumps(found.to_json())], pa.string())], names=["schema"])
 
 
@@ -256,6 +260,14 @@ def resolve_source(spark, source: ExternalSource, files, *, datasource: str, set
             example = f"{first[0]}:{first[1]}"
         signature.append((name, ctype))
         decisions.append(TypeDecision(name, seen, ctype.native_name, col.rule, example))
+    limit = int(settings.get("maxDiscoveredColumns", DEFAULT_MAX_COLUMNS))
+    if len(signature) > limit:
+        names = [n for n, _ in signature]
+        raise ValidationError(
+            f"{source.describe()} has {len(names)} distinct top-level keys ({', '.join(names[:5])}, ...), more than "
+            f"maxDiscoveredColumns = {limit}: keys that are really data (ids, timestamps as keys) make one column "
+            "each. Declare the columns you want (EXTEND, or PARTIAL plus exclude), nest the keys under one object "
+            "to store it as a single COMPLEX<json> column, or raise SET maxDiscoveredColumns = N")
     if not signature:
         raise ValidationError(f"{source.where + ': ' if source.where else ''}no columns were found in "
                               f"{source.describe()} (every file is empty, or no row is a JSON object); check the "
