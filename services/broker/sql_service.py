@@ -307,6 +307,8 @@ class SqlService:
             return self._ddl(head.body, user)
         if head.is_ingestion:
             return self._submit(sql, dict(context or {}), user)
+        if head.kind.is_ingestion:  # EXPLAIN PLAN FOR INSERT/REPLACE
+            return self._explain_ingestion(head, dict(context or {}), user)
         plan = self._plan(sql, user, parameters, dict(context or {}))
         timeout_s = self._timeout(plan.context)
         deadline = time.monotonic() + timeout_s
@@ -336,6 +338,21 @@ class SqlService:
                                        {**spec, "statement": statement.to_json()})
         return pa.table({"task_id": [task.id]})
 
+    def _explain_ingestion(self, head, context: dict, user: str | None) -> pa.Table:
+        """What an INSERT/REPLACE would run, checked and authorized as if submitted; a source whose
+        schema is discovered shows its undeclared columns as ``__dynamic``."""
+        from common.sql.sql_plan import EXPLAIN_SCHEMA
+        from services.broker.ingestion_submit import prepare_ingestion
+        from services.ingestion.schema_discovery import explain_ingestion
+
+        body = head.body
+        require_all(self.authorizer, user, source_requirements(body))
+        _, statement, _ = prepare_ingestion(body, {**context, **head.settings},
+                                            IngestionCatalog(self.catalog, self.authorizer, user))
+        require_ingestion(self.authorizer, user, statement, body)
+        row = explain_ingestion(statement)
+        return pa.Table.from_pylist([row], schema=EXPLAIN_SCHEMA)
+
     def describe(self, sql: str, context: dict | None = None, user: str | None = None) -> StatementInfo:
         head = classify(sql)
         if head.is_ddl:
@@ -343,6 +360,10 @@ class SqlService:
         if head.is_ingestion:
             self._authorize_ingestion(sql, context, user)
             return StatementInfo(0, pa.schema([("task_id", pa.string())]))
+        if head.kind.is_ingestion:
+            from common.sql.sql_plan import EXPLAIN_SCHEMA
+
+            return StatementInfo(0, EXPLAIN_SCHEMA)
         catalog = SecureSqlCatalog(self.catalog, self.authorizer, user)
         count = head.parameter_count
         if count == 0:

@@ -352,5 +352,43 @@ def check_sealed(datasource: str, output: list[str], declared: set[str]) -> None
             "with exclude => ARRAY[...], or list the columns instead of *")
 
 
+
+
+# ---- EXPLAIN -------------------------------------------------------------------------------------------
+
+
+def explain_ingestion(statement) -> dict[str, str]:
+    """PLAN / RESOURCES / ATTRIBUTES (JSON text) of an INSERT/REPLACE as the broker can know it: the
+    columns the SELECT reads from each source with their types, where a discovered source's
+    undeclared columns appear as one ``__dynamic`` COMPLEX<json> column (the columns to be named
+    when the task reads the input), and the SELECT with ``*`` standing for them."""
+    import dataclasses
+
+    sources, signatures = {}, {}
+    for name, src in statement.sources.items():
+        if src.discover:
+            cols = [{"name": n, "type": t.native_name, "declared": "PARTIAL"} for n, t in src.partial]
+            cols.append({"name": DYNAMIC_COLUMN, "type": "COMPLEX<json>", "declared": "discovered at run time"})
+            stand_in = (*src.partial, (DYNAMIC_COLUMN, ColumnType(TypeKind.COMPLEX, complex_name="json")))
+            sources[name] = dataclasses.replace(src, signature=stand_in)
+        else:
+            cols = [{"name": n, "type": t.native_name, "declared": "EXTEND"} for n, t in src.signature]
+            sources[name] = src
+        signatures[name] = {"inputSource": src.input_source, "inputFormat": src.input_format, "columns": cols,
+                            "exclude": list(src.exclude)}
+    select = expand_star(statement.select, sources)
+    if isinstance(select, exp.Select):  # the struct a rollup groups on is, to the planner, one column
+        select.set("expressions", [exp.column(DYNAMIC_COLUMN) if e.alias_or_name == DYNAMIC_COLUMN else e
+                                   for e in select.expressions])
+    plan = {"mode": statement.mode, "dataSource": statement.datasource, "select": select.sql("druid"),
+            "sources": signatures, "rollup": statement.is_rollup}
+    resources = [{"name": statement.datasource, "type": "DATASOURCE"}]
+    resources += [{"name": s.describe(), "type": "EXTERNAL"} for s in statement.sources.values()]
+    attributes = {"statementType": statement.mode, "targetDataSource": statement.datasource,
+                  "partitionedBy": statement.partitioned_by.to_json() if statement.partitioned_by else None,
+                  "clusteredBy": list(statement.clustered_by) or None}
+    return {"PLAN": json.dumps(plan), "RESOURCES": json.dumps(resources), "ATTRIBUTES": json.dumps(attributes)}
+
+
 __all__ = ["CONFLICT_MODES", "DYNAMIC_COLUMN", "TypeDecision", "check_sealed", "conflict_mode", "dynamic_columns",
-           "expand_dynamic", "expand_star", "resolve_source"]
+           "expand_dynamic", "expand_star", "explain_ingestion", "resolve_source"]

@@ -145,3 +145,15 @@ def test_column_type_merge_policies_over_two_replaces(cluster, tmp_path):
                        "rule": "leastRestrictive: number+string -> STRING"}]
     cluster.client.sql("CREATE TABLE mixed (v DOUBLE) PARTITIONED BY DAY")  # a catalog type overrides all policies
     assert rows(cluster, "SET columnTypeMergePolicy = 'fail'; SELECT COUNT(*) AS c FROM mixed") == [{"c": 3}]
+
+
+def test_explain_of_a_schemaless_insert_shows_dynamic(cluster, tmp_path):
+    (tmp_path / "e.json").write_text('{"ts": "2024-01-01", "bytes": 1, "host": "a"}\n')
+    table, _ = cluster.client.sql(f"""EXPLAIN PLAN FOR INSERT INTO dst SELECT TIME_PARSE(ts) AS __time,
+        SUM(bytes) AS bytes, * FROM TABLE(localfiles(baseDir => '{tmp_path}', filter => '*.json', format => 'json',
+        exclude => ARRAY['comment'])) PARTIAL (ts VARCHAR, bytes BIGINT) GROUP BY ALL PARTITIONED BY DAY""")
+    plan = json.loads(table.column("PLAN")[0].as_py())
+    [source] = plan["sources"].values()
+    assert source["columns"][-1] == {"name": "__dynamic", "type": "COMPLEX<json>", "declared": "discovered at run time"}
+    assert "SUM(bytes) AS bytes, __dynamic FROM" in plan["select"]
+    assert json.loads(table.column("ATTRIBUTES")[0].as_py())["statementType"] == "INSERT"
