@@ -98,6 +98,7 @@ def widen(a: Observed, b: Observed) -> tuple[Observed, str]:
 
 
 _KINDS = {"LONG": LONG, "DOUBLE": DOUBLE, "STRING": STRING}
+_SCALARS = {type(None): NULL, bool: O_LONG, int: O_LONG, float: O_DOUBLE, str: O_STRING}
 
 
 def finish(t: Observed) -> tuple[ColumnType, str | None]:
@@ -221,12 +222,16 @@ class SchemaDiscovery:
         return col
 
     def add_row(self, row: Mapping, file: str, line: int) -> None:
+        columns = self.columns
         for name, value in row.items():
-            col = self.columns.get(name)
+            # Hot loop (every value of every row): scalars by their class, containers walked.
+            t = _SCALARS.get(value.__class__)
+            if t is None:
+                t = observe(value)
+            col = columns.get(name)
             if col is None:
-                col = self.columns[name] = ColumnDiscovery(name)
-            t = observe(value)
-            if t != NULL and t not in col.examples:
+                col = columns[name] = ColumnDiscovery(name)
+            if t and t not in col.examples:
                 col.add(t, file, line)
 
     def merge(self, other: SchemaDiscovery) -> SchemaDiscovery:

@@ -77,10 +77,13 @@ def conflict_mode(settings: Mapping) -> str:
 
 def _json_scan(batches):
     """Executor side: LISTING_DDL rows -> one row per listing row, its SchemaDiscovery as JSON."""
+    import orjson
     import pyarrow as pa
 
     from services.ingestion.row_parser import decompressed
     from services.ingestion.source_reader import open_listed
+
+    loads = orjson.loads
 
     for batch in batches:
         for row in batch.to_pylist():
@@ -93,9 +96,12 @@ def _json_scan(batches):
                     if not line:
                         continue
                     try:
-                        obj = json.loads(line)
+                        obj = loads(line)
                     except ValueError:
-                        continue  # the reader reports it as a parse exception with its line
+                        try:  # what orjson refuses but Python's json reads (NaN, integers past 64 bits)
+                            obj = json.loads(line)
+                        except ValueError:
+                            continue  # the reader reports it as a parse exception with its line
                     if isinstance(obj, dict):
                         found.add_row(obj, name, line_no)
                     elif isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
