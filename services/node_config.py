@@ -92,6 +92,7 @@ class CoordinatorSection:
 class BrokerSection:
     query_timeout_ms: int = 300_000
     column_type_merge_policy: str = "leastRestrictive"  # or latestInterval, fail (segments that disagree on a type)
+    schema_conflicts: str = "widen"  # ingestion default of schemaConflicts: widen, or fail on ambiguous input types
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,11 @@ class BrokerProcess(NodeProcess):
                                       self.catalog_cache)
         self.executor = QueryExecutor(self.node.view, self.node.stub_for, self.metrics, self.node.lock,
                                       schema_for=self.catalog.datasource_schema)
-        self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
+        from services.ingestion.schema_discovery import conflict_mode
+
+        schema_conflicts = conflict_mode({"schemaConflicts": config.broker.schema_conflicts})
+        self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer,
+                              {"schemaConflicts": schema_conflicts})
         self._catalog_client = None  # (coordinator target, CatalogClient), rebuilt if it moves
         self.sql.ddl_client = self._ddl_client
         self.servicer = BrokerServicer(self.executor, self.metrics, config.broker.query_timeout_ms,

@@ -216,8 +216,11 @@ def _iso(ms: int) -> str:
 
 
 class SqlService:
-    def __init__(self, catalog: BrokerCatalog, executor, default_timeout_s: float, authorizer=ALLOW_ALL) -> None:
+    def __init__(self, catalog: BrokerCatalog, executor, default_timeout_s: float, authorizer=ALLOW_ALL,
+                 ingestion_defaults: dict | None = None) -> None:
         self.catalog = catalog
+        # Cluster defaults of ingestion settings (schemaConflicts); the statement's context wins.
+        self.ingestion_defaults = dict(ingestion_defaults or {})
         # Statements plan against SecureSqlCatalog(catalog, authorizer, user): a user sees
         # (INFORMATION_SCHEMA, listings, sys rows) and reads only what it may READ.
         self.authorizer = authorizer
@@ -306,7 +309,7 @@ class SqlService:
         if head.is_ddl:
             return self._ddl(head.body, user)
         if head.is_ingestion:
-            return self._submit(sql, dict(context or {}), user)
+            return self._submit(sql, {**self.ingestion_defaults, **dict(context or {})}, user)
         if head.kind.is_ingestion:  # EXPLAIN PLAN FOR INSERT/REPLACE
             return self._explain_ingestion(head, dict(context or {}), user)
         plan = self._plan(sql, user, parameters, dict(context or {}))
