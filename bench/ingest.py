@@ -145,7 +145,11 @@ def inference(args) -> int:
         times: dict = {k: [] for k in cases}
         phases: dict = {}
         for run in range(args.runs + 1):  # the first round warms the Python workers and is not counted
-            for key, select in cases.items():
+            # Alternate which of a pair goes first, so neither is always the one after the other's garbage.
+            order = list(cases.items()) if run % 2 else [item for pair in zip(list(cases.items())[1::2],
+                                                                                list(cases.items())[0::2])
+                                                         for item in pair]
+            for key, select in order:
                 deep = LocalDeepStorage(os.path.join(work, f"deep-{run}-{key[0]}-{key[1]}"))
                 statement = parse_ingestion(f"INSERT INTO wiki {select} PARTITIONED BY DAY")
                 started = time.perf_counter()
