@@ -113,6 +113,8 @@ class BrokerSection:
     query_log_file: str = ""
     query_log_file_bytes: int = 64 << 20
     query_log_file_backups: int = 5
+    column_type_merge_policy: str = "leastRestrictive"  # or latestInterval, fail (segments that disagree on a type)
+    schema_conflicts: str = "widen"  # ingestion default of schemaConflicts: widen, or fail on ambiguous input types
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,8 @@ def widen(a: Observed, b: Observed) -> tuple[Observed, str]:
 
 
 _KINDS = {"LONG": LONG, "DOUBLE": DOUBLE, "STRING": STRING}
+_MAX_SHAPES = 10_000
+_SCALARS = {type(None): NULL, bool: O_LONG, int: O_LONG, float: O_DOUBLE, str: O_STRING}
 
 
 def finish(t: Observed) -> tuple[ColumnType, str | None]:
@@ -213,6 +215,9 @@ class SchemaDiscovery:
     """The discovered columns of one scan (or of several, merged), in first-seen order."""
 
     columns: dict[str, ColumnDiscovery] = field(default_factory=dict)
+    # Row shapes (keys, value classes) already seen: a row of a known shape without lists cannot
+    # show a new observed type, so it is skipped (most rows of a file share a few shapes).
+    _shapes: set = field(default_factory=set, repr=False, compare=False)
 
     def column(self, name: str) -> ColumnDiscovery:
         col = self.columns.get(name)
@@ -221,12 +226,23 @@ class SchemaDiscovery:
         return col
 
     def add_row(self, row: Mapping, file: str, line: int) -> None:
+        classes = tuple(map(type, row.values()))
+        if list not in classes:
+            shape = (tuple(row), classes)
+            if shape in self._shapes:
+                return
+            if len(self._shapes) < _MAX_SHAPES:
+                self._shapes.add(shape)
+        columns = self.columns
         for name, value in row.items():
-            col = self.columns.get(name)
+            # Hot loop (every value of every row): scalars by their class, containers walked.
+            t = _SCALARS.get(value.__class__)
+            if t is None:
+                t = observe(value)
+            col = columns.get(name)
             if col is None:
-                col = self.columns[name] = ColumnDiscovery(name)
-            t = observe(value)
-            if t != NULL and t not in col.examples:
+                col = columns[name] = ColumnDiscovery(name)
+            if t and t not in col.examples:
                 col.add(t, file, line)
 
     def merge(self, other: SchemaDiscovery) -> SchemaDiscovery:

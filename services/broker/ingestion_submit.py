@@ -29,6 +29,9 @@ def _sql_string(value: str) -> str:
 
 def _extern(catalog, name: str, args: dict) -> str:
     source = catalog.external_source(name, args)
+    if source.discover:  # no declared columns: the task discovers them
+        return (f"TABLE(EXTERN({_sql_string(json.dumps(source.input_source))}, "
+                f"{_sql_string(json.dumps(source.input_format))}))")
     signature = [{"name": n, "type": t.native_name} for n, t in source.signature]
     return (f"TABLE(EXTERN({_sql_string(json.dumps(source.input_source))}, "
             f"{_sql_string(json.dumps(source.input_format))}, {_sql_string(json.dumps(signature))}))")

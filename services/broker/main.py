@@ -47,6 +47,9 @@ class BrokerProcess(NodeProcess):
         self.id = self.node_id(self.grpc.port)
         info = self.server_info(self.id, self.grpc.port, self.http.port, self.flight.port)
         self.node = BrokerNode(self.id, info, self.discovery, config.discovery.lease_ttl_s, security=security)
+        from services.broker.core.schema_merge import check_policy
+
+        self.node.view.merge_policy = check_policy(config.broker.column_type_merge_policy)
         credentials = (config.auth.admin_user, config.auth.admin_password) if config.auth.enabled else None
         self.catalog_cache = CatalogCache(self.discovery, self.node.coordinator_http, credentials,
                                           tls_context=security.http_client_context())
@@ -54,7 +57,11 @@ class BrokerProcess(NodeProcess):
                                       self.catalog_cache)
         self.executor = QueryExecutor(self.node.view, self.node.historical_client, self.metrics, self.node.lock,
                                       schema_for=self.catalog.datasource_schema)
-        self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer)
+        from services.ingestion.schema_discovery import conflict_mode
+
+        schema_conflicts = conflict_mode({"schemaConflicts": config.broker.schema_conflicts})
+        self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer,
+                              {"schemaConflicts": schema_conflicts})
         self._catalog_client = None  # (coordinator target, CatalogClient), rebuilt if it moves
         self.sql.ddl_client = self._ddl_client
         # The query log: every statement from every front door is tracked (id, KILL, sys.queries).

@@ -77,6 +77,8 @@ class OverlayCatalog:
         if spec is None:
             raise ValidationError(f"no input table ext.{name}")
         source, fmt, signature = catalog_overlay.external_definition(name, spec, args)
+        if not signature:  # an input table without columns describes itself (schema discovery)
+            return ExternalSource.discovering(source, fmt, where=f"ext.{name}")
         return ExternalSource.of(source, fmt, signature, where=f"ext.{name}")
 
     def external_table(self, name: str, args: dict) -> pa.Table:

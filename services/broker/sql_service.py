@@ -7,6 +7,7 @@ and what the coordinator knows (published segments, servers), fetched per query.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import re
 import threading
@@ -28,7 +29,10 @@ from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog
                                               source_requirements)
 
 CATALOG = "druid"
-SYS_TABLES = ("segments", "servers", "server_segments", "tasks", "projections", "queries", "projection_advice")
+SYS_TABLES = ("segments", "servers", "server_segments", "tasks", "projections", "queries", "projection_advice",
+              "schema_decisions")
+# The statement's columnTypeMergePolicy (SET or query context) while it is planned; None: the broker's.
+MERGE_POLICY: contextvars.ContextVar[str | None] = contextvars.ContextVar("columnTypeMergePolicy", default=None)
 
 
 def _like(pattern: str | None) -> re.Pattern | None:
@@ -60,10 +64,25 @@ class BrokerCatalog:
             return self.node.view.datasources()
 
     def datasource_schema(self, name: str):
+        policy = MERGE_POLICY.get()
         with self.node.lock:
             if name not in self.node.view.datasources():
                 return None
-            return dict(self.node.view.schema(name))
+            merged = self.node.view.merged(name, policy)
+            policy = policy or self.node.view.merge_policy
+        if policy == "fail" and merged.conflicts:
+            from services.broker.core.schema_merge import conflict_error
+
+            declared = {c["name"] for c in (self._spec(name).get("columns") or []) if c.get("sqlType")}
+            for column, types in merged.conflicts.items():
+                if column not in declared:
+                    raise conflict_error(name, column, types)
+        return dict(merged.schema)
+
+    def _spec(self, name: str) -> dict:
+        if self._catalog_cache is None:
+            return {}
+        return self._catalog_cache.spec("druid", name) or {}
 
     def segment_manifests(self, name: str) -> list[str]:
         with self.node.lock:
@@ -151,6 +170,33 @@ class BrokerCatalog:
                 for sid, servers in self._served().items() for server in servers]
         return pa.Table.from_pylist(rows, schema=pa.schema([("server", pa.string()), ("segment_id", pa.string())]))
 
+    def _sys_schema_decisions(self) -> pa.Table:
+        """Every column type the system chose: at ingestion (from each task's report: discovered
+        columns) and at query time (columns whose segments disagree, under the broker's policy)."""
+        rows = []
+        for t in (self.coordinator.tasks() if self.coordinator is not None else []):
+            report = json.loads(t.report_json or "{}")
+            for d in report.get("schemaDecisions") or []:
+                rows.append(dict(datasource=t.datasource, column_name=d.get("column"), scope="task", source=t.id,
+                                 types_seen=", ".join(d.get("typesSeen") or []), type_chosen=d.get("chosen"),
+                                 rule=d.get("rule"), example=d.get("example") or None))
+        with self.node.lock:
+            names = self.node.view.datasources()
+            merged = {ds: self.node.view.merged(ds) for ds in names}
+            policy = self.node.view.merge_policy
+        for ds, m in merged.items():
+            declared = {c["name"]: c["sqlType"] for c in (self._spec(ds).get("columns") or []) if c.get("sqlType")}
+            for d in m.decisions:
+                rule = "declared type (catalog)" if d["column"] in declared else d["rule"]
+                chosen = declared.get(d["column"], d["chosen"])
+                rows.append(dict(datasource=ds, column_name=d["column"], scope=f"query ({policy})",
+                                 source=", ".join(d["segments"]), types_seen=", ".join(d["typesSeen"]),
+                                 type_chosen=chosen, rule=rule, example=None))
+        return pa.Table.from_pylist(rows, schema=pa.schema([
+            ("datasource", pa.string()), ("column_name", pa.string()), ("scope", pa.string()), ("source", pa.string()),
+            ("types_seen", pa.string()), ("type_chosen", pa.string()), ("rule", pa.string()),
+            ("example", pa.string())]))
+
     def _sys_tasks(self) -> pa.Table:
         return tasks_table(self.coordinator.tasks() if self.coordinator is not None else [])
 
@@ -186,8 +232,11 @@ def _iso(ms: int) -> str:
 
 
 class SqlService:
-    def __init__(self, catalog: BrokerCatalog, executor, default_timeout_s: float, authorizer=ALLOW_ALL) -> None:
+    def __init__(self, catalog: BrokerCatalog, executor, default_timeout_s: float, authorizer=ALLOW_ALL,
+                 ingestion_defaults: dict | None = None) -> None:
         self.catalog = catalog
+        # Cluster defaults of ingestion settings (schemaConflicts); the statement's context wins.
+        self.ingestion_defaults = dict(ingestion_defaults or {})
         # Statements plan against SecureSqlCatalog(catalog, authorizer, user): a user sees
         # (INFORMATION_SCHEMA, listings, sys rows) and reads only what it may READ.
         self.authorizer = authorizer
@@ -232,7 +281,16 @@ class SqlService:
                 if plan is not None:
                     self._plans.move_to_end(key)
                     return plan
-        plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, context)
+        policy = {**context, **classify(sql).settings}.get("columnTypeMergePolicy")
+        if policy is not None:
+            from services.broker.core.schema_merge import check_policy
+
+            check_policy(policy)
+        token = MERGE_POLICY.set(policy)
+        try:
+            plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, context)
+        finally:
+            MERGE_POLICY.reset(token)
         lowered = sql.lower()
         volatile = ("sys.", "information_schema", "current_timestamp", "current_date", "now(")
         if key is not None and not parameters and not any(v in lowered for v in volatile):
@@ -270,7 +328,9 @@ class SqlService:
         if head.is_ddl:
             return self._ddl(head.body, user)
         if head.is_ingestion:
-            return self._submit(sql, dict(context or {}), user)
+            return self._submit(sql, {**self.ingestion_defaults, **dict(context or {})}, user)
+        if head.kind.is_ingestion:  # EXPLAIN PLAN FOR INSERT/REPLACE
+            return self._explain_ingestion(head, dict(context or {}), user)
         plan = self._plan(sql, user, parameters, dict(context or {}))
         timeout_s = self._timeout(plan.context)
         deadline = time.monotonic() + timeout_s
@@ -300,6 +360,21 @@ class SqlService:
                                        {**spec, "statement": statement.to_json()})
         return pa.table({"task_id": [task.id]})
 
+    def _explain_ingestion(self, head, context: dict, user: str | None) -> pa.Table:
+        """What an INSERT/REPLACE would run, checked and authorized as if submitted; a source whose
+        schema is discovered shows its undeclared columns as ``__dynamic``."""
+        from common.sql.sql_plan import EXPLAIN_SCHEMA
+        from services.broker.ingestion_submit import prepare_ingestion
+        from services.ingestion.schema_discovery import explain_ingestion
+
+        body = head.body
+        require_all(self.authorizer, user, source_requirements(body))
+        _, statement, _ = prepare_ingestion(body, {**context, **head.settings},
+                                            IngestionCatalog(self.catalog, self.authorizer, user))
+        require_ingestion(self.authorizer, user, statement, body)
+        row = explain_ingestion(statement)
+        return pa.Table.from_pylist([row], schema=EXPLAIN_SCHEMA)
+
     def describe(self, sql: str, context: dict | None = None, user: str | None = None,
                  parameters: Sequence | None = None) -> StatementInfo:
         head = classify(sql)
@@ -308,6 +383,10 @@ class SqlService:
         if head.is_ingestion:
             self._authorize_ingestion(sql, context, user)
             return StatementInfo(0, pa.schema([("task_id", pa.string())]))
+        if head.kind.is_ingestion:
+            from common.sql.sql_plan import EXPLAIN_SCHEMA
+
+            return StatementInfo(0, EXPLAIN_SCHEMA)
         catalog = SecureSqlCatalog(self.catalog, self.authorizer, user)
         count = head.parameter_count
         if count == 0 or parameters is not None:

@@ -331,6 +331,9 @@ def _json_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: int =
             else:
                 if isinstance(obj, dict):
                     batcher.add([obj.get(n) for n in names], line_no, text)
+                elif isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
+                    for o in obj:  # a JSON array of objects on one line: each object is a row, as in Druid
+                        batcher.add([o.get(n) for n in names], line_no, text)
                 else:
                     batcher.error(line_no, text, f"expected a JSON object, got a {type(obj).__name__}")
         yield line_no

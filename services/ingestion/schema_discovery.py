@@ -46,6 +46,7 @@ from services.ingestion.external_source import COLUMNS_ARRAY, ExternalSource
 DYNAMIC_COLUMN = "__dynamic"
 CONFLICT_MODES = ("widen", "fail")
 DEFAULT_CONFLICTS = "widen"
+DEFAULT_MAX_COLUMNS = 1000  # a wide discovered schema is almost always keys that hold data
 
 
 @dataclass(frozen=True)
@@ -76,10 +77,13 @@ def conflict_mode(settings: Mapping) -> str:
 
 def _json_scan(batches):
     """Executor side: LISTING_DDL rows -> one row per listing row, its SchemaDiscovery as JSON."""
+    import orjson
     import pyarrow as pa
 
     from services.ingestion.row_parser import decompressed
     from services.ingestion.source_reader import open_listed
+
+    loads = orjson.loads
 
     for batch in batches:
         for row in batch.to_pylist():
@@ -92,11 +96,17 @@ def _json_scan(batches):
                     if not line:
                         continue
                     try:
-                        obj = json.loads(line)
+                        obj = loads(line)
                     except ValueError:
-                        continue  # the reader reports it as a parse exception with its line
+                        try:  # what orjson refuses but Python's json reads (NaN, integers past 64 bits)
+                            obj = json.loads(line)
+                        except ValueError:
+                            continue  # the reader reports it as a parse exception with its line
                     if isinstance(obj, dict):
                         found.add_row(obj, name, line_no)
+                    elif isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
+                        for o in obj:
+                            found.add_row(o, name, line_no)
             yield pa.record_batch([pa.array([json.dumps(found.to_json())], pa.string())], names=["schema"])
 
 
@@ -256,6 +266,14 @@ def resolve_source(spark, source: ExternalSource, files, *, datasource: str, set
             example = f"{first[0]}:{first[1]}"
         signature.append((name, ctype))
         decisions.append(TypeDecision(name, seen, ctype.native_name, col.rule, example))
+    limit = int(settings.get("maxDiscoveredColumns", DEFAULT_MAX_COLUMNS))
+    if len(signature) > limit:
+        names = [n for n, _ in signature]
+        raise ValidationError(
+            f"{source.describe()} has {len(names)} distinct top-level keys ({', '.join(names[:5])}, ...), more than "
+            f"maxDiscoveredColumns = {limit}: keys that are really data (ids, timestamps as keys) make one column "
+            "each. Declare the columns you want (EXTEND, or PARTIAL plus exclude), nest the keys under one object "
+            "to store it as a single COMPLEX<json> column, or raise SET maxDiscoveredColumns = N")
     if not signature:
         raise ValidationError(f"{source.where + ': ' if source.where else ''}no columns were found in "
                               f"{source.describe()} (every file is empty, or no row is a JSON object); check the "
@@ -340,5 +358,43 @@ def check_sealed(datasource: str, output: list[str], declared: set[str]) -> None
             "with exclude => ARRAY[...], or list the columns instead of *")
 
 
+
+
+# ---- EXPLAIN -------------------------------------------------------------------------------------------
+
+
+def explain_ingestion(statement) -> dict[str, str]:
+    """PLAN / RESOURCES / ATTRIBUTES (JSON text) of an INSERT/REPLACE as the broker can know it: the
+    columns the SELECT reads from each source with their types, where a discovered source's
+    undeclared columns appear as one ``__dynamic`` COMPLEX<json> column (the columns to be named
+    when the task reads the input), and the SELECT with ``*`` standing for them."""
+    import dataclasses
+
+    sources, signatures = {}, {}
+    for name, src in statement.sources.items():
+        if src.discover:
+            cols = [{"name": n, "type": t.native_name, "declared": "PARTIAL"} for n, t in src.partial]
+            cols.append({"name": DYNAMIC_COLUMN, "type": "COMPLEX<json>", "declared": "discovered at run time"})
+            stand_in = (*src.partial, (DYNAMIC_COLUMN, ColumnType(TypeKind.COMPLEX, complex_name="json")))
+            sources[name] = dataclasses.replace(src, signature=stand_in)
+        else:
+            cols = [{"name": n, "type": t.native_name, "declared": "EXTEND"} for n, t in src.signature]
+            sources[name] = src
+        signatures[name] = {"inputSource": src.input_source, "inputFormat": src.input_format, "columns": cols,
+                            "exclude": list(src.exclude)}
+    select = expand_star(statement.select, sources)
+    if isinstance(select, exp.Select):  # the struct a rollup groups on is, to the planner, one column
+        select.set("expressions", [exp.column(DYNAMIC_COLUMN) if e.alias_or_name == DYNAMIC_COLUMN else e
+                                   for e in select.expressions])
+    plan = {"mode": statement.mode, "dataSource": statement.datasource, "select": select.sql("druid"),
+            "sources": signatures, "rollup": statement.is_rollup}
+    resources = [{"name": statement.datasource, "type": "DATASOURCE"}]
+    resources += [{"name": s.describe(), "type": "EXTERNAL"} for s in statement.sources.values()]
+    attributes = {"statementType": statement.mode, "targetDataSource": statement.datasource,
+                  "partitionedBy": statement.partitioned_by.to_json() if statement.partitioned_by else None,
+                  "clusteredBy": list(statement.clustered_by) or None}
+    return {"PLAN": json.dumps(plan), "RESOURCES": json.dumps(resources), "ATTRIBUTES": json.dumps(attributes)}
+
+
 __all__ = ["CONFLICT_MODES", "DYNAMIC_COLUMN", "TypeDecision", "check_sealed", "conflict_mode", "dynamic_columns",
-           "expand_dynamic", "expand_star", "resolve_source"]
+           "expand_dynamic", "expand_star", "explain_ingestion", "resolve_source"]

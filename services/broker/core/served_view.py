@@ -16,6 +16,7 @@ from common.segment.segment_id import SegmentId
 from common.segment.timeline import Timeline, TimelineSegment
 from common.types.column_type import ColumnType
 from common.types.interval import Interval
+from services.broker.core.schema_merge import DEFAULT_POLICY, MergedSchema, merge_schemas
 
 
 @dataclass
@@ -34,7 +35,8 @@ class ServedView:
         self.replicas: dict[SegmentId, set[str]] = defaultdict(set)
         self.descriptors: dict[SegmentId, SegmentDescriptor] = {}
         self._timelines: dict[str, Timeline] = {}
-        self._schemas: dict[str, dict[str, ColumnType]] = {}
+        self._schemas: dict[tuple[str, str], MergedSchema] = {}
+        self.merge_policy = DEFAULT_POLICY  # the broker's columnTypeMergePolicy
         self._turn = 0
         self.generation = 0
 
@@ -64,7 +66,8 @@ class ServedView:
     def _invalidate(self, datasource: str) -> None:
         self.generation += 1  # cached SQL plans built on the old view are stale now
         self._timelines.pop(datasource, None)
-        self._schemas.pop(datasource, None)
+        for key in [k for k in self._schemas if k[0] == datasource]:
+            del self._schemas[key]
 
     # ---- reads -------------------------------------------------------------------------------
     def datasources(self) -> list[str]:
@@ -81,16 +84,19 @@ class ServedView:
         return tl
 
     def schema(self, datasource: str) -> dict[str, ColumnType]:
-        """Union of the visible segments' columns; the newest version's type wins."""
-        cached = self._schemas.get(datasource)
+        """Union of the visible segments' columns, types merged by the broker's policy."""
+        return self.merged(datasource).schema
+
+    def merged(self, datasource: str, policy: str | None = None) -> MergedSchema:
+        """The visible segments' schemas merged under ``policy`` (default: the broker's)."""
+        policy = policy or self.merge_policy
+        cached = self._schemas.get((datasource, policy))
         if cached is None:
             from common.types.interval import ETERNITY
 
-            from common.query.engine import newest_type_wins
-
             visible = [s for chunk in self.timeline(datasource).lookup([ETERNITY]) for s in chunk.segments]
-            cached = newest_type_wins((sid, self.descriptors[sid].schema()) for sid in visible)
-            self._schemas[datasource] = cached
+            cached = merge_schemas(((sid, self.descriptors[sid].schema()) for sid in visible), policy)
+            self._schemas[(datasource, policy)] = cached
         return cached
 
     def plan(self, datasource: str, intervals: list[Interval], exclude: dict[SegmentId, set[str]] | None = None,

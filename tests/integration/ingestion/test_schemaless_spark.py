@@ -118,3 +118,38 @@ def test_csv_header_all_varchar_and_headerless_columns_array(spark, deep, tmp_pa
         FROM TABLE(localfiles(files => ARRAY['{raw}'], format => 'csv')) PARTITIONED BY DAY""", deep)
     assert stored_types(segments)["columns"] == "ARRAY<STRING>"
     assert scan(segments, "nohdr", ["columns"]) == [(["2024-01-01", "a", "1"],), (["2024-01-01", "b", "2"],)]
+
+
+def test_parquet_footers_give_names_and_types_merged_across_files(spark, deep, tmp_path):  # noqa: F811
+    import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t0 = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+    pq.write_table(pa.table({"ts": pa.array([t0, t0], pa.timestamp("ms", "UTC")), "n": [1, 2], "s": ["a", "b"],
+                             "tags": [["x"], []], "flag": [True, False]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"ts": pa.array([t0], pa.timestamp("ms", "UTC")), "n": [2.5], "s": ["c"],
+                             "extra": [7]}), tmp_path / "b.parquet")
+    report, segments = ingest(spark, f"""INSERT INTO pq SELECT ts AS __time, *
+        FROM TABLE(localfiles(baseDir => '{tmp_path}', filter => '*.parquet', format => 'parquet'))
+        PARTITIONED BY DAY""", deep)
+    types = stored_types(segments)
+    assert types == {"__time": "TIMESTAMP", "n": "DOUBLE", "s": "STRING", "tags": "ARRAY<STRING>",
+                     "flag": "LONG", "extra": "LONG"}
+    assert scan(segments, "pq", ["n", "s", "flag", "extra"]) == sorted(
+        [(1.0, "a", 1, None), (2.0, "b", 0, None), (2.5, "c", None, 7)], key=repr)
+    rules = {d["column"]: d["rule"] for d in report.schema_decisions}
+    assert rules["n"] == "LONG+DOUBLE -> DOUBLE"
+
+
+def test_a_value_the_declared_type_cannot_take_is_a_parse_exception(spark, deep, tmp_path):  # noqa: F811
+    (tmp_path / "p.json").write_text('{"ts": "2024-01-01", "bytes": 5, "h": "a"}\n'
+                                     '{"ts": "2024-01-01", "bytes": "lots", "h": "b"}\n')
+    sql = f"""INSERT INTO pe SELECT TIME_PARSE(ts) AS __time, *
+        FROM TABLE(localfiles(files => ARRAY['{tmp_path}/p.json'], format => 'json'))
+        PARTIAL (ts VARCHAR, bytes BIGINT) PARTITIONED BY DAY"""
+    with pytest.raises(IngestionFailed, match=r"p.json, line 2: column 'bytes': cannot parse 'lots' as a LONG"):
+        ingest(spark, sql, deep)
+    report, segments = ingest(spark, sql, deep, maxParseExceptions=1)
+    assert report.parse_exceptions == 1 and scan(segments, "pe", ["bytes", "h"]) == [(5, "a")]

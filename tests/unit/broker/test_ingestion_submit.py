@@ -74,3 +74,27 @@ def test_context_parameters_are_checked():
         prepare_ingestion("SET maxNumTasks = 1; " + base, {}, FakeCatalog())
     _, _, spec = prepare_ingestion("SET maxNumTasks = 3; " + base, {}, FakeCatalog())
     assert spec["context"]["maxNumTasks"] == 3
+
+
+def test_input_table_without_columns_is_discovered_and_catalog_types_are_provided():
+    from services.broker.overlay_catalog import OverlayCatalog
+    from tests.unit.security.test_sql_service_security import Base
+
+    class Specs:
+        specs = {("ext", "logs"): {"type": "local", "properties": {"baseDir": "/data", "filePattern": "*.json",
+                                                                   "format": "json"}},
+                 ("druid", "dst"): {"type": "datasource", "properties": {"segmentGranularity": "DAY", "sealed": True},
+                                    "columns": [{"name": "bytes", "sqlType": "DOUBLE"}]}}
+
+        def spec(self, schema, name):
+            return self.specs.get((schema, name))
+
+        def names(self, schema):
+            return sorted(n for s, n in self.specs if s == schema)
+
+    catalog = OverlayCatalog(Base(), Specs())
+    sql, statement, spec = prepare_ingestion("INSERT INTO dst SELECT TIMESTAMP '2000-01-01' AS __time, * FROM ext.logs",
+                                             {}, catalog)
+    source = next(iter(statement.sources.values()))
+    assert source.discover and source.signature == ()
+    assert spec["declaredTypes"] == {"bytes": "DOUBLE"} and spec["sealedColumns"] == ["bytes"]

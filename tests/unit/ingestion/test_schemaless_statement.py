@@ -78,3 +78,18 @@ def test_rollup_star_travels_as_one_sorted_dynamic_struct():
 
     resolved = dataclasses.replace(stmt, select=select, sources=sources)
     assert resolved.json_columns() == ("tags",)
+
+
+def test_explain_shows_dynamic_for_the_discovered_columns():
+    import json
+
+    from services.ingestion.schema_discovery import explain_ingestion
+
+    out = explain_ingestion(parse_ingestion(EXAMPLE))
+    plan = json.loads(out["PLAN"])
+    [source] = plan["sources"].values()
+    assert [(c["name"], c["type"]) for c in source["columns"]] == [("ts", "STRING"), ("bytes", "LONG"),
+                                                                   ("__dynamic", "COMPLEX<json>")]
+    assert source["exclude"] == ["comment"]
+    assert plan["select"] == "SELECT TIME_PARSE(ts) AS __time, SUM(bytes) AS bytes, __dynamic FROM __extern0 GROUP BY ALL"
+    assert json.loads(out["ATTRIBUTES"])["targetDataSource"] == "dst"
