@@ -80,8 +80,9 @@ def queries():
     ]
 
 
-def build(data: pa.Table, directory: str) -> tuple[list[Segment], int, int]:
-    """Day segments with the projection; returns them, total bytes and projection bytes."""
+def build(data: pa.Table, directory: str, built: list | None = None) -> tuple[list[Segment], int, int]:
+    """Day segments with the projection; returns them, total bytes and projection bytes (and
+    appends each (path, manifest) to ``built`` when given)."""
     spec = ProjectionSpec.from_json(PROJECTION)
     times = data.column("__time").cast(pa.int64()).to_numpy()
     start = int(times.min()) // DAY_MS * DAY_MS
@@ -93,6 +94,8 @@ def build(data: pa.Table, directory: str) -> tuple[list[Segment], int, int]:
         path = os.path.join(directory, f"wiki-{day}.sseg")
         manifest = build_segment(part, path, SegmentId("wiki", Interval(day, day + DAY_MS), "v1", 0),
                                  projections=[projection_rows(spec, part)])
+        if built is not None:
+            built.append((path, manifest))
         total += manifest.size
         proj += sum(manifest.files[p].length for c in manifest.projections[0].columns for p in c.parts.values()
                     if p.startswith("projections/"))
