@@ -22,6 +22,9 @@ back to the datasketches union.
 from __future__ import annotations
 
 import struct
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -62,39 +65,109 @@ def _gather_ints(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> tupl
     return ints, owner
 
 
+@dataclass(frozen=True)
+class _Decoded:
+    """A column of sketch images read once: HLL-mode rows as registers, the rest as coupons."""
+    hll_rows: np.ndarray  # row numbers of HLL-mode images
+    row_regs: np.ndarray  # their registers, (len(hll_rows), k) uint8
+    coupons: np.ndarray  # uint32 coupons of coupon-mode images
+    coupon_rows: np.ndarray  # the row number of each coupon
+
+    @property
+    def nbytes(self) -> int:
+        return self.hll_rows.nbytes + self.row_regs.nbytes + self.coupons.nbytes + self.coupon_rows.nbytes
+
+
+class _DecodedCache:
+    """Decoded columns by the identity of their Arrow buffers, bounded by bytes (LRU).
+
+    A projection's sketch column is the same mapped buffer at every query, so it is decoded once.
+    An entry holds the buffers it was decoded from, so their memory (immutable, as Arrow's is)
+    cannot be freed and reused while the entry can still be found by its addresses. A column is
+    decoded into the cache only the second time its key is seen, so the per-query arrays of
+    merges, which never come back, neither pin memory nor push real columns out."""
+
+    def __init__(self, max_bytes: int, max_seen: int = 4096) -> None:
+        self.max_bytes = max_bytes
+        self.max_seen = max_seen
+        self._entries: OrderedDict = OrderedDict()
+        self._seen: OrderedDict = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(values: pa.Array, lg_k: int) -> tuple:
+        return (str(values.type), lg_k, values.offset, len(values),
+                *((b.address, b.size) if b is not None else (0, 0) for b in values.buffers()))
+
+    def get(self, values: pa.Array, lg_k: int) -> _Decoded | None:
+        key = self.key(values, lg_k)
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+                return hit[0]
+            again = key in self._seen
+            self._seen[key] = True
+            while len(self._seen) > self.max_seen:
+                self._seen.popitem(last=False)
+        decoded = _decode(values, lg_k)
+        if decoded is not None and again and decoded.nbytes <= self.max_bytes:
+            with self._lock:
+                if key not in self._entries:
+                    self._entries[key] = (decoded, values.buffers())
+                    self._bytes += decoded.nbytes
+                    while self._bytes > self.max_bytes:
+                        _, (old, _) = self._entries.popitem(last=False)
+                        self._bytes -= old.nbytes
+        return decoded
+
+
+DECODED = _DecodedCache(256 * 1024 * 1024)
+
+
 def union_images(values: pa.Array, gid: np.ndarray, groups: int, lg_k: int) -> pa.Array | None:
     """One serialized sketch per group (binary), or None when some input is not handled here."""
     if lg_k < 8 or not (pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)):
         return None
-    gid = np.asarray(gid, dtype=np.int64)
+    decoded = DECODED.get(values, lg_k)
+    if decoded is None:
+        return None
+    return _merge(decoded, np.asarray(gid, dtype=np.int64), groups, lg_k)
+
+
+def _decode(values: pa.Array, lg_k: int) -> _Decoded | None:
     n = len(values)
     k = 1 << lg_k
     if n:
-        offsets = np.frombuffer(values.buffers()[1], np.int64 if pa.types.is_large_binary(values.type) else np.int32,
-                                n + 1, values.offset * (8 if pa.types.is_large_binary(values.type) else 4))
-        offsets = offsets.astype(np.int64)
+        large = pa.types.is_large_binary(values.type)
+        offsets = np.frombuffer(values.buffers()[1], np.int64 if large else np.int32, n + 1,
+                                values.offset * (8 if large else 4)).astype(np.int64)
         buf = values.buffers()[2]
         data = np.frombuffer(buf, np.uint8) if buf is not None else np.zeros(0, np.uint8)
         starts, ends = offsets[:-1], offsets[1:]
-        keep = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool) if values.null_count else None
-        if keep is not None:
-            starts, ends, gid = starts[keep], ends[keep], gid[keep]
     else:
         data = np.zeros(0, np.uint8)
         starts = ends = np.zeros(0, np.int64)
-    if len(starts) and (ends - starts).min() < 8:
+    valid = np.asarray(values.is_valid().to_numpy(zero_copy_only=False), bool) if values.null_count \
+        else np.ones(n, bool)
+    if valid.any() and (ends - starts)[valid].min() < 8:
         return None
-    head = data[starts[:, None] + np.arange(8)] if len(starts) else np.zeros((0, 8), np.uint8)
+    head = np.zeros((n, 8), np.uint8)
+    head[:, 1], head[:, 2], head[:, 3] = _SER_VER, _FAMILY, lg_k
+    head[:, 0] = 2  # a null row reads as an empty LIST image
+    if valid.any():
+        head[valid] = data[starts[valid][:, None] + np.arange(8)]
+    ends = np.where(valid, ends, starts + 8)
     pre, ser, fam, lgk, flags, modeb = head[:, 0], head[:, 1], head[:, 2], head[:, 3], head[:, 5], head[:, 7]
     mode, tgt = modeb & 3, modeb >> 2
     if (ser != _SER_VER).any() or (fam != _FAMILY).any() or (lgk != lg_k).any() or (flags & 1).any():
         return None
     coupon_rows = mode != _HLL
-    if (pre[coupon_rows] != np.where(mode[coupon_rows] == _LIST, 2, 3)).any():
+    if (mode == 3).any() or (pre[coupon_rows] != np.where(mode[coupon_rows] == _LIST, 2, 3)).any():
         return None
     hll_rows = ~coupon_rows
-    if (mode[hll_rows] != _HLL).any() or (pre[hll_rows] != 10).any() \
-            or ((tgt[hll_rows] != _HLL_4) & (tgt[hll_rows] != _HLL_8)).any():
+    if (pre[hll_rows] != 10).any() or ((tgt[hll_rows] != _HLL_4) & (tgt[hll_rows] != _HLL_8)).any():
         return None
     h4 = hll_rows & (tgt == _HLL_4)
     h8 = hll_rows & (tgt == _HLL_8)
@@ -104,38 +177,52 @@ def union_images(values: pa.Array, gid: np.ndarray, groups: int, lg_k: int) -> p
     # Coupons: every int after a coupon-mode preamble, and the aux pairs after HLL_4 nibbles
     # (both pack slot | value << 26; unused hash-table slots are 0).
     c_start = np.where(coupon_rows, starts + 4 * pre.astype(np.int64), starts + _HLL_PREAMBLE + k // 2)
+    c_start = np.where(valid, c_start, ends)
     sel = coupon_rows | h4
     ints, owner = _gather_ints(data, c_start[sel], ends[sel])
     row_of = np.flatnonzero(sel)[owner]
     nonzero = ints != 0
     ints, row_of = ints[nonzero], row_of[nonzero]
 
-    # Registers of HLL-mode rows, merged per group by maximum.
     hll_idx = np.flatnonzero(hll_rows)
-    hll_groups = np.unique(gid[hll_idx])
+    row_regs = np.empty((len(hll_idx), k), np.uint8)
+    is4 = h4[hll_idx]
+    r4 = hll_idx[is4]
+    if len(r4):
+        packed = data[starts[r4][:, None] + _HLL_PREAMBLE + np.arange(k // 2)]
+        nib = np.empty((len(r4), k), np.uint8)
+        nib[:, 0::2] = packed & 15
+        nib[:, 1::2] = packed >> 4
+        cur_min = data[starts[r4] + 6][:, None]
+        # Nibble 15 marks a value kept in the aux table, whose pairs are patched in below.
+        row_regs[is4] = np.where(nib == 15, 0, nib + cur_min)
+    r8 = hll_idx[~is4]
+    if len(r8):
+        row_regs[~is4] = data[starts[r8][:, None] + _HLL_PREAMBLE + np.arange(k)]
+    aux = hll_rows[row_of]
+    if aux.any():
+        _scatter_max(row_regs, np.searchsorted(hll_idx, row_of[aux]), ints[aux], k)
+    return _Decoded(hll_idx, row_regs, ints[~aux], row_of[~aux])
+
+
+def _merge(decoded: _Decoded, gid: np.ndarray, groups: int, lg_k: int) -> pa.Array:
+    k = 1 << lg_k
+    ints, row_of, hll_idx = decoded.coupons, decoded.coupon_rows, decoded.hll_rows
+    # Registers of HLL-mode rows, merged per group by maximum.
+    hll_gid = gid[hll_idx]
+    hll_groups = np.unique(hll_gid)
     regs = np.zeros((len(hll_groups), k), np.uint8)
     if len(hll_idx):
-        slot_of_group = np.searchsorted(hll_groups, gid[hll_idx])
+        slot_of_group = np.searchsorted(hll_groups, hll_gid)
         order = np.argsort(slot_of_group, kind="stable")
-        rows_sorted = hll_idx[order]
-        rowregs = np.empty((len(rows_sorted), k), np.uint8)
-        is4 = h4[rows_sorted]
-        r4 = rows_sorted[is4]
-        if len(r4):
-            packed = data[starts[r4][:, None] + _HLL_PREAMBLE + np.arange(k // 2)]
-            nib = np.empty((len(r4), k), np.uint8)
-            nib[:, 0::2] = packed & 15
-            nib[:, 1::2] = packed >> 4
-            cur_min = data[starts[r4] + 6][:, None]
-            # Nibble 15 marks a value kept in the aux table (patched below from its pairs).
-            rowregs[is4] = np.where(nib == 15, 0, nib + cur_min)
-        r8 = rows_sorted[~is4]
-        if len(r8):
-            rowregs[~is4] = data[starts[r8][:, None] + _HLL_PREAMBLE + np.arange(k)]
         # (ufunc.reduceat along axis 0 is orders of magnitude slower than a reduce per slice.)
         edges = np.searchsorted(slot_of_group[order], np.arange(len(hll_groups) + 1))
         for i in range(len(hll_groups)):
-            np.maximum.reduce(rowregs[edges[i]:edges[i + 1]], axis=0, out=regs[i])
+            rows = order[edges[i]:edges[i + 1]]
+            if len(rows) == len(hll_idx):
+                np.maximum.reduce(decoded.row_regs, axis=0, out=regs[i])
+            else:
+                np.maximum.reduce(decoded.row_regs[rows], axis=0, out=regs[i])
 
     # Coupons of groups that already hold registers go straight into them; the others are
     # deduplicated per group, and a group whose distinct count would promote a union joins them.

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from common.query.hll_union import union_images
+from common.query.hll_union import DECODED, union_images
 from common.query.sketch_aggregators import HllSketch
 
 SIZES = [0, 1, 5, 7, 8, 9, 50, 300, 383, 384, 385, 386, 1000, 5000, 60000]
@@ -86,3 +86,15 @@ def test_combine_through_aggregator_falls_back_with_same_answer():
     values = pa.array([s.serialize_compact() for s in sketches], pa.binary())
     out = agg.combine(values, np.zeros(2, np.int64), 1)
     assert agg.finalize(out).to_pylist() == [_estimate(_reference(values, np.zeros(2, np.int64), 1, 12)[0], 12)]
+
+
+def test_a_column_seen_again_is_served_decoded_with_the_same_results():
+    rng = random.Random(7)
+    blobs = [_sketch(rng, 12, rng.choice(SIZES)).serialize_compact() for _ in range(60)]
+    values = pa.array(blobs, pa.binary())
+    for groups in (1, 3, 7, 1, 60):  # the same buffers again and again, grouped differently
+        gid = np.array([rng.randrange(groups) for _ in range(len(blobs))], np.int64)
+        got = union_images(values, gid, groups, 12)
+        expected = _reference(values, gid, groups, 12)
+        assert [_estimate(b, 12) for b in got.to_pylist()] == [_estimate(b, 12) for b in expected]
+    assert DECODED.get(values, 12) is DECODED.get(values, 12)  # decoded once, then found
