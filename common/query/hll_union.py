@@ -208,6 +208,12 @@ def _decode(values: pa.Array, lg_k: int) -> _Decoded | None:
 def _merge(decoded: _Decoded, gid: np.ndarray, groups: int, lg_k: int) -> pa.Array:
     k = 1 << lg_k
     ints, row_of, hll_idx = decoded.coupons, decoded.coupon_rows, decoded.hll_rows
+    if groups == 1 and len(hll_idx):
+        # The whole column into one group that holds registers (a coarse bucket over a
+        # projection): no grouping work at all.
+        regs = np.maximum.reduce(decoded.row_regs, axis=0)
+        np.maximum.at(regs, (ints & (k - 1)).astype(np.intp), (ints >> 26).astype(np.uint8))
+        return pa.array([_register_image(regs, lg_k)], pa.binary())
     # Registers of HLL-mode rows, merged per group by maximum.
     hll_gid = gid[hll_idx]
     hll_groups = np.unique(hll_gid)
