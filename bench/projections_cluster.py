@@ -30,8 +30,8 @@ import duckdb  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from bench.engine import print_rows, timed  # noqa: E402
-from bench.projections import CHANNELS, build, clickhouse  # noqa: E402
+from bench.engine import print_rows  # noqa: E402
+from bench.projections import CHANNELS, build, clickhouse, timed  # noqa: E402
 from common.demo import table as demo_table  # noqa: E402
 from common.segment.descriptor import SegmentDescriptor  # noqa: E402
 from services.cli.cluster_client import ClusterClient  # noqa: E402
@@ -88,6 +88,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--historicals", type=int, default=2)
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--best", action="store_true", help="report each query's fastest run, not the median")
     args = ap.parse_args()
     import adbc_driver_flightsql.dbapi as flight_sql
 
@@ -131,8 +132,8 @@ def main() -> int:
                 if time.monotonic() > deadline:
                     raise SystemExit("the broker did not see every segment within 120 s")
                 time.sleep(0.1)
-            floor_ms, _ = timed(lambda: sql(TRIVIAL), max(args.runs, 20))
-            native_ms, _ = timed(lambda: client.native(HOURLY_NATIVE), max(args.runs, 20))
+            floor_ms, _ = timed(lambda: sql(TRIVIAL), max(args.runs, 20), args.best)
+            native_ms, _ = timed(lambda: client.native(HOURLY_NATIVE), max(args.runs, 20), args.best)
             for name, text, duck_sql, ch_sql in QUERIES:
                 off_text = "SET noProjections = true; " + text
                 scanned = {}
@@ -140,12 +141,12 @@ def main() -> int:
                     before = rows_scanned(metric_urls)
                     sql(q)
                     scanned[label] = rows_scanned(metric_urls) - before
-                on_ms, on = timed(lambda: sql(text), args.runs)
-                off_ms, off = timed(lambda: sql(off_text), args.runs)
+                on_ms, on = timed(lambda: sql(text), args.runs, args.best)
+                off_ms, off = timed(lambda: sql(off_text), args.runs, args.best)
                 same = sorted_rows(on) == sorted_rows(off)
                 all_same &= same
-                d_ms, _ = timed(lambda: con.sql(duck_sql).fetchall(), args.runs)
-                c_ms = timed(lambda: ch.query(ch_sql, "Arrow"), args.runs)[0] if ch is not None else float("nan")
+                d_ms, _ = timed(lambda: con.sql(duck_sql).fetchall(), args.runs, args.best)
+                c_ms = timed(lambda: ch.query(ch_sql, "Arrow"), args.runs, args.best)[0] if ch is not None else float("nan")
                 fewer.append(scanned["off"] / max(1.0, scanned["on"]))
                 speedups.append(off_ms / on_ms)
                 if ch is not None:
