@@ -112,14 +112,19 @@ class _DecodedCache:
             while len(self._seen) > self.max_seen:
                 self._seen.popitem(last=False)
         decoded = _decode(values, lg_k)
-        if decoded is not None and again and decoded.nbytes <= self.max_bytes:
+        if decoded is None or not again:
+            return decoded
+        buffers = values.buffers()
+        # What an entry costs: its arrays and the buffers it keeps alive.
+        cost = decoded.nbytes + sum(b.size for b in buffers if b is not None)
+        if cost <= self.max_bytes:
             with self._lock:
                 if key not in self._entries:
-                    self._entries[key] = (decoded, values.buffers())
-                    self._bytes += decoded.nbytes
+                    self._entries[key] = (decoded, buffers, cost)
+                    self._bytes += cost
                     while self._bytes > self.max_bytes:
-                        _, (old, _) = self._entries.popitem(last=False)
-                        self._bytes -= old.nbytes
+                        _, (_, _, old) = self._entries.popitem(last=False)
+                        self._bytes -= old
         return decoded
 
 

@@ -98,3 +98,18 @@ def test_a_column_seen_again_is_served_decoded_with_the_same_results():
         expected = _reference(values, gid, groups, 12)
         assert [_estimate(b, 12) for b in got.to_pylist()] == [_estimate(b, 12) for b in expected]
     assert DECODED.get(values, 12) is DECODED.get(values, 12)  # decoded once, then found
+
+
+def test_the_decoded_cache_stays_within_its_bound():
+    from common.query.hll_union import _DecodedCache
+
+    rng = random.Random(3)
+    columns = [pa.array([_sketch(rng, 12, 5000).serialize_compact() for _ in range(4)], pa.binary())
+               for _ in range(5)]
+    cache = _DecodedCache(max_bytes=3 * 40_000)
+    for col in columns:
+        cache.get(col, 12)
+        cache.get(col, 12)  # second sighting: cached if it fits
+    assert 0 < len(cache._entries) < len(columns)
+    assert cache._bytes <= cache.max_bytes
+    assert cache._bytes == sum(cost for _, _, cost in cache._entries.values())
