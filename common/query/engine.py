@@ -144,6 +144,8 @@ class Result:
 
 
 _POOL: ThreadPoolExecutor | None = None
+# Below this many rows to read in all (projection rows, small segments), segments run in the caller.
+INLINE_ROWS = 200_000
 
 
 def default_pool() -> ThreadPoolExecutor:
@@ -164,11 +166,13 @@ def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | N
               and any(iv.overlaps(s.interval) for iv in query.intervals)]
     schema = union_schema(s for s in segments if s.id.datasource == query.datasource)
     validate(query, schema)
-    pool = pool or default_pool()
-    if len(chosen) > 1:
-        partials = list(pool.map(lambda s: run(query, s, schema), chosen))
+    sources = [source_for(query, s) for s in chosen]
+    if len(sources) > 1 and sum(src.num_rows for src in sources) > INLINE_ROWS:
+        partials = list((pool or default_pool()).map(lambda src: run(query, src, schema), sources))
     else:
-        partials = [run(query, s, schema) for s in chosen]
+        # A few thousand pre-aggregated rows take less time than handing them to worker threads,
+        # whose scheduling on a busy machine cost more than the work itself.
+        partials = [run(query, src, schema) for src in sources]
     merged = merge(query, partials)
     return Result(finalize(query, merged, schema), merged.stats)
 

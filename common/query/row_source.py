@@ -80,7 +80,6 @@ class SegmentRowSource(RowSource):
         self.table = table
         self.num_rows = table.num_rows
         self.schema = table.schema
-        self.label = table.label
         self.interval = table.interval
         if choice is not None:
             self.pre_aggregated = choice.pre_aggregated
@@ -90,6 +89,12 @@ class SegmentRowSource(RowSource):
             self.replaces_filter = choice.match.replaces_filter
             self.residual_filter = choice.match.filter
         self.time_sorted = bool(table.ordering) and table.ordering[0] == TIME_COLUMN
+
+    @property
+    def label(self) -> str:
+        # Formatted only when asked (errors, reports): formatting a segment id's interval took
+        # longer than running a query over a projection's few rows.
+        return self.table.label
 
     @classmethod
     def of(cls, choice: SourceChoice) -> SegmentRowSource:

@@ -2,7 +2,8 @@
 
 HLL is idempotent, so a segment feeds each group's sketch once per *distinct* value rather than
 once per row: for a dictionary column that is one update per (group, dictionary id) pair, found
-with vectorized numpy. The intermediate is the serialized sketch, merged with an HLL union.
+with vectorized numpy. The intermediate is the serialized sketch, merged per group by the
+vectorized union of ``hll_union`` (the datasketches union when an input is in another form).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pyarrow as pa
 
 from common.errors import ValidationError
 from common.query.aggregators import Aggregator, _input, _input_type
+from common.query.hll_union import union_images
 from common.types.column_type import DOUBLE, LONG
 
 
@@ -87,6 +89,11 @@ class HllSketch(Aggregator):
             sketches[g].update(v)
 
     def combine(self, values, gid, groups):
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        merged = union_images(values, gid, groups, self.lg_k)
+        if merged is not None:
+            return merged
         unions = [ds.hll_union(self.lg_k) for _ in range(groups)]
         for g, blob in zip(gid.tolist(), values.to_pylist()):
             if blob is not None:

@@ -43,11 +43,12 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                           f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}")
         schema = schema_from_proto(request.schema) or engine.union_schema(segments)
 
-        def run_one(segment):
-            if not context.is_active():
+        def run_one(segment, source):
+            remaining = context.time_remaining()
+            if not context.is_active() or (remaining is not None and remaining <= 0):
                 raise TimeoutError("query cancelled")
             t0 = time.perf_counter()
-            partial = engine.run(query, segment, schema)
+            partial = engine.run(query, source, schema)
             table = partial.projection or "base"
             self.metrics.segment_query_seconds.labels(datasource, table).observe(time.perf_counter() - t0)
             self.metrics.segments_queried.labels(datasource, table).inc()
@@ -60,11 +61,17 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
 
         futures = []
         try:
-            futures = [self.pool.submit(run_one, s) for s in segments]
-            partials = []
-            for fut in futures:
-                remaining = context.time_remaining()
-                partials.append(fut.result(timeout=None if remaining is None else max(remaining, 0.001)))
+            sources = [engine.source_for(query, s) for s in segments]
+            if len(segments) > 1 and sum(src.num_rows for src in sources) > engine.INLINE_ROWS:
+                futures = [self.pool.submit(run_one, s, src) for s, src in zip(segments, sources)]
+                partials = []
+                for fut in futures:
+                    remaining = context.time_remaining()
+                    partials.append(fut.result(timeout=None if remaining is None else max(remaining, 0.001)))
+            else:
+                # Projection rows (a few thousand per segment): handing them to the pool's threads
+                # costs more than reading them here.
+                partials = [run_one(s, src) for s, src in zip(segments, sources)]
             merged = engine.merge(query, partials)
         except SegmentCorruptError as exc:
             self.node.report_corrupt(exc)

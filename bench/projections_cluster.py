@@ -1,0 +1,176 @@
+"""Projections through a cluster: the projections benchmark's queries as SQL through the broker of
+a local cluster (``strata up``: coordinator, broker, historicals as separate processes) with the
+ADBC Flight SQL driver, projections on and off (``SET noProjections = true;``), beside ClickHouse
+(chdb, in-process) with the equivalent projection and DuckDB on the raw rows.
+
+    .venv/bin/python bench/projections_cluster.py [--rows 10000000] [--runs 5] [--markdown]
+
+The day segments are built locally with the projection (as ``bench/projections.py`` builds them),
+pushed to the cluster's deep storage and published. Rows scanned are the growth of the
+historicals' ``strata_rows_scanned_total`` counters over one run of the query (all labels of the
+datasource), so they are what the servers read, not what the client was told. Goals (issue 11):
+>= 50x fewer rows scanned and >= 10x faster for matching queries through the cluster; no slower
+than ClickHouse's projection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import duckdb  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+from bench.engine import print_rows  # noqa: E402
+from bench.projections import CHANNELS, build, clickhouse, timed  # noqa: E402
+from common.demo import table as demo_table  # noqa: E402
+from common.segment.descriptor import SegmentDescriptor  # noqa: E402
+from services.cli.cluster_client import ClusterClient  # noqa: E402
+from services.cli.local_cluster import LocalCluster  # noqa: E402
+from services.deep_storage import deep_storage_from_url  # noqa: E402
+from services.deep_storage.deep_storage import deep_storage_key  # noqa: E402
+
+_IN = "', '".join(CHANNELS)
+# (name, strata SQL, DuckDB SQL, ClickHouse SQL)
+QUERIES = [
+    ("hourly timeseries count+sum",
+     "SELECT TIME_FLOOR(__time, 'PT1H') AS t, COUNT(*) AS c, SUM(added) AS s FROM wiki GROUP BY 1",
+     "SELECT date_trunc('hour', __time) AS t, count(*), sum(added) FROM wiki GROUP BY 1",
+     "SELECT toStartOfHour(__time) AS t, count(), sum(added) FROM b.wiki GROUP BY t"),
+    ("top 5 channels by sum(added)",
+     "SELECT channel, SUM(added) AS s FROM wiki GROUP BY channel ORDER BY s DESC LIMIT 5",
+     "SELECT channel, sum(added) AS s FROM wiki GROUP BY channel ORDER BY s DESC LIMIT 5",
+     "SELECT channel, sum(added) AS s FROM b.wiki GROUP BY channel ORDER BY s DESC LIMIT 5"),
+    ("distinct users per day (HLL)",
+     "SELECT TIME_FLOOR(__time, 'P1D') AS d, APPROX_COUNT_DISTINCT(\"user\") AS u FROM wiki GROUP BY 1",
+     "SELECT date_trunc('day', __time) AS d, approx_count_distinct(\"user\") FROM wiki GROUP BY 1",
+     "SELECT toStartOfDay(__time) AS d, uniqHLL12(user) FROM b.wiki GROUP BY d"),
+    ("hourly timeseries, 3 channels",
+     f"SELECT TIME_FLOOR(__time, 'PT1H') AS t, COUNT(*) AS c, SUM(added) AS s FROM wiki "
+     f"WHERE channel IN ('{_IN}') GROUP BY 1",
+     f"SELECT date_trunc('hour', __time), count(*), sum(added) FROM wiki WHERE channel IN ('{_IN}') GROUP BY 1",
+     f"SELECT toStartOfHour(__time) AS t, count(), sum(added) FROM b.wiki WHERE channel IN ('{_IN}') GROUP BY t"),
+]
+# The floor of any query through the cluster: a count over one minute of one segment.
+TRIVIAL = ("SELECT COUNT(*) AS c FROM wiki WHERE __time >= TIMESTAMP '2015-09-12 00:00:00' "
+           "AND __time < TIMESTAMP '2015-09-12 00:01:00'")
+HOURLY_NATIVE = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-19"],
+                 "granularity": "hour", "aggregations": [{"type": "count", "name": "c"},
+                                                         {"type": "longSum", "name": "s", "fieldName": "added"}]}
+_SCANNED = re.compile(r'^strata_rows_scanned_total\{([^}]*)\}\s+([0-9.eE+]+)$', re.M)
+
+
+def rows_scanned(metric_urls: list[str]) -> float:
+    total = 0.0
+    for url in metric_urls:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            text = r.read().decode()
+        total += sum(float(v) for labels, v in _SCANNED.findall(text) if 'datasource="wiki"' in labels)
+    return total
+
+
+def sorted_rows(table: pa.Table) -> list:
+    return sorted(tuple(r.values()) for r in table.to_pylist())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--historicals", type=int, default=2)
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--best", action="store_true", help="report each query's fastest run, not the median")
+    args = ap.parse_args()
+    import adbc_driver_flightsql.dbapi as flight_sql
+
+    work = tempfile.mkdtemp(prefix="strata-bench-proj-cluster-")
+    cluster = LocalCluster(os.path.join(work, "cluster"))
+    lines, fewer, speedups, vs_ch, all_same = [], [], [], [], True
+    try:
+        data = demo_table(args.rows).select(["__time", "channel", "user", "added"])
+        data = data.set_column(3, "added", data.column("added").fill_null(0))
+        cluster.up(historicals=args.historicals)
+        endpoints = cluster.endpoints()
+        client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
+        started = time.perf_counter()
+        built: list = []
+        build(data, os.path.join(work, "segments"), built)
+        storage = deep_storage_from_url(os.path.join(cluster.dir, "deep-storage"))
+        descriptors = []
+        for path, manifest in built:
+            key = deep_storage_key(manifest.segment_id)
+            size = storage.push(path, key)
+            descriptors.append(SegmentDescriptor.of(manifest, key, 1, os.path.getsize(path) if size is None else size))
+        client.publish(descriptors)
+        client.wait_loaded("wiki", len(descriptors), 900)
+        load_s = time.perf_counter() - started
+        metric_urls = [f"http://127.0.0.1:{n['http_port']}/metrics" for n in cluster.running()["nodes"]
+                       if n["role"] == "historical"]
+        parquet = os.path.join(work, "wiki.parquet")
+        pq.write_table(data.set_column(0, "__time", data.column("__time").cast(pa.timestamp("ms"))), parquet)
+        con = duckdb.connect()
+        con.sql(f"CREATE TABLE wiki AS SELECT * FROM read_parquet('{parquet}')")
+        ch = clickhouse(parquet)
+        with flight_sql.connect(endpoints["flight"]) as conn:
+            cur = conn.cursor()
+
+            def sql(text: str) -> pa.Table:
+                cur.execute(text)
+                return cur.fetch_arrow_table()
+
+            deadline = time.monotonic() + 120  # the broker sees the historicals' announcements a moment later
+            while sql("SELECT COUNT(*) AS c FROM wiki").column(0)[0].as_py() < args.rows:
+                if time.monotonic() > deadline:
+                    raise SystemExit("the broker did not see every segment within 120 s")
+                time.sleep(0.1)
+            floor_ms, _ = timed(lambda: sql(TRIVIAL), max(args.runs, 20), args.best)
+            native_ms, _ = timed(lambda: client.native(HOURLY_NATIVE), max(args.runs, 20), args.best)
+            for name, text, duck_sql, ch_sql in QUERIES:
+                off_text = "SET noProjections = true; " + text
+                scanned = {}
+                for label, q in (("on", text), ("off", off_text)):
+                    before = rows_scanned(metric_urls)
+                    sql(q)
+                    scanned[label] = rows_scanned(metric_urls) - before
+                on_ms, on = timed(lambda: sql(text), args.runs, args.best)
+                off_ms, off = timed(lambda: sql(off_text), args.runs, args.best)
+                same = sorted_rows(on) == sorted_rows(off)
+                all_same &= same
+                d_ms, _ = timed(lambda: con.sql(duck_sql).fetchall(), args.runs, args.best)
+                c_ms = timed(lambda: ch.query(ch_sql, "Arrow"), args.runs, args.best)[0] if ch is not None else float("nan")
+                fewer.append(scanned["off"] / max(1.0, scanned["on"]))
+                speedups.append(off_ms / on_ms)
+                if ch is not None:
+                    vs_ch.append(on_ms / c_ms)
+                lines.append((name, f"{scanned['on']:,.0f}", f"{scanned['off']:,.0f}", f"{fewer[-1]:,.0f}x",
+                              f"{on_ms:.1f}", f"{off_ms:.1f}", f"{speedups[-1]:.1f}x", f"{d_ms:.1f}",
+                              f"{c_ms:.1f}", f"{on_ms / c_ms:.2f}" if ch is not None else "n/a",
+                              "yes" if same else "NO"))
+            cur.close()
+        client.close()
+    finally:
+        if cluster.state() is not None:
+            cluster.down()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"rows {args.rows:,}; {len(descriptors)} day segments with the projection on {args.historicals} "
+          f"historicals; build+push+publish+load {load_s:.1f}s; load average {os.getloadavg()[0]:.1f}")
+    print_rows(("query (SQL via ADBC)", "rows (proj)", "rows (base)", "fewer", "proj ms", "base ms", "speed-up",
+                "DuckDB ms", "ClickHouse ms", "proj/CH", "same result"), lines, args.markdown)
+    print(f"floor: a trivial SQL query (count over one minute) takes {floor_ms:.1f} ms through Flight SQL; "
+          f"the hourly timeseries as a native query over the broker's gRPC API (projection on) {native_ms:.1f} ms")
+    print(f"min rows-scanned reduction {min(fewer):,.0f}x (goal >= 50x); min speed-up {min(speedups):.1f}x "
+          f"(goal >= 10x); worst time vs ClickHouse {max(vs_ch) if vs_ch else float('nan'):.2f} (goal <= 1)")
+    return 0 if all_same else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
