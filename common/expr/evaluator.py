@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
 from common.expr.node import COMPARISONS, LOGICAL, BinaryOp, Call, Expr, Identifier, Literal, UnaryOp
 from common.types.column_type import DOUBLE, LONG, STRING, ColumnType, TypeKind
+from common.types.time_zone import time_zone
 
 Value = pa.Array | pa.Scalar
 Type = ColumnType | None  # None: the type of a bare null, which fits anywhere
@@ -353,11 +354,8 @@ def parse_instants(s: pa.Array, regex: str, tz: str | None, two_digit_year: bool
     valid &= (day >= 1) & (day <= month_len)
     local = (start + day - 1) * 86_400_000 + hour * 3_600_000 + minute * 60_000 + second * 1000 + millis
     local = np.where(valid, local, 0)
-    if tz:
-        zoned = pc.assume_timezone(pa.array(local, pa.timestamp("ms")), tz, ambiguous="earliest",
-                                   nonexistent="earliest").cast(pa.int64()).to_numpy(zero_copy_only=False)
-    else:
-        zoned = local
+    zone = time_zone(tz) if tz else None
+    zoned = local if zone is None else zone.from_local(local, ambiguous="earliest", nonexistent="earliest")
     if "z" in names:
         z = pc.utf8_upper(pc.replace_substring(pc.struct_field(struct, "z"), ":", ""))
         has_offset = pc.not_equal(z, "").to_numpy(zero_copy_only=False)
