@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -97,6 +97,13 @@ class Session:
     time_zone: str = "UTC"
     now_ms: int = 0
     parameters: tuple | None = ()  # None: planning without values (describe); parameters read as NULL
+    # What the translation read besides the text and the catalog ("current time"): a plan that
+    # read the clock must not be reused later. Filled in while translating.
+    reads: set = field(default_factory=set, compare=False, hash=False)
+
+    def now(self) -> int:
+        self.reads.add("current time")
+        return self.now_ms
 
 
 class Scope:
@@ -338,9 +345,9 @@ class ScalarTranslator:
         if isinstance(node, exp.Interval):
             return self._interval(node)
         if isinstance(node, (exp.CurrentTimestamp, exp.CurrentDatetime)):
-            return Literal(self.session.now_ms, TIMESTAMP)
+            return Literal(self.session.now(), TIMESTAMP)
         if isinstance(node, exp.CurrentDate):
-            return self._floor_literal(self.session.now_ms, "P1D")
+            return self._floor_literal(self.session.now(), "P1D")
         if isinstance(node, exp.Window):
             raise UnsupportedError("window functions (OVER) are not supported")
         if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.Select)):
@@ -735,7 +742,7 @@ class ScalarTranslator:
                 raise ValidationError(f"JSON_MERGE takes 2 or more arguments in '{sql_text(node)}'")
             return self._json_call(name, node, nodes, None)
         if name in ("CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP"):
-            return Literal(self.session.now_ms, TIMESTAMP)
+            return Literal(self.session.now(), TIMESTAMP)
         if name in ("POWER", "LOG10") or name in _ANONYMOUS:
             op = _ANONYMOUS.get(name, name)
             args = self._args(nodes)

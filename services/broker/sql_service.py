@@ -205,9 +205,7 @@ class SqlService:
                     self._plans.move_to_end(key)
                     return plan
         plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, context)
-        lowered = sql.lower()
-        volatile = ("sys.", "information_schema", "current_timestamp", "current_date", "now(")
-        if key is not None and not parameters and not any(v in lowered for v in volatile):
+        if key is not None and not parameters and plan.reusable:
             with self._plans_lock:
                 self._plans[key] = plan
                 while len(self._plans) > self.PLAN_CACHE_SIZE:
