@@ -138,6 +138,9 @@ class Equals(ColumnFilter):
         return lambda v: equal_mask(comparable(v, ctype), target)
 
 
+MANY_VALUES = 64  # above this many IN values, matching ids come from one pass over the dictionary
+
+
 @dataclass(frozen=True)
 class In(ColumnFilter):
     column: str
@@ -148,7 +151,12 @@ class In(ColumnFilter):
         return any(v is None for v in self.values)
 
     def matching_ids(self, idx) -> Ids:
-        found = [id_array(idx.lookup(as_string(v))) for v in self.values if v is not None]
+        wanted = [as_string(v) for v in self.values if v is not None]
+        if len(wanted) > MANY_VALUES:
+            # One vectorized membership pass over the dictionary instead of a search per value.
+            hits = pc.is_in(idx.dictionary, value_set=pa.array(wanted, pa.string()))
+            return np.flatnonzero(hits.fill_null(False).to_numpy(zero_copy_only=False))
+        found = [id_array(idx.lookup(w)) for w in wanted]
         return np.unique(np.concatenate(found)) if found else np.array([], dtype=np.int64)
 
     def value_predicate(self, ctype):

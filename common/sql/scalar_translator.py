@@ -90,6 +90,25 @@ def sql_text(node: exp.Expression) -> str:
     return node.sql(dialect=DIALECT)
 
 
+class LazySqlText:
+    """A node's SQL text, generated only if an error message uses it: generating copies the
+    whole subtree, so doing it for every argument of a 20,000-value IN list was quadratic."""
+
+    __slots__ = ("_node", "_text")
+
+    def __init__(self, node: exp.Expression) -> None:
+        self._node = node
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = sql_text(self._node)
+        return self._text
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)
+
+
 @dataclass(frozen=True)
 class Session:
     """What a statement's meaning depends on beyond its text."""
@@ -203,14 +222,15 @@ class ScalarTranslator:
 
     # ---- helpers -----------------------------------------------------------------------------
     def call(self, op: str, args: list[Scalar], node: exp.Expression, arg_nodes: list | None = None) -> Call:
-        texts = [sql_text(a) if isinstance(a, exp.Expression) else str(a) for a in arg_nodes] if arg_nodes else None
-        t = functions.result_type(op, [a.type for a in args], sql_text(node), texts)
+        texts = [LazySqlText(a) if isinstance(a, exp.Expression) else str(a) for a in arg_nodes] if arg_nodes else None
+        text = LazySqlText(node)
+        t = functions.result_type(op, [a.type for a in args], text, texts)
         sig = functions.SIGNATURES[op]
         for i, a in enumerate(args):
             if sig.kinds[min(i, len(sig.kinds) - 1)] == "k" and not isinstance(a, Literal):
-                raise ValidationError(f"argument {i + 1} of {op} must be a constant in '{sql_text(node)}'")
+                raise ValidationError(f"argument {i + 1} of {op} must be a constant in '{text}'")
             if isinstance(a, Literal) and a.value is not None:
-                _check_constant(op, i, a.value, sql_text(node))
+                _check_constant(op, i, a.value, text)
         return Call(op, tuple(args), t)
 
     def tz(self) -> Literal:
@@ -314,9 +334,17 @@ class ScalarTranslator:
             return same if isinstance(node, exp.NullSafeEQ) else Call("NOT", (same,), BOOLEAN)
         if isinstance(node, (exp.And, exp.Or)):
             op = "AND" if isinstance(node, exp.And) else "OR"
-            args = [self.translate(node.this), self.translate(node.expression)]
+            # sqlglot nests a chain a AND b AND c to the left, one level per term: walk the chain
+            # without recursing and check the flat call once (per level, both were quadratic).
+            kind, operands, stack = type(node), [], [node]
+            while stack:
+                item = stack.pop()
+                if type(item) is kind:
+                    stack += [item.expression, item.this]
+                else:
+                    operands.append(item)
             flat = []
-            for a in args:
+            for a in (self.translate(o) for o in operands):
                 flat.extend(a.args if isinstance(a, Call) and a.op == op else [a])
             return self.call(op, flat, node, None)
         if isinstance(node, exp.Not):

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from common.errors import ValidationError
+from common.expr.nesting import depth_guard
 from common.query.model import Query
 from common.sql.catalog import SqlCatalog
 from common.sql.logical_plan import RelNode, TableScan
@@ -157,6 +158,11 @@ def plan_sql(sql: str, catalog: SqlCatalog, parameters: Sequence = (), context: 
     With no ``parameters`` for a statement that has ``?`` placeholders, the plan describes the
     statement (parameter_count, output_schema with unknown parameters read as NULL) and refuses
     to execute."""
+    with depth_guard("the statement"):
+        return _plan(sql, catalog, parameters, context)
+
+
+def _plan(sql: str, catalog: SqlCatalog, parameters: Sequence, context: dict | None) -> SqlPlan:
     statement = parse_statement(sql)
     merged = dict(context or {})
     merged.update(statement.settings)

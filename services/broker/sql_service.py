@@ -238,9 +238,13 @@ class SqlService:
             return self._ddl(head.body, user)
         if head.is_ingestion:
             return self._submit(sql, dict(context or {}), user)
+        started = time.monotonic()
         plan = self._plan(sql, user, parameters, dict(context or {}))
         timeout_s = self._timeout(plan.context)
-        deadline = time.monotonic() + timeout_s
+        # The timeout covers planning too (a huge IN list or a deep expression takes planning time).
+        deadline = started + timeout_s
+        if time.monotonic() > deadline:
+            raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s while planning (context timeout)")
 
         def run_native(query):
             remaining = deadline - time.monotonic()
