@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from common.errors import ValidationError
 
 MAX_NESTING = 200  # levels of parentheses, function calls and CASE
-RECURSION_LIMIT = 30_000
+RECURSION_LIMIT = 20_000
 
 
 def allow_deep_recursion() -> None:
