@@ -20,11 +20,12 @@ from sqlglot import exp
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
 from common.sql import functions
 from common.sql.scalar import Call, Literal, Scalar
+from common.sql.sql_text import LazySqlText, sql_text
 from common.sql.sql_types import (BIGINT, BOOLEAN, CAST_TARGETS, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType,
                                   common_type, from_column_type)
 from common.types.column_type import JSON as JSON_TYPE
 from common.types.column_type import STRING_ARRAY as STRING_ARRAY_TYPE
-from common.sql.statement import DIALECT, PARAMETER_PREFIX
+from common.sql.statement import PARAMETER_PREFIX
 from common.types.interval import Interval
 
 _UNIT_PERIODS = {
@@ -84,29 +85,6 @@ def contains_aggregate(node: exp.Expression) -> bool:
     if isinstance(node, (exp.Subquery, exp.Select)):
         return False  # a subquery's aggregates are its own
     return any(contains_aggregate(c) for c in node.iter_expressions())
-
-
-def sql_text(node: exp.Expression) -> str:
-    return node.sql(dialect=DIALECT)
-
-
-class LazySqlText:
-    """A node's SQL text, generated only if an error message uses it: generating copies the
-    whole subtree, so doing it for every argument of a 20,000-value IN list was quadratic."""
-
-    __slots__ = ("_node", "_text")
-
-    def __init__(self, node: exp.Expression) -> None:
-        self._node = node
-        self._text: str | None = None
-
-    def __str__(self) -> str:
-        if self._text is None:
-            self._text = sql_text(self._node)
-        return self._text
-
-    def __format__(self, spec: str) -> str:
-        return format(str(self), spec)
 
 
 @dataclass(frozen=True)
