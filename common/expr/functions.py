@@ -630,15 +630,16 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 def _zone_abbreviation(z: _Zoned) -> Value:
     if z.tz is None:
         return pc.if_else(pc.is_valid(z.utc), "UTC", pa.scalar(None, pa.string()))
-    info = zoneinfo.ZoneInfo(z.tz) if time_zone(z.tz).fixed is None else None
-    names = []
-    for ms in z.utc.to_pylist():
-        if ms is None or info is None:
-            names.append(None if ms is None else z.tz)
-            continue
-        when = _EPOCH + dt.timedelta(milliseconds=ms)
-        names.append(when.astimezone(info).tzname())
-    return pa.array(names, pa.string())
+    if time_zone(z.tz).fixed is not None:
+        return pc.if_else(pc.is_valid(z.utc), z.tz, pa.scalar(None, pa.string()))
+    info = zoneinfo.ZoneInfo(z.tz)
+    # One name per distinct offset in the batch (within a zone an offset names its abbreviation).
+    offsets = z.offsets.fill_null(0).to_numpy(zero_copy_only=False)
+    utc = z.utc.fill_null(0).to_numpy(zero_copy_only=False)
+    distinct, first, codes = np.unique(offsets, return_index=True, return_inverse=True)
+    names = [(_EPOCH + dt.timedelta(milliseconds=int(utc[i]))).astimezone(info).tzname() for i in first]
+    out = pa.array(names, pa.string()).take(pa.array(codes.reshape(-1)))
+    return pc.if_else(pc.is_valid(z.utc), out, pa.scalar(None, pa.string()))
 
 
 def _on_local(field: Callable) -> Callable:
