@@ -150,6 +150,14 @@ class In(ColumnFilter):
         # Druid's IN matches null rows when its list holds a null.
         return any(v is None for v in self.values)
 
+    def matches(self, cols, include_unknown) -> np.ndarray:
+        out = super().matches(cols, include_unknown)
+        if self.matches_null():
+            # A dictionary column answers per dictionary value, and null rows have none: they
+            # would come out unknown instead of matching the list's null.
+            out = out | cols[self.column].is_null().to_numpy(zero_copy_only=False)
+        return out
+
     def matching_ids(self, idx) -> Ids:
         wanted = [as_string(v) for v in self.values if v is not None]
         if len(wanted) > MANY_VALUES:
