@@ -128,6 +128,8 @@ def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType]
     if schema is None:
         schema = dict(src.schema)
     partial = _engine(query).run(query, src, schema, _coverage(src, query))
+    if isinstance(source, Segment):
+        source.check_unchanged()  # and a file changed while the query read it gives no rows either
     partial.projection = src.projection
     partial.rejected = tuple(src.rejected)
     return partial
