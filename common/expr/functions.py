@@ -524,7 +524,10 @@ def _extract_unit(call: Call) -> str:
           out=lambda call, types: DOUBLE if _extract_unit(call) in ("CENTURY", "MILLENNIUM") else LONG,
           doc="timestamp_extract(time, unit[, timezone])")
 def _timestamp_extract(args, types, out, call):
-    return cast_value(_EXTRACT[_extract_unit(call)](_local(args[0], _zone(args, 2))), out)
+    unit = _extract_unit(call)
+    if unit == "EPOCH":  # seconds since the epoch are the same in every zone: read the instant
+        return cast_value(_EXTRACT[unit](to_long(args[0]).cast(TS)), out)
+    return cast_value(_EXTRACT[unit](_local(args[0], _zone(args, 2))), out)
 
 
 def _joda_tokens(pattern: str) -> list[tuple[str, object]]:

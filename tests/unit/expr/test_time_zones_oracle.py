@@ -146,3 +146,8 @@ def test_floor_matches_duckdb(duck, t, tz, unit):
         # of the gap; ICU picks an instant before it. Only that case may differ, and then the
         # bucket still holds the instant and begins at a wall-clock gap.
         assert part != "hour" and got <= t and want < got, (got, want)
+
+
+def test_epoch_is_the_same_in_every_zone():
+    # Seconds since the epoch read the instant, not the wall clock.
+    assert run("timestamp_extract(__time, 'EPOCH', 'Asia/Tokyo')", [JULY_2040, None]) == [JULY_2040 // 1000, None]
