@@ -21,7 +21,9 @@ import pyarrow.compute as pc
 
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
 from common.expr.node import COMPARISONS, LOGICAL, BinaryOp, Call, Expr, Identifier, Literal, UnaryOp
+from common.expr.nesting import depth_guard
 from common.types.column_type import DOUBLE, LONG, STRING, ColumnType, TypeKind
+from common.types.time_zone import time_zone
 
 Value = pa.Array | pa.Scalar
 Type = ColumnType | None  # None: the type of a bare null, which fits anywhere
@@ -353,11 +355,8 @@ def parse_instants(s: pa.Array, regex: str, tz: str | None, two_digit_year: bool
     valid &= (day >= 1) & (day <= month_len)
     local = (start + day - 1) * 86_400_000 + hour * 3_600_000 + minute * 60_000 + second * 1000 + millis
     local = np.where(valid, local, 0)
-    if tz:
-        zoned = pc.assume_timezone(pa.array(local, pa.timestamp("ms")), tz, ambiguous="earliest",
-                                   nonexistent="earliest").cast(pa.int64()).to_numpy(zero_copy_only=False)
-    else:
-        zoned = local
+    zone = time_zone(tz) if tz else None
+    zoned = local if zone is None else zone.from_local(local, ambiguous="earliest", nonexistent="earliest")
     if "z" in names:
         z = pc.utf8_upper(pc.replace_substring(pc.struct_field(struct, "z"), ":", ""))
         has_offset = pc.not_equal(z, "").to_numpy(zero_copy_only=False)
@@ -722,15 +721,17 @@ def evaluate(expr: Expr, columns: Mapping[str, pa.Array], num_rows: int) -> pa.A
     """The expression over a batch: an Arrow array of ``num_rows`` values. Comparisons and logic
     give pa.bool_; string results over a dictionary column stay dictionary-encoded. ``columns``
     may load lazily: only the columns the expression references are read."""
-    return _expand(_eval(expr, _Batch(columns, num_rows)), num_rows)
+    with depth_guard("the expression"):
+        return _expand(_eval(expr, _Batch(columns, num_rows)), num_rows)
 
 
 def evaluate_column(expr: Expr, columns: Mapping[str, pa.Array], num_rows: int,
                     column_types: Mapping[str, ColumnType]) -> pa.Array:
     """Like ``evaluate`` but typed as ``infer_type`` says: booleans become int64 1/0, dictionaries
     are decoded, the result's Arrow type is ``infer_type(...).to_arrow()``."""
-    out = infer_type(expr, column_types)
-    result = plain(_eval(expr, _Batch(columns, num_rows, column_types)))
+    with depth_guard("the expression"):
+        out = infer_type(expr, column_types)
+        result = plain(_eval(expr, _Batch(columns, num_rows, column_types)))
     if out.kind in (TypeKind.ARRAY, TypeKind.COMPLEX):
         return _expand(result, num_rows).cast(out.to_arrow())
     return _expand(cast_value(result, out), num_rows)
@@ -738,4 +739,5 @@ def evaluate_column(expr: Expr, columns: Mapping[str, pa.Array], num_rows: int,
 
 def evaluate_predicate(expr: Expr, columns: Mapping[str, pa.Array], num_rows: int) -> pa.BooleanArray:
     """Druid truthiness per row as pa.bool_; null stays null (callers treat it as false)."""
-    return _expand(truthy(_eval(expr, _Batch(columns, num_rows))), num_rows)
+    with depth_guard("the expression"):
+        return _expand(truthy(_eval(expr, _Batch(columns, num_rows))), num_rows)

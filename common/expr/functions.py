@@ -13,7 +13,9 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import re
+import zoneinfo
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -49,6 +51,7 @@ from common.expr.node import Call
 from common.types.column_type import DOUBLE, LONG, STRING, TIMESTAMP, ColumnType, TypeKind
 from common.types.granularity import Granularity, Period, shift_millis
 from common.types.interval import parse_instant
+from common.types.time_zone import time_zone
 
 
 # ---- strings ---------------------------------------------------------------------------------
@@ -420,13 +423,7 @@ def _greatest(args, types, out, call):
 # ---- time ------------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=256)
 def _zone_name(tz: str | None) -> str | None:
-    if tz is None or tz in ("UTC", "Etc/UTC", "Z", "+00:00"):
-        return None
-    try:
-        pc.assume_timezone(pa.array([0], pa.timestamp("ms")), tz)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        raise ValidationError(f"unknown time zone '{tz}'; use an IANA name such as America/Los_Angeles") from None
-    return tz
+    return None if time_zone(tz) is None else tz  # an unknown name is a ValidationError naming it
 
 
 def _zone(args: list[Value], i: int) -> str | None:
@@ -472,9 +469,36 @@ def _timestamp_shift(args, types, out, call):
     return on_numpy(lambda x: shift_millis(x, period, step, tz), pa.int64(), to_long(args[0])).cast(TS)
 
 
-def _zoned(v: Value, tz: str | None) -> Value:
-    # Arrow's field extraction and strftime read a zoned timestamp in its own zone.
-    return to_long(v).cast(pa.timestamp("ms", tz=tz or "UTC"))
+@dataclass(frozen=True)
+class _Zoned:
+    """Instants read in a zone: ``local`` is the wall clock as a zone-less timestamp (Arrow's
+    field kernels read it as is), ``offsets`` the UTC offset in millis (seconds kept: local mean
+    time), ``utc`` the instants. Computed by ``common.types.time_zone``, not by Arrow's zone
+    code, which ignores daylight saving from 2038 on and drops offset seconds when printing."""
+
+    local: pa.Array
+    offsets: pa.Array
+    utc: pa.Array
+    tz: str | None
+
+
+def _zoned(v: Value, tz: str | None) -> _Zoned:
+    utc = to_long(v)
+    if isinstance(utc, pa.ChunkedArray):
+        utc = utc.combine_chunks()
+    zone = time_zone(tz)
+    nulls = utc.is_null().to_numpy(zero_copy_only=False)
+    if zone is None:
+        offsets = pa.array(np.zeros(len(utc), np.int64), mask=nulls)
+        return _Zoned(utc.cast(pa.timestamp("ms")), offsets, utc, None)
+    ms = utc.fill_null(0).to_numpy(zero_copy_only=False)
+    offs = zone.offsets(ms)
+    local = pa.array(ms + offs, pa.int64(), mask=nulls)
+    return _Zoned(local.cast(pa.timestamp("ms")), pa.array(offs, pa.int64(), mask=nulls), utc, tz)
+
+
+def _local(v: Value, tz: str | None) -> Value:
+    return _zoned(v, tz).local
 
 
 _EXTRACT = {
@@ -503,7 +527,10 @@ def _extract_unit(call: Call) -> str:
           out=lambda call, types: DOUBLE if _extract_unit(call) in ("CENTURY", "MILLENNIUM") else LONG,
           doc="timestamp_extract(time, unit[, timezone])")
 def _timestamp_extract(args, types, out, call):
-    return cast_value(_EXTRACT[_extract_unit(call)](_zoned(args[0], _zone(args, 2))), out)
+    unit = _extract_unit(call)
+    if unit == "EPOCH":  # seconds since the epoch are the same in every zone: read the instant
+        return cast_value(_EXTRACT[unit](to_long(args[0]).cast(TS)), out)
+    return cast_value(_EXTRACT[unit](_local(args[0], _zone(args, 2))), out)
 
 
 def _joda_tokens(pattern: str) -> list[tuple[str, object]]:
@@ -563,14 +590,20 @@ def _fraction(width: int) -> Callable:
 
 
 def _offset(colon: bool, iso: bool = False) -> Callable:
-    def piece(ts):
-        minutes = pc.divide(pc.subtract(pc.local_timestamp(ts).cast(pa.int64()), ts.cast(pa.int64())), 60_000)
-        size = pc.abs(minutes)
-        hours = pc.utf8_lpad(pc.divide(size, 60).cast(pa.string()), width=2, padding="0")
-        mins = pc.utf8_lpad(_remainder(size, 60).cast(pa.string()), width=2, padding="0")
-        sign = pc.if_else(pc.less(minutes, 0), "-", "+")
-        text = pc.binary_join_element_wise(sign, hours, *([":"] if colon else []), mins, "")
-        return pc.if_else(pc.equal(minutes, 0), "Z", text) if iso else text
+    """The zone offset as Joda prints it: +HH:MM (or +HHMM), with :SS when it has seconds."""
+    def piece(z: _Zoned):
+        seconds = pc.divide(z.offsets, 1000)
+        size = pc.abs(seconds)
+        hours = pc.utf8_lpad(pc.divide(size, 3600).cast(pa.string()), width=2, padding="0")
+        mins = pc.utf8_lpad(_remainder(pc.divide(size, 60), 60).cast(pa.string()), width=2, padding="0")
+        secs = _remainder(size, 60)
+        sec_text = pc.if_else(pc.equal(secs, 0), "",
+                              pc.binary_join_element_wise(":" if colon else "",
+                                                          pc.utf8_lpad(secs.cast(pa.string()), width=2, padding="0"),
+                                                          ""))
+        sign = pc.if_else(pc.less(seconds, 0), "-", "+")
+        text = pc.binary_join_element_wise(sign, hours, *([":"] if colon else []), mins, sec_text, "")
+        return pc.if_else(pc.equal(seconds, 0), "Z", text) if iso else text
     return piece
 
 
@@ -597,9 +630,45 @@ _FIELDS = {
 _FORMAT_LETTERS = "".join(_FIELDS) + "SEaZzG"
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
+def _zone_abbreviation(z: _Zoned) -> Value:
+    if z.tz is None:
+        return pc.if_else(pc.is_valid(z.utc), "UTC", pa.scalar(None, pa.string()))
+    if time_zone(z.tz).fixed is not None:
+        return pc.if_else(pc.is_valid(z.utc), z.tz, pa.scalar(None, pa.string()))
+    info = zoneinfo.ZoneInfo(z.tz)
+    # One name per distinct offset in the batch (within a zone an offset names its abbreviation).
+    offsets = z.offsets.fill_null(0).to_numpy(zero_copy_only=False)
+    utc = z.utc.fill_null(0).to_numpy(zero_copy_only=False)
+    distinct, first, codes = np.unique(offsets, return_index=True, return_inverse=True)
+    names = [(_EPOCH + dt.timedelta(milliseconds=int(utc[i]))).astimezone(info).tzname() for i in first]
+    out = pa.array(names, pa.string()).take(pa.array(codes.reshape(-1)))
+    return pc.if_else(pc.is_valid(z.utc), out, pa.scalar(None, pa.string()))
+
+
+def _on_local(field: Callable) -> Callable:
+    return lambda z: field(z.local)
+
+
 def _format_piece(letter: str, n: int, tz: str | None, pattern: str):
-    """Text for a literal, else a function of the zoned timestamp giving one string per row.
-    Built from field kernels rather than strftime, which is several times slower."""
+    """Text for a literal, else a function of the ``_Zoned`` instants giving one string per row.
+    Built from field kernels on the wall clock rather than strftime, which is several times slower."""
+    if letter in "Zz":
+        return _zone_piece(letter, n, tz)
+    if letter == "G":
+        return "AD"
+    field = _local_piece(letter, n)
+    if field is None:
+        raise ValidationError(
+            f"unsupported letter '{letter}' in time pattern '{pattern}'; supported Joda letters: {_FORMAT_LETTERS}"
+        )
+    return _on_local(field)
+
+
+def _local_piece(letter: str, n: int) -> Callable | None:
+    """A function of the wall-clock timestamp, for letters that read a field of it."""
     if letter in "yYux" and n == 2:  # two-digit (week) year
         return _number(lambda ts: _remainder(_FIELDS[letter](ts).cast(pa.int64()), 100), 2)
     if letter == "M" and n >= 3:
@@ -612,15 +681,13 @@ def _format_piece(letter: str, n: int, tz: str | None, pattern: str):
         return _names(lambda ts: pc.day_of_week(ts, week_start=1), [d[:3] if n <= 3 else d for d in _DAY_NAMES])
     if letter == "a":
         return lambda ts: pc.if_else(pc.less(pc.hour(ts), 12), "AM", "PM")
+    return None
+
+
+def _zone_piece(letter: str, n: int, tz: str | None):
     if letter == "Z":
         return _offset(colon=n == 2) if n <= 2 else (tz or "UTC")
-    if letter == "z":
-        return lambda ts: pc.strftime(ts, format="%Z")
-    if letter == "G":
-        return "AD"
-    raise ValidationError(
-        f"unsupported letter '{letter}' in time pattern '{pattern}'; supported Joda letters: {_FORMAT_LETTERS}"
-    )
+    return _zone_abbreviation
 
 
 @functools.lru_cache(maxsize=256)
@@ -642,10 +709,10 @@ def _format_plan(pattern: str | None, tz: str | None) -> tuple:
 def _timestamp_format(args, types, out, call):
     pattern = const(args[1], "pattern") if len(args) > 1 else None
     tz = _zone(args, 2)
-    ts = _zoned(args[0], tz)
-    parts = [p(ts) if callable(p) else pa.scalar(p) for p in _format_plan(pattern, tz)]
+    zoned = _zoned(args[0], tz)
+    parts = [p(zoned) if callable(p) else pa.scalar(p) for p in _format_plan(pattern, tz)]
     if not any(isinstance(p, pa.Array) for p in parts):  # all literal text: still null for null times
-        parts.insert(0, pc.if_else(pc.is_valid(ts), "", pa.scalar(None, pa.string())))
+        parts.insert(0, pc.if_else(pc.is_valid(zoned.utc), "", pa.scalar(None, pa.string())))
     return pc.binary_join_element_wise(*parts, "") if len(parts) > 1 else parts[0]
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from common.errors import ValidationError
+from common.expr.nesting import MAX_NESTING, depth_guard, nesting_error
 from common.expr.node import (
     BINARY_PRECEDENCE,
     NEGATE_PRECEDENCE,
@@ -150,6 +151,7 @@ class _Parser:
         self.source = source
         self.tokens = tokenize(source)
         self.i = 0
+        self.depth = 0  # open parentheses, calls and unary operators around the current token
 
     def peek(self) -> Token:
         return self.tokens[self.i]
@@ -189,6 +191,15 @@ class _Parser:
             left = BinaryOp(tok.text, left, right)
 
     def prefix(self) -> Expr:
+        self.depth += 1
+        try:
+            if self.depth > MAX_NESTING:
+                raise nesting_error("the expression", where=f" at position {self.peek().pos} in '{self.source[:80]}'")
+            return self._prefix()
+        finally:
+            self.depth -= 1
+
+    def _prefix(self) -> Expr:
         tok = self.advance()
         if tok.kind == "NUMBER":
             return self._number(tok, negate=False)
@@ -254,4 +265,5 @@ def parse(text: str) -> Expr:
     """Parse a Druid native expression. Syntax errors name the position and what was expected."""
     if not isinstance(text, str):
         raise ValidationError(f"an expression must be a string, got {type(text).__name__}")
-    return _Parser(text).parse()
+    with depth_guard("the expression"):
+        return _Parser(text).parse()

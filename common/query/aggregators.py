@@ -67,6 +67,11 @@ def _grouped(ufunc, values: np.ndarray, valid: np.ndarray | None, gid: np.ndarra
     if valid is not None:
         values, gid = values[valid], gid[valid]
     out = np.full(groups, init, dtype=dtype)
+    with np.errstate(invalid="ignore"):  # NaN inputs give NaN (max) or are skipped (fmin): no warning
+        return _reduce_groups(ufunc, values, gid, groups, out)
+
+
+def _reduce_groups(ufunc, values: np.ndarray, gid: np.ndarray, groups: int, out: np.ndarray):
     if len(gid) and _is_sorted_runs(gid):
         # Rows sorted by group (time buckets of a time-sorted segment): one pass, no scatter.
         starts = np.flatnonzero(np.concatenate(([True], gid[1:] != gid[:-1])))

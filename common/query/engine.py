@@ -120,10 +120,16 @@ def _coverage(source: RowSource, query: Query):
 
 
 def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType] | None = None) -> Partial:
+    if isinstance(source, Segment):
+        # Columns already read are cached arrays over the mapping: a file changed since it was
+        # mapped must fail the query (and be fetched again), not be read.
+        source.check_unchanged()
     src = source_for(query, source) if isinstance(source, Segment) else source
     if schema is None:
         schema = dict(src.schema)
     partial = _engine(query).run(query, src, schema, _coverage(src, query))
+    if isinstance(source, Segment):
+        source.check_unchanged()  # and a file changed while the query read it gives no rows either
     partial.projection = src.projection
     partial.rejected = tuple(src.rejected)
     return partial

@@ -198,6 +198,8 @@ def coerce(value, ctype: ColumnType, column: str):
                 return int(value)
             except ValueError:
                 return parse_instant(value)
+        if isinstance(value, float) and not value.is_integer():
+            return value  # no instant equals 2.5 ms: never truncated into one that does
         return int(value)
     if ctype.is_numeric:
         if isinstance(value, bool):

@@ -140,6 +140,9 @@ class Equals(ColumnFilter):
         return lambda v: equal_mask(comparable(v, ctype), target)
 
 
+MANY_VALUES = 64  # above this many IN values, matching ids come from one pass over the dictionary
+
+
 @dataclass(frozen=True)
 class In(ColumnFilter):
     column: str
@@ -149,8 +152,21 @@ class In(ColumnFilter):
         # Druid's IN matches null rows when its list holds a null.
         return any(v is None for v in self.values)
 
+    def matches(self, cols, include_unknown) -> np.ndarray:
+        out = super().matches(cols, include_unknown)
+        if self.matches_null():
+            # A dictionary column answers per dictionary value, and null rows have none: they
+            # would come out unknown instead of matching the list's null.
+            out = out | cols[self.column].is_null().to_numpy(zero_copy_only=False)
+        return out
+
     def matching_ids(self, idx) -> Ids:
-        found = [id_array(idx.lookup(as_string(v))) for v in self.values if v is not None]
+        wanted = [as_string(v) for v in self.values if v is not None]
+        if len(wanted) > MANY_VALUES:
+            # One vectorized membership pass over the dictionary instead of a search per value.
+            hits = pc.is_in(idx.dictionary, value_set=pa.array(wanted, pa.string()))
+            return np.flatnonzero(hits.fill_null(False).to_numpy(zero_copy_only=False))
+        found = [id_array(idx.lookup(w)) for w in wanted]
         return np.unique(np.concatenate(found)) if found else np.array([], dtype=np.int64)
 
     def value_predicate(self, ctype):

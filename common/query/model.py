@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from common.errors import ValidationError
+from common.expr.nesting import depth_guard
 from common.query.aggregators import Aggregator, aggregator_from_json
 from common.query.filters import Filter, filter_from_json, filter_to_json
 from common.query.post_aggregators import PostAggregator, post_aggregator_from_json
@@ -296,6 +297,11 @@ def _list_of(obj: dict, key: str) -> list:
 
 
 def query_from_json(obj: dict) -> Query:
+    with depth_guard("the native query"):  # filters and expressions nest; too deep is a user error
+        return _query_from_json(obj)
+
+
+def _query_from_json(obj: dict) -> Query:
     if not isinstance(obj, dict):
         raise ValidationError(f"a query must be a JSON object, got {type(obj).__name__}")
     qtype = obj.get("queryType")

@@ -112,10 +112,22 @@ class Container:
         self.label = label or os.path.basename(path)
         self.segment_id = None  # set once the manifest names the segment
         try:
+            # The descriptor stays open so the mapped file can be checked (fstat) before its bytes
+            # are touched: a file truncated under a mapping kills the process with SIGBUS on the
+            # first read past its new end, so a changed file must be noticed, not read.
+            self._fd = os.open(path, os.O_RDONLY)
+        except OSError as exc:
+            raise SegmentCorruptError(f"segment {self.label}: cannot open {path}: {exc}") from None
+        try:
+            self._identity = _identity(os.fstat(self._fd))
             self._map = pa.memory_map(path, "r")
-        except (FileNotFoundError, pa.ArrowIOError) as exc:
+        except (FileNotFoundError, pa.ArrowIOError, OSError) as exc:
+            os.close(self._fd)
             raise SegmentCorruptError(f"segment {self.label}: cannot open {path}: {exc}") from None
         self._buf = self._map.read_buffer()
+        if self._buf.size != self._identity[2]:
+            self.close()
+            self._fail("size check failed: the file changed while it was being opened")
         self._verified: set[str] = set()
         self._lock = threading.Lock()
         size = self._buf.size
@@ -137,6 +149,19 @@ class Container:
 
     def _fail(self, what: str):
         raise SegmentCorruptError(f"segment {self.label}: {what}", self.segment_id)
+
+    def check_unchanged(self) -> None:
+        """Raise SegmentCorruptError if the mapped file was truncated, rewritten or touched since
+        it was opened. strata never changes a mapped file (new copies get new inodes by rename,
+        evicted ones are unlinked), so a change is damage from outside: reading the mapping then
+        could SIGBUS (past a new end) or give bytes that no checksum covered any more."""
+        try:
+            now = _identity(os.fstat(self._fd))
+        except OSError as exc:
+            self._fail(f"file check failed: cannot stat {self.path}: {exc}")
+        if now != self._identity:
+            self._fail(f"file check failed: {self.path} changed under the mapping (size {self._identity[2]} -> "
+                       f"{now[2]} bytes); the copy is dropped and fetched again")
 
     def check_bounds(self, entries: dict) -> None:
         for name, entry in entries.items():
@@ -164,6 +189,7 @@ class Container:
         entry = self._entries.get(name)
         if entry is None:
             self._fail(f"part check failed: no internal part '{name}'")
+        self.check_unchanged()
         buf = self._buf.slice(entry.offset, entry.length)
         if name not in self._verified:
             if crc32(buf) != entry.crc32:
@@ -222,4 +248,12 @@ class Container:
         with self._lock:
             self._arrays.clear()
         self._map.close()
+        fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+
+def _identity(st: os.stat_result) -> tuple:
+    # Not ctime: unlinking an evicted file changes it, and an unlinked mapping is still intact.
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 

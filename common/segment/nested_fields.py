@@ -103,14 +103,44 @@ class Split:
     uncoercible: list[tuple[int, str]] = field(default_factory=list)  # (row, path) that missed its declared type
 
 
+MAX_DOCUMENT_DEPTH = 900
+
+
+def _json_depth_exceeds(text: str, limit: int) -> bool:
+    """Whether arrays/objects nest deeper than ``limit`` (brackets inside strings do not count)."""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif ch in "]}":
+            depth -= 1
+    return False
+
+
 def parse_document(text: str | None, row: int):
     if text is None:
         return None
+    # The limit is explicit, not the interpreter's recursion limit (which strata raises for deep
+    # expressions); the scan runs only for texts with that many brackets at all.
+    too_deep = text.count("[") + text.count("{") > MAX_DOCUMENT_DEPTH and _json_depth_exceeds(text, MAX_DOCUMENT_DEPTH)
     try:
+        if too_deep:
+            raise RecursionError
         return json.loads(text)
     except RecursionError:
-        raise ValidationError(f"row {row}: the JSON document nests too deeply to parse (over about 900 levels); "
-                              "flatten it or store it as VARCHAR") from None
+        raise ValidationError(f"row {row}: the JSON document nests too deeply to parse (over {MAX_DOCUMENT_DEPTH} "
+                              "levels); flatten it or store it as VARCHAR") from None
     except ValueError as exc:
         raise ValidationError(f"row {row}: malformed JSON: {exc}") from None
 

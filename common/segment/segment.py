@@ -190,6 +190,10 @@ class Segment:
         """Check every part's checksum now (deep-storage downloads do this before serving)."""
         self._container.verify_all()
 
+    def check_unchanged(self) -> None:
+        """SegmentCorruptError if the file changed since it was mapped (see Container)."""
+        self._container.check_unchanged()
+
     def close(self) -> None:
         for table in (self._base, *self._projections.values()):
             table.forget_columns()

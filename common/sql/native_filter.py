@@ -113,6 +113,13 @@ def to_filter(expr: Scalar, columns: Sequence[str], virtual=None) -> Filter:
                 return Regex(column, expr.args[1].value)
             if op == "IN" and all(isinstance(a, Literal) for a in expr.args[1:]):
                 values = [a.value for a in expr.args[1:]]
-                if None not in values and all(_match_type(arg.type, v) for v in values):
-                    return In(column, tuple(values))
+                known = [v for v in values if v is not None]
+                if all(_match_type(arg.type, v) for v in known):
+                    if len(known) == len(values):
+                        return In(column, tuple(values))
+                    # x IN (.., NULL) is true or unknown, never false: the list's matches OR an
+                    # always-unknown condition (NOT of it is never true). A native IN's null means
+                    # "or IS NULL" (Druid's legacy in-filter), so the null stays out of it.
+                    unknown = ExpressionFilter("null")
+                    return Or((In(column, tuple(known)), unknown)) if known else unknown
     return ExpressionFilter(druid_text(expr, columns))

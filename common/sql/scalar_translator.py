@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -21,11 +21,12 @@ from common.errors import UnsupportedError, ValidationError, unknown_name_messag
 from common.query.filter_values import check_like
 from common.sql import functions
 from common.sql.scalar import Call, Literal, Scalar
+from common.sql.sql_text import LazySqlText, sql_text
 from common.sql.sql_types import (BIGINT, BOOLEAN, CAST_TARGETS, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType,
                                   common_type, from_column_type)
 from common.types.column_type import JSON as JSON_TYPE
 from common.types.column_type import STRING_ARRAY as STRING_ARRAY_TYPE
-from common.sql.statement import DIALECT, PARAMETER_PREFIX
+from common.sql.statement import PARAMETER_PREFIX
 from common.types.interval import Interval
 
 _UNIT_PERIODS = {
@@ -87,10 +88,6 @@ def contains_aggregate(node: exp.Expression) -> bool:
     return any(contains_aggregate(c) for c in node.iter_expressions())
 
 
-def sql_text(node: exp.Expression) -> str:
-    return node.sql(dialect=DIALECT)
-
-
 @dataclass(frozen=True)
 class Session:
     """What a statement's meaning depends on beyond its text."""
@@ -98,6 +95,13 @@ class Session:
     time_zone: str = "UTC"
     now_ms: int = 0
     parameters: tuple | None = ()  # None: planning without values (describe); parameters read as NULL
+    # What the translation read besides the text and the catalog ("current time"): a plan that
+    # read the clock must not be reused later. Filled in while translating.
+    reads: set = field(default_factory=set, compare=False, hash=False)
+
+    def now(self) -> int:
+        self.reads.add("current time")
+        return self.now_ms
 
 
 class Scope:
@@ -221,14 +225,15 @@ class ScalarTranslator:
 
     # ---- helpers -----------------------------------------------------------------------------
     def call(self, op: str, args: list[Scalar], node: exp.Expression, arg_nodes: list | None = None) -> Call:
-        texts = [sql_text(a) if isinstance(a, exp.Expression) else str(a) for a in arg_nodes] if arg_nodes else None
-        t = functions.result_type(op, [a.type for a in args], sql_text(node), texts)
+        texts = [LazySqlText(a) if isinstance(a, exp.Expression) else str(a) for a in arg_nodes] if arg_nodes else None
+        text = LazySqlText(node)
+        t = functions.result_type(op, [a.type for a in args], text, texts)
         sig = functions.SIGNATURES[op]
         for i, a in enumerate(args):
             if sig.kinds[min(i, len(sig.kinds) - 1)] == "k" and not isinstance(a, Literal):
-                raise ValidationError(f"argument {i + 1} of {op} must be a constant in '{sql_text(node)}'")
+                raise ValidationError(f"argument {i + 1} of {op} must be a constant in '{text}'")
             if isinstance(a, Literal) and a.value is not None:
-                _check_constant(op, i, a.value, sql_text(node))
+                _check_constant(op, i, a.value, text)
         return Call(op, tuple(args), t)
 
     def tz(self) -> Literal:
@@ -334,9 +339,17 @@ class ScalarTranslator:
             return same if isinstance(node, exp.NullSafeEQ) else Call("NOT", (same,), BOOLEAN)
         if isinstance(node, (exp.And, exp.Or)):
             op = "AND" if isinstance(node, exp.And) else "OR"
-            args = [self.translate(node.this), self.translate(node.expression)]
+            # sqlglot nests a chain a AND b AND c to the left, one level per term: walk the chain
+            # without recursing and check the flat call once (per level, both were quadratic).
+            kind, operands, stack = type(node), [], [node]
+            while stack:
+                item = stack.pop()
+                if type(item) is kind:
+                    stack += [item.expression, item.this]
+                else:
+                    operands.append(item)
             flat = []
-            for a in args:
+            for a in (self.translate(o) for o in operands):
                 flat.extend(a.args if isinstance(a, Call) and a.op == op else [a])
             return self.call(op, flat, node, None)
         if isinstance(node, exp.Not):
@@ -365,9 +378,9 @@ class ScalarTranslator:
         if isinstance(node, exp.Interval):
             return self._interval(node)
         if isinstance(node, (exp.CurrentTimestamp, exp.CurrentDatetime)):
-            return Literal(self.session.now_ms, TIMESTAMP)
+            return Literal(self.session.now(), TIMESTAMP)
         if isinstance(node, exp.CurrentDate):
-            return self._floor_literal(self.session.now_ms, "P1D")
+            return self._floor_literal(self.session.now(), "P1D")
         if isinstance(node, exp.Window):
             raise UnsupportedError("window functions (OVER) are not supported")
         if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.Select)):
@@ -775,7 +788,7 @@ class ScalarTranslator:
                 raise ValidationError(f"JSON_MERGE takes 2 or more arguments in '{sql_text(node)}'")
             return self._json_call(name, node, nodes, None)
         if name in ("CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP"):
-            return Literal(self.session.now_ms, TIMESTAMP)
+            return Literal(self.session.now(), TIMESTAMP)
         if name in ("POWER", "LOG10") or name in _ANONYMOUS:
             op = _ANONYMOUS.get(name, name)
             args = self._args(nodes)

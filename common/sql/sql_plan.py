@@ -15,9 +15,10 @@ from collections.abc import Callable, Sequence
 import pyarrow as pa
 
 from common.errors import ValidationError
+from common.expr.nesting import depth_guard
 from common.query.model import Query
 from common.sql.catalog import SqlCatalog
-from common.sql.logical_plan import RelNode
+from common.sql.logical_plan import RelNode, TableScan
 from common.sql.native_planner import plan_stages
 from common.sql.rules import optimize
 from common.sql.scalar_translator import Session
@@ -36,7 +37,8 @@ class SqlPlan:
     returns; for "explain" that is one row of PLAN, RESOURCES and ATTRIBUTES (JSON text)."""
 
     def __init__(self, kind: str, context: dict, parameter_count: int, logical: RelNode, stage: Stage,
-                 bound: bool, catalog: SqlCatalog, fetched: dict | None = None) -> None:
+                 bound: bool, catalog: SqlCatalog, fetched: dict | None = None,
+                 session_reads: frozenset = frozenset()) -> None:
         self.kind = kind
         self.context = context
         self.parameter_count = parameter_count
@@ -48,6 +50,15 @@ class SqlPlan:
         fields = logical.fields
         self.result_schema = pa.schema([result_field(f.name, f.type) for f in fields])
         self.output_schema = EXPLAIN_SCHEMA if kind == "explain" else self.result_schema
+        self.volatile_reasons = _volatile_reasons(logical, session_reads)
+
+    @property
+    def reusable(self) -> bool:
+        """Whether running this plan again later gives what planning the text again would: not
+        when it read the clock (CURRENT_TIMESTAMP, NOW, CURRENT_DATE however spelled) or holds
+        tables that are snapshots (sys, INFORMATION_SCHEMA) or files (ext). Decided from what
+        translation did, never from the text."""
+        return not self.volatile_reasons
 
     def native_queries(self) -> list[dict]:
         """The native queries pushed to the cluster, in the order they run (Druid's JSON)."""
@@ -88,6 +99,17 @@ class SqlPlan:
         table = self.stage.execute(ctx)
         arrays = [table.column(c) for c in self.stage.columns]
         return pa.Table.from_arrays(arrays, schema=self.result_schema)
+
+
+def _volatile_reasons(logical: RelNode, session_reads: frozenset) -> frozenset:
+    reasons = set(session_reads)
+    stack = [logical]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, TableScan) and node.table.kind != "datasource":
+            reasons.add(f"{node.table.kind} table {node.table.schema}.{node.table.name}")
+        stack.extend(node.inputs())
+    return frozenset(reasons)
 
 
 # Arrow's canonical JSON extension type, as field metadata: COMPLEX<json> results are JSON text,
@@ -136,6 +158,11 @@ def plan_sql(sql: str, catalog: SqlCatalog, parameters: Sequence = (), context: 
     With no ``parameters`` for a statement that has ``?`` placeholders, the plan describes the
     statement (parameter_count, output_schema with unknown parameters read as NULL) and refuses
     to execute."""
+    with depth_guard("the statement"):
+        return _plan(sql, catalog, parameters, context)
+
+
+def _plan(sql: str, catalog: SqlCatalog, parameters: Sequence, context: dict | None) -> SqlPlan:
     statement = parse_statement(sql)
     merged = dict(context or {})
     merged.update(statement.settings)
@@ -151,7 +178,7 @@ def plan_sql(sql: str, catalog: SqlCatalog, parameters: Sequence = (), context: 
     logical = optimize(translate(statement.query, catalog, session, fetched))
     stage = plan_stages(logical, merged)
     return SqlPlan("explain" if statement.explain else "query", merged, statement.parameter_count, logical, stage,
-                   bound, catalog, fetched)
+                   bound, catalog, fetched, frozenset(session.reads))
 
 
 def execute_sql(sql: str, catalog: SqlCatalog, run_native: Callable[[Query], pa.Table], parameters: Sequence = (),

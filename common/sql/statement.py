@@ -6,6 +6,11 @@ from its tokens; only the statement proper, with everything else blanked out (sp
 column numbers of syntax errors stay right), is parsed here by sqlglot's Druid dialect. Positional
 ``?`` parameters carry no position in sqlglot's tree, so once the text is known to parse, each is
 renamed ``:__pN`` in token order and the text parsed again: the tree then says which is which.
+
+Long IN lists of literals (``x IN (1, 2, ..., 20000)``) are read from the tokens the classifier
+already made, not by sqlglot's parser, which takes time per item that a 20,000-value list turns
+into seconds: the list is replaced in the text by one ``:__inlistN`` marker (the rest of its span
+blanked, so positions after it stay right), and the parsed IN gets the literal nodes back.
 """
 
 from __future__ import annotations
@@ -18,10 +23,14 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from common.errors import UnsupportedError, ValidationError
+from common.expr.nesting import MAX_NESTING, nesting_error
 from common.sql.statement_kind import EMPTY_MESSAGE, StatementKind, classify
 
 DIALECT = "druid"
 PARAMETER_PREFIX = "__p"
+LIST_PREFIX = "__inlist"
+# Lists shorter than this are parsed as usual; longer ones skip sqlglot's per-item parsing.
+FOLD_LIST_ITEMS = 32
 
 
 @dataclass
@@ -60,12 +69,99 @@ def _refuse(kind: StatementKind, head: str, explain: bool) -> None:
         raise UnsupportedError(f"{word} statements are not supported; strata SQL runs queries only")
 
 
+def _list_item(tokens, i: int):
+    """(literal node, index after it) when tokens[i:] starts with a literal, else None."""
+    tok = tokens[i] if i < len(tokens) else None
+    if tok is None:
+        return None
+    kind = tok.token_type
+    if kind == TokenType.NUMBER:
+        return exp.Literal.number(tok.text), i + 1
+    if kind == TokenType.STRING:
+        return exp.Literal.string(tok.text), i + 1
+    if kind == TokenType.NULL:
+        return exp.Null(), i + 1
+    if kind == TokenType.DASH and i + 1 < len(tokens) and tokens[i + 1].token_type == TokenType.NUMBER:
+        return exp.Neg(this=exp.Literal.number(tokens[i + 1].text)), i + 2
+    return None
+
+
+def _fold_literal_lists(text: str, tokens) -> tuple[str, dict[str, list]]:
+    """``text`` with each long ``IN (literal, ...)`` list replaced by a marker, and the lists."""
+    lists: dict[str, list] = {}
+    spans = []
+    i, n = 0, len(tokens)
+    while i < n:
+        if tokens[i].token_type == TokenType.IN and i + 1 < n and tokens[i + 1].token_type == TokenType.L_PAREN:
+            items, j = [], i + 2
+            while True:
+                found = _list_item(tokens, j)
+                if found is None:
+                    break
+                items.append(found[0])
+                j = found[1]
+                if j < n and tokens[j].token_type == TokenType.COMMA:
+                    j += 1
+                    continue
+                break
+            if len(items) >= FOLD_LIST_ITEMS and j < n and tokens[j].token_type == TokenType.R_PAREN:
+                name = f"{LIST_PREFIX}{len(lists)}"
+                lists[name] = items
+                spans.append((tokens[i + 2].start, tokens[j - 1].end + 1, name))
+                i = j
+                continue
+        i += 1
+    if not spans:
+        return text, lists
+    out, at = [], 0
+    for start, end, name in spans:
+        marker = f":{name}"
+        blank = "".join(ch if ch == "\n" else " " for ch in text[start + len(marker):end])
+        out += [text[at:start], marker, blank]
+        at = end
+    out.append(text[at:])
+    return "".join(out), lists
+
+
+def _unfold_literal_lists(statements: list, lists: dict[str, list]) -> None:
+    for statement in statements:
+        for node in list(statement.find_all(exp.Placeholder)):
+            items = lists.get(node.name)
+            parent = node.parent
+            if items is None:
+                continue
+            if not isinstance(parent, exp.In) or parent.expressions != [node]:
+                raise ValidationError("SQL syntax error: a list of values can only follow IN")
+            parent.set("expressions", items)
+
+
+_OPENERS = (TokenType.L_PAREN, TokenType.CASE)
+_CLOSERS = (TokenType.R_PAREN, TokenType.END)
+
+
+def _check_nesting(sql: str, tokens) -> None:
+    """Refuse statements nested deeper than MAX_NESTING (parentheses, calls and CASE) before
+    sqlglot's recursive parser meets them, naming where the limit was passed."""
+    depth = 0
+    for tok in tokens:
+        kind = tok.token_type
+        if kind in _OPENERS:
+            depth += 1
+            if depth > MAX_NESTING:
+                line = sql.count("\n", 0, tok.start) + 1
+                column = tok.start - (sql.rfind("\n", 0, tok.start) + 1) + 1
+                raise nesting_error("the statement", where=f" (line {line}, column {column})")
+        elif kind in _CLOSERS:
+            depth = max(0, depth - 1)
+
+
 def parse_statement(sql: str) -> Statement:
     if not isinstance(sql, str) or not sql.strip():
         raise ValidationError(EMPTY_MESSAGE)
     classified = classify(sql)
     _refuse(classified.kind, classified.head, classified.explain)
-    text = classified.body
+    _check_nesting(sql, classified.tokens)
+    text, lists = _fold_literal_lists(classified.body, classified.tokens)
     placeholders = [t for t in classified.tokens if t.token_type == TokenType.PLACEHOLDER and t.text == "?"]
     statements = [s for s in _parse(text) if s is not None]
     if placeholders:
@@ -74,6 +170,7 @@ def parse_statement(sql: str) -> Statement:
             tok = placeholders[i]
             text = text[:tok.start] + f":{PARAMETER_PREFIX}{i}" + text[tok.end + 1:]
         statements = [s for s in _parse(text) if s is not None]
+    _unfold_literal_lists(statements, lists)
     if len(statements) != 1:  # classify saw one statement; a parser disagreeing is a syntax problem
         raise ValidationError(EMPTY_MESSAGE if not statements else "SQL syntax error: send one statement per request")
     query = statements[0]

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.errors import ValidationError
+from common.types.time_zone import time_zone as zone_of
 
 SIMPLE_GRANULARITIES = {
     "second": "PT1S",
@@ -107,13 +108,12 @@ class Period:
         return out
 
 
-def _to_arrow_ts(ms: np.ndarray, tz: str | None) -> pa.Array:
-    return pa.array(ms, type=pa.int64()).cast(pa.timestamp("ms", tz=tz or "UTC"))
-
-
 def _to_local(ms: np.ndarray, tz: str | None) -> pa.Array:
-    ts = _to_arrow_ts(ms, tz)
-    return pc.local_timestamp(ts) if tz else ts.cast(pa.timestamp("ms"))
+    """Wall-clock times in ``tz`` as a zone-less timestamp array (see ``time_zone``: Arrow's own
+    zone code ignores daylight saving from 2038 on)."""
+    zone = zone_of(tz)
+    local = np.asarray(ms, dtype=np.int64) if zone is None else zone.to_local(ms)
+    return pa.array(local, type=pa.int64()).cast(pa.timestamp("ms"))
 
 
 def _from_local(local: pa.Array, tz: str | None, not_after: np.ndarray | None = None) -> np.ndarray:
@@ -125,14 +125,14 @@ def _from_local(local: pa.Array, tz: str | None, not_after: np.ndarray | None = 
     the latest reading at or before its rows. A skipped time resolves to the end of the gap, as
     Joda does (a day whose midnight is skipped starts at 01:00).
     """
-    if not tz:
-        return local.cast(pa.int64()).to_numpy(zero_copy_only=False)
-    late = pc.assume_timezone(local, tz, ambiguous="latest", nonexistent="latest")
-    late = late.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    wall = local.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    zone = zone_of(tz)
+    if zone is None:
+        return wall
+    late = zone.from_local(wall, ambiguous="latest", nonexistent="latest")
     if not_after is None:
         return late
-    early = pc.assume_timezone(local, tz, ambiguous="earliest", nonexistent="latest")
-    early = early.cast(pa.int64()).to_numpy(zero_copy_only=False)
+    early = zone.from_local(wall, ambiguous="earliest", nonexistent="latest")
     return np.where(late <= not_after, late, early)
 
 
@@ -220,10 +220,7 @@ class Granularity:
         if time_zone in ("UTC", "Etc/UTC", "Z"):
             time_zone = None
         if time_zone:
-            try:
-                pc.assume_timezone(pa.array([0], pa.timestamp("ms")), time_zone)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                raise ValidationError(f"unknown time zone '{time_zone}'; use an IANA name such as America/Los_Angeles") from None
+            zone_of(time_zone)  # an unknown name is a ValidationError naming it
         if period.has_calendar_part and (
             (period.years and period.months) or period.weeks or period.days or period.millis
         ):

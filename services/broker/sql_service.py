@@ -291,9 +291,7 @@ class SqlService:
             plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, context)
         finally:
             MERGE_POLICY.reset(token)
-        lowered = sql.lower()
-        volatile = ("sys.", "information_schema", "current_timestamp", "current_date", "now(")
-        if key is not None and not parameters and not any(v in lowered for v in volatile):
+        if key is not None and not parameters and plan.reusable:
             with self._plans_lock:
                 self._plans[key] = plan
                 while len(self._plans) > self.PLAN_CACHE_SIZE:
@@ -331,9 +329,13 @@ class SqlService:
             return self._submit(sql, {**self.ingestion_defaults, **dict(context or {})}, user)
         if head.kind.is_ingestion:  # EXPLAIN PLAN FOR INSERT/REPLACE
             return self._explain_ingestion(head, dict(context or {}), user)
+        started = time.monotonic()
         plan = self._plan(sql, user, parameters, dict(context or {}))
         timeout_s = self._timeout(plan.context)
-        deadline = time.monotonic() + timeout_s
+        # The timeout covers planning too (a huge IN list or a deep expression takes planning time).
+        deadline = started + timeout_s
+        if time.monotonic() > deadline:
+            raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s while planning (context timeout)")
 
         def run_native(query):
             remaining = deadline - time.monotonic()

@@ -63,23 +63,33 @@ def output_schema(signature) -> pa.Schema:
 # ---- value conversion -------------------------------------------------------------------------------------
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _long_in_range(value: int, v, column: str) -> int:
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise BadValue(f"column '{column}': {v!r} is out of range for BIGINT ({_INT64_MIN} to {_INT64_MAX}); "
+                       "declare the column DOUBLE or VARCHAR to keep such values")
+    return value
+
+
 def _to_long(v, column: str):
     if v is None:
         return None
     if isinstance(v, bool):
         return int(v)
     if isinstance(v, int):
-        return v
+        return _long_in_range(v, v, column)
     if isinstance(v, float):
         if not math.isfinite(v):
             raise BadValue(f"column '{column}': {v} is not a whole number")
-        return int(v)  # Druid truncates fractional input for LONG columns
+        return _long_in_range(int(v), v, column)  # Druid truncates fractional input for LONG columns
     if isinstance(v, str):
         s = v.strip()
         if not s:
             return None
         try:
-            return int(s)
+            return _long_in_range(int(s), v, column)
         except ValueError:
             pass
         try:
@@ -88,7 +98,7 @@ def _to_long(v, column: str):
             raise BadValue(f"column '{column}': cannot parse '{v}' as a LONG") from None
         if not math.isfinite(f):
             raise BadValue(f"column '{column}': cannot parse '{v}' as a LONG")
-        return int(f)
+        return _long_in_range(int(f), v, column)
     raise BadValue(f"column '{column}': a {type(v).__name__} value cannot be a LONG")
 
 
@@ -98,7 +108,10 @@ def _to_double(v, column: str):
     if isinstance(v, bool):
         return float(v)
     if isinstance(v, (int, float)):
-        return float(v)
+        try:
+            return float(v)
+        except OverflowError:  # an integer beyond every double
+            raise BadValue(f"column '{column}': {v} is out of range for DOUBLE") from None
     if isinstance(v, str):
         s = v.strip()
         if not s:
@@ -136,12 +149,14 @@ def _to_timestamp(v, column: str):
     if isinstance(v, bool):
         raise BadValue(f"column '{column}': a boolean cannot be a TIMESTAMP")
     if isinstance(v, (int, float)):
-        return int(v) * 1000
+        if isinstance(v, float) and not math.isfinite(v):
+            raise BadValue(f"column '{column}': {v} is not a time; use ISO-8601 or epoch milliseconds")
+        return _time_in_range(int(v), v, column)
     if isinstance(v, str):
         if not v.strip():
             return None
         try:
-            return parse_instant(v) * 1000
+            return _time_in_range(parse_instant(v), v, column)
         except ValidationError:
             raise BadValue(f"column '{column}': cannot parse '{v}' as a time; use ISO-8601 or epoch "
                               "milliseconds") from None
@@ -158,6 +173,18 @@ def _plain_json(v):
             return {str(k): _plain_json(x) for k, x in v}
         return [_plain_json(x) for x in v]
     return v
+
+
+# Times travel as int64 microseconds (Arrow's timestamp[us]); Druid's instants are years 1 to 9999
+# at most, well inside that.
+_MIN_MILLIS, _MAX_MILLIS = -62135596800000, 253402300799999
+
+
+def _time_in_range(millis: int, v, column: str) -> int:
+    if not _MIN_MILLIS <= millis <= _MAX_MILLIS:
+        raise BadValue(f"column '{column}': {v!r} is out of range for a time (years 1 to 9999, epoch milliseconds "
+                       f"{_MIN_MILLIS} to {_MAX_MILLIS})")
+    return millis * 1000
 
 
 def _to_json(v, column: str):
@@ -288,7 +315,9 @@ class _Batcher:
 def _text_lines(stream: BinaryIO) -> Iterator[str]:
     # surrogateescape keeps undecodable bytes visible, so a line with bad UTF-8 is one parse
     # exception instead of an exception that ends the whole file.
-    return io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
+    # utf-8-sig: a byte order mark opening the file (Excel and Windows tools write one) is not part
+    # of the first line, so it does not end up in the first column name or value.
+    return io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
 
 
 def parse_file(name: str, stream: BinaryIO, input_format: dict, signature,

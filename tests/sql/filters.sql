@@ -149,7 +149,7 @@ SELECT page FROM wiki WHERE channel IN ('#en.wikipedia', '#fr.wikipedia') AND me
 --   }
 -- ]
 
--- name: not_in_with_null_is_an_expression
+-- name: not_in_with_null_is_in_or_unknown
 SELECT page FROM wiki WHERE metroCode NOT IN (501, NULL);
 -- native:
 -- [
@@ -162,8 +162,20 @@ SELECT page FROM wiki WHERE metroCode NOT IN (501, NULL);
 --     "filter": {
 --       "type": "not",
 --       "field": {
---         "type": "expression",
---         "expression": "metroCode == 501 || metroCode == null"
+--         "type": "or",
+--         "fields": [
+--           {
+--             "type": "in",
+--             "dimension": "metroCode",
+--             "values": [
+--               501
+--             ]
+--           },
+--           {
+--             "type": "expression",
+--             "expression": "null"
+--           }
+--         ]
 --       }
 --     },
 --     "columns": [

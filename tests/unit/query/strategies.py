@@ -115,9 +115,8 @@ def equals_filters(draw) -> F:
 def in_filters(draw) -> F:
     col = draw(st.sampled_from(["s", "s2", "i", "d"]))
     values = draw(st.lists(_value_for(col), min_size=1, max_size=3))
-    # A null in the list means "or IS NULL"; it is only drawn for numbers because string
-    # columns ignore it (see test_in_with_null_on_string_column, an xfail).
-    with_null = col in ("i", "d") and draw(st.booleans())
+    # A null in the list means "or IS NULL" (Druid's legacy in-filter), for every column type.
+    with_null = draw(st.booleans())
     sql = f"{col} IN ({', '.join(_sql_literal(v) for v in values)})"
     if with_null:
         sql = f"({sql} OR {col} IS NULL)"

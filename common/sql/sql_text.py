@@ -1,0 +1,31 @@
+"""The SQL text of a parsed node, for error messages: ``sql_text`` now, ``LazySqlText`` only if a
+message uses it."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from common.sql.statement import DIALECT
+
+
+def sql_text(node: exp.Expression) -> str:
+    return node.sql(dialect=DIALECT)
+
+
+class LazySqlText:
+    """A node's SQL text, generated only if an error message uses it: generating copies the
+    whole subtree, so doing it for every argument of a 20,000-value IN list was quadratic."""
+
+    __slots__ = ("_node", "_text")
+
+    def __init__(self, node: exp.Expression) -> None:
+        self._node = node
+        self._text: str | None = None
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = sql_text(self._node)
+        return self._text
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self), spec)

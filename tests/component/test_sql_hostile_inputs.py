@@ -1,0 +1,88 @@
+"""Issue 14's hostile inputs on the real path: the broker's Flight SQL endpoint (ADBC driver) over
+a real cluster. The plan cache must not serve a stale NOW () whatever its spelling, a 20,000-value
+IN list plans and answers, fractions in IN lists on BIGINT are not truncated, and nesting past the
+limit is refused with a message that names the limit."""
+
+from __future__ import annotations
+
+import time
+
+import adbc_driver_flightsql.dbapi as adbc
+import adbc_driver_manager
+import pyarrow as pa
+import pytest
+
+from tests.harness.embedded_cluster import EmbeddedCluster
+
+ROWS = 5_000
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("hostile")), historicals=2)
+    try:
+        start = 1442016000000
+        table = pa.table({
+            "__time": pa.array([start + i * 10_000 for i in range(ROWS)], pa.int64()).cast(
+                pa.timestamp("ms", tz="UTC")),
+            "n": pa.array(range(ROWS), pa.int64()),
+            "d": pa.array([(i % 7) / 2 for i in range(ROWS)], pa.float64())})
+        c.segments = c.publish(table, "t")
+        c.wait_queryable("t", len(c.segments), replicas=2)
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def conn(cluster):
+    connection = adbc.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}", autocommit=True)
+    yield connection
+    connection.close()
+
+
+def run(conn, sql: str) -> list[dict]:
+    with conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetch_arrow_table().to_pylist()
+
+
+@pytest.mark.parametrize("spelling", ["NOW ()", "now()", "CURRENT_TIMESTAMP", "now /* c */ ( )"])
+def test_now_is_never_served_from_a_stale_plan(conn, spelling):
+    sql = f"SELECT {spelling} AS t"
+    first = run(conn, sql)[0]["t"]
+    deadline = time.monotonic() + 10
+    while True:
+        later = run(conn, sql)[0]["t"]
+        if later > first:
+            break
+        assert time.monotonic() < deadline, f"{spelling} kept returning {first}"
+        time.sleep(0.01)  # lets the clock pass a millisecond; bounded by the deadline
+
+
+def test_twenty_thousand_value_in_list(conn):
+    values = ", ".join(str(i * 2) for i in range(20_000))
+    [row] = run(conn, f"SELECT COUNT(*) AS c, SUM(n) AS s FROM t WHERE n IN ({values})")
+    evens = [i for i in range(0, ROWS, 2)]
+    assert (row["c"], row["s"]) == (len(evens), sum(evens))
+
+
+def test_fractions_in_in_lists_on_bigint(conn):
+    assert run(conn, "SELECT n FROM t WHERE n IN (2.5, 3)") == [{"n": 3}]
+    [row] = run(conn, "SELECT COUNT(*) AS c FROM t WHERE n NOT IN (2.5)")
+    assert row["c"] == ROWS
+
+
+def test_nesting_past_the_limit_is_refused_with_the_limit(conn):
+    expr = "n"
+    for _ in range(300):
+        expr = f"ABS({expr})"
+    with conn.cursor() as cur:
+        with pytest.raises(adbc_driver_manager.Error) as info:
+            cur.execute(f"SELECT {expr} FROM t")
+            cur.fetch_arrow_table()
+    assert "the limit is 200 levels" in str(info.value)
+    expr = "n"
+    for _ in range(150):
+        expr = f"ABS({expr})"
+    assert len(run(conn, f"SELECT {expr} AS v FROM t")) == ROWS
