@@ -114,9 +114,11 @@ class QueryExecutor:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise QueryTimeoutError(f"query {query_id} timed out")
-                if not is_active():
-                    raise Cancelled(f"query {query_id} was cancelled")
                 done, _ = wait(list(pending), timeout=min(remaining, 0.25), return_when=FIRST_COMPLETED)
+                # Liveness is asked only while waiting: a short query never pays for the check
+                # (a Flight context call), a long one is stopped within the 0.25 s poll.
+                if not done and not is_active():
+                    raise Cancelled(f"query {query_id} was cancelled")
                 for fut in done:
                     server, segments, _holder = pending.pop(fut)
                     try:

@@ -60,11 +60,14 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
 
         futures = []
         try:
-            futures = [self.pool.submit(run_one, s) for s in segments]
-            partials = []
-            for fut in futures:
-                remaining = context.time_remaining()
-                partials.append(fut.result(timeout=None if remaining is None else max(remaining, 0.001)))
+            if len(segments) == 1:  # nothing to overlap: the pool's thread hop would only add latency
+                partials = [run_one(segments[0])]
+            else:
+                futures = [self.pool.submit(run_one, s) for s in segments]
+                partials = []
+                for fut in futures:
+                    remaining = context.time_remaining()
+                    partials.append(fut.result(timeout=None if remaining is None else max(remaining, 0.001)))
             merged = engine.merge(query, partials)
         except SegmentCorruptError as exc:
             self.node.report_corrupt(exc)
