@@ -9,9 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 
 from common.errors import SegmentCorruptError
-from common.query import engine
+from common.query import engine, topn_threshold
 from common.query.model import query_from_json
 from common.query.projection_match import reason_kind
+from services.historical.round_cache import RoundCache
 from services.rpc.arrow_stream import table_to_chunks
 from services.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
 from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
@@ -24,6 +25,7 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         self.node = node
         self.metrics = metrics
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="strata-query")
+        self.rounds = RoundCache()  # merged partials between the rounds of an exact topN
 
     def RunQuery(self, request, context):
         started = time.perf_counter()
@@ -58,9 +60,17 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                 self.metrics.projection_misses.labels(datasource, name, reason_kind(reason)).inc()
             return partial
 
+        directive = query.context.get(topn_threshold.PHASE_KEY)
+        round_key = None
+        if isinstance(directive, dict) and topn_threshold.eligible(query):
+            round_key = (request.query_id, json.dumps(topn_threshold.without_directive(query).to_json(), sort_keys=True,
+                                                      default=str), tuple(str(s) for s in wanted))
         futures = []
         try:
-            if len(segments) == 1:  # nothing to overlap: the pool's thread hop would only add latency
+            cached = self.rounds.get(round_key) if round_key is not None else None
+            if cached is not None:
+                partials = [cached]
+            elif len(segments) == 1:  # nothing to overlap: the pool's thread hop would only add latency
                 partials = [run_one(segments[0])]
             else:
                 futures = [self.pool.submit(run_one, s) for s in segments]
@@ -68,7 +78,11 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                 for fut in futures:
                     remaining = context.time_remaining()
                     partials.append(fut.result(timeout=None if remaining is None else max(remaining, 0.001)))
-            merged = engine.merge(query, partials)
+            merged = engine.merge(query, partials) if cached is None else cached
+            if round_key is not None:
+                if cached is None:
+                    self.rounds.put(round_key, merged)
+                merged = topn_threshold.prune(query, merged, directive)
         except SegmentCorruptError as exc:
             self.node.report_corrupt(exc)
             self.metrics.queries.labels(datasource, qtype, "corrupt").inc()
