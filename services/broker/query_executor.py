@@ -25,6 +25,7 @@ from common.query import engine, topn_threshold
 from common.query.model import Query, query_from_json
 from common.query.partial import Partial, RunStats
 from common.segment.segment_id import SegmentId
+from services.broker.call_watchdog import CallWatchdog
 from services.query_errors import QueryCancelledError
 
 # Errors after which another replica may succeed.
@@ -47,6 +48,7 @@ class QueryExecutor:
         self.metrics = metrics
         self.view_lock = view_lock or threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="strata-scatter")
+        self.watchdog = CallWatchdog()
 
     def result_schema(self, query: Query | dict) -> pa.Schema:
         """The schema ``execute`` returns for ``query``, from validation alone: the engine
@@ -206,6 +208,20 @@ class QueryExecutor:
             fut = self.pool.submit(self._call, server, (query_json, query_id, segments, schema), deadline, holder)
             pending[fut] = (server, segments, holder)
 
+        if len(by_server) == 1:
+            # One historical: read its answer on this thread (a pool hand-off is a thread switch);
+            # the watchdog stands in for the liveness checks of the waiting loop below.
+            (server, segments), = by_server.items()
+            try:
+                partial = self._call_watched(server, (query_json, query_id, segments, schema), deadline, is_active)
+                self._shipped(query, partial)
+                return [(server, segments, partial)]
+            except grpc.RpcError as exc:
+                if exc.code() == grpc.StatusCode.CANCELLED and not is_active():
+                    raise Cancelled(f"query {query_id} was cancelled") from None
+                by_server = self._replan(query, query_id, server, segments, exc, exclude)
+            except (ConnectionError, OSError) as exc:
+                by_server = self._replan(query, query_id, server, segments, exc, exclude)
         for server, segments in by_server.items():
             submit(server, segments)
         poll = 0.005
@@ -229,32 +245,9 @@ class QueryExecutor:
                         self._shipped(query, partial)
                         units.append((server, segments, partial))
                         continue
-                    except grpc.RpcError as exc:
-                        code = exc.code()
-                        last_failure = f"{code.name}: {exc.details()}"
-                        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                            raise QueryTimeoutError(f"query {query_id} timed out") from None
-                        # The historical says whose error it is: the user's is the same on every
-                        # replica, so it is reported at once and never retried.
-                        if code == grpc.StatusCode.INVALID_ARGUMENT:
-                            raise ValidationError(exc.details()) from None
-                        if code == grpc.StatusCode.UNIMPLEMENTED:
-                            raise UnsupportedError(exc.details()) from None
-                        if code not in _RETRYABLE:
-                            raise StrataError(f"historical {server} failed: {code.name}: {exc.details()}") from None
-                    except (ConnectionError, OSError) as exc:
-                        last_failure = str(exc)  # the stream broke mid-way: as retryable as UNAVAILABLE
-                    # Retry just this server's segments on other replicas.
-                    self.metrics.replica_retries.inc()
-                    for sid in segments:
-                        exclude.setdefault(sid, set()).add(server)
-                    with self.view_lock:
-                        retry = self.view.plan(query.datasource, list(query.intervals), exclude, set(segments))
-                    if retry.unavailable:
-                        raise StrataError(
-                            f"no replica left for {', '.join(map(str, retry.unavailable))}; the last one, on {server}, "
-                            f"failed with {last_failure}")
-                    for other, segs in retry.by_server.items():
+                    except (grpc.RpcError, ConnectionError, OSError) as exc:
+                        retry = self._replan(query, query_id, server, segments, exc, exclude)
+                    for other, segs in retry.items():
                         submit(other, segs)
         except BaseException:
             for _server, _segs, holder in pending.values():
@@ -263,6 +256,45 @@ class QueryExecutor:
                     call.cancel()
             raise
         return units
+
+    def _replan(self, query: Query, query_id: str, server: str, segments: list[SegmentId], exc: Exception,
+                exclude: dict) -> dict:
+        """After ``server`` failed on ``segments``: raise when no other replica may do better,
+        else where to ask again (other replicas of just those segments)."""
+        if isinstance(exc, grpc.RpcError):
+            code = exc.code()
+            last_failure = f"{code.name}: {exc.details()}"
+            if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                raise QueryTimeoutError(f"query {query_id} timed out") from None
+            # The historical says whose error it is: the user's is the same on every replica,
+            # so it is reported at once and never retried.
+            if code == grpc.StatusCode.INVALID_ARGUMENT:
+                raise ValidationError(exc.details()) from None
+            if code == grpc.StatusCode.UNIMPLEMENTED:
+                raise UnsupportedError(exc.details()) from None
+            if code not in _RETRYABLE:
+                raise StrataError(f"historical {server} failed: {code.name}: {exc.details()}") from None
+        else:
+            last_failure = str(exc)  # the stream broke mid-way: as retryable as UNAVAILABLE
+        self.metrics.replica_retries.inc()
+        for sid in segments:
+            exclude.setdefault(sid, set()).add(server)
+        with self.view_lock:
+            retry = self.view.plan(query.datasource, list(query.intervals), exclude, set(segments))
+        if retry.unavailable:
+            raise StrataError(
+                f"no replica left for {', '.join(map(str, retry.unavailable))}; the last one, on {server}, "
+                f"failed with {last_failure}")
+        return retry.by_server
+
+    def _call_watched(self, server: str, request: tuple, deadline: float, is_active) -> Partial:
+        client = self.historical_client(server)
+        call = client.run_query(*request, timeout_s=max(deadline - time.monotonic(), 0.001))
+        token = self.watchdog.watch(call, is_active)
+        try:
+            return client.read_partial(call)
+        finally:
+            self.watchdog.unwatch(token)
 
     def _call(self, server: str, request: tuple, deadline: float, holder: dict) -> Partial:
         client = self.historical_client(server)

@@ -1,11 +1,17 @@
-"""Queries that touch no segment never call a historical (issue 16): ``SELECT 1``, system tables,
+"""The broker's fast path (issue 16), on a cluster of two historicals.
+
+Queries that touch no segment never call a historical: ``SELECT 1``, system tables,
 INFORMATION_SCHEMA, a catalog-only table and an interval with no segment, through the real ADBC
-Flight SQL driver against a cluster of two historicals. Each historical counts the RunQuery
-calls it answers (its ``queries`` metric); the count must not move, while a query over served
-segments moves it (so the counter is the right witness)."""
+Flight SQL driver. Each historical counts the RunQuery calls it answers (its ``queries``
+metric); the count must not move, while a query over served segments moves it (so the counter
+is the right witness).
+
+A query served by one historical is read on the caller's thread; killing it (or its client
+leaving) still stops it, through the broker's call watchdog."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import adbc_driver_flightsql.dbapi as adbc
@@ -92,3 +98,37 @@ def test_a_query_over_segments_is_counted(cluster, conn):
     got = run(conn, "SELECT COUNT(*) AS c FROM wiki")
     assert got.column("c")[0].as_py() == 5_000
     assert run_query_calls(cluster) > before
+
+
+def test_a_stalled_one_historical_query_is_cancelled_by_the_watchdog(cluster, monkeypatch):
+    from services.broker.query_executor import Cancelled
+    from services.historical import server as historical_server
+
+    release = threading.Event()
+    started = threading.Event()
+    real_run = historical_server.engine.run
+
+    def stalled(*args, **kwargs):  # the historical is slow: it waits until the test lets it go
+        started.set()
+        release.wait(30)
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(historical_server.engine, "run", stalled)
+    killed = threading.Event()
+    query = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
+             "granularity": "all", "aggregations": [{"type": "count", "name": "c"}]}
+    assert len(cluster.broker.executor.view.plan("wiki", [_interval(query)]).by_server) == 1
+    threading.Thread(target=lambda: (started.wait(30), killed.set()), daemon=True).start()
+    began = time.monotonic()
+    try:
+        with pytest.raises(Cancelled, match="cancelled"):
+            cluster.broker.executor.execute(query, 60.0, "q-watchdog", is_active=lambda: not killed.is_set())
+    finally:
+        release.set()
+    assert time.monotonic() - began < 20  # cancelled, not waited out
+
+
+def _interval(query):
+    from common.types.interval import Interval
+
+    return Interval.parse(query["intervals"][0])
