@@ -71,6 +71,21 @@ def _keys(query: TopNQuery, table: pa.Table) -> list:
     return table.column(query.dimension.output_name).to_pylist()
 
 
+def _scalar_keys(query: TopNQuery, tables: list[pa.Table]) -> bool:
+    """Whether the dimension's values can be matched and sent back as JSON (strings, numbers,
+    booleans); ARRAY or timestamp dimensions are served by shipping everything."""
+    for table in tables:
+        if table.num_columns == 0:
+            continue
+        kind = table.schema.field(query.dimension.output_name).type
+        if pa.types.is_dictionary(kind):
+            kind = kind.value_type
+        if not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_integer(kind)
+                or pa.types.is_floating(kind) or pa.types.is_boolean(kind)):
+            return False
+    return True
+
+
 # ---- the historical's side ---------------------------------------------------------------------
 
 def prune(query: TopNQuery, partial: Partial, directive: dict) -> Partial:
@@ -125,7 +140,10 @@ class Round2:
 
 def first_threshold(query: TopNQuery, tables: list[pa.Table]) -> Round2 | None:
     """From round 1's tables (one per historical), round 2's threshold; None: fall back to
-    shipping everything (the bounds do not hold, or too few positive groups to bound)."""
+    shipping everything (the bounds do not hold, too few positive groups to bound, or keys
+    that cannot be matched)."""
+    if not _scalar_keys(query, tables):
+        return None
     sums: dict = {}
     for table in tables:
         if table.num_rows == 0 or table.num_columns == 0:

@@ -70,9 +70,7 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
             cached = self.rounds.get(round_key) if round_key is not None else None
             if cached is not None:
                 partials = [cached]
-            elif len(segments) == 1:  # nothing to overlap: the pool's thread hop would only add latency
-                partials = [run_one(segments[0])]
-            else:
+            else:  # on the pool even for one segment: its size bounds the historical's query threads
                 futures = [self.pool.submit(run_one, s) for s in segments]
                 partials = []
                 for fut in futures:

@@ -144,3 +144,10 @@ def test_only_descending_sums_and_counts_over_all_time_are_eligible(q):
 def test_the_directive_is_dropped_from_a_clients_query():
     q = topn(3, LONG, **{topn_threshold.PHASE_KEY: {"phase": 1, "k": 1}}, priority=1)
     assert topn_threshold.without_directive(q).context == {"priority": 1}
+
+
+def test_an_array_dimension_falls_back():
+    query = topn(1, LONG)
+    tables = [pa.table({"url": pa.array([["a", "b"], ["c"]]), "m": pa.array([3, 1], pa.int64()),
+                        "rows": pa.array([1, 1], pa.int64())}) for _ in range(2)]
+    assert topn_threshold.first_threshold(query, tables) is None
