@@ -95,6 +95,11 @@ class GrpcServer:
         self.server.stop(grace).wait(grace + 1)
 
 
+# For a client that reads server streams on its own thread: without it gRPC starts a thread per
+# streaming call (its "channel spin thread"), about 0.8 ms of a small query's time.
+SINGLE_THREADED_STREAMS = [("grpc.experimental.single_threaded_unary_stream", 1)]
+
+
 def channel(target: str, security: TransportSecurity = NO_SECURITY, options=None) -> grpc.Channel:
     """A channel to ``target``: TLS when ``security`` says so, and the internal credential on every
     call when it has one."""

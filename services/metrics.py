@@ -70,6 +70,11 @@ class Metrics:
                                         ["datasource"], registry=r)
         self.replica_retries = Counter("strata_broker_replica_retries", "Queries retried on another replica",
                                        registry=r)
+        self.partial_rows = Counter("strata_broker_partial_rows", "Result rows historicals sent the broker",
+                                    ["query_type"], registry=r)
+        self.partial_bytes = Counter("strata_broker_partial_bytes",
+                                     "Arrow bytes of the partial results historicals sent the broker",
+                                     ["query_type"], registry=r)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

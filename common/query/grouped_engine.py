@@ -5,7 +5,8 @@ merge:    concatenate partials -> regroup on key values -> combine intermediates
 finalize: finalize aggregators -> post-aggregators -> per-type shaping (zero-filled buckets,
           topN threshold per bucket, groupBy having / order / offset / limit)
 
-TopN partials keep every group, so merged topN results are exact (Druid's are approximate).
+TopN partials keep every group, so merged topN results are exact (Druid's are approximate); the
+broker asks historicals for only the groups that can matter (common/query/topn_threshold.py).
 """
 
 from __future__ import annotations

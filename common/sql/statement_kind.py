@@ -13,9 +13,11 @@ is tokenized (and classified) like any other.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from types import MappingProxyType
 from typing import ClassVar
 
 from sqlglot.dialects.druid import Druid
@@ -134,9 +136,18 @@ def _is_word(tok: Token, word: str) -> bool:
 def classify(sql: str) -> ClassifiedStatement:
     """What ``sql`` is. Raises ValidationError for an empty request, an unreadable one (unterminated
     string or comment), a bad SET, SET with nothing after it, or a second statement after the
-    first; UnsupportedError for EXPLAIN other than EXPLAIN PLAN FOR."""
+    first; UnsupportedError for EXPLAIN other than EXPLAIN PLAN FOR.
+
+    One query passes through several front-door steps that each ask (query id, effects, DDL,
+    planning); tokenizing costs about 0.2 ms a time, so answers are kept per text (they are
+    immutable: read-only settings, tuple of tokens). Failures are not kept."""
     if not isinstance(sql, str):
         raise ValidationError(EMPTY_MESSAGE)
+    return _classify(sql)
+
+
+@functools.lru_cache(maxsize=512)
+def _classify(sql: str) -> ClassifiedStatement:
     statements = _split(tokenize(sql))
     if not statements:
         raise ValidationError(EMPTY_MESSAGE)
@@ -166,7 +177,7 @@ def classify(sql: str) -> ClassifiedStatement:
             raise UnsupportedError(EXPLAIN_FORM)
     head = main[0]
     kind = _HEADS.get(head.token_type, StatementKind.OTHER)
-    return ClassifiedStatement(sql, kind, head.text, explain, settings, tuple(main), head.start, main[-1].end + 1)
+    return ClassifiedStatement(sql, kind, head.text, explain, MappingProxyType(settings), tuple(main), head.start, main[-1].end + 1)
 
 
 __all__ = ["EMPTY_MESSAGE", "ClassifiedStatement", "StatementKind", "blank_outside", "classify", "tokenize"]

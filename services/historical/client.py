@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from common.query.partial import Partial
 from common.segment.segment_id import SegmentId
 from common.types.column_type import ColumnType
-from services.grpc_server import channel
+from services.grpc_server import CHANNEL_OPTIONS, SINGLE_THREADED_STREAMS, channel
 from services.transport_security import NO_SECURITY, TransportSecurity
 from services.rpc.arrow_stream import chunks_to_table
 from services.rpc.convert import schema_to_proto, segment_id_to_proto
@@ -23,7 +23,8 @@ from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
 class HistoricalClient:
     def __init__(self, target: str, security: TransportSecurity = NO_SECURITY) -> None:
         self.target = target
-        self._channel = channel(target, security)  # TLS and the internal credential when configured
+        # TLS and the internal credential when configured; RunQuery is read on the caller's thread.
+        self._channel = channel(target, security, CHANNEL_OPTIONS + SINGLE_THREADED_STREAMS)
         self._stub = historical_pb2_grpc.HistoricalServiceStub(self._channel)
 
     def close(self) -> None:

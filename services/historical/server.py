@@ -9,9 +9,10 @@ from concurrent.futures import ThreadPoolExecutor
 import grpc
 
 from common.errors import SegmentCorruptError
-from common.query import engine
+from common.query import engine, topn_threshold
 from common.query.model import query_from_json
 from common.query.projection_match import reason_kind
+from services.historical.round_cache import RoundCache
 from services.rpc.arrow_stream import table_to_chunks
 from services.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
 from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
@@ -24,6 +25,7 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         self.node = node
         self.metrics = metrics
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="strata-query")
+        self.rounds = RoundCache()  # merged partials between the rounds of an exact topN
 
     def RunQuery(self, request, context):
         started = time.perf_counter()
@@ -59,20 +61,35 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                 self.metrics.projection_misses.labels(datasource, name, reason_kind(reason)).inc()
             return partial
 
+        directive = query.context.get(topn_threshold.PHASE_KEY)
+        round_key = None
+        if isinstance(directive, dict) and topn_threshold.eligible(query):
+            round_key = (request.query_id, json.dumps(topn_threshold.without_directive(query).to_json(), sort_keys=True,
+                                                      default=str), tuple(str(s) for s in wanted))
         futures = []
         try:
-            sources = [engine.source_for(query, s) for s in segments]
-            if len(segments) > 1 and sum(src.num_rows for src in sources) > engine.INLINE_ROWS:
+            cached = self.rounds.get(round_key) if round_key is not None else None
+            sources = [] if cached is not None else [engine.source_for(query, s) for s in segments]
+            # Projection rows (a few thousand per segment) are read here: handing them to the pool's
+            # threads costs more than the work. Base rows go to the pool, even for one segment: its
+            # size bounds the historical's query threads.
+            inline = bool(sources) and all(src.pre_aggregated for src in sources) and \
+                sum(src.num_rows for src in sources) <= engine.INLINE_ROWS
+            if cached is not None:
+                partials = [cached]
+            elif not inline:
                 futures = [self.pool.submit(run_one, s, src) for s, src in zip(segments, sources)]
                 partials = []
                 for fut in futures:
                     remaining = context.time_remaining()
                     partials.append(fut.result(timeout=None if remaining is None else max(remaining, 0.001)))
             else:
-                # Projection rows (a few thousand per segment): handing them to the pool's threads
-                # costs more than reading them here.
                 partials = [run_one(s, src) for s, src in zip(segments, sources)]
-            merged = engine.merge(query, partials)
+            merged = engine.merge(query, partials) if cached is None else cached
+            if round_key is not None:
+                if cached is None:
+                    self.rounds.put(round_key, merged)
+                merged = topn_threshold.prune(query, merged, directive)
         except SegmentCorruptError as exc:
             self.node.report_corrupt(exc)
             self.metrics.queries.labels(datasource, qtype, "corrupt").inc()

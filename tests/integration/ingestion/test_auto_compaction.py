@@ -58,8 +58,10 @@ def test_adding_and_dropping_a_projection_recompacts(cluster):
         return got and got[0]["segments_with"] == got[0]["segments_total"] > 0
 
     wait_for("segments compacted with the projection", compacted)
-    tasks = rows(cluster, "SELECT type, status FROM sys.tasks WHERE datasource = 'auto'")
-    assert {"type": "compact", "status": "SUCCESS"} in tasks
+    # The task publishes its segments before it reports its own end: its SUCCESS may come a moment
+    # after the compacted segments are served.
+    wait_for("the compact task's success", lambda: {"type": "compact", "status": "SUCCESS"} in
+             rows(cluster, "SELECT type, status FROM sys.tasks WHERE datasource = 'auto'"))
     assert rows(cluster, "SET useProjection = 'by_channel'; SELECT channel, COUNT(*) AS n FROM auto GROUP BY 1 "
                          "ORDER BY 1") == expected
     cluster.client.sql("ALTER TABLE auto DROP PROJECTION by_channel")

@@ -67,7 +67,7 @@ SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM INFORMATION_SCHEMA.TABLES;
 --            ["INFORMATION_SCHEMA", "COLUMNS", "SYSTEM_TABLE"], ["INFORMATION_SCHEMA", "SCHEMATA", "SYSTEM_TABLE"],
 --            ["INFORMATION_SCHEMA", "TABLES", "SYSTEM_TABLE"], ["sys", "projection_advice", "SYSTEM_TABLE"],
 --            ["sys", "projections", "SYSTEM_TABLE"], ["sys", "queries", "SYSTEM_TABLE"],
---            ["sys", "segments", "SYSTEM_TABLE"], ["sys", "server_segments", "SYSTEM_TABLE"], ["sys", "servers", "SYSTEM_TABLE"],
+--            ["sys", "schema_decisions", "SYSTEM_TABLE"], ["sys", "segments", "SYSTEM_TABLE"], ["sys", "server_segments", "SYSTEM_TABLE"], ["sys", "servers", "SYSTEM_TABLE"],
 --            ["sys", "tasks", "SYSTEM_TABLE"]]
 
 -- name: info_schema_columns_wiki
