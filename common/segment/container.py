@@ -155,6 +155,10 @@ class Container:
         it was opened. strata never changes a mapped file (new copies get new inodes by rename,
         evicted ones are unlinked), so a change is damage from outside: reading the mapping then
         could SIGBUS (past a new end) or give bytes that no checksum covered any more."""
+        if self._fd < 0:
+            # Closed (evicted, its file unlinked by the cache): a reader still holding it reads the
+            # mapping Arrow keeps alive for its buffers, and no path leads to that file any more.
+            return
         try:
             now = _identity(os.fstat(self._fd))
         except OSError as exc:
