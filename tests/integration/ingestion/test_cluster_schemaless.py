@@ -157,3 +157,37 @@ def test_explain_of_a_schemaless_insert_shows_dynamic(cluster, tmp_path):
     assert source["columns"][-1] == {"name": "__dynamic", "type": "COMPLEX<json>", "declared": "discovered at run time"}
     assert "SUM(bytes) AS bytes, __dynamic FROM" in plan["select"]
     assert json.loads(table.column("ATTRIBUTES")[0].as_py())["statementType"] == "INSERT"
+
+
+def test_shared_nested_numeric_file_without_a_schema_matches_duckdb_over_adbc(cluster):
+    import adbc_driver_flightsql.dbapi as adbc
+
+    path = os.path.join(DATA, "nested-numeric-test-data.json")
+    task = run(cluster, f"""INSERT INTO numeric_auto SELECT TIME_PARSE("timestamp") AS __time, *
+        FROM TABLE(localfiles(files => ARRAY['{path}'], format => 'json')) PARTITIONED BY DAY""")
+    assert task.state == "SUCCESS", task.error
+    want_rows = duck(f"SELECT COUNT(*) FROM read_json_auto('{path}')")[0][0]
+    wait_rows(cluster, "SELECT COUNT(*) AS c FROM numeric_auto", [{"c": want_rows}])
+    assert decisions(cluster, "numeric_auto") == {"timestamp": "STRING", "nest": "COMPLEX<json>"}
+    conn = adbc.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}", autocommit=True)
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SELECT __time, JSON_VALUE(nest, '$.long' RETURNING BIGINT) AS l, "
+                        "JSON_VALUE(nest, '$.double' RETURNING DOUBLE) AS d, JSON_VALUE(nest, '$.mixed') AS m, "
+                        "JSON_VALUE(nest, '$.sparse_long' RETURNING BIGINT) AS sl FROM numeric_auto")
+            got = sorted(((int(t.timestamp() * 1000), l, d, m, sl) for t, l, d, m, sl in cur.fetchall()), key=repr)
+            cur.execute("SELECT SUM(JSON_VALUE(nest, '$.long' RETURNING BIGINT)) AS s, COUNT(*) AS c "
+                        "FROM numeric_auto GROUP BY __time")
+            sums = sorted(tuple(r) for r in cur.fetchall())
+    finally:
+        conn.close()
+    src = f"read_json('{path}', columns={{\"timestamp\": 'VARCHAR', nest: 'JSON'}})"
+    con = duck_connect()
+    try:
+        want = sorted(con.execute(f"""SELECT epoch_ms(CAST("timestamp" AS TIMESTAMP)), CAST(nest->>'$.long' AS BIGINT),
+            CAST(nest->>'$.double' AS DOUBLE), nest->>'$.mixed', CAST(nest->>'$.sparse_long' AS BIGINT)
+            FROM {src}""").fetchall(), key=repr)
+    finally:
+        con.close()
+    assert got == want
+    assert sums == duck(f"""SELECT SUM(CAST(nest->>'$.long' AS BIGINT)), COUNT(*) FROM {src} GROUP BY "timestamp" """)

@@ -3,8 +3,11 @@ __dynamic rollup and schemaConflicts, read back with strata's engine and compare
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import os
+import threading
 
 import pytest
 
@@ -153,3 +156,77 @@ def test_a_value_the_declared_type_cannot_take_is_a_parse_exception(spark, deep,
         ingest(spark, sql, deep)
     report, segments = ingest(spark, sql, deep, maxParseExceptions=1)
     assert report.parse_exceptions == 1 and scan(segments, "pe", ["bytes", "h"]) == [(5, "a")]
+
+
+def test_tsv_header_gives_names_all_varchar(spark, deep, tmp_path):  # noqa: F811
+    (tmp_path / "a.tsv").write_text("ts\thost\tbytes\n2024-01-01\th1\t10\n2024-01-02\th2\t2.5\n")
+    (tmp_path / "b.tsv").write_text("ts\tbytes\tregion\n2024-01-01\t7\teu\n")
+    report, segments = ingest(spark, f"""INSERT INTO tsvh SELECT TIME_PARSE(ts) AS __time, *
+        FROM TABLE(localfiles(baseDir => '{tmp_path}', filter => '*.tsv', format => 'tsv',
+                              findColumnsFromHeader => TRUE)) PARTITIONED BY DAY""", deep)
+    # the union of the headers, every column VARCHAR (nothing declared), a missing column is null
+    assert stored_types(segments) == {"__time": "TIMESTAMP", "host": "STRING", "bytes": "STRING",
+                                      "region": "STRING"}
+    assert scan(segments, "tsvh", ["__time", "host", "bytes", "region"]) == duck_rows(
+        f"SELECT epoch_ms(CAST(ts AS TIMESTAMP)), host, CAST(bytes AS VARCHAR), region FROM read_csv("
+        f"'{tmp_path}/*.tsv', delim='\\t', header=true, union_by_name=true, all_varchar=true)")
+    assert report.parse_exceptions == 0 and report.rows_written == 3
+
+
+def test_a_byte_order_mark_is_skipped_by_discovery_and_the_row_parser(spark, deep, tmp_path):  # noqa: F811
+    (tmp_path / "bom.json").write_bytes('\ufeff{"id": "first", "t": "2024-01-01", "n": 1}\n'
+                                        '{"id": "second", "t": "2024-01-01", "n": 2}\n'.encode("utf-8"))
+    report, segments = ingest(spark, f"""INSERT INTO bomj SELECT TIME_PARSE(t) AS __time, *
+        FROM TABLE(localfiles(files => ARRAY['{tmp_path}/bom.json'], format => 'json')) PARTITIONED BY DAY""", deep)
+    assert [d["column"] for d in report.schema_decisions] == ["id", "t", "n"]
+    assert stored_types(segments) == {"__time": "TIMESTAMP", "id": "STRING", "n": "LONG"}
+    assert scan(segments, "bomj", ["id", "n"]) == [("first", 1), ("second", 2)] and report.parse_exceptions == 0
+    (tmp_path / "bom.csv").write_bytes("\ufeffid,t,n\nfirst,2024-01-01,1\nsecond,2024-01-01,2\n".encode("utf-8"))
+    report, segments = ingest(spark, f"""INSERT INTO bomc SELECT TIME_PARSE(t) AS __time, *
+        FROM TABLE(localfiles(files => ARRAY['{tmp_path}/bom.csv'], format => 'csv',
+                              findColumnsFromHeader => TRUE)) PARTITIONED BY DAY""", deep)
+    assert [d["column"] for d in report.schema_decisions] == ["id", "t", "n"]
+    assert stored_types(segments) == {"__time": "TIMESTAMP", "id": "STRING", "n": "STRING"}
+    assert scan(segments, "bomc", ["id", "n"]) == [("first", "1"), ("second", "2")] and report.parse_exceptions == 0
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def http_root(tmp_path):
+    """A loopback HTTP server over a fresh directory: (directory, base URL)."""
+    root = tmp_path / "www"
+    root.mkdir()
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(root)))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True)
+    thread.start()
+    try:
+        yield root, f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def test_http_without_extend_discovers_json_and_csv(spark, deep, http_root):  # noqa: F811
+    root, url = http_root
+    (root / "events.json").write_text('{"t": "2024-01-01", "n": 1, "x": 1.5, "tags": ["a"]}\n'
+                                      '{"t": "2024-01-02", "n": 2, "x": 2, "tags": ["b", "c"], "obj": {"k": 1}}\n')
+    report, segments = ingest(spark, f"""INSERT INTO hj SELECT TIME_PARSE(t) AS __time, *
+        FROM TABLE(http(uris => ARRAY['{url}/events.json'], format => 'json')) PARTITIONED BY DAY""", deep)
+    assert stored_types(segments) == {"__time": "TIMESTAMP", "n": "LONG", "x": "DOUBLE", "tags": "ARRAY<STRING>",
+                                      "obj": "COMPLEX<json>"}
+    rows = scan(segments, "hj", ["__time", "n", "x", "tags"])
+    assert rows == duck_rows(f"SELECT epoch_ms(CAST(t AS TIMESTAMP)), n, CAST(x AS DOUBLE), tags "
+                             f"FROM read_json_auto('{root}/events.json')")
+    assert report.rows_written == 2
+    (root / "hosts.csv").write_text("t,host,bytes\n2024-01-01,h1,10\n2024-01-01,h2,20\n")
+    report, segments = ingest(spark, f"""INSERT INTO hc SELECT TIME_PARSE(t) AS __time, *
+        FROM TABLE(http(uris => ARRAY['{url}/hosts.csv'], format => 'csv', findColumnsFromHeader => TRUE))
+        PARTIAL (bytes BIGINT) PARTITIONED BY DAY""", deep)
+    assert stored_types(segments) == {"__time": "TIMESTAMP", "bytes": "LONG", "host": "STRING"}
+    assert scan(segments, "hc", ["host", "bytes"]) == duck_rows(
+        f"SELECT host, bytes FROM read_csv_auto('{root}/hosts.csv')")
