@@ -4,6 +4,7 @@ that stops cleanly on SIGTERM/SIGINT (strata runs as PID 1 in containers)."""
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -54,3 +55,15 @@ def log_tail(path: str, lines: int = 20) -> str:
             return "".join(f.readlines()[-lines:])
     except OSError:
         return ""
+
+
+def process_group_alive(pgid: int) -> bool:
+    """Whether any process of the group ``pgid`` still runs (nodes and tasks each lead their own
+    group, so their children count too); a group we may not signal is someone's, so alive."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -18,6 +18,7 @@ import urllib.request
 
 from common.errors import StrataError
 from services.node_process import log_tail
+from services.node_process import process_group_alive
 
 DEFAULT_DIR = "var/cluster"
 _EXIT_TIMEOUT_S = 10.0
@@ -278,7 +279,7 @@ class LocalCluster:
             _signal_group(pid, signal.SIGKILL)
         pids = [rec["pid"] for rec in nodes] + tasks
         deadline = time.monotonic() + _EXIT_TIMEOUT_S
-        while (left := [p for p in pids if _alive(p) or _group_alive(p)]) and time.monotonic() < deadline:
+        while (left := [p for p in pids if _alive(p) or process_group_alive(p)]) and time.monotonic() < deadline:
             time.sleep(0.05)
         if left:
             raise StrataError(f"processes {', '.join(map(str, left))} of the cluster in {self.dir} did not exit "
@@ -372,16 +373,6 @@ def _signal_group(pid: int, sig: int) -> None:
             os.kill(pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _alive(pid: int) -> bool:

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from common.errors import ValidationError
 from services.ingestion.upload_folder import ingest_root, task_key_prefix
 from services.node_process import log_tail
+from services.node_process import process_group_alive
 
 log = logging.getLogger("strata.tasks")
 
@@ -137,7 +138,7 @@ class TaskRunner:
         except (ProcessLookupError, PermissionError):
             return False
         deadline = time.monotonic() + 10
-        while _group_alive(pid) and time.monotonic() < deadline:
+        while process_group_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
         _unlink(self.pid_path(task_id))
         return True
@@ -204,7 +205,7 @@ class TaskRunner:
             with self._lock:
                 pending = dict(self._cleanup)
             for task_id, (datasource, group) in pending.items():
-                if group is not None and _group_alive(group):
+                if group is not None and process_group_alive(group):
                     continue  # a worker of the dead task could still upload: wait until it is gone
                 try:
                     removed = self.remove_uploads(datasource, task_id)
@@ -300,16 +301,6 @@ def _kill_group(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _read_pid(path: str) -> int | None:
