@@ -89,15 +89,10 @@ def parse_path(text: str) -> tuple:
             i = m.end()
             continue
         if c == "[":
-            m = _INDEX.match(text, i)
-            if m is not None:
-                parts.append(int(m.group(1)))
-                i = m.end()
-                continue
-            m = _QUOTED.match(text, i)
-            if m is not None:
-                parts.append(_unescape(m.group(1) if m.group(1) is not None else m.group(2)))
-                i = m.end()
+            step = _bracket_step(text, i)
+            if step is not None:
+                parts.append(step[0])
+                i = step[1]
                 continue
             raise _error(text, i + 1, "'[' takes an index, * or a quoted key, closed by ']'")
         raise _error(text, i, "expected '.', '..' or '['")
@@ -132,19 +127,25 @@ def _parse_jq(text: str) -> tuple:
                 parts.append(WILDCARD)
                 i += 2
                 continue
-            m = _INDEX.match(text, i)
-            if m is not None:
-                parts.append(int(m.group(1)))
-                i = m.end()
-                continue
-            m = _QUOTED.match(text, i)
-            if m is not None:
-                parts.append(_unescape(m.group(1) if m.group(1) is not None else m.group(2)))
-                i = m.end()
+            step = _bracket_step(text, i)
+            if step is not None:
+                parts.append(step[0])
+                i = step[1]
                 continue
             raise _error(text, i + 1, "'[' takes an index, nothing ([] for every element) or a quoted key")
         raise _error(text, i, "expected '.' or '['")
     return tuple(parts)
+
+
+def _bracket_step(text: str, i: int) -> tuple | None:
+    """``[n]`` or ``['key']`` at ``i``, as (step, end), in both path forms; None for anything else."""
+    m = _INDEX.match(text, i)
+    if m is not None:
+        return int(m.group(1)), m.end()
+    m = _QUOTED.match(text, i)
+    if m is not None:
+        return _unescape(m.group(1) if m.group(1) is not None else m.group(2)), m.end()
+    return None
 
 
 def _unescape(raw: str) -> str:
