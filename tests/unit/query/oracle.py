@@ -60,11 +60,21 @@ def _close(a, b, rel: float) -> bool:
     return a == b and type(a) is type(b)
 
 
+def _sort_value(v):
+    # NaN compares false with everything, so a NaN left in the key makes sorted() depend on
+    # input order; it sorts as its own bucket after the numbers instead.
+    if isinstance(v, float):
+        return (math.isnan(v), 0.0 if math.isnan(v) else round(v, 6))
+    return v
+
+
+def _row_sort_key(row: tuple) -> tuple:
+    return tuple((v is not None, str(type(v)), _sort_value(v)) for v in row)
+
+
 def assert_rows_equal(actual: list[tuple], expected: list[tuple], *, ordered: bool = True, rel: float = 1e-9):
     if not ordered:
-        key = lambda r: tuple((v is not None, str(type(v)), v if not isinstance(v, float) else round(v, 6))  # noqa: E731
-                              for v in r)
-        actual, expected = sorted(actual, key=key), sorted(expected, key=key)
+        actual, expected = sorted(actual, key=_row_sort_key), sorted(expected, key=_row_sort_key)
     assert len(actual) == len(expected), f"{len(actual)} rows != {len(expected)} rows\n" \
         f"actual[:5]={actual[:5]}\nexpected[:5]={expected[:5]}"
     for i, (a, e) in enumerate(zip(actual, expected)):
