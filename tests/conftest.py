@@ -16,6 +16,16 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
+from hypothesis import settings  # noqa: E402
+
+# A commit gets the same verdict on every run: by default the property tests draw the same
+# examples each time (derandomized), so CI cannot fail on a draw no one has seen locally.
+# `HYPOTHESIS_PROFILE=explore bash scripts/test.sh tests/unit` draws fresh random examples to hunt
+# for new failures; fix what it finds and add the example as a regression test.
+settings.register_profile("repeatable", derandomize=True, database=None, print_blob=True)
+settings.register_profile("explore", derandomize=False, print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "repeatable"))
+
 from common.segment import Segment, SegmentId, build_segment  # noqa: E402
 from common.types import Interval, parse_instant  # noqa: E402
 
