@@ -442,8 +442,8 @@ class SegmentCache:
             entry = self._plan.entry(other)
             if other != segment_id and other not in self._held and entry.pins:
                 in_flight += entry.size
-        for victim in self._plan.plan_volume(segment_id, size + _SIDECAR_ROOM, free, in_flight,
-                                             volume=f"the cache volume of {self.cache_dir}"):
+        for victim in self._plan.plan_volume(segment_id, size, free, in_flight,
+                                             volume=f"the cache volume of {self.cache_dir}", overhead=_SIDECAR_ROOM):
             self._evict_locked(victim)
 
     def _install_locked(self, segment_id: SegmentId, segment: Segment, key: str | None) -> None:

@@ -113,17 +113,17 @@ class CachePlan:
         )
 
     def plan_volume(self, segment: Hashable, size: int, volume_free: int, in_flight: int = 0,
-                    volume: str = "the cache volume") -> list:
+                    volume: str = "the cache volume", overhead: int = 0) -> list:
         """Segments to evict, least recently used first, so that ``segment`` (``size`` bytes, not
-        on disk yet) fits in the ``volume_free`` bytes the volume has, after the ``in_flight``
-        bytes other downloads under way may still write. Raises CacheFullError, naming the
+        on disk yet, plus ``overhead`` bytes written beside it) fits in the ``volume_free`` bytes
+        the volume has, after the ``in_flight`` bytes other downloads under way may still write. Raises CacheFullError, naming the
         volume and its free bytes, when evicting every evictable segment would not make room:
         the load is refused before anything is written, rather than failing half-way with
         ENOSPC."""
-        if size < 0 or volume_free < 0 or in_flight < 0:
-            raise ValidationError(f"segment {segment}: size ({size}), volume_free ({volume_free}) and in_flight "
-                                  f"({in_flight}) must be >= 0")
-        need = size + in_flight - volume_free
+        if min(size, volume_free, in_flight, overhead) < 0:
+            raise ValidationError(f"segment {segment}: size ({size}), volume_free ({volume_free}), in_flight "
+                                  f"({in_flight}) and overhead ({overhead}) must be >= 0")
+        need = size + overhead + in_flight - volume_free
         if need <= 0:
             return []
         victims = []

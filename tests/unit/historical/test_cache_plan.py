@@ -173,7 +173,15 @@ def test_volume_never_plans_to_evict_the_segment_itself():
         plan.plan_volume("d", 40, volume_free=10)
 
 
+def test_volume_counts_the_overhead_written_beside_the_segment():
+    plan = plan_with(1000, ("a", 30, False))
+    assert plan.plan_volume("d", 40, volume_free=44, overhead=4) == []
+    assert plan.plan_volume("d", 40, volume_free=44, overhead=5) == ["a"]
+
+
 @pytest.mark.parametrize("args", [(-1, 0, 0), (1, -1, 0), (1, 0, -1)])
 def test_volume_rejects_negative_numbers(args):
     with pytest.raises(ValidationError, match="must be >= 0"):
         CachePlan(10).plan_volume("x", *args)
+    with pytest.raises(ValidationError, match="overhead"):
+        CachePlan(10).plan_volume("x", 1, 1, overhead=-1)
