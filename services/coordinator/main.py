@@ -101,7 +101,8 @@ class CoordinatorProcess(NodeProcess):
             self.task_metrics.clear()
 
     def health(self) -> dict:
-        return {"healthy": True, "role": self.role, "id": self.id, "leader": self.runner.is_leader,
+        leader = self.runner.is_leader and self.runner.leadership_fresh()  # not a stale lease after a pause
+        return {"healthy": True, "role": self.role, "id": self.id, "leader": leader,
                 "last_duty_run_ms": self.runner.last_run_ms}
 
     def endpoints(self) -> dict:

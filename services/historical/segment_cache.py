@@ -115,6 +115,14 @@ class SegmentCache:
         with self._lock:
             return self._plan.used_bytes()
 
+    def volume_bytes(self) -> int | None:
+        """The size of the volume ``cache_dir`` is on (None if it cannot be read)."""
+        try:
+            stat = os.statvfs(self.cache_dir)
+        except OSError:
+            return None
+        return stat.f_blocks * stat.f_frsize
+
     @property
     def pulls(self) -> int:
         """Downloads from deep storage so far (a metric; retries count)."""
