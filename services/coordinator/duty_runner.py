@@ -72,6 +72,9 @@ class DutyRunner:
         self._gauge_datasources: set[str] = set()
         self._gauge_roles: set[str] = set()
         self._gauge_lock = threading.Lock()  # leadership changes arrive on the election's thread
+        # () -> bool: whether leadership still holds right now (the election's lease is fresh);
+        # checked before each run, so a leader resumed after a pause past its TTL runs nothing.
+        self.leadership_fresh = lambda: True
 
     def set_leader(self, is_leader: bool) -> None:
         (self._leader.set if is_leader else self._leader.clear)()
@@ -93,7 +96,7 @@ class DutyRunner:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            if self._leader.is_set():
+            if self._leader.is_set() and self.leadership_fresh():
                 try:
                     self.run_once()
                 except Exception:  # a failed run must not stop later runs

@@ -71,6 +71,7 @@ class CoordinatorProcess(NodeProcess):
             scheduler = CompactionScheduler(self.store, self.tasks, self.catalog, config.coordinator.max_compaction_tasks)
             self.runner.extra_duties.append(scheduler.run_once)
         self.election = None
+        self.runner.leadership_fresh = lambda: self.election is not None and self.election.is_leader_now()
         self.announcer = Announcer(self.discovery, config.discovery.lease_ttl_s)
 
     # ---- who may call: nodes (the internal credential), the admin, users on the task calls ----
@@ -100,7 +101,8 @@ class CoordinatorProcess(NodeProcess):
             self.task_metrics.clear()
 
     def health(self) -> dict:
-        return {"healthy": True, "role": self.role, "id": self.id, "leader": self.runner.is_leader,
+        leader = self.runner.is_leader and self.runner.leadership_fresh()  # not a stale lease after a pause
+        return {"healthy": True, "role": self.role, "id": self.id, "leader": leader,
                 "last_duty_run_ms": self.runner.last_run_ms}
 
     def endpoints(self) -> dict:

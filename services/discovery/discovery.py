@@ -343,6 +343,14 @@ class LeaderElection:
     def is_leader(self) -> bool:
         return self._is_leader
 
+    def is_leader_now(self) -> bool:
+        """Whether this node leads and refreshed its lease within the last TTL. After the process
+        was paused past its TTL (SIGSTOP, a frozen VM, a long swap storm) this is False at once,
+        while ``is_leader`` still says True until the election thread gets to run and learns the
+        lease is gone: leader-only work checks it before each step, so a resumed ex-leader does not
+        act beside the new one in that window."""
+        return self._is_leader and time.monotonic() - self._last_refresh < self._ttl_s
+
     @property
     def node_id(self) -> str:
         return self._node_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 from common.errors import ValidationError
@@ -15,6 +16,8 @@ from services.historical.server import HistoricalServicer, add_to_server
 from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
 from services.node_process import NodeProcess
+
+log = logging.getLogger("strata.historical")
 
 
 class HistoricalProcess(NodeProcess):
@@ -52,6 +55,13 @@ class HistoricalProcess(NodeProcess):
                 "http": f"{self.security.http_scheme}://{self.config.advertise_host}:{self.http.port}"}
 
     def start(self) -> HistoricalProcess:
+        volume = self.cache.volume_bytes()
+        if volume is not None and volume < self.cache.max_bytes:
+            # The coordinator places segments by max_cache_bytes; the cache refuses what the
+            # volume cannot hold, so loads fail here and move elsewhere, but only after retries.
+            log.warning("[historical] max_cache_bytes is %d but the volume holding cache_dir %s is only %d bytes: "
+                        "loads beyond what it holds are refused and reported; lower max_cache_bytes to at most "
+                        "the volume's size", self.cache.max_bytes, self.cache.cache_dir, volume)
         self.grpc.start()
         self.http.start()
         self.node.start()

@@ -5,6 +5,10 @@
   before failing. Concurrent loads of one segment share a single pull.
 - ``drop`` only stops serving: the file stays (the coordinator often moves a segment back) until
   the space is needed; ``CachePlan`` then evicts unserved segments least recently used first.
+  Space means both ``max_bytes`` and the free bytes of the volume: a download that the volume
+  cannot hold even after evicting is refused (CacheFullError) before anything is written, and one
+  that still runs out of space (ENOSPC) leaves no file behind; either way the historical reports
+  the failed load and the coordinator assigns the segment elsewhere.
 - ``restore`` (restart) re-opens what ``cache_dir`` holds with the cheap checks only: footer,
   manifest checksum, part bounds. The full checksum pass over every byte is deferred: the next
   ``load`` of a restored segment does it, and ``verify_pending`` does it for all of them (run it on
@@ -41,6 +45,7 @@ from services.deep_storage import DeepStorage
 _SEGMENT_SUFFIX = ".sseg"
 _SIDECAR_SUFFIX = ".json"
 _TMP_PREFIX = ".tmp-"
+_SIDECAR_ROOM = 4096  # the sidecar takes a block of its own
 
 
 class _Handle:
@@ -109,6 +114,14 @@ class SegmentCache:
         """Bytes on disk, plus bytes reserved for loads in flight."""
         with self._lock:
             return self._plan.used_bytes()
+
+    def volume_bytes(self) -> int | None:
+        """The size of the volume ``cache_dir`` is on (None if it cannot be read)."""
+        try:
+            stat = os.statvfs(self.cache_dir)
+        except OSError:
+            return None
+        return stat.f_blocks * stat.f_frsize
 
     @property
     def pulls(self) -> int:
@@ -245,6 +258,7 @@ class SegmentCache:
             with self._lock:
                 for victim in self._plan.plan_admit(segment_id, size):
                     self._evict_locked(victim)
+                self._make_room_on_volume_locked(segment_id, size)
                 self._plan.admit(segment_id, size)
                 self._plan.pin(segment_id)
         segment = None
@@ -422,6 +436,23 @@ class SegmentCache:
             segment.close()
             return None, f"{path} holds segment {found}, not {segment_id}"
         return segment, ""
+
+    def _make_room_on_volume_locked(self, segment_id: SegmentId, size: int) -> None:
+        """Evict unserved segments until the download fits on the volume as it is now, or refuse
+        (CacheFullError) before writing: the volume may hold less than max_bytes."""
+        try:
+            stat = os.statvfs(self.cache_dir)
+        except OSError:
+            return  # cannot tell: the download itself reports a full disk
+        free = stat.f_bavail * stat.f_frsize
+        in_flight = 0  # reserved by other downloads; what they already wrote is counted twice, erring safe
+        for other in self._plan.segments():
+            entry = self._plan.entry(other)
+            if other != segment_id and other not in self._held and entry.pins:
+                in_flight += entry.size
+        for victim in self._plan.plan_volume(segment_id, size, free, in_flight,
+                                             volume=f"the cache volume of {self.cache_dir}", overhead=_SIDECAR_ROOM):
+            self._evict_locked(victim)
 
     def _install_locked(self, segment_id: SegmentId, segment: Segment, key: str | None) -> None:
         old = self._held.get(segment_id)

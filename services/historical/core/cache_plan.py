@@ -7,6 +7,10 @@ kept on disk in case they come back, as Druid's historicals do) are evicted leas
 first when a new segment needs room. Pins protect a segment while a download or re-verification is
 under way, whatever its served flag says.
 
+The volume the cache lives on can hold less than ``max_bytes`` (a small disk, or one shared with
+other files): ``plan_volume`` decides, from the free bytes the edge measured, which unserved
+segments to evict so a download fits on the volume, or refuses it before a byte is written.
+
 Ticks come from a counter, not a clock, so plans are deterministic and testable.
 """
 
@@ -106,6 +110,36 @@ class CachePlan:
             f"cannot cache segment {segment} ({size} bytes): max_cache_bytes is {self.max_bytes} and {len(held)} "
             f"served or loading segments hold {held_bytes} bytes that cannot be evicted; raise [historical] "
             "max_cache_bytes or let the coordinator assign this segment to another historical"
+        )
+
+    def plan_volume(self, segment: Hashable, size: int, volume_free: int, in_flight: int = 0,
+                    volume: str = "the cache volume", overhead: int = 0) -> list:
+        """Segments to evict, least recently used first, so that ``segment`` (``size`` bytes, not
+        on disk yet, plus ``overhead`` bytes written beside it) fits in the ``volume_free`` bytes
+        the volume has, after the ``in_flight`` bytes other downloads under way may still write. Raises CacheFullError, naming the
+        volume and its free bytes, when evicting every evictable segment would not make room:
+        the load is refused before anything is written, rather than failing half-way with
+        ENOSPC."""
+        if min(size, volume_free, in_flight, overhead) < 0:
+            raise ValidationError(f"segment {segment}: size ({size}), volume_free ({volume_free}), in_flight "
+                                  f"({in_flight}) and overhead ({overhead}) must be >= 0")
+        need = size + overhead + in_flight - volume_free
+        if need <= 0:
+            return []
+        victims = []
+        for other, entry in self._entries.items():
+            if other == segment or not entry.evictable:
+                continue
+            victims.append(other)
+            need -= entry.size
+            if need <= 0:
+                return victims
+        raise CacheFullError(
+            f"cannot cache segment {segment} ({size} bytes): {volume} has {volume_free} bytes free"
+            + (f", {in_flight} of them promised to downloads under way," if in_flight else "")
+            + " and no unserved segment is left to evict; [historical] max_cache_bytes "
+            f"({self.max_bytes}) is more than the volume holds: lower it or give the cache more room. "
+            "The coordinator assigns the segment to another historical"
         )
 
     def admit(self, segment: Hashable, size: int, *, served: bool = False) -> None:

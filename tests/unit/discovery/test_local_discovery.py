@@ -264,3 +264,29 @@ def test_a_win_whose_answer_was_lost_is_still_a_win(discovery):
     assert a.leader() == "a"
     a.close()
     assert discovery.get_prefix(leader_key("coordinator")) == {}
+
+
+def test_a_leader_paused_past_its_ttl_is_not_leader_now_before_its_thread_runs(discovery, monkeypatch):
+    import time as real_time
+
+    from services.discovery import discovery as election_module
+
+    cut = PartitionedDiscovery(discovery)
+    a = LeaderElection(cut, "coordinator", "a", ttl_s=1)
+    wait_until(lambda: a.is_leader_now(), DEADLINE_S, "a to lead with a fresh lease")
+    cut.partitioned = True  # no refresh gets through while it is "paused"
+
+    class Resumed:  # the monotonic clock as a process sees it after a pause of two TTLs
+        @staticmethod
+        def monotonic():
+            return real_time.monotonic() + 2.0
+
+        def __getattr__(self, name):
+            return getattr(real_time, name)
+
+    monkeypatch.setattr(election_module, "time", Resumed())
+    assert a.is_leader_now() is False  # at once, whatever the election thread has done yet
+    wait_until(lambda: not a.is_leader, DEADLINE_S, "a to step down")
+    cut.partitioned = False
+    monkeypatch.undo()
+    a.close()

@@ -136,3 +136,52 @@ def test_zero_sized_segments_fit_a_full_cache():
     assert plan.plan_admit("empty", 0) == []
     plan.admit("empty", 0)
     assert plan.used_bytes() == 10
+
+
+# ---- the volume holding less than max_bytes ----------------------------------------------------
+def test_volume_with_room_evicts_nothing():
+    plan = plan_with(1000, ("a", 30, False), ("b", 30, True))
+    assert plan.plan_volume("c", 40, volume_free=40) == []
+    assert plan.plan_volume("c", 40, volume_free=100, in_flight=60) == []
+
+
+def test_volume_short_of_room_evicts_unserved_least_recently_used_first():
+    plan = plan_with(1000, ("a", 30, False), ("s", 500, True), ("b", 30, False), ("c", 30, False))
+    plan.touch("a")  # a is now the most recently used unserved segment
+    assert plan.plan_volume("d", 40, volume_free=20) == ["b"]
+    assert plan.plan_volume("d", 40, volume_free=0) == ["b", "c"]
+    # Downloads under way count against the free bytes.
+    assert plan.plan_volume("d", 40, volume_free=40, in_flight=31) == ["b", "c"]
+
+
+def test_volume_refuses_before_writing_when_only_served_or_pinned_segments_are_left():
+    plan = plan_with(1000, ("a", 30, False), ("s", 500, True))
+    plan.pin("a")
+    with pytest.raises(CacheFullError) as err:
+        plan.plan_volume("d", 40, volume_free=39, in_flight=0, volume="the cache volume of /c")
+    assert str(err.value) == (
+        "cannot cache segment d (40 bytes): the cache volume of /c has 39 bytes free and no unserved segment is "
+        "left to evict; [historical] max_cache_bytes (1000) is more than the volume holds: lower it or give the "
+        "cache more room. The coordinator assigns the segment to another historical")
+    with pytest.raises(CacheFullError, match="has 100 bytes free, 80 of them promised to downloads under way,"):
+        plan.plan_volume("d", 40, volume_free=100, in_flight=80)
+
+
+def test_volume_never_plans_to_evict_the_segment_itself():
+    plan = plan_with(1000, ("d", 30, False))
+    with pytest.raises(CacheFullError):
+        plan.plan_volume("d", 40, volume_free=10)
+
+
+def test_volume_counts_the_overhead_written_beside_the_segment():
+    plan = plan_with(1000, ("a", 30, False))
+    assert plan.plan_volume("d", 40, volume_free=44, overhead=4) == []
+    assert plan.plan_volume("d", 40, volume_free=44, overhead=5) == ["a"]
+
+
+@pytest.mark.parametrize("args", [(-1, 0, 0), (1, -1, 0), (1, 0, -1)])
+def test_volume_rejects_negative_numbers(args):
+    with pytest.raises(ValidationError, match="must be >= 0"):
+        CachePlan(10).plan_volume("x", *args)
+    with pytest.raises(ValidationError, match="overhead"):
+        CachePlan(10).plan_volume("x", 1, 1, overhead=-1)
