@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from common.query.memory_budget import UNLIMITED, MemoryBudget, table_bytes
 from common.query.model import ScanQuery
 from common.query.ordering import SortKey, sort_table
 from common.query.partial import Partial, RunStats, union_coverage
@@ -27,7 +28,8 @@ def _cap(query: ScanQuery) -> int | None:
     return None if query.limit is None else query.offset + query.limit
 
 
-def run(query: ScanQuery, source: RowSource, schema: dict[str, ColumnType], coverage=None) -> Partial:
+def run(query: ScanQuery, source: RowSource, schema: dict[str, ColumnType], coverage=None,
+        budget: MemoryBudget = UNLIMITED) -> Partial:
     sel = select(source, query.filter, list(query.intervals), query.virtual_columns, schema)
     cols = sel.columns
     cap = _cap(query)
@@ -52,12 +54,13 @@ def run(query: ScanQuery, source: RowSource, schema: dict[str, ColumnType], cove
     table = pa.table(data) if data else pa.table({})
     if cap is not None and table.num_rows > cap:
         table = table.slice(table.num_rows - cap) if query.order == "descending" else table.slice(0, cap)
+    budget.charge(table_bytes(table), f"the {table.num_rows:,} rows a scan took from one segment")
     stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, cols.num_rows,
                      cols.bytes_read)
     return Partial(table, stats, coverage)
 
 
-def merge(query: ScanQuery, partials: list[Partial]) -> Partial:
+def merge(query: ScanQuery, partials: list[Partial], budget: MemoryBudget = UNLIMITED) -> Partial:
     stats = RunStats()
     for p in partials:
         stats = stats + p.stats
@@ -66,6 +69,7 @@ def merge(query: ScanQuery, partials: list[Partial]) -> Partial:
         return Partial(pa.table({}), stats, union_coverage(partials))
     table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
     if query.order != "none" and TIME_COLUMN in table.column_names:
+        budget.check(table_bytes(table), f"ordering {table.num_rows:,} scanned rows by time")  # the sort copies
         table = sort_table(table, [SortKey(TIME_COLUMN, query.order == "descending")])
     cap = _cap(query)
     if cap is not None:

@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from common.errors import QueryTimeoutError, StrataError, UnsupportedError, ValidationError
 from common.query import engine, topn_threshold
+from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, UNLIMITED, MemoryBudget, table_bytes
 from common.query.model import Query, query_from_json
 from common.query.partial import Partial, RunStats
 from common.segment.segment_id import SegmentId
@@ -40,8 +41,10 @@ class Cancelled(QueryCancelledError):
 
 class QueryExecutor:
     def __init__(self, view, historical_client, metrics, view_lock: threading.Lock | None = None, threads: int = 16,
-                 schema_for=None) -> None:
+                 schema_for=None, max_query_bytes: int | None = DEFAULT_MAX_QUERY_BYTES) -> None:
         self.view = view
+        # What one query may hold here: the partials historicals send and their merge.
+        self.max_query_bytes = max_query_bytes
         # Datasource -> the schema queries see (the catalog overlay on the broker); None: unknown.
         self.schema_for = schema_for
         self.historical_client = historical_client  # server id -> HistoricalClient
@@ -88,14 +91,16 @@ class QueryExecutor:
         schema = self._schema(query.datasource)
         engine.validate(query, schema)
         query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
-        partial = self._gather(query, schema, deadline, query_id, is_active)
+        budget = MemoryBudget.for_query(query.context, self.max_query_bytes, query_id, "broker")
+        partial = self._gather(query, schema, deadline, query_id, is_active, budget)
         return engine.Result(engine.finalize(query, partial, schema), partial.stats)
 
     # The query registry (services/broker/query_registry.py): told when a native query is sent
     # and what it cost; None when nothing watches.
     watch = None
 
-    def _gather(self, query: Query, schema, deadline: float, query_id: str, is_active) -> Partial:
+    def _gather(self, query: Query, schema, deadline: float, query_id: str, is_active,
+                budget: MemoryBudget = UNLIMITED) -> Partial:
         with self.view_lock:
             plan = self.view.plan(query.datasource, list(query.intervals))
         coverage = plan.coverage
@@ -108,9 +113,9 @@ class QueryExecutor:
             merged = self._gather_topn(query, schema, plan.by_server, deadline, query_id, is_active)
         if merged is None:
             units = self._scatter(query, json.dumps(query.to_json()), schema, plan.by_server, deadline, query_id,
-                                  is_active)
+                                  is_active, budget)
             partials = [p for _, _, p in units]
-            merged = engine.merge(query, partials) if partials else Partial(pa.table({}), RunStats())
+            merged = engine.merge(query, partials, budget) if partials else Partial(pa.table({}), RunStats())
         merged.coverage = coverage
         if self.watch is not None:
             self.watch.native_finished(query, merged.stats, [s for segs in plan.by_server.values() for s in segs])
@@ -188,15 +193,19 @@ class QueryExecutor:
                 if call is not None:
                     call.cancel()
 
-    def _shipped(self, query, partial: Partial) -> None:
-        """What a historical sent: the figure TPUT makes smaller."""
+    def _shipped(self, query, partial: Partial, server: str = "", budget: MemoryBudget = UNLIMITED) -> None:
+        """What a historical sent: the figure TPUT makes smaller; held until the merge, so it counts
+        against the query's memory limit here (each historical bounds its own partial by its limit,
+        so the broker holds at most one over-limit partial before refusing)."""
+        budget.charge(table_bytes(partial.table), f"the partial of {partial.table.num_rows:,} rows from historical "
+                                                  f"{server}")
         rows = getattr(self.metrics, "partial_rows", None)
         if rows is not None:
             rows.labels(query.query_type).inc(partial.table.num_rows)
             self.metrics.partial_bytes.labels(query.query_type).inc(partial.table.nbytes)
 
     def _scatter(self, query: Query, query_json: str, schema, by_server: dict, deadline: float, query_id: str,
-                 is_active) -> list[tuple[str, list[SegmentId], Partial]]:
+                 is_active, budget: MemoryBudget = UNLIMITED) -> list[tuple[str, list[SegmentId], Partial]]:
         """Every segment of the plan answered once: (server, its segments, its partial), with
         failed replicas' segments re-planned onto others."""
         exclude: dict[SegmentId, set[str]] = {}
@@ -214,7 +223,7 @@ class QueryExecutor:
             (server, segments), = by_server.items()
             try:
                 partial = self._call_watched(server, (query_json, query_id, segments, schema), deadline, is_active)
-                self._shipped(query, partial)
+                self._shipped(query, partial, server, budget)
                 return [(server, segments, partial)]
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.CANCELLED and not is_active():
@@ -242,7 +251,7 @@ class QueryExecutor:
                     server, segments, _holder = pending.pop(fut)
                     try:
                         partial = fut.result()
-                        self._shipped(query, partial)
+                        self._shipped(query, partial, server, budget)
                         units.append((server, segments, partial))
                         continue
                     except (grpc.RpcError, ConnectionError, OSError) as exc:
