@@ -94,3 +94,34 @@ def finalize(query: ScanQuery, partial: Partial, schema: dict[str, ColumnType]) 
     if TIME_COLUMN in table.column_names and TIME_COLUMN not in wanted:
         table = table.drop_columns([TIME_COLUMN])
     return table.combine_chunks()
+
+
+class StreamFinalizer:
+    """``finalize`` for an unordered scan whose rows arrive in pieces (the broker streaming
+    historicals' partials): OFFSET and LIMIT counted across pieces, ``__time`` dropped when not
+    asked for. ``done`` says that the limit is reached and nothing more is needed."""
+
+    def __init__(self, query: ScanQuery, schema: dict[str, ColumnType]) -> None:
+        if query.order != "none":
+            raise ValueError("only an unordered scan finalizes piece by piece")
+        self.skip = query.offset
+        self.left = query.limit
+        self.wanted = output_columns(query, schema)
+
+    @property
+    def done(self) -> bool:
+        return self.left is not None and self.left <= 0
+
+    def __call__(self, table: pa.Table) -> pa.Table | None:
+        if self.skip:
+            cut = min(self.skip, table.num_rows)
+            table = table.slice(cut)
+            self.skip -= cut
+        if self.left is not None:
+            table = table.slice(0, max(self.left, 0))
+            self.left -= table.num_rows
+        if table.num_rows == 0:
+            return None
+        if TIME_COLUMN in table.column_names and TIME_COLUMN not in self.wanted:
+            table = table.drop_columns([TIME_COLUMN])
+        return table

@@ -21,9 +21,9 @@ import grpc
 import pyarrow as pa
 
 from common.errors import QueryTimeoutError, StrataError, UnsupportedError, ValidationError
-from common.query import engine, topn_threshold
+from common.query import engine, scan_engine, topn_threshold
 from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, UNLIMITED, MemoryBudget, table_bytes
-from common.query.model import Query, query_from_json
+from common.query.model import Query, ScanQuery, query_from_json
 from common.query.partial import Partial, RunStats
 from common.segment.segment_id import SegmentId
 from services.broker.call_watchdog import CallWatchdog
@@ -94,6 +94,84 @@ class QueryExecutor:
         budget = MemoryBudget.for_query(query.context, self.max_query_bytes, query_id, "broker")
         partial = self._gather(query, schema, deadline, query_id, is_active, budget)
         return engine.Result(engine.finalize(query, partial, schema), partial.stats)
+
+    @staticmethod
+    def streams(query: Query) -> bool:
+        """Whether ``execute_stream`` takes the query: a scan in no order, of a datasource."""
+        return isinstance(query, ScanQuery) and isinstance(query.datasource, str) and query.order == "none"
+
+    def execute_stream(self, query: Query | dict, timeout_s: float, emit, query_id: str | None = None,
+                       is_active=lambda: True) -> RunStats:
+        """An unordered scan's rows handed to ``emit`` (finalized tables, a batch at a time) as the
+        historicals send them, never all held here: every historical is asked at once and read in
+        turn, the others waiting meanwhile under gRPC's flow control, and ``emit`` blocking holds
+        them all back. A historical that fails before any of its rows were used is replaced by
+        another replica; after that the query fails (rows already sent cannot be taken back)."""
+        if isinstance(query, dict):
+            query = query_from_json(query)
+        if not self.streams(query):
+            raise ValueError("execute_stream runs unordered scans of a datasource only")
+        deadline = time.monotonic() + timeout_s
+        schema = self._schema(query.datasource)
+        engine.validate(query, schema)
+        query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
+        with self.view_lock:
+            plan = self.view.plan(query.datasource, list(query.intervals))
+        if plan.unavailable:
+            raise UnsupportedError(f"segments not available on any historical: {', '.join(map(str, plan.unavailable))}")
+        if self.watch is not None:
+            self.watch.native_started()
+        finalize = scan_engine.StreamFinalizer(query, schema)
+        query_json = json.dumps(query.to_json())
+        calls: list = []
+        exclude: dict[SegmentId, set[str]] = {}
+        stats = RunStats()
+
+        def start(server: str, segments: list[SegmentId]) -> None:
+            client = self.historical_client(server)
+            call = client.run_query(query_json, query_id, segments, schema,
+                                    timeout_s=max(deadline - time.monotonic(), 0.001))
+            calls.append((server, segments, client, call))
+
+        try:
+            for server, segments in plan.by_server.items():
+                start(server, segments)
+            read = 0
+            while read < len(calls) and not finalize.done:
+                server, segments, client, call = calls[read]
+                read += 1
+                used = 0
+                token = self.watchdog.watch(call, is_active)  # KILL or a client gone cancels a wait
+                try:
+                    for item in client.read_batches(call):
+                        if isinstance(item, RunStats):
+                            stats = stats + item
+                            break
+                        if time.monotonic() > deadline:
+                            raise QueryTimeoutError(f"query {query_id} timed out")
+                        used += item.num_rows
+                        table = finalize(pa.Table.from_batches([item]))
+                        if table is not None:
+                            emit(table)
+                        if finalize.done:
+                            break
+                except (grpc.RpcError, ConnectionError, OSError) as exc:
+                    if isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.CANCELLED and not is_active():
+                        raise Cancelled(f"query {query_id} was cancelled") from None
+                    if used:
+                        detail = f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.RpcError) else str(exc)
+                        raise StrataError(f"historical {server} failed after {used:,} of its rows were sent "
+                                          f"({detail}); run the query again") from None
+                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+                        start(other, segs)
+                finally:
+                    self.watchdog.unwatch(token)
+        finally:
+            for *_, call in calls:
+                call.cancel()  # the rest of a limit, or an error: nothing more is read
+        if self.watch is not None:
+            self.watch.native_finished(query, stats, [s for segs in plan.by_server.values() for s in segs])
+        return stats
 
     # The query registry (services/broker/query_registry.py): told when a native query is sent
     # and what it cost; None when nothing watches.
