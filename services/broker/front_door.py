@@ -131,23 +131,30 @@ class QueryFrontDoor:
         log.debug("query %s finished in %.3f s, %d rows", query_id, seconds, table.num_rows)
         return QueryResult(query_id, table, stats, seconds)
 
-    def stream(self, request: QueryRequest, expected_schema: pa.Schema | None = None) -> Iterator[pa.RecordBatch] | None:
+    def stream(self, request: QueryRequest, expected_schema: pa.Schema | None = None,
+               is_active: Callable[[], bool] = lambda: True) -> Iterator[pa.RecordBatch] | None:
         """The rows of a statement the SQL backend streams (one scan in no order, see
         ``SqlService.streams``) as record batches, produced by a thread of its own while the
         caller sends them, a few pieces ahead: the broker never holds the whole result. None for
         every other request (``run`` it). A failure before the first rows raises QueryFailed here;
-        one later is raised by the iterator. The query stops when the iterator is closed."""
+        one later is raised by the iterator. The query stops when the iterator is closed, or when
+        ``is_active`` (asked on this thread only, until the first rows) turns False."""
         if request.native is not None or request.sql is None or request.parameter_rows:
             return None
         streams = getattr(self.sql, "streams", None)
         if streams is None or not streams(request.sql, (), _context(request), request.user):
             return None
-        stream = ResultStream()
+        stream = ResultStream(timeout_s=request.timeout_s if request.timeout_s is not None else self.default_timeout_s)
         # The query's thread sees what the caller's context holds (who called, the announced id).
         produce = contextvars.copy_context().run
         threading.Thread(target=produce, args=(self._produce, request, stream, expected_schema),
                          name="strata-result-stream", daemon=True).start()
-        stream.wait_first()
+        try:
+            stream.wait_first(is_active)
+        except QueryFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the client left while waiting: classified like any failure
+            raise QueryFailed(client_error(exc)) from None
         return stream.batches()
 
     def _produce(self, request: QueryRequest, stream: ResultStream, expected_schema: pa.Schema | None) -> None:

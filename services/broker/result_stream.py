@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pyarrow as pa
 
-from common.errors import StrataError
+from common.errors import QueryTimeoutError, StrataError
 from services.broker.query_executor import Cancelled
 
 _WAKE_S = 0.25  # how often a waiting side looks whether the other one is gone
 
 
 class ResultStream:
-    def __init__(self, max_pieces: int = 4) -> None:
+    def __init__(self, max_pieces: int = 4, timeout_s: float | None = None) -> None:
+        # A reader that neither reads nor goes away holds the query at most until its timeout.
+        self._deadline = None if timeout_s is None else time.monotonic() + timeout_s
         self._queue: queue.Queue = queue.Queue(maxsize=max_pieces)
         self._closed = threading.Event()  # the reader is gone (finished, failed, or its client left)
         self._ended = threading.Event()  # the producer put its last item
@@ -61,6 +64,8 @@ class ResultStream:
                 raise Cancelled("the client stopped reading the result")
             if not is_active():
                 raise Cancelled("the query was cancelled while its result was being sent")
+            if self._deadline is not None and time.monotonic() > self._deadline:
+                raise QueryTimeoutError("the query timed out while its client was not reading the result")
             try:
                 self._queue.put(item, timeout=_WAKE_S)
                 return
@@ -68,18 +73,22 @@ class ResultStream:
                 continue
 
     # ---- the reading side (DoGet) -----------------------------------------------------------------
-    def _take(self):
+    def _take(self, is_active: Callable[[], bool] = lambda: True):
         while True:
             try:
                 return self._queue.get(timeout=_WAKE_S)
             except queue.Empty:
+                if not is_active():  # the client left before the first rows: the query stops
+                    self._closed.set()
+                    raise Cancelled("the client went away before the first rows") from None
                 if self._ended.is_set() and self._queue.empty():
                     raise StrataError("the query's thread ended without finishing its result") from None
 
-    def wait_first(self) -> None:
+    def wait_first(self, is_active: Callable[[], bool] = lambda: True) -> None:
         """Wait for the first rows (or the end): a failure before any row is raised here, where
-        the caller can still answer with an error status instead of a broken stream."""
-        self._first = self._take()
+        the caller can still answer with an error status instead of a broken stream. ``is_active``
+        (the caller's call, asked on the caller's thread only) stops the query if it ends first."""
+        self._first = self._take(is_active)
         if self._first[0] == "error":
             self._closed.set()
             raise self._first[1]
