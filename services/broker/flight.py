@@ -262,7 +262,7 @@ class BrokerFlightServer(flight.FlightServerBase):
         if isinstance(entry.request, QueryRequest):
             note_query_id(entry.request.query_id)
             # An unordered scan streams: rows go out as historicals send them (front_door.stream).
-            streamed = self.front_door.stream(entry.request, expected_schema=entry.schema)
+            streamed = self.front_door.stream(entry.request, expected_schema=entry.schema, is_active=_active(context))
             if streamed is not None:
                 return _batch_stream(entry.schema, (piece for batch in streamed
                                                     for piece in _split(batch, MAX_BATCH_ROWS, MAX_BATCH_BYTES)))
