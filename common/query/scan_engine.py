@@ -97,13 +97,12 @@ def finalize(query: ScanQuery, partial: Partial, schema: dict[str, ColumnType]) 
 
 
 class StreamFinalizer:
-    """``finalize`` for an unordered scan whose rows arrive in pieces (the broker streaming
-    historicals' partials): OFFSET and LIMIT counted across pieces, ``__time`` dropped when not
-    asked for. ``done`` says that the limit is reached and nothing more is needed."""
+    """``finalize`` for a scan whose rows arrive in pieces, in the result's order (the broker
+    streaming historicals' partials; ordered ones through ``take_in_time_order``): OFFSET and LIMIT
+    counted across pieces, ``__time`` dropped when not asked for. ``done`` says that the limit is
+    reached and nothing more is needed."""
 
     def __init__(self, query: ScanQuery, schema: dict[str, ColumnType]) -> None:
-        if query.order != "none":
-            raise ValueError("only an unordered scan finalizes piece by piece")
         self.skip = query.offset
         self.left = query.limit
         self.wanted = output_columns(query, schema)
@@ -125,3 +124,31 @@ class StreamFinalizer:
         if TIME_COLUMN in table.column_names and TIME_COLUMN not in self.wanted:
             table = table.drop_columns([TIME_COLUMN])
         return table
+
+
+def _times(table: pa.Table):
+    return table.column(TIME_COLUMN).combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False)
+
+
+def take_in_time_order(currents: list[pa.Table], descending: bool) -> tuple[pa.Table, list[pa.Table]]:
+    """One step of merging streams each sorted by time (historicals' partials of an ordered scan),
+    given each stream's current rows (none empty): the rows that may go now, in order, and what is
+    left of each stream's rows. Every row up to the earliest of the streams' last times (the latest,
+    descending) may go: no stream can still send one before it. The stream that set that bound is
+    used up, so the next step reads from it; each step holds one piece per stream."""
+    import numpy as np
+
+    lasts = [int(_times(t)[-1]) for t in currents]
+    bound = max(lasts) if descending else min(lasts)
+    pieces, rest = [], []
+    for table in currents:
+        times = _times(table)
+        n = int(np.searchsorted(-times, -bound, side="right") if descending else
+                np.searchsorted(times, bound, side="right"))
+        if n:
+            pieces.append(table.slice(0, n))
+        rest.append(table.slice(n))
+    ready = pa.concat_tables(pieces, promote_options="permissive") if len(pieces) > 1 else pieces[0]
+    if len(pieces) > 1:
+        ready = sort_table(ready, [SortKey(TIME_COLUMN, descending)])
+    return ready, rest

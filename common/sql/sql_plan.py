@@ -103,8 +103,8 @@ class SqlPlan:
 
 
     def streamed_scan(self) -> tuple[Query, Callable[[pa.Table], pa.Table]] | None:
-        """When the statement is one scan in no order pushed to the cluster (under renames and
-        column choices only): that scan, and what turns each piece of its rows into rows of this
+        """When the statement is one scan pushed to the cluster (in no order or by time; under
+        renames and column choices only): that scan, and what turns each piece of its rows into rows of this
         statement, so the broker can send rows as they come instead of holding them all; else None."""
         if self.kind != "query" or not self._bound:
             return None
@@ -113,8 +113,7 @@ class SqlPlan:
         while isinstance(stage, SelectStage):
             selects.append(stage)
             stage = stage.input
-        if not (isinstance(stage, NativeStage) and stage.input is None and isinstance(stage.query, ScanQuery)
-                and stage.query.order == "none"):
+        if not (isinstance(stage, NativeStage) and stage.input is None and isinstance(stage.query, ScanQuery)):
             return None
         native, top = stage, self.stage
 

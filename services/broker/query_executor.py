@@ -97,20 +97,22 @@ class QueryExecutor:
 
     @staticmethod
     def streams(query: Query) -> bool:
-        """Whether ``execute_stream`` takes the query: a scan in no order, of a datasource."""
-        return isinstance(query, ScanQuery) and isinstance(query.datasource, str) and query.order == "none"
+        """Whether ``execute_stream`` takes the query: a scan of a datasource."""
+        return isinstance(query, ScanQuery) and isinstance(query.datasource, str)
 
     def execute_stream(self, query: Query | dict, timeout_s: float, emit, query_id: str | None = None,
                        is_active=lambda: True) -> RunStats:
-        """An unordered scan's rows handed to ``emit`` (finalized tables, a batch at a time) as the
-        historicals send them, never all held here: every historical is asked at once and read in
-        turn, the others waiting meanwhile under gRPC's flow control, and ``emit`` blocking holds
-        them all back. A historical that fails before any of its rows were used is replaced by
-        another replica; after that the query fails (rows already sent cannot be taken back)."""
+        """A scan's rows handed to ``emit`` (finalized tables, a batch at a time) as the historicals
+        send them, never all held here: every historical is asked at once; in no order they are
+        read in turn, the others waiting meanwhile under gRPC's flow control; ordered by time, their
+        sorted partials are merged a piece of each at a time (``scan_engine.take_in_time_order``).
+        ``emit`` blocking holds them all back. A historical that fails before any of its rows were
+        used is replaced by another replica; after that the query fails (rows already sent cannot
+        be taken back)."""
         if isinstance(query, dict):
             query = query_from_json(query)
         if not self.streams(query):
-            raise ValueError("execute_stream runs unordered scans of a datasource only")
+            raise ValueError("execute_stream runs scans of a datasource only")
         deadline = time.monotonic() + timeout_s
         schema = self._schema(query.datasource)
         engine.validate(query, schema)
@@ -136,7 +138,10 @@ class QueryExecutor:
         try:
             for server, segments in plan.by_server.items():
                 start(server, segments)
-            read = 0
+            if query.order != "none":
+                stats = self._merge_in_time_order(query, query_id, calls, start, exclude, finalize, emit, deadline,
+                                                  is_active)
+            read = 0 if query.order == "none" else len(calls)
             while read < len(calls) and not finalize.done:
                 server, segments, client, call = calls[read]
                 read += 1
@@ -156,14 +161,7 @@ class QueryExecutor:
                         if finalize.done:
                             break
                 except (grpc.RpcError, ConnectionError, OSError) as exc:
-                    if isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.CANCELLED and not is_active():
-                        raise Cancelled(f"query {query_id} was cancelled") from None
-                    if used:
-                        detail = f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.RpcError) else str(exc)
-                        raise StrataError(f"historical {server} failed after {used:,} of its rows were sent "
-                                          f"({detail}); run the query again") from None
-                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
-                        start(other, segs)
+                    self._stream_failed(query, query_id, server, segments, used, exc, exclude, is_active, start)
                 finally:
                     self.watchdog.unwatch(token)
         finally:
@@ -171,6 +169,64 @@ class QueryExecutor:
                 call.cancel()  # the rest of a limit, or an error: nothing more is read
         if self.watch is not None:
             self.watch.native_finished(query, stats, [s for segs in plan.by_server.values() for s in segs])
+        return stats
+
+    def _stream_failed(self, query, query_id: str, server: str, segments, used: int, exc: Exception, exclude: dict,
+                       is_active, start) -> None:
+        """A historical's stream broke: ask other replicas when none of its rows were used yet."""
+        if isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.CANCELLED and not is_active():
+            raise Cancelled(f"query {query_id} was cancelled") from None
+        if used:
+            detail = f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.RpcError) else str(exc)
+            raise StrataError(f"historical {server} failed after {used:,} of its rows were sent ({detail}); "
+                              f"run the query again") from None
+        for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+            start(other, segs)
+
+    def _merge_in_time_order(self, query, query_id: str, calls: list, start, exclude: dict, finalize, emit,
+                             deadline: float, is_active) -> RunStats:
+        """An ordered scan: the historicals' time-sorted partials merged, holding one piece of each."""
+        stats = RunStats()
+        streams: list[list] = []  # [server, segments, batches, current rows or None, rows used, watch token]
+        opened = 0
+        try:
+            while not finalize.done:
+                while opened < len(calls):  # every call (retries included) becomes a stream
+                    server, segments, client, call = calls[opened]
+                    opened += 1
+                    streams.append([server, segments, client.read_batches(call), None, 0,
+                                    self.watchdog.watch(call, is_active)])
+                for stream in list(streams):
+                    try:
+                        while stream[3] is None or stream[3].num_rows == 0:
+                            item = next(stream[2])
+                            if isinstance(item, RunStats):
+                                stats = stats + item
+                                streams.remove(stream)
+                                self.watchdog.unwatch(stream[5])
+                                break
+                            stream[3] = pa.Table.from_batches([item])
+                    except (grpc.RpcError, ConnectionError, OSError) as exc:
+                        streams.remove(stream)
+                        self.watchdog.unwatch(stream[5])
+                        self._stream_failed(query, query_id, stream[0], stream[1], stream[4], exc, exclude, is_active,
+                                            start)
+                if opened < len(calls):
+                    continue  # replicas asked instead of a failed stream: read them too before merging
+                if not streams:
+                    break
+                if time.monotonic() > deadline:
+                    raise QueryTimeoutError(f"query {query_id} timed out")
+                ready, rest = scan_engine.take_in_time_order([s[3] for s in streams], query.order == "descending")
+                for stream, left in zip(streams, rest):
+                    stream[4] += stream[3].num_rows - left.num_rows
+                    stream[3] = left
+                table = finalize(ready)
+                if table is not None:
+                    emit(table)
+        finally:
+            for stream in streams:
+                self.watchdog.unwatch(stream[5])
         return stats
 
     # The query registry (services/broker/query_registry.py): told when a native query is sent

@@ -95,11 +95,25 @@ def test_offset_and_limit_across_pieces(cluster, sql, rows):
         assert table.num_rows == rows and table.schema.names == ["page"]
 
 
-def test_ordered_and_grouped_queries_do_not_stream(cluster):
+def test_grouped_and_sorted_queries_do_not_stream(cluster):
     with connect(cluster) as conn:
         assert run(conn, "SELECT COUNT(*) AS c FROM wiki").to_pylist() == [{"c": ROWS}]
-        assert run(conn, "SELECT __time FROM wiki ORDER BY __time DESC LIMIT 3").num_rows == 3
+        assert run(conn, "SELECT page FROM wiki ORDER BY page LIMIT 3").num_rows == 3
         assert CountingStream.last is None
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_a_scan_ordered_by_time_streams_in_order(cluster, descending):
+    direction = "DESC" if descending else "ASC"
+    with connect(cluster) as conn:
+        got = run(conn, f"SELECT __time, added FROM wiki ORDER BY __time {direction}")
+        assert CountingStream.last is not None and CountingStream.last.rows == ROWS
+        times = got.column("__time").cast("int64").to_pylist()
+        assert times == sorted(times, reverse=descending)
+        assert sum(got.column("added").to_pylist()) == sum(cluster.data.column("added").to_pylist())
+        page = run(conn, f"SELECT __time FROM wiki ORDER BY __time {direction} LIMIT 1000 OFFSET 500")
+        whole = sorted(cluster.data.column("__time").cast("int64").to_pylist(), reverse=descending)
+        assert page.column("__time").cast("int64").to_pylist() == whole[500:1500]
 
 
 def test_a_paused_client_holds_the_query_back(cluster):
