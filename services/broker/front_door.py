@@ -133,7 +133,7 @@ class QueryFrontDoor:
 
     def stream(self, request: QueryRequest, expected_schema: pa.Schema | None = None,
                is_active: Callable[[], bool] = lambda: True) -> Iterator[pa.RecordBatch] | None:
-        """The rows of a statement the SQL backend streams (one scan in no order, see
+        """The rows of a statement the SQL backend streams (one scan, unordered or by time, see
         ``SqlService.streams``) as record batches, produced by a thread of its own while the
         caller sends them, a few pieces ahead: the broker never holds the whole result. None for
         every other request (``run`` it). A failure before the first rows raises QueryFailed here;

@@ -322,8 +322,8 @@ class SqlService:
 
     def streams(self, sql: str, parameters: Sequence = (), context: dict | None = None,
                 user: str | None = None) -> bool:
-        """Whether ``execute`` with ``emit`` would stream the statement's rows (one scan in no
-        order): asked from the plan GetFlightInfo cached, so it costs a lookup. A statement with
+        """Whether ``execute`` with ``emit`` would stream the statement's rows (one scan,
+        unordered or by time): asked from the plan GetFlightInfo cached, so it costs a lookup. A statement with
         parameters, or whose plan is not cached, is run the ordinary way."""
         if parameters:
             return False
@@ -333,11 +333,12 @@ class SqlService:
             return False
         with self._plans_lock:
             plan = self._plans.get(key)
-        return plan is not None and plan.streamed_scan() is not None and self.executor.streams(plan.streamed_scan()[0])
+        scan = plan.streamed_scan() if plan is not None else None
+        return scan is not None and self.executor.streams(scan[0])
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
                 user: str | None = None, is_active=lambda: True, emit=None) -> pa.Table:
-        """The statement's result; with ``emit``, an unordered scan's rows go to ``emit`` a piece at
+        """The statement's result; with ``emit``, a scan's rows go to ``emit`` a piece at
         a time as historicals send them and the table returned is empty (see ``streams``)."""
         head = classify(sql)
         if head.is_ddl:
