@@ -4,11 +4,11 @@
     [discovery]       mode = "embedded" | "etcd"; etcd = "http://host:2379"; coordinator = "host:port"
     [metadata]        url = "sqlite:///path.db" | "postgresql+psycopg://user:pw@host/db"
     [deep_storage]    url = "file:///dir" | "s3://bucket/prefix"; endpoint; region
-    [historical]      cache_dir; max_cache_bytes; query_threads; decompressed_cache_bytes
+    [historical]      cache_dir; max_cache_bytes; query_threads; decompressed_cache_bytes; max_query_bytes
     [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks;
                       auto_compaction; max_compaction_tasks
     [broker]          query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
-                      query_log_file_bytes; query_log_file_backups
+                      query_log_file_bytes; query_log_file_backups; max_query_bytes
     [auth]            enabled; admin_user; admin_password; users_file; token_ttl_s; internal_secret
     [tls]             cert; key; ca (PEM text; as cert_file/key_file/ca_file: read from those files)
 
@@ -90,6 +90,9 @@ class HistoricalSection:
     query_threads: int = 0  # 0: one per core
     # Memory for decoded compressed segment parts, shared by every served segment (LRU by bytes).
     decompressed_cache_bytes: int = 1024**3
+    # What one query may hold here (groups, scanned rows, partials); a query's maxBytesInMemory
+    # context key may lower it, never raise it (common/query/memory_budget.py).
+    max_query_bytes: int = 2 << 30
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,9 @@ class CoordinatorSection:
 @dataclass(frozen=True)
 class BrokerSection:
     query_timeout_ms: int = 300_000
+    # What one query may hold on the broker (historicals' partials and their merge); a query's
+    # maxBytesInMemory context key may lower it, never raise it.
+    max_query_bytes: int = 2 << 30
     # The query log (sys.queries): finished queries kept in memory, by count and by age, and a
     # rotating JSON-lines file for log shippers ("" = no file).
     query_log_entries: int = 10_000

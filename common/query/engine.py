@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from common.errors import ValidationError, unknown_name_message
 from common.query import grouped_engine, scan_engine
+from common.query.memory_budget import UNLIMITED, MemoryBudget
 from common.query.model import GroupByQuery, Query, ScanQuery, TimeseriesQuery, TopNQuery, query_from_json
 from common.query.partial import Partial, RunStats
 from common.query.projection_match import match_projection
@@ -119,7 +120,8 @@ def _coverage(source: RowSource, query: Query):
     return source.time_bounds()
 
 
-def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType] | None = None) -> Partial:
+def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType] | None = None,
+        budget: MemoryBudget = UNLIMITED) -> Partial:
     if isinstance(source, Segment):
         # Columns already read are cached arrays over the mapping: a file changed since it was
         # mapped must fail the query (and be fetched again), not be read.
@@ -127,7 +129,7 @@ def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType]
     src = source_for(query, source) if isinstance(source, Segment) else source
     if schema is None:
         schema = dict(src.schema)
-    partial = _engine(query).run(query, src, schema, _coverage(src, query))
+    partial = _engine(query).run(query, src, schema, _coverage(src, query), budget)
     if isinstance(source, Segment):
         source.check_unchanged()  # and a file changed while the query read it gives no rows either
     partial.projection = src.projection
@@ -135,8 +137,8 @@ def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType]
     return partial
 
 
-def merge(query: Query, partials: Sequence[Partial]) -> Partial:
-    return _engine(query).merge(query, list(partials))
+def merge(query: Query, partials: Sequence[Partial], budget: MemoryBudget = UNLIMITED) -> Partial:
+    return _engine(query).merge(query, list(partials), budget)
 
 
 def finalize(query: Query, partial: Partial, schema: dict[str, ColumnType] | None = None) -> pa.Table:

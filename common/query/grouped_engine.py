@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from common.query.grouping import KeyCodes, codes_from_array, codes_from_dictionary, codes_from_int64, group
+from common.query.memory_budget import UNLIMITED, MemoryBudget, group_bytes
 from common.query.model import GroupByQuery, TimeseriesQuery, TopNQuery, _Aggregating
 from common.query.ordering import SortKey, sort_table
 from common.query.partial import Partial, RunStats, decode_dictionaries, union_coverage
@@ -44,7 +45,8 @@ def _dimension_codes(cols, name: str) -> KeyCodes:
     return codes_from_array(cols[name])
 
 
-def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], coverage=None) -> Partial:
+def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], coverage=None,
+        budget: MemoryBudget = UNLIMITED) -> Partial:
     flt = source.residual_filter if source.replaces_filter else query.filter
     sel = select(source, flt, list(query.intervals), query.virtual_columns, schema)
     cols = sel.columns
@@ -62,6 +64,9 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
     if n == 0:
         groups.count = 0
         groups.keys = [k.values.slice(0, 0) for k in keys]
+    # The groups are known before any aggregator allocates for them: refuse here, not in MemoryError.
+    budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
+                  f"the {groups.count:,} groups of a {query.query_type} over one segment")
     out = {}
     specs = [None] * (len(names) - len(dimensions_of(query))) + list(dimensions_of(query))
     for name, values, dim in zip(names, groups.keys, specs):
@@ -89,7 +94,7 @@ def _cast_dimension(values: pa.Array, ctype: ColumnType) -> pa.Array:
 
 
 
-def merge(query: _Aggregating, partials: list[Partial]) -> Partial:
+def merge(query: _Aggregating, partials: list[Partial], budget: MemoryBudget = UNLIMITED) -> Partial:
     stats = RunStats()
     for p in partials:
         stats = stats + p.stats
@@ -106,6 +111,8 @@ def merge(query: _Aggregating, partials: list[Partial]) -> Partial:
     if table.num_rows == 0:
         groups.count = 0
         groups.keys = [k.values.slice(0, 0) for k in keys]
+    budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
+                  f"merging {len(tables)} partials into {groups.count:,} groups")
     out = dict(zip(key_names, groups.keys))
     for agg in query.aggregations:
         out[agg.name] = agg.combine(table.column(agg.name).combine_chunks(), groups.gid, groups.count)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from common.query.memory_budget import UNLIMITED, MemoryBudget, table_bytes
 from common.query.model import ScanQuery
 from common.query.ordering import SortKey, sort_table
 from common.query.partial import Partial, RunStats, union_coverage
@@ -27,7 +28,8 @@ def _cap(query: ScanQuery) -> int | None:
     return None if query.limit is None else query.offset + query.limit
 
 
-def run(query: ScanQuery, source: RowSource, schema: dict[str, ColumnType], coverage=None) -> Partial:
+def run(query: ScanQuery, source: RowSource, schema: dict[str, ColumnType], coverage=None,
+        budget: MemoryBudget = UNLIMITED) -> Partial:
     sel = select(source, query.filter, list(query.intervals), query.virtual_columns, schema)
     cols = sel.columns
     cap = _cap(query)
@@ -52,12 +54,13 @@ def run(query: ScanQuery, source: RowSource, schema: dict[str, ColumnType], cove
     table = pa.table(data) if data else pa.table({})
     if cap is not None and table.num_rows > cap:
         table = table.slice(table.num_rows - cap) if query.order == "descending" else table.slice(0, cap)
+    budget.charge(table_bytes(table), f"the {table.num_rows:,} rows a scan took from one segment")
     stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, cols.num_rows,
                      cols.bytes_read)
     return Partial(table, stats, coverage)
 
 
-def merge(query: ScanQuery, partials: list[Partial]) -> Partial:
+def merge(query: ScanQuery, partials: list[Partial], budget: MemoryBudget = UNLIMITED) -> Partial:
     stats = RunStats()
     for p in partials:
         stats = stats + p.stats
@@ -66,6 +69,7 @@ def merge(query: ScanQuery, partials: list[Partial]) -> Partial:
         return Partial(pa.table({}), stats, union_coverage(partials))
     table = pa.concat_tables(tables, promote_options="permissive") if len(tables) > 1 else tables[0]
     if query.order != "none" and TIME_COLUMN in table.column_names:
+        budget.check(table_bytes(table), f"ordering {table.num_rows:,} scanned rows by time")  # the sort copies
         table = sort_table(table, [SortKey(TIME_COLUMN, query.order == "descending")])
     cap = _cap(query)
     if cap is not None:
@@ -90,3 +94,61 @@ def finalize(query: ScanQuery, partial: Partial, schema: dict[str, ColumnType]) 
     if TIME_COLUMN in table.column_names and TIME_COLUMN not in wanted:
         table = table.drop_columns([TIME_COLUMN])
     return table.combine_chunks()
+
+
+class StreamFinalizer:
+    """``finalize`` for a scan whose rows arrive in pieces, in the result's order (the broker
+    streaming historicals' partials; ordered ones through ``take_in_time_order``): OFFSET and LIMIT
+    counted across pieces, ``__time`` dropped when not asked for. ``done`` says that the limit is
+    reached and nothing more is needed."""
+
+    def __init__(self, query: ScanQuery, schema: dict[str, ColumnType]) -> None:
+        self.skip = query.offset
+        self.left = query.limit
+        self.wanted = output_columns(query, schema)
+
+    @property
+    def done(self) -> bool:
+        return self.left is not None and self.left <= 0
+
+    def __call__(self, table: pa.Table) -> pa.Table | None:
+        if self.skip:
+            cut = min(self.skip, table.num_rows)
+            table = table.slice(cut)
+            self.skip -= cut
+        if self.left is not None:
+            table = table.slice(0, max(self.left, 0))
+            self.left -= table.num_rows
+        if table.num_rows == 0:
+            return None
+        if TIME_COLUMN in table.column_names and TIME_COLUMN not in self.wanted:
+            table = table.drop_columns([TIME_COLUMN])
+        return table
+
+
+def _times(table: pa.Table):
+    return table.column(TIME_COLUMN).combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False)
+
+
+def take_in_time_order(currents: list[pa.Table], descending: bool) -> tuple[pa.Table, list[pa.Table]]:
+    """One step of merging streams each sorted by time (historicals' partials of an ordered scan),
+    given each stream's current rows (none empty): the rows that may go now, in order, and what is
+    left of each stream's rows. Every row up to the earliest of the streams' last times (the latest,
+    descending) may go: no stream can still send one before it. The stream that set that bound is
+    used up, so the next step reads from it; each step holds one piece per stream."""
+    import numpy as np
+
+    lasts = [int(_times(t)[-1]) for t in currents]
+    bound = max(lasts) if descending else min(lasts)
+    pieces, rest = [], []
+    for table in currents:
+        times = _times(table)
+        n = int(np.searchsorted(-times, -bound, side="right") if descending else
+                np.searchsorted(times, bound, side="right"))
+        if n:
+            pieces.append(table.slice(0, n))
+        rest.append(table.slice(n))
+    ready = pa.concat_tables(pieces, promote_options="permissive") if len(pieces) > 1 else pieces[0]
+    if len(pieces) > 1:
+        ready = sort_table(ready, [SortKey(TIME_COLUMN, descending)])
+    return ready, rest

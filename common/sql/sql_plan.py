@@ -16,13 +16,14 @@ import pyarrow as pa
 
 from common.errors import ValidationError
 from common.expr.nesting import depth_guard
-from common.query.model import Query
+from common.query.model import Query, ScanQuery
 from common.sql.catalog import SqlCatalog
 from common.sql.logical_plan import RelNode, TableScan
 from common.sql.native_planner import plan_stages
 from common.sql.rules import optimize
 from common.sql.scalar_translator import Session
-from common.sql.stages import DEFAULT_MAX_JOIN_ROWS, ExecContext, Stage
+from common.sql import broker_ops
+from common.sql.stages import DEFAULT_MAX_JOIN_ROWS, ExecContext, NativeStage, SelectStage, Stage
 from common.sql.statement import parse_statement
 from common.sql.translator import translate
 from common.types.granularity import Granularity, Period
@@ -99,6 +100,33 @@ class SqlPlan:
         table = self.stage.execute(ctx)
         arrays = [table.column(c) for c in self.stage.columns]
         return pa.Table.from_arrays(arrays, schema=self.result_schema)
+
+
+    def streamed_scan(self) -> tuple[Query, Callable[[pa.Table], pa.Table]] | None:
+        """When the statement is one scan pushed to the cluster (in no order or by time; under
+        renames and column choices only): that scan, and what turns each piece of its rows into rows of this
+        statement, so the broker can send rows as they come instead of holding them all; else None."""
+        if self.kind != "query" or not self._bound:
+            return None
+        selects = []
+        stage = self.stage
+        while isinstance(stage, SelectStage):
+            selects.append(stage)
+            stage = stage.input
+        if not (isinstance(stage, NativeStage) and stage.input is None and isinstance(stage.query, ScanQuery)):
+            return None
+        native, top = stage, self.stage
+
+        def shape(table: pa.Table) -> pa.Table:
+            table = broker_ops.shape(table, native.sources, native.fields, native.columns)
+            inner = native
+            for select in reversed(selects):
+                table = broker_ops.shape(table, [inner.columns[p] for p in select.positions], select.fields,
+                                         select.columns)
+                inner = select
+            return pa.Table.from_arrays([table.column(c) for c in top.columns], schema=self.result_schema)
+
+        return native.query, shape
 
 
 def _volatile_reasons(logical: RelNode, session_reads: frozenset) -> frozenset:

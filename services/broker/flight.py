@@ -261,6 +261,11 @@ class BrokerFlightServer(flight.FlightServerBase):
             raise UnknownHandleError("result ticket already fetched; call GetFlightInfo again")
         if isinstance(entry.request, QueryRequest):
             note_query_id(entry.request.query_id)
+            # An unordered scan streams: rows go out as historicals send them (front_door.stream).
+            streamed = self.front_door.stream(entry.request, expected_schema=entry.schema, is_active=_active(context))
+            if streamed is not None:
+                return _batch_stream(entry.schema, (piece for batch in streamed
+                                                    for piece in _split(batch, MAX_BATCH_ROWS, MAX_BATCH_BYTES)))
             table = self.front_door.run(entry.request, _active(context), expected_schema=entry.schema).table
         elif isinstance(entry.request, pa.Table):  # a statement with effects, already run
             table = entry.request

@@ -14,10 +14,12 @@ queries to a NativeBackend (the broker's scatter/gather QueryExecutor).
 
 from __future__ import annotations
 
+import contextvars
 import logging
+import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,6 +27,7 @@ import pyarrow as pa
 
 from common.errors import StrataError, UnsupportedError, ValidationError
 from services.broker.core.sql_backend import SqlBackend, StatementInfo
+from services.broker.result_stream import ResultStream
 from services.query_errors import DENIED, QueryFailed, client_error
 from services.security.authorizer import ALLOW_ALL
 
@@ -106,15 +109,16 @@ class QueryFrontDoor:
     # ---- running --------------------------------------------------------------------------------
 
     def run(self, request: QueryRequest, is_active: Callable[[], bool] = lambda: True,
-            expected_schema: pa.Schema | None = None) -> QueryResult:
+            expected_schema: pa.Schema | None = None, emit=None) -> QueryResult:
         """Run one query from start to end (the only place queries start). With
-        ``expected_schema`` (what GetFlightInfo announced) the result is checked against it."""
+        ``expected_schema`` (what GetFlightInfo announced) the result is checked against it. With
+        ``emit``, rows a backend streams go there (see ``stream``) and the table returned is empty."""
         query_id = request.query_id or uuid.uuid4().hex
         started = time.perf_counter()
         label = request.label
         log.debug("query %s started (%s, user %s)", query_id, request.protocol, request.user)
         try:
-            table, stats = self._execute(request, query_id, is_active)
+            table, stats = self._execute(request, query_id, is_active, emit)
             if expected_schema is not None:
                 table = _conform(table, expected_schema)
         except Exception as exc:  # noqa: BLE001 - classified once, here
@@ -127,7 +131,47 @@ class QueryFrontDoor:
         log.debug("query %s finished in %.3f s, %d rows", query_id, seconds, table.num_rows)
         return QueryResult(query_id, table, stats, seconds)
 
-    def _execute(self, request: QueryRequest, query_id: str, is_active) -> tuple[pa.Table, Any]:
+    def stream(self, request: QueryRequest, expected_schema: pa.Schema | None = None,
+               is_active: Callable[[], bool] = lambda: True) -> Iterator[pa.RecordBatch] | None:
+        """The rows of a statement the SQL backend streams (one scan, unordered or by time, see
+        ``SqlService.streams``) as record batches, produced by a thread of its own while the
+        caller sends them, a few pieces ahead: the broker never holds the whole result. None for
+        every other request (``run`` it). A failure before the first rows raises QueryFailed here;
+        one later is raised by the iterator. The query stops when the iterator is closed, or when
+        ``is_active`` (asked on this thread only, until the first rows) turns False."""
+        if request.native is not None or request.sql is None or request.parameter_rows:
+            return None
+        streams = getattr(self.sql, "streams", None)
+        if streams is None or not streams(request.sql, (), _context(request), request.user):
+            return None
+        stream = ResultStream(timeout_s=request.timeout_s if request.timeout_s is not None else self.default_timeout_s)
+        # The query's thread sees what the caller's context holds (who called, the announced id).
+        produce = contextvars.copy_context().run
+        threading.Thread(target=produce, args=(self._produce, request, stream, expected_schema),
+                         name="strata-result-stream", daemon=True).start()
+        try:
+            stream.wait_first(is_active)
+        except QueryFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the client left while waiting: classified like any failure
+            raise QueryFailed(client_error(exc)) from None
+        return stream.batches()
+
+    def _produce(self, request: QueryRequest, stream: ResultStream, expected_schema: pa.Schema | None) -> None:
+        try:
+            def emit(table: pa.Table, is_active=lambda: True) -> None:
+                stream.put(_conform(table, expected_schema) if expected_schema is not None else table, is_active)
+
+            result = self.run(request, stream.is_active, expected_schema, emit)
+            if result.table.num_rows:  # the backend chose not to stream after all
+                stream.put(result.table)
+            stream.finish()
+        except QueryFailed as exc:
+            stream.fail(exc)
+        except BaseException as exc:  # noqa: BLE001 - every failure reaches the reader, classified
+            stream.fail(QueryFailed(client_error(exc)))
+
+    def _execute(self, request: QueryRequest, query_id: str, is_active, emit=None) -> tuple[pa.Table, Any]:
         timeout_s = request.timeout_s if request.timeout_s is not None else self.default_timeout_s
         if request.native is not None:
             self._authorize_native(request)
@@ -138,6 +182,9 @@ class QueryFrontDoor:
             context.setdefault("timeout", max(int(request.timeout_s * 1000), 1))
         rows = request.parameter_rows or ((),)
         backend = self._sql_backend()
+        if emit is not None:
+            return backend.execute(request.sql, parameters=rows[0], context=context or None, user=request.user,
+                                   is_active=is_active, emit=emit), None
         tables = [backend.execute(request.sql, parameters=row, context=context or None, user=request.user,
                                   is_active=is_active) for row in rows]
         return _concat(tables), None

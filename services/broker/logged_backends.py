@@ -23,15 +23,24 @@ class LoggedSql:
         self.registry = registry
 
     def execute(self, sql: str, parameters=(), context: dict | None = None, user: str | None = None,
-                is_active=lambda: True) -> pa.Table:
+                is_active=lambda: True, emit=None) -> pa.Table:
         with self.registry.track("sql", sql=sql, user=user, query_id=sql_query_id(sql, context),
                                  is_active=is_active) as running:
             target = kill_target(sql)
+            sent = [0]
             if target is not None:
                 table = pa.table({"result": [self.registry.kill(target, running.record.user)]})
+            elif emit is not None:  # streamed rows: counted as they go; KILL QUERY stops a waiting send
+                def counted(piece: pa.Table) -> None:
+                    sent[0] += piece.num_rows
+                    running.record.result_rows = sent[0]
+                    emit(piece, running.is_active)
+
+                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
+                                           emit=counted)
             else:
                 table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active)
-            running.record.result_rows = table.num_rows
+            running.record.result_rows = sent[0] + table.num_rows
             return table
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None, **options):

@@ -56,7 +56,8 @@ class BrokerProcess(NodeProcess):
         self.catalog = OverlayCatalog(BrokerCatalog(self.node, self.node.coordinator_client, self.catalog_cache),
                                       self.catalog_cache)
         self.executor = QueryExecutor(self.node.view, self.node.historical_client, self.metrics, self.node.lock,
-                                      schema_for=self.catalog.datasource_schema)
+                                      schema_for=self.catalog.datasource_schema,
+                                      max_query_bytes=config.broker.max_query_bytes)
         from services.ingestion.schema_discovery import conflict_mode
 
         schema_conflicts = conflict_mode({"schemaConflicts": config.broker.schema_conflicts})

@@ -21,8 +21,9 @@ import grpc
 import pyarrow as pa
 
 from common.errors import QueryTimeoutError, StrataError, UnsupportedError, ValidationError
-from common.query import engine, topn_threshold
-from common.query.model import Query, query_from_json
+from common.query import engine, scan_engine, topn_threshold
+from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, UNLIMITED, MemoryBudget, table_bytes
+from common.query.model import Query, ScanQuery, query_from_json
 from common.query.partial import Partial, RunStats
 from common.segment.segment_id import SegmentId
 from services.broker.call_watchdog import CallWatchdog
@@ -40,8 +41,10 @@ class Cancelled(QueryCancelledError):
 
 class QueryExecutor:
     def __init__(self, view, historical_client, metrics, view_lock: threading.Lock | None = None, threads: int = 16,
-                 schema_for=None) -> None:
+                 schema_for=None, max_query_bytes: int | None = DEFAULT_MAX_QUERY_BYTES) -> None:
         self.view = view
+        # What one query may hold here: the partials historicals send and their merge.
+        self.max_query_bytes = max_query_bytes
         # Datasource -> the schema queries see (the catalog overlay on the broker); None: unknown.
         self.schema_for = schema_for
         self.historical_client = historical_client  # server id -> HistoricalClient
@@ -88,14 +91,150 @@ class QueryExecutor:
         schema = self._schema(query.datasource)
         engine.validate(query, schema)
         query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
-        partial = self._gather(query, schema, deadline, query_id, is_active)
+        budget = MemoryBudget.for_query(query.context, self.max_query_bytes, query_id, "broker")
+        partial = self._gather(query, schema, deadline, query_id, is_active, budget)
         return engine.Result(engine.finalize(query, partial, schema), partial.stats)
+
+    @staticmethod
+    def streams(query: Query) -> bool:
+        """Whether ``execute_stream`` takes the query: a scan of a datasource."""
+        return isinstance(query, ScanQuery) and isinstance(query.datasource, str)
+
+    def execute_stream(self, query: Query | dict, timeout_s: float, emit, query_id: str | None = None,
+                       is_active=lambda: True) -> RunStats:
+        """A scan's rows handed to ``emit`` (finalized tables, a batch at a time) as the historicals
+        send them, never all held here: every historical is asked at once; in no order they are
+        read in turn, the others waiting meanwhile under gRPC's flow control; ordered by time, their
+        sorted partials are merged a piece of each at a time (``scan_engine.take_in_time_order``).
+        ``emit`` blocking holds them all back. A historical that fails before any of its rows were
+        used is replaced by another replica; after that the query fails (rows already sent cannot
+        be taken back)."""
+        if isinstance(query, dict):
+            query = query_from_json(query)
+        if not self.streams(query):
+            raise ValueError("execute_stream runs scans of a datasource only")
+        deadline = time.monotonic() + timeout_s
+        schema = self._schema(query.datasource)
+        engine.validate(query, schema)
+        query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
+        with self.view_lock:
+            plan = self.view.plan(query.datasource, list(query.intervals))
+        if plan.unavailable:
+            raise UnsupportedError(f"segments not available on any historical: {', '.join(map(str, plan.unavailable))}")
+        if self.watch is not None:
+            self.watch.native_started()
+        finalize = scan_engine.StreamFinalizer(query, schema)
+        query_json = json.dumps(query.to_json())
+        calls: list = []
+        exclude: dict[SegmentId, set[str]] = {}
+        stats = RunStats()
+
+        def start(server: str, segments: list[SegmentId]) -> None:
+            client = self.historical_client(server)
+            call = client.run_query(query_json, query_id, segments, schema,
+                                    timeout_s=max(deadline - time.monotonic(), 0.001))
+            calls.append((server, segments, client, call))
+
+        try:
+            for server, segments in plan.by_server.items():
+                start(server, segments)
+            if query.order != "none":
+                stats = self._merge_in_time_order(query, query_id, calls, start, exclude, finalize, emit, deadline,
+                                                  is_active)
+            read = 0 if query.order == "none" else len(calls)
+            while read < len(calls) and not finalize.done:
+                server, segments, client, call = calls[read]
+                read += 1
+                used = 0
+                token = self.watchdog.watch(call, is_active)  # KILL or a client gone cancels a wait
+                try:
+                    for item in client.read_batches(call):
+                        if isinstance(item, RunStats):
+                            stats = stats + item
+                            break
+                        if time.monotonic() > deadline:
+                            raise QueryTimeoutError(f"query {query_id} timed out")
+                        used += item.num_rows
+                        table = finalize(pa.Table.from_batches([item]))
+                        if table is not None:
+                            emit(table)
+                        if finalize.done:
+                            break
+                except (grpc.RpcError, ConnectionError, OSError) as exc:
+                    self._stream_failed(query, query_id, server, segments, used, exc, exclude, is_active, start)
+                finally:
+                    self.watchdog.unwatch(token)
+        finally:
+            for *_, call in calls:
+                call.cancel()  # the rest of a limit, or an error: nothing more is read
+        if self.watch is not None:
+            self.watch.native_finished(query, stats, [s for segs in plan.by_server.values() for s in segs])
+        return stats
+
+    def _stream_failed(self, query, query_id: str, server: str, segments, used: int, exc: Exception, exclude: dict,
+                       is_active, start) -> None:
+        """A historical's stream broke: ask other replicas when none of its rows were used yet."""
+        if isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.CANCELLED and not is_active():
+            raise Cancelled(f"query {query_id} was cancelled") from None
+        if used:
+            detail = f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.RpcError) else str(exc)
+            raise StrataError(f"historical {server} failed after {used:,} of its rows were sent ({detail}); "
+                              f"run the query again") from None
+        for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+            start(other, segs)
+
+    def _merge_in_time_order(self, query, query_id: str, calls: list, start, exclude: dict, finalize, emit,
+                             deadline: float, is_active) -> RunStats:
+        """An ordered scan: the historicals' time-sorted partials merged, holding one piece of each."""
+        stats = RunStats()
+        streams: list[list] = []  # [server, segments, batches, current rows or None, rows used, watch token]
+        opened = 0
+        try:
+            while not finalize.done:
+                while opened < len(calls):  # every call (retries included) becomes a stream
+                    server, segments, client, call = calls[opened]
+                    opened += 1
+                    streams.append([server, segments, client.read_batches(call), None, 0,
+                                    self.watchdog.watch(call, is_active)])
+                for stream in list(streams):
+                    try:
+                        while stream[3] is None or stream[3].num_rows == 0:
+                            item = next(stream[2])
+                            if isinstance(item, RunStats):
+                                stats = stats + item
+                                streams.remove(stream)
+                                self.watchdog.unwatch(stream[5])
+                                break
+                            stream[3] = pa.Table.from_batches([item])
+                    except (grpc.RpcError, ConnectionError, OSError) as exc:
+                        streams.remove(stream)
+                        self.watchdog.unwatch(stream[5])
+                        self._stream_failed(query, query_id, stream[0], stream[1], stream[4], exc, exclude, is_active,
+                                            start)
+                if opened < len(calls):
+                    continue  # replicas asked instead of a failed stream: read them too before merging
+                if not streams:
+                    break
+                if time.monotonic() > deadline:
+                    raise QueryTimeoutError(f"query {query_id} timed out")
+                ready, rest = scan_engine.take_in_time_order([s[3] for s in streams], query.order == "descending")
+                for stream, left in zip(streams, rest):
+                    stream[4] += stream[3].num_rows - left.num_rows
+                    stream[3] = left
+                table = finalize(ready)
+                if table is not None:
+                    emit(table)
+        finally:
+            for stream in streams:
+                self.watchdog.unwatch(stream[5])
+        return stats
 
     # The query registry (services/broker/query_registry.py): told when a native query is sent
     # and what it cost; None when nothing watches.
     watch = None
 
-    def _gather(self, query: Query, schema, deadline: float, query_id: str, is_active) -> Partial:
+    def _gather(self, query: Query, schema, deadline: float, query_id: str, is_active,
+                budget: MemoryBudget = UNLIMITED) -> Partial:
         with self.view_lock:
             plan = self.view.plan(query.datasource, list(query.intervals))
         coverage = plan.coverage
@@ -108,9 +247,9 @@ class QueryExecutor:
             merged = self._gather_topn(query, schema, plan.by_server, deadline, query_id, is_active)
         if merged is None:
             units = self._scatter(query, json.dumps(query.to_json()), schema, plan.by_server, deadline, query_id,
-                                  is_active)
+                                  is_active, budget)
             partials = [p for _, _, p in units]
-            merged = engine.merge(query, partials) if partials else Partial(pa.table({}), RunStats())
+            merged = engine.merge(query, partials, budget) if partials else Partial(pa.table({}), RunStats())
         merged.coverage = coverage
         if self.watch is not None:
             self.watch.native_finished(query, merged.stats, [s for segs in plan.by_server.values() for s in segs])
@@ -188,15 +327,19 @@ class QueryExecutor:
                 if call is not None:
                     call.cancel()
 
-    def _shipped(self, query, partial: Partial) -> None:
-        """What a historical sent: the figure TPUT makes smaller."""
+    def _shipped(self, query, partial: Partial, server: str = "", budget: MemoryBudget = UNLIMITED) -> None:
+        """What a historical sent: the figure TPUT makes smaller; held until the merge, so it counts
+        against the query's memory limit here (each historical bounds its own partial by its limit,
+        so the broker holds at most one over-limit partial before refusing)."""
+        budget.charge(table_bytes(partial.table), f"the partial of {partial.table.num_rows:,} rows from historical "
+                                                  f"{server}")
         rows = getattr(self.metrics, "partial_rows", None)
         if rows is not None:
             rows.labels(query.query_type).inc(partial.table.num_rows)
             self.metrics.partial_bytes.labels(query.query_type).inc(partial.table.nbytes)
 
     def _scatter(self, query: Query, query_json: str, schema, by_server: dict, deadline: float, query_id: str,
-                 is_active) -> list[tuple[str, list[SegmentId], Partial]]:
+                 is_active, budget: MemoryBudget = UNLIMITED) -> list[tuple[str, list[SegmentId], Partial]]:
         """Every segment of the plan answered once: (server, its segments, its partial), with
         failed replicas' segments re-planned onto others."""
         exclude: dict[SegmentId, set[str]] = {}
@@ -214,7 +357,7 @@ class QueryExecutor:
             (server, segments), = by_server.items()
             try:
                 partial = self._call_watched(server, (query_json, query_id, segments, schema), deadline, is_active)
-                self._shipped(query, partial)
+                self._shipped(query, partial, server, budget)
                 return [(server, segments, partial)]
             except grpc.RpcError as exc:
                 if exc.code() == grpc.StatusCode.CANCELLED and not is_active():
@@ -242,7 +385,7 @@ class QueryExecutor:
                     server, segments, _holder = pending.pop(fut)
                     try:
                         partial = fut.result()
-                        self._shipped(query, partial)
+                        self._shipped(query, partial, server, budget)
                         units.append((server, segments, partial))
                         continue
                     except (grpc.RpcError, ConnectionError, OSError) as exc:

@@ -320,8 +320,26 @@ class SqlService:
             flush()  # the statement's own effect is visible to the next query at once
         return pa.table({"result": [result.message]})
 
+    def streams(self, sql: str, parameters: Sequence = (), context: dict | None = None,
+                user: str | None = None) -> bool:
+        """Whether ``execute`` with ``emit`` would stream the statement's rows (one scan,
+        unordered or by time): asked from the plan GetFlightInfo cached, so it costs a lookup. A statement with
+        parameters, or whose plan is not cached, is run the ordinary way."""
+        if parameters:
+            return False
+        try:
+            key = (sql, user, json.dumps(dict(context or {}), sort_keys=True, default=str), self._generation())
+        except TypeError:
+            return False
+        with self._plans_lock:
+            plan = self._plans.get(key)
+        scan = plan.streamed_scan() if plan is not None else None
+        return scan is not None and self.executor.streams(scan[0])
+
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
-                user: str | None = None, is_active=lambda: True) -> pa.Table:
+                user: str | None = None, is_active=lambda: True, emit=None) -> pa.Table:
+        """The statement's result; with ``emit``, a scan's rows go to ``emit`` a piece at
+        a time as historicals send them and the table returned is empty (see ``streams``)."""
         head = classify(sql)
         if head.is_ddl:
             return self._ddl(head.body, user)
@@ -343,6 +361,14 @@ class SqlService:
                 raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
             return self.executor.execute(query, remaining, None, is_active).table
 
+        scan = plan.streamed_scan() if emit is not None else None
+        if scan is not None and self.executor.streams(scan[0]):
+            query, shape = scan
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
+            self.executor.execute_stream(query, remaining, lambda table: emit(shape(table)), None, is_active)
+            return plan.result_schema.empty_table()
         return plan.execute(run_native)
 
     def _submit(self, sql: str, context: dict, user: str | None = None) -> pa.Table:

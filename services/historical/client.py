@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+import pyarrow as pa
+
 from common.query.partial import Partial
 from common.segment.segment_id import SegmentId
 from common.types.column_type import ColumnType
 from services.grpc_server import CHANNEL_OPTIONS, SINGLE_THREADED_STREAMS, channel
 from services.transport_security import NO_SECURITY, TransportSecurity
-from services.rpc.arrow_stream import chunks_to_table
+from services.rpc.arrow_stream import chunks_to_table, stats_from_proto
 from services.rpc.convert import schema_to_proto, segment_id_to_proto
 from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
 
@@ -42,6 +44,18 @@ class HistoricalClient:
     def read_partial(call) -> Partial:
         table, stats = chunks_to_table(call)
         return Partial(table, stats)
+
+    @staticmethod
+    def read_batches(call):
+        """The partial as it arrives, one Arrow record batch at a time (nothing is kept here, so a
+        caller that stops reading holds the historical back by gRPC's flow control); then, once,
+        the ``RunStats`` its last chunk carries. Raises ConnectionError if the stream ends early."""
+        for chunk in call:
+            yield from pa.ipc.open_stream(pa.py_buffer(chunk.ipc_stream))
+            if chunk.last:
+                yield stats_from_proto(chunk.stats)
+                return
+        raise ConnectionError("result stream ended before its last chunk")
 
     def load_status(self, timeout_s: float = 10.0):
         return self._stub.GetLoadStatus(historical_pb2.HistoricalLoadStatusRequest(), timeout=timeout_s)

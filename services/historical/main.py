@@ -42,7 +42,7 @@ class HistoricalProcess(NodeProcess):
         self.node = HistoricalNode(self.id, info, self.discovery, self.cache, self.metrics,
                                    config.discovery.lease_ttl_s)
         threads = section.query_threads or max(2, os.cpu_count() or 2)
-        self.servicer = HistoricalServicer(self.node, self.metrics, threads)
+        self.servicer = HistoricalServicer(self.node, self.metrics, threads, max_query_bytes=section.max_query_bytes)
         add_to_server(self.grpc, self.servicer)
 
     def health(self) -> dict:

@@ -10,6 +10,7 @@ import grpc
 
 from common.errors import SegmentCorruptError
 from common.query import engine, topn_threshold
+from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, MemoryBudget
 from common.query.model import query_from_json
 from common.query.projection_match import reason_kind
 from services.historical.round_cache import RoundCache
@@ -21,8 +22,9 @@ from services.query_errors import client_error, grpc_status
 
 
 class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
-    def __init__(self, node, metrics, threads: int) -> None:
+    def __init__(self, node, metrics, threads: int, max_query_bytes: int | None = DEFAULT_MAX_QUERY_BYTES) -> None:
         self.node = node
+        self.max_query_bytes = max_query_bytes
         self.metrics = metrics
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="strata-query")
         self.rounds = RoundCache()  # merged partials between the rounds of an exact topN
@@ -44,13 +46,18 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
             context.abort(grpc.StatusCode.NOT_FOUND,
                           f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}")
         schema = schema_from_proto(request.schema) or engine.union_schema(segments)
+        try:
+            budget = MemoryBudget.for_query(query.context, self.max_query_bytes, request.query_id,
+                                            f"historical {self.node.server_id}")
+        except Exception as exc:  # noqa: BLE001 - a bad maxBytesInMemory value is the user's error
+            self._abort(context, exc)
 
         def run_one(segment, source):
             remaining = context.time_remaining()
             if not context.is_active() or (remaining is not None and remaining <= 0):
                 raise TimeoutError("query cancelled")
             t0 = time.perf_counter()
-            partial = engine.run(query, source, schema)
+            partial = engine.run(query, source, schema, budget)
             table = partial.projection or "base"
             self.metrics.segment_query_seconds.labels(datasource, table).observe(time.perf_counter() - t0)
             self.metrics.segments_queried.labels(datasource, table).inc()
@@ -85,7 +92,7 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                     partials.append(fut.result(timeout=None if remaining is None else max(remaining, 0.001)))
             else:
                 partials = [run_one(s, src) for s, src in zip(segments, sources)]
-            merged = engine.merge(query, partials) if cached is None else cached
+            merged = engine.merge(query, partials, budget) if cached is None else cached
             if round_key is not None:
                 if cached is None:
                     self.rounds.put(round_key, merged)
