@@ -37,12 +37,17 @@ class CatalogCache:
         self._watch = None
         self._thread = threading.Thread(target=self._loop, name="strata-catalog-sync", daemon=True)
         self.loads = 0
+        self.watch_events = 0  # version bumps seen; tests tell the push path from the timer by it
 
     def start(self) -> CatalogCache:
-        self._watch = self.discovery.watch_prefix(CATALOG_VERSION_KEY, lambda _event: self._wake.set())
+        self._watch = self.discovery.watch_prefix(CATALOG_VERSION_KEY, self._on_version_bump)
         self._thread.start()
         self._wake.set()
         return self
+
+    def _on_version_bump(self, _event) -> None:
+        self.watch_events += 1
+        self._wake.set()
 
     def stop(self) -> None:
         if self._watch is not None:
