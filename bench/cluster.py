@@ -1,8 +1,11 @@
 """Cluster benchmark: the engine benchmark's queries end to end through the broker of a local
 cluster (``strata up``: coordinator, broker, two historicals as separate processes), beside the
-in-process engine and DuckDB on the same data; plus trivial-query latency and throughput, and a
-topN over 100,000 URL-like values with the broker's exact three-round topN beside shipping every
-group (rows and bytes historicals sent, from the broker's metrics).
+in-process engine and the peers on the same data: DuckDB over Parquet, DuckDB over a native
+table, and ClickHouse (chdb, a MergeTree table ORDER BY __time; peers run in-process, no network
+hop); plus trivial-query latency and throughput, and a topN over 100,000 URL-like values with the
+broker's exact three-round topN beside shipping every group (rows and bytes historicals sent,
+from the broker's metrics). The geomean of strata / ClickHouse covers the five queries (the
+equality filter on the high-cardinality ``user`` among them) and the topN over 100k URLs.
 
     .venv/bin/python bench/cluster.py [--rows 5000000] [--runs 5] [--url-rows 2000000] [--markdown]
 """
@@ -10,6 +13,7 @@ group (rows and bytes historicals sent, from the broker's metrics).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import statistics
@@ -52,6 +56,17 @@ DUCK_SQL = [
     "SELECT date_trunc('day', __time) AS d, approx_count_distinct(\"user\") AS u FROM wiki GROUP BY 1",
     "SELECT __time, page, added FROM wiki WHERE \"user\" = ?",
 ]
+# The same queries for ClickHouse (chdb): its idiomatic spelling, uniq() for approximate distinct.
+CH_SQL = [
+    "SELECT toStartOfHour(__time) AS t, count() AS c, sum(added) AS s FROM b.wiki GROUP BY t ORDER BY t",
+    "SELECT page, sum(added) AS s FROM b.wiki WHERE __time >= toDateTime64('2015-09-13 00:00:00', 3, 'UTC') AND "
+    "__time < toDateTime64('2015-09-14 00:00:00', 3, 'UTC') GROUP BY page ORDER BY s DESC, page LIMIT 10",
+    "SELECT channel, isRobot, count() AS c, sum(delta) AS s FROM b.wiki WHERE namespace = 'Main' "
+    "GROUP BY channel, isRobot ORDER BY channel, isRobot",
+    "SELECT toStartOfDay(__time) AS d, uniq(user) AS u FROM b.wiki GROUP BY d ORDER BY d",
+    "SELECT __time, page, added FROM b.wiki WHERE user = ?",
+]
+CH_URLS = "SELECT url, sum(bytes) AS b, count() AS n FROM b.urls GROUP BY url ORDER BY b DESC, url LIMIT 10"
 TRIVIAL_SQL = "SELECT COUNT(*) AS c FROM wiki WHERE __time >= TIMESTAMP '2015-09-12 00:00:00' AND __time < TIMESTAMP '2015-09-12 00:01:00'"
 
 TRIVIAL = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12T00:00:00Z/2015-09-12T00:01:00Z"],
@@ -95,20 +110,61 @@ def shipped(broker_http: str) -> tuple[float, float]:
     return out["rows"], out["bytes"]
 
 
-def topn_over_urls(client: ClusterClient, endpoints: dict, con, args) -> list:
-    """topN 10 URLs by bytes: rounds vs shipping everything vs DuckDB; same rows checked."""
+class ClickHouse:
+    """ClickHouse in-process (chdb): the rows in MergeTree tables ORDER BY __time; None when chdb
+    (a benchmark extra) is not installed."""
+
+    def __init__(self, path: str) -> None:
+        from chdb import session as chs
+
+        self.session = chs.Session(path)
+        self.session.query("CREATE DATABASE IF NOT EXISTS b")
+
+    def load(self, name: str, parquet: str) -> None:
+        # Parquet columns read back as Nullable; the sort key must not be.
+        self.session.query(f"CREATE TABLE b.{name} ENGINE = MergeTree ORDER BY __time AS SELECT "
+                           f"assumeNotNull(__time) AS __time, * EXCEPT (__time) FROM file('{parquet}', Parquet)")
+        self.session.query(f"OPTIMIZE TABLE b.{name} FINAL")
+
+    def rows(self, sql: str) -> list[str]:
+        return self.session.query(sql, "TSV").bytes().decode().splitlines()
+
+    def close(self) -> None:
+        self.session.close()
+
+
+def clickhouse(work: str) -> ClickHouse | None:
+    try:
+        return ClickHouse(os.path.join(work, "chdb"))
+    except ImportError:
+        return None
+
+
+def _quoted(sql: str, value: str) -> str:
+    return sql.replace("?", "'" + value.replace("'", "''") + "'")
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def topn_over_urls(client: ClusterClient, endpoints: dict, con, ch, args) -> list:
+    """topN 10 URLs by bytes: rounds vs shipping everything vs DuckDB and ClickHouse; same rows checked."""
     rows = []
     duck_sql = "SELECT url, sum(bytes) AS b, count(*) AS n FROM urls GROUP BY url ORDER BY b DESC, url LIMIT 10"
     d_ms, want = timed(lambda: con.sql(duck_sql).to_arrow_table(), args.runs)
+    h_ms, h_rows = timed(lambda: ch.rows(CH_URLS), args.runs) if ch else (float("nan"), None)
+    want_urls = want.column("url").to_pylist()
+    h_same = h_rows is None or [r.split("\t")[0] for r in h_rows] == want_urls
     for label, flag in (("exact topN in rounds (TPUT)", True), ("ship every group", False)):
         client.native(topn_urls(10, flag))  # warm
         r0, b0 = shipped(endpoints["broker_http"])
         got, _ = client.native(topn_urls(10, flag))
         r1, b1 = shipped(endpoints["broker_http"])
         ms, _ = timed(lambda: client.native(topn_urls(10, flag)), args.runs)
-        same = got.column("url").to_pylist() == want.column("url").to_pylist() and \
-            got.column("b").to_pylist() == want.column("b").to_pylist()
-        rows.append((label, ms, d_ms, r1 - r0, b1 - b0, same))
+        same = got.column("url").to_pylist() == want_urls and \
+            got.column("b").to_pylist() == want.column("b").to_pylist() and h_same
+        rows.append((label, ms, d_ms, h_ms, r1 - r0, b1 - b0, same))
     return rows
 
 
@@ -152,8 +208,9 @@ def cpu_ms(pids: dict) -> dict:
     return out
 
 
-def sql_through_adbc(flight_uri: str, con, user: str, args, pids: dict) -> tuple[list, list]:
-    """Every SQL query end to end through the real ADBC Flight SQL driver, beside DuckDB."""
+def sql_through_adbc(flight_uri: str, con, ch, user: str, args, pids: dict) -> tuple[list, list]:
+    """Every SQL query end to end through the real ADBC Flight SQL driver, beside DuckDB
+    (Parquet) and ClickHouse."""
     import adbc_driver_flightsql.dbapi as flight_sql
 
     out = []
@@ -164,12 +221,13 @@ def sql_through_adbc(flight_uri: str, con, user: str, args, pids: dict) -> tuple
             cur.execute(sql, parameters=params)
             return cur.fetch_arrow_table()
 
-        for (name, sql), duck in zip(SQL_QUERIES, DUCK_SQL):
+        for (name, sql), duck, ch_sql in zip(SQL_QUERIES, DUCK_SQL, CH_SQL):
             params = [user] if "?" in sql else None
             s_ms, got = timed(lambda: run(sql, params), args.runs)
-            duck_sql = duck.replace("?", "'" + user.replace("'", "''") + "'") if params else duck
-            d_ms, want = timed(lambda: con.sql(duck_sql).to_arrow_table(), args.runs)
-            out.append((name, s_ms, d_ms, got.num_rows == want.num_rows))
+            d_ms, want = timed(lambda: con.sql(_quoted(duck, user)).to_arrow_table(), args.runs)
+            h_ms, h_rows = timed(lambda: ch.rows(_quoted(ch_sql, user)), args.runs) if ch else (float("nan"), None)
+            same = got.num_rows == want.num_rows and (h_rows is None or len(h_rows) == got.num_rows)
+            out.append((name, s_ms, d_ms, h_ms, same))
         figures = []
         for text in (TRIVIAL_SQL, "SELECT 1"):
             samples = []
@@ -226,21 +284,31 @@ def main() -> int:
         url_parquet = os.path.join(work, "urls.parquet")
         pq.write_table(urls.set_column(0, "__time", urls.column("__time").cast(pa.timestamp("ms"))), url_parquet)
         con.sql(f"CREATE VIEW urls AS SELECT * FROM read_parquet('{url_parquet}')")
+        table_con = duckdb.connect()  # DuckDB's own table format
+        table_con.sql(f"CREATE TABLE wiki AS SELECT * FROM read_parquet('{parquet}')")
+        ch = clickhouse(work)
+        if ch is not None:
+            ch.load("wiki", parquet)
+            ch.load("urls", url_parquet)
         user = con.sql("SELECT \"user\" FROM wiki GROUP BY 1 HAVING count(*) BETWEEN 20 AND 200 ORDER BY 1 LIMIT 1"
                        ).fetchall()[0][0]
 
         rows = []
-        for name, _kind, native, sql in queries(user):
+        for (name, _kind, native, sql), ch_sql in zip(queries(user), CH_SQL):
             c_ms, (table, _) = timed(lambda: client.native(native), args.runs)
             e_ms, local = timed(lambda: execute(native, segments), args.runs)
             d_ms, _ = timed(lambda: con.sql(sql).to_arrow_table(), args.runs)
-            same = table.num_rows == local.table.num_rows
-            rows.append((name, c_ms, e_ms, d_ms, same))
+            t_ms, _ = timed(lambda: table_con.sql(sql).to_arrow_table(), args.runs)
+            h_ms, h_rows = timed(lambda: ch.rows(_quoted(ch_sql, user)), args.runs) if ch else (float("nan"), None)
+            same = table.num_rows == local.table.num_rows and (h_rows is None or len(h_rows) == table.num_rows)
+            rows.append((name, c_ms, e_ms, d_ms, t_ms, h_ms, same))
         p50, p99 = latency(client, args.latency_runs)
         qps = throughput(endpoints, 8, args.seconds)
-        sql_rows, latencies = sql_through_adbc(endpoints["flight"], con, user, args,
+        sql_rows, latencies = sql_through_adbc(endpoints["flight"], con, ch, user, args,
                                                {rec["name"]: rec["pid"] for rec in cluster.running()["nodes"]})
-        url_rows = topn_over_urls(client, endpoints, con, args)
+        url_rows = topn_over_urls(client, endpoints, con, ch, args)
+        if ch is not None:
+            ch.close()
         client.close()
     finally:
         if cluster.state() is not None:
@@ -249,17 +317,20 @@ def main() -> int:
 
     print(f"rows {args.rows:,}; {len(descriptors)} segments x 2 replicas on 2 historicals; "
           f"build+push+publish+load {load_s:.1f}s")
-    header = ("query", "cluster ms", "engine ms", "DuckDB ms", "cluster/engine", "cluster/DuckDB", "same rows")
-    lines = [(n, f"{c:.1f}", f"{e:.1f}", f"{d:.1f}", f"{c / e:.2f}", f"{c / d:.2f}", "yes" if ok else "NO")
-             for n, c, e, d, ok in rows]
+    header = ("query", "cluster ms", "engine ms", "DuckDB Parquet ms", "DuckDB table ms", "ClickHouse ms",
+              "cluster/engine", "cluster/DuckDB Parquet", "cluster/DuckDB table", "cluster/ClickHouse", "same rows")
+    lines = [(n, f"{c:.1f}", f"{e:.1f}", f"{d:.1f}", f"{t:.1f}", f"{h:.1f}", f"{c / e:.2f}", f"{c / d:.2f}",
+              f"{c / t:.2f}", f"{c / h:.2f}", "yes" if ok else "NO")
+             for n, c, e, d, t, h, ok in rows]
     print_rows(header, lines, args.markdown)
     print(f"trivial query through the broker: p50 {p50:.2f} ms, p99 {p99:.2f} ms; "
           f"{qps:.0f} queries/s with 8 concurrent clients")
-    print(f"median cluster/DuckDB ratio: {statistics.median(c / d for _, c, _, d, _ in rows):.2f}")
+    print(f"median cluster/DuckDB Parquet ratio: {statistics.median(r[1] / r[3] for r in rows):.2f}")
     print()
-    header = ("SQL query (ADBC Flight SQL)", "strata ms", "DuckDB ms", "ratio", "same rows")
-    print_rows(header, [(n, f"{s:.1f}", f"{d:.1f}", f"{s / d:.2f}", "yes" if ok else "NO") for n, s, d, ok in sql_rows],
-               args.markdown)
+    header = ("SQL query (ADBC Flight SQL)", "strata ms", "DuckDB Parquet ms", "ClickHouse ms", "strata/DuckDB",
+              "strata/ClickHouse", "same rows")
+    print_rows(header, [(n, f"{s:.1f}", f"{d:.1f}", f"{h:.1f}", f"{s / d:.2f}", f"{s / h:.2f}", "yes" if ok else "NO")
+                        for n, s, d, h, ok in sql_rows], args.markdown)
     for label, goal, (p50_ms, p99_ms, cpu) in zip(("one-segment SQL query", "SELECT 1 (no historical)"), (3, 2),
                                                    latencies):
         used = ", ".join(f"{name} {ms:.2f}" for name, ms in sorted(cpu.items()))
@@ -267,10 +338,22 @@ def main() -> int:
               f"CPU ms per query: {used}; all processes {sum(cpu.values()):.2f}")
     print()
     print(f"topN 10 of {URLS:,} URL-like values by sum(bytes), {args.url_rows:,} rows, {len(url_descriptors)} segments:")
-    header = ("topN over 100k URLs", "strata ms", "DuckDB ms", "ratio", "rows shipped", "bytes shipped", "same rows")
-    print_rows(header, [(n, f"{s:.1f}", f"{d:.1f}", f"{s / d:.2f}", f"{r:,.0f}", f"{b:,.0f}", "yes" if ok else "NO")
-                        for n, s, d, r, b, ok in url_rows], args.markdown)
-    return 0 if all(r[4] for r in rows) and all(r[5] for r in url_rows) else 1
+    header = ("topN over 100k URLs", "strata ms", "DuckDB Parquet ms", "ClickHouse ms", "strata/DuckDB",
+              "strata/ClickHouse", "rows shipped", "bytes shipped", "same rows")
+    print_rows(header, [(n, f"{s:.1f}", f"{d:.1f}", f"{h:.1f}", f"{s / d:.2f}", f"{s / h:.2f}", f"{r:,.0f}",
+                         f"{b:,.0f}", "yes" if ok else "NO") for n, s, d, h, r, b, ok in url_rows], args.markdown)
+    print()
+    # The issue's set: the five queries (equality filter on the high-cardinality user among them)
+    # and the topN over 100k URLs (the exact rounds, the default path).
+    native_ratios = [r[1] / r[5] for r in rows] + [url_rows[0][1] / url_rows[0][3]]
+    sql_ratios = [r[1] / r[3] for r in sql_rows] + [url_rows[0][1] / url_rows[0][3]]
+    print(f"geomean strata/ClickHouse over {len(native_ratios)} queries: native via the broker's gRPC "
+          f"{geomean(native_ratios):.2f}, SQL via ADBC Flight SQL {geomean(sql_ratios):.2f} (goal <= 1.0); "
+          f"equality filter on user: native {rows[-1][1] / rows[-1][5]:.2f}, SQL {sql_rows[-1][1] / sql_rows[-1][3]:.2f} "
+          f"(goal <= 1.5); topN over 100k URLs {url_rows[0][1] / url_rows[0][3]:.2f}")
+    print(f"geomean strata/DuckDB table: {geomean([r[1] / r[4] for r in rows]):.2f}; "
+          f"strata/DuckDB Parquet: {geomean([r[1] / r[3] for r in rows]):.2f}")
+    return 0 if all(r[6] for r in rows) and all(r[4] for r in sql_rows) and all(r[6] for r in url_rows) else 1
 
 
 if __name__ == "__main__":

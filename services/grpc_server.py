@@ -96,8 +96,10 @@ class GrpcServer:
 
 
 # For a client that reads server streams on its own thread: without it gRPC starts a thread per
-# streaming call (its "channel spin thread"), about 0.8 ms of a small query's time.
-SINGLE_THREADED_STREAMS = [("grpc.experimental.single_threaded_unary_stream", 1)]
+# streaming call (its "channel spin thread"), about 0.8 ms of a small query's time. The key is
+# grpc's Python-level option name (grpc.experimental.ChannelOptions.SingleThreadedUnaryStream);
+# a core-style "grpc.experimental.*" key is passed to C core, which ignores it.
+SINGLE_THREADED_STREAMS = [(grpc.experimental.ChannelOptions.SingleThreadedUnaryStream, 1)]
 
 
 def channel(target: str, security: TransportSecurity = NO_SECURITY, options=None) -> grpc.Channel:
