@@ -112,7 +112,8 @@ def get_or_create_session(app_name: str = "strata-ingestion", master: str | None
 
     master = master or default_master()
     settings = session_conf(master, conf)
-    if master.startswith("local"):
+    if "spark.pyspark.python" in settings:
+        # pyspark picks the workers' Python from the environment, not from the setting.
         os.environ.setdefault("PYSPARK_PYTHON", settings["spark.pyspark.python"])
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
