@@ -122,7 +122,8 @@ def main() -> int:
 
 def _one_row_insert(table: str, n: int) -> str:
     return (f"INSERT INTO {table} SELECT TIME_PARSE(t) AS __time, x, n FROM TABLE(inline(data => "
-            f"ARRAY['2020-01-01T00:00:{n % 60:02d}Z,row{n},{n}'], format => 'csv')) EXTEND (t VARCHAR, x VARCHAR, n BIGINT) "
+            f"ARRAY['2020-01-01T00:00:{n % 60:02d}Z,row{n},{n}'], format => 'csv')) "
+            "EXTEND (t VARCHAR, x VARCHAR, n BIGINT) "
             "PARTITIONED BY DAY")
 
 
@@ -154,6 +155,7 @@ def _strata_small(work: str, warm: int, runs: int, duty_period_ms: int) -> tuple
                     raise TimeoutError(f"one-row INSERT {n} not queryable within 300s")
                 time.sleep(0.01)
             times.append(time.perf_counter() - started)
+            _wait_task(client, task_id, 60)  # queryable once published; the final report follows
             task = client.task(task_id)
             if task.state != "SUCCESS":
                 raise RuntimeError(f"task {task_id} {task.state}: {task.error}")

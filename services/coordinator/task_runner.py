@@ -110,6 +110,7 @@ class TaskRunner:
         self._lock = threading.Lock()
         self._leader = threading.Event()
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="strata-task-runner", daemon=True)
         self._cleaner = threading.Thread(target=self._cleanup_loop, name="strata-task-cleanup", daemon=True)
         os.makedirs(log_dir, exist_ok=True)
@@ -126,6 +127,7 @@ class TaskRunner:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         self._thread.join(timeout=5)
         self._cleaner.join(timeout=5)
         with self._lock:
@@ -190,8 +192,16 @@ class TaskRunner:
         _unlink(self.pid_path(task_id))
         return True
 
+    def wake(self) -> None:
+        """A task was submitted: run a pass now instead of at the end of the period."""
+        self._wake.set()
+
     def _loop(self) -> None:
-        while not self._stop.wait(self.period_s):
+        while not self._stop.is_set():
+            self._wake.wait(self.period_s)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
             try:
                 self._reap()
                 if self._leader.is_set():
@@ -495,8 +505,11 @@ class TaskRunner:
     def _cancel_driven(self, task_id: str, driver: _Driver) -> None:
         """A task in a warm driver: its job group is cancelled, the task ends CANCELED and the
         driver retires; a driver that does not manage within the grace period is killed."""
-        if not driver.send(f"cancel {task_id}"):
-            os.killpg(driver.proc.pid, signal.SIGTERM) if driver.proc.poll() is None else None
+        if not driver.send(f"cancel {task_id}") and driver.proc.poll() is None:
+            try:
+                os.killpg(driver.proc.pid, signal.SIGTERM)  # its stdin is unusable: SIGTERM cancels too
+            except ProcessLookupError:
+                pass
         deadline = time.monotonic() + self.cancel_grace_s
         while time.monotonic() < deadline and driver.proc.poll() is None and not self.tasks.get(task_id).is_final:
             time.sleep(0.05)
