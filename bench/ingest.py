@@ -4,6 +4,13 @@ beside a single-process pyarrow-only build of the same segments.
     .venv/bin/python bench/ingest.py [--rows 5000000] [--markdown]
     .venv/bin/python bench/ingest.py --inference [--rows 1000000] [--json-rows 300000] [--runs 3]
 
+``--small`` measures a one-row INSERT from submission (the SQL call through the broker) to its row
+being answered by a query through the broker, on a cluster with a warm task driver
+(``[coordinator] warm_task_drivers = 1``) and on the per-task JVM fallback, beside a one-row INSERT
+then SELECT in ClickHouse (chdb, MergeTree) and DuckDB (native table)::
+
+    .venv/bin/python bench/ingest.py --small [--runs 10] [--cold-runs 2] [--duty-period-ms 1000]
+
 ``--inference`` measures schema discovery instead: the same JSON and Parquet inputs ingested with
 a declared schema (EXTEND) and with none (``SELECT ..., *``, types discovered), best of
 ``--runs`` alternating runs each, and the overhead of discovery (goal <= 15%).
@@ -41,9 +48,14 @@ def main() -> int:
     ap.add_argument("--inference", action="store_true", help="declared schema vs discovered, JSON and Parquet")
     ap.add_argument("--json-rows", type=int, default=300_000)
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--small", action="store_true", help="one-row INSERT: submit -> queryable")
+    ap.add_argument("--cold-runs", type=int, default=2, help="--small: runs on the per-task JVM path")
+    ap.add_argument("--duty-period-ms", type=int, default=1000, help="--small: the coordinator's duty period")
     args = ap.parse_args()
     if args.inference:
         return inference(args)
+    if args.small:
+        return small(args)
 
     from services.cli.cluster_client import ClusterClient
     from services.grpc_server import channel
@@ -106,6 +118,131 @@ def main() -> int:
     print("Spark job phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in report.phases.items()))
     print(f"Spark throughput to published segments: {args.rows / published_s / 1e6:.2f}M rows/s (goal >= 0.5M)")
     return 0 if count == args.rows else 1
+
+
+def _one_row_insert(table: str, n: int) -> str:
+    return (f"INSERT INTO {table} SELECT TIME_PARSE(t) AS __time, x, n FROM TABLE(inline(data => "
+            f"ARRAY['2020-01-01T00:00:{n % 60:02d}Z,row{n},{n}'], format => 'csv')) "
+            "EXTEND (t VARCHAR, x VARCHAR, n BIGINT) "
+            "PARTITIONED BY DAY")
+
+
+def _strata_small(work: str, warm: int, runs: int, duty_period_ms: int) -> tuple[list[float], list[dict]]:
+    """Seconds from submitting each one-row INSERT to a broker query counting its row; and each
+    task's timings (queued, ran, published -> queryable)."""
+    from tests.harness.embedded_cluster import EmbeddedCluster
+
+    cluster = EmbeddedCluster(os.path.join(work, f"cluster-{warm}"), historicals=1, duty_period_ms=duty_period_ms,
+                              coordinator={"warm_task_drivers": warm})
+    try:
+        client = cluster.client
+        if warm:  # the driver's JVM and Python workers start with the coordinator: wait for them
+            _wait_task(client, client.sql(_one_row_insert("warmup", 0))[0].column("task_id")[0].as_py(), 300)
+        times, details = [], []
+        for n in range(1, runs + 1):
+            started = time.perf_counter()
+            task_id = client.sql(_one_row_insert("small", n))[0].column("task_id")[0].as_py()
+            submitted = time.perf_counter()
+            deadline = started + 300
+            while True:
+                try:
+                    got = client.sql("SELECT COUNT(*) AS c FROM small")[0].column("c")[0].as_py()
+                except Exception:  # noqa: BLE001 - not served yet
+                    got = 0
+                if got == n:
+                    break
+                if time.perf_counter() > deadline:
+                    raise TimeoutError(f"one-row INSERT {n} not queryable within 300s")
+                time.sleep(0.01)
+            times.append(time.perf_counter() - started)
+            _wait_task(client, task_id, 60)  # queryable once published; the final report follows
+            task = client.task(task_id)
+            if task.state != "SUCCESS":
+                raise RuntimeError(f"task {task_id} {task.state}: {task.error}")
+            import json
+
+            phases = json.loads(task.report_json or "{}").get("phases", {})
+            details.append({"submit": submitted - started, "queued": (task.started_ms - task.created_ms) / 1000,
+                            "task": (task.finished_ms - task.started_ms) / 1000,
+                            **{f"phase {k}": v for k, v in phases.items()}})
+        return times, details
+    finally:
+        cluster.stop()
+
+
+def _wait_task(client, task_id: str, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while client.task(task_id).state not in ("SUCCESS", "FAILED", "CANCELED"):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"task {task_id} not done within {timeout_s}s")
+        time.sleep(0.05)
+
+
+def _peer_small(runs: int) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    try:
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute("CREATE TABLE small (ts TIMESTAMP, x VARCHAR, n BIGINT)")
+        out["DuckDB (native table)"] = []
+        for n in range(1, runs + 1):
+            started = time.perf_counter()
+            con.execute("INSERT INTO small VALUES (TIMESTAMP '2020-01-01 00:00:00', ?, ?)", [f"row{n}", n])
+            assert con.execute("SELECT COUNT(*) FROM small").fetchone()[0] == n
+            out["DuckDB (native table)"].append(time.perf_counter() - started)
+    except ImportError:
+        pass
+    try:
+        from chdb import session as chs
+
+        with tempfile.TemporaryDirectory() as path:
+            sess = chs.Session(path)
+            sess.query("CREATE DATABASE IF NOT EXISTS b")
+            sess.query("CREATE TABLE b.small (ts DateTime64(3), x String, n Int64) ENGINE = MergeTree ORDER BY ts")
+            out["ClickHouse (chdb, MergeTree)"] = []
+            for n in range(1, runs + 1):
+                started = time.perf_counter()
+                sess.query(f"INSERT INTO b.small VALUES ('2020-01-01 00:00:00', 'row{n}', {n})")
+                got = int(str(sess.query("SELECT COUNT(*) FROM b.small", "CSV")).strip())
+                assert got == n, got
+                out["ClickHouse (chdb, MergeTree)"].append(time.perf_counter() - started)
+            sess.close()
+    except ImportError:
+        pass
+    return out
+
+
+def small(args) -> int:
+    import statistics
+
+    work = tempfile.mkdtemp(prefix="strata-small-ingest-bench-")
+    try:
+        warm_times, warm_details = _strata_small(work, 1, args.runs, args.duty_period_ms)
+        cold_times, _ = _strata_small(work, 0, args.cold_runs, args.duty_period_ms) if args.cold_runs else ([], [])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    peers = _peer_small(args.runs)
+    warm_p50 = statistics.median(warm_times)
+    header = ("path", "runs", "p50 (s)", "min (s)", "max (s)", "vs warm driver")
+    lines = [("strata, warm task driver", str(len(warm_times)), f"{warm_p50:.2f}", f"{min(warm_times):.2f}",
+              f"{max(warm_times):.2f}", "1.00")]
+    if cold_times:
+        cold_p50 = statistics.median(cold_times)
+        lines.append(("strata, JVM per task (fallback)", str(len(cold_times)), f"{cold_p50:.2f}",
+                      f"{min(cold_times):.2f}", f"{max(cold_times):.2f}", f"{cold_p50 / warm_p50:.2f}"))
+    for name, times in peers.items():
+        p50 = statistics.median(times)
+        lines.append((name, str(len(times)), f"{p50:.4f}", f"{min(times):.4f}", f"{max(times):.4f}",
+                      f"{p50 / warm_p50:.4f}"))
+    print_rows(header, lines, args.markdown)
+    part = {k: statistics.median(d[k] for d in warm_details) for k in warm_details[0]}
+    print(f"warm driver, p50 of each part (s): submit (broker plans, coordinator stores) {part['submit']:.2f}, "
+          f"queued until a runner pass {part['queued']:.2f}, task (Spark jobs, publish) {part['task']:.2f}, "
+          f"published -> queryable the rest; coordinator duty period {args.duty_period_ms} ms")
+    print("task phases, p50 (s): " + ", ".join(f"{k[6:]} {v:.2f}" for k, v in part.items() if k.startswith("phase ")))
+    print(f"goal: one-row INSERT queryable within 3 s of submission: p50 {warm_p50:.2f}s, max {max(warm_times):.2f}s")
+    return 0
 
 
 def inference(args) -> int:

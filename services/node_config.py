@@ -6,6 +6,7 @@
     [deep_storage]    url = "file:///dir" | "s3://bucket/prefix"; endpoint; region
     [historical]      cache_dir; max_cache_bytes; query_threads; decompressed_cache_bytes; max_query_bytes
     [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks;
+                      warm_task_drivers;
                       auto_compaction; max_compaction_tasks
     [broker]          query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
                       query_log_file_bytes; query_log_file_backups; max_query_bytes
@@ -101,6 +102,9 @@ class CoordinatorSection:
     duty_period_ms: int = 1000
     state_dir: str = "var/strata/coordinator"  # embedded discovery keeps its assignments here; task logs
     max_running_tasks: int = 2
+    # Warm task drivers kept ready (one JVM and SparkSession each): a small INSERT then runs in
+    # about a second instead of paying a JVM start. 0: every task starts its own process (and JVM).
+    warm_task_drivers: int = 0
     # Compact time chunks whose projections differ from the catalog's, at most this many at once.
     auto_compaction: bool = False
     max_compaction_tasks: int = 1

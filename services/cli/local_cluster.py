@@ -301,7 +301,8 @@ class LocalCluster:
                     pid = int(f.read().strip())
             except (OSError, ValueError):
                 continue
-            if _alive(pid) and name[:-4] in _command_line(pid) and "task_main" in _command_line(pid):
+            command = _command_line(pid)  # a task process, or a warm task driver (driver-N)
+            if _alive(pid) and name[:-4] in command and ("task_main" in command or "task_driver" in command):
                 pids.append(pid)
         return pids
 

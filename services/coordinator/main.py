@@ -57,7 +57,8 @@ class CoordinatorProcess(NodeProcess):
                                       os.path.join(config.coordinator.state_dir, "tasks"),
                                       {**_task_env(config), **task_env(self.security)},
                                       config.coordinator.max_running_tasks,
-                                      storage_factory=lambda: _deep_storage(config))
+                                      storage_factory=lambda: _deep_storage(config),
+                                      warm_drivers=config.coordinator.warm_task_drivers)
         servicer = CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner, self.tasks,
                                        self.task_runner, caller=self._task_caller, authorizer=self.authorizer)
         add_to_server(self.grpc, servicer)

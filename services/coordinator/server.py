@@ -143,6 +143,8 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
                                      json.loads(request.spec_json or "{}"))
         except ValidationError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if self.task_runner is not None:
+            self.task_runner.wake()  # start it now, not at the next pass
         return task_to_proto(task)
 
     def GetTask(self, request, context):

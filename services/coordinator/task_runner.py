@@ -1,8 +1,14 @@
 """TaskRunner: runs ingestion tasks as child processes of the leader coordinator.
 
-Each task is one process (``python -m services.ingestion.task_main``) that drives a Spark job
-and reports back over gRPC, so a crashing Spark driver or a cancel (SIGTERM, then SIGKILL after a
-grace period) never takes the coordinator with it.
+Each task runs in a process that drives a Spark job and reports back over gRPC, so a crashing
+Spark driver or a cancel (SIGTERM, then SIGKILL after a grace period) never takes the
+coordinator with it. With ``warm_drivers`` > 0 the runner keeps that many warm task drivers
+(``services.ingestion.task_driver``: one process, JVM and SparkSession each, started when this
+coordinator leads and restarted when one exits) and hands each task to an idle one, so a small
+task costs its Spark jobs only, not a JVM start. A task no idle driver can take (all busy, or one
+needing its own local master) gets a process of its own (``services.ingestion.task_main``), the
+cold path. A driver whose task was cancelled, failed unexpectedly or broke its session retires;
+one that dies mid-task fails that task exactly as a dead task process does.
 
 A task whose process is gone without a final state (killed, out of memory, a coordinator
 restart) is settled within one reaping period: FAILED with its exit status and log tail, unless
@@ -25,6 +31,7 @@ import time
 from collections.abc import Callable
 
 from common.errors import ValidationError
+from services.ingestion.spark_session import task_master
 from services.ingestion.upload_folder import ingest_root, task_key_prefix
 from services.node_process import log_tail
 from services.node_process import process_group_alive
@@ -34,6 +41,30 @@ log = logging.getLogger("strata.tasks")
 # Read by services.ingestion.spark_session: the log the task's JVM writes its stderr to.
 TASK_LOG_ENV = "STRATA_TASK_LOG"
 _TASK_MODULE = "services.ingestion.task_main"
+_DRIVER_MODULE = "services.ingestion.task_driver"
+_DRIVER_BACKOFF_MAX_S = 60.0
+
+
+class _Driver:
+    """One warm task driver process, as the runner sees it."""
+
+    def __init__(self, name: str, proc: subprocess.Popen, status, log_path: str) -> None:
+        self.name = name
+        self.proc = proc
+        self.status = status  # the read end of its status pipe
+        self.log_path = log_path
+        self.task: str | None = None
+        self.retiring = False
+        self.told_to_stop = False
+        self.reader: threading.Thread | None = None
+
+    def send(self, line: str) -> bool:
+        try:
+            self.proc.stdin.write((line + "\n").encode())
+            self.proc.stdin.flush()
+            return True
+        except (OSError, ValueError):  # it exited (or is exiting): the reaper settles it
+            return False
 
 
 def exit_description(returncode: int) -> str:
@@ -54,7 +85,7 @@ class TaskRunner:
     def __init__(self, tasks, coordinator_target, log_dir: str, env: dict[str, str], max_running: int = 2,
                  period_s: float = 0.5, cancel_grace_s: float = 30.0, storage_factory: Callable | None = None,
                  cleanup_period_s: float = 2.0,
-                 task_command: Callable[[str, str], list[str]] | None = None) -> None:
+                 task_command: Callable[[str, str], list[str]] | None = None, warm_drivers: int = 0) -> None:
         self.tasks = tasks
         self.coordinator_target = coordinator_target  # () -> "host:port"
         self.log_dir = log_dir
@@ -67,11 +98,19 @@ class TaskRunner:
         self._storage = None
         self._task_command = task_command or _task_command  # (task id, coordinator) -> argv
         self._procs: dict[str, subprocess.Popen] = {}
+        self.warm_drivers = warm_drivers
+        self._drivers: list[_Driver] = []
+        self._driven: dict[str, _Driver] = {}  # task id -> the warm driver running it
+        self._driver_done: list[tuple[_Driver, str]] = []  # (driver, task) it said it finished
+        self._driver_seq = 0
+        self._driver_failures = 0
+        self._driver_retry_at = 0.0
         # task id -> (datasource, its process group or None): uploads still to delete.
         self._cleanup: dict[str, tuple[str, int | None]] = {}
         self._lock = threading.Lock()
         self._leader = threading.Event()
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="strata-task-runner", daemon=True)
         self._cleaner = threading.Thread(target=self._cleanup_loop, name="strata-task-cleanup", daemon=True)
         os.makedirs(log_dir, exist_ok=True)
@@ -88,6 +127,7 @@ class TaskRunner:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         self._thread.join(timeout=5)
         self._cleaner.join(timeout=5)
         with self._lock:
@@ -99,12 +139,19 @@ class TaskRunner:
             t.start()
         for t in stoppers:
             t.join(self.cancel_grace_s + 15)
+        self._stop_drivers()
 
     def log_path(self, task_id: str) -> str:
         return os.path.join(self.log_dir, f"{task_id}.log")
 
     def pid_path(self, task_id: str) -> str:
         return os.path.join(self.log_dir, f"{task_id}.pid")
+
+    def drivers(self) -> list[dict]:
+        """The warm task drivers: name, pid, the task each runs (None when idle)."""
+        with self._lock:
+            return [{"name": d.name, "pid": d.proc.pid, "task": d.task, "retiring": d.retiring}
+                    for d in self._drivers]
 
     def pending_cleanup(self) -> list[str]:
         """Tasks whose uploads the cleanup duty has yet to delete."""
@@ -131,7 +178,9 @@ class TaskRunner:
 
     def _kill_leftover(self, task_id: str) -> bool:
         pid = _read_pid(self.pid_path(task_id))
-        if pid is None or not _is_task_process(pid, task_id):
+        with self._lock:
+            ours = {d.proc.pid for d in self._drivers}
+        if pid is None or pid in ours or not _is_task_process(pid, task_id):
             return False
         try:
             os.killpg(pid, signal.SIGKILL)  # each task leads its own process group (its JVM included)
@@ -143,11 +192,20 @@ class TaskRunner:
         _unlink(self.pid_path(task_id))
         return True
 
+    def wake(self) -> None:
+        """A task was submitted: run a pass now instead of at the end of the period."""
+        self._wake.set()
+
     def _loop(self) -> None:
-        while not self._stop.wait(self.period_s):
+        while not self._stop.is_set():
+            self._wake.wait(self.period_s)
+            self._wake.clear()
+            if self._stop.is_set():
+                break
             try:
                 self._reap()
                 if self._leader.is_set():
+                    self._keep_drivers()
                     self._launch()
             except Exception:  # one bad pass must not stop task scheduling
                 log.exception("task runner pass failed")
@@ -158,26 +216,176 @@ class TaskRunner:
         if free <= 0:
             return
         for task in self.tasks.list(state="PENDING")[:free]:
-            target = self.coordinator_target()
-            path = self.log_path(task.id)
-            out = open(path, "ab")
-            cmd = self._task_command(task.id, target)
-            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env={**os.environ, **self.env, TASK_LOG_ENV: path}, start_new_session=True)
+            driver = self._idle_driver() if task_master(task.spec or {}) is None else None
+            if driver is None:
+                self._spawn(task.id)
+                self.tasks.transition(task.id, "RUNNING")
+                continue
+            self.tasks.transition(task.id, "RUNNING")  # before the driver can report a final state
+            if self._hand_over(driver, task.id):
+                log.info("task %s started in warm driver %s (pid %d)", task.id, driver.name, driver.proc.pid)
+            else:
+                self._spawn(task.id)
+
+    def _spawn(self, task_id: str) -> None:
+        """The cold path: a process of the task's own."""
+        path = self.log_path(task_id)
+        out = open(path, "ab")
+        cmd = self._task_command(task_id, self.coordinator_target())
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                env={**os.environ, **self.env, TASK_LOG_ENV: path}, start_new_session=True)
+        out.close()
+        with open(self.pid_path(task_id), "w") as f:
+            f.write(f"{proc.pid}\n")
+        with self._lock:
+            self._procs[task_id] = proc
+        log.info("task %s started (pid %d)", task_id, proc.pid)
+
+    # ---- warm task drivers ---------------------------------------------------------------------
+    def _idle_driver(self) -> _Driver | None:
+        with self._lock:
+            for driver in self._drivers:
+                if driver.task is None and not driver.retiring and driver.proc.poll() is None:
+                    return driver
+        return None
+
+    def _hand_over(self, driver: _Driver, task_id: str) -> bool:
+        with self._lock:
+            driver.task = task_id
+            self._driven[task_id] = driver
+            self._procs[task_id] = driver.proc
+        with open(self.pid_path(task_id), "w") as f:
+            f.write(f"{driver.proc.pid}\n")
+        if driver.send(f"run {task_id}"):
+            return True
+        with self._lock:  # it is gone: the task goes the cold way
+            driver.task = None
+            driver.retiring = True
+            self._driven.pop(task_id, None)
+            self._procs.pop(task_id, None)
+        _unlink(self.pid_path(task_id))
+        return False
+
+    def _keep_drivers(self) -> None:
+        with self._lock:
+            missing = self.warm_drivers - sum(1 for d in self._drivers if not d.retiring)
+        if missing <= 0 or time.monotonic() < self._driver_retry_at:
+            return
+        for _ in range(missing):
+            self._start_driver()
+
+    def _start_driver(self) -> None:
+        self._driver_seq += 1
+        name = f"driver-{self._driver_seq}"
+        path = self.log_path(name)
+        out = open(path, "ab")
+        read_end, write_end = os.pipe()
+        cmd = [sys.executable, "-m", _DRIVER_MODULE, "--coordinator", self.coordinator_target(),
+               "--log-dir", self.log_dir, "--status-fd", str(write_end), "--name", name]
+        try:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.PIPE,
+                                    pass_fds=(write_end,), env={**os.environ, **self.env, TASK_LOG_ENV: path},
+                                    start_new_session=True)
+        finally:
             out.close()
-            with open(self.pid_path(task.id), "w") as f:
-                f.write(f"{proc.pid}\n")
+            os.close(write_end)
+        with open(self.pid_path(name), "w") as f:
+            f.write(f"{proc.pid}\n")
+        driver = _Driver(name, proc, os.fdopen(read_end, "r"), path)
+        driver.reader = threading.Thread(target=self._read_status, args=(driver,), name=f"strata-{name}", daemon=True)
+        driver.reader.start()
+        with self._lock:
+            self._drivers.append(driver)
+        log.info("warm task driver %s started (pid %d)", name, proc.pid)
+
+    def _read_status(self, driver: _Driver) -> None:
+        with driver.status:
+            for line in driver.status:
+                parts = line.split()
+                if len(parts) == 3 and parts[0] == "done":
+                    with self._lock:
+                        if parts[2] != "keep":
+                            driver.retiring = True
+                        self._driver_done.append((driver, parts[1]))
+
+    def _settle_driver_tasks(self) -> None:
+        """Tasks their driver said are over: the driver is free again (or retiring). A task the
+        driver ended without a final state (it could not reach the coordinator) fails here."""
+        with self._lock:
+            done, self._driver_done = self._driver_done, []
+        for driver, task_id in done:
             with self._lock:
-                self._procs[task.id] = proc
-            self.tasks.transition(task.id, "RUNNING")
-            log.info("task %s started (pid %d)", task.id, proc.pid)
+                if self._driven.get(task_id) is not driver:
+                    continue
+                del self._driven[task_id]
+                self._procs.pop(task_id, None)
+                driver.task = None
+            _unlink(self.pid_path(task_id))
+            task = self.tasks.get(task_id)
+            if not task.is_final:
+                task = self.tasks.settle_exited(
+                    task_id, task_key_prefix(task.datasource, task_id),
+                    failed_error=f"warm task driver {driver.name} could not run the task; nothing was published. "
+                                 f"Log tail:\n{log_tail(self.log_path(task_id))}",
+                    published_error="the task published its {segments} segment(s); only its report was lost")
+                self._after_settled(task, None)
+
+    def _reap_drivers(self) -> None:
+        with self._lock:
+            gone = [d for d in self._drivers if d.proc.poll() is not None]
+            self._drivers = [d for d in self._drivers if d.proc.poll() is None]
+            # Retired by the runner (after a cancel that came too late to matter) but idle: stop it.
+            idle_retired = [d for d in self._drivers if d.retiring and d.task is None and not d.told_to_stop]
+        for driver in idle_retired:
+            driver.told_to_stop = True
+            try:
+                os.killpg(driver.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for driver in gone:
+            _unlink(self.pid_path(driver.name))
+            _kill_group(driver.proc.pid)  # its JVM and Python workers go with it
+            if driver.proc.returncode == 0 and driver.retiring:
+                self._driver_failures = 0
+            else:
+                self._driver_failures += 1
+                delay = min(_DRIVER_BACKOFF_MAX_S, 2.0 ** (self._driver_failures - 1))
+                self._driver_retry_at = time.monotonic() + delay
+                log.warning("warm task driver %s %s; the next starts in %.0fs", driver.name,
+                            exit_description(driver.proc.returncode), delay)
+
+    def _stop_drivers(self) -> None:
+        with self._lock:
+            drivers = list(self._drivers)
+        for driver in drivers:
+            try:
+                os.killpg(driver.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + self.cancel_grace_s
+        for driver in drivers:
+            try:
+                driver.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            _kill_group(driver.proc.pid)
+            try:
+                driver.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                log.warning("warm task driver %s (pid %d) did not exit", driver.name, driver.proc.pid)
+            _unlink(self.pid_path(driver.name))
+        with self._lock:
+            self._drivers = [d for d in self._drivers if d not in drivers]
 
     def _reap(self) -> None:
+        self._settle_driver_tasks()
         with self._lock:
-            finished = [(tid, p) for tid, p in self._procs.items() if p.poll() is not None]
-            for tid, _ in finished:
+            finished = [(tid, p, self._driven.pop(tid, None)) for tid, p in self._procs.items() if p.poll() is not None]
+            for tid, _, driver in finished:
                 del self._procs[tid]
-        for task_id, proc in finished:
+                if driver is not None:
+                    driver.task = None
+        for task_id, proc, driver in finished:
             _unlink(self.pid_path(task_id))
             task = self.tasks.get(task_id)
             if task.is_final:
@@ -185,14 +393,19 @@ class TaskRunner:
             how = exit_description(proc.returncode)
             # Its JVM and Python workers may outlive it and keep uploading: stop the whole group.
             _kill_group(proc.pid)
+            tail = log_tail(self.log_path(task_id))
+            if driver is not None:  # the JVM's output is in the driver's log
+                how = f"(warm driver {driver.name}, pid {proc.pid}) {how}"
+                tail += f"\nDriver log tail:\n{log_tail(driver.log_path)}"
             settled = self.tasks.settle_exited(
                 task_id, task_key_prefix(task.datasource, task_id),
                 failed_error=f"task process {how} before reporting; nothing was published and its uploads are "
-                             f"deleted. Log tail:\n{log_tail(self.log_path(task_id))}",
+                             f"deleted. Log tail:\n{tail}",
                 published_error=f"task process {how} after publishing its {{segments}} segment(s); they are "
                                 "served, only the task's report was lost")
             log.warning("task %s: process %s; now %s", task_id, how, settled.state)
             self._after_settled(settled, proc.pid)
+        self._reap_drivers()
 
     def _after_settled(self, task, group: int | None) -> None:
         if task.state != "SUCCESS":
@@ -267,6 +480,13 @@ class TaskRunner:
 
     def _terminate(self, task_id: str, proc: subprocess.Popen) -> None:
         """SIGTERM lets the driver delete what it uploaded; SIGKILL after the grace period."""
+        with self._lock:
+            driver = self._driven.get(task_id)
+            if driver is not None:
+                driver.retiring = True  # it retires after a cancel: nothing more is handed to it
+        if driver is not None:
+            self._cancel_driven(task_id, driver)
+            return
         try:
             os.killpg(proc.pid, signal.SIGTERM)
         except ProcessLookupError:
@@ -281,6 +501,28 @@ class TaskRunner:
         if not task.is_final:
             task = self.tasks.transition(task_id, "CANCELED", error="canceled")
         self._after_settled(task, proc.pid)
+
+    def _cancel_driven(self, task_id: str, driver: _Driver) -> None:
+        """A task in a warm driver: its job group is cancelled, the task ends CANCELED and the
+        driver retires; a driver that does not manage within the grace period is killed."""
+        if not driver.send(f"cancel {task_id}") and driver.proc.poll() is None:
+            try:
+                os.killpg(driver.proc.pid, signal.SIGTERM)  # its stdin is unusable: SIGTERM cancels too
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + self.cancel_grace_s
+        while time.monotonic() < deadline and driver.proc.poll() is None and not self.tasks.get(task_id).is_final:
+            time.sleep(0.05)
+        if not self.tasks.get(task_id).is_final:
+            _kill_group(driver.proc.pid)
+            try:
+                driver.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        task = self.tasks.get(task_id)
+        if not task.is_final:
+            task = self.tasks.transition(task_id, "CANCELED", error="canceled")
+        self._after_settled(task, driver.proc.pid)
 
     def running(self) -> list[str]:
         with self._lock:
@@ -312,13 +554,14 @@ def _read_pid(path: str) -> int | None:
 
 
 def _is_task_process(pid: int, task_id: str) -> bool:
-    """Whether ``pid`` is still the task's process (pids are reused)."""
+    """Whether ``pid`` is still the task's process (pids are reused): its own task process, or a
+    warm driver (of a previous leader: the caller skips its own)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
             args = f.read().split(b"\0")
     except OSError:
         return False
-    return _TASK_MODULE.encode() in args and task_id.encode() in args
+    return (_TASK_MODULE.encode() in args and task_id.encode() in args) or _DRIVER_MODULE.encode() in args
 
 
 def _unlink(path: str) -> None:

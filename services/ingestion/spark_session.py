@@ -14,7 +14,9 @@ ingestion modules imported), which otherwise costs the first ingestion a few sec
 
 The master is the argument, else ``STRATA_SPARK_MASTER``, else ``local[*]``; any spark:// or
 k8s:// master works the same, as long as executors can import strata (install the package in
-their image or ship it with spark.submit.pyFiles) and reach deep storage.
+their image, or point them at it: ``spark.executorEnv.PYTHONPATH``) and reach deep storage
+(``spark.executorEnv.AWS_ACCESS_KEY_ID`` ...). Such settings go in ``STRATA_SPARK_CONF``, a JSON
+object of Spark settings every session gets (e.g. ``{"spark.executor.memory": "2g"}``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from common.errors import StrataError
 
 MASTER_ENV = "STRATA_SPARK_MASTER"
 DRIVER_MEMORY_ENV = "STRATA_SPARK_DRIVER_MEMORY"
+CONF_ENV = "STRATA_SPARK_CONF"
 WARM_UP_TIMEOUT_S = 60.0
 JVM_START_ATTEMPTS = 3
 # The task runner names the task's log here; the JVM writes its stderr to it.
@@ -67,18 +70,50 @@ def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str
         # Python workers must be this interpreter, which has pyarrow and strata installed.
         out["spark.pyspark.python"] = os.environ.get("PYSPARK_PYTHON") or sys.executable
         out["spark.pyspark.driver.python"] = sys.executable
+    out.update(configured_conf())
     out.update({k: str(v) for k, v in (conf or {}).items()})
     return out
 
 
+def configured_conf() -> dict[str, str]:
+    """The Spark settings of ``STRATA_SPARK_CONF`` (a JSON object; empty when unset)."""
+    import json
+
+    text = os.environ.get(CONF_ENV, "").strip()
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise StrataError(f"{CONF_ENV} is not JSON ({exc}); set it to an object such as "
+                          '{"spark.executor.memory": "2g"}') from None
+    if not isinstance(value, dict):
+        raise StrataError(f"{CONF_ENV} must be a JSON object of Spark settings, got {type(value).__name__}")
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def task_master(spec: Mapping, configured: str | None = None) -> str | None:
+    """The master a task needs instead of the configured one, or None: ``maxNumTasks`` on a local
+    master is Spark's task slots, fixed when a session starts (so a warm driver cannot run it)."""
+    configured = configured if configured is not None else default_master()
+    max_tasks = (spec.get("context") or {}).get("maxNumTasks")
+    if max_tasks is None or not configured.startswith("local"):
+        return None
+    # Druid counts one controller plus workers; locally the workers are Spark's task slots.
+    return f"local[{max(1, int(max_tasks) - 1)}]"
+
+
 def get_or_create_session(app_name: str = "strata-ingestion", master: str | None = None,
-                          conf: Mapping[str, str] | None = None):
-    """The process's SparkSession, created on first use (later calls return the same one)."""
+                          conf: Mapping[str, str] | None = None, warm: bool = False):
+    """The process's SparkSession, created on first use (later calls return the same one).
+    A new session's Python workers are started ahead of use in local mode, or with ``warm`` on
+    any master (a long-lived driver pays it once for all its tasks)."""
     from pyspark.sql import SparkSession
 
     master = master or default_master()
     settings = session_conf(master, conf)
-    if master.startswith("local"):
+    if "spark.pyspark.python" in settings:
+        # pyspark picks the workers' Python from the environment, not from the setting.
         os.environ.setdefault("PYSPARK_PYTHON", settings["spark.pyspark.python"])
     builder = SparkSession.builder.appName(app_name).master(master)
     for key, value in settings.items():
@@ -86,7 +121,7 @@ def get_or_create_session(app_name: str = "strata-ingestion", master: str | None
     new = SparkSession.getActiveSession() is None
     session = _start_with_retries(builder)
     session.sparkContext.setLogLevel(os.environ.get("STRATA_SPARK_LOG_LEVEL", "WARN"))
-    if new and master.startswith("local"):
+    if new and (warm or master.startswith("local")):
         warm_up(session)
     return session
 
@@ -209,4 +244,4 @@ def warm_up(session, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
         sc.setLocalProperty("spark.jobGroup.id", None)
 
 
-__all__ = ["DRIVER_MEMORY_ENV", "MASTER_ENV", "TASK_LOG_ENV", "SparkStartError", "default_master", "get_or_create_session", "session_conf", "warm_up"]
+__all__ = ["CONF_ENV", "DRIVER_MEMORY_ENV", "MASTER_ENV", "TASK_LOG_ENV", "SparkStartError", "configured_conf", "default_master", "get_or_create_session", "session_conf", "task_master", "warm_up"]

@@ -5,12 +5,14 @@ It reads the task from the coordinator (its statement was parsed on the broker a
 in the task spec), runs the Spark job (segments to deep storage), publishes through the
 coordinator in one transaction, and reports progress and the final state.
 SIGTERM cancels: the job stops, deletes what it uploaded, and the task ends CANCELED.
+
+This is the cold path (one JVM per task); a warm task driver (task_driver.py) calls ``run_task``
+with the session it keeps.
 """
 
 from __future__ import annotations
 
 import argparse
-import atexit
 import json
 import logging
 import os
@@ -47,7 +49,7 @@ def _statement(spec: dict):
     return IngestionStatement.from_json(spec["statement"])
 
 
-def _compaction(stub, coordinator: str, task, spec: dict):
+def _compaction(stub, coordinator: str, task, spec: dict, cleanups: list):
     """The REPLACE a compaction task runs, and its spec with the catalog's projections as they are
     now (the point of compacting: segments get the current definitions)."""
     from common.catalog.table_spec import TableSpec
@@ -66,7 +68,8 @@ def _compaction(stub, coordinator: str, task, spec: dict):
     storage = deep_storage_from_url(os.environ.get("STRATA_DEEP_STORAGE_URL", "var/strata/deep-storage"),
                                     os.environ.get("STRATA_DEEP_STORAGE_ENDPOINT", ""))
     work_dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"strata-compact-{task.id}")
-    atexit.register(shutil.rmtree, work_dir, True)  # the exported rows live until the task process ends
+    # The exported rows live until the task ends (a warm driver process outlives its tasks).
+    cleanups.append(lambda: shutil.rmtree(work_dir, True))
     sql = prepare_compaction(datasource, descriptors, interval, lambda d, local: storage.pull(d.location, local),
                              work_dir)
     catalog = catalog_pb2_grpc.CatalogServiceStub(channel(coordinator, transport_security_for_task()))
@@ -82,18 +85,21 @@ def _compaction(stub, coordinator: str, task, spec: dict):
     return parse_ingestion(sql, spec.get("context") or {}), {**spec, "projections": projections}
 
 
-def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> int:
+def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spark=None) -> int:
+    """Runs one task to a final state it reports to the coordinator. ``spark``: a warm session
+    (task_driver.py) to run on; None starts this process's own."""
     from services.ingestion.coordinator_publisher import CoordinatorPublisher
     from services.ingestion.ingestion_report import IngestionCancelled, IngestionFailed
     from services.ingestion.spark_job import IngestionJob, run_ingestion
-    from services.ingestion.spark_session import get_or_create_session
+    from services.ingestion.spark_session import get_or_create_session, task_master
 
     stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(coordinator, transport_security_for_task()))
     task = stub.GetTask(coordinator_pb2.TaskRequest(id=task_id), timeout=60)
     spec = json.loads(task.spec_json or "{}")
+    cleanups: list = []
     try:
         if task.type == "compact":
-            statement, spec = _compaction(stub, coordinator, task, spec)
+            statement, spec = _compaction(stub, coordinator, task, spec, cleanups)
         else:
             statement = _statement(spec)
         if spec.get("clusterKeys") and not statement.clustered_by:
@@ -113,13 +119,8 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> i
                            tuple(spec.get("projections") or ()), dict(spec.get("columnOptions") or {}),
                            {n: ColumnType.parse(t) for n, t in (spec.get("declaredTypes") or {}).items()},
                            tuple(sealed) if sealed is not None else None)
-        master = None
-        max_tasks = (spec.get("context") or {}).get("maxNumTasks")
-        configured = os.environ.get("STRATA_SPARK_MASTER", "local[*]")
-        if max_tasks is not None and configured.startswith("local"):
-            # Druid counts one controller plus workers; locally the workers are Spark's task slots.
-            master = f"local[{max(1, int(max_tasks) - 1)}]"
-        spark = get_or_create_session(f"strata-{task_id}", master=master)
+        if spark is None:
+            spark = get_or_create_session(f"strata-{task_id}", master=task_master(spec))
 
         def progress(phase: str, details: dict) -> None:
             try:
@@ -143,7 +144,10 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event) -> i
         return 1
     except Exception as exc:  # anything else still ends the task with a reason
         _update(stub, task_id, "FAILED", {}, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}")
-        return 1
+        return 2
+    finally:
+        for cleanup in cleanups:
+            cleanup()
 
 
 def main(argv: list[str] | None = None) -> int:
