@@ -58,7 +58,8 @@ class CoordinatorProcess(NodeProcess):
                                       {**_task_env(config), **task_env(self.security)},
                                       config.coordinator.max_running_tasks,
                                       storage_factory=lambda: _deep_storage(config),
-                                      warm_drivers=config.coordinator.warm_task_drivers)
+                                      warm_drivers=config.coordinator.warm_task_drivers,
+                                      leadership_fresh=lambda: self.election is not None and self.election.is_leader_now())
         servicer = CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner, self.tasks,
                                        self.task_runner, caller=self._task_caller, authorizer=self.authorizer)
         add_to_server(self.grpc, servicer)

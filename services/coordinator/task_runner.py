@@ -85,7 +85,8 @@ class TaskRunner:
     def __init__(self, tasks, coordinator_target, log_dir: str, env: dict[str, str], max_running: int = 2,
                  period_s: float = 0.5, cancel_grace_s: float = 30.0, storage_factory: Callable | None = None,
                  cleanup_period_s: float = 2.0,
-                 task_command: Callable[[str, str], list[str]] | None = None, warm_drivers: int = 0) -> None:
+                 task_command: Callable[[str, str], list[str]] | None = None, warm_drivers: int = 0,
+                 leadership_fresh: Callable[[], bool] | None = None) -> None:
         self.tasks = tasks
         self.coordinator_target = coordinator_target  # () -> "host:port"
         self.log_dir = log_dir
@@ -99,6 +100,9 @@ class TaskRunner:
         self._task_command = task_command or _task_command  # (task id, coordinator) -> argv
         self._procs: dict[str, subprocess.Popen] = {}
         self.warm_drivers = warm_drivers
+        # () -> whether this node's lease is fresh right now; checked before each launch, since the
+        # leader flag lags behind a lease lost while the process was paused.
+        self.leadership_fresh = leadership_fresh or (lambda: True)
         self._drivers: list[_Driver] = []
         self._driven: dict[str, _Driver] = {}  # task id -> the warm driver running it
         self._driver_done: list[tuple[_Driver, str]] = []  # (driver, task) it said it finished
@@ -216,16 +220,28 @@ class TaskRunner:
         if free <= 0:
             return
         for task in self.tasks.list(state="PENDING")[:free]:
+            # Claim before starting anything: the claim is atomic in the store, so a coordinator
+            # that lost its lease while paused cannot start a second driver for a task the new
+            # leader has started, and a driver never reports a final state on a PENDING task.
+            if not self.leadership_fresh() or not self.tasks.claim(task.id):
+                continue
             driver = self._idle_driver() if task_master(task.spec or {}) is None else None
             if driver is None:
-                self._spawn(task.id)
-                self.tasks.transition(task.id, "RUNNING")
+                self._spawn_claimed(task.id)
                 continue
-            self.tasks.transition(task.id, "RUNNING")  # before the driver can report a final state
             if self._hand_over(driver, task.id):
                 log.info("task %s started in warm driver %s (pid %d)", task.id, driver.name, driver.proc.pid)
             else:
-                self._spawn(task.id)
+                self._spawn_claimed(task.id)
+
+    def _spawn_claimed(self, task_id: str) -> None:
+        """Start a claimed (RUNNING) task's own process; a task whose process cannot start fails
+        with the reason instead of staying RUNNING with nothing running it."""
+        try:
+            self._spawn(task_id)
+        except OSError as exc:
+            log.exception("task %s: could not start its process", task_id)
+            self.tasks.transition(task_id, "FAILED", error=f"the task process could not start: {exc}")
 
     def _spawn(self, task_id: str) -> None:
         """The cold path: a process of the task's own."""

@@ -130,6 +130,16 @@ class TaskStore:
             self._notify_final(record)
         return record
 
+    def claim(self, task_id: str) -> bool:
+        """PENDING -> RUNNING, atomically: True only for the one caller that moved it. Two
+        coordinators that both believe they lead (a resumed ex-leader, before it learns its lease
+        is gone) can both see the task PENDING; only the winner may start a driver for it."""
+        with self.store.transaction() as conn:
+            result = conn.execute(
+                update(tasks_table).where(tasks_table.c.id == task_id, tasks_table.c.state == "PENDING")
+                .values(state="RUNNING", started_ms=_now()))
+            return result.rowcount == 1
+
     def _notify_final(self, record: TaskRecord) -> None:
         if self.on_final is None:
             return

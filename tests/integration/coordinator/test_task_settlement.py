@@ -149,3 +149,53 @@ def test_a_killed_task_process_is_failed_within_5s_with_its_exit_status(tmp_path
             assert runner.pending_cleanup() in ([task.id], [])  # queued, or already swept
         finally:
             runner.stop()
+
+
+def test_a_pending_task_is_claimed_once(tasks):
+    """PENDING -> RUNNING is a claim only one caller wins (both coordinators of a leader change
+    may see the task PENDING); a task already RUNNING or final cannot be claimed again."""
+    task = tasks.create("wiki", "insert", "INSERT INTO wiki ...")
+    assert tasks.claim(task.id) is True
+    assert tasks.claim(task.id) is False
+    stored = tasks.get(task.id)
+    assert stored.state == "RUNNING" and stored.started_ms
+    tasks.transition(task.id, "FAILED", error="x")
+    assert tasks.claim(task.id) is False and tasks.get(task.id).state == "FAILED"
+
+
+def test_two_runners_that_both_think_they_lead_start_a_task_once(tmp_path):
+    """Two task runners on one metadata store, both told they lead (a resumed ex-leader before it
+    learns its lease is gone): every task gets exactly one process. A runner whose lease is not
+    fresh starts none."""
+    started: list[tuple[str, str]] = []
+
+    def command(name):
+        def sleeper(task_id: str, _target: str) -> list[str]:
+            started.append((name, task_id))
+            return [sys.executable, "-c", "import time; time.sleep(600)", task_id]
+        return sleeper
+
+    with SegmentStore(f"sqlite:///{tmp_path / 'meta.db'}") as store:
+        tasks = TaskStore(store)
+        ids = [tasks.create("wiki", "insert", f"INSERT INTO wiki ... {i}").id for i in range(4)]
+        runners = [TaskRunner(tasks, lambda: "127.0.0.1:1", str(tmp_path / name), {}, period_s=0.05,
+                              max_running=4, task_command=command(name)) for name in ("a", "b")]
+        stale = TaskRunner(tasks, lambda: "127.0.0.1:1", str(tmp_path / "stale"), {}, period_s=0.05,
+                           max_running=4, task_command=command("stale"), leadership_fresh=lambda: False)
+        extra = tasks.create("wiki", "insert", "INSERT INTO wiki ... for the stale runner")
+        for r in (*runners, stale):
+            r.set_leader(True)
+        stale.start()
+        for r in runners:
+            r.start()
+        try:
+            deadline = time.monotonic() + DEADLINE_S
+            while sum(1 for r in runners for i in [*ids, extra.id] if r.pid(i) is not None) < len(ids) + 1:
+                assert time.monotonic() < deadline, f"tasks did not start: {started}"
+                time.sleep(0.05)
+            assert sorted(task_id for _name, task_id in started) == sorted([*ids, extra.id])
+            assert all(name != "stale" for name, _ in started)
+            assert all(tasks.get(i).state == "RUNNING" for i in [*ids, extra.id])
+        finally:
+            for r in (*runners, stale):
+                r.stop()
