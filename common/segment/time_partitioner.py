@@ -55,7 +55,7 @@ def build_segments(table: pa.Table, datasource: str, out_dir: str, *, segment_gr
                    rows_per_segment: int = DEFAULT_ROWS_PER_SEGMENT,
                    column_types: dict[str, ColumnType] | None = None,
                    compression: PartCompression | None = DEFAULT_COMPRESSION,
-                   string_bitmaps: bool = True) -> list[tuple[str, SegmentManifest]]:
+                   string_bitmaps: bool = False) -> list[tuple[str, SegmentManifest]]:
     """Build all segments for ``table``; returns (path, manifest) per segment."""
     if rows_per_segment <= 0:
         raise ValidationError(f"rows per segment must be positive, got {rows_per_segment}")

@@ -169,7 +169,8 @@ def test_manifest_stats_and_layout(mixed):
     assert (m.min_time, m.max_time) == (T0, T0 + 86_399_999)
     assert m.ordering == ("__time", "s")
     # The JSON column is a nested column, which older readers must refuse.
-    assert m.format_version == 1 and m.required_features == ("nestedColumns",)
+    # Its STRING column has no stored bitmaps (the default), which older readers must refuse too.
+    assert m.format_version == 1 and m.required_features == ("nestedColumns", "stringIndexFromCodes")
     stats = {c.name: c.stats for c in m.columns}
     assert stats["__time"] == {"nullCount": 0, "min": T0, "max": T0 + 86_399_999, "cardinality": 5}
     assert stats["s"] == {"nullCount": 2, "cardinality": 6, "min": "", "max": "\U0001F600"}
@@ -181,7 +182,7 @@ def test_manifest_stats_and_layout(mixed):
     assert {c.name: c.encoding for c in m.columns} == {
         "__time": "plain", "s": "dictionary", "l": "plain", "d": "plain", "f": "plain", "sa": "plain",
         "la": "plain", "da": "plain", "j": "nested"}
-    assert m.column("s").parts == {"dictionary": "s/dictionary", "codes": "s/codes", "bitmaps": "s/bitmaps"}
+    assert m.column("s").parts == {"dictionary": "s/dictionary", "codes": "s/codes"}
     # Parts start on 64-byte boundaries, do not overlap, and every column's parts are listed.
     spans = sorted((e.offset, e.offset + e.length) for e in m.files.values())
     assert all(start % 64 == 0 for start, _ in spans)
