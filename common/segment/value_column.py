@@ -3,24 +3,76 @@
 Arrow's own validity bitmap is the null bitmap, so a LONG column with nulls keeps them as nulls
 (never 0), and the values are read straight from the memory map (or, when the container stored
 the part compressed, from its decoded-part cache).
+
+A DOUBLE or FLOAT column with few distinct values (at most one per four rows) is stored instead
+as a ``dictionary`` of its distinct values (most frequent first) plus ``codes`` (int16 or int32, Arrow-null for null
+rows), spec ``valueDictionary`` and requiredFeatures ``numberDictionary``, as Parquet's
+dictionary pages do: ratios and rounded measures repeat, and their random low mantissa bits
+defeat zstd (3.5 bytes/row on the demo ratio column, 2.4 as a dictionary). Distinct means
+distinct bit patterns, so -0.0, 0.0 and every NaN payload read back exactly as written. Readers
+look the values up once and keep them in the bounded decoded-part cache.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.segment.container import Container, ipc_bytes
-from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register
+from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.types.column_type import ColumnType, TypeKind
 
 
 @dataclass(frozen=True)
 class PlainSpec(EncodingSpec):
-    pass
+    value_dictionary: bool | None = None  # True: parts dictionary + codes instead of values
+    KEYS: ClassVar = (("valueDictionary", "value_dictionary"),)
+
+    def features(self) -> tuple[str, ...]:
+        return (NUMBER_DICTIONARY,) if self.value_dictionary else ()
+
+    def roles(self, required: tuple[str, ...]) -> tuple[str, ...]:
+        return ("dictionary", "codes") if self.value_dictionary else required
+
+
+# A column qualifies for a value dictionary with at least this many rows per distinct value.
+ROWS_PER_DISTINCT = 4
+_MIN_ROWS = 1024
+
+
+def value_dictionary(values: pa.Array) -> tuple[pa.Array, pa.Array] | None:
+    """(distinct values, codes) of a float column when it has few distinct bit patterns, else None."""
+    if not pa.types.is_floating(values.type) or len(values) < _MIN_ROWS:
+        return None
+    width = values.type.bit_width // 8
+    bits = np.frombuffer(values.buffers()[1], dtype=f"<u{width}", count=len(values) + values.offset)[values.offset:]
+    valid = values.is_valid().to_numpy(zero_copy_only=False) if values.null_count else None
+    present = bits if valid is None else bits[valid]
+    # A cheap bound first: a sample with many distinct values rules the column out.
+    sample = present[:: max(1, len(present) // 4096)]
+    if len(np.unique(sample)) * ROWS_PER_DISTINCT > max(len(sample), 1) * 2:
+        return None
+    distinct, inverse, counts = np.unique(present, return_inverse=True, return_counts=True)
+    if len(distinct) * ROWS_PER_DISTINCT > len(values):
+        return None
+    # Most frequent first: small codes dominate, so their high bytes compress (on the demo
+    # ratio column 2.0 -> 1.4 bytes/row for the int16 codes after zstd).
+    order = np.lexsort((distinct, -counts))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    distinct, inverse = distinct[order], rank[inverse.ravel()]
+    code_dtype = np.int16 if len(distinct) <= 1 << 15 else np.int32
+    codes = np.zeros(len(values), dtype=code_dtype)
+    if valid is None:
+        codes[:] = inverse
+    else:
+        codes[valid] = inverse
+    dictionary = pa.Array.from_buffers(values.type, len(distinct), [None, pa.py_buffer(distinct.tobytes())])
+    return dictionary, pa.array(codes, mask=None if valid is None else ~valid)
 
 
 def encode_values(values: pa.Array, ctype: ColumnType) -> tuple[dict[str, pa.Buffer], dict]:
@@ -32,6 +84,13 @@ def encode_values(values: pa.Array, ctype: ColumnType) -> tuple[dict[str, pa.Buf
         stats["min"], stats["max"] = lo, hi
         stats["cardinality"] = int(pc.count_distinct(values).as_py())
     return {"values": ipc_bytes(values)}, stats
+
+
+def _value_dictionary_parts(values: pa.Array) -> dict[str, pa.Buffer] | None:
+    found = value_dictionary(values)
+    if found is None:
+        return None
+    return {"dictionary": ipc_bytes(found[0]), "codes": ipc_bytes(found[1])}
 
 
 class ValueColumn:
@@ -50,10 +109,19 @@ class ValueColumn:
     def values(self) -> pa.Array:
         # Not memoized here: the container reads mapped parts in place and keeps decoded
         # (compressed) ones in its bounded cache, which a reference held here would defeat.
-        return self._container.array(self._parts["values"])
+        name = self._parts.get("values")
+        if name is not None:
+            return self._container.array(name)
+        codes = self._parts["codes"]
+        return self._container.derived(codes, "values", self._looked_up, self.num_rows * 8)
+
+    def _looked_up(self) -> pa.Array:
+        dictionary = self._container.array(self._parts["dictionary"])
+        return dictionary.take(self._container.array(self._parts["codes"]))
 
     def part_bytes(self, roles: tuple[str, ...] = ("values",)) -> int:
-        return self._container.part_length(self._parts["values"])
+        # Reading values reads every part of the column, however it is stored.
+        return sum(self._container.part_length(p) for p in self._parts.values())
 
     def numpy(self) -> np.ndarray:
         """Values as numpy without copying where Arrow allows; null slots hold unspecified values."""
@@ -80,7 +148,11 @@ class ValueColumn:
 
 def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) -> EncodedColumn:
     parts, stats = encode_values(values, ctype)
+    looked_up = _value_dictionary_parts(values)
+    if looked_up is not None:
+        return EncodedColumn(looked_up, stats, PlainSpec(value_dictionary=True))
     return EncodedColumn(parts, stats, PlainSpec())
 
 
+NUMBER_DICTIONARY = register_feature("numberDictionary")
 PLAIN = register(Encoding("plain", PlainSpec, ValueColumn.open, _encode, required_roles=("values",)))
