@@ -131,7 +131,8 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
                   compression: PartCompression | None = DEFAULT_COMPRESSION,
                   string_bitmaps: bool = False) -> SegmentManifest:
     """``column_options``: per column, its encoding's settings (for a JSON column: maxFields,
-    skipPaths, typedPaths, keepRaw; for a STRING column: bitmaps). ``compression``: which parts
+    skipPaths, typedPaths, keepRaw; for a STRING column: bitmaps, packCodes; for a DOUBLE/FLOAT
+    column: valueDictionary). ``compression``: which parts
     are stored compressed (see part_codec.py); None writes every part uncompressed, as segments
     before compression were. ``string_bitmaps`` True also stores a Roaring bitmap per value of
     the base table's STRING columns (by default filters scan their codes: see string_column)."""

@@ -148,7 +148,8 @@ class ValueColumn:
 
 def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) -> EncodedColumn:
     parts, stats = encode_values(values, ctype)
-    looked_up = _value_dictionary_parts(values)
+    allowed = (options or {}).get("valueDictionary", True) is not False
+    looked_up = _value_dictionary_parts(values) if allowed else None
     if looked_up is not None:
         return EncodedColumn(looked_up, stats, PlainSpec(value_dictionary=True))
     return EncodedColumn(parts, stats, PlainSpec())
