@@ -130,3 +130,25 @@ def test_unknown_code_width_is_refused_with_the_column_named(tmp_path):
     _rewrite_spec(str(tmp_path / "x.sseg"), bad, edit)
     with pytest.raises(SegmentCorruptError, match=r"column 's' has codeBits 3"):
         Segment.open(bad).column("s").codes()
+
+
+def test_unpacked_codes_live_in_the_bounded_cache_and_leave_on_close(tmp_path):
+    from common.segment.part_cache import DecodedPartCache
+    from common.segment.container import Container
+
+    _segment(tmp_path, ["a", None, "b"] * 400, "x.sseg")
+    cache = DecodedPartCache(1 << 20)
+    container = Container(str(tmp_path / "x.sseg"), cache=cache)
+    calls = []
+
+    def load():
+        calls.append(1)
+        return np.arange(10)
+
+    assert container.derived("s/codes", "unpacked", load, 80).tolist() == list(range(10))
+    assert container.derived("s/codes", "unpacked", load, 80).tolist() == list(range(10))
+    assert len(calls) == 1 and cache.stats().entries == 1
+    container.close()
+    assert cache.stats().entries == 0
+    seg = Segment.open(str(tmp_path / "x.sseg"))
+    assert seg.column("s").codes().tolist() == [0, -1, 1] * 400
