@@ -76,13 +76,16 @@ def json_table(n: int) -> pa.Table:
 
 
 def legacy_options(table: pa.Table) -> dict:
-    """Column options that write the encodings from before issue 16 (bitmaps, int codes, plain doubles)."""
-    out = {}
+    """Column options that write the encodings from before issue 16 (bitmaps, int codes, plain
+    doubles, one part per column)."""
+    out = {"__time": {"blockRows": 0}}
     for field in table.schema:
         if pa.types.is_string(field.type):
             out[field.name] = {"packCodes": False, "bitmaps": True}
         elif pa.types.is_floating(field.type):
-            out[field.name] = {"valueDictionary": False}
+            out[field.name] = {"valueDictionary": False, "blockRows": 0}
+        elif pa.types.is_integer(field.type):
+            out[field.name] = {"blockRows": 0}
     return out
 
 

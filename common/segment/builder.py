@@ -132,7 +132,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
                   string_bitmaps: bool = False) -> SegmentManifest:
     """``column_options``: per column, its encoding's settings (for a JSON column: maxFields,
     skipPaths, typedPaths, keepRaw; for a STRING column: bitmaps, packCodes; for a DOUBLE/FLOAT
-    column: valueDictionary). ``compression``: which parts
+    column: valueDictionary; for a fixed-width column, __time included: blockRows, 0 for one part). ``compression``: which parts
     are stored compressed (see part_codec.py); None writes every part uncompressed, as segments
     before compression were. ``string_bitmaps`` True also stores a Roaring bitmap per value of
     the base table's STRING columns (by default filters scan their codes: see string_column)."""
@@ -172,7 +172,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     columns: list[ColumnManifest] = []
     time_values = times.cast(TIMESTAMP.to_arrow())
     time_encoding = encoding_for(TIMESTAMP)
-    columns.append(_add(parts, TIME_COLUMN, TIMESTAMP, time_encoding.name, time_encoding.encode(time_values, TIMESTAMP)))
+    columns.append(_add(parts, TIME_COLUMN, TIMESTAMP, time_encoding.name, time_encoding.encode(time_values, TIMESTAMP, (column_options or {}).get(TIME_COLUMN))))
 
     def encode(name: str):
         values, ctype = normalize_column(name, table.column(name), column_types.get(name))

@@ -244,7 +244,9 @@ class Container:
 
     def derived(self, name: str, kind: str, load: Callable[[], Any], nbytes: int) -> Any:
         """A value computed from part ``name`` (unpacked codes, looked-up numbers), kept in the
-        same bounded cache as decoded parts and dropped with them when this file closes."""
+        same bounded cache as decoded parts and dropped with them when this file closes. Like a
+        part read, it first checks the file did not change under the mapping."""
+        self.check_unchanged()
         return self._cache.get((self._token, name, kind), load, nbytes)
 
     def verify_all(self) -> None:

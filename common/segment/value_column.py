@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.errors import SegmentCorruptError
 from common.segment.container import Container, ipc_bytes
 from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.types.column_type import ColumnType, TypeKind
@@ -30,13 +31,25 @@ from common.types.column_type import ColumnType, TypeKind
 @dataclass(frozen=True)
 class PlainSpec(EncodingSpec):
     value_dictionary: bool | None = None  # True: parts dictionary + codes instead of values
-    KEYS: ClassVar = (("valueDictionary", "value_dictionary"),)
+    block_rows: int | None = None  # set: parts block0, block1, ... of this many rows each
+    blocks: int | None = None
+    KEYS: ClassVar = (("valueDictionary", "value_dictionary"), ("blockRows", "block_rows"), ("blocks", "blocks"))
 
     def features(self) -> tuple[str, ...]:
-        return (NUMBER_DICTIONARY,) if self.value_dictionary else ()
+        return ((NUMBER_DICTIONARY,) if self.value_dictionary else ()) + \
+            ((VALUE_BLOCKS,) if self.block_rows is not None else ())
 
     def roles(self, required: tuple[str, ...]) -> tuple[str, ...]:
-        return ("dictionary", "codes") if self.value_dictionary else required
+        if self.value_dictionary:
+            return ("dictionary", "codes")
+        if self.block_rows is not None:
+            return tuple(f"block{i}" for i in range(int(self.blocks or 0)))
+        return required
+
+
+# Fixed-width columns longer than this are stored in blocks of this many rows, each its own
+# (compressed) part, so reading a few rows decodes only their blocks.
+BLOCK_ROWS = 1 << 16
 
 
 # A column qualifies for a value dictionary with at least this many rows per distinct value.
@@ -104,7 +117,20 @@ class ValueColumn:
 
     @classmethod
     def open(cls, stored: StoredColumn) -> ValueColumn:
-        return cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type)
+        column = cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type)
+        block_rows = getattr(stored.spec, "block_rows", None)
+        if block_rows is not None:
+            blocks = getattr(stored.spec, "blocks", None)
+            if not isinstance(block_rows, int) or block_rows <= 0 or not isinstance(blocks, int) or \
+                    blocks != -(-stored.num_rows // block_rows):
+                raise SegmentCorruptError(
+                    f"segment {stored.container.label}: column '{stored.name}' has blockRows {block_rows!r} and "
+                    f"blocks {blocks!r}, which do not cover its {stored.num_rows} rows",
+                    getattr(stored.container, "segment_id", None))
+            column._block_rows = block_rows
+        return column
+
+    _block_rows: int | None = None
 
     def values(self) -> pa.Array:
         # Not memoized here: the container reads mapped parts in place and keeps decoded
@@ -112,8 +138,23 @@ class ValueColumn:
         name = self._parts.get("values")
         if name is not None:
             return self._container.array(name)
+        if self._block_rows is not None:
+            return self._container.derived(self._parts["block0"], "values", self._joined, self.num_rows * 9)
         codes = self._parts["codes"]
         return self._container.derived(codes, "values", self._looked_up, self.num_rows * 8)
+
+    def _block(self, i: int) -> pa.Array:
+        arr = self._container.array(self._parts[f"block{i}"])
+        expected = min(self._block_rows, self.num_rows - i * self._block_rows)
+        if len(arr) != expected:
+            raise SegmentCorruptError(f"segment {self._container.label}: part '{self._parts[f'block{i}']}' holds "
+                                      f"{len(arr)} rows, not {expected}", getattr(self._container, "segment_id", None))
+        return arr
+
+    def _joined(self) -> pa.Array:
+        count = -(-self.num_rows // self._block_rows)
+        blocks = [self._block(i) for i in range(count)]
+        return pa.concat_arrays(blocks) if len(blocks) != 1 else blocks[0]
 
     def _looked_up(self) -> pa.Array:
         dictionary = self._container.array(self._parts["dictionary"])
@@ -132,7 +173,24 @@ class ValueColumn:
         return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr) + arr.offset)[arr.offset:]
 
     def take(self, rows: np.ndarray | None) -> pa.Array:
-        return self.values() if rows is None else self.values().take(pa.array(rows))
+        if rows is None:
+            return self.values()
+        if self._block_rows is None or len(rows) * 64 > self.num_rows:
+            return self.values().take(pa.array(rows))
+        # A few rows: decode only their blocks (a cold read of a needle's rows).
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) == 0:
+            return self.values().slice(0, 0)
+        if rows.min() < 0 or rows.max() >= self.num_rows:
+            raise IndexError(f"row {int(rows.max()) if rows.max() >= self.num_rows else int(rows.min())} is out of "
+                             f"range for a column of {self.num_rows} rows")
+        of = rows // self._block_rows
+        needed = np.unique(of)
+        blocks = [self._block(int(b)) for b in needed]
+        starts = np.cumsum([0] + [len(b) for b in blocks[:-1]])
+        local = starts[np.searchsorted(needed, of)] + rows - of * self._block_rows
+        joined = pa.concat_arrays(blocks) if len(blocks) != 1 else blocks[0]
+        return joined.take(pa.array(local))
 
     def dictionary_codes(self) -> None:
         return None
@@ -152,8 +210,15 @@ def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) ->
     looked_up = _value_dictionary_parts(values) if allowed else None
     if looked_up is not None:
         return EncodedColumn(looked_up, stats, PlainSpec(value_dictionary=True))
+    block_rows = (options or {}).get("blockRows", BLOCK_ROWS)
+    fixed = pa.types.is_integer(values.type) or pa.types.is_floating(values.type) or pa.types.is_timestamp(values.type)
+    if fixed and block_rows and len(values) > block_rows:
+        count = -(-len(values) // block_rows)
+        blocks = {f"block{i}": ipc_bytes(values.slice(i * block_rows, block_rows)) for i in range(count)}
+        return EncodedColumn(blocks, stats, PlainSpec(block_rows=block_rows, blocks=count))
     return EncodedColumn(parts, stats, PlainSpec())
 
 
 NUMBER_DICTIONARY = register_feature("numberDictionary")
+VALUE_BLOCKS = register_feature("valueBlocks")
 PLAIN = register(Encoding("plain", PlainSpec, ValueColumn.open, _encode, required_roles=("values",)))

@@ -33,12 +33,14 @@ def _rows(n: int) -> pa.Table:
 
 
 def _legacy_options(table: pa.Table) -> dict:
-    out = {}
+    out = {"__time": {"blockRows": 0}}
     for field in table.schema:
         if pa.types.is_string(field.type):
             out[field.name] = {"packCodes": False, "bitmaps": True}
         elif pa.types.is_floating(field.type):
-            out[field.name] = {"valueDictionary": False}
+            out[field.name] = {"valueDictionary": False, "blockRows": 0}
+        elif pa.types.is_integer(field.type):
+            out[field.name] = {"blockRows": 0}
     return out
 
 
