@@ -229,7 +229,8 @@ def main() -> int:
         for path in packed_paths:
             seg = Segment.open(path)
             for name, entry in seg.manifest.files.items():
-                roles[name.rsplit("/", 1)[-1]] += entry.length
+                role = name.rsplit("/", 1)[-1]
+                roles["values (blocks)" if role.startswith("block") else role] += entry.length
             seg.close()
         print("compressed segment bytes per row by part role: " +
               ", ".join(f"{r} {b / args.rows:.2f}" for r, b in sorted(roles.items(), key=lambda x: -x[1])))

@@ -184,13 +184,22 @@ class ValueColumn:
         if rows.min() < 0 or rows.max() >= self.num_rows:
             raise IndexError(f"row {int(rows.max()) if rows.max() >= self.num_rows else int(rows.min())} is out of "
                              f"range for a column of {self.num_rows} rows")
+        # Each block gives its own rows (no block is copied whole), then the pieces go back to
+        # the order asked for.
         of = rows // self._block_rows
-        needed = np.unique(of)
-        blocks = [self._block(int(b)) for b in needed]
-        starts = np.cumsum([0] + [len(b) for b in blocks[:-1]])
-        local = starts[np.searchsorted(needed, of)] + rows - of * self._block_rows
-        joined = pa.concat_arrays(blocks) if len(blocks) != 1 else blocks[0]
-        return joined.take(pa.array(local))
+        order = np.argsort(of, kind="stable")
+        grouped = of[order]
+        bounds = np.flatnonzero(np.diff(grouped)) + 1
+        pieces = []
+        for chunk in np.split(order, bounds):
+            b = int(of[chunk[0]])
+            pieces.append(self._block(b).take(pa.array(rows[chunk] - b * self._block_rows)))
+        out = pa.concat_arrays(pieces) if len(pieces) != 1 else pieces[0]
+        if np.all(order[1:] > order[:-1]):
+            return out
+        back = np.empty(len(order), dtype=np.int64)
+        back[order] = np.arange(len(order))
+        return out.take(pa.array(back))
 
     def dictionary_codes(self) -> None:
         return None
