@@ -184,9 +184,14 @@ class ValueColumn:
         if rows.min() < 0 or rows.max() >= self.num_rows:
             raise IndexError(f"row {int(rows.max()) if rows.max() >= self.num_rows else int(rows.min())} is out of "
                              f"range for a column of {self.num_rows} rows")
+        of = rows // self._block_rows
+        needed = np.unique(of)
+        if len(needed) * 2 > -(-self.num_rows // self._block_rows):
+            # Rows spread over most blocks: the joined column (one cache entry once warm) is
+            # cheaper than a take per block, and a cold read decodes most blocks anyway.
+            return self.values().take(pa.array(rows))
         # Each block gives its own rows (no block is copied whole), then the pieces go back to
         # the order asked for.
-        of = rows // self._block_rows
         order = np.argsort(of, kind="stable")
         grouped = of[order]
         bounds = np.flatnonzero(np.diff(grouped)) + 1
