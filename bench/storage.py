@@ -4,11 +4,13 @@ and what compression costs bench/engine.py's queries.
     .venv/bin/python bench/storage.py [--rows 1000000] [--json-rows 100000] [--runs 5] [--codec zstd|lz4_frame]
                                      [--markdown]
 
-Generates the demo rows plus a DOUBLE column, builds DAY segments uncompressed (the format before
-compressed parts), compressed (the default) and compressed without the STRING columns' Roaring
-bitmaps (``string_bitmaps=False``: filters scan codes), writes the same rows as Parquet (pyarrow, snappy
-and zstd) and into a ClickHouse MergeTree table (chdb, ORDER BY __time, default LZ4), and prints
-stored bytes per row for each column type. A nested JSON column is measured on its own, smaller
+Generates the demo rows plus a DOUBLE column, builds DAY segments three ways: the format before
+issue 16 uncompressed (every part mapped, a Roaring bitmap per string value, int codes, plain
+doubles: the query-speed baseline), that format compressed (the previous default), and today's
+default (compressed parts, no stored bitmaps, bit-packed or validity-free codes, value-dictionary
+doubles); writes the same rows as Parquet (pyarrow, snappy and zstd) and into a ClickHouse
+MergeTree table (chdb, ORDER BY __time, default LZ4), and prints stored bytes per row for each
+column type. A nested JSON column is measured on its own, smaller
 table (``--json-rows``) because encoding its fields is slow; Parquet and ClickHouse store it as
 text. Then it runs the engine benchmark's queries over the segment sets: with a decoded-part
 cache that holds the working set (repeated queries), and with the cache emptied before each run
@@ -73,12 +75,27 @@ def json_table(n: int) -> pa.Table:
     return pa.table({"__time": data.column("__time"), JSON_COLUMN: pa.array(docs, pa.string())})
 
 
+def legacy_options(table: pa.Table) -> dict:
+    """Column options that write the encodings from before issue 16 (bitmaps, int codes, plain
+    doubles, one part per column)."""
+    out = {"__time": {"blockRows": 0}}
+    for field in table.schema:
+        if pa.types.is_string(field.type):
+            out[field.name] = {"packCodes": False, "bitmaps": True}
+        elif pa.types.is_floating(field.type):
+            out[field.name] = {"valueDictionary": False, "blockRows": 0}
+        elif pa.types.is_integer(field.type):
+            out[field.name] = {"blockRows": 0}
+    return out
+
+
 def strata_bytes(table: pa.Table, out: str, compression, column_types=None,
-                 string_bitmaps: bool = True) -> tuple[dict, int, float, list]:
+                 legacy: bool = False) -> tuple[dict, int, float, list]:
     """(stored bytes per column, file bytes, build seconds, paths)."""
     started = time.perf_counter()
     built = build_segments(table, "wiki", out, segment_granularity="day", compression=compression,
-                           column_types=column_types, string_bitmaps=string_bitmaps)
+                           column_types=column_types, string_bitmaps=legacy,
+                           column_options=legacy_options(table) if legacy else None)
     seconds = time.perf_counter() - started
     per = defaultdict(int)
     for _, manifest in built:
@@ -141,6 +158,11 @@ def alternating(a, b, runs: int) -> tuple[float, float, object, object]:
     return statistics.median(sa), statistics.median(sb), ra, rb
 
 
+def _same(a: pa.Table, b: pa.Table) -> bool:
+    """Equal results, NaN equal to NaN (Arrow's equals says NaN != NaN)."""
+    return a.schema == b.schema and repr(a.to_pylist()) == repr(b.to_pylist())
+
+
 def fmt(x: float) -> str:
     return "n/a" if x != x else f"{x:.2f}"
 
@@ -164,9 +186,9 @@ def main() -> int:
         jnaive = jdata.set_column(0, "__time", jdata.column("__time").cast(pa.timestamp("ms")))
         json_type = {JSON_COLUMN: ColumnType.parse("COMPLEX<json>")}
 
-        plain, plain_file, plain_s, plain_paths = strata_bytes(data, os.path.join(work, "plain"), None)
+        plain, plain_file, plain_s, plain_paths = strata_bytes(data, os.path.join(work, "plain"), None, legacy=True)
+        before, before_file, _, _ = strata_bytes(data, os.path.join(work, "before"), compression, legacy=True)
         packed, packed_file, packed_s, packed_paths = strata_bytes(data, os.path.join(work, "packed"), compression)
-        bare, bare_file, _, bare_paths = strata_bytes(data, os.path.join(work, "bare"), compression, string_bitmaps=False)
         jplain, _, _, _ = strata_bytes(jdata, os.path.join(work, "jplain"), None, json_type)
         jpacked, _, _, _ = strata_bytes(jdata, os.path.join(work, "jpacked"), compression, json_type)
         snappy, snappy_file = parquet_bytes(naive, os.path.join(work, "snappy.parquet"), "snappy")
@@ -179,25 +201,25 @@ def main() -> int:
         def per_row(per: dict | None, cols: list[str], n: int) -> float:
             return float("nan") if per is None else sum(per.get(c, 0) for c in cols) / n
 
-        header = ("column type", "strata uncompressed", f"strata {args.codec}", f"strata {args.codec}, no bitmaps",
-                  "Parquet snappy", "Parquet zstd", "ClickHouse (LZ4)", "compressed / Parquet zstd",
-                  "no bitmaps / Parquet zstd")
+        header = ("column type", "strata before, uncompressed", f"strata before, {args.codec}",
+                  f"strata now ({args.codec})", "Parquet snappy", "Parquet zstd", "ClickHouse (LZ4)",
+                  "now / Parquet zstd", "now / ClickHouse")
         lines = []
         for label, cols in GROUPS.items():
-            got = [per_row(plain, cols, args.rows), per_row(packed, cols, args.rows), per_row(bare, cols, args.rows),
+            got = [per_row(plain, cols, args.rows), per_row(before, cols, args.rows), per_row(packed, cols, args.rows),
                    per_row(snappy, cols, args.rows), per_row(zstd, cols, args.rows),
                    per_row(ch[0] if ch else None, cols, args.rows)]
-            lines.append((label, *map(fmt, got), fmt(got[1] / got[4]), fmt(got[2] / got[4])))
+            lines.append((label, *map(fmt, got), fmt(got[2] / got[4]), fmt(got[2] / got[5])))
         jcols = [JSON_COLUMN]
-        got = [per_row(jplain, jcols, args.json_rows), per_row(jpacked, jcols, args.json_rows), float("nan"),
+        got = [per_row(jplain, jcols, args.json_rows), float("nan"), per_row(jpacked, jcols, args.json_rows),
                per_row(jsnappy, jcols, args.json_rows), per_row(jzstd, jcols, args.json_rows),
                per_row(jch[0] if jch else None, jcols, args.json_rows)]
         lines.append((f"nested JSON ({args.json_rows:,} rows; peers store text)", *map(fmt, got),
-                      fmt(got[1] / got[4]), "n/a"))
-        files = [plain_file / args.rows, packed_file / args.rows, bare_file / args.rows, snappy_file / args.rows,
+                      fmt(got[2] / got[4]), fmt(got[2] / got[5])))
+        files = [plain_file / args.rows, before_file / args.rows, packed_file / args.rows, snappy_file / args.rows,
                  zstd_file / args.rows, (ch[1] / args.rows) if ch else float("nan")]
-        lines.append(("whole table except JSON, files", *map(fmt, files), fmt(files[1] / files[4]),
-                      fmt(files[2] / files[4])))
+        lines.append(("whole table except JSON, files", *map(fmt, files), fmt(files[2] / files[4]),
+                      fmt(files[2] / files[5])))
         print(f"rows {args.rows:,}; {len(packed_paths)} day segments; bytes per row; segment build "
               f"uncompressed {args.rows / plain_s / 1e6:.2f}M rows/s, compressed {args.rows / packed_s / 1e6:.2f}M rows/s")
         print_rows(header, lines, args.markdown)
@@ -207,16 +229,16 @@ def main() -> int:
         for path in packed_paths:
             seg = Segment.open(path)
             for name, entry in seg.manifest.files.items():
-                roles[name.rsplit("/", 1)[-1]] += entry.length
+                role = name.rsplit("/", 1)[-1]
+                roles["values (blocks)" if role.startswith("block") else role] += entry.length
             seg.close()
         print("compressed segment bytes per row by part role: " +
               ", ".join(f"{r} {b / args.rows:.2f}" for r, b in sorted(roles.items(), key=lambda x: -x[1])))
 
         plain_segs = [Segment.open(p) for p in plain_paths]
         packed_segs = [Segment.open(p) for p in packed_paths]
-        bare_segs = [Segment.open(p) for p in bare_paths]
         saved_budget = PROCESS_CACHE.max_bytes
-        qlines, warm_ratios, cold_ratios, bare_ratios = [], [], [], []
+        qlines, warm_ratios, cold_ratios = [], [], []
         try:
             for name, _, native, _ in queries(pick_user(data)):
                 def run_plain():
@@ -225,34 +247,28 @@ def main() -> int:
                 def run_packed():
                     return execute(native, packed_segs)
 
-                PROCESS_CACHE.set_max_bytes(8 << 30)  # holds every decoded part: repeated queries
-                u_ms, w_ms, u, w = alternating(run_plain, run_packed, args.runs)
                 def run_packed_cold():
                     PROCESS_CACHE.clear()  # as after loading: the query decodes every part it reads
                     return execute(native, packed_segs)
 
+                PROCESS_CACHE.set_max_bytes(8 << 30)  # holds every decoded part: repeated queries
+                u_ms, w_ms, u, w = alternating(run_plain, run_packed, args.runs)
                 u2_ms, c_ms, _, c = alternating(run_plain, run_packed_cold, args.runs)
-                PROCESS_CACHE.set_max_bytes(8 << 30)
-                u3_ms, b_ms, _, b = alternating(run_plain, lambda: execute(native, bare_segs), args.runs)
-                same = u.table.equals(w.table) and u.table.equals(c.table) and u.table.equals(b.table)
+                same = _same(u.table, w.table) and _same(u.table, c.table)
                 warm_ratios.append(w_ms / u_ms)
                 cold_ratios.append(c_ms / u2_ms)
-                bare_ratios.append(b_ms / u3_ms)
                 qlines.append((name, f"{u_ms:.1f}", f"{w_ms:.1f}", f"{w_ms / u_ms:.2f}", f"{u2_ms:.1f}",
-                               f"{c_ms:.1f}", f"{c_ms / u2_ms:.2f}", f"{u3_ms:.1f}", f"{b_ms:.1f}",
-                               f"{b_ms / u3_ms:.2f}", "yes" if same else "NO"))
+                               f"{c_ms:.1f}", f"{c_ms / u2_ms:.2f}", "yes" if same else "NO"))
         finally:
             PROCESS_CACHE.set_max_bytes(saved_budget)
         print()
-        print_rows(("query", "uncompressed ms", "compressed, cache warm ms", "ratio", "uncompressed ms (again)",
-                    "compressed, cache emptied ms", "ratio", "uncompressed ms (third)", "no bitmaps, cache warm ms",
-                    "ratio", "same result"), qlines, args.markdown)
+        print_rows(("query", "before, uncompressed ms", "now, cache warm ms", "ratio", "before, uncompressed ms (again)",
+                    "now, cache emptied ms", "ratio", "same result"), qlines, args.markdown)
         geo = lambda xs: float(np.exp(np.mean(np.log(xs))))  # noqa: E731
-        print(f"geomean compressed/uncompressed: cache warm {geo(warm_ratios):.2f}, cache emptied before each query "
-              f"{geo(cold_ratios):.2f}, no bitmaps with the cache warm {geo(bare_ratios):.2f} (goal <= 1.10); "
-              f"compressed segments are {packed_file / zstd_file:.2f}x Parquet zstd "
-              f"({bare_file / zstd_file:.2f}x without bitmaps), {packed_file / snappy_file:.2f}x Parquet snappy "
-              f"(goal <= 1.0x zstd)")
+        print(f"geomean now/before-uncompressed: cache warm {geo(warm_ratios):.2f}, cache emptied before each query "
+              f"{geo(cold_ratios):.2f} (goal <= 1.10); segments now are {packed_file / zstd_file:.2f}x Parquet zstd "
+              f"(before: {before_file / zstd_file:.2f}x compressed, {plain_file / zstd_file:.2f}x uncompressed), "
+              f"{packed_file / ch[1]:.2f}x ClickHouse (goal <= 1.0x Parquet zstd)" if ch else "")
         return 0 if all(line[-1] == "yes" for line in qlines) else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)

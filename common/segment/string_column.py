@@ -4,13 +4,22 @@ Parts: ``dictionary`` (sorted, no nulls), ``codes`` (int8/16/32 by cardinality; 
 underneath, so both a DictionaryArray and a raw numpy view are free), and ``bitmaps`` (one
 serialized Roaring bitmap per dictionary id, plus the null rows' bitmap at index ``cardinality``).
 
-Because the dictionary is sorted, equality is a binary search, IN is several, and a range or a
-LIKE prefix is a contiguous run of ids; filters union those ids' bitmaps without touching rows.
+Since spec ``codeBits`` (requiredFeatures ``bitPackedCodes``) the writer stores codes narrower:
+bit-packed to 1, 2 or 4 bits when the column has at most 16 ids counting null, and for wider
+nullable columns without Arrow's validity bitmap (-1 already marks null). Readers unpack them
+once into the decoded-part cache; columns without nulls and over 16 ids keep the mapped int codes.
 
-A column written with ``bitmaps: false`` (requiredFeatures ``stringIndexFromCodes``) has no
-``bitmaps`` part: its index answers the same questions by one pass over the codes. The bitmaps
-are the inverted index Parquet and ClickHouse do not have, and about 40% of a compressed
-segment's bytes on the demo rows; without them a filter costs a scan of the (cached) codes.
+Because the dictionary is sorted, equality is a binary search, IN is several, and a range or a
+LIKE prefix is a contiguous run of ids.
+
+Bitmaps are opt-in (column option ``bitmaps: true``, or ``string_bitmaps=True`` for a whole
+build). A column without them (requiredFeatures ``stringIndexFromCodes``) answers the same index
+questions by one pass over its codes, building the Roaring result straight from the match mask
+(column_reader.bitmap_of_mask). Measured on the demo rows the stored bitmaps were 11.2 of 29.9
+bytes/row of a compressed segment: an inverted index holds the same information as the codes
+(about log2(cardinality) bits per row each), so it cannot be made cheap by encoding alone, while
+the scan it saves costs about 1 ms per million rows once the codes are decoded. Segments written
+before this default keep their bitmaps part and are read through it.
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from common.errors import SegmentCorruptError
+from common.segment.bit_packing import WIDTHS, pack, unpack, width_for
 from common.segment.bitmap_serializer import serialize_grouped
 from common.segment.column_reader import IdRun, Ids, rows_with_ids, union_bitmaps
 from common.segment.container import Container, ipc_bytes
@@ -34,6 +45,7 @@ from common.types.column_type import STRING, ColumnType
 class EncodedString:
     parts: dict[str, pa.Buffer]
     stats: dict
+    code_bits: int | None = None  # the codes part holds bit-packed codes of this width
 
 
 def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
@@ -67,9 +79,10 @@ def code_type(cardinality: int) -> pa.DataType:
     return pa.int32()
 
 
-def encode_string(values: pa.Array, bitmaps: bool = True) -> EncodedString:
+def encode_string(values: pa.Array, bitmaps: bool = True, pack_codes: bool = False) -> EncodedString:
     """Dictionary-encode a string array (any string-like Arrow type, may hold nulls); ``bitmaps``
-    False leaves out the per-value bitmaps part."""
+    False leaves out the per-value bitmaps part; ``pack_codes`` bit-packs the codes of a column
+    with at most 16 ids (counting null)."""
     if pa.types.is_dictionary(values.type):
         values = values.cast(values.type.value_type)
     if not pa.types.is_string(values.type):
@@ -99,9 +112,19 @@ def encode_string(values: pa.Array, bitmaps: bool = True) -> EncodedString:
         "max": dictionary[cardinality - 1].as_py() if cardinality else None,
     }
     parts = {"dictionary": ipc_bytes(dictionary), "codes": ipc_bytes(codes_arr)}
+    width = width_for(cardinality + (1 if null_mask is not None else 0)) if pack_codes else None
+    if width is not None:
+        # Null rows (-1) become 0 when the column has any, so stored values start at 0.
+        shift = 1 if null_mask is not None else 0
+        parts["codes"] = ipc_bytes(pa.array(pack(codes + shift, width), pa.uint8()))
+    elif pack_codes and null_mask is not None:
+        # Wider codes keep their type but drop Arrow's validity bitmap: -1 already marks null
+        # rows, and the bitmap cost 0.08 bytes/row after zstd on the mostly-null geo columns.
+        width = narrow.dtype.itemsize * 8
+        parts["codes"] = ipc_bytes(pa.array(narrow))
     if bitmaps:
         parts["bitmaps"] = ipc_bytes(_bitmaps_binary(codes, cardinality))
-    return EncodedString(parts, stats)
+    return EncodedString(parts, stats, width)
 
 
 @dataclass(frozen=True)
@@ -111,11 +134,15 @@ class DictionarySpec(EncodingSpec):
 
     shared_dictionary: str | None = None
     bitmaps: bool | None = None  # False: no bitmaps part, the index scans the codes
-    KEYS: ClassVar = (("sharedDictionary", "shared_dictionary"), ("bitmaps", "bitmaps"))
+    # 1, 2, 4: the codes part is bit-packed (bit_packing.py), null rows 0 and ids from 1 when the
+    # column has nulls; 8, 16, 32: signed codes with -1 for null and no Arrow validity bitmap.
+    code_bits: int | None = None
+    KEYS: ClassVar = (("sharedDictionary", "shared_dictionary"), ("bitmaps", "bitmaps"), ("codeBits", "code_bits"))
 
     def features(self) -> tuple[str, ...]:
         # An older reader would find no bitmaps part and refuse with a less clear message.
-        return (INDEX_FROM_CODES,) if self.bitmaps is False else ()
+        return ((INDEX_FROM_CODES,) if self.bitmaps is False else ()) + \
+            ((BIT_PACKED_CODES,) if self.code_bits is not None else ())
 
     def roles(self, required: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(r for r in required if r != "bitmaps") if self.bitmaps is False else required
@@ -153,16 +180,22 @@ class StringColumn:
     """Read side of a dictionary-encoded column; every accessor is lazy and zero-copy."""
 
     def __init__(self, container: Container, parts: dict[str, str], num_rows: int, stats: dict,
-                 ctype: ColumnType = STRING) -> None:
+                 ctype: ColumnType = STRING, code_bits: int | None = None) -> None:
         self._container = container
         self._parts = parts
         self.num_rows = num_rows
         self.stats = stats
         self.type = ctype
+        self._code_bits = code_bits
 
     @classmethod
     def open(cls, stored: StoredColumn) -> StringColumn:
-        return cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type)
+        code_bits = getattr(stored.spec, "code_bits", None)
+        if code_bits is not None and code_bits not in WIDTHS + UNPACKED_WIDTHS:
+            raise SegmentCorruptError(f"segment {stored.container.label}: column '{stored.name}' has codeBits "
+                                      f"{code_bits!r}; this version reads {', '.join(map(str, WIDTHS + UNPACKED_WIDTHS))}",
+                                      getattr(stored.container, "segment_id", None))
+        return cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type, code_bits)
 
     # -- parts ------------------------------------------------------------------------------
     # Parts are not memoized here: the container reads mapped parts in place and keeps decoded
@@ -177,7 +210,30 @@ class StringColumn:
 
     @property
     def codes_array(self) -> pa.Int32Array:
-        return self._container.array(self._parts["codes"])
+        if self._code_bits is None:
+            return self._container.array(self._parts["codes"])
+        return self._container.derived(self._parts["codes"], "unpacked", self._unpacked, self.num_rows * 2)
+
+    def _unpacked(self) -> pa.Array:
+        packed = self._container.array(self._parts["codes"])
+        if self._code_bits in UNPACKED_WIDTHS:
+            if len(packed) != self.num_rows or packed.type.bit_width != self._code_bits:
+                raise SegmentCorruptError(f"segment {self._container.label}: codes part '{self._parts['codes']}' "
+                                          f"holds {len(packed)} {packed.type} values, not {self.num_rows} of "
+                                          f"{self._code_bits} bits", getattr(self._container, "segment_id", None))
+            codes = packed.to_numpy(zero_copy_only=False)
+            return pa.array(codes, mask=codes < 0)
+        raw = np.frombuffer(packed.buffers()[1], dtype=np.uint8, count=len(packed) + packed.offset)[packed.offset:]
+        try:
+            codes = unpack(raw, self._code_bits, self.num_rows).astype(np.int8)
+        except ValueError as exc:
+            raise SegmentCorruptError(f"segment {self._container.label}: codes part "
+                                      f"'{self._parts['codes']}' does not unpack: {exc}",
+                                      getattr(self._container, "segment_id", None)) from None
+        if int(self.stats.get("nullCount", 0)):
+            codes -= 1
+            return pa.array(codes, mask=codes < 0)
+        return pa.array(codes)
 
     def codes(self) -> np.ndarray:
         """Codes (int8/16/32 by cardinality) with -1 for null rows, viewed straight from the mapped file."""
@@ -300,11 +356,15 @@ class SortedDictionaryIndex:
 
 
 def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) -> EncodedColumn:
-    bitmaps = (options or {}).get("bitmaps", True) is not False
-    enc = encode_string(values, bitmaps)
-    return EncodedColumn(enc.parts, enc.stats, DictionarySpec(bitmaps=None if bitmaps else False))
+    # Bitmaps are opt-in (the column option ``bitmaps: true``): see the module docstring.
+    bitmaps = (options or {}).get("bitmaps", False) is True
+    enc = encode_string(values, bitmaps, pack_codes=(options or {}).get("packCodes", True) is not False)
+    return EncodedColumn(enc.parts, enc.stats, DictionarySpec(bitmaps=None if bitmaps else False,
+                                                              code_bits=enc.code_bits))
 
 
 INDEX_FROM_CODES = register_feature("stringIndexFromCodes")
+BIT_PACKED_CODES = register_feature("bitPackedCodes")
+UNPACKED_WIDTHS = (8, 16, 32)
 DICTIONARY = register(Encoding("dictionary", DictionarySpec, StringColumn.open, _encode,
                                required_roles=("dictionary", "codes", "bitmaps")))

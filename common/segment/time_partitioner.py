@@ -55,7 +55,8 @@ def build_segments(table: pa.Table, datasource: str, out_dir: str, *, segment_gr
                    rows_per_segment: int = DEFAULT_ROWS_PER_SEGMENT,
                    column_types: dict[str, ColumnType] | None = None,
                    compression: PartCompression | None = DEFAULT_COMPRESSION,
-                   string_bitmaps: bool = True) -> list[tuple[str, SegmentManifest]]:
+                   string_bitmaps: bool = False,
+                   column_options: dict[str, dict] | None = None) -> list[tuple[str, SegmentManifest]]:
     """Build all segments for ``table``; returns (path, manifest) per segment."""
     if rows_per_segment <= 0:
         raise ValidationError(f"rows per segment must be positive, got {rows_per_segment}")
@@ -82,6 +83,7 @@ def build_segments(table: pa.Table, datasource: str, out_dir: str, *, segment_gr
             sid = SegmentId(datasource, interval, version, p)
             path = os.path.join(out_dir, segment_filename(sid))
             manifest = build_segment(table.slice(a, b - a), path, sid, sort_columns, column_types,
-                                     compression=compression, string_bitmaps=string_bitmaps)
+                                     compression=compression, string_bitmaps=string_bitmaps,
+                                     column_options=column_options)
             built.append((path, manifest))
     return built

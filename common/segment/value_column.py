@@ -3,24 +3,89 @@
 Arrow's own validity bitmap is the null bitmap, so a LONG column with nulls keeps them as nulls
 (never 0), and the values are read straight from the memory map (or, when the container stored
 the part compressed, from its decoded-part cache).
+
+A DOUBLE or FLOAT column with few distinct values (at most one per four rows) is stored instead
+as a ``dictionary`` of its distinct values (most frequent first) plus ``codes`` (int16 or int32, Arrow-null for null
+rows), spec ``valueDictionary`` and requiredFeatures ``numberDictionary``, as Parquet's
+dictionary pages do: ratios and rounded measures repeat, and their random low mantissa bits
+defeat zstd (3.5 bytes/row on the demo ratio column, 2.4 as a dictionary). Distinct means
+distinct bit patterns, so -0.0, 0.0 and every NaN payload read back exactly as written. Readers
+look the values up once and keep them in the bounded decoded-part cache.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.errors import SegmentCorruptError
 from common.segment.container import Container, ipc_bytes
-from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register
+from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.types.column_type import ColumnType, TypeKind
 
 
 @dataclass(frozen=True)
 class PlainSpec(EncodingSpec):
-    pass
+    value_dictionary: bool | None = None  # True: parts dictionary + codes instead of values
+    block_rows: int | None = None  # set: parts block0, block1, ... of this many rows each
+    blocks: int | None = None
+    KEYS: ClassVar = (("valueDictionary", "value_dictionary"), ("blockRows", "block_rows"), ("blocks", "blocks"))
+
+    def features(self) -> tuple[str, ...]:
+        return ((NUMBER_DICTIONARY,) if self.value_dictionary else ()) + \
+            ((VALUE_BLOCKS,) if self.block_rows is not None else ())
+
+    def roles(self, required: tuple[str, ...]) -> tuple[str, ...]:
+        if self.value_dictionary:
+            return ("dictionary", "codes")
+        if self.block_rows is not None:
+            return tuple(f"block{i}" for i in range(int(self.blocks or 0)))
+        return required
+
+
+# Fixed-width columns longer than this are stored in blocks of this many rows, each its own
+# (compressed) part, so reading a few rows decodes only their blocks.
+BLOCK_ROWS = 1 << 16
+
+
+# A column qualifies for a value dictionary with at least this many rows per distinct value.
+ROWS_PER_DISTINCT = 4
+_MIN_ROWS = 1024
+
+
+def value_dictionary(values: pa.Array) -> tuple[pa.Array, pa.Array] | None:
+    """(distinct values, codes) of a float column when it has few distinct bit patterns, else None."""
+    if not pa.types.is_floating(values.type) or len(values) < _MIN_ROWS:
+        return None
+    width = values.type.bit_width // 8
+    bits = np.frombuffer(values.buffers()[1], dtype=f"<u{width}", count=len(values) + values.offset)[values.offset:]
+    valid = values.is_valid().to_numpy(zero_copy_only=False) if values.null_count else None
+    present = bits if valid is None else bits[valid]
+    # A cheap bound first: a sample with many distinct values rules the column out.
+    sample = present[:: max(1, len(present) // 4096)]
+    if len(np.unique(sample)) * ROWS_PER_DISTINCT > max(len(sample), 1) * 2:
+        return None
+    distinct, inverse, counts = np.unique(present, return_inverse=True, return_counts=True)
+    if len(distinct) * ROWS_PER_DISTINCT > len(values):
+        return None
+    # Most frequent first: small codes dominate, so their high bytes compress (on the demo
+    # ratio column 2.0 -> 1.4 bytes/row for the int16 codes after zstd).
+    order = np.lexsort((distinct, -counts))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    distinct, inverse = distinct[order], rank[inverse.ravel()]
+    code_dtype = np.int16 if len(distinct) <= 1 << 15 else np.int32
+    codes = np.zeros(len(values), dtype=code_dtype)
+    if valid is None:
+        codes[:] = inverse
+    else:
+        codes[valid] = inverse
+    dictionary = pa.Array.from_buffers(values.type, len(distinct), [None, pa.py_buffer(distinct.tobytes())])
+    return dictionary, pa.array(codes, mask=None if valid is None else ~valid)
 
 
 def encode_values(values: pa.Array, ctype: ColumnType) -> tuple[dict[str, pa.Buffer], dict]:
@@ -34,6 +99,13 @@ def encode_values(values: pa.Array, ctype: ColumnType) -> tuple[dict[str, pa.Buf
     return {"values": ipc_bytes(values)}, stats
 
 
+def _value_dictionary_parts(values: pa.Array) -> dict[str, pa.Buffer] | None:
+    found = value_dictionary(values)
+    if found is None:
+        return None
+    return {"dictionary": ipc_bytes(found[0]), "codes": ipc_bytes(found[1])}
+
+
 class ValueColumn:
     def __init__(self, container: Container, parts: dict[str, str], num_rows: int, stats: dict,
                  ctype: ColumnType) -> None:
@@ -45,15 +117,52 @@ class ValueColumn:
 
     @classmethod
     def open(cls, stored: StoredColumn) -> ValueColumn:
-        return cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type)
+        column = cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type)
+        block_rows = getattr(stored.spec, "block_rows", None)
+        if block_rows is not None:
+            blocks = getattr(stored.spec, "blocks", None)
+            if not isinstance(block_rows, int) or block_rows <= 0 or not isinstance(blocks, int) or \
+                    blocks != -(-stored.num_rows // block_rows):
+                raise SegmentCorruptError(
+                    f"segment {stored.container.label}: column '{stored.name}' has blockRows {block_rows!r} and "
+                    f"blocks {blocks!r}, which do not cover its {stored.num_rows} rows",
+                    getattr(stored.container, "segment_id", None))
+            column._block_rows = block_rows
+        return column
+
+    _block_rows: int | None = None
 
     def values(self) -> pa.Array:
         # Not memoized here: the container reads mapped parts in place and keeps decoded
         # (compressed) ones in its bounded cache, which a reference held here would defeat.
-        return self._container.array(self._parts["values"])
+        name = self._parts.get("values")
+        if name is not None:
+            return self._container.array(name)
+        if self._block_rows is not None:
+            return self._container.derived(self._parts["block0"], "values", self._joined, self.num_rows * 9)
+        codes = self._parts["codes"]
+        return self._container.derived(codes, "values", self._looked_up, self.num_rows * 8)
+
+    def _block(self, i: int) -> pa.Array:
+        arr = self._container.array(self._parts[f"block{i}"])
+        expected = min(self._block_rows, self.num_rows - i * self._block_rows)
+        if len(arr) != expected:
+            raise SegmentCorruptError(f"segment {self._container.label}: part '{self._parts[f'block{i}']}' holds "
+                                      f"{len(arr)} rows, not {expected}", getattr(self._container, "segment_id", None))
+        return arr
+
+    def _joined(self) -> pa.Array:
+        count = -(-self.num_rows // self._block_rows)
+        blocks = [self._block(i) for i in range(count)]
+        return pa.concat_arrays(blocks) if len(blocks) != 1 else blocks[0]
+
+    def _looked_up(self) -> pa.Array:
+        dictionary = self._container.array(self._parts["dictionary"])
+        return dictionary.take(self._container.array(self._parts["codes"]))
 
     def part_bytes(self, roles: tuple[str, ...] = ("values",)) -> int:
-        return self._container.part_length(self._parts["values"])
+        # Reading values reads every part of the column, however it is stored.
+        return sum(self._container.part_length(p) for p in self._parts.values())
 
     def numpy(self) -> np.ndarray:
         """Values as numpy without copying where Arrow allows; null slots hold unspecified values."""
@@ -64,7 +173,38 @@ class ValueColumn:
         return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr) + arr.offset)[arr.offset:]
 
     def take(self, rows: np.ndarray | None) -> pa.Array:
-        return self.values() if rows is None else self.values().take(pa.array(rows))
+        if rows is None:
+            return self.values()
+        if self._block_rows is None or len(rows) * 64 > self.num_rows:
+            return self.values().take(pa.array(rows))
+        # A few rows: decode only their blocks (a cold read of a needle's rows).
+        rows = np.asarray(rows, dtype=np.int64)
+        if len(rows) == 0:
+            return self.values().slice(0, 0)
+        if rows.min() < 0 or rows.max() >= self.num_rows:
+            raise IndexError(f"row {int(rows.max()) if rows.max() >= self.num_rows else int(rows.min())} is out of "
+                             f"range for a column of {self.num_rows} rows")
+        of = rows // self._block_rows
+        needed = np.unique(of)
+        if len(needed) * 2 > -(-self.num_rows // self._block_rows):
+            # Rows spread over most blocks: the joined column (one cache entry once warm) is
+            # cheaper than a take per block, and a cold read decodes most blocks anyway.
+            return self.values().take(pa.array(rows))
+        # Each block gives its own rows (no block is copied whole), then the pieces go back to
+        # the order asked for.
+        order = np.argsort(of, kind="stable")
+        grouped = of[order]
+        bounds = np.flatnonzero(np.diff(grouped)) + 1
+        pieces = []
+        for chunk in np.split(order, bounds):
+            b = int(of[chunk[0]])
+            pieces.append(self._block(b).take(pa.array(rows[chunk] - b * self._block_rows)))
+        out = pa.concat_arrays(pieces) if len(pieces) != 1 else pieces[0]
+        if np.all(order[1:] > order[:-1]):
+            return out
+        back = np.empty(len(order), dtype=np.int64)
+        back[order] = np.arange(len(order))
+        return out.take(pa.array(back))
 
     def dictionary_codes(self) -> None:
         return None
@@ -80,7 +220,19 @@ class ValueColumn:
 
 def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) -> EncodedColumn:
     parts, stats = encode_values(values, ctype)
+    allowed = (options or {}).get("valueDictionary", True) is not False
+    looked_up = _value_dictionary_parts(values) if allowed else None
+    if looked_up is not None:
+        return EncodedColumn(looked_up, stats, PlainSpec(value_dictionary=True))
+    block_rows = (options or {}).get("blockRows", BLOCK_ROWS)
+    fixed = pa.types.is_integer(values.type) or pa.types.is_floating(values.type) or pa.types.is_timestamp(values.type)
+    if fixed and block_rows and len(values) > block_rows:
+        count = -(-len(values) // block_rows)
+        blocks = {f"block{i}": ipc_bytes(values.slice(i * block_rows, block_rows)) for i in range(count)}
+        return EncodedColumn(blocks, stats, PlainSpec(block_rows=block_rows, blocks=count))
     return EncodedColumn(parts, stats, PlainSpec())
 
 
+NUMBER_DICTIONARY = register_feature("numberDictionary")
+VALUE_BLOCKS = register_feature("valueBlocks")
 PLAIN = register(Encoding("plain", PlainSpec, ValueColumn.open, _encode, required_roles=("values",)))

@@ -85,3 +85,34 @@ def test_code_width_follows_cardinality(make_segment, cardinality, dtype):
     assert col.to_arrow().cast(pa.string()).to_pylist() == values
     last = cardinality - 1
     assert list(col.bitmap(last)) == [0] and list(col.null_bitmap()) == [cardinality]
+
+
+def _mask(n, rows):
+    m = np.zeros(n, dtype=bool)
+    m[list(rows)] = True
+    return m
+
+
+MASKS = {
+    "no-rows": np.zeros(0, dtype=bool),
+    "one-row-false": np.zeros(1, dtype=bool),
+    "one-row-true": np.ones(1, dtype=bool),
+    "all-true-partial-chunk": np.ones(70_001, dtype=bool),
+    "array-max-4096": _mask(65_536, range(0, 8192, 2)),
+    "bitset-4097": _mask(65_536, range(0, 8194, 2)),
+    "dense-tail-chunk": _mask(140_000, range(131_072, 140_000)),
+    "sparse-and-dense": _mask(300_000, [*range(5, 65_536, 3), 65_536, 199_999, *range(262_144, 300_000)]),
+    "random-half": np.random.default_rng(7).random(200_003) < 0.5,
+}
+
+
+@pytest.mark.parametrize("mask", list(MASKS.values()), ids=list(MASKS))
+def test_serialize_mask_matches_pyroaring(mask):
+    from common.segment.bitmap_serializer import serialize_mask
+    from common.segment.column_reader import bitmap_of_mask
+
+    rows = np.flatnonzero(mask).tolist()
+    blob = serialize_mask(mask)
+    assert blob == reference_bytes(rows)
+    assert list(BitMap.deserialize(blob)) == rows
+    assert list(bitmap_of_mask(mask)) == rows

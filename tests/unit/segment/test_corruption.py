@@ -27,7 +27,7 @@ def good(make_segment):
         "s": [f"v{i % 7}" for i in range(100)],
         "n": pa.array(range(100), pa.int64()),
     })
-    seg, path = make_segment(table, IV, name="good.sseg")
+    seg, path = make_segment(table, IV, name="good.sseg", string_bitmaps=True)
     return seg, path
 
 

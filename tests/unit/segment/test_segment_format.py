@@ -169,7 +169,10 @@ def test_manifest_stats_and_layout(mixed):
     assert (m.min_time, m.max_time) == (T0, T0 + 86_399_999)
     assert m.ordering == ("__time", "s")
     # The JSON column is a nested column, which older readers must refuse.
-    assert m.format_version == 1 and m.required_features == ("nestedColumns",)
+    # Its STRING column has no stored bitmaps (the default) and bit-packed codes (7 ids with
+    # null), which older readers must refuse too.
+    assert m.format_version == 1 and m.required_features == ("bitPackedCodes", "nestedColumns",
+                                                             "stringIndexFromCodes")
     stats = {c.name: c.stats for c in m.columns}
     assert stats["__time"] == {"nullCount": 0, "min": T0, "max": T0 + 86_399_999, "cardinality": 5}
     assert stats["s"] == {"nullCount": 2, "cardinality": 6, "min": "", "max": "\U0001F600"}
@@ -181,7 +184,7 @@ def test_manifest_stats_and_layout(mixed):
     assert {c.name: c.encoding for c in m.columns} == {
         "__time": "plain", "s": "dictionary", "l": "plain", "d": "plain", "f": "plain", "sa": "plain",
         "la": "plain", "da": "plain", "j": "nested"}
-    assert m.column("s").parts == {"dictionary": "s/dictionary", "codes": "s/codes", "bitmaps": "s/bitmaps"}
+    assert m.column("s").parts == {"dictionary": "s/dictionary", "codes": "s/codes"}
     # Parts start on 64-byte boundaries, do not overlap, and every column's parts are listed.
     spans = sorted((e.offset, e.offset + e.length) for e in m.files.values())
     assert all(start % 64 == 0 for start, _ in spans)
@@ -267,9 +270,11 @@ def test_reads_are_views_into_the_memory_map(mixed):
     seg, path = mixed
     lo, hi = _mapped_range(seg)
     assert hi - lo == os.path.getsize(path)
-    codes = seg.column("s").codes()
-    assert not codes.flags.owndata
-    assert lo <= codes.ctypes.data and codes.ctypes.data + codes.nbytes <= hi
+    # 's' has 7 ids counting null, so its codes are bit-packed: the packed bytes are read in
+    # place and unpacked into the decoded-part cache.
+    assert seg.manifest.column("s").spec.to_json()["codeBits"] == 4
+    packed = seg._container.array("s/codes").buffers()[1]
+    assert lo <= packed.address and packed.address + packed.size <= hi
     longs = seg.column("l").numpy()
     assert not longs.flags.owndata and lo <= longs.ctypes.data < hi
     for arr in (seg.column("s").dictionary, seg.column("d").values(), seg.column("la").values().values):
