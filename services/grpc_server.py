@@ -59,7 +59,9 @@ class GrpcServer:
         # discovery service serves one watch per node per prefix), so the pool is generous.
         self.credential = InternalCredentialInterceptor(security.internal_secret, also_accept) \
             if security.internal_secret else None
-        interceptors = [self.credential] if self.credential is not None else []
+        interceptors = [MalformedRequestInterceptor()]
+        if self.credential is not None:
+            interceptors.append(self.credential)
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="strata-grpc"),
                                   options=SERVER_OPTIONS, interceptors=interceptors)
         self.health = health.HealthServicer()
@@ -93,6 +95,69 @@ class GrpcServer:
     def stop(self, grace: float = 1.0) -> None:
         self.set_serving(False)
         self.server.stop(grace).wait(grace + 1)
+
+
+class _Malformed:
+    """What a request deserializes to when its bytes are not the method's message."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+class MalformedRequestInterceptor(grpc.ServerInterceptor):
+    """A request whose bytes are not the method's protobuf message is the caller's error: gRPC
+    itself answers it as INTERNAL "Exception deserializing request!" (and logs a traceback); this
+    answers INVALID_ARGUMENT naming the message type instead."""
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None or handler.request_deserializer is None:
+            return handler
+        return _tolerant(handler)
+
+
+def _tolerant(handler):
+    parse = handler.request_deserializer
+    message_type = getattr(getattr(parse, "__self__", None), "DESCRIPTOR", None)
+    name = message_type.full_name if message_type is not None else "request"
+
+    def deserialize(data: bytes):
+        try:
+            return parse(data)
+        except Exception as exc:  # noqa: BLE001 - DecodeError, or a string field that is not UTF-8
+            return _Malformed(exc)
+
+    def refuse(context, request: _Malformed):
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                      f"the request is not a valid {name} protobuf message ({type(request.error).__name__}); "
+                      "send it with the generated client of protos/strata/v1")
+
+    def unary(behavior):
+        def call(request, context):
+            if isinstance(request, _Malformed):
+                refuse(context, request)
+            return behavior(request, context)
+        return call
+
+    def streaming(behavior):
+        def checked(requests, context):
+            for request in requests:
+                if isinstance(request, _Malformed):
+                    refuse(context, request)
+                yield request
+
+        def call(requests, context):
+            return behavior(checked(requests, context), context)
+        return call
+
+    kwargs = {"request_deserializer": deserialize, "response_serializer": handler.response_serializer}
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), **kwargs)
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(unary(handler.unary_stream), **kwargs)
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(streaming(handler.stream_unary), **kwargs)
+    return grpc.stream_stream_rpc_method_handler(streaming(handler.stream_stream), **kwargs)
 
 
 # For a client that reads server streams on its own thread: without it gRPC starts a thread per
