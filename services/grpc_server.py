@@ -57,8 +57,9 @@ class GrpcServer:
                  also_accept=None) -> None:
         # Each open watch or result stream holds a worker for its whole life (the embedded
         # discovery service serves one watch per node per prefix), so the pool is generous.
-        self.credential = InternalCredentialInterceptor(security.internal_secret, also_accept) \
-            if security.internal_secret else None
+        self.credential = InternalCredentialInterceptor(
+            security.internal_secret, also_accept, ca=security.ca if security.mtls else b"") \
+            if security.guards_internal else None
         interceptors = [MalformedRequestInterceptor()]
         if self.credential is not None:
             interceptors.append(self.credential)
