@@ -49,7 +49,7 @@ from services.broker.flight_sql_metadata import (CATALOGS_SCHEMA, DB_SCHEMAS_SCH
                                                  db_schemas_table, sql_info_table, sql_info_values,
                                                  table_types_table, tables_table)
 from services.broker.flight_errors import to_flight_exception
-from services.broker.flight_limits import check_size, read_bounded
+from services.broker.flight_limits import StreamSlots, check_size, read_bounded, stream_owner
 from services.broker.front_door import QueryFrontDoor, QueryRequest
 from services.query_errors import UnknownHandleError
 
@@ -216,6 +216,7 @@ class BrokerFlightServer(flight.FlightServerBase):
         self.front_door = front_door
         self.tickets = FlightTickets(ttl_s=ticket_ttl_s)
         self.statements = PreparedStatements(idle_timeout_s=statement_idle_timeout_s)
+        self.streams = StreamSlots()  # open DoGet results per caller (flight_limits)
         self._sql_info = sql_info_values(server_version or _strata_version(),
                                          int(statement_idle_timeout_s * 1000))
 
@@ -251,11 +252,13 @@ class BrokerFlightServer(flight.FlightServerBase):
     def do_get(self, context, ticket):
         who = self._caller(context)
         check_size(ticket.ticket, "DoGet ticket")
+        owner = stream_owner(context, who.user)
+        self.streams.check(owner)  # a caller with too many unread results is refused before it runs
         command = _flight_sql_command(ticket.ticket)
         if command is None:  # plain Flight: the ticket itself is the statement
             request = self._plain_request(ticket.ticket, who)
             result = self.front_door.run(request, _active(context))
-            return _batch_stream(result.table.schema, record_batches(result.table))
+            return _batch_stream(result.table.schema, self.streams.hold(owner, record_batches(result.table)))
         if not isinstance(command, fsql.TicketStatementQuery):
             raise ValidationError(f"a DoGet ticket must be the TicketStatementQuery from GetFlightInfo, "
                                   f"not {command.DESCRIPTOR.name}")
@@ -274,7 +277,7 @@ class BrokerFlightServer(flight.FlightServerBase):
             table = entry.request
         else:
             table = self._metadata(entry.request, who)
-        return _batch_stream(entry.schema, record_batches(table))
+        return _batch_stream(entry.schema, self.streams.hold(owner, record_batches(table)))
 
     @_rpc
     def do_put(self, context, descriptor, reader, writer):
