@@ -363,3 +363,24 @@ def test_huge_and_lying_http_bodies(cluster, client):
     status, out = _http(port, "GET", "/status/health")
     assert status == 200 and json.loads(out)["healthy"] is True
     assert_serving(client)
+
+
+# ---- task specs on the coordinator ---------------------------------------------------------------
+@pytest.mark.parametrize("spec_json,task_type,datasource", [
+    ("{not json", "compact", "t"),
+    ("[1, 2]", "compact", "t"),
+    ('"compact"', "compact", "t"),
+    ("[" * 5000 + "]" * 5000, "compact", "t"),
+    ('{"n": ' + "9" * 5000 + "}", "compact", "t"),
+    ("{}", "bogus", "t"),
+    ("{}", "compact", ""),
+], ids=["broken", "list", "string", "deep", "huge-number", "bad-type", "no-datasource"])
+def test_bad_task_specs_are_invalid_argument(cluster, client, spec_json, task_type, datasource):
+    from services.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{cluster.coordinator.grpc.port}") as ch:
+        stub = coordinator_pb2_grpc.CoordinatorServiceStub(ch)
+        error = _grpc_error(lambda: stub.SubmitTask(coordinator_pb2.SubmitTaskRequest(
+            datasource=datasource, type=task_type, statement="COMPACT t", spec_json=spec_json), timeout=30))
+    assert error.code() == grpc.StatusCode.INVALID_ARGUMENT, (error.code(), error.details())
+    assert_serving(client)
