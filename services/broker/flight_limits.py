@@ -19,6 +19,8 @@ MAX_REQUEST_BYTES = 16 << 20
 
 
 def _mib(n: int) -> str:
+    if n < 1 << 20:
+        return f"{n} bytes"
     return f"{n / (1 << 20):.1f} MiB" if n % (1 << 20) else f"{n >> 20} MiB"
 
 
