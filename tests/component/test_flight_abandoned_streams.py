@@ -19,10 +19,13 @@ from tests.harness.embedded_cluster import EmbeddedCluster
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 ROWS = 40_000  # about 8 MiB per result: more than gRPC buffers for a client that does not read
 PER_CALLER = 8
+DEADLINE_S = 10.0  # the abusive client's own call deadline, in the deadline tests
 ABUSER = r'''
 import sys, time
 import pyarrow.flight as flight
-client = flight.FlightClient(sys.argv[1])
+# Without BDP probing gRPC keeps the flow-control windows small, so unread results stall on the server
+# (with it, windows grow while the data keeps coming and the client may swallow whole results).
+client = flight.FlightClient(sys.argv[1], generic_options=[("grpc.http2.bdp_probe", 0)])
 options = flight.FlightCallOptions(timeout=float(sys.argv[3])) if float(sys.argv[3]) else flight.FlightCallOptions()
 # A refusal shows in do_get or, when it returned before the server answered, on the first read.
 held, message = [], ""
@@ -84,8 +87,12 @@ def test_a_thousand_unread_streams(cluster):
     try:
         assert int(held) <= 1000
         # Every DoGet past the limit was refused before its query ran, and said why.
-        cluster.wait_until(lambda: streams.refused - refused_before >= 1000 - PER_CALLER, timeout_s=60,
-                           what="the DoGets over the limit refused")
+        try:
+            cluster.wait_until(lambda: streams.refused - refused_before >= 1000 - PER_CALLER, timeout_s=180,
+                               what="the DoGets over the limit refused")
+        except TimeoutError:
+            raise AssertionError(f"refused {streams.refused - refused_before}, open {streams.open_count()}, "
+                                 f"abuser held {held}: {message}") from None
         assert f"the most one caller may have ({PER_CALLER})" in message, message
         assert streams.open_count() <= PER_CALLER
         # The broker holds at most PER_CALLER results (~8 MiB each) and gRPC's buffers for them.
@@ -110,14 +117,77 @@ def test_a_thousand_unread_streams(cluster):
 
 def test_unread_streams_are_freed_when_their_deadline_passes(cluster):
     streams = cluster.broker.flight.streams
-    proc, (held, _message) = _abuser(cluster, PER_CALLER, 3.0)
+    # The deadline is long enough for the queries to run and stall even on a loaded machine.
+    proc, (held, _message) = _abuser(cluster, PER_CALLER, DEADLINE_S)
     try:
         assert int(held) == PER_CALLER
         # The streams stall (the client reads nothing; gRPC's buffers take one result or so),
         # each holding its slot...
-        cluster.wait_until(lambda: streams.open_count() >= PER_CALLER // 2, timeout_s=30, what="the streams stalled")
+        cluster.wait_until(lambda: streams.open_count() >= 1, timeout_s=DEADLINE_S, what="the streams stalled")
         # The client is still there and still reads nothing; its calls' deadline ends them.
         cluster.wait_until(lambda: streams.open_count() == 0, timeout_s=30, what="streams past their deadline freed")
+        assert proc.poll() is None
+    finally:
+        _stop(proc)
+
+
+# ---- the same on the gRPC BrokerService ----------------------------------------------------------
+GRPC_ABUSER = r'''
+import sys, time, grpc
+from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
+stub = broker_pb2_grpc.BrokerServiceStub(grpc.insecure_channel(sys.argv[1], options=[("grpc.http2.bdp_probe", 0)]))
+timeout = float(sys.argv[3]) or None
+calls = [stub.Query(broker_pb2.QueryRequest(sql="SELECT s, n FROM t"), timeout=timeout) for _ in range(int(sys.argv[2]))]
+refused = None
+for call in calls[-3:]:  # the last ones are past the limit: refused at once
+    try:
+        next(call)
+    except grpc.RpcError as exc:
+        refused = f"{exc.code().name} {exc.details()}"
+print(len(calls), refused, flush=True)
+time.sleep(600)  # holds the streams, reads nothing, until killed
+'''
+
+
+def _grpc_abuser(cluster, streams: int, timeout_s: float) -> tuple[subprocess.Popen, str]:
+    env = {**os.environ, "PYTHONPATH": ROOT}
+    proc = subprocess.Popen([sys.executable, "-c", GRPC_ABUSER, f"127.0.0.1:{cluster.broker.grpc.port}",
+                             str(streams), str(timeout_s)], stdout=subprocess.PIPE, text=True, env=env)
+    line = proc.stdout.readline()
+    assert line, f"the abusive client died (exit {proc.poll()})"
+    return proc, line.rstrip("\n")
+
+
+def _grpc_count(cluster) -> list:
+    import grpc
+
+    from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{cluster.broker.grpc.port}") as ch:
+        stub = broker_pb2_grpc.BrokerServiceStub(ch)
+        return list(stub.Query(broker_pb2.QueryRequest(sql="SELECT COUNT(*) AS c FROM t"), timeout=30))
+
+
+def test_a_thousand_unread_grpc_query_streams(cluster):
+    """Each unread stream would hold one of the broker's gRPC workers: without a limit, a few dozen
+    starve every other caller."""
+    limiter = cluster.broker.grpc.client_streams
+    proc, line = _grpc_abuser(cluster, 1000, 0)
+    try:
+        assert "RESOURCE_EXHAUSTED" in line and f"({limiter.per_connection})" in line, line
+        assert limiter.open_count() <= limiter.per_connection
+        assert _grpc_count(cluster)  # another client is served at once
+    finally:
+        _stop(proc)
+    cluster.wait_until(lambda: limiter.open_count() == 0, timeout_s=30, what="abandoned gRPC streams freed")
+
+
+def test_unread_grpc_streams_are_freed_at_their_deadline(cluster):
+    limiter = cluster.broker.grpc.client_streams
+    proc, _line = _grpc_abuser(cluster, 8, DEADLINE_S)
+    try:
+        cluster.wait_until(lambda: limiter.open_count() >= 1, timeout_s=DEADLINE_S, what="the gRPC streams stalled")
+        cluster.wait_until(lambda: limiter.open_count() == 0, timeout_s=30, what="gRPC streams past their deadline")
         assert proc.poll() is None
     finally:
         _stop(proc)
