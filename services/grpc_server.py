@@ -116,11 +116,19 @@ class MalformedRequestInterceptor(grpc.ServerInterceptor):
     itself answers it as INTERNAL "Exception deserializing request!" (and logs a traceback); this
     answers INVALID_ARGUMENT naming the message type instead."""
 
+    def __init__(self) -> None:
+        self._wrapped: dict[str, tuple] = {}  # method -> (its handler, the wrapper): built once
+
     def intercept_service(self, continuation, handler_call_details):
         handler = continuation(handler_call_details)
         if handler is None or handler.request_deserializer is None:
             return handler
-        return _tolerant(handler)
+        cached = self._wrapped.get(handler_call_details.method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = _tolerant(handler)
+        self._wrapped[handler_call_details.method] = (handler, wrapped)
+        return wrapped
 
 
 def _tolerant(handler):
