@@ -54,12 +54,21 @@ class GrpcServer:
     services/transport_security.py)."""
 
     def __init__(self, host: str, port: int, workers: int = 64, *, security: TransportSecurity = NO_SECURITY,
-                 also_accept=None) -> None:
+                 also_accept=None, client_streams: tuple[str, ...] = ()) -> None:
         # Each open watch or result stream holds a worker for its whole life (the embedded
         # discovery service serves one watch per node per prefix), so the pool is generous.
-        self.credential = InternalCredentialInterceptor(security.internal_secret, also_accept) \
-            if security.internal_secret else None
-        interceptors = [self.credential] if self.credential is not None else []
+        self.credential = InternalCredentialInterceptor(
+            security.internal_secret, also_accept, ca=security.ca if security.mtls else b"") \
+            if security.guards_internal else None
+        interceptors = [MalformedRequestInterceptor()]
+        # Result streams clients open (the broker's Query) are bounded per connection and in all,
+        # below the worker count: a stream a client does not read holds a worker until it ends.
+        self.client_streams = StreamLimitInterceptor(client_streams, total=max(1, workers * 3 // 4)) \
+            if client_streams else None
+        if self.client_streams is not None:
+            interceptors.append(self.client_streams)
+        if self.credential is not None:
+            interceptors.append(self.credential)
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="strata-grpc"),
                                   options=SERVER_OPTIONS, interceptors=interceptors)
         self.health = health.HealthServicer()
@@ -93,6 +102,138 @@ class GrpcServer:
     def stop(self, grace: float = 1.0) -> None:
         self.set_serving(False)
         self.server.stop(grace).wait(grace + 1)
+
+
+class _Malformed:
+    """What a request deserializes to when its bytes are not the method's message."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+
+class MalformedRequestInterceptor(grpc.ServerInterceptor):
+    """A request whose bytes are not the method's protobuf message is the caller's error: gRPC
+    itself answers it as INTERNAL "Exception deserializing request!" (and logs a traceback); this
+    answers INVALID_ARGUMENT naming the message type instead."""
+
+    def __init__(self) -> None:
+        self._wrapped: dict[str, tuple] = {}  # method -> (its handler, the wrapper): built once
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None or handler.request_deserializer is None:
+            return handler
+        cached = self._wrapped.get(handler_call_details.method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = _tolerant(handler)
+        self._wrapped[handler_call_details.method] = (handler, wrapped)
+        return wrapped
+
+
+def _tolerant(handler):
+    parse = handler.request_deserializer
+    message_type = getattr(getattr(parse, "__self__", None), "DESCRIPTOR", None)
+    name = message_type.full_name if message_type is not None else "request"
+
+    def deserialize(data: bytes):
+        try:
+            return parse(data)
+        except Exception as exc:  # noqa: BLE001 - DecodeError, or a string field that is not UTF-8
+            return _Malformed(exc)
+
+    def refuse(context, request: _Malformed):
+        context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                      f"the request is not a valid {name} protobuf message ({type(request.error).__name__}); "
+                      "send it with the generated client of protos/strata/v1")
+
+    def unary(behavior):
+        def call(request, context):
+            if isinstance(request, _Malformed):
+                refuse(context, request)
+            return behavior(request, context)
+        return call
+
+    def streaming(behavior):
+        def checked(requests, context):
+            for request in requests:
+                if isinstance(request, _Malformed):
+                    refuse(context, request)
+                yield request
+
+        def call(requests, context):
+            return behavior(checked(requests, context), context)
+        return call
+
+    kwargs = {"request_deserializer": deserialize, "response_serializer": handler.response_serializer}
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), **kwargs)
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(unary(handler.unary_stream), **kwargs)
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(streaming(handler.stream_unary), **kwargs)
+    return grpc.stream_stream_rpc_method_handler(streaming(handler.stream_stream), **kwargs)
+
+
+STREAMS_PER_CONNECTION = 16
+
+
+class StreamLimitInterceptor(grpc.ServerInterceptor):
+    """Caps the open calls of ``methods`` (server-streaming) at ``per_connection`` per client
+    connection and ``total`` in all; past either, a call fails at once with RESOURCE_EXHAUSTED
+    naming the limit. Without it, a client that opens streams and never reads them holds one of
+    the server's worker threads each, and once they are all held every other caller waits."""
+
+    def __init__(self, methods: tuple[str, ...], per_connection: int = STREAMS_PER_CONNECTION,
+                 total: int = 48) -> None:
+        import threading
+
+        self.methods = frozenset(methods)
+        self.per_connection, self.total = per_connection, total
+        self._lock = threading.Lock()
+        self._open: dict[str, int] = {}
+
+    def open_count(self) -> int:
+        with self._lock:
+            return sum(self._open.values())
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None or handler.unary_stream is None or handler_call_details.method not in self.methods:
+            return handler
+        behavior = handler.unary_stream
+
+        def limited(request, context):
+            peer = context.peer()
+            refusal = self._acquire(peer)
+            if refusal is not None:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, refusal)
+            try:
+                yield from behavior(request, context)
+            finally:
+                self._release(peer)
+
+        return grpc.unary_stream_rpc_method_handler(limited, request_deserializer=handler.request_deserializer,
+                                                    response_serializer=handler.response_serializer)
+
+    def _acquire(self, peer: str) -> str | None:
+        with self._lock:
+            mine, everyone = self._open.get(peer, 0), sum(self._open.values())
+            if mine >= self.per_connection:
+                return (f"this connection already has {mine} result streams open, the most one connection may "
+                        f"have ({self.per_connection}): read or cancel them, then retry")
+            if everyone >= self.total:
+                return f"the server has {everyone} result streams open, its limit ({self.total}); retry shortly"
+            self._open[peer] = mine + 1
+            return None
+
+    def _release(self, peer: str) -> None:
+        with self._lock:
+            left = self._open.get(peer, 0) - 1
+            if left > 0:
+                self._open[peer] = left
+            else:
+                self._open.pop(peer, None)
 
 
 # For a client that reads server streams on its own thread: without it gRPC starts a thread per

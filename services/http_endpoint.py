@@ -23,11 +23,17 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
+from services.query_errors import internal_message, new_error_id
 from services.security.authorizer import ALLOW_ALL, Authorizer, Unauthenticated
 
 log = logging.getLogger("strata.http")
 
 USER_HEADER = "x-strata-user"
+# Bodies are catalog specs and small JSON documents: a larger one is refused (413) before it is
+# read, so a client cannot make a node buffer an unbounded upload. A connection that sends nothing
+# for IDLE_TIMEOUT_S is closed, so slow or abandoned clients do not hold a thread each forever.
+MAX_BODY_BYTES = 8 << 20
+IDLE_TIMEOUT_S = 60.0
 # (method, path, query, body, headers) -> (status, content type, body bytes); headers carry the
 # authenticated user under USER_HEADER (absent when authentication is off: use headers.get).
 Handler = Callable[[str, str, dict, bytes, dict], tuple[int, str, bytes]]
@@ -46,13 +52,18 @@ class HttpEndpoint:
 
         class _Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            timeout = IDLE_TIMEOUT_S
 
             def _serve(self) -> None:
                 url = urlparse(self.path)
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else b""
-                status, ctype, out = endpoint.dispatch(self.command, url.path, parse_qs(url.query), body,
-                                                       dict(self.headers))
+                length, refusal = _content_length(self.headers.get("Content-Length"))
+                if refusal is not None:
+                    status, ctype, out = refusal
+                    self.close_connection = True  # the unread body must not be taken for a request
+                else:
+                    body = self.rfile.read(length) if length else b""
+                    status, ctype, out = endpoint.dispatch(self.command, url.path, parse_qs(url.query), body,
+                                                           dict(self.headers))
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(out)))
@@ -99,6 +110,11 @@ class HttpEndpoint:
             return _error(401, exc)
         except PermissionError as exc:
             return _error(403, exc)
+        except Exception as exc:  # noqa: BLE001 - a handler bug still answers, with an id the log has
+            error_id = new_error_id()
+            log.error("internal error %s in %s %s", error_id, method, path, exc_info=exc)
+            return 500, "application/json", json.dumps(
+                {"error": internal_message(exc, error_id, "http"), "errorId": error_id}).encode()
         return 404, "application/json", json.dumps({"error": f"no route for {method} {path}"}).encode()
 
     def start(self) -> HttpEndpoint:
@@ -115,6 +131,23 @@ class _Server(ThreadingHTTPServer):
         # A client that fails the TLS handshake (plain http, an untrusted certificate) or hangs up
         # is its own problem: a debug line, not a traceback on stderr.
         log.debug("HTTP connection from %s failed", client_address, exc_info=True)
+
+
+def _content_length(value: str | None) -> tuple[int, tuple[int, str, bytes] | None]:
+    """The body's length, or the answer refusing it (a Content-Length that is not a count, or over
+    MAX_BODY_BYTES)."""
+    if value is None or value.strip() == "":
+        return 0, None
+    try:
+        length = int(value.strip())
+    except ValueError:
+        length = -1
+    if length < 0:
+        return 0, _error(400, ValueError(f"Content-Length must be a byte count, got {value[:40]!r}"))
+    if length > MAX_BODY_BYTES:
+        return 0, _error(413, ValueError(f"the body is {length} bytes; this endpoint takes at most "
+                                         f"{MAX_BODY_BYTES} bytes ({MAX_BODY_BYTES >> 20} MiB) per request"))
+    return length, None
 
 
 def _error(status: int, exc: Exception) -> tuple[int, str, bytes]:

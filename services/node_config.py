@@ -11,7 +11,7 @@
     [broker]          query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
                       query_log_file_bytes; query_log_file_backups; max_query_bytes
     [auth]            enabled; admin_user; admin_password; users_file; token_ttl_s; internal_secret
-    [tls]             cert; key; ca (PEM text; as cert_file/key_file/ca_file: read from those files)
+    [tls]             cert; key; ca (PEM text; as cert_file/key_file/ca_file: read from those files); mtls
 
 S3 credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, never from the file.
 
@@ -33,6 +33,7 @@ unset, it is derived from the admin password (services/transport_security.py).
 
 [tls] turns on TLS for gRPC, Flight (grpc+tls://) and HTTP (https) when cert and key are set;
 ``ca`` is what this node's clients verify other nodes with (the system roots when empty).
+``mtls = true`` makes each node's certificate its internal credential (services/transport_security.py).
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ class TlsSection:
     cert: str = field(default="", repr=False)
     key: str = field(default="", repr=False)
     ca: str = field(default="", repr=False)
+    mtls: bool = False  # nodes present their cert as a client certificate: the internal credential
 
 
 @dataclass(frozen=True)

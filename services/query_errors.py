@@ -118,13 +118,25 @@ def grpc_status(error: ClientError) -> grpc.StatusCode:
     return _GRPC_CODES[error.kind]
 
 
+# gRPC sends a status message in a header, and clients refuse headers over 8 KiB (the message is
+# lost as RESOURCE_EXHAUSTED "received metadata size exceeds soft limit"): a message quoting a huge
+# value from the request is cut.
+MAX_MESSAGE_CHARS = 2000
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= MAX_MESSAGE_CHARS:
+        return message
+    return message[:MAX_MESSAGE_CHARS] + f"... ({len(message) - MAX_MESSAGE_CHARS} more characters)"
+
+
 def client_error(exc: BaseException, where: str = "broker") -> ClientError:
     """Classify ``exc``; an internal one is logged here, with its traceback, under a new id."""
     if isinstance(exc, QueryFailed):
         return exc.error
     kind = _kind_of(exc)
     if kind != INTERNAL:
-        return ClientError(kind, str(exc) or type(exc).__name__)
+        return ClientError(kind, _bounded(str(exc) or type(exc).__name__))
     error_id = new_error_id()
     log.error("internal error %s", error_id, exc_info=exc)
     return ClientError(INTERNAL, internal_message(exc, error_id, where), error_id)

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from common.errors import ValidationError
+from common.json.json_text import loads_json
 
 DRUID_SCHEMA = "druid"  # datasources
 EXT_SCHEMA = "ext"  # input (external) tables
@@ -238,8 +239,6 @@ class TableMetadata:
 def parse_json(text: str | bytes, what: str, where: str = ""):
     """JSON text to a value, with a message that says which payload was malformed and where."""
     try:
-        return json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        detail = f"{exc.msg} at line {exc.lineno} column {exc.colno}" if isinstance(exc, json.JSONDecodeError) \
-            else str(exc)
-        raise ValidationError(f"{_where(where)}the {what} is not valid JSON: {detail}") from None
+        return loads_json(text, what)
+    except ValidationError as exc:
+        raise ValidationError(f"{_where(where)}{exc}") from None

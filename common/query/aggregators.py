@@ -442,9 +442,12 @@ def aggregator_from_json(obj: dict) -> Aggregator:
     from common.query.sketch_aggregators import HllSketch
 
     if not isinstance(obj, dict) or "type" not in obj:
-        raise ValidationError(f"an aggregator must be an object with a 'type', got {obj!r}")
+        raise ValidationError(f"each of 'aggregations' must be an aggregator object with a 'type', got {obj!r:.200}")
     kind = obj["type"]
     name = obj.get("name")
+    for key in ("name", "fieldName", "expression", "timeColumn"):
+        if obj.get(key) is not None and not isinstance(obj[key], str):
+            raise ValidationError(f"aggregator '{key}' must be a string, got {obj[key]!r:.200}")
     if kind == "filtered":
         inner = aggregator_from_json(obj["aggregator"])
         return Filtered(name or inner.name, filter_from_json(obj["filter"]), inner)

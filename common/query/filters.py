@@ -372,6 +372,9 @@ def filter_from_json(obj: dict | None) -> Filter | None:
     if not isinstance(obj, dict) or "type" not in obj:
         raise ValidationError(f"a filter must be an object with a 'type', got {obj!r}")
     kind = obj["type"]
+    for key in ("value", "matchValue", "lower", "upper"):
+        if isinstance(obj.get(key), (list, dict)):
+            raise ValidationError(f"'{kind}' filter '{key}' must be a single value, got {obj[key]!r:.200}")
     if kind == "true":
         return TrueFilter()
     if kind == "false":
@@ -387,6 +390,8 @@ def filter_from_json(obj: dict | None) -> Filter | None:
         values = obj.get("values", obj.get("sortedValues"))
         if not isinstance(values, list):
             raise ValidationError(f"'{kind}' filter needs a list 'values': {obj}")
+        if any(isinstance(v, (list, dict)) for v in values):
+            raise ValidationError(f"'{kind}' filter 'values' must be single values, got {values!r:.200}")
         return In(_column(obj, kind), tuple(values))
     if kind == "range":
         return Range(_column(obj, kind), obj.get("lower"), obj.get("upper"), bool(obj.get("lowerOpen", False)),
@@ -403,11 +408,13 @@ def filter_from_json(obj: dict | None) -> Filter | None:
         return NullFilter(_column(obj, kind))
     if kind in ("and", "or"):
         fields = obj.get("fields")
-        if not isinstance(fields, list) or not fields:
-            raise ValidationError(f"'{kind}' filter needs a non-empty list 'fields'")
+        if not isinstance(fields, list) or not fields or any(f is None for f in fields):
+            raise ValidationError(f"'{kind}' filter needs a non-empty list 'fields' of filters, got {fields!r:.200}")
         children = tuple(filter_from_json(f) for f in fields)
         return And(children) if kind == "and" else Or(children)
     if kind == "not":
+        if obj.get("field") is None:
+            raise ValidationError("'not' filter needs a filter in 'field'")
         return Not(filter_from_json(obj.get("field")))
     if kind == "expression":
         from common.expr import parse

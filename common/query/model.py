@@ -6,10 +6,11 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from common.errors import ValidationError
+from common.errors import StrataError, ValidationError
 from common.expr.nesting import depth_guard
 from common.query.aggregators import Aggregator, aggregator_from_json
 from common.query.filters import Filter, filter_from_json, filter_to_json
@@ -20,6 +21,13 @@ from common.types.granularity import ALL, Granularity
 from common.types.interval import ETERNITY, Interval
 
 QUERY_TYPES = ("scan", "timeseries", "topN", "groupBy")
+
+
+def _name(value, what: str) -> str:
+    """A column or output name from the query: a non-empty string, or a user error naming it."""
+    if not isinstance(value, str) or not value:
+        raise ValidationError(f"{what} must be a column name (a non-empty string), got {value!r:.200}")
+    return value
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,8 @@ class DimensionSpec:
         if obj.get("type", "default") != "default":
             raise ValidationError(f"unknown dimension spec type '{obj['type']}'; valid: default")
         out_type = obj.get("outputType")
+        _name(obj["dimension"], "dimension 'dimension'")
+        _name(obj.get("outputName", obj["dimension"]), "dimension 'outputName'")
         return DimensionSpec(obj["dimension"], obj.get("outputName", obj["dimension"]),
                              ColumnType.parse(out_type) if out_type else None)
 
@@ -64,7 +74,7 @@ class OrderByColumn:
         if isinstance(order, dict):
             order = order.get("type")
         numeric = None if order is None else order == "numeric"
-        return OrderByColumn(obj["dimension"], direction == "descending", numeric)
+        return OrderByColumn(_name(obj["dimension"], "limitSpec column 'dimension'"), direction == "descending", numeric)
 
     def to_json(self) -> dict:
         out = {"dimension": self.column, "direction": "descending" if self.descending else "ascending"}
@@ -110,7 +120,7 @@ class TopNMetric:
             return TopNMetric(obj)
         kind = obj.get("type", "numeric")
         if kind == "numeric":
-            return TopNMetric(obj["metric"])
+            return TopNMetric(_name(obj["metric"], "topN 'metric'"))
         if kind == "inverted":
             inner = TopNMetric.from_json(obj["metric"])
             return TopNMetric(inner.metric, not inner.descending, inner.numeric_dimension)
@@ -301,6 +311,21 @@ def query_from_json(obj: dict) -> Query:
         return _query_from_json(obj)
 
 
+@contextmanager
+def _field(key: str):
+    """A part of the query whose JSON has the wrong shape (a number where an object belongs, an
+    object where a name does) fails while it is read with a TypeError, AttributeError, KeyError
+    or ValueError of its own: that is the client's error, told as one that names the part."""
+    try:
+        yield
+    except StrataError:
+        raise
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as exc:
+        detail = f"missing key {exc}" if isinstance(exc, KeyError) else str(exc)[:200]
+        raise ValidationError(f"'{key}' in the native query is malformed ({detail}); see the native query "
+                              f"documentation for its shape") from None
+
+
 def _query_from_json(obj: dict) -> Query:
     if not isinstance(obj, dict):
         raise ValidationError(f"a query must be a JSON object, got {type(obj).__name__}")
@@ -308,22 +333,29 @@ def _query_from_json(obj: dict) -> Query:
     if qtype not in QUERY_TYPES:
         raise ValidationError(f"unknown queryType '{qtype}'; valid: {', '.join(QUERY_TYPES)}")
     ds = obj.get("dataSource")
-    if isinstance(ds, dict):
-        if ds.get("type") == "table":
-            ds = ds["name"]
-        elif ds.get("type") == "query":
-            ds = query_from_json(ds["query"])
-        else:
-            raise ValidationError(f"unknown dataSource type '{ds.get('type')}'; valid: table, query")
+    with _field("dataSource"):
+        if isinstance(ds, dict):
+            if ds.get("type") == "table":
+                ds = ds["name"]
+            elif ds.get("type") == "query":
+                ds = query_from_json(ds["query"])
+            else:
+                raise ValidationError(f"unknown dataSource type '{ds.get('type')}'; valid: table, query")
     if not ds:
         raise ValidationError("query needs a 'dataSource'")
-    base = dict(
-        datasource=ds,
-        intervals=_intervals(obj),
-        filter=filter_from_json(obj.get("filter")),
-        virtual_columns=tuple(VirtualColumn.from_json(v) for v in _list_of(obj, "virtualColumns")),
-        context=dict(obj.get("context") or {}),
-    )
+    if not isinstance(ds, (str, Query)):
+        raise ValidationError(f"'dataSource' must be a datasource name or a table/query object, got {ds!r:.80}")
+    with _field("intervals"):
+        intervals = _intervals(obj)
+    with _field("filter"):
+        query_filter = filter_from_json(obj.get("filter"))
+    with _field("virtualColumns"):
+        virtual_columns = tuple(VirtualColumn.from_json(v) for v in _list_of(obj, "virtualColumns"))
+    context = obj.get("context") or {}
+    if not isinstance(context, dict):
+        raise ValidationError(f"'context' must be an object of query context keys, got {context!r:.80}")
+    base = dict(datasource=ds, intervals=intervals, filter=query_filter, virtual_columns=virtual_columns,
+                context=dict(context))
     for key in ("limit", "offset", "threshold"):
         _check_count(obj.get(key), key)
     if qtype == "scan":
@@ -331,13 +363,17 @@ def _query_from_json(obj: dict) -> Query:
         if order not in ("none", "ascending", "descending"):
             raise ValidationError(f"scan 'order' must be none, ascending or descending, got '{order}'")
         columns = _list_of(obj, "columns")
+        if not all(isinstance(c, str) for c in columns):
+            raise ValidationError(f"scan 'columns' must be a list of column names, got {columns!r:.80}")
         return ScanQuery(**base, columns=tuple(columns) if columns else None, limit=obj.get("limit"),
                          offset=int(obj.get("offset", 0)), order=order)
-    aggs = dict(
-        granularity=Granularity.parse(obj.get("granularity", "all")),
-        aggregations=tuple(aggregator_from_json(a) for a in _list_of(obj, "aggregations")),
-        post_aggregations=tuple(post_aggregator_from_json(p) for p in _list_of(obj, "postAggregations")),
-    )
+    with _field("granularity"):
+        granularity = Granularity.parse(obj.get("granularity", "all"))
+    with _field("aggregations"):
+        aggregations = tuple(aggregator_from_json(a) for a in _list_of(obj, "aggregations"))
+    with _field("postAggregations"):
+        post_aggregations = tuple(post_aggregator_from_json(p) for p in _list_of(obj, "postAggregations"))
+    aggs = dict(granularity=granularity, aggregations=aggregations, post_aggregations=post_aggregations)
     names = [a.name for a in aggs["aggregations"]] + [p.name for p in aggs["post_aggregations"]]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
@@ -348,10 +384,18 @@ def _query_from_json(obj: dict) -> Query:
         for key in ("dimension", "metric", "threshold"):
             if key not in obj:
                 raise ValidationError(f"topN query needs '{key}'")
-        threshold = int(obj["threshold"])
-        if threshold <= 0:
-            raise ValidationError(f"topN 'threshold' must be positive, got {threshold}")
-        return TopNQuery(**base, **aggs, dimension=DimensionSpec.from_json(obj["dimension"]),
-                         metric=TopNMetric.from_json(obj["metric"]), threshold=threshold)
-    return GroupByQuery(**base, **aggs, dimensions=tuple(DimensionSpec.from_json(d) for d in _list_of(obj, "dimensions")),
-                        having=_having(obj.get("having")), limit_spec=LimitSpec.from_json(obj.get("limitSpec")))
+        threshold = obj["threshold"]
+        if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold <= 0:
+            raise ValidationError(f"topN 'threshold' must be positive, got {threshold!r:.80} (a whole number of rows)")
+        with _field("dimension"):
+            dimension = DimensionSpec.from_json(obj["dimension"])
+        with _field("metric"):
+            metric = TopNMetric.from_json(obj["metric"])
+        return TopNQuery(**base, **aggs, dimension=dimension, metric=metric, threshold=threshold)
+    with _field("dimensions"):
+        dimensions = tuple(DimensionSpec.from_json(d) for d in _list_of(obj, "dimensions"))
+    with _field("having"):
+        having = _having(obj.get("having"))
+    with _field("limitSpec"):
+        limit_spec = LimitSpec.from_json(obj.get("limitSpec"))
+    return GroupByQuery(**base, **aggs, dimensions=dimensions, having=having, limit_spec=limit_spec)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import functools
 import importlib.metadata
-import json
 import logging
 from collections.abc import Iterator
 
@@ -35,6 +34,7 @@ from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 
 from common.errors import UnsupportedError, ValidationError
+from common.json.json_text import loads_json
 from services.rpc.gen.arrow.flight import flight_session_pb2 as fsession
 from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
 from services.broker.core.flight_tickets import FlightTickets
@@ -49,6 +49,7 @@ from services.broker.flight_sql_metadata import (CATALOGS_SCHEMA, DB_SCHEMAS_SCH
                                                  db_schemas_table, sql_info_table, sql_info_values,
                                                  table_types_table, tables_table)
 from services.broker.flight_errors import to_flight_exception
+from services.broker.flight_limits import StreamSlots, check_size, read_bounded, stream_owner
 from services.broker.front_door import QueryFrontDoor, QueryRequest
 from services.query_errors import UnknownHandleError
 
@@ -159,8 +160,13 @@ def _flight_sql_command(raw: bytes) -> Message | None:
         raise UnsupportedError(f"Flight SQL command '{name}' is not supported by strata; supported: "
                                + ", ".join(sorted(_COMMANDS)))
     message = cls()
-    if not wrapper.Unpack(message):
-        raise ValidationError(f"could not decode Flight SQL command '{name}'")
+    try:
+        unpacked = wrapper.Unpack(message)
+    except (DecodeError, ValueError):  # the right type_url around bytes that are not that message
+        unpacked = False
+    if not unpacked:
+        raise ValidationError(f"could not decode Flight SQL command '{name}': its bytes are not a "
+                              f"arrow.flight.protocol.sql.{name}")
     return message
 
 
@@ -169,9 +175,10 @@ def _unpack_action(body: bytes, cls: type[Message]) -> Message:
     message = cls()
     try:
         wrapper.ParseFromString(body)
-    except DecodeError:
-        wrapper = None
-    if wrapper is None or not wrapper.Unpack(message):
+        unpacked = wrapper.Unpack(message)
+    except (DecodeError, ValueError):
+        unpacked = False
+    if not unpacked:
         raise ValidationError(f"action body must be a google.protobuf.Any holding "
                               f"arrow.flight.protocol.sql.{cls.DESCRIPTOR.name}")
     return message
@@ -209,6 +216,7 @@ class BrokerFlightServer(flight.FlightServerBase):
         self.front_door = front_door
         self.tickets = FlightTickets(ttl_s=ticket_ttl_s)
         self.statements = PreparedStatements(idle_timeout_s=statement_idle_timeout_s)
+        self.streams = StreamSlots()  # open DoGet results per caller (flight_limits)
         self._sql_info = sql_info_values(server_version or _strata_version(),
                                          int(statement_idle_timeout_s * 1000))
 
@@ -243,11 +251,14 @@ class BrokerFlightServer(flight.FlightServerBase):
     @_rpc
     def do_get(self, context, ticket):
         who = self._caller(context)
+        check_size(ticket.ticket, "DoGet ticket")
+        owner = stream_owner(context, who.user)
+        self.streams.check(owner)  # a caller with too many unread results is refused before it runs
         command = _flight_sql_command(ticket.ticket)
         if command is None:  # plain Flight: the ticket itself is the statement
             request = self._plain_request(ticket.ticket, who)
             result = self.front_door.run(request, _active(context))
-            return _batch_stream(result.table.schema, record_batches(result.table))
+            return _batch_stream(result.table.schema, self.streams.hold(owner, record_batches(result.table)))
         if not isinstance(command, fsql.TicketStatementQuery):
             raise ValidationError(f"a DoGet ticket must be the TicketStatementQuery from GetFlightInfo, "
                                   f"not {command.DESCRIPTOR.name}")
@@ -271,7 +282,7 @@ class BrokerFlightServer(flight.FlightServerBase):
             table = entry.request
         else:
             table = self._metadata(entry.request, who)
-        return _batch_stream(entry.schema, record_batches(table))
+        return _batch_stream(entry.schema, self.streams.hold(owner, record_batches(table)))
 
     @_rpc
     def do_put(self, context, descriptor, reader, writer):
@@ -283,7 +294,7 @@ class BrokerFlightServer(flight.FlightServerBase):
             raise UnsupportedError("DoPut only binds '?' parameters to a Flight SQL prepared statement "
                                    "(descriptor: CommandPreparedStatementQuery)")
         stmt = self._statement(command.prepared_statement_handle, who)
-        rows = _parameter_rows(reader.read_all())
+        rows = _parameter_rows(read_bounded(reader))
         width = len(rows[0]) if rows else 0
         if rows and width != stmt.parameter_count:
             raise ValidationError(f"the statement has {stmt.parameter_count} '?' parameter(s) but "
@@ -296,6 +307,7 @@ class BrokerFlightServer(flight.FlightServerBase):
     def do_action(self, context, action):
         who = self._caller(context)
         body = action.body.to_pybytes() if action.body is not None else b""
+        check_size(body, "DoAction body")
         if action.type == "CreatePreparedStatement":
             request = _unpack_action(body, fsql.ActionCreatePreparedStatementRequest)
             return [flight.Result(_pack(self._prepare(request, who)))]
@@ -327,6 +339,7 @@ class BrokerFlightServer(flight.FlightServerBase):
         if descriptor.descriptor_type != flight.DescriptorType.CMD:
             raise ValidationError("use a command (CMD) descriptor holding SQL text, a native JSON query "
                                   "or a Flight SQL command; path descriptors are not served")
+        check_size(descriptor.command, "command")
         return _flight_sql_command(descriptor.command)
 
     def _sql(self) -> SqlBackend:
@@ -357,10 +370,7 @@ class BrokerFlightServer(flight.FlightServerBase):
     def _plain_request(self, payload: bytes, who: CallIdentity) -> QueryRequest:
         """A plain-Flight command or ticket: native JSON, the SQL JSON envelope, or SQL text."""
         if payload.lstrip()[:1] == b"{":
-            try:
-                doc = json.loads(payload)
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise ValidationError(f"the command starts with '{{' but is not valid JSON: {exc}") from None
+            doc = loads_json(payload, "command (it starts with '{' but is not a JSON query)")
             if isinstance(doc, dict) and "sql" in doc and "queryType" not in doc:
                 sql, parameters, query_context = _envelope(doc)
                 return QueryRequest(who.user, sql=sql, parameter_rows=(tuple(parameters),) if parameters else (),

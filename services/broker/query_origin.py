@@ -85,7 +85,7 @@ def requested_query_id(request) -> str | None:
 
         context = json.loads(request.native_json).get("context") or {}
         return str(context["queryId"]) if context.get("queryId") else None
-    except (ValueError, AttributeError, TypeError):
+    except (ValueError, AttributeError, TypeError, RecursionError):
         return None  # reported when the query runs
 
 

@@ -7,11 +7,10 @@ status of its kind.
 
 from __future__ import annotations
 
-import json
-
 import grpc
 
 from common.errors import ValidationError
+from common.json.json_text import loads_json
 from common.query.partial import RunStats
 from services.rpc.arrow_stream import table_to_chunks
 from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
@@ -34,11 +33,10 @@ class BrokerServicer(QueryControl, broker_pb2_grpc.BrokerServiceServicer):
             timeout_s = min(timeout_s, remaining)
         which = request.WhichOneof("statement")
         if which == "native_json":
-            try:
-                query = json.loads(request.native_json)
-            except json.JSONDecodeError as exc:
-                raise ValidationError(f"native query is not valid JSON: {exc.msg} at line {exc.lineno} "
-                                      f"column {exc.colno}") from None
+            query = loads_json(request.native_json, "native query")
+            if not isinstance(query, dict):
+                raise ValidationError(f"native_json must be a JSON object (a Druid native query with "
+                                      f"\"queryType\"), got a {type(query).__name__}")
             return QueryRequest(user, native=query, timeout_s=timeout_s, query_id=request.query_id or None,
                                 protocol="grpc")
         if which == "sql":

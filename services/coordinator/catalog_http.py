@@ -43,6 +43,7 @@ from common.catalog.operations import DropColumns, edit_from_json
 from common.catalog.table_spec import TableId, TableSpec, parse_json
 from common.errors import StrataError, ValidationError
 from services.security.authorizer import Unauthenticated
+from services.query_errors import internal_message, new_error_id
 
 log = logging.getLogger(__name__)
 
@@ -121,8 +122,9 @@ class CatalogHttp:
             log.exception("catalog request %s %s failed", method, path)
             return _reply(500, {"error": str(exc)})
         except Exception as exc:  # a handler bug must still answer, not drop the connection
-            log.exception("catalog request %s %s failed", method, path)
-            return _reply(500, {"error": f"internal error: {type(exc).__name__}: {exc}"})
+            error_id = new_error_id()  # the client reads the id, never the exception's own text
+            log.exception("internal error %s: catalog request %s %s failed", error_id, method, path)
+            return _reply(500, {"error": internal_message(exc, error_id, "coordinator"), "errorId": error_id})
 
     # ---- routing ------------------------------------------------------------------------------
     def _route(self, method: str, path: str, query: dict, body: bytes, user):

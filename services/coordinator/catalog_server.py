@@ -32,19 +32,22 @@ def _version(value: int) -> int | None:
 
 
 class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
-    def __init__(self, manager: CatalogManager, internal_secret: str = "") -> None:
+    def __init__(self, manager: CatalogManager, internal_secret: str = "", certified=None) -> None:
         self.manager = manager  # its authorizer identifies and checks callers
         # A call with the cluster's internal credential and no user (a compaction task reading the
-        # table's projections) acts as the admin.
+        # table's projections) acts as the admin. ``certified(context)``: whether the call came
+        # with the cluster's client certificate (mTLS), the other form of that credential.
         self.internal_secret = internal_secret
+        self.certified = certified
 
     def _call(self, context, fn):
         """Runs ``fn(user)`` with the caller's identity, mapping catalog errors to status codes."""
         try:
             metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ())}
             headers = {"Authorization": metadata["authorization"]} if "authorization" in metadata else {}
-            if not headers and self.internal_secret and hmac.compare_digest(
-                    metadata.get(INTERNAL_METADATA, "").encode(), self.internal_secret.encode()):
+            if not headers and ((self.internal_secret and hmac.compare_digest(
+                    metadata.get(INTERNAL_METADATA, "").encode(), self.internal_secret.encode()))
+                    or (self.certified is not None and self.certified(context))):
                 user = getattr(self.manager.authorizer, "admin_user", None)
             else:
                 user = self.manager.authorizer.user_from_headers(headers)
@@ -153,7 +156,9 @@ def install_catalog(process, authorizer: Authorizer | None = None) -> CatalogMan
         authorizer = getattr(process, "authorizer", None) or ALLOW_ALL
     manager = CatalogManager(CatalogStore(process.store), process.store, process.discovery, authorizer)
     security = getattr(process, "security", None)
-    add_to_server(process.grpc, CatalogServicer(manager, security.internal_secret if security is not None else ""))
+    credential = getattr(process.grpc, "credential", None)
+    add_to_server(process.grpc, CatalogServicer(manager, security.internal_secret if security is not None else "",
+                                                credential.certified if credential is not None else None))
     catalog_http.register(process.http, manager)
     process.catalog = manager
     # Brokers (re)starting read everything anyway; announcing now gives the key a value at once.

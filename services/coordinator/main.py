@@ -91,7 +91,7 @@ class CoordinatorProcess(NodeProcess):
         if not self.authorizer.enabled:
             return None
         metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ())}
-        if self.grpc.credential is not None and self.grpc.credential.internal(metadata):
+        if self.grpc.credential is not None and self.grpc.credential.internal_call(context):
             return None
         user = self._user(metadata)
         return None if is_admin(self.authorizer, user) else user

@@ -8,6 +8,7 @@ import threading
 import grpc
 
 from common.errors import StrataError, ValidationError
+from common.json.json_text import loads_json
 from common.segment.time_partitioner import new_version
 from common.segment.timeline import TimelineSegment
 from services.coordinator.core.allocation import PartitionLedger
@@ -139,8 +140,12 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
                           "statements through the broker (SQL)")
         self._authorize_task(context, request.datasource, "WRITE")
         try:
-            task = self.tasks.create(request.datasource, request.type, request.statement,
-                                     json.loads(request.spec_json or "{}"))
+            spec = loads_json(request.spec_json or "{}", "task spec_json")
+            if not isinstance(spec, dict):
+                raise ValidationError(f"task spec_json must be a JSON object, got a {type(spec).__name__}")
+            if not request.datasource:
+                raise ValidationError("SubmitTask needs a datasource")
+            task = self.tasks.create(request.datasource, request.type, request.statement, spec)
         except ValidationError as exc:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         if self.task_runner is not None:

@@ -1,4 +1,5 @@
-"""A grammar fuzzer for SQL through Flight SQL (the unmodified ADBC driver) against one cluster.
+"""A grammar fuzzer for SQL through Flight SQL (the unmodified ADBC driver) and the gRPC BrokerService
+against one cluster.
 
 Hypothesis builds statements from a small grammar over a small dataset: real and misspelled
 tables and columns, the function catalog plus unknown functions, literals of every type (huge
@@ -19,11 +20,13 @@ import re
 
 import adbc_driver_flightsql.dbapi as adbc
 import adbc_driver_manager
+import grpc
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
 from tests.harness.embedded_cluster import EmbeddedCluster
 
 Status = adbc_driver_manager.AdbcStatusCode
@@ -47,18 +50,23 @@ def _dataset() -> pa.Table:
 
 
 @pytest.fixture(scope="module")
-def conn(tmp_path_factory):
-    cluster = EmbeddedCluster(str(tmp_path_factory.mktemp("fuzz")), historicals=2)
+def cluster(tmp_path_factory):
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("fuzz")), historicals=2)
     try:
-        segments = cluster.publish(_dataset(), "fz", segment_granularity="hour")
-        cluster.wait_queryable("fz", len(segments), replicas=2)
-        connection = adbc.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}", autocommit=True)
-        try:
-            yield connection
-        finally:
-            connection.close()
+        segments = c.publish(_dataset(), "fz", segment_granularity="hour")
+        c.wait_queryable("fz", len(segments), replicas=2)
+        yield c
     finally:
-        cluster.stop()
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def conn(cluster):
+    connection = adbc.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}", autocommit=True)
+    try:
+        yield connection
+    finally:
+        connection.close()
 
 
 # ---- the grammar ---------------------------------------------------------------------------------------
@@ -258,6 +266,31 @@ def test_every_failure_is_a_user_error_or_an_internal_error_with_an_id(conn, sql
             cur.fetch_arrow_table()
         except adbc_driver_manager.Error as err:
             check_failure(sql, err)
+
+
+GRPC_USER_CODES = {grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.UNIMPLEMENTED,
+                   grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ALREADY_EXISTS}
+
+
+@pytest.fixture(scope="module")
+def broker_stub(cluster):
+    with grpc.insecure_channel(f"127.0.0.1:{cluster.broker.grpc.port}") as ch:
+        yield broker_pb2_grpc.BrokerServiceStub(ch)
+
+
+@settings(max_examples=120, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(sql=statements())
+def test_the_same_grammar_through_the_grpc_broker_service(broker_stub, sql):
+    """The gRPC edge classifies with the same front door, and sends its own statuses."""
+    try:
+        list(broker_stub.Query(broker_pb2.QueryRequest(sql=sql, timeout_ms=30_000), timeout=60))
+    except grpc.RpcError as err:
+        message = err.details() or ""
+        assert "Traceback" not in message and 'File "' not in message and ROOT not in message, (sql, message)
+        if err.code() not in GRPC_USER_CODES:
+            assert err.code() == grpc.StatusCode.INTERNAL and ERROR_ID.search(message), \
+                f"neither a user error nor an internal error with an id:\n  {sql}\n  {err.code()}: {message}"
 
 
 def test_the_server_still_answers(conn):
