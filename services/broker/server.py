@@ -7,7 +7,6 @@ status of its kind.
 
 from __future__ import annotations
 
-import grpc
 
 from common.errors import ValidationError
 from common.json.json_text import loads_json
