@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
@@ -84,72 +85,97 @@ def _array_text(value: list) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def _kind(label: str) -> str:
+    return "ARRAY" if label.startswith("ARRAY") else label
+
+
+class _FieldValues:
+    """One field's values split by kind: kind -> (positions in the field's row list, values),
+    positions None meaning all of them. A single-kind field is split without a per-value loop."""
+
+    def __init__(self, f: SplitField) -> None:
+        kinds = {_kind(t) for t in f.types}
+        self.rows = np.asarray(f.rows, dtype=np.int64)
+        if len(kinds) == 1:
+            kind = kinds.pop()
+            self.groups = {kind: (None, f.values)}
+            return
+        groups: dict[str, tuple[list, list]] = {}
+        for i, v in enumerate(f.values):
+            t = type(v)
+            kind = "STRING" if t is str else "LONG" if t is int or t is bool else "DOUBLE" if t is float else "ARRAY"
+            g = groups.get(kind)
+            if g is None:
+                g = groups[kind] = ([], [])
+            g[0].append(i)
+            g[1].append(int(v) if t is bool else v)
+        self.groups = {k: (np.asarray(pos, dtype=np.int64), vals) for k, (pos, vals) in groups.items()}
+
+
+def _array_texts(values: list) -> list[str]:
+    """Each array's dictionary text. orjson prints arrays of strings and whole numbers as
+    json.dumps does; arrays holding doubles (whose exponent form differs) go through json."""
+    try:
+        if not any(type(e) is float for v in values for e in v):
+            dumps = orjson.dumps
+            return [dumps(v).decode() for v in values]
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    return [_array_text(v) for v in values]
+
+
 class _Dictionaries:
     """The column's global dictionaries: sorted values per kind, stacked into one id space."""
 
-    def __init__(self, fields: list[SplitField]) -> None:
-        strings: set[str] = set()
-        longs: set[int] = set()
-        doubles: set[float] = set()
-        arrays: set[str] = set()
-        for f in fields:
-            for v in f.values:
-                if v is None:
-                    continue
-                if isinstance(v, str):
-                    strings.add(v)
-                elif isinstance(v, bool):
-                    longs.add(int(v))
-                elif isinstance(v, int):
-                    longs.add(v)
-                elif isinstance(v, float):
-                    doubles.add(v)
+    def __init__(self, fields: list[_FieldValues]) -> None:
+        strings: list[pa.Array] = []
+        longs: list[np.ndarray] = []
+        doubles: list[np.ndarray] = []
+        arrays: list[pa.Array] = []
+        self._cache: dict[tuple[int, str], object] = {}
+        for i, f in enumerate(fields):
+            for kind, (_, vals) in f.groups.items():
+                if kind == "STRING":
+                    arr = pa.array(vals, pa.string())
+                    strings.append(arr)
+                elif kind == "LONG":
+                    arr = np.array(vals, dtype=np.int64)
+                    longs.append(arr)
+                elif kind == "DOUBLE":
+                    arr = np.array(vals, dtype=np.float64)
+                    doubles.append(arr)
                 else:
-                    arrays.add(_array_text(v))
-        self.strings = pa.array(sorted(strings, key=lambda s: s.encode()), pa.string())
-        self.longs = np.array(sorted(longs), dtype=np.int64)
-        self.doubles = np.array(sorted(doubles), dtype=np.float64)
-        self.arrays = pa.array(sorted(arrays, key=lambda s: s.encode()), pa.string())
+                    arr = pa.array(_array_texts(vals), pa.string())
+                    arrays.append(arr)
+                self._cache[(i, kind)] = arr
+        self.strings = _sorted_unique_strings(strings)
+        self.longs = np.unique(np.concatenate(longs)) if longs else np.array([], dtype=np.int64)
+        self.doubles = _sorted_unique_doubles(doubles)
+        self.arrays = _sorted_unique_strings(arrays)
         self.offsets = {"STRING": 0, "LONG": len(self.strings)}
         self.offsets["DOUBLE"] = self.offsets["LONG"] + len(self.longs)
         self.offsets["ARRAY"] = self.offsets["DOUBLE"] + len(self.doubles)
-        self._string_ids = {s: i for i, s in enumerate(self.strings.to_pylist())}
-        self._array_ids = {s: i for i, s in enumerate(self.arrays.to_pylist())}
 
     @property
     def sizes(self) -> dict:
         return {"STRING": len(self.strings), "LONG": len(self.longs), "DOUBLE": len(self.doubles),
                 "ARRAY": len(self.arrays)}
 
-    def global_ids(self, values: list) -> np.ndarray:
-        """Each value's id in the stacked dictionaries (-1 for null); one vectorized lookup per kind."""
-        out = np.full(len(values), -1, dtype=np.int64)
-        string_ids, array_ids = self._string_ids, self._array_ids
-        s_rows, s_ids, l_rows, l_vals, d_rows, d_vals, a_rows, a_ids = [], [], [], [], [], [], [], []
-        for row, v in enumerate(values):
-            if v is None:
-                continue
-            t = type(v)
-            if t is str:
-                s_rows.append(row)
-                s_ids.append(string_ids[v])
-            elif t is int or t is bool:
-                l_rows.append(row)
-                l_vals.append(int(v))
-            elif t is float:
-                d_rows.append(row)
-                d_vals.append(v)
+    def global_ids(self, index: int, f: _FieldValues, num_rows: int) -> np.ndarray:
+        """Each row's id in the stacked dictionaries (-1 for missing or null); vectorized per kind."""
+        out = np.full(num_rows, -1, dtype=np.int64)
+        for kind, (pos, _) in f.groups.items():
+            arr = self._cache[(index, kind)]
+            if kind == "STRING":
+                ids = pc.index_in(arr, value_set=self.strings).to_numpy(zero_copy_only=False).astype(np.int64)
+            elif kind == "LONG":
+                ids = self.offsets["LONG"] + np.searchsorted(self.longs, arr)
+            elif kind == "DOUBLE":
+                ids = self.offsets["DOUBLE"] + np.searchsorted(self.doubles, arr)
             else:
-                a_rows.append(row)
-                a_ids.append(array_ids[_array_text(v)])
-        if s_rows:
-            out[s_rows] = s_ids
-        if l_rows:
-            out[l_rows] = self.offsets["LONG"] + np.searchsorted(self.longs, np.array(l_vals, dtype=np.int64))
-        if d_rows:
-            out[d_rows] = self.offsets["DOUBLE"] + np.searchsorted(self.doubles, np.array(d_vals, dtype=np.float64))
-        if a_rows:
-            out[a_rows] = self.offsets["ARRAY"] + np.array(a_ids, dtype=np.int64)
+                ids = self.offsets["ARRAY"] + pc.index_in(arr, value_set=self.arrays).to_numpy(
+                    zero_copy_only=False).astype(np.int64)
+            out[f.rows if pos is None else f.rows[pos]] = ids
         return out
 
     def parts(self) -> dict[str, pa.Buffer]:
@@ -158,8 +184,35 @@ class _Dictionaries:
                 "dict/arrays": ipc_bytes(self.arrays)}
 
 
-def _field_parts(f: SplitField, dicts: _Dictionaries, prefix: str) -> tuple[dict[str, pa.Buffer], dict]:
-    gids = dicts.global_ids(f.values)
+def _sorted_unique_strings(chunks: list[pa.Array]) -> pa.Array:
+    """Distinct strings in byte order (Arrow compares strings by their UTF-8 bytes)."""
+    if not chunks:
+        return pa.array([], pa.string())
+    unique = pc.unique(pa.chunked_array(chunks, pa.string()))
+    return unique.take(pc.sort_indices(unique))
+
+
+def _sorted_unique_doubles(chunks: list[np.ndarray]) -> np.ndarray:
+    if not chunks:
+        return np.array([], dtype=np.float64)
+    values = np.concatenate(chunks)
+    nan = np.isnan(values)
+    zero = values == 0
+    if not (nan.any() or zero.any()):
+        return np.unique(values)
+    # 0.0 and -0.0 are one value: the one seen first stays (as a Python set keeps it); NaNs are
+    # one value too, sorted last (numpy's order, so searchsorted finds it).
+    out = np.unique(values[~nan & ~zero])
+    if zero.any():
+        out = np.insert(out, np.searchsorted(out, 0.0), values[np.flatnonzero(zero)[0]])
+    if nan.any():
+        out = np.append(out, np.nan)
+    return out
+
+
+def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionaries, prefix: str,
+                 num_rows: int) -> tuple[dict[str, pa.Buffer], dict]:
+    gids = dicts.global_ids(index, f, num_rows)
     present = gids >= 0
     local = np.unique(gids[present])
     codes = np.full(len(gids), -1, dtype=np.int32)
@@ -172,13 +225,12 @@ def _field_parts(f: SplitField, dicts: _Dictionaries, prefix: str) -> tuple[dict
         f"{prefix}/codes": ipc_bytes(pa.array(narrow, mask=mask if mask.any() else None)),
         f"{prefix}/bitmaps": ipc_bytes(_bitmaps_binary(codes, cardinality)),
     }
-    kinds = set(f.types)
     if kinds and kinds <= {"LONG", "DOUBLE"}:
-        if kinds == {"LONG"}:
-            nums = pa.array([None if v is None else int(v) for v in f.values], pa.int64())
-        else:
-            nums = pa.array([None if v is None else float(v) for v in f.values], pa.float64())
-        parts[f"{prefix}/values"] = ipc_bytes(nums)
+        dtype = np.int64 if kinds == {"LONG"} else np.float64
+        nums = np.zeros(num_rows, dtype=dtype)
+        for kind, (pos, _) in f.groups.items():
+            nums[f.rows if pos is None else f.rows[pos]] = dicts._cache[(index, kind)]
+        parts[f"{prefix}/values"] = ipc_bytes(pa.array(nums, mask=mask if mask.any() else None))
     return parts, {"cardinality": cardinality, "rows": int(present.sum())}
 
 
@@ -189,12 +241,13 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
         values = values.cast(values.type.value_type)
     texts = values.cast(pa.string()).to_pylist()
     split = split_documents(texts, options)
-    dicts = _Dictionaries(split.fields)
+    grouped = [_FieldValues(f) for f in split.fields]
+    dicts = _Dictionaries(grouped)
     parts: dict[str, pa.Buffer] = dict(dicts.parts())
     fields_meta = []
     for i, f in enumerate(split.fields):
         prefix = f"f{i}"
-        field_parts, stats = _field_parts(f, dicts, prefix)
+        field_parts, stats = _field_parts(i, grouped[i], set(f.types), dicts, prefix, len(texts))
         parts.update(field_parts)
         fields_meta.append({"path": f.path, "types": list(f.types), "part": prefix, **stats})
     nulls = np.flatnonzero(np.array([t is None for t in split.canonical], dtype=bool))

@@ -14,8 +14,11 @@ import json
 import re
 from dataclasses import dataclass, field
 
+import orjson
+
 from common.errors import ValidationError
-from common.json.document_paths import literal_paths
+from common.json.document_paths import _literal_array, literal_paths
+from common.json.path_steps import key_text
 
 DEFAULT_MAX_FIELDS = 1000
 
@@ -92,7 +95,16 @@ def _coerced(value, kind: str):
 class SplitField:
     path: str
     types: list[str]
-    values: list  # one per row: None where missing or null
+    rows: list[int]  # the rows holding a value, ascending
+    values: list  # the value of each of those rows (never None)
+    num_rows: int = 0
+
+    def column(self) -> list:
+        """One value per row, None where the path is missing or null."""
+        out: list = [None] * self.num_rows
+        for row, v in zip(self.rows, self.values):
+            out[row] = v
+        return out
 
 
 @dataclass
@@ -145,47 +157,184 @@ def parse_document(text: str | None, row: int):
         raise ValidationError(f"row {row}: malformed JSON: {exc}") from None
 
 
+_SHAPES: dict[tuple, tuple[str, ...]] = {}  # (path, keys of an object there) -> the keys' paths
+
+
+def _child_paths(path: str, keys: tuple) -> tuple[str, ...]:
+    """The paths of an object's keys, cached by the object's shape: documents of one shape reuse
+    the same path strings (hashed once) instead of building them per document."""
+    shape = (path, keys)
+    out = _SHAPES.get(shape)
+    if out is None:
+        out = tuple(path + key_text(k) for k in keys)
+        if len(_SHAPES) < 50_000:
+            _SHAPES[shape] = out
+    return out
+
+
+def _fast_paths(doc) -> list | None:
+    """``literal_paths`` of a document orjson parsed, as a list of (path, kind, stored) in the same
+    order; None when the document holds a number whose JSON text Python's json module would print
+    or parse differently (integers beyond 64 bits, which orjson reads as doubles; doubles Python
+    prints in exponent form): the caller then takes the exact path."""
+    out = []
+    add = out.append
+    stack = [("$", doc)]
+    pop, push = stack.pop, stack.append
+    shapes = _SHAPES
+    while stack:
+        path, value = pop()
+        t = type(value)
+        if t is str:
+            add((path, "STRING", value))
+        elif t is dict:
+            if value:
+                keys = tuple(value)
+                paths = shapes.get((path, keys)) or _child_paths(path, keys)
+                vals = list(value.values())
+                for i in range(len(vals) - 1, -1, -1):
+                    push((paths[i], vals[i]))
+        elif t is int:
+            if not -_I64 <= value < _I64:
+                return None
+            add((path, "LONG", value))
+        elif t is float:
+            if value and not 1e-4 <= abs(value) < 1e16:
+                return None
+            add((path, "DOUBLE", value))
+        elif t is bool:
+            add((path, "LONG", int(value)))
+        elif t is list:
+            kinds = 0  # bit 1: string, 2: double, 4: container
+            for v in value:
+                tv = type(v)
+                if tv is str:
+                    kinds |= 1
+                elif tv is float:
+                    if v and not 1e-4 <= abs(v) < 1e16:
+                        return None
+                    kinds |= 2
+                elif tv is int:
+                    if not -_I64 <= v < _I64:
+                        return None
+                elif tv is dict or tv is list:
+                    kinds |= 4
+                    break
+            if kinds & 4:
+                for i in range(len(value) - 1, -1, -1):
+                    push((f"{path}[{i}]", value[i]))
+                continue
+            if kinds == 1 and None not in value and all(type(v) is str for v in value):
+                add((path, "ARRAY<STRING>", value))
+            elif not kinds and all(type(v) is int for v in value) and value:
+                add((path, "ARRAY<LONG>", value))
+            else:
+                # The same element widening as literal_paths (booleans are 1/0; any string: all text).
+                arr = _literal_array(value)
+                add((path, arr[0], arr[1]))
+    return out
+
+
+_I64 = 1 << 63
+
+
+def _canonical_fast(doc) -> str:
+    """Compact JSON text of a document orjson parsed and _fast_paths accepted: orjson prints it as
+    json.dumps(separators=(",", ":"), ensure_ascii=False) does (same escapes, key order and
+    number text for the numbers _fast_paths lets through). orjson stops at 254 levels of nesting."""
+    try:
+        return orjson.dumps(doc).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return _canonical(doc)
+
+
+def _canonical(doc) -> str:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+
+
 def split_documents(texts: list, options: NestedOptions | None = None) -> Split:
+    """Fields of the documents: each parsed once (orjson; Python's json for what orjson reads
+    differently: NaN, integers beyond 64 bits, lone surrogates, and to word errors the same way),
+    walked once, its values appended to its paths' row lists."""
     options = options or NestedOptions()
     skip = set(options.skip_paths)
     patterns = [re.compile(p) for p in options.skip_patterns]
     typed = dict(options.typed_paths)
+    filtered = bool(skip or patterns or typed)
     uncoercible: list[tuple[int, str]] = []
     n = len(texts)
     found: dict[str, SplitField] = {}
-    present: dict[str, int] = {}
-    canonical: list = []
-    for row, text in enumerate(texts):
-        doc = parse_document(text, row) if isinstance(text, str) or text is None else text
-        canonical.append(None if doc is None else json.dumps(doc, separators=(",", ":"), ensure_ascii=False))
-        if doc is None:
-            continue
-        for path, kind, stored in literal_paths(doc):
+    canonical: list = [None] * n
+    row = 0
+
+    def emit(path, kind, stored):
+        if filtered:
             if skip and path in skip or patterns and any(p.search(path) for p in patterns):
-                continue
+                return
             if path in typed and not kind.startswith("ARRAY"):
                 kind, stored = typed[path], _coerced(stored, typed[path])
                 if stored is None:
                     uncoercible.append((row, path))
+                    return
+        f = found.get(path)
+        if f is None:
+            f = found[path] = SplitField(path, [kind], [], [], n)
+        elif kind not in f.types:
+            f.types.append(kind)
+        f.rows.append(row)
+        f.values.append(stored)
+
+    loads = orjson.loads
+    get = found.get
+    for row, text in enumerate(texts):
+        if text is None:
+            continue
+        if type(text) is str:
+            doc = _NOT_PARSED
+            if len(text) < 2 * MAX_DOCUMENT_DEPTH or text.count("[") + text.count("{") <= MAX_DOCUMENT_DEPTH:
+                try:
+                    doc = loads(text)
+                except orjson.JSONDecodeError:
+                    pass
+            if doc is not _NOT_PARSED:
+                if doc is None:
                     continue
-            f = found.get(path)
-            if f is None:
-                f = found[path] = SplitField(path, [], [None] * n)
-                present[path] = 0
-            if kind not in f.types:
-                f.types.append(kind)
-            if f.values[row] is None:
-                present[path] += 1
-            f.values[row] = stored
+                out = _fast_paths(doc)
+                if out is not None:
+                    canonical[row] = _canonical_fast(doc)
+                    if filtered:
+                        for path, kind, stored in out:
+                            emit(path, kind, stored)
+                        continue
+                    for path, kind, stored in out:  # emit(), inlined: this loop runs per value
+                        f = get(path)
+                        if f is None:
+                            f = found[path] = SplitField(path, [kind], [], [], n)
+                        elif kind not in f.types:
+                            f.types.append(kind)
+                        f.rows.append(row)
+                        f.values.append(stored)
+                    continue
+            doc = parse_document(text, row)
+        else:
+            doc = text
+        if doc is None:
+            continue
+        canonical[row] = _canonical(doc)
+        for path, kind, stored in literal_paths(doc):
+            emit(path, kind, stored)
     fields = list(found.values())
     dropped: list[str] = []
     if len(fields) > options.max_fields:
         order = {f.path: i for i, f in enumerate(fields)}
-        ranked = sorted(fields, key=lambda f: (-present[f.path], order[f.path]))
+        ranked = sorted(fields, key=lambda f: (-len(f.rows), order[f.path]))
         kept = {f.path for f in ranked[:options.max_fields]}
         dropped = [f.path for f in fields if f.path not in kept]
         fields = [f for f in fields if f.path in kept]
     return Split(fields, canonical, dropped, uncoercible)
+
+
+_NOT_PARSED = object()
 
 
 __all__ = ["DEFAULT_MAX_FIELDS", "OPTION_KEYS", "NestedOptions", "Split", "SplitField", "parse_document",
