@@ -169,3 +169,36 @@ def test_column_options_type_skip_and_drop_raw(tmp_path):
 def test_bad_column_options_are_named(options, message):
     with pytest.raises(ValidationError, match=message):
         NestedOptions.from_properties(options, "doc")
+
+
+def test_the_one_pass_split_matches_walking_each_parsed_document():
+    """split_documents parses with orjson and walks cached object shapes; the fields, their values
+    and the stored text must be what json.loads plus literal_paths give, also for what orjson reads
+    or prints differently (huge integers, NaN, exponent-form doubles, duplicate keys, deep nesting)."""
+    from common.json.document_paths import literal_paths
+
+    deep = "x"
+    for _ in range(300):
+        deep = {"d": deep} if len(str(deep)) % 3 else [deep, 1]
+    docs = [{"a": 1, "b": {"c": "x", "d": [1, 2]}}, {"b": {"d": [1, 2.5, True, None]}, "a": "one"},
+            {"a": 123456789012345678901234567890, "e": -9223372036854775809, "f": 18446744073709551615},
+            {"a": 1e-7, "g": [0.00001, 1e20], "h": -0.0}, [{"k": 1}, {"k": [None]}, [], {}], 7, "text", None, deep,
+            {"a.b": {"it's": {'q"k': {"ключ": True}}}}, {"": [["x"], [1, "y"]]}]
+    texts = [None if d is None else json.dumps(d, ensure_ascii=False) for d in docs]
+    texts += ['{"a": NaN, "b": {"c": Infinity}}', '{"a": 1, "a": {"c": "dup"}}', '  {"a" :  2 }  ']
+    split = split_documents(texts)
+    expected: dict[str, dict] = {}
+    for row, text in enumerate(texts):
+        doc = None if text is None else json.loads(text)
+        want = None if doc is None else json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+        assert split.canonical[row] == want
+        for path, kind, stored in ([] if doc is None else literal_paths(doc)):
+            f = expected.setdefault(path, {"types": [], "rows": {}})
+            if kind not in f["types"]:
+                f["types"].append(kind)
+            f["rows"][row] = stored
+    assert [f.path for f in split.fields] == list(expected)
+    for f in split.fields:
+        assert f.types == expected[f.path]["types"], f.path
+        got = dict(zip(f.rows, f.values))
+        assert json.dumps(got, sort_keys=True) == json.dumps(expected[f.path]["rows"], sort_keys=True), f.path
