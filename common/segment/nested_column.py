@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from common.segment.container import Container, ipc_bytes
-from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register
+from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.segment.nested_fields import NestedOptions, SplitField, split_documents
 from common.segment.string_column import StringColumn, _bitmaps_binary, code_type
 from common.segment.value_column import ValueColumn
@@ -51,6 +51,12 @@ class NestedSpec(EncodingSpec):
     raw: bool = True
     KEYS: ClassVar = (("fields", "fields"), ("dictionarySizes", "dictionary_sizes"), ("maxFields", "max_fields"),
                       ("droppedPaths", "dropped_paths"), ("droppedCount", "dropped_count"), ("raw", "raw"))
+
+    def features(self) -> tuple[str, ...]:
+        # Fields without codes or bitmaps, or documents rebuilt from the fields (booleans marked),
+        # would be misread by a reader from before them; it refuses the segment instead.
+        sparse = not self.raw or any(f.get("codes") is False or f.get("bitmaps") is False for f in self.fields)
+        return (SPARSE_FIELDS,) if sparse else ()
 
     def to_json(self) -> dict:
         out = super().to_json()
@@ -210,28 +216,46 @@ def _sorted_unique_doubles(chunks: list[np.ndarray]) -> np.ndarray:
     return out
 
 
+# A STRING field whose values hold fewer rows than this on average gets no bitmaps: they would be
+# mostly per-bitmap overhead (ids, session keys), and an equality filter scans its codes instead.
+MIN_ROWS_PER_BITMAP = 16
+MIN_CARDINALITY_WITHOUT_BITMAPS = 256
+
+
 def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionaries, prefix: str,
                  num_rows: int) -> tuple[dict[str, pa.Buffer], dict]:
+    """A field's parts. Only what its reader uses is stored: a numbers-only field reads its value
+    column (no codes, no bitmaps); a field of several types or of arrays reads its codes through
+    the local dictionary without an index (no bitmaps); a STRING field has codes and, unless its
+    values are near-unique, bitmaps."""
     gids = dicts.global_ids(index, f, num_rows)
     present = gids >= 0
     local = np.unique(gids[present])
-    codes = np.full(len(gids), -1, dtype=np.int32)
-    codes[present] = np.searchsorted(local, gids[present]).astype(np.int32)
     cardinality = len(local)
-    narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
     mask = ~present
-    parts = {
-        f"{prefix}/local": ipc_bytes(pa.array(local, pa.int64())),
-        f"{prefix}/codes": ipc_bytes(pa.array(narrow, mask=mask if mask.any() else None)),
-        f"{prefix}/bitmaps": ipc_bytes(_bitmaps_binary(codes, cardinality)),
-    }
-    if kinds and kinds <= {"LONG", "DOUBLE"}:
+    parts = {f"{prefix}/local": ipc_bytes(pa.array(local, pa.int64()))}
+    meta: dict = {}
+    numeric = bool(kinds) and kinds <= {"LONG", "DOUBLE"}
+    if numeric:
+        meta["codes"] = meta["bitmaps"] = False
+    else:
+        codes = np.full(len(gids), -1, dtype=np.int32)
+        codes[present] = np.searchsorted(local, gids[present]).astype(np.int32)
+        narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
+        parts[f"{prefix}/codes"] = ipc_bytes(pa.array(narrow, mask=mask if mask.any() else None))
+        rows = int(present.sum())
+        if kinds == {"STRING"} and not (cardinality >= MIN_CARDINALITY_WITHOUT_BITMAPS
+                                        and rows < MIN_ROWS_PER_BITMAP * cardinality):
+            parts[f"{prefix}/bitmaps"] = ipc_bytes(_bitmaps_binary(codes, cardinality))
+        else:
+            meta["bitmaps"] = False
+    if numeric:
         dtype = np.int64 if kinds == {"LONG"} else np.float64
         nums = np.zeros(num_rows, dtype=dtype)
         for kind, (pos, _) in f.groups.items():
             nums[f.rows if pos is None else f.rows[pos]] = dicts._cache[(index, kind)]
         parts[f"{prefix}/values"] = ipc_bytes(pa.array(nums, mask=mask if mask.any() else None))
-    return parts, {"cardinality": cardinality, "rows": int(present.sum())}
+    return parts, {"cardinality": cardinality, "rows": int(present.sum()), **meta}
 
 
 def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | None = None) -> EncodedColumn:
@@ -242,6 +266,7 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
     texts = values.cast(pa.string()).to_pylist()
     split = split_documents(texts, options)
     grouped = [_FieldValues(f) for f in split.fields]
+    rebuildable = split.rebuildable and all(_path_round_trips(f.path) for f in split.fields)
     dicts = _Dictionaries(grouped)
     parts: dict[str, pa.Buffer] = dict(dicts.parts())
     fields_meta = []
@@ -249,10 +274,19 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
         prefix = f"f{i}"
         field_parts, stats = _field_parts(i, grouped[i], set(f.types), dicts, prefix, len(texts))
         parts.update(field_parts)
-        fields_meta.append({"path": f.path, "types": list(f.types), "part": prefix, **stats})
+        meta = {"path": f.path, "types": list(f.types), "part": prefix, **stats}
+        if f.booleans:
+            if f.booleans == sum(1 for v in f.values if type(v) is int):
+                meta["booleans"] = True  # every LONG value was true/false: rebuilt documents say so
+            else:
+                rebuildable = False
+        fields_meta.append(meta)
     nulls = np.flatnonzero(np.array([t is None for t in split.canonical], dtype=bool))
     parts["nulls"] = _bitmap_bytes(nulls)
-    if options.keep_raw or split.dropped_paths:
+    # The raw values are kept when asked for, when the guard left paths out, and by default unless
+    # the fields rebuild every document's text exactly (then reads of the whole column rebuild it).
+    keep = options.keep_raw if options.keep_raw is not None else not rebuildable
+    if keep or split.dropped_paths:
         parts["raw"] = _zstd_ipc(pa.array(split.canonical, pa.string()))
     spec = NestedSpec(fields=tuple(fields_meta), dictionary_sizes=dicts.sizes, max_fields=options.max_fields,
                       dropped_paths=tuple(split.dropped_paths[:100]), dropped_count=len(split.dropped_paths),
@@ -261,6 +295,15 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
     if split.uncoercible:
         stats["uncoercibleValues"] = len(split.uncoercible)  # values a typed path could not take
     return EncodedColumn(parts, stats, spec)
+
+
+def _path_round_trips(path: str) -> bool:
+    from common.json.path_steps import parse_path, path_text
+
+    try:
+        return path_text(parse_path(path)) == path
+    except Exception:  # noqa: BLE001 - a path that does not parse back cannot be rebuilt
+        return False
 
 
 # ---- reading ------------------------------------------------------------------------------------
@@ -290,6 +333,8 @@ class NestedColumn:
         return self._rebuild()
 
     def take(self, rows: np.ndarray | None) -> pa.Array:
+        if rows is not None and "raw" not in self._parts:
+            return self._rebuild(np.asarray(rows, dtype=np.int64))
         vals = self.values()
         return vals if rows is None else vals.take(pa.array(rows))
 
@@ -344,10 +389,8 @@ class NestedColumn:
 
     def _field_reader(self, meta: dict):
         prefix = meta["part"]
-        parts = {"codes": self._parts[f"{prefix}/codes"], "bitmaps": self._parts[f"{prefix}/bitmaps"],
-                 "local": self._parts[f"{prefix}/local"]}
-        if f"{prefix}/values" in self._parts:
-            parts["values"] = self._parts[f"{prefix}/values"]
+        parts = {role: self._parts[f"{prefix}/{role}"] for role in ("codes", "bitmaps", "local", "values")
+                 if f"{prefix}/{role}" in self._parts}
         local = self._container.array(parts["local"]).to_numpy()
         offsets = self._offsets()
         kinds = sorted({t.split("<")[0] for t in meta["types"]})
@@ -400,34 +443,58 @@ class NestedColumn:
             return pa.array([], pa.string())
         return pa.concat_arrays(out) if len(out) > 1 else out[0]
 
-    def _rebuild(self) -> pa.Array:
-        """Documents assembled from the fields (the raw values were not kept, which the builder
-        allows only when every path is a field). JSON nulls and empty objects or arrays are not
-        fields, so they do not come back."""
+    def _field_rows(self, meta: dict, offsets: dict[str, int], rows: np.ndarray | None) -> tuple[np.ndarray, list]:
+        """(positions among ``rows`` (or all rows) holding a value, their Python values) of a field."""
+        prefix = meta["part"]
+        codes_part = self._parts.get(f"{prefix}/codes")
+        if codes_part is None:  # numbers only: the value column
+            values = self._container.array(self._parts[f"{prefix}/values"])
+            if rows is not None:
+                values = values.take(pa.array(rows))
+            where = np.flatnonzero(values.is_valid().to_numpy(zero_copy_only=False))
+            found = values.filter(values.is_valid()).to_pylist()
+        else:
+            local = self._container.array(self._parts[f"{prefix}/local"]).to_numpy()
+            typed = self._typed_values(local, offsets)  # the exact value of each local id
+            codes = self._container.array(codes_part)
+            if rows is not None:
+                codes = codes.take(pa.array(rows))
+            codes = pc.fill_null(codes, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+            where = np.flatnonzero(codes >= 0)
+            found = [typed[c] for c in codes[where].tolist()]
+        if meta.get("booleans"):
+            found = [v if type(v) is not int else v != 0 for v in found]
+        return where, found
+
+    def _rebuild(self, rows: np.ndarray | None = None) -> pa.Array:
+        """Documents (of ``rows``, or all) assembled from the fields, when the raw values were not
+        kept. By default the builder drops them only when this gives back every document's text;
+        with ``keepRaw: false`` JSON nulls and empty objects, which are not fields, do not come back."""
         from common.json.path_steps import parse_path
 
-        docs: list = [None] * self.num_rows
+        count = self.num_rows if rows is None else len(rows)
+        docs: list = [None] * count
         offsets = self._offsets()
         for meta in self.spec.fields:
             parts = parse_path(meta["path"])
-            prefix = meta["part"]
-            local = self._container.array(self._parts[f"{prefix}/local"]).to_numpy()
-            values = self._typed_values(local, offsets)  # the exact value of each local id
-            codes = self._container.array(self._parts[f"{prefix}/codes"]).to_pylist()
-            for row, code in enumerate(codes):
-                if code is None or code < 0:
-                    continue
-                v = values[code]
+            where, found = self._field_rows(meta, offsets, rows)
+            first_list = bool(parts) and isinstance(parts[0], int)
+            for row, v in zip(where.tolist(), found):
                 if not parts:
                     docs[row] = v
                     continue
-                if docs[row] is None:
-                    docs[row] = [] if isinstance(parts[0], int) else {}
-                _place(docs[row], parts, v)
+                doc = docs[row]
+                if doc is None:
+                    doc = docs[row] = [] if first_list else {}
+                if len(parts) == 1 and not first_list:
+                    doc[parts[0]] = v
+                else:
+                    _place(doc, parts, v)
         nulls = self.null_rows()
-        return pa.array([None if (row in nulls or d is None) else json.dumps(d, separators=(",", ":"),
-                                                                           ensure_ascii=False)
-                         for row, d in enumerate(docs)], pa.string())
+        wanted = range(self.num_rows) if rows is None else rows.tolist()
+        dumps = json.dumps
+        return pa.array([None if (row in nulls or d is None) else dumps(d, separators=(",", ":"), ensure_ascii=False)
+                         for row, d in zip(wanted, docs)], pa.string())
 
 
 def _place(doc, parts: tuple, value) -> None:
@@ -515,6 +582,8 @@ class NumericFieldColumn(ValueColumn):
 def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) -> EncodedColumn:
     return encode_nested(values, ctype, NestedOptions.from_properties(options))
 
+
+SPARSE_FIELDS = register_feature("nestedSparseFields")
 
 # Older readers must refuse such segments rather than read the field parts as nothing.
 NESTED = register(Encoding("nested", NestedSpec, NestedColumn.open, _encode, required_roles=("nulls",),

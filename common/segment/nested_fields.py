@@ -33,7 +33,7 @@ class NestedOptions:
     max_fields: int = DEFAULT_MAX_FIELDS
     skip_paths: tuple[str, ...] = ()  # exact paths, as canonical JSONPath text
     skip_patterns: tuple[str, ...] = ()  # regular expressions matched against the path text
-    keep_raw: bool = True
+    keep_raw: bool | None = None  # None: drop the raw values when the fields rebuild them exactly
     typed_paths: tuple[tuple[str, str], ...] = ()  # (path, LONG | DOUBLE | STRING)
 
     @staticmethod
@@ -70,8 +70,8 @@ class NestedOptions:
             if kind is None:
                 raise ValidationError(f"{where}: typedPaths type {t!r} for {p!r} is not BIGINT, DOUBLE or VARCHAR")
             typed_out.append((path_text(parse_path(p)), kind))
-        keep_raw = props.get("keepRaw", True)
-        if not isinstance(keep_raw, bool):
+        keep_raw = props.get("keepRaw")
+        if keep_raw is not None and not isinstance(keep_raw, bool):
             raise ValidationError(f"{where}: keepRaw must be true or false, got {keep_raw!r}")
         return NestedOptions(max_fields, tuple(exact), tuple(patterns), keep_raw, tuple(typed_out))
 
@@ -98,6 +98,8 @@ class SplitField:
     rows: list[int]  # the rows holding a value, ascending
     values: list  # the value of each of those rows (never None)
     num_rows: int = 0
+    booleans: int = 0  # how many of the LONG values were JSON true/false
+    index: int = 0  # order of first appearance
 
     def column(self) -> list:
         """One value per row, None where the path is missing or null."""
@@ -113,6 +115,9 @@ class Split:
     canonical: list  # each row's document as compact JSON text (None for a null row)
     dropped_paths: list[str] = field(default_factory=list)
     uncoercible: list[tuple[int, str]] = field(default_factory=list)  # (row, path) that missed its declared type
+    # Whether the fields alone give back every document's text: no JSON nulls or empty objects
+    # (they are not fields), literal arrays stored as written, each document's keys in field order.
+    rebuildable: bool = False
 
 
 MAX_DOCUMENT_DEPTH = 900
@@ -172,13 +177,15 @@ def _child_paths(path: str, keys: tuple) -> tuple[str, ...]:
     return out
 
 
-def _fast_paths(doc) -> list | None:
+def _fast_paths(doc, bools: list) -> tuple[list, bool] | None:
     """``literal_paths`` of a document orjson parsed, as a list of (path, kind, stored) in the same
-    order; None when the document holds a number whose JSON text Python's json module would print
-    or parse differently (integers beyond 64 bits, which orjson reads as doubles; doubles Python
-    prints in exponent form): the caller then takes the exact path."""
+    order, and whether the fields can rebuild the document (see Split.rebuildable); the paths of
+    booleans go to ``bools``. None when the document holds a number whose JSON text Python's json
+    module would print or parse differently (integers beyond 64 bits, which orjson reads as
+    doubles; doubles Python prints in exponent form): the caller then takes the exact path."""
     out = []
     add = out.append
+    exact = True
     stack = [("$", doc)]
     pop, push = stack.pop, stack.append
     shapes = _SHAPES
@@ -188,7 +195,9 @@ def _fast_paths(doc) -> list | None:
         if t is str:
             add((path, "STRING", value))
         elif t is dict:
-            if value:
+            if not value:
+                exact = False
+            else:
                 keys = tuple(value)
                 paths = shapes.get((path, keys)) or _child_paths(path, keys)
                 vals = list(value.values())
@@ -204,6 +213,9 @@ def _fast_paths(doc) -> list | None:
             add((path, "DOUBLE", value))
         elif t is bool:
             add((path, "LONG", int(value)))
+            bools.append(path)
+        elif value is None:
+            exact = False
         elif t is list:
             kinds = 0  # bit 1: string, 2: double, 4: container
             for v in value:
@@ -232,7 +244,11 @@ def _fast_paths(doc) -> list | None:
                 # The same element widening as literal_paths (booleans are 1/0; any string: all text).
                 arr = _literal_array(value)
                 add((path, arr[0], arr[1]))
-    return out
+                if exact:
+                    types = {type(v) for v in value if v is not None}
+                    # Stored otherwise than written (1 as 1.0 or "1", true as 1)?
+                    exact = len(types) < 2 and bool not in types
+    return out, exact
 
 
 _I64 = 1 << 63
@@ -278,7 +294,7 @@ def split_documents(texts: list, options: NestedOptions | None = None) -> Split:
                     return
         f = found.get(path)
         if f is None:
-            f = found[path] = SplitField(path, [kind], [], [], n)
+            f = found[path] = SplitField(path, [kind], [], [], n, index=len(found))
         elif kind not in f.types:
             f.types.append(kind)
         f.rows.append(row)
@@ -286,6 +302,8 @@ def split_documents(texts: list, options: NestedOptions | None = None) -> Split:
 
     loads = orjson.loads
     get = found.get
+    rebuildable = not filtered
+    bools: list[str] = []
     for row, text in enumerate(texts):
         if text is None:
             continue
@@ -299,27 +317,40 @@ def split_documents(texts: list, options: NestedOptions | None = None) -> Split:
             if doc is not _NOT_PARSED:
                 if doc is None:
                     continue
-                out = _fast_paths(doc)
-                if out is not None:
+                walked = _fast_paths(doc, bools)
+                if walked is not None:
+                    out, exact = walked
                     canonical[row] = _canonical_fast(doc)
                     if filtered:
                         for path, kind, stored in out:
                             emit(path, kind, stored)
+                        bools.clear()
                         continue
+                    rebuildable = rebuildable and exact
+                    last = -1
                     for path, kind, stored in out:  # emit(), inlined: this loop runs per value
                         f = get(path)
                         if f is None:
-                            f = found[path] = SplitField(path, [kind], [], [], n)
+                            f = found[path] = SplitField(path, [kind], [], [], n, index=len(found))
                         elif kind not in f.types:
                             f.types.append(kind)
                         f.rows.append(row)
                         f.values.append(stored)
+                        if f.index < last:
+                            rebuildable = False  # its keys come in another order than the fields'
+                        last = f.index
+                    if bools:
+                        for path in bools:
+                            found[path].booleans += 1
+                        bools.clear()
                     continue
+                bools.clear()
             doc = parse_document(text, row)
         else:
             doc = text
         if doc is None:
             continue
+        rebuildable = False
         canonical[row] = _canonical(doc)
         for path, kind, stored in literal_paths(doc):
             emit(path, kind, stored)
@@ -331,7 +362,7 @@ def split_documents(texts: list, options: NestedOptions | None = None) -> Split:
         kept = {f.path for f in ranked[:options.max_fields]}
         dropped = [f.path for f in fields if f.path not in kept]
         fields = [f for f in fields if f.path in kept]
-    return Split(fields, canonical, dropped, uncoercible)
+    return Split(fields, canonical, dropped, uncoercible, rebuildable and not dropped)
 
 
 _NOT_PARSED = object()

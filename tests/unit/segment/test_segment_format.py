@@ -169,7 +169,7 @@ def test_manifest_stats_and_layout(mixed):
     assert (m.min_time, m.max_time) == (T0, T0 + 86_399_999)
     assert m.ordering == ("__time", "s")
     # The JSON column is a nested column, which older readers must refuse.
-    assert m.format_version == 1 and m.required_features == ("nestedColumns",)
+    assert m.format_version == 1 and m.required_features[0] == "nestedColumns"
     stats = {c.name: c.stats for c in m.columns}
     assert stats["__time"] == {"nullCount": 0, "min": T0, "max": T0 + 86_399_999, "cardinality": 5}
     assert stats["s"] == {"nullCount": 2, "cardinality": 6, "min": "", "max": "\U0001F600"}
