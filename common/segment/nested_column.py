@@ -226,7 +226,8 @@ def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionar
                  num_rows: int) -> tuple[dict[str, pa.Buffer], dict]:
     """A field's parts. Only what its reader uses is stored: a numbers-only field reads its value
     column (no codes, no bitmaps); a field of several types or of arrays reads its codes through
-    the local dictionary without an index (no bitmaps); a STRING field has codes and, unless its
+    the local dictionary without an index (no bitmaps), as does one of LONG and DOUBLE values beside
+    its value column; a STRING field has codes and, unless its
     values are near-unique, bitmaps."""
     gids = dicts.global_ids(index, f, num_rows)
     present = gids >= 0
@@ -236,9 +237,11 @@ def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionar
     parts = {f"{prefix}/local": ipc_bytes(pa.array(local, pa.int64()))}
     meta: dict = {}
     numeric = bool(kinds) and kinds <= {"LONG", "DOUBLE"}
-    if numeric:
+    if numeric and len(kinds) == 1:
         meta["codes"] = meta["bitmaps"] = False
     else:
+        # (A field of both LONG and DOUBLE values keeps its codes: they say which rows were whole
+        # numbers, which rebuilt documents print as such.)
         codes = np.full(len(gids), -1, dtype=np.int32)
         codes[present] = np.searchsorted(local, gids[present]).astype(np.int32)
         narrow = codes.astype(code_type(cardinality).to_pandas_dtype())

@@ -177,78 +177,115 @@ def _child_paths(path: str, keys: tuple) -> tuple[str, ...]:
     return out
 
 
+class _NeedsJson(Exception):
+    """The document holds what orjson reads or prints otherwise than json: take the exact path."""
+
+
+# Objects nested deeper than this are walked by literal_paths (iterative) instead of recursion.
+_MAX_RECURSION = 100
+
+
 def _fast_paths(doc, bools: list) -> tuple[list, bool] | None:
     """``literal_paths`` of a document orjson parsed, as a list of (path, kind, stored) in the same
     order, and whether the fields can rebuild the document (see Split.rebuildable); the paths of
     booleans go to ``bools``. None when the document holds a number whose JSON text Python's json
     module would print or parse differently (integers beyond 64 bits, which orjson reads as
-    doubles; doubles Python prints in exponent form): the caller then takes the exact path."""
-    out = []
-    add = out.append
-    exact = True
-    stack = [("$", doc)]
-    pop, push = stack.pop, stack.append
-    shapes = _SHAPES
-    while stack:
-        path, value = pop()
-        t = type(value)
+    doubles; doubles Python prints in exponent form), or nests deeply: the caller then takes the
+    exact path."""
+    out: list = []
+    state = [True]
+    try:
+        _walk_value("$", doc, out.append, bools, state, 0)
+    except _NeedsJson:
+        return None
+    return out, state[0]
+
+
+def _walk_object(path: str, obj: dict, add, bools: list, state: list, depth: int) -> None:
+    if depth > _MAX_RECURSION:
+        raise _NeedsJson
+    keys = tuple(obj)
+    paths = _SHAPES.get((path, keys)) or _child_paths(path, keys)
+    for p, v in zip(paths, obj.values()):
+        t = type(v)
         if t is str:
-            add((path, "STRING", value))
-        elif t is dict:
-            if not value:
-                exact = False
-            else:
-                keys = tuple(value)
-                paths = shapes.get((path, keys)) or _child_paths(path, keys)
-                vals = list(value.values())
-                for i in range(len(vals) - 1, -1, -1):
-                    push((paths[i], vals[i]))
+            add((p, "STRING", v))
         elif t is int:
-            if not -_I64 <= value < _I64:
-                return None
-            add((path, "LONG", value))
+            if not -_I64 <= v < _I64:
+                raise _NeedsJson
+            add((p, "LONG", v))
         elif t is float:
-            if value and not 1e-4 <= abs(value) < 1e16:
-                return None
-            add((path, "DOUBLE", value))
-        elif t is bool:
-            add((path, "LONG", int(value)))
-            bools.append(path)
-        elif value is None:
-            exact = False
-        elif t is list:
-            kinds = 0  # bit 1: string, 2: double, 4: container
-            for v in value:
-                tv = type(v)
-                if tv is str:
-                    kinds |= 1
-                elif tv is float:
-                    if v and not 1e-4 <= abs(v) < 1e16:
-                        return None
-                    kinds |= 2
-                elif tv is int:
-                    if not -_I64 <= v < _I64:
-                        return None
-                elif tv is dict or tv is list:
-                    kinds |= 4
-                    break
-            if kinds & 4:
-                for i in range(len(value) - 1, -1, -1):
-                    push((f"{path}[{i}]", value[i]))
-                continue
-            if kinds == 1 and None not in value and all(type(v) is str for v in value):
-                add((path, "ARRAY<STRING>", value))
-            elif not kinds and all(type(v) is int for v in value) and value:
-                add((path, "ARRAY<LONG>", value))
+            if v and not 1e-4 <= abs(v) < 1e16:
+                raise _NeedsJson
+            add((p, "DOUBLE", v))
+        elif t is dict:
+            if v:
+                _walk_object(p, v, add, bools, state, depth + 1)
             else:
-                # The same element widening as literal_paths (booleans are 1/0; any string: all text).
-                arr = _literal_array(value)
-                add((path, arr[0], arr[1]))
-                if exact:
-                    types = {type(v) for v in value if v is not None}
-                    # Stored otherwise than written (1 as 1.0 or "1", true as 1)?
-                    exact = len(types) < 2 and bool not in types
-    return out, exact
+                state[0] = False  # an empty object is no field
+        else:
+            _walk_value(p, v, add, bools, state, depth + 1)
+
+
+def _walk_value(path: str, value, add, bools: list, state: list, depth: int) -> None:
+    t = type(value)
+    if t is dict:
+        if value:
+            _walk_object(path, value, add, bools, state, depth)
+        else:
+            state[0] = False
+    elif t is str:
+        add((path, "STRING", value))
+    elif t is int:
+        if not -_I64 <= value < _I64:
+            raise _NeedsJson
+        add((path, "LONG", value))
+    elif t is float:
+        if value and not 1e-4 <= abs(value) < 1e16:
+            raise _NeedsJson
+        add((path, "DOUBLE", value))
+    elif t is bool:
+        add((path, "LONG", int(value)))
+        bools.append(path)
+    elif value is None:
+        state[0] = False  # a JSON null is no field
+    else:
+        _walk_list(path, value, add, bools, state, depth)
+
+
+def _walk_list(path: str, value: list, add, bools: list, state: list, depth: int) -> None:
+    if depth > _MAX_RECURSION:
+        raise _NeedsJson
+    kinds = 0  # bit 1: string, 2: double, 4: container
+    for v in value:
+        tv = type(v)
+        if tv is str:
+            kinds |= 1
+        elif tv is float:
+            if v and not 1e-4 <= abs(v) < 1e16:
+                raise _NeedsJson
+            kinds |= 2
+        elif tv is int:
+            if not -_I64 <= v < _I64:
+                raise _NeedsJson
+        elif tv is dict or tv is list:
+            kinds |= 4
+            break
+    if kinds & 4:  # arrays holding objects or arrays: each element is walked (``$.a[0].b``)
+        for i, v in enumerate(value):
+            _walk_value(f"{path}[{i}]", v, add, bools, state, depth + 1)
+    elif kinds == 1 and None not in value and all(type(v) is str for v in value):
+        add((path, "ARRAY<STRING>", value))
+    elif not kinds and value and all(type(v) is int for v in value):
+        add((path, "ARRAY<LONG>", value))
+    else:
+        # The same element widening as literal_paths (booleans are 1/0; any string: all text).
+        kind, stored = _literal_array(value)
+        add((path, kind, stored))
+        if state[0]:
+            types = {type(v) for v in value if v is not None}
+            # Stored otherwise than written (1 as 1.0 or "1", true as 1)?
+            state[0] = len(types) < 2 and bool not in types
 
 
 _I64 = 1 << 63

@@ -205,8 +205,9 @@ def test_the_one_pass_split_matches_walking_each_parsed_document():
         assert json.dumps(got, sort_keys=True) == json.dumps(expected[f.path]["rows"], sort_keys=True), f.path
 
 
-REBUILDABLE = [{"a": 1, "b": {"c": "x", "d": [1, 2], "t": True}, "k.e'y": {'q"': "é"}},
-               {"a": 2.5, "b": {"c": "y", "d": [], "t": False}, "arr": [{"x": 1}, {"x": 2, "y": ["s"]}, [3, 4]]},
+REBUILDABLE = [{"a": 1, "b": {"c": "x", "d": [1, 2], "t": True}, "k.e'y": {'q"': "é"}, "n": 5},
+               {"a": 2.5, "b": {"c": "y", "d": [], "t": False}, "n": 0.5,
+                "arr": [{"x": 1}, {"x": 2, "y": ["s"]}, [3, 4]]},
                {"b": {"d": [1.5, None]}, "z": -0.0}, 7, "text", [1, 2], None, {"a": "one", "big": 9007199254740993}]
 NOT_REBUILDABLE = [{"a": None}, {"a": {}}, {}, {"a": [1, 2.5]}, {"a": [True, False]}, {"a": [1, "x"]},
                    {"a": [{"x": 1}, None]}, {"a": 123456789012345678901234567890}, {"a": 1e-7}]
