@@ -158,6 +158,20 @@ class _Dictionaries:
         self.longs = np.unique(np.concatenate(longs)) if longs else np.array([], dtype=np.int64)
         self.doubles = _sorted_unique_doubles(doubles)
         self.arrays = _sorted_unique_strings(arrays)
+        # Ids of all fields' strings (and arrays) in one lookup: index_in hashes its value set per call.
+        self._ids: dict[tuple[int, str], np.ndarray] = {}
+        for kind, dictionary in (("STRING", self.strings), ("ARRAY", self.arrays)):
+            keys = [k for k in self._cache if k[1] == kind]
+            if not keys:
+                continue
+            chunks = [self._cache[k] for k in keys]
+            ids = pc.index_in(pa.chunked_array(chunks, pa.string()), value_set=dictionary)
+            ids = ids.to_numpy().astype(np.int64) if isinstance(ids, pa.ChunkedArray) else ids.to_numpy(
+                zero_copy_only=False).astype(np.int64)
+            at = 0
+            for k, chunk in zip(keys, chunks):
+                self._ids[k] = ids[at:at + len(chunk)]
+                at += len(chunk)
         self.offsets = {"STRING": 0, "LONG": len(self.strings)}
         self.offsets["DOUBLE"] = self.offsets["LONG"] + len(self.longs)
         self.offsets["ARRAY"] = self.offsets["DOUBLE"] + len(self.doubles)
@@ -173,14 +187,13 @@ class _Dictionaries:
         for kind, (pos, _) in f.groups.items():
             arr = self._cache[(index, kind)]
             if kind == "STRING":
-                ids = pc.index_in(arr, value_set=self.strings).to_numpy(zero_copy_only=False).astype(np.int64)
+                ids = self._ids[(index, kind)]
             elif kind == "LONG":
                 ids = self.offsets["LONG"] + np.searchsorted(self.longs, arr)
             elif kind == "DOUBLE":
                 ids = self.offsets["DOUBLE"] + np.searchsorted(self.doubles, arr)
             else:
-                ids = self.offsets["ARRAY"] + pc.index_in(arr, value_set=self.arrays).to_numpy(
-                    zero_copy_only=False).astype(np.int64)
+                ids = self.offsets["ARRAY"] + self._ids[(index, kind)]
             out[f.rows if pos is None else f.rows[pos]] = ids
         return out
 
