@@ -96,7 +96,7 @@ def documents(n: int, seed: int) -> tuple[pa.Table, int]:
             f'"referrer":"{REFERRERS[ref[i]]}","ab":{{"bucket":{bucket[i]},"variant":"{"AB"[variant[i]]}"}}}},'
             f'"device":{{"type":"{DEVICES[dev[i]]}","model":"{MODELS[model[i]]}","screen":{{"w":{w[i]},"h":{h[i]}}}}},'
             f'"metrics":[{m0[i]},{m1[i]},{m2[i]}],"mixed":{mixed},"price":{price[i]},"currency":"{CURRENCIES[cur[i]]}"}}')
-    times = START_MS + (seed * SEGMENT_ROWS + np.arange(n)) * (DAY_MS // SEGMENT_ROWS)
+    times = START_MS + seed * DAY_MS + np.arange(n) * (DAY_MS // SEGMENT_ROWS)  # seed: the day
     table = pa.table({
         "__time": pa.array(times, pa.int64()),
         "doc": pa.array(texts, pa.string()),
