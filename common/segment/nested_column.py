@@ -23,12 +23,13 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 import numpy as np
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
 from common.segment.container import Container, ipc_bytes
-from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register
+from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.segment.nested_fields import NestedOptions, SplitField, split_documents
 from common.segment.string_column import StringColumn, _bitmaps_binary, code_type
 from common.segment.value_column import ValueColumn
@@ -50,6 +51,12 @@ class NestedSpec(EncodingSpec):
     raw: bool = True
     KEYS: ClassVar = (("fields", "fields"), ("dictionarySizes", "dictionary_sizes"), ("maxFields", "max_fields"),
                       ("droppedPaths", "dropped_paths"), ("droppedCount", "dropped_count"), ("raw", "raw"))
+
+    def features(self) -> tuple[str, ...]:
+        # Fields without codes or bitmaps, or documents rebuilt from the fields (booleans marked),
+        # would be misread by a reader from before them; it refuses the segment instead.
+        sparse = not self.raw or any(f.get("codes") is False or f.get("bitmaps") is False for f in self.fields)
+        return (SPARSE_FIELDS,) if sparse else ()
 
     def to_json(self) -> dict:
         out = super().to_json()
@@ -84,72 +91,110 @@ def _array_text(value: list) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def _kind(label: str) -> str:
+    return "ARRAY" if label.startswith("ARRAY") else label
+
+
+class _FieldValues:
+    """One field's values split by kind: kind -> (positions in the field's row list, values),
+    positions None meaning all of them. A single-kind field is split without a per-value loop."""
+
+    def __init__(self, f: SplitField) -> None:
+        kinds = {_kind(t) for t in f.types}
+        self.rows = np.asarray(f.rows, dtype=np.int64)
+        if len(kinds) == 1:
+            kind = kinds.pop()
+            self.groups = {kind: (None, f.values)}
+            return
+        groups: dict[str, tuple[list, list]] = {}
+        for i, v in enumerate(f.values):
+            t = type(v)
+            kind = "STRING" if t is str else "LONG" if t is int or t is bool else "DOUBLE" if t is float else "ARRAY"
+            g = groups.get(kind)
+            if g is None:
+                g = groups[kind] = ([], [])
+            g[0].append(i)
+            g[1].append(int(v) if t is bool else v)
+        self.groups = {k: (np.asarray(pos, dtype=np.int64), vals) for k, (pos, vals) in groups.items()}
+
+
+def _array_texts(values: list) -> list[str]:
+    """Each array's dictionary text. orjson prints arrays of strings and whole numbers as
+    json.dumps does; arrays holding doubles (whose exponent form differs) go through json."""
+    try:
+        if not any(type(e) is float for v in values for e in v):
+            dumps = orjson.dumps
+            return [dumps(v).decode() for v in values]
+    except (TypeError, orjson.JSONEncodeError):
+        pass
+    return [_array_text(v) for v in values]
+
+
 class _Dictionaries:
     """The column's global dictionaries: sorted values per kind, stacked into one id space."""
 
-    def __init__(self, fields: list[SplitField]) -> None:
-        strings: set[str] = set()
-        longs: set[int] = set()
-        doubles: set[float] = set()
-        arrays: set[str] = set()
-        for f in fields:
-            for v in f.values:
-                if v is None:
-                    continue
-                if isinstance(v, str):
-                    strings.add(v)
-                elif isinstance(v, bool):
-                    longs.add(int(v))
-                elif isinstance(v, int):
-                    longs.add(v)
-                elif isinstance(v, float):
-                    doubles.add(v)
+    def __init__(self, fields: list[_FieldValues]) -> None:
+        strings: list[pa.Array] = []
+        longs: list[np.ndarray] = []
+        doubles: list[np.ndarray] = []
+        arrays: list[pa.Array] = []
+        self._cache: dict[tuple[int, str], object] = {}
+        for i, f in enumerate(fields):
+            for kind, (_, vals) in f.groups.items():
+                if kind == "STRING":
+                    arr = pa.array(vals, pa.string())
+                    strings.append(arr)
+                elif kind == "LONG":
+                    arr = np.array(vals, dtype=np.int64)
+                    longs.append(arr)
+                elif kind == "DOUBLE":
+                    arr = np.array(vals, dtype=np.float64)
+                    doubles.append(arr)
                 else:
-                    arrays.add(_array_text(v))
-        self.strings = pa.array(sorted(strings, key=lambda s: s.encode()), pa.string())
-        self.longs = np.array(sorted(longs), dtype=np.int64)
-        self.doubles = np.array(sorted(doubles), dtype=np.float64)
-        self.arrays = pa.array(sorted(arrays, key=lambda s: s.encode()), pa.string())
+                    arr = pa.array(_array_texts(vals), pa.string())
+                    arrays.append(arr)
+                self._cache[(i, kind)] = arr
+        self.strings = _sorted_unique_strings(strings)
+        self.longs = np.unique(np.concatenate(longs)) if longs else np.array([], dtype=np.int64)
+        self.doubles = _sorted_unique_doubles(doubles)
+        self.arrays = _sorted_unique_strings(arrays)
+        # Ids of all fields' strings (and arrays) in one lookup: index_in hashes its value set per call.
+        self._ids: dict[tuple[int, str], np.ndarray] = {}
+        for kind, dictionary in (("STRING", self.strings), ("ARRAY", self.arrays)):
+            keys = [k for k in self._cache if k[1] == kind]
+            if not keys:
+                continue
+            chunks = [self._cache[k] for k in keys]
+            ids = pc.index_in(pa.chunked_array(chunks, pa.string()), value_set=dictionary)
+            ids = ids.to_numpy().astype(np.int64) if isinstance(ids, pa.ChunkedArray) else ids.to_numpy(
+                zero_copy_only=False).astype(np.int64)
+            at = 0
+            for k, chunk in zip(keys, chunks):
+                self._ids[k] = ids[at:at + len(chunk)]
+                at += len(chunk)
         self.offsets = {"STRING": 0, "LONG": len(self.strings)}
         self.offsets["DOUBLE"] = self.offsets["LONG"] + len(self.longs)
         self.offsets["ARRAY"] = self.offsets["DOUBLE"] + len(self.doubles)
-        self._string_ids = {s: i for i, s in enumerate(self.strings.to_pylist())}
-        self._array_ids = {s: i for i, s in enumerate(self.arrays.to_pylist())}
 
     @property
     def sizes(self) -> dict:
         return {"STRING": len(self.strings), "LONG": len(self.longs), "DOUBLE": len(self.doubles),
                 "ARRAY": len(self.arrays)}
 
-    def global_ids(self, values: list) -> np.ndarray:
-        """Each value's id in the stacked dictionaries (-1 for null); one vectorized lookup per kind."""
-        out = np.full(len(values), -1, dtype=np.int64)
-        string_ids, array_ids = self._string_ids, self._array_ids
-        s_rows, s_ids, l_rows, l_vals, d_rows, d_vals, a_rows, a_ids = [], [], [], [], [], [], [], []
-        for row, v in enumerate(values):
-            if v is None:
-                continue
-            t = type(v)
-            if t is str:
-                s_rows.append(row)
-                s_ids.append(string_ids[v])
-            elif t is int or t is bool:
-                l_rows.append(row)
-                l_vals.append(int(v))
-            elif t is float:
-                d_rows.append(row)
-                d_vals.append(v)
+    def global_ids(self, index: int, f: _FieldValues, num_rows: int) -> np.ndarray:
+        """Each row's id in the stacked dictionaries (-1 for missing or null); vectorized per kind."""
+        out = np.full(num_rows, -1, dtype=np.int64)
+        for kind, (pos, _) in f.groups.items():
+            arr = self._cache[(index, kind)]
+            if kind == "STRING":
+                ids = self._ids[(index, kind)]
+            elif kind == "LONG":
+                ids = self.offsets["LONG"] + np.searchsorted(self.longs, arr)
+            elif kind == "DOUBLE":
+                ids = self.offsets["DOUBLE"] + np.searchsorted(self.doubles, arr)
             else:
-                a_rows.append(row)
-                a_ids.append(array_ids[_array_text(v)])
-        if s_rows:
-            out[s_rows] = s_ids
-        if l_rows:
-            out[l_rows] = self.offsets["LONG"] + np.searchsorted(self.longs, np.array(l_vals, dtype=np.int64))
-        if d_rows:
-            out[d_rows] = self.offsets["DOUBLE"] + np.searchsorted(self.doubles, np.array(d_vals, dtype=np.float64))
-        if a_rows:
-            out[a_rows] = self.offsets["ARRAY"] + np.array(a_ids, dtype=np.int64)
+                ids = self.offsets["ARRAY"] + self._ids[(index, kind)]
+            out[f.rows if pos is None else f.rows[pos]] = ids
         return out
 
     def parts(self) -> dict[str, pa.Buffer]:
@@ -158,28 +203,75 @@ class _Dictionaries:
                 "dict/arrays": ipc_bytes(self.arrays)}
 
 
-def _field_parts(f: SplitField, dicts: _Dictionaries, prefix: str) -> tuple[dict[str, pa.Buffer], dict]:
-    gids = dicts.global_ids(f.values)
+def _sorted_unique_strings(chunks: list[pa.Array]) -> pa.Array:
+    """Distinct strings in byte order (Arrow compares strings by their UTF-8 bytes)."""
+    if not chunks:
+        return pa.array([], pa.string())
+    unique = pc.unique(pa.chunked_array(chunks, pa.string()))
+    return unique.take(pc.sort_indices(unique))
+
+
+def _sorted_unique_doubles(chunks: list[np.ndarray]) -> np.ndarray:
+    if not chunks:
+        return np.array([], dtype=np.float64)
+    values = np.concatenate(chunks)
+    nan = np.isnan(values)
+    zero = values == 0
+    if not (nan.any() or zero.any()):
+        return np.unique(values)
+    # 0.0 and -0.0 are one value: the one seen first stays (as a Python set keeps it); NaNs are
+    # one value too, sorted last (numpy's order, so searchsorted finds it).
+    out = np.unique(values[~nan & ~zero])
+    if zero.any():
+        out = np.insert(out, np.searchsorted(out, 0.0), values[np.flatnonzero(zero)[0]])
+    if nan.any():
+        out = np.append(out, np.nan)
+    return out
+
+
+# A STRING field whose values hold fewer rows than this on average gets no bitmaps: they would be
+# mostly per-bitmap overhead (ids, session keys), and an equality filter scans its codes instead.
+MIN_ROWS_PER_BITMAP = 16
+MIN_CARDINALITY_WITHOUT_BITMAPS = 256
+
+
+def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionaries, prefix: str,
+                 num_rows: int) -> tuple[dict[str, pa.Buffer], dict]:
+    """A field's parts. Only what its reader uses is stored: a numbers-only field reads its value
+    column (no codes, no bitmaps); a field of several types or of arrays reads its codes through
+    the local dictionary without an index (no bitmaps), as does one of LONG and DOUBLE values beside
+    its value column; a STRING field has codes and, unless its
+    values are near-unique, bitmaps."""
+    gids = dicts.global_ids(index, f, num_rows)
     present = gids >= 0
     local = np.unique(gids[present])
-    codes = np.full(len(gids), -1, dtype=np.int32)
-    codes[present] = np.searchsorted(local, gids[present]).astype(np.int32)
     cardinality = len(local)
-    narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
     mask = ~present
-    parts = {
-        f"{prefix}/local": ipc_bytes(pa.array(local, pa.int64())),
-        f"{prefix}/codes": ipc_bytes(pa.array(narrow, mask=mask if mask.any() else None)),
-        f"{prefix}/bitmaps": ipc_bytes(_bitmaps_binary(codes, cardinality)),
-    }
-    kinds = set(f.types)
-    if kinds and kinds <= {"LONG", "DOUBLE"}:
-        if kinds == {"LONG"}:
-            nums = pa.array([None if v is None else int(v) for v in f.values], pa.int64())
+    parts = {f"{prefix}/local": ipc_bytes(pa.array(local, pa.int64()))}
+    meta: dict = {}
+    numeric = bool(kinds) and kinds <= {"LONG", "DOUBLE"}
+    if numeric and len(kinds) == 1:
+        meta["codes"] = meta["bitmaps"] = False
+    else:
+        # (A field of both LONG and DOUBLE values keeps its codes: they say which rows were whole
+        # numbers, which rebuilt documents print as such.)
+        codes = np.full(len(gids), -1, dtype=np.int32)
+        codes[present] = np.searchsorted(local, gids[present]).astype(np.int32)
+        narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
+        parts[f"{prefix}/codes"] = ipc_bytes(pa.array(narrow, mask=mask if mask.any() else None))
+        rows = int(present.sum())
+        if kinds == {"STRING"} and not (cardinality >= MIN_CARDINALITY_WITHOUT_BITMAPS
+                                        and rows < MIN_ROWS_PER_BITMAP * cardinality):
+            parts[f"{prefix}/bitmaps"] = ipc_bytes(_bitmaps_binary(codes, cardinality))
         else:
-            nums = pa.array([None if v is None else float(v) for v in f.values], pa.float64())
-        parts[f"{prefix}/values"] = ipc_bytes(nums)
-    return parts, {"cardinality": cardinality, "rows": int(present.sum())}
+            meta["bitmaps"] = False
+    if numeric:
+        dtype = np.int64 if kinds == {"LONG"} else np.float64
+        nums = np.zeros(num_rows, dtype=dtype)
+        for kind, (pos, _) in f.groups.items():
+            nums[f.rows if pos is None else f.rows[pos]] = dicts._cache[(index, kind)]
+        parts[f"{prefix}/values"] = ipc_bytes(pa.array(nums, mask=mask if mask.any() else None))
+    return parts, {"cardinality": cardinality, "rows": int(present.sum()), **meta}
 
 
 def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | None = None) -> EncodedColumn:
@@ -189,17 +281,28 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
         values = values.cast(values.type.value_type)
     texts = values.cast(pa.string()).to_pylist()
     split = split_documents(texts, options)
-    dicts = _Dictionaries(split.fields)
+    grouped = [_FieldValues(f) for f in split.fields]
+    rebuildable = split.rebuildable and all(_path_round_trips(f.path) for f in split.fields)
+    dicts = _Dictionaries(grouped)
     parts: dict[str, pa.Buffer] = dict(dicts.parts())
     fields_meta = []
     for i, f in enumerate(split.fields):
         prefix = f"f{i}"
-        field_parts, stats = _field_parts(f, dicts, prefix)
+        field_parts, stats = _field_parts(i, grouped[i], set(f.types), dicts, prefix, len(texts))
         parts.update(field_parts)
-        fields_meta.append({"path": f.path, "types": list(f.types), "part": prefix, **stats})
+        meta = {"path": f.path, "types": list(f.types), "part": prefix, **stats}
+        if f.booleans:
+            if f.booleans == sum(1 for v in f.values if type(v) is int):
+                meta["booleans"] = True  # every LONG value was true/false: rebuilt documents say so
+            else:
+                rebuildable = False
+        fields_meta.append(meta)
     nulls = np.flatnonzero(np.array([t is None for t in split.canonical], dtype=bool))
     parts["nulls"] = _bitmap_bytes(nulls)
-    if options.keep_raw or split.dropped_paths:
+    # The raw values are kept when asked for, when the guard left paths out, and by default unless
+    # the fields rebuild every document's text exactly (then reads of the whole column rebuild it).
+    keep = options.keep_raw if options.keep_raw is not None else not rebuildable
+    if keep or split.dropped_paths:
         parts["raw"] = _zstd_ipc(pa.array(split.canonical, pa.string()))
     spec = NestedSpec(fields=tuple(fields_meta), dictionary_sizes=dicts.sizes, max_fields=options.max_fields,
                       dropped_paths=tuple(split.dropped_paths[:100]), dropped_count=len(split.dropped_paths),
@@ -208,6 +311,15 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
     if split.uncoercible:
         stats["uncoercibleValues"] = len(split.uncoercible)  # values a typed path could not take
     return EncodedColumn(parts, stats, spec)
+
+
+def _path_round_trips(path: str) -> bool:
+    from common.json.path_steps import parse_path, path_text
+
+    try:
+        return path_text(parse_path(path)) == path
+    except Exception:  # noqa: BLE001 - a path that does not parse back cannot be rebuilt
+        return False
 
 
 # ---- reading ------------------------------------------------------------------------------------
@@ -237,6 +349,8 @@ class NestedColumn:
         return self._rebuild()
 
     def take(self, rows: np.ndarray | None) -> pa.Array:
+        if rows is not None and "raw" not in self._parts:
+            return self._rebuild(np.asarray(rows, dtype=np.int64))
         vals = self.values()
         return vals if rows is None else vals.take(pa.array(rows))
 
@@ -291,10 +405,8 @@ class NestedColumn:
 
     def _field_reader(self, meta: dict):
         prefix = meta["part"]
-        parts = {"codes": self._parts[f"{prefix}/codes"], "bitmaps": self._parts[f"{prefix}/bitmaps"],
-                 "local": self._parts[f"{prefix}/local"]}
-        if f"{prefix}/values" in self._parts:
-            parts["values"] = self._parts[f"{prefix}/values"]
+        parts = {role: self._parts[f"{prefix}/{role}"] for role in ("codes", "bitmaps", "local", "values")
+                 if f"{prefix}/{role}" in self._parts}
         local = self._container.array(parts["local"]).to_numpy()
         offsets = self._offsets()
         kinds = sorted({t.split("<")[0] for t in meta["types"]})
@@ -347,34 +459,58 @@ class NestedColumn:
             return pa.array([], pa.string())
         return pa.concat_arrays(out) if len(out) > 1 else out[0]
 
-    def _rebuild(self) -> pa.Array:
-        """Documents assembled from the fields (the raw values were not kept, which the builder
-        allows only when every path is a field). JSON nulls and empty objects or arrays are not
-        fields, so they do not come back."""
+    def _field_rows(self, meta: dict, offsets: dict[str, int], rows: np.ndarray | None) -> tuple[np.ndarray, list]:
+        """(positions among ``rows`` (or all rows) holding a value, their Python values) of a field."""
+        prefix = meta["part"]
+        codes_part = self._parts.get(f"{prefix}/codes")
+        if codes_part is None:  # numbers only: the value column
+            values = self._container.array(self._parts[f"{prefix}/values"])
+            if rows is not None:
+                values = values.take(pa.array(rows))
+            where = np.flatnonzero(values.is_valid().to_numpy(zero_copy_only=False))
+            found = values.filter(values.is_valid()).to_pylist()
+        else:
+            local = self._container.array(self._parts[f"{prefix}/local"]).to_numpy()
+            typed = self._typed_values(local, offsets)  # the exact value of each local id
+            codes = self._container.array(codes_part)
+            if rows is not None:
+                codes = codes.take(pa.array(rows))
+            codes = pc.fill_null(codes, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+            where = np.flatnonzero(codes >= 0)
+            found = [typed[c] for c in codes[where].tolist()]
+        if meta.get("booleans"):
+            found = [v if type(v) is not int else v != 0 for v in found]
+        return where, found
+
+    def _rebuild(self, rows: np.ndarray | None = None) -> pa.Array:
+        """Documents (of ``rows``, or all) assembled from the fields, when the raw values were not
+        kept. By default the builder drops them only when this gives back every document's text;
+        with ``keepRaw: false`` JSON nulls and empty objects, which are not fields, do not come back."""
         from common.json.path_steps import parse_path
 
-        docs: list = [None] * self.num_rows
+        count = self.num_rows if rows is None else len(rows)
+        docs: list = [None] * count
         offsets = self._offsets()
         for meta in self.spec.fields:
             parts = parse_path(meta["path"])
-            prefix = meta["part"]
-            local = self._container.array(self._parts[f"{prefix}/local"]).to_numpy()
-            values = self._typed_values(local, offsets)  # the exact value of each local id
-            codes = self._container.array(self._parts[f"{prefix}/codes"]).to_pylist()
-            for row, code in enumerate(codes):
-                if code is None or code < 0:
-                    continue
-                v = values[code]
+            where, found = self._field_rows(meta, offsets, rows)
+            first_list = bool(parts) and isinstance(parts[0], int)
+            for row, v in zip(where.tolist(), found):
                 if not parts:
                     docs[row] = v
                     continue
-                if docs[row] is None:
-                    docs[row] = [] if isinstance(parts[0], int) else {}
-                _place(docs[row], parts, v)
+                doc = docs[row]
+                if doc is None:
+                    doc = docs[row] = [] if first_list else {}
+                if len(parts) == 1 and not first_list:
+                    doc[parts[0]] = v
+                else:
+                    _place(doc, parts, v)
         nulls = self.null_rows()
-        return pa.array([None if (row in nulls or d is None) else json.dumps(d, separators=(",", ":"),
-                                                                           ensure_ascii=False)
-                         for row, d in enumerate(docs)], pa.string())
+        wanted = range(self.num_rows) if rows is None else rows.tolist()
+        dumps = json.dumps
+        return pa.array([None if (row in nulls or d is None) else dumps(d, separators=(",", ":"), ensure_ascii=False)
+                         for row, d in zip(wanted, docs)], pa.string())
 
 
 def _place(doc, parts: tuple, value) -> None:
@@ -462,6 +598,8 @@ class NumericFieldColumn(ValueColumn):
 def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) -> EncodedColumn:
     return encode_nested(values, ctype, NestedOptions.from_properties(options))
 
+
+SPARSE_FIELDS = register_feature("nestedSparseFields")
 
 # Older readers must refuse such segments rather than read the field parts as nothing.
 NESTED = register(Encoding("nested", NestedSpec, NestedColumn.open, _encode, required_roles=("nulls",),

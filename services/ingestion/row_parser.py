@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
+import orjson
 import pyarrow as pa
 
 from common.errors import ValidationError
@@ -265,12 +266,22 @@ def decompressed(name: str, raw: BinaryIO) -> BinaryIO:
 class _Batcher:
     """Accumulates rows column by column and cuts Arrow batches."""
 
-    def __init__(self, name: str, signature, list_delimiter: str | None = None, json_text: bool = False) -> None:
+    def __init__(self, name: str, signature, list_delimiter: str | None = None, json_text: bool = False,
+                 json_input: bool = False) -> None:
         self.name = name
         self.names = [n for n, _ in signature]
         self.schema = output_schema(signature)
         self.convert = [converter(t, list_delimiter, json_text) for _, t in signature]
+        # Newline-delimited JSON: _orjson_values prints a COMPLEX<json> value of a line orjson
+        # parsed; a line json parsed (NaN, huge integers) keeps json's printing.
+        self.orjson_line = False
+        self.complex = frozenset(i for i, (_, t) in enumerate(signature) if t.kind is TypeKind.COMPLEX)
+        if json_input:
+            self.convert = [self._json_value if i in self.complex else c for i, c in enumerate(self.convert)]
         self._reset()
+
+    def _json_value(self, v, column: str):
+        return v if self.orjson_line else _to_json(v, column)
 
     def _reset(self) -> None:
         self.cols: list[list] = [[] for _ in self.names]
@@ -329,7 +340,7 @@ def parse_file(name: str, stream: BinaryIO, input_format: dict, signature,
         yield from _parse_parquet(name, stream, signature, batch_rows)
         return
     delimiter = input_format.get("listDelimiter") if kind in ("csv", "tsv") else None
-    batcher = _Batcher(name, signature, delimiter, json_text=kind in ("csv", "tsv"))
+    batcher = _Batcher(name, signature, delimiter, json_text=kind in ("csv", "tsv"), json_input=kind == "json")
     last_line = first_line - 1
     try:
         rows = _json_rows if kind == "json" else _delimited_rows
@@ -343,6 +354,53 @@ def parse_file(name: str, stream: BinaryIO, input_format: dict, signature,
         yield batcher.flush()
 
 
+def _orjson_number_text(printed: bytes) -> bool:
+    """Whether orjson's text may hold a number json.dumps prints differently (orjson: 0.00001 and
+    1e-7 for json's 1e-05 and 1e-07) or a huge integer orjson read as a double (json.dumps: 1e+19
+    form). A string holding such text only costs the slower exact path."""
+    if b"0.0000" in printed:
+        return True
+    for mark in (b"e-", b"e+"):
+        i = printed.find(mark)
+        while i >= 0:
+            if printed[i + 2:i + 3].isdigit():
+                return True
+            i = printed.find(mark, i + 2)
+    return False
+
+
+def _orjson_values(obj, names: list[str], complex_columns: frozenset) -> list[list] | None:
+    """The column values of each row of a line orjson parsed (an object, or an array of objects;
+    an empty list for anything else, which the caller reports), COMPLEX<json> ones printed by
+    orjson; None when json must read the line instead: orjson reads integers beyond 64 bits as
+    doubles (so a double of 9e18 or more is checked), and prints doubles below 1e-4 otherwise."""
+    if isinstance(obj, dict):
+        objs = [obj]
+    elif isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
+        objs = obj
+    else:
+        return None
+    out = []
+    for o in objs:
+        values = [o.get(n) for n in names]
+        for i, v in enumerate(values):
+            if v is None:
+                continue
+            if i in complex_columns:
+                try:
+                    printed = orjson.dumps(v)
+                except (TypeError, orjson.JSONEncodeError):  # nested deeper than orjson prints
+                    return None
+                if _orjson_number_text(printed):
+                    return None
+                values[i] = printed.decode()
+            elif type(v) is float and abs(v) >= 9e18 or type(v) is list and any(
+                    type(e) is float and abs(e) >= 9e18 for e in v):
+                return None
+        out.append(values)
+    return out
+
+
 def _json_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: int = 1) -> Iterator[int]:
     names = [n for n, _ in signature]
     for line_no, line in enumerate(lines, first_line):
@@ -350,15 +408,29 @@ def _json_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: int =
         if not text:
             yield line_no
             continue
-        if _BAD_UTF8.search(text):
+        if not text.isascii() and _BAD_UTF8.search(text):
             batcher.error(line_no, text, "the line is not valid UTF-8")
         else:
             try:
-                obj = json.loads(text)
+                # One parse per line: orjson, or json where orjson reads differently (NaN, Infinity,
+                # huge integers, lone surrogates) and to word a malformed line's error as before.
+                rows = None
+                try:
+                    obj = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    pass
+                else:
+                    rows = _orjson_values(obj, names, batcher.complex)
+                batcher.orjson_line = rows is not None
+                if rows is None:
+                    obj = json.loads(text)
             except json.JSONDecodeError as exc:
                 batcher.error(line_no, text, f"invalid JSON: {exc.msg} at column {exc.colno}")
             else:
-                if isinstance(obj, dict):
+                if rows is not None and rows:
+                    for values in rows:
+                        batcher.add(values, line_no, text)
+                elif isinstance(obj, dict):
                     batcher.add([obj.get(n) for n in names], line_no, text)
                 elif isinstance(obj, list) and obj and all(isinstance(o, dict) for o in obj):
                     for o in obj:  # a JSON array of objects on one line: each object is a row, as in Druid

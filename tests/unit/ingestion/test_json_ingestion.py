@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from common.errors import UnsupportedError
+from common.types.column_type import ColumnType
 from services.ingestion import json_udfs
 from services.ingestion.external_source import ExternalSource
 from services.ingestion.row_parser import META_ERROR, META_LINE, parse_file
@@ -116,3 +117,26 @@ def test_parquet_structs_lists_and_maps_feed_a_json_column():
     assert [[None if r[c] is None else json.loads(r[c]) for c in "slm"] for r in got] == [
         [{"a": 1, "b": {"c": [1, 2]}}, [{"x": "p"}], {"k1": 1.5, "k2": None}],
         [None, [], None]]
+
+
+def test_json_lines_feed_a_json_column_the_text_json_prints():
+    """Lines are parsed once (orjson where it reads and prints as json does); a document holding
+    what orjson reads or prints differently (huge integers, NaN, tiny doubles, deep nesting) comes
+    out exactly as json.dumps prints it, and so do plain ones."""
+    deep = 1
+    for _ in range(150):  # 300 levels: deeper than orjson prints
+        deep = {"d": [deep]}
+    docs = [{"a": 1, "b": "one-e-9 e-5 é\n\u2028", "c": [1.5, None, True], "d": {"x": -0.0}},
+            {"big": 123456789012345678901234567890, "neg": -9223372036854775809, "ok": 18446744073709551615},
+            {"tiny": 1e-7, "small": 0.00001, "huge": 1e20, "mid": 0.0001},
+            {"s": "1e-7 0.00001"}, deep, "text", 7, [1, {"k": "v"}]]
+    lines = [json.dumps({"n": i, "doc": d}) for i, d in enumerate(docs)]
+    lines += ['{"n": 100, "doc": {"v": NaN}}', '[{"n": 101, "doc": {"x": 1}}, {"n": 102, "doc": null}]']
+    batches = list(parse_file("x.json", io.BytesIO("\n".join(lines).encode()), {"type": "json"},
+                              [("n", ColumnType.parse("BIGINT")), ("doc", ColumnType.parse("COMPLEX<json>"))]))
+    got = pa.Table.from_batches(batches)
+    assert got.column(META_ERROR).null_count == got.num_rows
+    expected = [json.dumps(d, separators=(",", ":"), ensure_ascii=False) for d in docs]
+    expected += ['{"v":NaN}', '{"x":1}', None]
+    assert got.column("doc").to_pylist() == expected
+    assert got.column("n").to_pylist() == [*range(len(docs)), 100, 101, 102]

@@ -115,11 +115,12 @@ def test_malformed_documents_name_the_row():
 
 def test_a_reader_without_the_feature_refuses_the_segment(tmp_path, monkeypatch):
     seg = build(tmp_path, {"doc": [{"a": 1}]})
-    assert seg.manifest.required_features == ("nestedColumns",)
+    # Booleans rebuilt from the fields (no raw part) and fields without bitmaps need the newer reader.
+    assert seg.manifest.required_features == ("nestedColumns", "nestedSparseFields")
     import common.segment.manifest as manifest
 
     monkeypatch.setattr(manifest, "known_features", lambda: frozenset())
-    with pytest.raises(SegmentCorruptError, match="needs \\['nestedColumns'\\]"):
+    with pytest.raises(SegmentCorruptError, match="needs \\['nestedColumns', 'nestedSparseFields'\\]"):
         Segment.open(seg.path)
 
 
@@ -169,3 +170,83 @@ def test_column_options_type_skip_and_drop_raw(tmp_path):
 def test_bad_column_options_are_named(options, message):
     with pytest.raises(ValidationError, match=message):
         NestedOptions.from_properties(options, "doc")
+
+
+def test_the_one_pass_split_matches_walking_each_parsed_document():
+    """split_documents parses with orjson and walks cached object shapes; the fields, their values
+    and the stored text must be what json.loads plus literal_paths give, also for what orjson reads
+    or prints differently (huge integers, NaN, exponent-form doubles, duplicate keys, deep nesting)."""
+    from common.json.document_paths import literal_paths
+
+    deep = "x"
+    for _ in range(300):
+        deep = {"d": deep} if len(str(deep)) % 3 else [deep, 1]
+    docs = [{"a": 1, "b": {"c": "x", "d": [1, 2]}}, {"b": {"d": [1, 2.5, True, None]}, "a": "one"},
+            {"a": 123456789012345678901234567890, "e": -9223372036854775809, "f": 18446744073709551615},
+            {"a": 1e-7, "g": [0.00001, 1e20], "h": -0.0}, [{"k": 1}, {"k": [None]}, [], {}], 7, "text", None, deep,
+            {"a.b": {"it's": {'q"k': {"ключ": True}}}}, {"": [["x"], [1, "y"]]}]
+    texts = [None if d is None else json.dumps(d, ensure_ascii=False) for d in docs]
+    texts += ['{"a": NaN, "b": {"c": Infinity}}', '{"a": 1, "a": {"c": "dup"}}', '  {"a" :  2 }  ']
+    split = split_documents(texts)
+    expected: dict[str, dict] = {}
+    for row, text in enumerate(texts):
+        doc = None if text is None else json.loads(text)
+        want = None if doc is None else json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+        assert split.canonical[row] == want
+        for path, kind, stored in ([] if doc is None else literal_paths(doc)):
+            f = expected.setdefault(path, {"types": [], "rows": {}})
+            if kind not in f["types"]:
+                f["types"].append(kind)
+            f["rows"][row] = stored
+    assert [f.path for f in split.fields] == list(expected)
+    for f in split.fields:
+        assert f.types == expected[f.path]["types"], f.path
+        got = dict(zip(f.rows, f.values))
+        assert json.dumps(got, sort_keys=True) == json.dumps(expected[f.path]["rows"], sort_keys=True), f.path
+
+
+REBUILDABLE = [{"a": 1, "b": {"c": "x", "d": [1, 2], "t": True}, "k.e'y": {'q"': "é"}, "n": 5},
+               {"a": 2.5, "b": {"c": "y", "d": [], "t": False}, "n": 0.5,
+                "arr": [{"x": 1}, {"x": 2, "y": ["s"]}, [3, 4]]},
+               {"b": {"d": [1.5, None]}, "z": -0.0}, 7, "text", [1, 2], None, {"a": "one", "big": 9007199254740993}]
+NOT_REBUILDABLE = [{"a": None}, {"a": {}}, {}, {"a": [1, 2.5]}, {"a": [True, False]}, {"a": [1, "x"]},
+                   {"a": [{"x": 1}, None]}, {"a": 123456789012345678901234567890}, {"a": 1e-7}]
+
+
+def test_the_raw_values_are_dropped_when_the_fields_rebuild_every_document(tmp_path):
+    seg = build(tmp_path, {"doc": REBUILDABLE})
+    col = seg.column("doc")
+    assert "raw" not in col._parts and col.spec.raw is False
+    texts = [None if d is None else json.dumps(d, separators=(",", ":"), ensure_ascii=False) for d in REBUILDABLE]
+    assert col.values().to_pylist() == texts
+    assert col.take([5, 1, 6, 0]).to_pylist() == [texts[5], texts[1], texts[6], texts[0]]
+    assert col.field("$.b.t").values().to_pylist() == [1, 0, None, None, None, None, None, None]
+    meta = {f["path"]: f for f in col.spec.fields}
+    assert meta["$.b.t"].get("booleans") is True and meta["$.a"].get("booleans") is None
+
+
+@pytest.mark.parametrize("odd", NOT_REBUILDABLE)
+def test_the_raw_values_stay_when_a_document_would_not_come_back_the_same(tmp_path, odd):
+    seg = build(tmp_path, {"doc": [REBUILDABLE[0], odd]})
+    col = seg.column("doc")
+    assert "raw" in col._parts
+    assert [json.loads(t) for t in col.values().to_pylist()] == [REBUILDABLE[0], odd]
+
+
+def test_keys_in_another_order_or_booleans_mixed_with_numbers_keep_the_raw_values(tmp_path):
+    for docs in ([{"a": 1, "b": 2}, {"b": 3, "a": 4}], [{"f": True}, {"f": 2}]):
+        col = build(tmp_path, {"doc": docs}, name=f"k{len(str(docs))}.sseg").column("doc")
+        assert "raw" in col._parts
+        assert [json.loads(t) for t in col.values().to_pylist()] == docs
+
+
+def test_only_parts_a_field_reader_uses_are_stored(tmp_path):
+    docs = [{"n": i, "id": f"s{i}", "c": "ab"[i % 2], "m": i if i % 3 else "x", "arr": [i]} for i in range(600)]
+    col = build(tmp_path, {"doc": docs}).column("doc")
+    meta = {f["path"]: f for f in col.spec.fields}
+    has = {p: {r for r in ("codes", "bitmaps", "values") if f"{meta[p]['part']}/{r}" in col._parts} for p in meta}
+    assert has == {"$.n": {"values"}, "$.id": {"codes"}, "$.c": {"codes", "bitmaps"}, "$.m": {"codes"},
+                   "$.arr": {"codes"}}
+    ids = col.field("$.id")
+    assert ids.index() is not None and list(ids.index().bitmap(ids.index().lookup("s599"))) == [599]
+    assert col.field("$.n").values().to_pylist() == list(range(600))
