@@ -123,8 +123,8 @@ def _coverage(source: RowSource, query: Query):
 def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType] | None = None,
         budget: MemoryBudget = UNLIMITED) -> Partial:
     if isinstance(source, Segment):
-        # Columns already read are cached arrays over the mapping: a file changed since it was
-        # mapped must fail the query (and be fetched again), not be read.
+        # A file changed on disk since it was opened fails the query (and is fetched again) even
+        # when the parts it needs are already in memory.
         source.check_unchanged()
     src = source_for(query, source) if isinstance(source, Segment) else source
     if schema is None:

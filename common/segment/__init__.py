@@ -1,5 +1,5 @@
 """The on-disk segment: identity, manifest, the single-file container, column encodings, the
-builder (Arrow batches in) and the reader (memory-mapped, lazily verified columns out)."""
+builder (Arrow batches in) and the reader (pread, checksum-verified columns out)."""
 
 from common.segment.builder import SegmentBuilder, build_segment
 from common.segment.manifest import ColumnManifest, SegmentManifest

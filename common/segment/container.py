@@ -1,4 +1,4 @@
-"""The segment container: one file holding named internal parts and a manifest, memory-mapped.
+"""The segment container: one file holding named internal parts and a manifest, read with pread.
 
 Layout (all integers little-endian)::
 
@@ -9,14 +9,16 @@ Layout (all integers little-endian)::
             container version u32, tail magic "STRSEGND"   32 bytes
 
 One file per segment keeps deep storage to one object per segment, like Druid's smoosh files.
-Parts are Arrow IPC streams or raw bytes. An uncompressed part is read in place: readers slice
-the memory map, so nothing is copied. A compressed part (one zstd or LZ4 block, its codec and
-decoded length recorded in the manifest, see part_codec.py) is decoded on use and kept in the
-process's bounded ``DecodedPartCache``; readers ask the container every time instead of
-holding decoded parts, so that budget bounds them.
-A reader checks the footer, the manifest checksum, every part's bounds and codec on open, and
-each part's crc32 (over the stored bytes) the first time it is read, so corrupted bytes raise
-instead of producing rows.
+Parts are Arrow IPC streams or raw bytes. The file is not memory-mapped: a mapped file truncated
+from outside kills the process with SIGBUS on the next read past its new end, which no check
+before the read can rule out (the truncation can land between the check and the read). Instead a
+part is read with a positioned read into memory, its crc32 (over the stored bytes) is checked on
+every read, a compressed part (one zstd or LZ4 block, its codec and decoded length recorded in the
+manifest, see part_codec.py) is decoded, and the result is kept in the process's bounded
+``DecodedPartCache``; readers ask the container every time instead of holding parts, so that
+budget bounds them. A truncated file gives a short read and a rewritten one a checksum mismatch:
+both raise SegmentCorruptError instead of producing rows or a crash.
+A reader checks the footer, the manifest checksum, every part's bounds and codec on open.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import itertools
 import os
 import struct
 import tempfile
-import threading
+import weakref
 import zlib
 from collections.abc import Callable
 from typing import Any
@@ -90,7 +92,7 @@ def write_container(path: str, parts: dict[str, pa.Buffer | bytes], make_manifes
 
 
 def ipc_bytes(array: pa.Array) -> pa.Buffer:
-    """An Arrow IPC stream holding one column named 'v' (uncompressed, so it can be mapped)."""
+    """An Arrow IPC stream holding one column named 'v' (uncompressed: the container compresses)."""
     batch = pa.record_batch([array], names=["v"])
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, batch.schema) as writer:
@@ -102,48 +104,55 @@ _TOKENS = itertools.count(1)
 
 
 class Container:
-    """A memory-mapped segment file. ``part(name)`` returns a checksum-verified buffer: zero-copy
-    for an uncompressed part, decoded through ``cache`` for a compressed one."""
+    """An open segment file, read with positioned reads. ``part(name)`` returns a buffer in memory
+    whose crc32 matched the manifest when it was read; parts are kept in the bounded ``cache``
+    (decoded first when compressed), so the file is read again only after an eviction."""
 
     def __init__(self, path: str, label: str | None = None, cache: DecodedPartCache | None = None) -> None:
         self.path = path
         self._cache = cache if cache is not None else PROCESS_CACHE
         self._token = next(_TOKENS)  # keys this open file's cache entries (a reopened file gets new ones)
-        self._arrays: dict[str, pa.Array] = {}
         self.label = label or os.path.basename(path)
         self.segment_id = None  # set once the manifest names the segment
+        self._closed = False
+        self._entries: dict = {}
         try:
-            # The descriptor stays open so the mapped file can be checked (fstat) before its bytes
-            # are touched: a file truncated under a mapping kills the process with SIGBUS on the
-            # first read past its new end, so a changed file must be noticed, not read.
-            self._fd = os.open(path, os.O_RDONLY)
+            # One descriptor for the life of this object, closed when it is collected, not by
+            # close(): a reader still holding the segment after an eviction keeps reading the
+            # inode it verified (unlinked, or with a new copy renamed over its path), as a memory
+            # map would, and a descriptor number is never reused under a reader.
+            fd = os.open(path, os.O_RDONLY)
         except OSError as exc:
             raise SegmentCorruptError(f"segment {self.label}: cannot open {path}: {exc}") from None
+        self._fd = fd
+        self._finalizer = weakref.finalize(self, os.close, fd)
         try:
-            self._identity = _identity(os.fstat(self._fd))
-            self._map = pa.memory_map(path, "r")
-        except (FileNotFoundError, pa.ArrowIOError, OSError) as exc:
-            os.close(self._fd)
-            raise SegmentCorruptError(f"segment {self.label}: cannot open {path}: {exc}") from None
-        self._buf = self._map.read_buffer()
-        if self._buf.size != self._identity[2]:
+            self._identity = _identity(os.fstat(fd))
+            self._open_checks()
+        except OSError as exc:
             self.close()
-            self._fail("size check failed: the file changed while it was being opened")
-        self._verified: set[str] = set()
-        self._lock = threading.Lock()
-        size = self._buf.size
+            self._finalizer()
+            raise SegmentCorruptError(f"segment {self.label}: cannot open {path}: {exc}") from None
+        except BaseException:
+            self.close()
+            self._finalizer()
+            raise
+
+    def _open_checks(self) -> None:
+        size = self._identity[2]
         if size < len(MAGIC) + _FOOTER.size:
             self._fail(f"size check failed: file is {size} bytes, too short to be a segment (truncated?)")
-        if self._buf.slice(0, len(MAGIC)).to_pybytes() != MAGIC:
+        if self._read(0, len(MAGIC), "magic").to_pybytes() != MAGIC:
             self._fail("magic check failed: the file does not start with the segment magic")
-        m_off, m_len, m_crc, version, tail = _FOOTER.unpack(self._buf.slice(size - _FOOTER.size).to_pybytes())
+        footer = self._read(size - _FOOTER.size, _FOOTER.size, "footer").to_pybytes()
+        m_off, m_len, m_crc, version, tail = _FOOTER.unpack(footer)
         if tail != TAIL_MAGIC:
             self._fail("footer check failed: tail magic missing (truncated or overwritten file)")
         if version > CONTAINER_VERSION:
             self._fail(f"container version check failed: version {version}, this reader knows {CONTAINER_VERSION}")
         if m_off + m_len != size - _FOOTER.size or m_off < len(MAGIC):
             self._fail(f"footer check failed: manifest at {m_off}+{m_len} does not end at the footer")
-        self.manifest_bytes = self._buf.slice(m_off, m_len).to_pybytes()
+        self.manifest_bytes = self._read(m_off, m_len, "manifest").to_pybytes()
         if crc32(self.manifest_bytes) != m_crc:
             self._fail("manifest checksum check failed")
         self._manifest_offset = m_off
@@ -151,22 +160,44 @@ class Container:
     def _fail(self, what: str):
         raise SegmentCorruptError(f"segment {self.label}: {what}", self.segment_id)
 
+    def _read(self, offset: int, length: int, what: str) -> pa.Buffer:
+        """``length`` bytes at ``offset`` into a fresh (64-byte aligned) buffer. Positioned reads
+        instead of a memory map: a file truncated under a mapping kills the process with SIGBUS
+        on the next touch of a page past its new end, while a short read is just an error."""
+        buf = pa.allocate_buffer(length)
+        view = memoryview(buf)
+        done = 0
+        try:
+            while done < length:
+                got = os.preadv(self._fd, [view[done:]], offset + done)
+                if got == 0:
+                    break
+                done += got
+        except OSError as exc:
+            self._fail(f"read check failed for {what}: cannot read {self.path}: {exc}")
+        if done < length:
+            self._fail(f"size check failed for {what}: only {done} of {length} bytes at offset {offset} could be "
+                       f"read: {self.path} was truncated from outside; the copy is dropped and fetched again")
+        return buf
+
     def check_unchanged(self) -> None:
-        """Raise SegmentCorruptError if the mapped file was truncated, rewritten or touched since
-        it was opened. strata never changes a mapped file (new copies get new inodes by rename,
-        evicted ones are unlinked), so a change is damage from outside: reading the mapping then
-        could SIGBUS (past a new end) or give bytes that no checksum covered any more."""
-        if self._fd < 0:
-            # Closed (evicted, its file unlinked by the cache): a reader still holding it reads the
-            # mapping Arrow keeps alive for its buffers, and no path leads to that file any more.
+        """Raise SegmentCorruptError if the file was truncated, rewritten or touched since it was
+        opened. strata never changes a segment file in place (new copies get new inodes by
+        rename, evicted ones are unlinked), so a change is damage from outside. Reads are safe
+        anyway (each part read is checked against its crc32 and a short read is an error); this
+        makes a query fail, and the copy get fetched again, as soon as the change is visible,
+        even when every part the query needs is already in memory."""
+        if self._closed:
+            # Evicted (its file unlinked by the cache) or replaced: no path leads to that inode
+            # any more, and a reader still holding it reads what it verified.
             return
         try:
             now = _identity(os.fstat(self._fd))
         except OSError as exc:
             self._fail(f"file check failed: cannot stat {self.path}: {exc}")
         if now != self._identity:
-            self._fail(f"file check failed: {self.path} changed under the mapping (size {self._identity[2]} -> "
-                       f"{now[2]} bytes); the copy is dropped and fetched again")
+            self._fail(f"file check failed: {self.path} changed on disk since it was opened (size "
+                       f"{self._identity[2]} -> {now[2]} bytes); the copy is dropped and fetched again")
 
     def check_bounds(self, entries: dict) -> None:
         for name, entry in entries.items():
@@ -182,7 +213,7 @@ class Container:
 
     @property
     def size(self) -> int:
-        return self._buf.size
+        return self._identity[2]
 
     def part_length(self, name: str) -> int:
         """Stored bytes of a part (compressed size for a compressed part): what a read touches."""
@@ -190,33 +221,42 @@ class Container:
         return 0 if entry is None else entry.length
 
     def stored_part(self, name: str) -> pa.Buffer:
-        """A part's bytes as stored in the file (zero-copy), checksum-verified on first use."""
+        """A part's bytes as stored in the file, read now and checked against its crc32."""
         entry = self._entries.get(name)
         if entry is None:
             self._fail(f"part check failed: no internal part '{name}'")
-        self.check_unchanged()
-        buf = self._buf.slice(entry.offset, entry.length)
-        if name not in self._verified:
-            if crc32(buf) != entry.crc32:
-                self._fail(f"checksum check failed for part '{name}'")
-            with self._lock:
-                self._verified.add(name)
+        buf = self._read(entry.offset, entry.length, f"part '{name}'")
+        if crc32(buf) != entry.crc32:
+            self._fail(f"checksum check failed for part '{name}'")
         return buf
 
     def _decoded(self, name: str) -> pa.Buffer:
         entry = self._entries[name]
+        if entry.codec is None:
+            return self.stored_part(name)
         try:
             return decompress(entry.codec, self.stored_part(name), entry.raw_length)
         except CodecError as exc:
             self._fail(f"decompress check failed for part '{name}': {exc}")
 
+    def _memory_size(self, name: str) -> int:
+        entry = self._entries.get(name)
+        if entry is None:
+            self._fail(f"part check failed: no internal part '{name}'")
+        return entry.length if entry.codec is None else entry.raw_length
+
+    def _cached(self, name: str, kind: str, load):
+        size = self._memory_size(name)
+        # A file damaged on disk fails the query at its next part access even when the parts it
+        # needs are in memory, so the copy is dropped and fetched again before anything else.
+        self.check_unchanged()
+        if self._closed:
+            return load()  # its entries were dropped on close; a late reader must not add more
+        return self._cache.get((self._token, name, kind), load, size)
+
     def part(self, name: str) -> pa.Buffer:
-        """A part's bytes as written: the mapped bytes, or the decoded block of a compressed part."""
-        buf = self.stored_part(name)
-        entry = self._entries[name]
-        if entry.codec is None:
-            return buf
-        return self._cache.get((self._token, name, "bytes"), lambda: self._decoded(name), entry.raw_length)
+        """A part's bytes as written (decoded when compressed), from the cache or read now."""
+        return self._cached(name, "bytes", lambda: self._decoded(name))
 
     def _parse(self, name: str, buf: pa.Buffer) -> pa.Array:
         try:
@@ -227,20 +267,9 @@ class Container:
         return batch.column(0)
 
     def array(self, name: str) -> pa.Array:
-        """A part written by ``ipc_bytes``: read in place when uncompressed, else decoded once and
-        kept in the bounded cache. Callers should not hold it beyond their query."""
-        arr = self._arrays.get(name)
-        if arr is not None:
-            return arr
-        buf = self.stored_part(name)
-        entry = self._entries[name]
-        if entry.codec is not None:
-            return self._cache.get((self._token, name, "array"),
-                                   lambda: self._parse(name, self._decoded(name)), entry.raw_length)
-        arr = self._parse(name, buf)
-        with self._lock:
-            self._arrays.setdefault(name, arr)
-        return arr
+        """A part written by ``ipc_bytes``, parsed once and kept in the bounded cache. Callers
+        should not hold it beyond their query."""
+        return self._cached(name, "array", lambda: self._parse(name, self._decoded(name)))
 
     def derived(self, name: str, kind: str, load: Callable[[], Any], nbytes: int) -> Any:
         """A value computed from part ``name`` (unpacked codes, looked-up numbers), kept in the
@@ -255,14 +284,16 @@ class Container:
         for name in self._entries:
             self.stored_part(name)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
+        """Drop this file's cached parts and stop caching new ones. The descriptor is closed
+        when the last reader lets go of this object (see __init__); arrays already handed out
+        stay valid either way: they live in memory, not in the file."""
+        self._closed = True
         self._cache.evict(self._token)
-        with self._lock:
-            self._arrays.clear()
-        self._map.close()
-        fd, self._fd = self._fd, -1
-        if fd >= 0:
-            os.close(fd)
 
 
 def _identity(st: os.stat_result) -> tuple:

@@ -1,7 +1,7 @@
-"""DecodedPartCache: the process's bounded cache of decompressed segment parts, LRU by bytes.
+"""DecodedPartCache: the process's bounded cache of segment parts read into memory, LRU by bytes.
 
-Compressed parts cannot be read in place, so repeated queries would decompress them again and
-again; this cache keeps the most recently used decoded parts up to a byte budget (a historical
+Parts are read from their files (never memory-mapped, see container.py) and compressed ones
+decoded, so repeated queries would read and decompress them again and again; this cache keeps the most recently used decoded parts up to a byte budget (a historical
 sets it with ``[historical] decompressed_cache_bytes``). Column readers never hold a decoded
 part themselves: they ask their container each time, so the budget really bounds the memory that
 decompressed parts pin between queries. A part larger than the whole budget is decoded for the

@@ -1,6 +1,6 @@
 """Part codecs: how a segment part's stored bytes relate to the bytes its readers parse.
 
-A part is stored either as is (memory-mapped and read in place) or compressed as one block with
+A part is stored either as is (read as it is stored) or compressed as one block with
 a codec that the manifest records beside the part's offset, length and crc32 (the checksum
 covers the stored bytes, so bit rot is caught before decompression). Any segment with a
 compressed part lists ``compressedParts`` in ``requiredFeatures``, so an older reader refuses it
@@ -15,7 +15,7 @@ which shuffling makes worse, stay unshuffled.
 
 The writer compresses every part and keeps the compressed bytes only when they save enough:
 codes, numbers and dictionaries shrink 2-8x on the demo rows, while small parts and some Roaring
-bitmaps (a 50-value column's) barely shrink and stay mapped, so reading them costs nothing extra.
+bitmaps (a 50-value column's) barely shrink and stay uncompressed, so reading them decodes nothing.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class PartCompression:
     """The writer's policy. ``level`` None is the codec's default. On 1M demo rows (no shuffle)
     zstd level 1 stored 29.7 bytes/row, level 3 29.5 and level 9 28.7 at twice the build time.
     A part stays uncompressed when it is under ``min_bytes`` or compression saves less than
-    ``min_saving`` of its size (it is then memory-mapped and never decompressed)."""
+    ``min_saving`` of its size (it is then read as stored and never decompressed)."""
 
     codec: str = "zstd"
     level: int | None = 1

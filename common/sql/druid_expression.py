@@ -15,6 +15,7 @@ from common.errors import UnsupportedError
 from common.expr.node import BinaryOp, Expr, Identifier, UnaryOp
 from common.expr.node import Call as ECall
 from common.expr.node import Literal as ELiteral
+from common.sql.planning_deadline import check_deadline
 from common.sql.scalar import Call, Literal, Ref, Scalar
 from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, FLOAT, TIMESTAMP, VARCHAR
 from common.types.column_type import DOUBLE as NATIVE_DOUBLE
@@ -63,6 +64,7 @@ def _chain(op: str, parts: list[Expr]) -> Expr:
 
 def to_druid(expr: Scalar, columns: Sequence[str]) -> Expr:
     """``expr`` as a native expression tree; Ref(i) reads column ``columns[i]``."""
+    check_deadline()
     if isinstance(expr, Ref):
         return Identifier(columns[expr.index])
     if isinstance(expr, Literal):

@@ -19,6 +19,7 @@ from sqlglot import exp
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
 from common.query.filter_values import check_like
 from common.sql import functions
+from common.sql.planning_deadline import check_deadline
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_literals import literal_value, parameter_literal, parse_timestamp
 from common.sql.sql_text import LazySqlText, sql_text
@@ -148,6 +149,7 @@ class ScalarTranslator:
 
     # ---- entry points ------------------------------------------------------------------------
     def translate(self, node: exp.Expression) -> Scalar:
+        check_deadline()
         hit = self.scope.intercept(node, self)
         if hit is not None:
             return hit

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.druid import Druid
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import TokenType
 
 from common.errors import UnsupportedError, ValidationError
 from common.expr.nesting import MAX_NESTING, nesting_error
+from common.sql.planning_deadline import DeadlineParser, DeadlineTokenizer, check_deadline
 from common.sql.statement_kind import EMPTY_MESSAGE, StatementKind, classify
 
 DIALECT = "druid"
@@ -43,7 +44,8 @@ class Statement:
 
 def _parse(sql: str) -> list[exp.Expression | None]:
     try:
-        return sqlglot.parse(sql, read=DIALECT)
+        # sqlglot.parse(sql, read="druid"), with the planning deadline checked as it goes.
+        return DeadlineParser(dialect=Druid).parse(DeadlineTokenizer(dialect=Druid).tokenize(sql), sql)
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
         line, col = first.get("line"), first.get("col")
@@ -95,6 +97,7 @@ def _fold_literal_lists(text: str, tokens) -> tuple[str, dict[str, list]]:
         if tokens[i].token_type == TokenType.IN and i + 1 < n and tokens[i + 1].token_type == TokenType.L_PAREN:
             items, j = [], i + 2
             while True:
+                check_deadline()
                 found = _list_item(tokens, j)
                 if found is None:
                     break
@@ -125,6 +128,7 @@ def _fold_literal_lists(text: str, tokens) -> tuple[str, dict[str, list]]:
 
 def _unfold_literal_lists(statements: list, lists: dict[str, list]) -> None:
     for statement in statements:
+        check_deadline()
         for node in list(statement.find_all(exp.Placeholder)):
             items = lists.get(node.name)
             parent = node.parent

@@ -25,6 +25,7 @@ from sqlglot.errors import TokenError
 from sqlglot.tokens import Token, TokenType
 
 from common.errors import UnsupportedError, ValidationError
+from common.sql.planning_deadline import DeadlineTokenizer
 from common.sql.set_statement import SettingValue, location, parse_set
 
 EMPTY_MESSAGE = "empty SQL statement; expected a query such as SELECT ... FROM ..."
@@ -57,7 +58,7 @@ _HEADS = {
 }
 
 
-class _Tokenizer(Druid.tokenizer_class):
+class _Tokenizer(DeadlineTokenizer):
     KEYWORDS: ClassVar[dict] = {word: kind for word, kind in Druid.tokenizer_class.KEYWORDS.items() if word != "EXPLAIN"}
 
 

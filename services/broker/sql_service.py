@@ -20,6 +20,8 @@ import pyarrow as pa
 from common.catalog.catalog_errors import TableExistsError, TableNotFoundError
 from common.errors import QueryTimeoutError, UnsupportedError, ValidationError
 from common.sql import plan_sql
+from common.sql.planning_deadline import planning_deadline
+from common.sql.planning_deadline import timeout_error as planning_timeout
 from common.sql.statement_kind import classify
 from services.broker.core.sql_backend import StatementInfo, TableInfo
 from services.security.authorizer import ALLOW_ALL
@@ -348,12 +350,14 @@ class SqlService:
         if head.kind.is_ingestion:  # EXPLAIN PLAN FOR INSERT/REPLACE
             return self._explain_ingestion(head, dict(context or {}), user)
         started = time.monotonic()
-        plan = self._plan(sql, user, parameters, dict(context or {}))
+        # The timeout covers planning too (a huge IN list or a deep expression takes planning
+        # time): the planner checks the deadline in its loops and stops there.
+        with planning_deadline(self._timeout({**dict(context or {}), **head.settings}), started):
+            plan = self._plan(sql, user, parameters, dict(context or {}))
         timeout_s = self._timeout(plan.context)
-        # The timeout covers planning too (a huge IN list or a deep expression takes planning time).
         deadline = started + timeout_s
         if time.monotonic() > deadline:
-            raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s while planning (context timeout)")
+            raise planning_timeout(timeout_s)
 
         def run_native(query):
             remaining = deadline - time.monotonic()
@@ -417,16 +421,18 @@ class SqlService:
             return StatementInfo(0, EXPLAIN_SCHEMA)
         catalog = SecureSqlCatalog(self.catalog, self.authorizer, user)
         count = head.parameter_count
-        if count == 0 or parameters is not None:
-            plan = self._plan(sql, user, tuple(parameters or ()), dict(context or {}))
-            return StatementInfo(plan.parameter_count, plan.output_schema)
-        try:
-            plan = plan_sql(sql, catalog, [None] * count, dict(context or {}))
-            return StatementInfo(plan.parameter_count, None)
-        except PermissionError:
-            raise
-        except Exception:  # planning may need the parameters' types: decide when they are bound
-            return StatementInfo(count, None)
+        # Preparing plans too, so the query timeout bounds it as it bounds execute.
+        with planning_deadline(self._timeout({**dict(context or {}), **head.settings})):
+            if count == 0 or parameters is not None:
+                plan = self._plan(sql, user, tuple(parameters or ()), dict(context or {}))
+                return StatementInfo(plan.parameter_count, plan.output_schema)
+            try:
+                plan = plan_sql(sql, catalog, [None] * count, dict(context or {}))
+                return StatementInfo(plan.parameter_count, None)
+            except (PermissionError, QueryTimeoutError):
+                raise
+            except Exception:  # planning may need the parameters' types: decide when they are bound
+                return StatementInfo(count, None)
 
     def _authorize_ingestion(self, sql: str, context: dict | None, user: str | None) -> None:
         """Refuse preparing an INSERT/REPLACE the user may not run; other errors wait for execute."""

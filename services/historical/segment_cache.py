@@ -18,11 +18,13 @@
 - A sidecar ``<file>.json`` records each segment's deep storage key so a corrupt copy found after
   a restart can be pulled again.
 
-Segments handed to queries are never unmapped under them: eviction and replacement retire a
-segment, and it is closed only when the last ``acquire`` releases it. (Arrow's memory map also
-keeps its region alive while any buffer sliced from it exists, so even a ``get`` caller that does
-not acquire cannot read unmapped memory.) Evicted files are unlinked; on POSIX an open mapping
-stays readable after its file is unlinked.
+Segments handed to queries are never closed under them: eviction and replacement retire a
+segment, and it is closed only when the last ``acquire`` releases it. (A container also keeps its
+file descriptor until the object is collected, so even a ``get`` caller that does not acquire
+reads the inode it verified.) Evicted files are unlinked and copies replaced by rename, never
+changed in place; on POSIX an open file stays readable after it is unlinked. Files are read with
+pread, not mapped, so a copy truncated or rewritten from outside is a SegmentCorruptError at the
+next read (the historical then drops it and fetches it again), never a SIGBUS.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Issue 14's hostile inputs on the real path: the broker's Flight SQL endpoint (ADBC driver) over
 a real cluster. The plan cache must not serve a stale NOW () whatever its spelling, a 20,000-value
-IN list plans and answers, fractions in IN lists on BIGINT are not truncated, and nesting past the
-limit is refused with a message that names the limit."""
+IN list plans and answers, fractions in IN lists on BIGINT are not truncated, nesting past the
+limit is refused with a message that names the limit, and planning stops at the query timeout."""
 
 from __future__ import annotations
 
@@ -86,3 +86,19 @@ def test_nesting_past_the_limit_is_refused_with_the_limit(conn):
     for _ in range(150):
         expr = f"ABS({expr})"
     assert len(run(conn, f"SELECT {expr} AS v FROM t")) == ROWS
+
+
+def test_a_statement_that_plans_past_its_timeout_stops_with_the_timeout_error(conn):
+    # 10,000 CASE branches take over a second to plan; with a 50 ms timeout the planner stops at
+    # the deadline and the client gets the timeout error (not an internal one, not a late answer).
+    case = "CASE " + " ".join(f"WHEN n = {i} THEN {i}" for i in range(10_000)) + " END"
+    with conn.cursor() as cur:
+        with pytest.raises(adbc_driver_manager.Error) as info:
+            cur.execute(f"SET timeout = 50; SELECT {case} AS v FROM t")
+            cur.fetch_arrow_table()
+    message = str(info.value)
+    assert "timed out" in message and "while planning" in message, message
+    assert "Traceback" not in message
+    # The same statement with room to plan answers.
+    rows = run(conn, f"SELECT {case} AS v FROM t WHERE n < 3 ORDER BY v")
+    assert rows == [{"v": 0}, {"v": 1}, {"v": 2}]

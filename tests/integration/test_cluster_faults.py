@@ -161,3 +161,72 @@ def test_a_cached_segment_truncated_under_a_running_historical(cluster):
     cluster.client.wait_loaded("wiki", len(cluster.descriptors), 60, replicas=2)
     _wait_answer(cluster, 30)
     assert cluster.node(owner)["pid"] == pid and _alive(pid)
+
+
+def test_segment_files_damaged_under_a_historical_mid_query_loop(cluster):
+    # Queries keep running while one historical's cached copy is truncated and overwritten in
+    # place, again and again: reads that meet the damage (a short read, a checksum mismatch, a
+    # changed file) fail on that replica only, the broker answers from the other, the damaged
+    # copy is dropped and fetched again (a new file, renamed in), and no answer is ever wrong.
+    _wait_answer(cluster, 60)
+    cluster.client.wait_loaded("wiki", len(cluster.descriptors), 60, replicas=2)
+    cache = os.path.join(cluster.dir, "cache-1")
+    # Only the segments the query loop reads: damage is found by reading it (or by a restart).
+    victims = sorted(glob.glob(os.path.join(cache, "wiki_*.sseg")))
+    assert victims
+    pid = cluster.node("historical-1")["pid"]
+    failures, answers = [], []
+    stop = threading.Event()
+
+    def query_loop():
+        while not stop.is_set():
+            try:
+                answers.append(_answer(cluster))
+            except Exception as exc:  # noqa: BLE001 - recorded and asserted below
+                failures.append(exc)
+
+    workers = [threading.Thread(target=query_loop) for _ in range(3)]
+    for w in workers:
+        w.start()
+    try:
+        for step in range(12):
+            before = len(answers)
+            deadline = time.monotonic() + 30
+            while len(answers) < before + 2 and time.monotonic() < deadline and not failures:
+                time.sleep(0.02)  # let queries run against the current copy first
+            victim = victims[step % len(victims)]
+            try:
+                with open(victim, "r+b") as f:  # in place: the inode the historical has open
+                    size = os.fstat(f.fileno()).st_size
+                    if step % 2:
+                        f.truncate(size // 3)
+                    else:
+                        f.seek(size // 2)
+                        f.write(os.urandom(min(65536, size // 4)))
+            except FileNotFoundError:
+                continue  # evicted and being fetched again right now
+    finally:
+        deadline = time.monotonic() + 30
+        while len(answers) < 10 and time.monotonic() < deadline and not failures:
+            time.sleep(0.05)
+        stop.set()
+        for w in workers:
+            w.join(timeout=60)
+    assert _alive(pid), "historical-1 died while its segment files were damaged under it"
+    assert not failures, failures[:3]
+    assert len(answers) > 10 and set(answers) == {cluster.expected}
+    # Every damaged copy is found by a query that reads it and replaced by a whole one fetched
+    # again (the damage cannot be undone any other way: truncated, or random bytes under a crc).
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            for victim in victims:
+                Segment.open(victim, verify=True).close()
+            break
+        except Exception:  # noqa: BLE001 - damaged or missing until fetched again
+            if time.monotonic() > deadline:
+                raise
+            assert _answer(cluster) == cluster.expected  # queries are what find the damage
+    cluster.client.wait_loaded("wiki", len(cluster.descriptors), 60, replicas=2)
+    _wait_answer(cluster, 30)
+    assert cluster.node("historical-1")["pid"] == pid and _alive(pid)

@@ -10,6 +10,7 @@ argument per aggregation and refuses more.
 from __future__ import annotations
 
 from common.sql.logical_plan import RelNode, transform_plan
+from common.sql.planning_deadline import check_deadline
 from common.sql.rules.aggregate_through_project import aggregate_through_project
 from common.sql.rules.avg_to_sum_count import avg_to_sum_count
 from common.sql.rules.equi_join import equi_join
@@ -45,6 +46,7 @@ def optimize(plan: RelNode, rules=RULES) -> RelNode:
     for _ in range(MAX_PASSES):
         before = plan
         for rule in rules:
+            check_deadline()
             plan = transform_plan(plan, rule)
         if plan == before:
             return plan

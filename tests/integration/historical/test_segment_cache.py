@@ -333,12 +333,12 @@ def test_segments_in_use_survive_eviction(storage, built, tmp_path):
     with cache.acquire(a) as segment:
         assert cache.evict(a) is True
         assert not os.path.exists(cache.path(a)) and cache.get(a) is None
-        assert totals(segment) == expected(built, day_a)  # still mapped: closing waits for release
-        assert not segment._container._map.closed
-    assert segment._container._map.closed
+        assert totals(segment) == expected(built, day_a)  # still open: closing waits for release
+        assert not segment._container.closed
+    assert segment._container.closed
     with cache.acquire(a) as missing:
         assert missing is None
-    # A plain get() holder is safe too: Arrow keeps the mapping alive for buffers in use.
+    # A plain get() holder is safe too: the file descriptor lives as long as the segment object.
     held = load(cache, built.items[1])
     held.column("channel")
     cache.drop(b)

@@ -14,6 +14,7 @@ from common.errors import ValidationError
 from common.query import execute
 from common.segment import Segment, SegmentId, build_segment
 from common.segment.manifest import SegmentManifest
+from common.segment.part_cache import PROCESS_CACHE
 from common.segment.string_column import StringColumn
 from common.types import (
     DOUBLE,
@@ -260,37 +261,32 @@ def test_declared_types_cast_inputs(make_segment):
     assert read_column(seg, "x") == [1.5, 2.0]
 
 
-# ---- memory mapping ------------------------------------------------------------------------------
-def _mapped_range(seg: Segment) -> tuple[int, int]:
-    # White-box: the container's buffer is the memory map of the whole file.
-    buf = seg._container._buf
-    return buf.address, buf.address + buf.size
+# ---- reading parts ------------------------------------------------------------------------------
+def _cached_parts(seg: Segment) -> set[str]:
+    # White-box: the names of this segment's parts held in the process's part cache.
+    token = seg._container._token
+    return {key[1] for key in PROCESS_CACHE._entries if key[0] == token}
 
 
-def test_reads_are_views_into_the_memory_map(mixed):
-    seg, path = mixed
-    lo, hi = _mapped_range(seg)
-    assert hi - lo == os.path.getsize(path)
-    # 's' has 7 ids counting null, so its codes are bit-packed: the packed bytes are read in
-    # place and unpacked into the decoded-part cache.
-    assert seg.manifest.column("s").spec.to_json()["codeBits"] == 4
-    packed = seg._container.array("s/codes").buffers()[1]
-    assert lo <= packed.address and packed.address + packed.size <= hi
-    longs = seg.column("l").numpy()
-    assert not longs.flags.owndata and lo <= longs.ctypes.data < hi
-    for arr in (seg.column("s").dictionary, seg.column("d").values(), seg.column("la").values().values):
-        for b in arr.buffers():
-            if b is not None and b.size:
-                assert lo <= b.address and b.address + b.size <= hi
+def test_parts_are_read_into_aligned_memory_once_then_served_from_the_cache(mixed):
+    seg, _ = mixed
+    first = seg.column("l").numpy()
+    assert first.ctypes.data % 8 == 0  # aligned for its type, though the bytes came from a file read
+    before = PROCESS_CACHE.stats()
+    again = seg.column("l").numpy()
+    after = PROCESS_CACHE.stats()
+    assert again.ctypes.data == first.ctypes.data and after.misses == before.misses and after.hits > before.hits
 
 
 def test_columns_load_lazily_and_are_cached(mixed):
     seg, _ = mixed
-    assert seg._container._verified == set()  # nothing read on open but the manifest
+    assert _cached_parts(seg) == set()  # nothing read on open but the manifest
     first = seg.column("l")
     first.values()
-    assert seg._container._verified == {"l/values"}
+    assert _cached_parts(seg) == {"l/values"}
     assert seg.column("l") is first
+    seg.close()
+    assert _cached_parts(seg) == set()  # closing gives the budget back
 
 
 # ---- atomic writes and build-time validation ---------------------------------------------------

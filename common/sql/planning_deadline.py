@@ -1,0 +1,111 @@
+"""The planning deadline: the query timeout interrupts planning, not only execution.
+
+A statement can take long to plan (a huge IN list, an expression with thousands of terms, nesting
+near the limit), and a timeout that is only compared after planning lets it run on for seconds or
+minutes past the deadline. The broker sets the deadline with ``planning_deadline(timeout_s)`` around
+planning; the planner's loops call ``check_deadline()`` (per token sqlglot's tokenizer makes and its
+parser consumes, per expression node translated, rewritten or rendered, per list item folded, per
+optimizer rule), which raises QueryTimeoutError once it has passed. Without a deadline set (an
+in-process caller, a unit test) the check costs a context-variable read.
+
+Plans run on the caller's thread, so the deadline lives in a ContextVar: concurrent statements on
+other threads each see their own. ``DeadlineTokenizer`` and ``DeadlineParser`` are the Druid
+dialect's tokenizer and parser with the check added (they build the same tokens and trees). The
+front door tokenizes a request once to classify it before the timeout starts; that first pass is
+linear in the text and its result is kept, so planning does not repeat it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from sqlglot.dialects.druid import Druid
+from sqlglot.errors import TokenError
+
+from common.errors import QueryTimeoutError
+
+# (monotonic deadline, the timeout in seconds for the message), or None: no deadline.
+_DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("strata_planning_deadline", default=None)
+
+
+@contextmanager
+def planning_deadline(timeout_s: float, started: float | None = None) -> Iterator[None]:
+    """Run the block with planning interrupted ``timeout_s`` seconds after ``started`` (a
+    ``time.monotonic()`` value; now by default)."""
+    start = time.monotonic() if started is None else started
+    token = _DEADLINE.set((start + timeout_s, timeout_s))
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def check_deadline() -> None:
+    """Raise QueryTimeoutError if the planning deadline has passed."""
+    deadline = _DEADLINE.get()
+    if deadline is not None and time.monotonic() > deadline[0]:
+        raise timeout_error(deadline[1])
+
+
+def _checking_core(cls: type) -> type:
+    class Checking(cls):
+        __slots__ = ()
+
+        def _add(self, *args, **kwargs):
+            check_deadline()
+            return super()._add(*args, **kwargs)
+
+    return Checking
+
+
+class DeadlineTokenizer(Druid.tokenizer_class):
+    """Druid's tokenizer, checking the deadline at every token it adds. sqlglot keeps the scanning
+    loop in a ``TokenizerCore`` object (since 27); its class is swapped for a subclass that checks.
+    A sqlglot without that split scans in the tokenizer itself, where ``_add`` below checks."""
+
+    _CORES: dict = {}
+
+    def _init_core(self):
+        core = super()._init_core()
+        cls = type(core)
+        checking = self._CORES.get(cls)
+        if checking is None:
+            checking = self._CORES[cls] = _checking_core(cls)
+        try:
+            core.__class__ = checking
+        except TypeError:
+            pass  # a compiled core: tokenizing is then fast, and planning still checks after it
+        return core
+
+    def _add(self, *args, **kwargs):
+        check_deadline()
+        return super()._add(*args, **kwargs)
+
+    def tokenize(self, sql: str):
+        try:
+            return super().tokenize(sql)
+        except TokenError as exc:
+            # The tokenizer reports any exception in its loop as a TokenError "from" it.
+            if isinstance(exc.__cause__, QueryTimeoutError):
+                raise exc.__cause__ from None
+            raise
+
+
+class DeadlineParser(Druid.parser_class):
+    """Druid's parser, checking the deadline at every token it takes."""
+
+    def _advance(self, *args, **kwargs) -> None:
+        super()._advance(*args, **kwargs)
+        check_deadline()
+
+
+def timeout_error(timeout_s: float) -> QueryTimeoutError:
+    return QueryTimeoutError(f"query timed out after {timeout_s:.1f}s while planning (context timeout); raise "
+                             "the timeout (SET timeout = <milliseconds>) or simplify the statement (e.g. a shorter "
+                             "IN list or fewer terms)")
+
+
+__all__ = ["DeadlineParser", "DeadlineTokenizer", "check_deadline", "planning_deadline", "timeout_error"]
