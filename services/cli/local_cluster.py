@@ -153,10 +153,11 @@ class LocalCluster:
     def up(self, historicals: int = 2, etcd: str | None = None, timeout_s: float = 90.0,
            max_cache_bytes: int = 10 * 1024**3, *, metadata_url: str | None = None, deep_storage: str | None = None,
            deep_storage_endpoint: str = "", lease_ttl_s: int = 10, duty_period_ms: int = 1000,
-           replication: int = 0, ports: str = "fixed") -> dict:
+           replication: int = 0, ports: str = "fixed", warm_task_drivers: int = 0) -> dict:
         """Starts the cluster; returns its state. ``ports="fixed"`` (the default) uses the
         documented ports and refuses to start, naming each taken port and its holder, when one is
-        in use; ``"auto"`` replaces a taken one by a free one."""
+        in use; ``"auto"`` replaces a taken one by a free one. ``warm_task_drivers`` long-lived
+        Spark drivers take ingestion tasks without a JVM start each (``strata up`` keeps one)."""
         if historicals < 1:
             raise StrataError("a cluster needs at least one historical (--historicals 1)")
         state = self.state()
@@ -182,7 +183,8 @@ class LocalCluster:
         nodes = [("coordinator", "coordinator", {**common, "node": {"id": "coordinator", "host": "127.0.0.1", **coord},
                                                   "coordinator": {"state_dir": os.path.join(self.dir, "coordinator"),
                                                                   "duty_period_ms": duty_period_ms,
-                                                                  "replication": replication}})]
+                                                                  "replication": replication,
+                                                                  "warm_task_drivers": warm_task_drivers}})]
         nodes.append(("broker", "broker", {**common, "node": {"id": "broker", "host": "127.0.0.1", **broker}}))
         for i in range(1, historicals + 1):
             hist_ports = historical_ports[i - 1]
