@@ -1,5 +1,6 @@
-"""`strata up` options reach the node configs it writes (ports are probed, no node starts): the warm
-coordinator's, one by default on the command line, none through the Python API tests use."""
+"""`strata up` options reach the node configs it writes (ports are probed, no node starts): the
+warm Spark drivers setting is the coordinator's, one by default on the command line, none through
+the Python API the tests use."""
 
 from __future__ import annotations
 
