@@ -81,7 +81,7 @@ def legacy_options(table: pa.Table) -> dict:
     out = {"__time": {"blockRows": 0}}
     for field in table.schema:
         if pa.types.is_string(field.type):
-            out[field.name] = {"packCodes": False, "bitmaps": True}
+            out[field.name] = {"packCodes": False, "bitmaps": True, "codeBlockRows": 0}
         elif pa.types.is_floating(field.type):
             out[field.name] = {"valueDictionary": False, "blockRows": 0}
         elif pa.types.is_integer(field.type):
