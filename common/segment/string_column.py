@@ -20,6 +20,12 @@ bytes/row of a compressed segment: an inverted index holds the same information 
 (about log2(cardinality) bits per row each), so it cannot be made cheap by encoding alone, while
 the scan it saves costs about 1 ms per million rows once the codes are decoded. Segments written
 before this default keep their bitmaps part and are read through it.
+
+Code blocks (column option ``codeBlockRows``, requiredFeatures ``codeBlocks``; opt-in): codes
+that are not bit-packed are stored as parts ``codes0..`` of that many rows, with each block's
+[min, max] non-null code in the spec. A take of a few rows decodes only their blocks, and an
+equality, IN or range filter scans only the blocks whose range may hold a matching id when that
+rules out at least half of them. A value absent from the dictionary reads no codes at all.
 """
 
 from __future__ import annotations
@@ -50,9 +56,12 @@ class EncodedString:
     code_ranges: list | None = None  # [min, max] non-null code of each block ([-1, -1]: only nulls)
 
 
-# Unpacked codes of a column longer than this are stored in blocks of this many rows, each its
-# own (compressed) part, like value blocks: a few rows' strings decode only their blocks' codes.
-CODE_BLOCK_ROWS = 65536
+# Code blocks are opt-in (column option ``codeBlockRows``, e.g. 65536 like value blocks): on the
+# storage benchmark's needle query (an equality on a high-cardinality column whose rows spread
+# over every block, codes in random order) they saved nothing, warm or cold, and cost 0.7% of
+# the bytes; they pay when a column's values cluster (the zone map skips blocks) or when the
+# rows a query reads fall in few blocks. See docs/benchmarks.md (storage section).
+CODE_BLOCK_ROWS = 0
 
 
 def _code_blocks(narrow: np.ndarray, block_rows: int) -> tuple[dict[str, pa.Buffer], list]:
@@ -257,7 +266,8 @@ class StringColumn:
 
     @property
     def cardinality(self) -> int:
-        return int(self.stats.get("cardinality", len(self.dictionary)))
+        # Not stats.get(..., len(self.dictionary)): that would read the dictionary on every call.
+        return int(self.stats["cardinality"]) if "cardinality" in self.stats else len(self.dictionary)
 
     @property
     def codes_array(self) -> pa.Int32Array:
@@ -496,8 +506,10 @@ class SortedDictionaryIndex:
             if len(ids) == 0:
                 return BitMap()  # a value absent from the dictionary: no code is read
             blocks = self._column.candidate_blocks(ids, self.cardinality)
-            if blocks is not None and len(blocks) < len(self._column._blocks):
-                # The zone map rules out some blocks: scan only the others.
+            if blocks is not None and len(blocks) * 2 <= len(self._column._blocks):
+                # The zone map rules out most blocks: scan only the others. When it rules out
+                # fewer, one pass over the joined codes (one cache entry once warm) is cheaper
+                # than a pass per block (measured on the storage benchmark's needle query).
                 return self._column.rows_in_blocks(blocks, ids)
             return rows_with_ids(self._column.codes(), self.cardinality, ids)
         # One fetch of the bitmaps part for all ids (a compressed part is one cache lookup).

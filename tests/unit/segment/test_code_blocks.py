@@ -132,6 +132,9 @@ def test_short_columns_packed_codes_and_opt_out_stay_one_part(tmp_path):
     assert "codes" in seg.manifest.column("s").parts
     seg = _build(tmp_path, _table(B * 3), name="off.sseg", block_rows=0)
     assert "codes" in seg.manifest.column("s").parts and "codeBlocks" not in seg.manifest.required_features
+    build_segment(_table(70_000), str(tmp_path / "default.sseg"), SID)  # opt-in: the default is one part
+    default = Segment.open(str(tmp_path / "default.sseg"))
+    assert "codes" in default.manifest.column("s").parts and "codeBlocks" not in default.manifest.required_features
     few = pa.table({"__time": pa.array(T0 + np.arange(B * 3), pa.int64()),
                     "s": pa.array(["a", "b", None][i % 3] for i in range(B * 3))})
     path = str(tmp_path / "packed.sseg")
