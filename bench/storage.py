@@ -2,7 +2,7 @@
 and what compression costs bench/engine.py's queries.
 
     .venv/bin/python bench/storage.py [--rows 1000000] [--json-rows 100000] [--runs 5] [--codec zstd|lz4_frame]
-                                     [--markdown]
+                                     [--code-block-rows 65536] [--markdown]
 
 Generates the demo rows plus a DOUBLE column, builds DAY segments three ways: the format before
 issue 16 uncompressed (every part mapped, a Roaring bitmap per string value, int codes, plain
@@ -15,6 +15,8 @@ table (``--json-rows``) because encoding its fields is slow; Parquet and ClickHo
 text. Then it runs the engine benchmark's queries over the segment sets: with a decoded-part
 cache that holds the working set (repeated queries), and with the cache emptied before each run
 (a query right after the segments load, or after its parts were evicted, decodes what it reads).
+With ``--code-block-rows N`` a fourth set (today's default plus STRING codes in N-row blocks
+with a per-block code range, column option ``codeBlockRows``) runs the needle query beside it.
 """
 
 from __future__ import annotations
@@ -81,7 +83,7 @@ def legacy_options(table: pa.Table) -> dict:
     out = {"__time": {"blockRows": 0}}
     for field in table.schema:
         if pa.types.is_string(field.type):
-            out[field.name] = {"packCodes": False, "bitmaps": True}
+            out[field.name] = {"packCodes": False, "bitmaps": True, "codeBlockRows": 0}
         elif pa.types.is_floating(field.type):
             out[field.name] = {"valueDictionary": False, "blockRows": 0}
         elif pa.types.is_integer(field.type):
@@ -90,12 +92,12 @@ def legacy_options(table: pa.Table) -> dict:
 
 
 def strata_bytes(table: pa.Table, out: str, compression, column_types=None,
-                 legacy: bool = False) -> tuple[dict, int, float, list]:
+                 legacy: bool = False, options: dict | None = None) -> tuple[dict, int, float, list]:
     """(stored bytes per column, file bytes, build seconds, paths)."""
     started = time.perf_counter()
     built = build_segments(table, "wiki", out, segment_granularity="day", compression=compression,
                            column_types=column_types, string_bitmaps=legacy,
-                           column_options=legacy_options(table) if legacy else None)
+                           column_options=legacy_options(table) if legacy else options)
     seconds = time.perf_counter() - started
     per = defaultdict(int)
     for _, manifest in built:
@@ -163,6 +165,33 @@ def _same(a: pa.Table, b: pa.Table) -> bool:
     return a.schema == b.schema and repr(a.to_pylist()) == repr(b.to_pylist())
 
 
+def needle_with_code_blocks(data: pa.Table, work: str, compression, args, packed_segs: list, packed_file: int) -> None:
+    """The needle query over today's default and over the same with STRING code blocks, warm and
+    with the cache emptied, and what the blocks cost in bytes."""
+    options = {f.name: {"codeBlockRows": args.code_block_rows} for f in data.schema if pa.types.is_string(f.type)}
+    _, blocked_file, _, paths = strata_bytes(data, os.path.join(work, "blocked"), compression, options=options)
+    blocked = [Segment.open(p) for p in paths]
+    native = [q for q in queries(pick_user(data)) if q[1] == "needle"][0][2]
+    saved_budget = PROCESS_CACHE.max_bytes
+    lines = []
+    try:
+        PROCESS_CACHE.set_max_bytes(8 << 30)
+        for label, cold in (("cache warm", False), ("cache emptied", True)):
+            def run(segs, cold=cold):
+                if cold:
+                    PROCESS_CACHE.clear()
+                return execute(native, segs)
+            a_ms, b_ms, a, b = alternating(lambda: run(packed_segs), lambda: run(blocked), args.runs)
+            lines.append((label, f"{a_ms:.1f}", f"{b_ms:.1f}", f"{b_ms / a_ms:.2f}",
+                          "yes" if _same(a.table, b.table) else "NO"))
+    finally:
+        PROCESS_CACHE.set_max_bytes(saved_budget)
+    print()
+    print(f"needle query with STRING code blocks of {args.code_block_rows:,} rows: bytes/row "
+          f"{packed_file / args.rows:.2f} -> {blocked_file / args.rows:.2f}")
+    print_rows(("needle query", "now ms", "now + code blocks ms", "ratio", "same result"), lines, args.markdown)
+
+
 def fmt(x: float) -> str:
     return "n/a" if x != x else f"{x:.2f}"
 
@@ -174,6 +203,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--codec", default=DEFAULT_COMPRESSION.codec, choices=sorted(CODECS),
                     help="codec of the compressed segments (default: the writer's default)")
+    ap.add_argument("--code-block-rows", type=int, default=0,
+                    help="also measure the needle query over segments with STRING code blocks of this many rows")
     ap.add_argument("--markdown", action="store_true", help="print the tables as Markdown")
     args = ap.parse_args()
     compression = replace(DEFAULT_COMPRESSION, codec=args.codec)
@@ -264,6 +295,8 @@ def main() -> int:
         print()
         print_rows(("query", "before, uncompressed ms", "now, cache warm ms", "ratio", "before, uncompressed ms (again)",
                     "now, cache emptied ms", "ratio", "same result"), qlines, args.markdown)
+        if args.code_block_rows:
+            needle_with_code_blocks(data, work, compression, args, packed_segs, packed_file)
         geo = lambda xs: float(np.exp(np.mean(np.log(xs))))  # noqa: E731
         print(f"geomean now/before-uncompressed: cache warm {geo(warm_ratios):.2f}, cache emptied before each query "
               f"{geo(cold_ratios):.2f} (goal <= 1.10); segments now are {packed_file / zstd_file:.2f}x Parquet zstd "

@@ -20,6 +20,12 @@ bytes/row of a compressed segment: an inverted index holds the same information 
 (about log2(cardinality) bits per row each), so it cannot be made cheap by encoding alone, while
 the scan it saves costs about 1 ms per million rows once the codes are decoded. Segments written
 before this default keep their bitmaps part and are read through it.
+
+Code blocks (column option ``codeBlockRows``, requiredFeatures ``codeBlocks``; opt-in): codes
+that are not bit-packed are stored as parts ``codes0..`` of that many rows, with each block's
+[min, max] non-null code in the spec. A take of a few rows decodes only their blocks, and an
+equality, IN or range filter scans only the blocks whose range may hold a matching id when that
+rules out at least half of them. A value absent from the dictionary reads no codes at all.
 """
 
 from __future__ import annotations
@@ -46,6 +52,30 @@ class EncodedString:
     parts: dict[str, pa.Buffer]
     stats: dict
     code_bits: int | None = None  # the codes part holds bit-packed codes of this width
+    code_block_rows: int | None = None  # set: parts codes0, codes1, ... of this many rows each
+    code_ranges: list | None = None  # [min, max] non-null code of each block ([-1, -1]: only nulls)
+
+
+# Code blocks are opt-in (column option ``codeBlockRows``, e.g. 65536 like value blocks): on the
+# storage benchmark's needle query (an equality on a high-cardinality column whose rows spread
+# over every block, codes in random order) they saved nothing, warm or cold, and cost 0.7% of
+# the bytes; they pay when a column's values cluster (the zone map skips blocks) or when the
+# rows a query reads fall in few blocks. See docs/benchmarks.md (storage section).
+CODE_BLOCK_ROWS = 0
+
+
+def _code_blocks(narrow: np.ndarray, block_rows: int) -> tuple[dict[str, pa.Buffer], list]:
+    """Parts ``codes0..`` of ``block_rows`` codes each (no validity: -1 marks null) and each
+    block's [min, max] non-null code ([-1, -1] when it holds only nulls), the zone map an
+    equality filter uses to skip blocks. Null rows are left out of the range so that a block
+    with one null row does not cover every low code."""
+    parts, ranges = {}, []
+    for i, start in enumerate(range(0, len(narrow), block_rows)):
+        block = narrow[start:start + block_rows]
+        parts[f"codes{i}"] = ipc_bytes(pa.array(block))
+        valid = block[block >= 0]
+        ranges.append([int(valid.min()), int(valid.max())] if len(valid) else [-1, -1])
+    return parts, ranges
 
 
 def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
@@ -79,10 +109,12 @@ def code_type(cardinality: int) -> pa.DataType:
     return pa.int32()
 
 
-def encode_string(values: pa.Array, bitmaps: bool = True, pack_codes: bool = False) -> EncodedString:
+def encode_string(values: pa.Array, bitmaps: bool = True, pack_codes: bool = False,
+                  code_block_rows: int = 0) -> EncodedString:
     """Dictionary-encode a string array (any string-like Arrow type, may hold nulls); ``bitmaps``
     False leaves out the per-value bitmaps part; ``pack_codes`` bit-packs the codes of a column
-    with at most 16 ids (counting null)."""
+    with at most 16 ids (counting null); ``code_block_rows`` (with ``pack_codes``) splits codes
+    that are not bit-packed into blocks of that many rows when the column is longer."""
     if pa.types.is_dictionary(values.type):
         values = values.cast(values.type.value_type)
     if not pa.types.is_string(values.type):
@@ -122,9 +154,17 @@ def encode_string(values: pa.Array, bitmaps: bool = True, pack_codes: bool = Fal
         # rows, and the bitmap cost 0.08 bytes/row after zstd on the mostly-null geo columns.
         width = narrow.dtype.itemsize * 8
         parts["codes"] = ipc_bytes(pa.array(narrow))
+    block_rows, ranges = None, None
+    if pack_codes and code_block_rows and len(narrow) > code_block_rows and (width is None or width >= 8):
+        # Blocks hold plain signed codes: no validity bitmap, -1 marks null (codeBits 8/16/32
+        # says so when the column has nulls; without nulls there is no -1).
+        del parts["codes"]
+        blocks, ranges = _code_blocks(narrow, code_block_rows)
+        parts.update(blocks)
+        block_rows = code_block_rows
     if bitmaps:
         parts["bitmaps"] = ipc_bytes(_bitmaps_binary(codes, cardinality))
-    return EncodedString(parts, stats, width)
+    return EncodedString(parts, stats, width, block_rows, ranges)
 
 
 @dataclass(frozen=True)
@@ -137,15 +177,27 @@ class DictionarySpec(EncodingSpec):
     # 1, 2, 4: the codes part is bit-packed (bit_packing.py), null rows 0 and ids from 1 when the
     # column has nulls; 8, 16, 32: signed codes with -1 for null and no Arrow validity bitmap.
     code_bits: int | None = None
-    KEYS: ClassVar = (("sharedDictionary", "shared_dictionary"), ("bitmaps", "bitmaps"), ("codeBits", "code_bits"))
+    # Set: the codes are parts codes0 .. codes{codeBlocks-1} of codeBlockRows rows each (the
+    # last may be shorter), and codeRanges[i] is block i's [min, max] non-null code ([-1, -1]
+    # when it holds only nulls; null rows are not in the ranges, so the null id reads every block).
+    code_block_rows: int | None = None
+    code_blocks: int | None = None
+    code_ranges: list | None = None
+    KEYS: ClassVar = (("sharedDictionary", "shared_dictionary"), ("bitmaps", "bitmaps"), ("codeBits", "code_bits"),
+                      ("codeBlockRows", "code_block_rows"), ("codeBlocks", "code_blocks"),
+                      ("codeRanges", "code_ranges"))
 
     def features(self) -> tuple[str, ...]:
         # An older reader would find no bitmaps part and refuse with a less clear message.
         return ((INDEX_FROM_CODES,) if self.bitmaps is False else ()) + \
-            ((BIT_PACKED_CODES,) if self.code_bits is not None else ())
+            ((BIT_PACKED_CODES,) if self.code_bits is not None else ()) + \
+            ((CODE_BLOCKS,) if self.code_block_rows is not None else ())
 
     def roles(self, required: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(r for r in required if r != "bitmaps") if self.bitmaps is False else required
+        out = tuple(r for r in required if r != "bitmaps") if self.bitmaps is False else required
+        if self.code_block_rows is not None and isinstance(self.code_blocks, int):
+            out = tuple(r for r in out if r != "codes") + tuple(f"codes{i}" for i in range(self.code_blocks))
+        return out
 
 
 def encode_with_shared_dictionary(values: pa.Array, dictionary: pa.Array, name: str) -> EncodedString:
@@ -195,7 +247,15 @@ class StringColumn:
             raise SegmentCorruptError(f"segment {stored.container.label}: column '{stored.name}' has codeBits "
                                       f"{code_bits!r}; this version reads {', '.join(map(str, WIDTHS + UNPACKED_WIDTHS))}",
                                       getattr(stored.container, "segment_id", None))
-        return cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type, code_bits)
+        column = cls(stored.container, dict(stored.parts), stored.num_rows, dict(stored.stats), stored.type, code_bits)
+        block_rows = getattr(stored.spec, "code_block_rows", None)
+        if block_rows is not None:
+            column._blocks = _checked_blocks(stored, block_rows, code_bits)
+            column._block_rows = block_rows
+        return column
+
+    _block_rows: int | None = None
+    _blocks: list | None = None  # [min, max] code per block
 
     # -- parts ------------------------------------------------------------------------------
     # Parts are not memoized here: the container reads mapped parts in place and keeps decoded
@@ -206,13 +266,63 @@ class StringColumn:
 
     @property
     def cardinality(self) -> int:
-        return int(self.stats.get("cardinality", len(self.dictionary)))
+        # Not stats.get(..., len(self.dictionary)): that would read the dictionary on every call.
+        return int(self.stats["cardinality"]) if "cardinality" in self.stats else len(self.dictionary)
 
     @property
     def codes_array(self) -> pa.Int32Array:
+        if self._block_rows is not None:
+            return self._container.derived(self._parts["codes0"], "joined", self._joined, self.num_rows * 5)
         if self._code_bits is None:
             return self._container.array(self._parts["codes"])
         return self._container.derived(self._parts["codes"], "unpacked", self._unpacked, self.num_rows * 2)
+
+    def _code_block(self, i: int) -> np.ndarray:
+        """Block ``i``'s codes (-1 for null) as numpy, decoded alone."""
+        name = self._parts[f"codes{i}"]
+        arr = self._container.array(name)
+        expected = min(self._block_rows, self.num_rows - i * self._block_rows)
+        if len(arr) != expected or not pa.types.is_signed_integer(arr.type) or arr.null_count:
+            raise SegmentCorruptError(f"segment {self._container.label}: codes part '{name}' holds {len(arr)} "
+                                      f"{arr.type} values, not {expected} signed codes without validity",
+                                      getattr(self._container, "segment_id", None))
+        return np.frombuffer(arr.buffers()[1], dtype=arr.type.to_pandas_dtype(),
+                             count=len(arr) + arr.offset)[arr.offset:]
+
+    def _joined(self) -> pa.Array:
+        codes = np.concatenate([self._code_block(i) for i in range(len(self._blocks))])
+        mask = codes < 0
+        return pa.array(codes, mask=mask) if mask.any() else pa.array(codes)
+
+    def candidate_blocks(self, ids: Ids, cardinality: int) -> list[int] | None:
+        """Blocks whose [min, max] code range may hold one of ``ids``, or None when the codes
+        are not in blocks; every block when ``ids`` include the null rows (``cardinality``)."""
+        if self._blocks is None:
+            return None
+        if isinstance(ids, IdRun):
+            if ids.lo <= cardinality < ids.hi:
+                return list(range(len(self._blocks)))
+            lo, hi = ids.lo, ids.hi - 1
+            return [i for i, (mn, mx) in enumerate(self._blocks) if mx >= 0 and lo <= mx and hi >= mn]
+        wanted = np.asarray(ids, dtype=np.int64)
+        if np.any(wanted == cardinality):
+            return list(range(len(self._blocks)))
+        wanted = np.sort(wanted)
+        out = []
+        for i, (mn, mx) in enumerate(self._blocks):
+            # Some wanted id within [mn, mx]: the first id >= mn is <= mx.
+            j = int(np.searchsorted(wanted, mn))
+            if mx >= 0 and j < len(wanted) and wanted[j] <= mx:
+                out.append(i)
+        return out
+
+    def rows_in_blocks(self, blocks: list[int], ids: Ids) -> BitMap:
+        """Rows of ``ids`` found by scanning only ``blocks`` (the others hold none of them)."""
+        out = BitMap()
+        for i in blocks:
+            found = rows_with_ids(self._code_block(i), self.cardinality, ids)
+            out |= found.shift(i * self._block_rows) if i else found
+        return out
 
     def _unpacked(self) -> pa.Array:
         packed = self._container.array(self._parts["codes"])
@@ -242,6 +352,8 @@ class StringColumn:
         return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr) + arr.offset)[arr.offset:]
 
     def part_bytes(self, roles: tuple[str, ...] = ("codes", "dictionary")) -> int:
+        if self._blocks is not None and "codes" in roles:
+            roles = tuple(r for r in roles if r != "codes") + tuple(f"codes{i}" for i in range(len(self._blocks)))
         return sum(self._container.part_length(self._parts[r]) for r in roles if r in self._parts)
 
     def _bitmap_array(self) -> pa.Array:
@@ -304,7 +416,33 @@ class StringColumn:
     def take(self, rows: np.ndarray | None) -> pa.DictionaryArray:
         if rows is None:
             return self.values()
-        return pa.DictionaryArray.from_arrays(self.codes_array.take(pa.array(rows)), self.dictionary)
+        codes = self._block_take(np.asarray(rows, dtype=np.int64)) if self._blocks is not None else None
+        if codes is None:
+            codes = self.codes_array.take(pa.array(rows))
+        return pa.DictionaryArray.from_arrays(codes, self.dictionary)
+
+    def _block_take(self, rows: np.ndarray) -> pa.Array | None:
+        """Codes of a few ``rows`` from their blocks alone (a cold read of a needle's rows), or
+        None when the joined codes are the cheaper read."""
+        count = len(self._blocks)
+        if len(rows) == 0 or len(rows) * 64 > self.num_rows:
+            return None
+        if rows.min() < 0 or rows.max() >= self.num_rows:
+            bad = int(rows.max()) if rows.max() >= self.num_rows else int(rows.min())
+            raise IndexError(f"row {bad} is out of range for a column of {self.num_rows} rows")
+        of = rows // self._block_rows
+        needed = np.unique(of)
+        if len(needed) * 2 > count:
+            return None
+        out = None
+        for b in needed:
+            codes = self._code_block(int(b))
+            if out is None:  # the blocks' type, so every take of this column has one index type
+                out = np.empty(len(rows), dtype=codes.dtype)
+            at = of == b
+            out[at] = codes[rows[at] - int(b) * self._block_rows]
+        mask = out < 0
+        return pa.array(out, mask=mask) if mask.any() else pa.array(out)
 
     def dictionary_codes(self) -> tuple[np.ndarray, pa.Array]:
         return self.codes(), self.dictionary
@@ -316,6 +454,26 @@ class StringColumn:
 
     def index(self) -> SortedDictionaryIndex:
         return SortedDictionaryIndex(self)
+
+
+def _checked_blocks(stored: StoredColumn, block_rows, code_bits) -> list:
+    spec = stored.spec
+    blocks, ranges = getattr(spec, "code_blocks", None), getattr(spec, "code_ranges", None)
+    where = f"segment {stored.container.label}: column '{stored.name}'"
+    if not isinstance(block_rows, int) or isinstance(block_rows, bool) or block_rows <= 0 or \
+            not isinstance(blocks, int) or blocks != -(-stored.num_rows // block_rows):
+        raise SegmentCorruptError(f"{where} has codeBlockRows {block_rows!r} and codeBlocks {blocks!r}, which do "
+                                  f"not cover its {stored.num_rows} rows", getattr(stored.container, "segment_id", None))
+    if code_bits is not None and code_bits not in UNPACKED_WIDTHS:
+        raise SegmentCorruptError(f"{where} has code blocks with bit-packed codes (codeBits {code_bits})",
+                                  getattr(stored.container, "segment_id", None))
+    ok = isinstance(ranges, list) and len(ranges) == blocks and all(
+        isinstance(r, list) and len(r) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in r)
+        and -1 <= r[0] <= r[1] for r in ranges)
+    if not ok:
+        raise SegmentCorruptError(f"{where} has codeRanges {str(ranges)[:80]!r}; expected one [min, max] pair of "
+                                  f"codes per block ({blocks})", getattr(stored.container, "segment_id", None))
+    return ranges
 
 
 class SortedDictionaryIndex:
@@ -345,6 +503,14 @@ class SortedDictionaryIndex:
 
     def bitmap(self, ids: Ids) -> BitMap:
         if not self._column.has_bitmaps:
+            if len(ids) == 0:
+                return BitMap()  # a value absent from the dictionary: no code is read
+            blocks = self._column.candidate_blocks(ids, self.cardinality)
+            if blocks is not None and len(blocks) * 2 <= len(self._column._blocks):
+                # The zone map rules out most blocks: scan only the others. When it rules out
+                # fewer, one pass over the joined codes (one cache entry once warm) is cheaper
+                # than a pass per block (measured on the storage benchmark's needle query).
+                return self._column.rows_in_blocks(blocks, ids)
             return rows_with_ids(self._column.codes(), self.cardinality, ids)
         # One fetch of the bitmaps part for all ids (a compressed part is one cache lookup).
         stored = self._column._bitmap_array()
@@ -358,13 +524,22 @@ class SortedDictionaryIndex:
 def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) -> EncodedColumn:
     # Bitmaps are opt-in (the column option ``bitmaps: true``): see the module docstring.
     bitmaps = (options or {}).get("bitmaps", False) is True
-    enc = encode_string(values, bitmaps, pack_codes=(options or {}).get("packCodes", True) is not False)
+    block_rows = (options or {}).get("codeBlockRows", CODE_BLOCK_ROWS)
+    if not isinstance(block_rows, int) or isinstance(block_rows, bool) or block_rows < 0:
+        raise ValueError(f"column option codeBlockRows must be a non-negative integer (0: one codes part), "
+                         f"got {block_rows!r}")
+    enc = encode_string(values, bitmaps, pack_codes=(options or {}).get("packCodes", True) is not False,
+                        code_block_rows=block_rows)
+    blocks = None if enc.code_block_rows is None else len(enc.code_ranges)
     return EncodedColumn(enc.parts, enc.stats, DictionarySpec(bitmaps=None if bitmaps else False,
-                                                              code_bits=enc.code_bits))
+                                                              code_bits=enc.code_bits,
+                                                              code_block_rows=enc.code_block_rows,
+                                                              code_blocks=blocks, code_ranges=enc.code_ranges))
 
 
 INDEX_FROM_CODES = register_feature("stringIndexFromCodes")
 BIT_PACKED_CODES = register_feature("bitPackedCodes")
+CODE_BLOCKS = register_feature("codeBlocks")
 UNPACKED_WIDTHS = (8, 16, 32)
 DICTIONARY = register(Encoding("dictionary", DictionarySpec, StringColumn.open, _encode,
                                required_roles=("dictionary", "codes", "bitmaps")))

@@ -1,7 +1,8 @@
 """The same queries give identical results over the same rows stored in the format before issue
 16's encodings (uncompressed, a Roaring bitmap per string value, int codes with Arrow validity,
 plain doubles) and in today's default (compressed parts, no stored bitmaps, bit-packed or
-validity-free codes, value-dictionary doubles)."""
+validity-free codes, value-dictionary doubles), and in today's default with STRING codes in
+small blocks (``codeBlockRows``), so the demo-sized segments have several code blocks each."""
 
 import struct
 
@@ -44,13 +45,17 @@ def _legacy_options(table: pa.Table) -> dict:
     return out
 
 
-@pytest.fixture(scope="module")
-def both(tmp_path_factory):
+@pytest.fixture(scope="module", params=["default", "code-blocks"])
+def both(tmp_path_factory, request):
     data = _rows(30_000)
     base = tmp_path_factory.mktemp("differential")
     old = build_segments(data, "wiki", str(base / "old"), compression=None, string_bitmaps=True,
                          column_options=_legacy_options(data))
-    new = build_segments(data, "wiki", str(base / "new"))
+    blocks = {f.name: {"codeBlockRows": 700} for f in data.schema if pa.types.is_string(f.type)}
+    new = build_segments(data, "wiki", str(base / "new"),
+                         column_options=blocks if request.param == "code-blocks" else None)
+    if request.param == "code-blocks":
+        assert new[0][1].column("user").spec.to_json()["codeBlockRows"] == 700
     old_segs, new_segs = [Segment.open(p) for p, _ in old], [Segment.open(p, verify=True) for p, _ in new]
     m_old, m_new = old[0][1], new[0][1]
     assert "bitmaps" in m_old.column("channel").parts and "bitmaps" not in m_new.column("channel").parts
@@ -81,6 +86,8 @@ FILTERS = {
     "equals-empty-string": {"type": "equals", "column": "tag", "matchValue": ""},
     "equals-unicode": {"type": "equals", "column": "tag", "matchValue": "\U0001F600"},
     "equals-long-string": {"type": "equals", "column": "tag", "matchValue": "x" * 3000},
+    "equals-absent": {"type": "equals", "column": "user", "matchValue": "no such user \U0001F600"},
+    "in-absent-and-present": {"type": "in", "dimension": "tag", "values": ["nope", "é", "x" * 2999]},
     "in-many": {"type": "in", "dimension": "channel", "values": [f"#{c}.wikipedia" for c in ("en", "de", "fr", "ja")]},
     "null-geo": {"type": "null", "column": "cityName"},
     "not-null-geo": {"type": "not", "field": {"type": "null", "column": "countryIsoCode"}},
@@ -100,7 +107,7 @@ def test_filtered_aggregates_agree(both, name):
     q = _q("groupBy", granularity="all", dimensions=["channel", "isAnonymous"], filter=FILTERS[name],
            aggregations=COUNT)
     a, b = execute(q, old).table, execute(q, new).table
-    assert a.num_rows > 0 or name in ("equals-long-string",)
+    assert a.num_rows > 0 or name in ("equals-long-string", "equals-absent")
     assert _bits(a) == _bits(b), name
 
 
@@ -120,3 +127,15 @@ def test_groupby_topn_timeseries_and_scans_agree(both):
         a, b = execute(q, old).table, execute(q, new).table
         assert a.num_rows > 0
         assert _bits(a) == _bits(b), q["queryType"]
+
+
+def test_needle_scans_agree(both):
+    """Equality on the high-cardinality user column (the storage benchmark's needle query)."""
+    old, new = both
+    users = execute(_q("scan", columns=["user"], limit=2000), old).table.column("user").to_pylist()
+    for user in sorted({u for u in users if u is not None})[:5]:
+        q = _q("scan", columns=["__time", "page", "added", "user"],
+               filter={"type": "equals", "column": "user", "matchValue": user})
+        a, b = execute(q, old).table, execute(q, new).table
+        assert a.num_rows > 0
+        assert _bits(a) == _bits(b), user
