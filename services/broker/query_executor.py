@@ -3,7 +3,7 @@
 Each historical gets one RunQuery for all of its segments in the plan. A topN by a sum or count
 over a dimension is answered exactly in up to three rounds that ship only the groups that can
 be in the result (common/query/topn_threshold.py), falling back to shipping every group when the
-bounds do not hold. A replica that fails
+bounds do not hold; historicals with few groups send them all in the first round and end there. A replica that fails
 (unreachable, no longer serving a segment, corrupt segment) is excluded for those segments and
 only they are re-planned onto other replicas. The whole query has one deadline; when it passes,
 outstanding calls are cancelled and the caller gets a QueryTimeoutError.
@@ -257,41 +257,29 @@ class QueryExecutor:
 
     def _gather_topn(self, query, schema, by_server: dict, deadline: float, query_id: str, is_active) -> Partial | None:
         """The exact topN in TPUT's three rounds; None: the bounds do not hold (or a round failed),
-        ship everything instead."""
+        ship everything instead. Historicals with few groups send them all in round 1 (marked
+        whole) and are not asked again; when all did, round 1 is the answer."""
         doc = query.to_json()
-        units = self._scatter(query, topn_threshold.with_directive(doc, {"phase": 1, "k": query.threshold}), schema,
-                              by_server, deadline, query_id, is_active)
+        units = self._scatter(query, topn_threshold.with_directive(
+            doc, {"phase": 1, "k": query.threshold, "whole": topn_threshold.ONE_ROUND_GROUPS}), schema,
+            by_server, deadline, query_id, is_active)
         stats = RunStats()
         for _, _, p in units:
             stats = stats + p.stats  # later rounds re-send the same stats: the scan happened once
-        first = topn_threshold.first_threshold(query, [p.table for _, _, p in units])
-        if first is None:
-            return None
+
+        def ask(directives: list[tuple[int, dict]]) -> list[pa.Table]:
+            return self._ask_all(query, [(units[i][0], units[i][1], topn_threshold.with_directive(doc, d))
+                                         for i, d in directives], schema, deadline, query_id, is_active)
+
         try:
-            second = self._ask_all(query, [(server, segs, topn_threshold.with_directive(
-                doc, {"phase": 2, "threshold": first.threshold})) for server, segs, _ in units],
-                schema, deadline, query_id, is_active)
-            found = topn_threshold.candidates(query, second, first.threshold)
-            if found is None:
-                return None
-            wanted, missing = found
-            asks = [(server, segs, topn_threshold.with_directive(doc, {"phase": 3, "keys": keys}))
-                    for (server, segs, _), keys in zip(units, missing) if keys]
-            third = iter(self._ask_all(query, asks, schema, deadline, query_id, is_active))
+            exact = topn_threshold.exact_parts(query, [p.table for _, _, p in units], ask)
         except (grpc.RpcError, ConnectionError, OSError, TypeError, ValueError):
             # A replica failed between rounds (or keys that JSON cannot carry): the plain path
             # has the retries.
             return None
-        exact = []
-        for table, keys in zip(second, missing):
-            parts = [topn_threshold.keep_candidates(query, table, wanted)]
-            if keys:
-                parts.append(next(third))
-            parts = [t for t in parts if t.num_columns]
-            if parts:
-                exact.append(Partial(pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1
-                                     else parts[0]))
-        merged = engine.merge(query, exact) if exact else Partial(pa.table({}), RunStats())
+        if exact is None:
+            return None
+        merged = engine.merge(query, [Partial(t) for t in exact]) if exact else Partial(pa.table({}), RunStats())
         merged.stats = stats
         return merged
 
