@@ -285,35 +285,32 @@ class QueryExecutor:
 
     def _ask_all(self, query, asks: list[tuple[str, list[SegmentId], str]], schema, deadline: float, query_id: str,
                  is_active) -> list[pa.Table]:
-        """One round: each (server, segments, query JSON) asked once, no retries; the tables in order."""
-        holders = [{} for _ in asks]
-        futures = [self.pool.submit(self._call, server, (query_json, query_id, segments, schema), deadline, holder)
-                   for (server, segments, query_json), holder in zip(asks, holders)]
+        """One round: each (server, segments, query JSON) asked once, no retries; the tables in order.
+        The calls are started at once and read on this thread (no pool hand-offs); the watchdog
+        cancels them when the query stops being active."""
+        started = []
         try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise QueryTimeoutError(f"query {query_id} timed out")
-                done, pending = wait(futures, timeout=min(remaining, 0.25))
-                if not pending:
-                    break
-                if not is_active():  # (rounds 2 and 3 follow a checked round 1: a slow one is asked)
-                    raise Cancelled(f"query {query_id} was cancelled")
+            for server, segments, query_json in asks:
+                client = self.historical_client(server)
+                call = client.run_query(query_json, query_id, segments, schema,
+                                        timeout_s=max(deadline - time.monotonic(), 0.001))
+                started.append((client, call, self.watchdog.watch(call, is_active)))
             out = []
-            for fut in futures:
-                partial = fut.result()
+            for client, call, _ in started:
+                partial = client.read_partial(call)
                 self._shipped(query, partial)
                 out.append(partial.table)
             return out
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise QueryTimeoutError(f"query {query_id} timed out") from None
+            if exc.code() == grpc.StatusCode.CANCELLED and not is_active():
+                raise Cancelled(f"query {query_id} was cancelled") from None
             raise
         finally:
-            for holder in holders:
-                call = holder.get("call")
-                if call is not None:
-                    call.cancel()
+            for _, call, token in started:
+                self.watchdog.unwatch(token)
+                call.cancel()
 
     def _shipped(self, query, partial: Partial, server: str = "", budget: MemoryBudget = UNLIMITED) -> None:
         """What a historical sent: the figure TPUT makes smaller; held until the merge, so it counts
@@ -339,20 +336,52 @@ class QueryExecutor:
             fut = self.pool.submit(self._call, server, (query_json, query_id, segments, schema), deadline, holder)
             pending[fut] = (server, segments, holder)
 
-        if len(by_server) == 1:
-            # One historical: read its answer on this thread (a pool hand-off is a thread switch);
-            # the watchdog stands in for the liveness checks of the waiting loop below.
-            (server, segments), = by_server.items()
-            try:
-                partial = self._call_watched(server, (query_json, query_id, segments, schema), deadline, is_active)
-                self._shipped(query, partial, server, budget)
-                return [(server, segments, partial)]
-            except grpc.RpcError as exc:
-                if exc.code() == grpc.StatusCode.CANCELLED and not is_active():
-                    raise Cancelled(f"query {query_id} was cancelled") from None
-                by_server = self._replan(query, query_id, server, segments, exc, exclude)
-            except (ConnectionError, OSError) as exc:
-                by_server = self._replan(query, query_id, server, segments, exc, exclude)
+        # Every historical's call is started here, then read here in turn (the calls run at once:
+        # starting one only sends its request). A pool hand-off per historical is a thread switch,
+        # which on a busy machine is most of a small query's time; the watchdog stands in for the
+        # liveness checks of the waiting loop below. Failed historicals' segments are re-planned
+        # and asked again through that loop.
+        retries: dict[str, list[SegmentId]] = {}
+        started = []
+        begun = time.monotonic()
+        try:
+            for server, segments in by_server.items():
+                try:
+                    client = self.historical_client(server)
+                    call = client.run_query(query_json, query_id, segments, schema,
+                                            timeout_s=max(deadline - time.monotonic(), 0.001))
+                except (grpc.RpcError, ConnectionError, OSError) as exc:
+                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+                        retries.setdefault(other, []).extend(segs)
+                    continue
+                started.append((server, segments, client, call, self.watchdog.watch(call, is_active)))
+            while started:
+                server, segments, client, call, token = started[0]
+                try:
+                    partial = client.read_partial(call)
+                    self._shipped(query, partial, server, budget)
+                    units.append((server, segments, partial))
+                except grpc.RpcError as exc:
+                    if exc.code() == grpc.StatusCode.CANCELLED and not is_active():
+                        raise Cancelled(f"query {query_id} was cancelled") from None
+                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+                        retries.setdefault(other, []).extend(segs)
+                except (ConnectionError, OSError) as exc:
+                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+                        retries.setdefault(other, []).extend(segs)
+                finally:
+                    self.watchdog.unwatch(token)
+                started.pop(0)
+                # As the waiting loop does: a query done within 5 ms never pays for the liveness
+                # check, a longer one is asked after each historical's answer (and by the
+                # watchdog every 0.25 s while blocked in a read).
+                if time.monotonic() - begun > 0.005 and not is_active():
+                    raise Cancelled(f"query {query_id} was cancelled")
+        finally:
+            for *_, call, token in started:  # an error: what was not read is not wanted
+                self.watchdog.unwatch(token)
+                call.cancel()
+        by_server = retries
         for server, segments in by_server.items():
             submit(server, segments)
         poll = 0.005
@@ -417,15 +446,6 @@ class QueryExecutor:
                 f"no replica left for {', '.join(map(str, retry.unavailable))}; the last one, on {server}, "
                 f"failed with {last_failure}")
         return retry.by_server
-
-    def _call_watched(self, server: str, request: tuple, deadline: float, is_active) -> Partial:
-        client = self.historical_client(server)
-        call = client.run_query(*request, timeout_s=max(deadline - time.monotonic(), 0.001))
-        token = self.watchdog.watch(call, is_active)
-        try:
-            return client.read_partial(call)
-        finally:
-            self.watchdog.unwatch(token)
 
     def _call(self, server: str, request: tuple, deadline: float, holder: dict) -> Partial:
         client = self.historical_client(server)
