@@ -21,6 +21,14 @@ value) and falls back to shipping every group when a value is negative or NaN, w
 k groups have a positive value, or when the query is not a topN by a descending sum or count
 over all time (``eligible``).
 
+Rounds only pay when a historical holds many groups. With a few dozen (a dimension like a
+channel, or a projection's pre-aggregated rows) three round trips cost far more than shipping
+every group, so round 1's directive carries ``whole``: a historical whose merged partial has at
+most that many groups sends all of them, marked as whole (``is_whole``). When every historical
+sent everything the broker merges round 1 and is done; a historical that sent everything is not
+asked again, its rounds 2 and 3 are answered on the broker from what it sent. The result is the
+same either way: the rounds only choose which rows travel.
+
 ``prune`` is the historical's side (what each round returns); the rest is the broker's.
 """
 
@@ -42,6 +50,11 @@ from common.query.partial import Partial, decode_dictionaries
 # calls only (and drops it from queries it receives); ``topNThreshold: false`` turns TPUT off.
 PHASE_KEY = "strataTopNPhase"
 SWITCH_KEY = "topNThreshold"
+# Round 1 sends every group of a historical with at most this many: below it a round trip costs
+# more than the rows (a few dozen bytes each).
+ONE_ROUND_GROUPS = 1024
+# Schema metadata of a round-1 answer that holds every group of its historical.
+_WHOLE = b"strataTopNWhole"
 # Doubles summed in another order may differ in the last bits: bounds are widened by this much.
 _SLACK = 1e-9
 
@@ -90,10 +103,12 @@ def _scalar_keys(query: TopNQuery, tables: list[pa.Table]) -> bool:
 
 def prune(query: TopNQuery, partial: Partial, directive: dict) -> Partial:
     """The rows of this historical's merged partial that round ``directive["phase"]`` asks for."""
+    phase = directive.get("phase")
+    if phase == 1 and partial.table.num_rows <= int(directive.get("whole", 0)):
+        return Partial(_mark_whole(decode_dictionaries(partial.table)), partial.stats, partial.coverage)
     table = decode_dictionaries(partial.table)
     if table.num_rows == 0 or table.num_columns == 0:
         return partial
-    phase = directive.get("phase")
     values = _values(query, table)
     if phase == 1:
         k = int(directive["k"])
@@ -114,6 +129,25 @@ def prune(query: TopNQuery, partial: Partial, directive: dict) -> Partial:
         mask = pc.is_in(column, value_set=wanted, skip_nulls=False)
         return Partial(table.filter(mask), partial.stats, partial.coverage)
     raise ValueError(f"unknown topN threshold phase {phase!r}")
+
+
+def _mark_whole(table: pa.Table) -> pa.Table:
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), _WHOLE: b"1"})
+
+
+def is_whole(table: pa.Table) -> bool:
+    """Whether a round-1 answer holds every group of its historical (no later rounds needed)."""
+    metadata = table.schema.metadata
+    return bool(metadata) and metadata.get(_WHOLE) == b"1"
+
+
+def unmarked(table: pa.Table) -> pa.Table:
+    """``table`` without the whole mark, so it merges with tables that never had one."""
+    metadata = table.schema.metadata
+    if not metadata or _WHOLE not in metadata:
+        return table
+    rest = {k: v for k, v in metadata.items() if k != _WHOLE}
+    return table.replace_schema_metadata(rest or None)
 
 
 def without_directive(query):
@@ -195,5 +229,41 @@ def keep_candidates(query: TopNQuery, table: pa.Table, keys: set) -> pa.Table:
     return table.filter(pa.array(mask, pa.bool_()))
 
 
-__all__ = ["PHASE_KEY", "SWITCH_KEY", "Round2", "candidates", "eligible", "first_threshold", "keep_candidates",
-           "prune", "with_directive", "without_directive"]
+def exact_parts(query: TopNQuery, firsts: list[pa.Table], ask) -> list[pa.Table] | None:
+    """Rounds 2 and 3 after round 1's answers ``firsts`` (one per historical, as received):
+    per historical, its rows of the groups that can be in the top k, with every value of those
+    groups (their merge is the exact topN); None: fall back to shipping everything. ``ask``
+    takes [(historical's index, directive)] and returns their answers in order (one network
+    round); a historical whose round-1 answer is whole is never asked."""
+    whole = [is_whole(t) for t in firsts]
+    firsts = [unmarked(t) for t in firsts]
+    if all(whole):  # every group of every historical is here: no bounds needed
+        return [t for t in firsts if t.num_columns]
+    first = first_threshold(query, firsts)
+    if first is None:
+        return None
+    directive = {"phase": 2, "threshold": first.threshold}
+    asked = iter(ask([(i, directive) for i, done in enumerate(whole) if not done]))
+    second = [prune(query, Partial(t), directive).table if done else next(asked) for t, done in zip(firsts, whole)]
+    found = candidates(query, second, first.threshold)
+    if found is None:
+        return None
+    wanted, missing = found
+    third = iter(ask([(i, {"phase": 3, "keys": keys}) for i, (keys, done) in enumerate(zip(missing, whole))
+                      if keys and not done]))
+    out = []
+    for table, keys, done, full in zip(second, missing, whole, firsts):
+        if done:  # every row it has: its values of the candidates are all here
+            parts = [keep_candidates(query, full, wanted)]
+        else:
+            parts = [keep_candidates(query, table, wanted)]
+            if keys:
+                parts.append(next(third))
+        parts = [t for t in parts if t.num_columns]
+        if parts:
+            out.append(pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0])
+    return out
+
+
+__all__ = ["ONE_ROUND_GROUPS", "PHASE_KEY", "SWITCH_KEY", "Round2", "candidates", "eligible", "exact_parts", "first_threshold",
+           "is_whole", "keep_candidates", "prune", "unmarked", "with_directive", "without_directive"]

@@ -3,7 +3,7 @@
 Each historical gets one RunQuery for all of its segments in the plan. A topN by a sum or count
 over a dimension is answered exactly in up to three rounds that ship only the groups that can
 be in the result (common/query/topn_threshold.py), falling back to shipping every group when the
-bounds do not hold. A replica that fails
+bounds do not hold; historicals with few groups send them all in the first round and end there. A replica that fails
 (unreachable, no longer serving a segment, corrupt segment) is excluded for those segments and
 only they are re-planned onto other replicas. The whole query has one deadline; when it passes,
 outstanding calls are cancelled and the caller gets a QueryTimeoutError.
@@ -257,75 +257,60 @@ class QueryExecutor:
 
     def _gather_topn(self, query, schema, by_server: dict, deadline: float, query_id: str, is_active) -> Partial | None:
         """The exact topN in TPUT's three rounds; None: the bounds do not hold (or a round failed),
-        ship everything instead."""
+        ship everything instead. Historicals with few groups send them all in round 1 (marked
+        whole) and are not asked again; when all did, round 1 is the answer."""
         doc = query.to_json()
-        units = self._scatter(query, topn_threshold.with_directive(doc, {"phase": 1, "k": query.threshold}), schema,
-                              by_server, deadline, query_id, is_active)
+        units = self._scatter(query, topn_threshold.with_directive(
+            doc, {"phase": 1, "k": query.threshold, "whole": topn_threshold.ONE_ROUND_GROUPS}), schema,
+            by_server, deadline, query_id, is_active)
         stats = RunStats()
         for _, _, p in units:
             stats = stats + p.stats  # later rounds re-send the same stats: the scan happened once
-        first = topn_threshold.first_threshold(query, [p.table for _, _, p in units])
-        if first is None:
-            return None
+
+        def ask(directives: list[tuple[int, dict]]) -> list[pa.Table]:
+            return self._ask_all(query, [(units[i][0], units[i][1], topn_threshold.with_directive(doc, d))
+                                         for i, d in directives], schema, deadline, query_id, is_active)
+
         try:
-            second = self._ask_all(query, [(server, segs, topn_threshold.with_directive(
-                doc, {"phase": 2, "threshold": first.threshold})) for server, segs, _ in units],
-                schema, deadline, query_id, is_active)
-            found = topn_threshold.candidates(query, second, first.threshold)
-            if found is None:
-                return None
-            wanted, missing = found
-            asks = [(server, segs, topn_threshold.with_directive(doc, {"phase": 3, "keys": keys}))
-                    for (server, segs, _), keys in zip(units, missing) if keys]
-            third = iter(self._ask_all(query, asks, schema, deadline, query_id, is_active))
+            exact = topn_threshold.exact_parts(query, [p.table for _, _, p in units], ask)
         except (grpc.RpcError, ConnectionError, OSError, TypeError, ValueError):
             # A replica failed between rounds (or keys that JSON cannot carry): the plain path
             # has the retries.
             return None
-        exact = []
-        for table, keys in zip(second, missing):
-            parts = [topn_threshold.keep_candidates(query, table, wanted)]
-            if keys:
-                parts.append(next(third))
-            parts = [t for t in parts if t.num_columns]
-            if parts:
-                exact.append(Partial(pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1
-                                     else parts[0]))
-        merged = engine.merge(query, exact) if exact else Partial(pa.table({}), RunStats())
+        if exact is None:
+            return None
+        merged = engine.merge(query, [Partial(t) for t in exact]) if exact else Partial(pa.table({}), RunStats())
         merged.stats = stats
         return merged
 
     def _ask_all(self, query, asks: list[tuple[str, list[SegmentId], str]], schema, deadline: float, query_id: str,
                  is_active) -> list[pa.Table]:
-        """One round: each (server, segments, query JSON) asked once, no retries; the tables in order."""
-        holders = [{} for _ in asks]
-        futures = [self.pool.submit(self._call, server, (query_json, query_id, segments, schema), deadline, holder)
-                   for (server, segments, query_json), holder in zip(asks, holders)]
+        """One round: each (server, segments, query JSON) asked once, no retries; the tables in order.
+        The calls are started at once and read on this thread (no pool hand-offs); the watchdog
+        cancels them when the query stops being active."""
+        started = []
         try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise QueryTimeoutError(f"query {query_id} timed out")
-                done, pending = wait(futures, timeout=min(remaining, 0.25))
-                if not pending:
-                    break
-                if not is_active():  # (rounds 2 and 3 follow a checked round 1: a slow one is asked)
-                    raise Cancelled(f"query {query_id} was cancelled")
+            for server, segments, query_json in asks:
+                client = self.historical_client(server)
+                call = client.run_query(query_json, query_id, segments, schema,
+                                        timeout_s=max(deadline - time.monotonic(), 0.001))
+                started.append((client, call, self.watchdog.watch(call, is_active)))
             out = []
-            for fut in futures:
-                partial = fut.result()
+            for client, call, _ in started:
+                partial = client.read_partial(call)
                 self._shipped(query, partial)
                 out.append(partial.table)
             return out
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                 raise QueryTimeoutError(f"query {query_id} timed out") from None
+            if exc.code() == grpc.StatusCode.CANCELLED and not is_active():
+                raise Cancelled(f"query {query_id} was cancelled") from None
             raise
         finally:
-            for holder in holders:
-                call = holder.get("call")
-                if call is not None:
-                    call.cancel()
+            for _, call, token in started:
+                self.watchdog.unwatch(token)
+                call.cancel()
 
     def _shipped(self, query, partial: Partial, server: str = "", budget: MemoryBudget = UNLIMITED) -> None:
         """What a historical sent: the figure TPUT makes smaller; held until the merge, so it counts
@@ -351,20 +336,52 @@ class QueryExecutor:
             fut = self.pool.submit(self._call, server, (query_json, query_id, segments, schema), deadline, holder)
             pending[fut] = (server, segments, holder)
 
-        if len(by_server) == 1:
-            # One historical: read its answer on this thread (a pool hand-off is a thread switch);
-            # the watchdog stands in for the liveness checks of the waiting loop below.
-            (server, segments), = by_server.items()
-            try:
-                partial = self._call_watched(server, (query_json, query_id, segments, schema), deadline, is_active)
-                self._shipped(query, partial, server, budget)
-                return [(server, segments, partial)]
-            except grpc.RpcError as exc:
-                if exc.code() == grpc.StatusCode.CANCELLED and not is_active():
-                    raise Cancelled(f"query {query_id} was cancelled") from None
-                by_server = self._replan(query, query_id, server, segments, exc, exclude)
-            except (ConnectionError, OSError) as exc:
-                by_server = self._replan(query, query_id, server, segments, exc, exclude)
+        # Every historical's call is started here, then read here in turn (the calls run at once:
+        # starting one only sends its request). A pool hand-off per historical is a thread switch,
+        # which on a busy machine is most of a small query's time; the watchdog stands in for the
+        # liveness checks of the waiting loop below. Failed historicals' segments are re-planned
+        # and asked again through that loop.
+        retries: dict[str, list[SegmentId]] = {}
+        started = []
+        begun = time.monotonic()
+        try:
+            for server, segments in by_server.items():
+                try:
+                    client = self.historical_client(server)
+                    call = client.run_query(query_json, query_id, segments, schema,
+                                            timeout_s=max(deadline - time.monotonic(), 0.001))
+                except (grpc.RpcError, ConnectionError, OSError) as exc:
+                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+                        retries.setdefault(other, []).extend(segs)
+                    continue
+                started.append((server, segments, client, call, self.watchdog.watch(call, is_active)))
+            while started:
+                server, segments, client, call, token = started[0]
+                try:
+                    partial = client.read_partial(call)
+                    self._shipped(query, partial, server, budget)
+                    units.append((server, segments, partial))
+                except grpc.RpcError as exc:
+                    if exc.code() == grpc.StatusCode.CANCELLED and not is_active():
+                        raise Cancelled(f"query {query_id} was cancelled") from None
+                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+                        retries.setdefault(other, []).extend(segs)
+                except (ConnectionError, OSError) as exc:
+                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+                        retries.setdefault(other, []).extend(segs)
+                finally:
+                    self.watchdog.unwatch(token)
+                started.pop(0)
+        finally:
+            for *_, call, token in started:  # an error: what was not read is not wanted
+                self.watchdog.unwatch(token)
+                call.cancel()
+        # As the waiting loop does: a query done within 5 ms never pays for the liveness check
+        # (about 0.15 ms), a longer one is asked once here (and by the watchdog every 0.25 s
+        # while blocked in a read).
+        if time.monotonic() - begun > 0.005 and not is_active():
+            raise Cancelled(f"query {query_id} was cancelled")
+        by_server = retries
         for server, segments in by_server.items():
             submit(server, segments)
         poll = 0.005
@@ -429,15 +446,6 @@ class QueryExecutor:
                 f"no replica left for {', '.join(map(str, retry.unavailable))}; the last one, on {server}, "
                 f"failed with {last_failure}")
         return retry.by_server
-
-    def _call_watched(self, server: str, request: tuple, deadline: float, is_active) -> Partial:
-        client = self.historical_client(server)
-        call = client.run_query(*request, timeout_s=max(deadline - time.monotonic(), 0.001))
-        token = self.watchdog.watch(call, is_active)
-        try:
-            return client.read_partial(call)
-        finally:
-            self.watchdog.unwatch(token)
 
     def _call(self, server: str, request: tuple, deadline: float, holder: dict) -> Partial:
         client = self.historical_client(server)

@@ -40,6 +40,7 @@ def cluster(tmp_path_factory):
     try:
         c.data = _table()
         descriptors = c.publish(c.data, "hits")
+        c.descriptors = descriptors
         c.wait_queryable("hits", len(descriptors), replicas=1)
         storage = c.storage()
         c.local = [Segment.open(storage.uri(d.location).removeprefix("file://")) for d in descriptors]
@@ -106,3 +107,45 @@ def test_sql_topn_through_adbc_is_exact(cluster):
             cur.execute("SELECT url, SUM(bytes) AS m, COUNT(*) AS n FROM hits GROUP BY url ORDER BY m DESC LIMIT 25")
             got = cur.fetch_arrow_table()
     assert [tuple(r.values()) for r in got.to_pylist()] == duck(cluster, "sum(bytes)", 25)
+
+
+def serving(cluster) -> int:
+    """How many historicals serve a segment of ``hits`` (each gets one call per round)."""
+    return sum(any(node.node.segment(d.id) is not None for d in cluster.descriptors) for node in cluster.historicals)
+
+
+def historical_calls(cluster) -> float:
+    """RunQuery calls the historicals answered for topNs over ``hits`` (one per round each)."""
+    total = 0.0
+    for node in cluster.historicals:
+        for metric in node.metrics.queries.collect():
+            total += sum(s.value for s in metric.samples if s.name.endswith("_total")
+                         and s.labels.get("datasource") == "hits" and s.labels.get("query_type") == "topN")
+    return total
+
+
+@pytest.mark.parametrize("k", [1, 5, 40])
+def test_a_topn_over_few_groups_takes_one_round_and_stays_exact(cluster, k):
+    # 30 URLs in all: every historical has at most 30 groups, so each sends them all in round 1
+    # and the broker asks no more (three historicals: three calls, where the rounds make up to nine).
+    few = sorted(set(cluster.data.column("url").to_pylist()))[:30]
+    metric = {"type": "longSum", "name": "m", "fieldName": "bytes"}
+    query = {**topn(metric, k), "filter": {"type": "in", "dimension": "url", "values": few}}
+    before = historical_calls(cluster)
+    got, _ = cluster.client.native(query)
+    assert historical_calls(cluster) - before == serving(cluster)
+    everything, _ = cluster.client.native({**query, "context": {"topNThreshold": False}})
+    assert got.to_pylist() == everything.to_pylist()
+    con = duckdb.connect()
+    con.register("hits", cluster.data)
+    urls = ", ".join("'" + u + "'" for u in few)
+    want = con.sql(f"SELECT url, sum(bytes) AS m, count(*) AS n FROM hits WHERE url IN ({urls}) GROUP BY url "
+                   f"ORDER BY m DESC, url LIMIT {k}").fetchall()
+    assert [(r["url"], r["m"], r["n"]) for r in got.to_pylist()] == want
+
+
+def test_many_groups_still_take_the_rounds(cluster):
+    metric = {"type": "longSum", "name": "m", "fieldName": "bytes"}
+    before = historical_calls(cluster)
+    cluster.client.native(topn(metric, 10))
+    assert historical_calls(cluster) - before > serving(cluster)  # 8,000 URLs: rounds 2 (and 3) asked
