@@ -1,1 +1,1 @@
-"""Test harnesses shared by component and integration tests."""
+"""Test harnesses shared by the suites: embedded and process clusters, fault helpers, row matching."""

@@ -25,6 +25,7 @@ from services.discovery.keys import load_failures_prefix, parse_load_failure_key
 from services.discovery.load_failure import LoadFailureReport
 from common.segment.descriptor import SegmentDescriptor
 from tests.harness.restartable_s3 import RestartableS3
+from tests.harness.waiting import wait_until
 
 ROWS_PER_SEGMENT = 2_000  # about 128 KB a segment
 CACHE_VOLUME = "2m"  # historical-1's cache volume: about 15 of those segments
@@ -122,14 +123,7 @@ def _wait_answer(c, datasource: str, interval: str, timeout_s: float = 60.0) -> 
 
 
 def _wait(predicate, timeout_s: float, what: str, poll_s: float = 0.1):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout_s}s")
-        time.sleep(poll_s)
+    return wait_until(predicate, timeout_s, what, poll_s)
 
 
 def _failures(c, datasource: str) -> dict:

@@ -22,6 +22,7 @@ from services.deep_storage import deep_storage_from_url
 from services.ingestion.upload_folder import task_key_prefix
 from tests.fixtures.etcd_server import start_etcd
 from tests.harness.extra_coordinator import add_coordinator, coordinator_health, grpc_target
+from tests.harness.waiting import wait_until
 
 FINAL = ("SUCCESS", "FAILED", "CANCELED")
 ROWS = 2_400
@@ -44,17 +45,6 @@ def cluster(tmp_path_factory):
                 c.down()
         finally:
             etcd.stop()
-
-
-def _wait(predicate, timeout_s: float, what: str, poll_s: float = 0.05):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout_s}s")
-        time.sleep(poll_s)
 
 
 def _leader(c, among: list[dict]) -> dict | None:
@@ -107,7 +97,7 @@ def _pid_of(c, coordinator: dict, task_id: str) -> int | None:
 
 
 def _final(client: ClusterClient, task_id: str, timeout_s: float):
-    return _wait(lambda: (t := client.task(task_id)).state in FINAL and t, timeout_s, f"task {task_id} ending", 0.2)
+    return wait_until(lambda: (t := client.task(task_id)).state in FINAL and t, timeout_s, f"task {task_id} ending", 0.2)
 
 
 def _count(client: ClusterClient, datasource: str) -> tuple[int, int] | None:
@@ -123,7 +113,7 @@ def _kill(c, leader: dict, other: dict, task_id: str, survivor: ClusterClient):
     """SIGKILL the leader; the other takes over and settles the task. The killed one comes back
     as a follower."""
     c.kill(leader["name"], signal.SIGKILL)
-    _wait(lambda: (coordinator_health(other) or {}).get("leader"), 30, f"{other['name']} taking over")
+    wait_until(lambda: (coordinator_health(other) or {}).get("leader"), 30, f"{other['name']} taking over")
     task = _final(survivor, task_id, 240)
     c.restart(leader["name"])
     c.coordinators = [c.node(rec["name"]) for rec in c.coordinators]
@@ -136,11 +126,11 @@ def _stop(c, leader: dict, other: dict, task_id: str, survivor: ClusterClient):
     talking to it must not get a publish through."""
     os.kill(leader["pid"], signal.SIGSTOP)
     try:
-        _wait(lambda: (coordinator_health(other) or {}).get("leader"), 30, f"{other['name']} taking over")
+        wait_until(lambda: (coordinator_health(other) or {}).get("leader"), 30, f"{other['name']} taking over")
         task = _final(survivor, task_id, 240)
     finally:
         os.kill(leader["pid"], signal.SIGCONT)
-    _wait(lambda: (h := coordinator_health(leader)) is not None and not h.get("leader"), 30,
+    wait_until(lambda: (h := coordinator_health(leader)) is not None and not h.get("leader"), 30,
           f"{leader['name']} stepping down after it resumed")
     return task
 
@@ -157,7 +147,7 @@ def _ingest_through_leader_changes(c, tmp_path, datasource: str, faults: list) -
     broker = c.endpoints()["broker"]
     failed: list[tuple[str, int | None]] = []
     while True:
-        leader = _wait(lambda: _leader(c, c.coordinators), 30, "one leading coordinator")
+        leader = wait_until(lambda: _leader(c, c.coordinators), 30, "one leading coordinator")
         other = next(rec for rec in c.coordinators if rec["name"] != leader["name"])
         client, survivor = ClusterClient(grpc_target(leader), broker), ClusterClient(grpc_target(other), broker)
         try:
@@ -169,7 +159,7 @@ def _ingest_through_leader_changes(c, tmp_path, datasource: str, faults: list) -
             # The leader goes once the task is building (its first file is in deep storage) and
             # before it published: the task process loses the coordinator it reports to.
             prefix = task_key_prefix(datasource, task_id)
-            _wait(lambda: [k for k in c.storage.list(f"{datasource}/_ingest", partial=True) if k.startswith(prefix)],
+            wait_until(lambda: [k for k in c.storage.list(f"{datasource}/_ingest", partial=True) if k.startswith(prefix)],
                   240, f"a first file uploaded by {task_id}", poll_s=0.01)
             pid = _pid_of(c, leader, task_id)
             task = faults.pop(0)(c, leader, other, task_id, survivor)
@@ -183,22 +173,22 @@ def _ingest_through_leader_changes(c, tmp_path, datasource: str, faults: list) -
         finally:
             client.close()
             survivor.close()
-    leader = _wait(lambda: _leader(c, c.coordinators), 30, "one leading coordinator")
+    leader = wait_until(lambda: _leader(c, c.coordinators), 30, "one leading coordinator")
     client = ClusterClient(grpc_target(leader), broker)
     try:
         published = [s for s in client.list_segments(datasource) if s.used]
         assert published
         client.wait_loaded(datasource, len(published), 120)
         # Every row once: none lost with a failed attempt, none published by two attempts.
-        _wait(lambda: _count(client, datasource) == expected, 60, f"{datasource} answering {expected}", poll_s=0.2)
+        wait_until(lambda: _count(client, datasource) == expected, 60, f"{datasource} answering {expected}", poll_s=0.2)
         for task_id, pid in failed:
             # The failed attempt's process ends (it cannot publish: its coordinator is gone, or
             # the store refuses a FAILED task) and what it uploaded is deleted, by itself or by
             # the new leader's cleanup duty, so nothing it left can be published later.
             if pid is not None:
-                _wait(lambda: not _alive(pid), 120, f"{task_id}'s process {pid} exiting", poll_s=0.2)
+                wait_until(lambda: not _alive(pid), 120, f"{task_id}'s process {pid} exiting", poll_s=0.2)
             prefix = task_key_prefix(datasource, task_id)
-            _wait(lambda: not [k for k in c.storage.list(f"{datasource}/_ingest", partial=True)
+            wait_until(lambda: not [k for k in c.storage.list(f"{datasource}/_ingest", partial=True)
                                if k.startswith(prefix)], 60, f"the uploads of {task_id} deleted", poll_s=0.2)
         assert [s for s in client.list_segments(datasource) if s.used] == published
         assert _count(client, datasource) == expected

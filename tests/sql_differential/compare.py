@@ -14,6 +14,8 @@ import math
 
 import pyarrow as pa
 
+from tests.harness.row_matching import same_multiset
+
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
 
@@ -127,25 +129,10 @@ def _sort_key(row: tuple):
     return tuple(out)
 
 
-def _same_multiset(actual: list[tuple], expected: list[tuple], rel: float) -> bool:
-    """Every actual row matches its own expected row within ``rel``. The sort key rounds numbers,
-    so rows that differ only in the last bits of a float (a sum added in another order) can sort
-    apart; matching row by row does not depend on that order."""
-    left = list(expected)
-    for row in actual:
-        for i, candidate in enumerate(left):
-            if len(row) == len(candidate) and all(_close(x, y, rel) for x, y in zip(row, candidate)):
-                del left[i]
-                break
-        else:
-            return False
-    return not left
-
-
 def assert_same(actual: list[tuple], expected: list[tuple], *, ordered: bool, rel: float = 1e-9) -> None:
     if not ordered:
         actual, expected = sorted(actual, key=_sort_key), sorted(expected, key=_sort_key)
-        if len(actual) == len(expected) and len(actual) <= 5000 and _same_multiset(actual, expected, rel):
+        if len(actual) == len(expected) and len(actual) <= 5000 and same_multiset(actual, expected, lambda x, y: _close(x, y, rel)):
             return
     assert len(actual) == len(expected), (
         f"strata returned {len(actual)} rows, expected {len(expected)}\n"

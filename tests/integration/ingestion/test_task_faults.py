@@ -15,6 +15,7 @@ import pytest
 
 from services.cli.sql_command import task_command
 from tests.harness.embedded_cluster import EmbeddedCluster
+from tests.harness.waiting import wait_until
 from tests.integration.ingestion.sql_tasks import FINAL, rows, run
 
 DATA = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data"))
@@ -26,17 +27,6 @@ def cluster(tmp_path_factory):
     c = EmbeddedCluster(str(tmp_path_factory.mktemp("task-faults")), historicals=1)
     yield c
     c.stop()
-
-
-def _wait(predicate, timeout_s: float, what: str, poll_s: float = 0.05):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not within {timeout_s}s")
-        time.sleep(poll_s)
 
 
 def test_a_driver_jvm_that_cannot_start_is_retried_then_fails_with_the_jvm_reason(cluster, monkeypatch, capsys):
@@ -72,18 +62,18 @@ def test_a_task_killed_mid_build_publishes_nothing_and_leaves_no_file(cluster):
     task_id = table.column("task_id")[0].as_py()
     # Kill the task process (as the kernel's OOM killer would) as soon as its first segment file
     # is in deep storage: the build is under way, the publish has not happened.
-    _wait(lambda: storage.list("killed/_ingest", partial=True), 240, "a first uploaded file", poll_s=0.01)
+    wait_until(lambda: storage.list("killed/_ingest", partial=True), 240, "a first uploaded file", poll_s=0.01)
     pid = runner.pid(task_id)
     assert pid is not None and cluster.client.task(task_id).state == "RUNNING"
     os.kill(pid, signal.SIGKILL)
     killed = time.monotonic()
-    task = _wait(lambda: (t := cluster.client.task(task_id)).state in FINAL and t, 5, "FAILED after the kill")
+    task = wait_until(lambda: (t := cluster.client.task(task_id)).state in FINAL and t, 5, "FAILED after the kill")
     assert time.monotonic() - killed < 5
     assert task.state == "FAILED", task.error
     assert "killed by SIGKILL (exit status -9)" in task.error and "nothing was published" in task.error
     # Nothing published, and the cleanup duty deletes every file it uploaded.
     assert rows(cluster, "SELECT COUNT(*) AS c FROM sys.segments WHERE datasource = 'killed'") == [{"c": 0}]
-    _wait(lambda: not runner.pending_cleanup() and not storage.list("killed/_ingest", partial=True), 60,
+    wait_until(lambda: not runner.pending_cleanup() and not storage.list("killed/_ingest", partial=True), 60,
           "the cleanup duty deleting the killed task's uploads")
     assert cluster.coordinator.store.list("killed", include_unused=True) == []
     # The last progress the task sent stays as its report: it was killed while building.

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 
 from tests.harness.embedded_cluster import EmbeddedCluster
+from tests.harness.waiting import wait_until
 from tests.integration.ingestion.sql_tasks import FINAL, rows, run
 
 DATA = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data"))
@@ -28,17 +28,6 @@ def cluster(tmp_path_factory):
     assert c.coordinator.task_runner.drivers() == []  # stopping the coordinator stops its drivers
 
 
-def _wait(predicate, timeout_s: float, what: str, poll_s: float = 0.05):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not within {timeout_s}s")
-        time.sleep(poll_s)
-
-
 def _one_row(table: str, value: str) -> str:
     return f"""INSERT INTO {table} SELECT TIME_PARSE(t) AS __time, x
                FROM TABLE(inline(data => ARRAY['2020-01-01T00:00:00Z,{value}'], format => 'csv'))
@@ -47,7 +36,7 @@ def _one_row(table: str, value: str) -> str:
 
 
 def _driver(cluster) -> dict:
-    return _wait(lambda: next(iter(cluster.coordinator.task_runner.drivers()), None), 30, "a warm driver")
+    return wait_until(lambda: next(iter(cluster.coordinator.task_runner.drivers()), None), 30, "a warm driver")
 
 
 def _ran_in(cluster, task_id: str) -> str:
@@ -87,15 +76,15 @@ def test_cancel_in_a_warm_driver_stops_the_job_and_replaces_the_driver(cluster):
     driver = _driver(cluster)
     table, _ = cluster.client.sql(_wiki_insert("cancelled"), context={"rowsPerSegment": 500})
     task_id = table.column("task_id")[0].as_py()
-    _wait(lambda: storage.list("cancelled/_ingest", partial=True), 180, "a first uploaded file", poll_s=0.01)
+    wait_until(lambda: storage.list("cancelled/_ingest", partial=True), 180, "a first uploaded file", poll_s=0.01)
     assert cluster.coordinator.task_runner.pid(task_id) == driver["pid"]
     cluster.client.cancel_task(task_id)
-    task = _wait(lambda: (t := cluster.client.task(task_id)).state in FINAL and t, 60, "the task ending")
+    task = wait_until(lambda: (t := cluster.client.task(task_id)).state in FINAL and t, 60, "the task ending")
     assert task.state == "CANCELED", task.error
     assert rows(cluster, "SELECT COUNT(*) AS c FROM sys.segments WHERE datasource = 'cancelled'") == [{"c": 0}]
-    _wait(lambda: not storage.list("cancelled/_ingest", partial=True), 60, "its uploads deleted")
+    wait_until(lambda: not storage.list("cancelled/_ingest", partial=True), 60, "its uploads deleted")
     # The cancelled driver retires; a new one runs the next task.
-    _wait(lambda: [d for d in cluster.coordinator.task_runner.drivers() if d["pid"] != driver["pid"]], 30,
+    wait_until(lambda: [d for d in cluster.coordinator.task_runner.drivers() if d["pid"] != driver["pid"]], 30,
           "a new warm driver")
     after = run(cluster, _one_row("after_cancel", "c"), timeout_s=180)
     assert after.state == "SUCCESS", after.error
@@ -108,15 +97,15 @@ def test_a_warm_driver_killed_mid_task_fails_the_task_and_is_replaced(cluster):
     driver = _driver(cluster)
     table, _ = cluster.client.sql(_wiki_insert("crashed"), context={"rowsPerSegment": 500})
     task_id = table.column("task_id")[0].as_py()
-    _wait(lambda: storage.list("crashed/_ingest", partial=True), 180, "a first uploaded file", poll_s=0.01)
+    wait_until(lambda: storage.list("crashed/_ingest", partial=True), 180, "a first uploaded file", poll_s=0.01)
     assert runner.pid(task_id) == driver["pid"]
     os.kill(driver["pid"], signal.SIGKILL)
-    task = _wait(lambda: (t := cluster.client.task(task_id)).state in FINAL and t, 10, "FAILED after the kill")
+    task = wait_until(lambda: (t := cluster.client.task(task_id)).state in FINAL and t, 10, "FAILED after the kill")
     assert task.state == "FAILED", task.error
     assert "killed by SIGKILL" in task.error and "nothing was published" in task.error
     assert f"warm driver {driver['name']}" in task.error
     assert rows(cluster, "SELECT COUNT(*) AS c FROM sys.segments WHERE datasource = 'crashed'") == [{"c": 0}]
-    _wait(lambda: not runner.pending_cleanup() and not storage.list("crashed/_ingest", partial=True), 60,
+    wait_until(lambda: not runner.pending_cleanup() and not storage.list("crashed/_ingest", partial=True), 60,
           "the cleanup duty deleting the killed task's uploads")
     after = run(cluster, _one_row("after_crash", "d"), timeout_s=180)
     assert after.state == "SUCCESS", after.error

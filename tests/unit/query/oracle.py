@@ -13,6 +13,7 @@ import math
 import pyarrow as pa
 
 from common.query import execute
+from tests.harness.row_matching import same_multiset
 
 EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -72,25 +73,10 @@ def _row_sort_key(row: tuple) -> tuple:
     return tuple((v is not None, str(type(v)), _sort_value(v)) for v in row)
 
 
-def _same_multiset(actual: list[tuple], expected: list[tuple], rel: float) -> bool:
-    """Every actual row matches its own expected row within ``rel``. The sort key rounds floats,
-    so rows that differ only in the last bits of a float (a sum added in another order) can sort
-    apart; matching row by row does not depend on that order."""
-    left = list(expected)
-    for row in actual:
-        for i, candidate in enumerate(left):
-            if len(row) == len(candidate) and all(_close(x, y, rel) for x, y in zip(row, candidate)):
-                del left[i]
-                break
-        else:
-            return False
-    return not left
-
-
 def assert_rows_equal(actual: list[tuple], expected: list[tuple], *, ordered: bool = True, rel: float = 1e-9):
     if not ordered:
         actual, expected = sorted(actual, key=_row_sort_key), sorted(expected, key=_row_sort_key)
-        if len(actual) == len(expected) and len(actual) <= 5000 and _same_multiset(actual, expected, rel):
+        if len(actual) == len(expected) and len(actual) <= 5000 and same_multiset(actual, expected, lambda x, y: _close(x, y, rel)):
             return
     assert len(actual) == len(expected), f"{len(actual)} rows != {len(expected)} rows\n" \
         f"actual[:5]={actual[:5]}\nexpected[:5]={expected[:5]}"
