@@ -233,7 +233,8 @@ def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000) -> tuple[
         report = run_ingestion(spark, job, cluster.deep_storage_url, "",
                                CoordinatorPublisher(stub, "bench-nested", "events"))
         seconds = time.perf_counter() - started
-        phases = ", ".join(f"{k} {v:.1f}s" if isinstance(v, (int, float)) else f"{k} {v}" for k, v in report.phases.items())
+        phases = ", ".join(f"{k} {v:.1f}s" if isinstance(v, (int, float)) else f"{k} {v}"
+                           for k, v in report.phases.items())
         print(f"ingest phases: {phases}")
         cpu = _process_cpu()
         print("ingest CPU s: " + ", ".join(f"{k} {v - cpu_before.get(k, 0.0):.1f}" for k, v in sorted(cpu.items())))
