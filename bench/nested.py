@@ -169,6 +169,35 @@ def json_column_bytes(manifest, column: str) -> int:
     return sum(manifest.files[p].length for c in manifest.columns if c.name == column for p in c.parts.values())
 
 
+def _process_cpu() -> dict[str, float]:
+    """CPU seconds of this process's descendants by kind (the Spark JVM, the Python workers with
+    the ones they already reaped), from /proc; empty where /proc is not there."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    procs = {}
+    for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as f:
+                stat = f.read().rsplit(b")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        procs[int(pid)] = (int(stat[1]), sum(int(x) for x in stat[11:15]) / tick, cmd)
+    mine, frontier = set(), {os.getpid()}
+    while frontier:
+        frontier = {p for p, (ppid, _, _) in procs.items() if ppid in frontier} - mine
+        mine |= frontier
+    out: dict[str, float] = {}
+    for p in mine:
+        _, cpu, cmd = procs[p]
+        kind = "jvm" if "java" in cmd.split(" ")[0] else "python workers" if "pyspark.daemon" in cmd else None
+        if kind:
+            out[kind] = out.get(kind, 0.0) + cpu
+    return out
+
+
 def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000) -> tuple[float, float, int]:
     """Documents per second through a Spark (local[2]) INSERT of newline-delimited JSON into a
     COMPLEX<json> column, file -> published segments; (rate, seconds, rows written). The documents
@@ -198,11 +227,17 @@ def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000) -> tuple[
         statement = parse_ingestion(
             f"INSERT INTO events SELECT MILLIS_TO_TIMESTAMP(ts) AS __time, doc FROM TABLE(localfiles(files => "
             f"ARRAY['{path}'], format => 'json')) EXTEND (ts BIGINT, doc TYPE('COMPLEX<json>')) PARTITIONED BY DAY")
+        cpu_before = _process_cpu()
         started = time.perf_counter()
         job = IngestionJob("bench-nested", statement, context={"rowsPerSegment": rows_per_segment})
         report = run_ingestion(spark, job, cluster.deep_storage_url, "",
                                CoordinatorPublisher(stub, "bench-nested", "events"))
         seconds = time.perf_counter() - started
+        phases = ", ".join(f"{k} {v:.1f}s" if isinstance(v, (int, float)) else f"{k} {v}"
+                           for k, v in report.phases.items())
+        print(f"ingest phases: {phases}")
+        cpu = _process_cpu()
+        print("ingest CPU s: " + ", ".join(f"{k} {v - cpu_before.get(k, 0.0):.1f}" for k, v in sorted(cpu.items())))
         spark.stop()
     finally:
         cluster.stop()
