@@ -163,12 +163,20 @@ def time_floor_of(vc: VirtualColumn) -> tuple[str, Granularity] | None:
     tz = expr.args[3].value if len(expr.args) > 3 else None
     if not isinstance(period, str) or (origin is not None and not isinstance(origin, (int, str))):
         return None
+    granularity = _floor_granularity(period, origin, tz)
+    return None if granularity is None else (vc.name, granularity)
+
+
+@functools.lru_cache(maxsize=256)
+def _floor_granularity(period: str, origin, tz) -> Granularity | None:
+    # Projection matching asks this for every candidate of every segment of every query; the
+    # arguments are a few constants, so parse each combination once.
     try:
         if isinstance(origin, str):
             from common.types.interval import parse_instant
 
             origin = parse_instant(origin)
-        return vc.name, Granularity.of_period(Period.parse(period), tz, origin)
+        return Granularity.of_period(Period.parse(period), tz, origin)
     except ValidationError:
         return None
 
