@@ -317,3 +317,46 @@ def test_a_cancelled_run_on_spark_connect_publishes_nothing_and_leaves_no_upload
     assert err.value.report.status == "CANCELLED" and err.value.report.segments == ()
     assert publisher.published == 0
     assert storage.list(root, partial=True) == []
+
+
+def test_parquet_through_the_arrow_scan_on_spark_connect(connect, cluster, tmp_path, monkeypatch):
+    """A SELECT that only picks Parquet columns: the server's tasks read the files with pyarrow,
+    split by the server's default parallelism (asked of it through the Connect session)."""
+    import pyarrow.parquet as pq
+
+    from services.ingestion import arrow_scan, spark_job
+    from services.ingestion.spark_job import IngestionJob, run_ingestion
+    from services.ingestion.statement import parse_ingestion
+
+    t0 = datetime(2021, 3, 1, tzinfo=timezone.utc)
+    n = 50
+    table = pa.table({"ts": pa.array([t0.timestamp() * 1000 + i * 3_600_000 for i in range(n)], pa.int64())
+                      .cast(pa.timestamp("ms", tz="UTC")),
+                      "name": [f"n{i % 7}" for i in range(n)], "value": pa.array([i * 0.5 for i in range(n)])})
+    pq.write_table(table.slice(0, 25), tmp_path / "a.parquet")
+    pq.write_table(table.slice(25), tmp_path / "b.parquet")
+    scans: list = []
+    original = spark_job.plan_scan
+    monkeypatch.setattr(spark_job, "plan_scan", lambda *a: scans.append(original(*a)) or scans[-1])
+    spark = connect.session()
+    try:
+        job = IngestionJob("connect-parquet", parse_ingestion(f"""
+            INSERT INTO connect_pq SELECT ts AS __time, name, "value"
+            FROM TABLE(localfiles(baseDir => '{tmp_path}', filter => '*.parquet', format => 'parquet'))
+                 EXTEND (ts TIMESTAMP, name VARCHAR, "value" DOUBLE)
+            PARTITIONED BY DAY"""))
+        report = run_ingestion(spark, job, cluster.deep_storage_url, cluster.deep_storage_endpoint,
+                               _publisher(cluster, "connect-parquet", "connect_pq"))
+    finally:
+        spark.stop()
+    assert report.status == "SUCCESS", report.error
+    assert scans and isinstance(scans[0], arrow_scan.ArrowScan)  # the pyarrow path, not Spark's rows
+    assert report.rows_written == n
+    days = len({(t0.timestamp() * 1000 + i * 3_600_000) // 86_400_000 for i in range(n)})
+    cluster.wait_queryable("connect_pq", days, timeout_s=60)
+    got = rows(cluster, "SELECT name, COUNT(*) AS c, SUM(\"value\") AS s FROM connect_pq GROUP BY name ORDER BY name")
+    want: dict = {}
+    for name, value in zip(table.column("name").to_pylist(), table.column("value").to_pylist()):
+        c, s = want.get(name, (0, 0.0))
+        want[name] = (c + 1, s + value)
+    assert got == [{"name": k, "c": c, "s": s} for k, (c, s) in sorted(want.items())]
