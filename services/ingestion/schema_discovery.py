@@ -112,12 +112,13 @@ def _json_scan(batches):
 
 def _scan_json(spark, source: ExternalSource, files) -> SchemaDiscovery:
     from services.ingestion.source_reader import LISTING_DDL, listing_rows
+    from services.ingestion.spark_api import spark_api
 
-    sc = spark.sparkContext
-    rows = listing_rows(sc, source, files)
+    api = spark_api(spark)
+    rows = listing_rows(api, source, files)
     if not rows:
         return SchemaDiscovery()
-    listing = spark.createDataFrame(sc.parallelize(rows, max(1, len(rows))), LISTING_DDL)
+    listing = api.listing_frame(rows, LISTING_DDL)
     merged = SchemaDiscovery()
     for r in listing.mapInArrow(_json_scan, "schema STRING").collect():
         merged.merge(SchemaDiscovery.from_json(json.loads(r["schema"])))

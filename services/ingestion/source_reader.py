@@ -27,6 +27,7 @@ from common.types.column_type import ColumnType, TypeKind
 from services.ingestion.external_source import ExternalSource
 from services.ingestion.ingestion_report import ParseExceptionSample
 from services.ingestion.row_parser import META_ERROR, META_FILE, META_LINE, META_RAW, parse_file
+from services.ingestion.spark_api import spark_api
 
 DEFAULT_HTTP_TIMEOUT_S = 60.0
 DEFAULT_HTTP_MAX_BYTES = 1 << 30
@@ -222,7 +223,7 @@ def read_source(spark, source: ExternalSource, view: str, work_dir: str, context
     if source.format_type == "parquet":
         # Executors must see the path: local inputs are assumed shared (as for row_parser), and
         # downloads live on the driver, which runs the executors only in local mode.
-        native_ok = source.source_type == "local" or spark.sparkContext.master.startswith("local")
+        native_ok = source.source_type == "local" or spark_api(spark).master_is_local
         plan = plan_parquet([f.path if f.data is None else None for f in files], source.signature, native_ok)
         native = plan.groups
         frames = [read_native(spark, group, source.signature) for group in native]
@@ -239,19 +240,20 @@ def read_source(spark, source: ExternalSource, view: str, work_dir: str, context
                       parsed._cached, native, len(python_files))
 
 
-def listing_rows(sc, source: ExternalSource, files: list[InputFile]) -> list[tuple]:
-    """LISTING_DDL rows of ``files``: one per file, or per line-aligned range of a big JSON/TSV file."""
+def listing_rows(api, source: ExternalSource, files: list[InputFile]) -> list[tuple]:
+    """LISTING_DDL rows of ``files``: one per file, or per line-aligned range of a big JSON/TSV file;
+    ``api`` is the session's spark_api."""
     from services.ingestion.text_splits import text_ranges
 
-    local = sc.master.startswith("local")
+    local = api.master_is_local
     rows = []
     for f in files:
         if f.path is not None and f.data is None and not local and source.source_type == "http":
-            sc.addFile(f.path)  # downloads live on the driver; ship them to executors
+            api.add_file(f.path)  # downloads live on the driver; ship them to executors
             rows.append((f.name, f.path, None, os.path.basename(f.path), None, None, 1))
         elif f.path is not None and f.data is None:
             # A big JSON/TSV file is parsed by several tasks, each from a line start on.
-            ranges = text_ranges(f.path, source.input_format, sc.defaultParallelism)
+            ranges = text_ranges(f.path, source.input_format, api.default_parallelism)
             if len(ranges) == 1:
                 rows.append((f.name, f.path, None, None, None, None, 1))
             else:
@@ -267,9 +269,8 @@ def _parse_files(spark, source: ExternalSource, files: list[InputFile]) -> Sourc
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
-    sc = spark.sparkContext
-    rows = listing_rows(sc, source, files)
-    listing = spark.createDataFrame(sc.parallelize(rows, max(1, len(rows))), LISTING_DDL)
+    api = spark_api(spark)
+    listing = api.listing_frame(listing_rows(api, source, files), LISTING_DDL)
     parsed = listing.mapInArrow(_file_reader(source.input_format, source.signature), reader_ddl(source.signature))
     parsed = parsed.persist(StorageLevel.MEMORY_AND_DISK)
     totals = parsed.agg(F.count(F.lit(1)).alias("n"), F.count(F.col(META_ERROR)).alias("bad")).collect()[0]

@@ -19,7 +19,6 @@ cancels it cannot leave a file behind once the folder is deleted after the job g
 
 from __future__ import annotations
 
-import json
 import re
 import shutil
 import tempfile
@@ -72,11 +71,14 @@ from services.ingestion.partitioning import (
     sample_fraction,
 )
 from services.ingestion.schema_discovery import expand_dynamic
+from services.ingestion.spark_api import spark_api
 from services.ingestion.spark_sql import check_time_column, to_spark_sql
 from services.ingestion.statement import IngestionStatement
 from services.ingestion.upload_folder import ingest_root, new_run_token
 
 _DRAIN_TIMEOUT_S = 60.0
+# Longer than spark.python.task.killTimeout (2 s): a cancelled task's Python worker is gone by then.
+_QUIET_S = 5.0
 
 
 class SegmentPublisher(Protocol):
@@ -143,7 +145,7 @@ class _Run:
     def __init__(self, spark, job: IngestionJob, storage_url: str, storage_endpoint: str, publisher,
                  progress: ProgressCallback | None, cancel_event: threading.Event | None) -> None:
         self.spark = spark
-        self.sc = spark.sparkContext
+        self.api = spark_api(spark)  # classic SparkContext or Spark Connect
         self.job = job
         self.stmt = job.statement
         self.storage_url = storage_url
@@ -192,7 +194,7 @@ class _Run:
     def report(self, status: str, error: str | None = None) -> IngestionReport:
         self._close_phase(time.monotonic())
         try:
-            job_ids = tuple(sorted(self.sc.statusTracker().getJobIdsForGroup(self.group)))
+            job_ids = self.api.job_ids(self.group)
         except Exception:  # noqa: BLE001 - a report must not fail because the tracker did
             job_ids = ()
         return IngestionReport(
@@ -336,7 +338,7 @@ class _Run:
         [(name, source)] = self.stmt.sources.items()
         read = self.reads[0]
         return plan_scan(self.stmt.select, name, source, read.native, read.parsed_files, df.schema,
-                         self.sc.defaultParallelism)
+                         self.api.default_parallelism)
 
     def count_scan(self, scan: ArrowScan, granularity: Granularity) -> dict[int, int]:
         rows = scan_frame(self.spark, scan).mapInArrow(_scan_counter(scan, granularity), COUNT_DDL).collect()
@@ -453,18 +455,27 @@ class _Run:
     def cleanup_uploads(self) -> None:
         """Stop this run's Spark jobs, wait for their tasks to end, then delete every upload."""
         try:
-            self.sc.cancelJobGroup(self.group)
+            self.api.cancel_jobs(self.group)
         except Exception:  # noqa: BLE001 - the context may be gone; deleting still matters
             pass
         deadline = time.monotonic() + _DRAIN_TIMEOUT_S
-        tracker = self.sc.statusTracker()
-        while time.monotonic() < deadline:
-            active = [j for j in tracker.getJobIdsForGroup(self.group)
-                      if (info := tracker.getJobInfo(j)) is not None and info.status == "RUNNING"]
-            if not active:
-                break
-            time.sleep(0.1)
+        try:
+            drained = self.api.wait_jobs_ended(self.group, deadline)
+        except Exception:  # noqa: BLE001 - as above
+            drained = False
         self.storage.delete_prefix(self.prefix)
+        if not drained and self.uploading:
+            self.delete_until_quiet(deadline)
+
+    def delete_until_quiet(self, deadline: float) -> None:
+        """When Spark cannot say the tasks ended (a Connect client sees no tasks): keep deleting
+        until the run's folder stayed empty for longer than a killed Python task may run on."""
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline and time.monotonic() - quiet_since < _QUIET_S:
+            time.sleep(0.2)
+            if self.storage.list(self.prefix, partial=True):
+                self.storage.delete_prefix(self.prefix)
+                quiet_since = time.monotonic()
 
     def release(self) -> None:
         for df in self.cached:
@@ -485,24 +496,9 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-# Logical plan nodes that are cheap to run twice: projections and filters over file scans,
-# in-memory data and cached relations (row_parser's output is cached by the source reader).
-_CHEAP_NODES = {"Project", "Filter", "LogicalRelation", "LocalRelation", "InMemoryRelation", "Union",
-                "SubqueryAlias", "View", "LogicalRDD", "Range"}
-# Deterministic to Spark, yet evaluated anew by each query: two passes would disagree.
-_PER_QUERY = re.compile(r"\.(Current[A-Za-z]*|Now|LocalTimestamp|LocalTime)\b")
-
-
 def _needs_cache(df) -> bool:
-    try:
-        qe = df._jdf.queryExecution()
-        optimized = qe.optimizedPlan()
-        if not optimized.deterministic() or _PER_QUERY.search(qe.analyzed().toJSON()):
-            return True
-        nodes = json.loads(optimized.toJSON())
-    except Exception:  # noqa: BLE001 - when the plan cannot be inspected, caching is the safe choice
-        return True
-    return any(n.get("class", "").rsplit(".", 1)[-1] not in _CHEAP_NODES for n in nodes)
+    """Whether running ``df`` once more would cost much or could give other rows (spark_api)."""
+    return spark_api(df.sparkSession).needs_cache(df)
 
 
 def chunk_column(granularity: Granularity):
@@ -600,12 +596,11 @@ def run_ingestion(spark, job: IngestionJob, storage_url: str, storage_endpoint: 
         def watch() -> None:
             while not stop.is_set():
                 if cancel_event.wait(0.2):
-                    run.sc.cancelJobGroup(run.group)
+                    run.api.cancel_jobs(run.group)
                     return
         watcher = threading.Thread(target=watch, name=f"cancel-{run.group}", daemon=True)
         watcher.start()
-    run.sc.setJobGroup(run.group, f"strata {job.statement.mode} INTO {job.statement.datasource}",
-                       interruptOnCancel=True)
+    run.api.start_jobs(run.group, f"strata {job.statement.mode} INTO {job.statement.datasource}")
     try:
         return run.run()
     except BaseException as exc:
@@ -629,7 +624,7 @@ def run_ingestion(spark, job: IngestionJob, storage_url: str, storage_endpoint: 
         stop.set()
         if watcher is not None:
             watcher.join(timeout=5)
-        run.sc.setLocalProperty("spark.jobGroup.id", None)
+        run.api.end_jobs(run.group)
         run.release()
 
 

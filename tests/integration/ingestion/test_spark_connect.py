@@ -1,16 +1,14 @@
-"""Segment building through a real Spark Connect server (pyspark's start-connect-server.sh, the
-bundled spark-connect jar, local[2] inside it): this process is only a Connect client, the
-server's Python workers import strata, cut the rows into per-segment blobs and build and push the
-segments to an S3 server with the same functions the ingestion driver uses (DataFrame.mapInArrow,
-which Connect supports); the coordinator allocates and publishes them and the broker answers.
-
-What does not run through Connect yet is the ingestion driver itself (spark_job.run_ingestion):
-it uses the SparkContext, which a Connect session does not have (job groups and their
-cancellation, the status tracker, parallelize for file listings, plan inspection through the
-JVM). docs/operations.md lists each use and its Connect counterpart."""
+"""Ingestion through a real Spark Connect server (pyspark's start-connect-server.sh, the bundled
+spark-connect jar, local[2] inside it): this process is only a Connect client. The ingestion
+driver (spark_job.run_ingestion, on a Connect session through spark_api.ConnectSpark) lists and
+reads the input, plans, and the server's Python workers import strata, parse the files, cut the
+rows into per-segment blobs and build and push the segments to an S3 server; the coordinator
+allocates and publishes them and the broker answers. Cancellation goes through session tags
+(addTag / interruptTag) instead of job groups."""
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from datetime import datetime, timezone
@@ -116,3 +114,249 @@ def test_executors_behind_spark_connect_build_and_push_segments(connect, cluster
         c, s = want.get(ch, (0, 0))
         want[ch] = (c + 1, s + added)
     assert got == [{"channel": ch, "c": c, "s": s} for ch, (c, s) in sorted(want.items())]
+
+
+def _json_lines(path) -> list[dict]:
+    """Rows across three days, one bad line (a parse exception the report must count)."""
+    events = [{"ts": f"2024-04-0{1 + i % 3}T{i % 24:02d}:00:00Z", "channel": f"#c{i % 4}", "added": i * 7 - 40}
+              for i in range(60)]
+    lines = [json.dumps(e) for e in events]
+    lines.insert(17, '{"ts": "2024-04-01T00:00:00Z", "channel": "#bad", "added": "not a number"')
+    path.write_text("\n".join(lines) + "\n")
+    return events
+
+
+def _insert(datasource: str, path, extra: str = "") -> str:
+    return f"""{extra}INSERT INTO {datasource} SELECT TIME_PARSE(ts) AS __time, channel, added
+        FROM TABLE(EXTERN('{{"type": "local", "files": ["{path}"]}}', '{{"type": "json"}}',
+            '[{{"name": "ts", "type": "string"}}, {{"name": "channel", "type": "string"}},
+              {{"name": "added", "type": "long"}}]'))
+        PARTITIONED BY DAY"""
+
+
+def _publisher(cluster, job_id: str, datasource: str):
+    from services.grpc_server import channel
+    from services.ingestion.coordinator_publisher import CoordinatorPublisher
+    from services.rpc.gen.strata.v1 import coordinator_pb2_grpc
+
+    stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(f"127.0.0.1:{cluster.coordinator.grpc.port}"))
+    return CoordinatorPublisher(stub, job_id, datasource)
+
+
+def test_run_ingestion_on_a_spark_connect_session(connect, cluster, s3_server, tmp_path):  # noqa: F811
+    from services.ingestion.spark_api import ConnectSpark, spark_api
+    from services.ingestion.spark_job import IngestionJob, run_ingestion
+    from services.ingestion.statement import parse_ingestion
+
+    events = _json_lines(tmp_path / "events.json")
+    spark = connect.session()
+    try:
+        assert isinstance(spark_api(spark), ConnectSpark)
+        job = IngestionJob("connect-sql", parse_ingestion(_insert("connect_sql", tmp_path / "events.json",
+                                                                  "SET maxParseExceptions = 5;\n")))
+        phases: list[str] = []
+        report = run_ingestion(spark, job, cluster.deep_storage_url, cluster.deep_storage_endpoint,
+                               _publisher(cluster, "connect-sql", "connect_sql"),
+                               progress=lambda phase, details: phases.append(phase))
+    finally:
+        spark.stop()
+    assert report.status == "SUCCESS", report.error
+    assert (report.rows_read, report.parse_exceptions, report.rows_written) == (61, 1, 60)
+    assert "added" in report.parse_exception_samples[0].describe()
+    assert phases[-2:] == ["publishing", "done"]
+    assert len(report.segments) == 3  # one per day
+    fs = s3_server.filesystem()
+    for s in report.segments:  # pushed to the S3 server by the Connect server's Python workers
+        assert fs.get_file_info(f"{s3_server.bucket}/{s3_server.prefix}/{s.location}").size == s.bytes
+    cluster.wait_queryable("connect_sql", 3, timeout_s=60)
+    got = rows(cluster, "SELECT channel, COUNT(*) AS c, SUM(added) AS s FROM connect_sql GROUP BY channel "
+                        "ORDER BY channel")
+    want: dict = {}
+    for e in events:
+        c, s = want.get(e["channel"], (0, 0))
+        want[e["channel"]] = (c + 1, s + e["added"])
+    assert got == [{"channel": ch, "c": c, "s": s} for ch, (c, s) in sorted(want.items())]
+
+
+def test_schema_discovery_and_an_aggregating_select_on_spark_connect(connect, cluster, tmp_path):
+    """Discovery lists and scans the file on the server's workers; a GROUP BY SELECT is cached
+    between the counting and the building pass (on Connect every SELECT is)."""
+    from services.ingestion.spark_job import IngestionJob, run_ingestion
+    from services.ingestion.statement import parse_ingestion
+
+    events = _json_lines(tmp_path / "events.json")
+    path = tmp_path / "events.json"
+    spark = connect.session()
+    try:
+        job = IngestionJob("connect-discover", parse_ingestion(f"""SET maxParseExceptions = 5;
+            INSERT INTO connect_discovered
+            SELECT TIME_FLOOR(TIME_PARSE(ts), 'P1D') AS __time, channel, COUNT(*) AS n, SUM(added) AS s
+            FROM TABLE(localfiles(files => ARRAY['{path}'], format => 'json'))
+            GROUP BY 1, 2 PARTITIONED BY DAY"""))
+        report = run_ingestion(spark, job, cluster.deep_storage_url, cluster.deep_storage_endpoint,
+                               _publisher(cluster, "connect-discover", "connect_discovered"))
+    finally:
+        spark.stop()
+    assert report.status == "SUCCESS", report.error
+    decided = {d["column"]: d["chosen"] for d in report.to_json()["schemaDecisions"]}
+    assert decided.get("channel") == "STRING"
+    cluster.wait_queryable("connect_discovered", 3, timeout_s=60)
+    got = rows(cluster, "SELECT channel, SUM(n) AS n, SUM(s) AS s FROM connect_discovered GROUP BY channel "
+                        "ORDER BY channel")
+    want: dict = {}
+    for e in events:
+        c, s = want.get(e["channel"], (0, 0))
+        want[e["channel"]] = (c + 1, s + e["added"])
+    assert got == [{"channel": ch, "n": c, "s": s} for ch, (c, s) in sorted(want.items())]
+
+
+def test_interrupt_tag_stops_a_running_operation(connect):
+    """spark_api's cancel on Connect (interruptTag from another thread) ends a running query of
+    the tagged thread well before it would finish."""
+    import threading
+    import time
+
+    from services.ingestion.spark_api import spark_api
+
+    spark = connect.session()
+    api = spark_api(spark)
+    outcome: dict = {}
+
+    def slow(batches):
+        import time as t
+
+        for batch in batches:
+            t.sleep(120)  # far past the test's deadline: only an interrupt ends it in time
+            yield batch
+
+    def query() -> None:
+        api.start_jobs("strata-test-interrupt", "a query to interrupt")
+        try:
+            spark.range(0, 4, numPartitions=2).mapInArrow(slow, "id LONG").collect()
+            outcome["result"] = "finished"
+        except Exception as exc:  # noqa: BLE001 - the interrupt's error is what the test looks for
+            outcome["result"] = type(exc).__name__ + ": " + str(exc)[:300]
+        finally:
+            api.end_jobs("strata-test-interrupt")
+
+    try:
+        worker = threading.Thread(target=query, daemon=True)
+        started = time.monotonic()
+        worker.start()
+        deadline = started + 60
+        # Cancel until the query ends: the first interrupt may come before the query reached the server.
+        while worker.is_alive() and time.monotonic() < deadline:
+            api.cancel_jobs("strata-test-interrupt")
+            worker.join(timeout=1)
+        worker.join(timeout=max(0.0, deadline - time.monotonic()))
+        assert not worker.is_alive(), "the tagged query was not interrupted within 60 s"
+        assert outcome["result"] != "finished" and time.monotonic() - started < 60
+        assert "interrupt" in outcome["result"].lower() or "cancel" in outcome["result"].lower(), outcome
+    finally:
+        spark.stop()
+
+
+class _CountingPublisher:
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.published = 0
+
+    def allocate(self, *args, **kwargs):
+        return self.inner.allocate(*args, **kwargs)
+
+    def publish(self, descriptors, replace_intervals):
+        self.published += 1
+        return self.inner.publish(descriptors, replace_intervals)
+
+
+def test_a_cancelled_run_on_spark_connect_publishes_nothing_and_leaves_no_upload(connect, cluster, tmp_path):
+    """Cancelled once its first segment reached the S3 server (one segment per hour: many builder
+    tasks), through interruptTag; the run's upload folder is emptied and stays empty."""
+    import threading
+    import time
+
+    from services.deep_storage import deep_storage_from_url
+    from services.ingestion.ingestion_report import IngestionCancelled
+    from services.ingestion.spark_job import IngestionJob, run_ingestion
+    from services.ingestion.statement import parse_ingestion
+    from services.ingestion.upload_folder import ingest_root
+
+    _json_lines(tmp_path / "events.json")
+    storage = deep_storage_from_url(cluster.deep_storage_url, cluster.deep_storage_endpoint)
+    root = ingest_root("connect_cancelled")
+    cancel = threading.Event()
+    seen: dict = {}
+
+    def cancel_on_first_upload() -> None:
+        deadline = time.monotonic() + 120
+        while not cancel.is_set() and time.monotonic() < deadline:
+            if storage.list(root, partial=True):
+                seen["mid_build"] = True
+                cancel.set()
+                return
+            time.sleep(0.05)
+
+    def progress(phase, details) -> None:
+        if phase == "building":
+            threading.Thread(target=cancel_on_first_upload, daemon=True).start()
+        elif phase == "publishing":
+            cancel.set()  # the build outran the watcher: still a cancel before anything is published
+
+    publisher = _CountingPublisher(_publisher(cluster, "connect-cancel", "connect_cancelled"))
+    sql = _insert("connect_cancelled", tmp_path / "events.json", "SET maxParseExceptions = 5;\n")
+    spark = connect.session()
+    try:
+        with pytest.raises(IngestionCancelled) as err:
+            run_ingestion(spark, IngestionJob("connect-cancel", parse_ingestion(sql.replace("BY DAY", "BY HOUR"))),
+                          cluster.deep_storage_url, cluster.deep_storage_endpoint, publisher, progress=progress,
+                          cancel_event=cancel)
+        # The session is still usable after the interrupt (the tag was removed).
+        assert spark.range(3).count() == 3
+    finally:
+        spark.stop()
+    assert err.value.report.status == "CANCELLED" and err.value.report.segments == ()
+    assert publisher.published == 0
+    assert storage.list(root, partial=True) == []
+
+
+def test_parquet_through_the_arrow_scan_on_spark_connect(connect, cluster, tmp_path, monkeypatch):
+    """A SELECT that only picks Parquet columns: the server's tasks read the files with pyarrow,
+    split by the server's default parallelism (asked of it through the Connect session)."""
+    import pyarrow.parquet as pq
+
+    from services.ingestion import arrow_scan, spark_job
+    from services.ingestion.spark_job import IngestionJob, run_ingestion
+    from services.ingestion.statement import parse_ingestion
+
+    t0 = datetime(2021, 3, 1, tzinfo=timezone.utc)
+    n = 50
+    table = pa.table({"ts": pa.array([t0.timestamp() * 1000 + i * 3_600_000 for i in range(n)], pa.int64())
+                      .cast(pa.timestamp("ms", tz="UTC")),
+                      "name": [f"n{i % 7}" for i in range(n)], "value": pa.array([i * 0.5 for i in range(n)])})
+    pq.write_table(table.slice(0, 25), tmp_path / "a.parquet")
+    pq.write_table(table.slice(25), tmp_path / "b.parquet")
+    scans: list = []
+    original = spark_job.plan_scan
+    monkeypatch.setattr(spark_job, "plan_scan", lambda *a: scans.append(original(*a)) or scans[-1])
+    spark = connect.session()
+    try:
+        job = IngestionJob("connect-parquet", parse_ingestion(f"""
+            INSERT INTO connect_pq SELECT ts AS __time, name, "value"
+            FROM TABLE(localfiles(baseDir => '{tmp_path}', filter => '*.parquet', format => 'parquet'))
+                 EXTEND (ts TIMESTAMP, name VARCHAR, "value" DOUBLE)
+            PARTITIONED BY DAY"""))
+        report = run_ingestion(spark, job, cluster.deep_storage_url, cluster.deep_storage_endpoint,
+                               _publisher(cluster, "connect-parquet", "connect_pq"))
+    finally:
+        spark.stop()
+    assert report.status == "SUCCESS", report.error
+    assert scans and isinstance(scans[0], arrow_scan.ArrowScan)  # the pyarrow path, not Spark's rows
+    assert report.rows_written == n
+    days = len({(t0.timestamp() * 1000 + i * 3_600_000) // 86_400_000 for i in range(n)})
+    cluster.wait_queryable("connect_pq", days, timeout_s=60)
+    got = rows(cluster, "SELECT name, COUNT(*) AS c, SUM(\"value\") AS s FROM connect_pq GROUP BY name ORDER BY name")
+    want: dict = {}
+    for name, value in zip(table.column("name").to_pylist(), table.column("value").to_pylist()):
+        c, s = want.get(name, (0, 0.0))
+        want[name] = (c + 1, s + value)
+    assert got == [{"name": k, "c": c, "s": s} for k, (c, s) in sorted(want.items())]
