@@ -17,6 +17,12 @@ k8s:// master works the same, as long as executors can import strata (install th
 their image, or point them at it: ``spark.executorEnv.PYTHONPATH``) and reach deep storage
 (``spark.executorEnv.AWS_ACCESS_KEY_ID`` ...). Such settings go in ``STRATA_SPARK_CONF``, a JSON
 object of Spark settings every session gets (e.g. ``{"spark.executor.memory": "2g"}``).
+
+``STRATA_SPARK_REMOTE`` (``sc://host:15002``) makes every session a Spark Connect client of that
+server instead: no JVM in the task process, the long-lived driver is the Connect server's. Its
+executors must import strata and reach deep storage as above; the server's own settings (UTC,
+case-sensitive names, non-ANSI casts) are given when it starts, and the per-session SQL settings
+below are set on each session.
 """
 
 from __future__ import annotations
@@ -33,8 +39,10 @@ from common.errors import StrataError
 MASTER_ENV = "STRATA_SPARK_MASTER"
 DRIVER_MEMORY_ENV = "STRATA_SPARK_DRIVER_MEMORY"
 CONF_ENV = "STRATA_SPARK_CONF"
+REMOTE_ENV = "STRATA_SPARK_REMOTE"
 WARM_UP_TIMEOUT_S = 60.0
 JVM_START_ATTEMPTS = 3
+CONNECT_REACH_TIMEOUT_S = 15.0
 # The task runner names the task's log here; the JVM writes its stderr to it.
 TASK_LOG_ENV = "STRATA_TASK_LOG"
 JVM_OUTPUT_LINES = 20
@@ -58,6 +66,11 @@ _BASE_CONF = {
 
 def default_master() -> str:
     return os.environ.get(MASTER_ENV, "").strip() or "local[*]"
+
+
+def configured_remote() -> str | None:
+    """The Spark Connect server sessions connect to (``STRATA_SPARK_REMOTE``), or None."""
+    return os.environ.get(REMOTE_ENV, "").strip() or None
 
 
 def session_conf(master: str, conf: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -95,6 +108,8 @@ def configured_conf() -> dict[str, str]:
 def task_master(spec: Mapping, configured: str | None = None) -> str | None:
     """The master a task needs instead of the configured one, or None: ``maxNumTasks`` on a local
     master is Spark's task slots, fixed when a session starts (so a warm driver cannot run it)."""
+    if configured is None and configured_remote() is not None:
+        return None  # a Connect server's slots are its own; the task runs there like any other
     configured = configured if configured is not None else default_master()
     max_tasks = (spec.get("context") or {}).get("maxNumTasks")
     if max_tasks is None or not configured.startswith("local"):
@@ -110,6 +125,9 @@ def get_or_create_session(app_name: str = "strata-ingestion", master: str | None
     any master (a long-lived driver pays it once for all its tasks)."""
     from pyspark.sql import SparkSession
 
+    remote = configured_remote()
+    if remote is not None and master is None:
+        return _connect_session(remote, app_name)
     master = master or default_master()
     settings = session_conf(master, conf)
     if "spark.pyspark.python" in settings:
@@ -124,6 +142,49 @@ def get_or_create_session(app_name: str = "strata-ingestion", master: str | None
     if new and (warm or master.startswith("local")):
         warm_up(session)
     return session
+
+
+def _connect_session(remote: str, app_name: str):
+    """A Spark Connect client session of ``remote``, with strata's per-session SQL settings (the
+    static ones, such as JVM options, belong to the server's start)."""
+    from pyspark.sql import SparkSession
+
+    _wait_reachable(remote)
+    try:
+        session = SparkSession.builder.remote(remote).appName(app_name).getOrCreate()
+        for key, value in _BASE_CONF.items():
+            if key.startswith("spark.sql."):
+                session.conf.set(key, value)
+        for key, value in configured_conf().items():
+            if key.startswith("spark.sql."):
+                session.conf.set(key, value)
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the server is the same for the task
+        raise SparkStartError(f"cannot use the Spark Connect server {remote} ({REMOTE_ENV}): {exc}. Check that "
+                              "it runs and is reachable, or unset the variable to start a local driver") from exc
+    return session
+
+
+def _wait_reachable(remote: str, timeout_s: float = CONNECT_REACH_TIMEOUT_S) -> None:
+    """Fail fast (SparkStartError naming the server) when nothing listens at ``remote``: the Connect
+    client itself retries a refused connection with backoff for many minutes."""
+    import socket
+    from urllib.parse import urlparse
+
+    parsed = urlparse(remote if "://" in remote else f"sc://{remote}")
+    if parsed.scheme != "sc" or not parsed.hostname:
+        raise SparkStartError(f"{REMOTE_ENV} must look like sc://host:15002, got '{remote}'")
+    host, port = parsed.hostname, parsed.port or 15002
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=min(5.0, timeout_s)):
+                return
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise SparkStartError(f"cannot reach the Spark Connect server {remote} ({REMOTE_ENV}) within "
+                                      f"{timeout_s:g}s: {exc}. Check that it runs and is reachable, or unset "
+                                      "the variable to start a local driver") from None
+            time.sleep(0.5)
 
 
 class SparkStartError(StrataError):
@@ -244,4 +305,4 @@ def warm_up(session, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
         sc.setLocalProperty("spark.jobGroup.id", None)
 
 
-__all__ = ["CONF_ENV", "DRIVER_MEMORY_ENV", "MASTER_ENV", "TASK_LOG_ENV", "SparkStartError", "configured_conf", "default_master", "get_or_create_session", "session_conf", "task_master", "warm_up"]
+__all__ = ["CONF_ENV", "DRIVER_MEMORY_ENV", "MASTER_ENV", "REMOTE_ENV", "TASK_LOG_ENV", "SparkStartError", "configured_conf", "configured_remote", "default_master", "get_or_create_session", "session_conf", "task_master", "warm_up"]

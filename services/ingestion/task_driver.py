@@ -96,7 +96,11 @@ class TaskDriver:
 
     def healthy(self) -> bool:
         try:
-            return self.spark is not None and not self.spark.sparkContext._jsc.sc().isStopped()
+            if self.spark is None:
+                return False
+            if hasattr(self.spark, "is_stopped"):  # a Spark Connect client session
+                return not self.spark.is_stopped
+            return not self.spark.sparkContext._jsc.sc().isStopped()
         except Exception:  # noqa: BLE001 - a JVM that cannot answer is not healthy
             return False
 

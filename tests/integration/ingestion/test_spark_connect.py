@@ -19,7 +19,7 @@ import pytest
 from tests.fixtures.s3_server import s3_server  # noqa: F401 - a fixture
 from tests.fixtures.spark_standalone import start_connect
 from tests.harness.embedded_cluster import EmbeddedCluster
-from tests.integration.ingestion.sql_tasks import rows
+from tests.integration.ingestion.sql_tasks import rows, run
 
 pytest.importorskip("pyspark.sql.connect.session")
 
@@ -360,3 +360,29 @@ def test_parquet_through_the_arrow_scan_on_spark_connect(connect, cluster, tmp_p
         c, s = want.get(name, (0, 0.0))
         want[name] = (c + 1, s + value)
     assert got == [{"name": k, "c": c, "s": s} for k, (c, s) in sorted(want.items())]
+
+
+def test_a_cluster_task_runs_on_the_connect_server(connect, cluster, s3_server, tmp_path, monkeypatch):  # noqa: F811
+    """With STRATA_SPARK_REMOTE set, the coordinator's task process is a Connect client: the SQL
+    INSERT submitted to the cluster runs on the Connect server (no JVM of the task's own), its
+    workers push the segments to S3, and the broker answers the rows."""
+    events = _json_lines(tmp_path / "events.json")
+    monkeypatch.setenv("STRATA_SPARK_REMOTE", connect.url)
+    task = run(cluster, "SET maxParseExceptions = 5;\n" + _insert("connect_task", tmp_path / "events.json"))
+    assert task.state == "SUCCESS", task.error
+    log_path = cluster.coordinator.task_runner.log_path(task.id)
+    with open(log_path, errors="replace") as f:
+        log_text = f.read()
+    assert "SparkSubmit" not in log_text and "Java gateway" not in log_text  # no driver JVM of its own
+    cluster.wait_queryable("connect_task", 3, timeout_s=60)
+    got = rows(cluster, "SELECT COUNT(*) AS c, SUM(added) AS s FROM connect_task")
+    assert got == [{"c": len(events), "s": sum(e["added"] for e in events)}]
+
+
+def test_an_unreachable_connect_server_fails_the_task_with_its_address(cluster, tmp_path, monkeypatch):
+    """A wrong STRATA_SPARK_REMOTE is the task's clear failure naming the server, not a hang."""
+    _json_lines(tmp_path / "events.json")
+    monkeypatch.setenv("STRATA_SPARK_REMOTE", "sc://127.0.0.1:1")
+    task = run(cluster, _insert("connect_nowhere", tmp_path / "events.json"), timeout_s=180)
+    assert task.state == "FAILED"
+    assert "sc://127.0.0.1:1" in task.error and "STRATA_SPARK_REMOTE" in task.error
