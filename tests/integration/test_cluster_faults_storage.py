@@ -27,8 +27,8 @@ from common.segment.descriptor import SegmentDescriptor
 from tests.harness.restartable_s3 import RestartableS3
 from tests.harness.waiting import wait_until
 
-ROWS_PER_SEGMENT = 2_000  # about 128 KB a segment
-CACHE_VOLUME = "2m"  # historical-1's cache volume: about 15 of those segments
+ROWS_PER_SEGMENT = 2_000  # tens of KB a segment
+CACHE_VOLUME = "2m"  # historical-1's cache volume: a few dozen of those segments
 CACHE_VOLUME_BYTES = 2 << 20
 
 
@@ -212,8 +212,11 @@ def test_a_full_cache_volume_refuses_loads_cleanly_and_the_coordinator_assigns_e
         pytest.skip(f"cannot give historical-1 a small cache volume: {c.tmpfs_refused} (needs root or CAP_SYS_ADMIN)")
     pid = c.node("historical-1")["pid"]
     # Twice what the volume holds: the coordinator, which believes historical-1 has its configured
-    # 10 GiB, gives it about half of them.
-    segments = 2 * CACHE_VOLUME_BYTES // (128 << 10) + 4
+    # 10 GiB, gives it about half of them. Sized from a segment as the format builds it today.
+    probe = build_segments(demo_table(ROWS_PER_SEGMENT, start="2016-03-01", days=1), "probe",
+                           str(tmp_path / "probe"), segment_granularity="day", rows_per_segment=ROWS_PER_SEGMENT)
+    segment_bytes = os.path.getsize(probe[0][0])
+    segments = 2 * CACHE_VOLUME_BYTES // segment_bytes + 4
     big, c.expected["big"] = _build_and_push(c, "big", segments * ROWS_PER_SEGMENT, "2016-03-01", tmp_path)
     c.client.publish(big)
     c.client.wait_loaded("big", len(big), 120)

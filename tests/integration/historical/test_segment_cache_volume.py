@@ -19,15 +19,24 @@ from services.deep_storage import DeepStorageError, LocalDeepStorage, deep_stora
 from services.historical.core.cache_plan import CacheFullError
 from services.historical.segment_cache import SegmentCache
 
-VOLUME = "600k"  # four of the segments below (about 128 KB each, plus a sidecar block) fit, not five
+PAGE = 4096  # tmpfs allocates whole pages
+
+
+def _pages(nbytes: int) -> int:
+    return -(-nbytes // PAGE)
 
 
 @pytest.fixture
-def volume(tmp_path):
+def volume(tmp_path, segments):
+    """A tmpfs that holds the first four segments (each with its one-page sidecar) and half of
+    the fifth: sized from the segments as built, so a change in the format's size cannot make
+    all five fit."""
+    _, items = segments
+    pages = sum(_pages(size) + 1 for _, _, size, _ in items[:4]) + _pages(items[4][2]) // 2
     path = tmp_path / "cache"
     path.mkdir()
     try:
-        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={VOLUME}", "tmpfs", str(path)],
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={pages * PAGE // 1024}k", "tmpfs", str(path)],
                               capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as exc:
         pytest.skip(f"cannot mount a small tmpfs for the cache ({exc}); needs root or CAP_SYS_ADMIN")
