@@ -33,9 +33,17 @@ def connect(tmp_path_factory, s3_server):  # noqa: F811 - a fixture; its credent
     env = {"PYTHONPATH": ROOT, "PYSPARK_PYTHON": sys.executable, **{k: os.environ[k] for k in AWS if k in os.environ}}
     server = start_connect(str(tmp_path_factory.mktemp("spark-connect")), env,
                            {"spark.sql.shuffle.partitions": "2"})
+    # pyspark's functions build Connect columns only in "Connect mode"; the suite's shared classic
+    # session may run in this process too, so the mode is on for this module only.
+    was = os.environ.get("SPARK_CONNECT_MODE_ENABLED")
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
     try:
         yield server
     finally:
+        if was is None:
+            os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        else:
+            os.environ["SPARK_CONNECT_MODE_ENABLED"] = was
         server.daemon.stop()
 
 
