@@ -96,6 +96,20 @@ class CachePlan:
         need = self._used - (current.size if current else 0) + size - self.max_bytes
         if need <= 0:
             return []
+        victims = self._victims(segment, need)
+        if victims is not None:
+            return victims
+        held = [(s, e) for s, e in self._entries.items() if s != segment and not e.evictable]
+        held_bytes = sum(e.size for _, e in held)
+        raise CacheFullError(
+            f"cannot cache segment {segment} ({size} bytes): max_cache_bytes is {self.max_bytes} and {len(held)} "
+            f"served or loading segments hold {held_bytes} bytes that cannot be evicted; raise [historical] "
+            "max_cache_bytes or let the coordinator assign this segment to another historical"
+        )
+
+    def _victims(self, segment: Hashable, need: int) -> list | None:
+        """Evictable segments other than ``segment``, least recently used first, whose sizes add
+        up to at least ``need`` bytes; None when all of them together are not enough."""
         victims = []
         for other, entry in self._entries.items():
             if other == segment or not entry.evictable:
@@ -104,13 +118,7 @@ class CachePlan:
             need -= entry.size
             if need <= 0:
                 return victims
-        held = [(s, e) for s, e in self._entries.items() if s != segment and not e.evictable]
-        held_bytes = sum(e.size for _, e in held)
-        raise CacheFullError(
-            f"cannot cache segment {segment} ({size} bytes): max_cache_bytes is {self.max_bytes} and {len(held)} "
-            f"served or loading segments hold {held_bytes} bytes that cannot be evicted; raise [historical] "
-            "max_cache_bytes or let the coordinator assign this segment to another historical"
-        )
+        return None
 
     def plan_volume(self, segment: Hashable, size: int, volume_free: int, in_flight: int = 0,
                     volume: str = "the cache volume", overhead: int = 0) -> list:
@@ -126,14 +134,9 @@ class CachePlan:
         need = size + overhead + in_flight - volume_free
         if need <= 0:
             return []
-        victims = []
-        for other, entry in self._entries.items():
-            if other == segment or not entry.evictable:
-                continue
-            victims.append(other)
-            need -= entry.size
-            if need <= 0:
-                return victims
+        victims = self._victims(segment, need)
+        if victims is not None:
+            return victims
         raise CacheFullError(
             f"cannot cache segment {segment} ({size} bytes): {volume} has {volume_free} bytes free"
             + (f", {in_flight} of them promised to downloads under way," if in_flight else "")
