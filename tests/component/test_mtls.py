@@ -16,7 +16,6 @@ import adbc_driver_flightsql.dbapi as adbc
 import grpc
 import pytest
 
-from common.demo import table as demo_table
 from services.grpc_server import channel
 from services.historical.client import HistoricalClient
 from services.rpc.gen.strata.v1 import (catalog_pb2, catalog_pb2_grpc, coordinator_pb2, coordinator_pb2_grpc,
@@ -24,21 +23,9 @@ from services.rpc.gen.strata.v1 import (catalog_pb2, catalog_pb2_grpc, coordinat
 from services.cli.cluster_client import ClusterClient
 from services.transport_security import TransportSecurity, transport_security_for_task
 from tests.fixtures.certificates import make_certificates, make_stranger
-from tests.harness.embedded_cluster import EmbeddedCluster
+from tests.harness.secure_cluster import QUERY, READER_PASSWORD, secure_cluster
 
 ADMIN_PASSWORD = "mtls-admin-pw"
-READER_PASSWORD = "reader-pw"
-USERS_FILE = f'''
-[[users]]
-name = "reader"
-password = "{READER_PASSWORD}"
-[[users.grants]]
-action = "READ"
-type = "DATASOURCE"
-pattern = "wiki"
-'''
-QUERY = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
-         "granularity": "all", "aggregations": [{"type": "count", "name": "rows"}]}
 
 
 @pytest.fixture(scope="module")
@@ -48,20 +35,9 @@ def certs() -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, certs):
-    directory = tmp_path_factory.mktemp("mtls")
-    users = directory / "users.toml"
-    users.write_text(USERS_FILE)
-    for name, data in certs.items():
-        (directory / f"{name}.pem").write_bytes(data)
-    tls = {f"{name}_file": str(directory / f"{name}.pem") for name in certs}
-    c = EmbeddedCluster(str(directory / "cluster"), historicals=1,
-                        auth={"enabled": True, "admin_password": ADMIN_PASSWORD, "users_file": str(users)},
-                        tls={**tls, "mtls": True})
+    # publish (coordinator), discovery and segment loads all run over mTLS, with no secret
+    c = secure_cluster(tmp_path_factory.mktemp("mtls"), certs, ADMIN_PASSWORD, 400, mtls=True)
     try:
-        data = demo_table(400, days=1)
-        c.rows = data.num_rows
-        # publish (coordinator), discovery and segment loads all run over mTLS, with no secret
-        c.wait_queryable("wiki", len(c.publish(data, "wiki")))
         yield c
     finally:
         c.stop()

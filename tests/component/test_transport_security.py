@@ -18,7 +18,6 @@ import pyarrow.flight as flight
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from common.demo import table as demo_table
 from services.cli.cluster_client import ClusterClient, ClusterError
 from services.grpc_server import channel
 from services.historical.client import HistoricalClient
@@ -27,21 +26,9 @@ from services.rpc.gen.strata.v1 import (coordinator_pb2, coordinator_pb2_grpc, d
 from services.security.basic_authorizer import basic_header
 from services.transport_security import TransportSecurity
 from tests.fixtures.certificates import make_certificates
-from tests.harness.embedded_cluster import EmbeddedCluster
+from tests.harness.secure_cluster import QUERY, READER_PASSWORD, secure_cluster
 
 ADMIN_PASSWORD = "tls-admin-pw"
-READER_PASSWORD = "reader-pw"
-USERS_FILE = f'''
-[[users]]
-name = "reader"
-password = "{READER_PASSWORD}"
-[[users.grants]]
-action = "READ"
-type = "DATASOURCE"
-pattern = "wiki"
-'''
-QUERY = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
-         "granularity": "all", "aggregations": [{"type": "count", "name": "rows"}]}
 
 
 @pytest.fixture(scope="module")
@@ -51,19 +38,9 @@ def certs() -> dict[str, bytes]:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory, certs):
-    directory = tmp_path_factory.mktemp("tls")
-    users = directory / "users.toml"
-    users.write_text(USERS_FILE)
-    # Through files, as a deployment gives them: [tls] cert_file/key_file/ca_file.
-    for name, data in certs.items():
-        (directory / f"{name}.pem").write_bytes(data)
-    c = EmbeddedCluster(str(directory / "cluster"), historicals=1,
-                        auth={"enabled": True, "admin_password": ADMIN_PASSWORD, "users_file": str(users)},
-                        tls={f"{name}_file": str(directory / f"{name}.pem") for name in certs})
+    # publish and load run over TLS + the internal credential
+    c = secure_cluster(tmp_path_factory.mktemp("tls"), certs, ADMIN_PASSWORD, 500)
     try:
-        data = demo_table(500, days=1)
-        c.rows = data.num_rows
-        c.wait_queryable("wiki", len(c.publish(data, "wiki")))  # publish and load over TLS + the credential
         yield c
     finally:
         c.stop()
