@@ -61,26 +61,38 @@ def _wait_answer(c, timeout_s: float = 60.0) -> None:
     raise AssertionError(f"cluster did not answer {c.expected} within {timeout_s}s; last: {last}")
 
 
-def test_killing_a_historical_during_queries_fails_no_query(cluster):
-    failures, answers = [], []
-    stop = threading.Event()
+class _QueryLoop:
+    """Three threads asking the cluster the count query until stopped; every answer and every
+    failure is kept for the test to assert on."""
 
-    def query_loop():
-        while not stop.is_set():
+    def __init__(self, cluster, threads: int = 3) -> None:
+        self.answers: list = []
+        self.failures: list = []
+        self._stop = threading.Event()
+        self._workers = [threading.Thread(target=self._run, args=(cluster,)) for _ in range(threads)]
+        for w in self._workers:
+            w.start()
+
+    def _run(self, cluster) -> None:
+        while not self._stop.is_set():
             try:
-                answers.append(_answer(cluster))
-            except Exception as exc:  # noqa: BLE001 - recorded and asserted below
-                failures.append(exc)
+                self.answers.append(_answer(cluster))
+            except Exception as exc:  # noqa: BLE001 - recorded and asserted by the test
+                self.failures.append(exc)
 
-    workers = [threading.Thread(target=query_loop) for _ in range(3)]
-    for w in workers:
-        w.start()
+    def stop(self) -> None:
+        self._stop.set()
+        for w in self._workers:
+            w.join(timeout=60)
+
+
+def test_killing_a_historical_during_queries_fails_no_query(cluster):
+    loop = _QueryLoop(cluster)
+    failures, answers = loop.failures, loop.answers
     time.sleep(1.0)
     cluster.kill("historical-2", signal.SIGKILL)
     time.sleep(4.0)  # past the lease TTL: the dead node's announcements expire meanwhile
-    stop.set()
-    for w in workers:
-        w.join(timeout=60)
+    loop.stop()
     assert not failures, failures[:3]
     assert len(answers) > 10 and set(answers) == {cluster.expected}
     cluster.restart("historical-2")
@@ -175,19 +187,8 @@ def test_segment_files_damaged_under_a_historical_mid_query_loop(cluster):
     victims = sorted(glob.glob(os.path.join(cache, "wiki_*.sseg")))
     assert victims
     pid = cluster.node("historical-1")["pid"]
-    failures, answers = [], []
-    stop = threading.Event()
-
-    def query_loop():
-        while not stop.is_set():
-            try:
-                answers.append(_answer(cluster))
-            except Exception as exc:  # noqa: BLE001 - recorded and asserted below
-                failures.append(exc)
-
-    workers = [threading.Thread(target=query_loop) for _ in range(3)]
-    for w in workers:
-        w.start()
+    loop = _QueryLoop(cluster)
+    failures, answers = loop.failures, loop.answers
     try:
         for step in range(12):
             before = len(answers)
@@ -209,9 +210,7 @@ def test_segment_files_damaged_under_a_historical_mid_query_loop(cluster):
         deadline = time.monotonic() + 30
         while len(answers) < 10 and time.monotonic() < deadline and not failures:
             time.sleep(0.05)
-        stop.set()
-        for w in workers:
-            w.join(timeout=60)
+        loop.stop()
     assert _alive(pid), "historical-1 died while its segment files were damaged under it"
     assert not failures, failures[:3]
     assert len(answers) > 10 and set(answers) == {cluster.expected}
