@@ -278,6 +278,18 @@ class Container:
         self.check_unchanged()
         return self._cache.get((self._token, name, kind), load, nbytes)
 
+    def cached(self, name: str, kind: str) -> Any:
+        """What ``array(name)`` (kind "array") or ``derived(name, kind, ...)`` would return, if it
+        is in the cache now; else None, and nothing is read or decoded."""
+        if self._closed:
+            return None
+        return self._cache.peek((self._token, name, kind))
+
+    def fits_cache(self, nbytes: int) -> bool:
+        """Whether a derived value of ``nbytes`` would be a small share of the cache's budget
+        (an eighth), so keeping it does not push out the parts it is derived from."""
+        return nbytes * 8 <= self._cache.max_bytes
+
     def verify_all(self) -> None:
         """Every part's checksum, over the stored bytes (for a compressed part, the checksum
         proves the block is what the writer wrote, so it is not decoded here)."""

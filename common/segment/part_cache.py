@@ -87,6 +87,17 @@ class DecodedPartCache:
                 self._loading.pop(key, None)
             pending.done.set()
 
+    def peek(self, key: Hashable) -> Any:
+        """The cached value of ``key`` (counted as a hit and made most recent), or None: for
+        work worth doing only when something it derives from is already decoded."""
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None:
+                return None
+            self._entries.move_to_end(key)
+            self._hits += 1
+            return hit[0]
+
     def _shrink(self) -> None:
         while self._bytes > self.max_bytes and self._entries:
             _, (_, size) = self._entries.popitem(last=False)

@@ -42,8 +42,10 @@ from common.errors import SegmentCorruptError
 from common.segment.bit_packing import WIDTHS, pack, unpack, width_for
 from common.segment.bitmap_serializer import serialize_grouped
 from common.segment.column_reader import IdRun, Ids, rows_with_ids, union_bitmaps
+from common.segment import inverted_index
 from common.segment.container import Container, ipc_bytes
 from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
+from common.segment.inverted_index import InvertedIndex, stable_order
 from common.types.column_type import STRING, ColumnType
 
 
@@ -78,23 +80,10 @@ def _code_blocks(narrow: np.ndarray, block_rows: int) -> tuple[dict[str, pa.Buff
     return parts, ranges
 
 
-def _stable_order(keys: np.ndarray, bound: int) -> np.ndarray:
-    """Row ids sorted by key, ascending within a key (so each key's rows form a sorted run).
-
-    numpy's stable sort is a radix sort for 16-bit keys; wider keys take two 16-bit passes
-    (least significant first), which is several times faster than a comparison sort.
-    """
-    if bound <= 1 << 16:
-        return np.argsort(keys.astype(np.uint16), kind="stable").astype(np.uint32)
-    low = np.argsort((keys & 0xFFFF).astype(np.uint16), kind="stable")
-    high = np.argsort((keys[low] >> 16).astype(np.uint16), kind="stable")
-    return low[high].astype(np.uint32)
-
-
 def _bitmaps_binary(codes: np.ndarray, cardinality: int) -> pa.Array:
     """One serialized Roaring bitmap per code, plus the null rows' (code -1) at ``cardinality``."""
     keyed = np.where(codes < 0, cardinality, codes).astype(np.int32)
-    order = _stable_order(keyed, cardinality + 1)
+    order = stable_order(keyed, cardinality + 1)
     data, offsets = serialize_grouped(order, keyed[order], cardinality + 1)
     return pa.Array.from_buffers(pa.large_binary(), cardinality + 1,
                                  [None, pa.py_buffer(offsets), pa.py_buffer(data)])
@@ -277,6 +266,32 @@ class StringColumn:
             return self._container.array(self._parts["codes"])
         return self._container.derived(self._parts["codes"], "unpacked", self._unpacked, self.num_rows * 2)
 
+    def _codes_entry(self) -> tuple[str, str]:
+        """The cache entry (part, kind) that ``codes_array`` reads."""
+        if self._block_rows is not None:
+            return self._parts["codes0"], "joined"
+        if self._code_bits is None:
+            return self._parts["codes"], "array"
+        return self._parts["codes"], "unpacked"
+
+    def indexed_rows(self, ids: Ids) -> BitMap | None:
+        """Rows of ``ids`` through the in-memory inverted index (inverted_index.py), or None when
+        a scan of the codes answers instead: a column under MIN_CARDINALITY ids, codes not yet
+        decoded and no index (a cold read: the scan decodes them, and the next filter on this
+        column builds the index), an index too big for the cache's budget, or a dense match."""
+        cardinality = self.cardinality
+        if cardinality < inverted_index.MIN_CARDINALITY:
+            return None
+        name, kind = self._codes_entry()
+        index = self._container.cached(name, "inverted")
+        if index is None:
+            nbytes = InvertedIndex.nbytes_for(self.num_rows, cardinality)
+            if self._container.cached(name, kind) is None or not self._container.fits_cache(nbytes):
+                return None
+            index = self._container.derived(name, "inverted", lambda: InvertedIndex.build(self.codes(), cardinality),
+                                            nbytes)
+        return index.rows(ids)
+
     def _code_block(self, i: int) -> np.ndarray:
         """Block ``i``'s codes (-1 for null) as numpy, decoded alone."""
         name = self._parts[f"codes{i}"]
@@ -365,7 +380,9 @@ class StringColumn:
 
     def bitmap(self, code: int) -> BitMap:
         if not self.has_bitmaps:
-            return rows_with_ids(self.codes(), self.cardinality, np.array([code], dtype=np.int64))
+            ids = np.array([code], dtype=np.int64)
+            found = self.indexed_rows(ids)
+            return found if found is not None else rows_with_ids(self.codes(), self.cardinality, ids)
         return BitMap.deserialize(self._bitmap_array()[code].as_py())
 
     def null_bitmap(self) -> BitMap:
@@ -505,6 +522,9 @@ class SortedDictionaryIndex:
         if not self._column.has_bitmaps:
             if len(ids) == 0:
                 return BitMap()  # a value absent from the dictionary: no code is read
+            found = self._column.indexed_rows(ids)
+            if found is not None:
+                return found
             blocks = self._column.candidate_blocks(ids, self.cardinality)
             if blocks is not None and len(blocks) * 2 <= len(self._column._blocks):
                 # The zone map rules out most blocks: scan only the others. When it rules out

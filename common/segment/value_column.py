@@ -177,6 +177,9 @@ class ValueColumn:
             return self.values()
         if self._block_rows is None or len(rows) * 64 > self.num_rows:
             return self.values().take(pa.array(rows))
+        joined = self._container.cached(self._parts["block0"], "values")
+        if joined is not None:  # warm: one take from the joined column beats grouping rows by block
+            return joined.take(pa.array(rows))
         # A few rows: decode only their blocks (a cold read of a needle's rows).
         rows = np.asarray(rows, dtype=np.int64)
         if len(rows) == 0:
