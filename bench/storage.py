@@ -145,19 +145,22 @@ def pick_user(table: pa.Table) -> str:
     return sorted(v for v, c in zip(values, n) if v is not None and 20 <= c <= 200)[0]
 
 
-def alternating(a, b, runs: int) -> tuple[float, float, object, object]:
-    """Median ms of ``a`` and ``b`` run in turns after a warm-up of each, so a busy machine's
-    slow spells hit both sides alike; and their last results."""
+def alternating(a, b, runs: int) -> tuple[float, float, object, object, float, float]:
+    """Median wall ms of ``a`` and ``b`` run in turns after a warm-up of each, so a busy machine's
+    slow spells hit both sides alike; their last results; and their median process CPU ms (all
+    threads: steadier than wall time when other work shares the cores)."""
     ra, rb = a(), b()
-    sa, sb = [], []
+    sa, sb, ca, cb = [], [], [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         ra = a()
         sa.append((time.perf_counter() - start) * 1000)
-        start = time.perf_counter()
+        ca.append((time.process_time() - cpu) * 1000)
+        start, cpu = time.perf_counter(), time.process_time()
         rb = b()
         sb.append((time.perf_counter() - start) * 1000)
-    return statistics.median(sa), statistics.median(sb), ra, rb
+        cb.append((time.process_time() - cpu) * 1000)
+    return statistics.median(sa), statistics.median(sb), ra, rb, statistics.median(ca), statistics.median(cb)
 
 
 def _same(a: pa.Table, b: pa.Table) -> bool:
@@ -181,7 +184,7 @@ def needle_with_code_blocks(data: pa.Table, work: str, compression, args, packed
                 if cold:
                     PROCESS_CACHE.clear()
                 return execute(native, segs)
-            a_ms, b_ms, a, b = alternating(lambda: run(packed_segs), lambda: run(blocked), args.runs)
+            a_ms, b_ms, a, b, _, _ = alternating(lambda: run(packed_segs), lambda: run(blocked), args.runs)
             lines.append((label, f"{a_ms:.1f}", f"{b_ms:.1f}", f"{b_ms / a_ms:.2f}",
                           "yes" if _same(a.table, b.table) else "NO"))
     finally:
@@ -269,7 +272,7 @@ def main() -> int:
         plain_segs = [Segment.open(p) for p in plain_paths]
         packed_segs = [Segment.open(p) for p in packed_paths]
         saved_budget = PROCESS_CACHE.max_bytes
-        qlines, warm_ratios, cold_ratios = [], [], []
+        qlines, warm_ratios, cold_ratios, warm_cpu, cold_cpu = [], [], [], [], []
         try:
             for name, _, native, _ in queries(pick_user(data)):
                 def run_plain():
@@ -283,23 +286,29 @@ def main() -> int:
                     return execute(native, packed_segs)
 
                 PROCESS_CACHE.set_max_bytes(8 << 30)  # holds every decoded part: repeated queries
-                u_ms, w_ms, u, w = alternating(run_plain, run_packed, args.runs)
-                u2_ms, c_ms, _, c = alternating(run_plain, run_packed_cold, args.runs)
+                u_ms, w_ms, u, w, u_cpu, w_cpu = alternating(run_plain, run_packed, args.runs)
+                u2_ms, c_ms, _, c, u2_cpu, c_cpu = alternating(run_plain, run_packed_cold, args.runs)
                 same = _same(u.table, w.table) and _same(u.table, c.table)
                 warm_ratios.append(w_ms / u_ms)
                 cold_ratios.append(c_ms / u2_ms)
-                qlines.append((name, f"{u_ms:.1f}", f"{w_ms:.1f}", f"{w_ms / u_ms:.2f}", f"{u2_ms:.1f}",
-                               f"{c_ms:.1f}", f"{c_ms / u2_ms:.2f}", "yes" if same else "NO"))
+                warm_cpu.append(w_cpu / u_cpu)
+                cold_cpu.append(c_cpu / u2_cpu)
+                qlines.append((name, f"{u_ms:.1f} / {u_cpu:.1f}", f"{w_ms:.1f} / {w_cpu:.1f}",
+                               f"{w_ms / u_ms:.2f} / {w_cpu / u_cpu:.2f}", f"{u2_ms:.1f} / {u2_cpu:.1f}",
+                               f"{c_ms:.1f} / {c_cpu:.1f}", f"{c_ms / u2_ms:.2f} / {c_cpu / u2_cpu:.2f}",
+                               "yes" if same else "NO"))
         finally:
             PROCESS_CACHE.set_max_bytes(saved_budget)
         print()
-        print_rows(("query", "before, uncompressed ms", "now, cache warm ms", "ratio", "before, uncompressed ms (again)",
-                    "now, cache emptied ms", "ratio", "same result"), qlines, args.markdown)
+        print("wall ms / process CPU ms, median of each:")
+        print_rows(("query", "before, uncompressed", "now, cache warm", "ratio", "before, uncompressed (again)",
+                    "now, cache emptied", "ratio", "same result"), qlines, args.markdown)
         if args.code_block_rows:
             needle_with_code_blocks(data, work, compression, args, packed_segs, packed_file)
         geo = lambda xs: float(np.exp(np.mean(np.log(xs))))  # noqa: E731
-        print(f"geomean now/before-uncompressed: cache warm {geo(warm_ratios):.2f}, cache emptied before each query "
-              f"{geo(cold_ratios):.2f} (goal <= 1.10); segments now are {packed_file / zstd_file:.2f}x Parquet zstd "
+        print(f"geomean now/before-uncompressed (wall / CPU): cache warm {geo(warm_ratios):.2f} / "
+              f"{geo(warm_cpu):.2f}, cache emptied before each query {geo(cold_ratios):.2f} / {geo(cold_cpu):.2f} "
+              f"(goal <= 1.10); segments now are {packed_file / zstd_file:.2f}x Parquet zstd "
               f"(before: {before_file / zstd_file:.2f}x compressed, {plain_file / zstd_file:.2f}x uncompressed), "
               f"{packed_file / ch[1]:.2f}x ClickHouse (goal <= 1.0x Parquet zstd)" if ch else "")
         return 0 if all(line[-1] == "yes" for line in qlines) else 1
