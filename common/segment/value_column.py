@@ -135,6 +135,7 @@ class ValueColumn:
         return column
 
     _block_rows: int | None = None
+    _stored_bytes: int | None = None
 
     def values(self) -> pa.Array:
         # Not memoized here: the container reads mapped parts in place and keeps decoded
@@ -165,8 +166,14 @@ class ValueColumn:
         return dictionary.take(self._container.array(self._parts["codes"]))
 
     def part_bytes(self, roles: tuple[str, ...] = ("values",)) -> int:
-        # Reading values reads every part of the column, however it is stored.
-        return sum(self._container.part_length(p) for p in self._parts.values())
+        # Reading values reads every part of the column, however it is stored. Summed once: a
+        # column of many blocks would otherwise pay a step per block on every query.
+        if self._stored_bytes is None:
+            total = sum(self._container.part_length(p) for p in self._parts.values())
+            if not total:
+                return total  # not memoized: the container did not know its parts yet
+            self._stored_bytes = total
+        return self._stored_bytes
 
     def numpy(self) -> np.ndarray:
         """Values as numpy without copying where Arrow allows; null slots hold unspecified values."""
@@ -192,6 +199,11 @@ class ValueColumn:
             raise IndexError(f"row {int(rows.max()) if rows.max() >= self.num_rows else int(rows.min())} is out of "
                              f"range for a column of {self.num_rows} rows")
         of = rows // self._block_rows
+        if self._container.cached(self._parts[f"block{int(of[0])}"], "array") is not None:
+            # A block of these rows was read before: the column is being read again, so join it
+            # once (from mostly cached blocks) and take from that, as the warm needle query does,
+            # instead of a take per block on every read.
+            return self.values().take(pa.array(rows))
         needed = np.unique(of)
         if len(needed) * 2 > -(-self.num_rows // self._block_rows):
             # Rows spread over most blocks: the joined column (one cache entry once warm) is
