@@ -350,7 +350,7 @@ class StringColumn:
             return pa.array(codes, mask=codes < 0)
         raw = np.frombuffer(packed.buffers()[1], dtype=np.uint8, count=len(packed) + packed.offset)[packed.offset:]
         try:
-            codes = unpack(raw, self._code_bits, self.num_rows).astype(np.int8)
+            codes = unpack(raw, self._code_bits, self.num_rows).view(np.int8)  # fresh array: no copy
         except ValueError as exc:
             raise SegmentCorruptError(f"segment {self._container.label}: codes part "
                                       f"'{self._parts['codes']}' does not unpack: {exc}",
