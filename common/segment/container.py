@@ -314,6 +314,7 @@ class Container:
 # 35 us a part; a cold scan of two 2M-row columns in 8192-row blocks reads about 500 parts).
 _SCHEMAS: dict[bytes, pa.Schema | None] = {}
 _MAX_SCHEMAS = 4096
+_UNSEEN = object()
 
 
 def _stream_schema(buf: pa.Buffer) -> tuple[pa.Schema | None, int]:
@@ -328,13 +329,16 @@ def _stream_schema(buf: pa.Buffer) -> tuple[pa.Schema | None, int]:
     if marker != 0xFFFFFFFF or length <= 0 or at > buf.size:
         return None, 0
     key = buf.slice(0, at).to_pybytes()
-    if key not in _SCHEMAS:
+    # One get (not a test then an index): another thread may clear the memo in between.
+    schema = _SCHEMAS.get(key, _UNSEEN)
+    if schema is _UNSEEN:
         schema = pa.ipc.read_schema(pa.BufferReader(buf.slice(0, at)))
+        # Dictionary-typed fields need the stream's dictionary batches: those open the stream.
+        if "dictionary<" in str(schema):
+            schema = None
         if len(_SCHEMAS) >= _MAX_SCHEMAS:
             _SCHEMAS.clear()
-        # Dictionary-typed fields need the stream's dictionary batches: those open the stream.
-        _SCHEMAS[key] = None if "dictionary<" in str(schema) else schema
-    schema = _SCHEMAS[key]
+        _SCHEMAS[key] = schema
     return (schema, at) if schema is not None else (None, 0)
 
 
