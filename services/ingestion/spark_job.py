@@ -173,6 +173,7 @@ class _Run:
         self.segments: tuple[SegmentReport, ...] = ()
         self.uploading = False
         self.text_frame = None  # the cached text_scan output, when the run reads through it
+        self.text_keys: dict = {}  # its sampled keys by chunk start
 
     # ---- bookkeeping --------------------------------------------------------------------------------
 
@@ -218,8 +219,9 @@ class _Run:
             stmt = self.discover()
         self.phase("reading")
         text = self.plan_text()
+        key_columns = key_columns_for(stmt.clustered_by)
         if text is not None:
-            counts = self.read_text(text, granularity)
+            counts = self.read_text(text, granularity, key_columns, rows_per_segment)
         else:
             self.read_sources()
         self.phase("planning")
@@ -235,9 +237,8 @@ class _Run:
             counts = self.count_chunks(df, chunk)
         self.stats["rows_filtered"] = self.rows_filtered()
         self.check_replace_bounds(counts, granularity)
-        key_columns = key_columns_for(stmt.clustered_by)
         if text is not None:
-            samples = self.sample_text_keys(counts, rows_per_segment, key_columns)
+            samples = self.text_keys
         else:
             samples = self.sample_keys(df, chunk, counts, rows_per_segment, key_columns)
         plan = plan_partitions(counts, granularity, rows_per_segment, samples, key_columns)
@@ -245,7 +246,7 @@ class _Run:
         spec = self.allocate(plan)
         self.phase("building", segments=len(spec.segments))
         if text is not None:
-            blobs = text_scan.routed_blobs(self.spark, self.text_frame, plan)
+            blobs = text_scan.routed_blobs(self.text_frame, plan)
         elif scan is not None:
             blobs = scan_frame(self.spark, scan).mapInArrow(_scan_splitter(scan, granularity, plan), BLOB_DDL)
         else:
@@ -333,8 +334,10 @@ class _Run:
             return None  # the general path reports it where it always did
         return text_scan.plan_text_scan(self.stmt.select, name, source, df.schema)
 
-    def read_text(self, scan: text_scan.TextScan, granularity: Granularity) -> dict:
-        """Read the one text source with ``scan``; its rows per chunk (None: null __time)."""
+    def read_text(self, scan: text_scan.TextScan, granularity: Granularity, key_columns: tuple[str, ...],
+                  rows_per_segment: int) -> dict:
+        """Read the one text source with ``scan``; its rows per chunk (None: null __time). The
+        keys for range partitioning are sampled in the same pass (self.text_keys)."""
         import os
 
         from services.ingestion.source_reader import list_input
@@ -343,7 +346,8 @@ class _Run:
         files = self.listings.get(name)
         if files is None:
             files = list_input(source, os.path.join(self.work_dir, self.views[0]), self.job.settings)
-        frame, totals = text_scan.read_text(self.spark, scan, source, files, granularity)
+        frame, totals, self.text_keys = text_scan.read_text(self.spark, scan, source, files, granularity, key_columns,
+                                                            rows_per_segment)
         self.cached.append(frame)
         self.text_frame = frame
         self.stats["rows_read"] += totals.rows_read
@@ -352,11 +356,6 @@ class _Run:
         self.check_cancelled()
         self.check_parse_exceptions()
         return totals.counts
-
-    def sample_text_keys(self, counts: dict[int, int], rows_per_segment: int,
-                         key_columns: tuple[str, ...]) -> dict[int, list[tuple]]:
-        split = [start for start, n in counts.items() if partitions_for(n, rows_per_segment) > 1]
-        return text_scan.sample_keys(self.text_frame, split, key_columns, sample_fraction(counts, rows_per_segment))
 
     def json_inputs(self) -> frozenset[str]:
         """Input columns declared COMPLEX<json> (Spark holds them as JSON text)."""

@@ -33,21 +33,20 @@ import pyarrow.compute as pc
 from common.errors import ValidationError
 from common.types.column_type import TIME_COLUMN, TypeKind
 from common.types.granularity import Granularity
-from services.ingestion.build import split_into_blobs
+from services.ingestion.build import BLOB_SCHEMA, encode_blob, split_into_blobs
 from services.ingestion.ingestion_report import ParseExceptionSample
-from services.ingestion.partitioning import CHUNK_COLUMN, PartitionPlan, chunk_starts
+from services.ingestion.partitioning import CHUNK_COLUMN, SAMPLES_PER_PARTITION, PartitionPlan, chunk_starts
 from services.ingestion.row_parser import META_ERROR, META_FILE, META_LINE, META_RAW, arrow_type, parse_file
 
 TEXT_FORMATS = ("json", "csv", "tsv")
 MAX_SAMPLES = 10
 # Row kinds of a scan task's output.
-BLOB, COUNT, TOTALS, SAMPLE = 0, 1, 2, 3
+BLOB, COUNT, TOTALS, SAMPLE, KEYS = 0, 1, 2, 3, 4
 SCAN_DDL = ("kind INT, chunk BIGINT, n BIGINT, blob BINARY, file STRING, line BIGINT, raw STRING, "
             "error STRING")
 SCAN_SCHEMA = pa.schema([pa.field("kind", pa.int32()), pa.field("chunk", pa.int64()), pa.field("n", pa.int64()),
                          pa.field("blob", pa.binary()), pa.field("file", pa.string()), pa.field("line", pa.int64()),
                          pa.field("raw", pa.string()), pa.field("error", pa.string())])
-KEYS_DDL = "chunk BIGINT, blob BINARY"
 # Value kinds that Spark passes through a plain pick unchanged (spark_job._storable leaves them be;
 # a COMPLEX<json> column is JSON text in a string column).
 _PLAIN_KINDS = (TypeKind.STRING, TypeKind.LONG, TypeKind.DOUBLE, TypeKind.FLOAT, TypeKind.COMPLEX)
@@ -138,16 +137,28 @@ def _millis_to_time(values: pa.Array, column: str) -> pa.Array:
     return micros.cast(pa.timestamp("us", tz="UTC"))
 
 
-class _Task:
-    """One scan task's counts and first parse exceptions."""
+def key_sample_rate(rows_per_segment: int) -> float:
+    """The fraction of rows whose keys a scan task samples, for every chunk: at least what
+    partitioning.sample_fraction gives any chunk that is cut (parts * SAMPLES_PER_PARTITION / rows
+    is below 2 * SAMPLES_PER_PARTITION / rows_per_segment), decided before the counts are known."""
+    return min(1.0, 2 * SAMPLES_PER_PARTITION / max(1, rows_per_segment))
 
-    def __init__(self, scan: TextScan, granularity: Granularity) -> None:
+
+class _Task:
+    """One scan task's counts, first parse exceptions and sampled keys."""
+
+    def __init__(self, scan: TextScan, granularity: Granularity, key_columns: tuple[str, ...] = (),
+                 key_rate: float = 0.0, seed: int = 0) -> None:
         self.scan = scan
         self.granularity = granularity
         self.read = 0
         self.bad = 0
         self.samples: list[tuple] = []
         self.counts: dict[int | None, int] = {}
+        self.key_columns = list(key_columns)
+        self.key_rate = key_rate
+        self.rng = np.random.default_rng([17, seed])
+        self.keys: list[pa.RecordBatch] = []
 
     def rows(self, parsed: pa.RecordBatch) -> pa.RecordBatch | None:
         """The good rows of a row_parser batch as output columns plus CHUNK_COLUMN (null-time rows
@@ -181,7 +192,22 @@ class _Task:
         values, counts = np.unique(starts.to_numpy(zero_copy_only=False), return_counts=True)
         for v, c in zip(values.tolist(), counts.tolist()):
             self.counts[v] = self.counts.get(v, 0) + c
+        if self.key_rate > 0:
+            picked = batch if self.key_rate >= 1.0 else batch.filter(
+                pa.array(self.rng.random(batch.num_rows) < self.key_rate))
+            if picked.num_rows:
+                self.keys.append(picked.select(self.key_columns + [CHUNK_COLUMN]))
         return batch
+
+    def sampled_keys(self) -> pa.RecordBatch | None:
+        """A KEYS row: the sampled key columns and chunk starts as one Arrow IPC blob."""
+        if not self.keys:
+            return None
+        return pa.RecordBatch.from_arrays([
+            pa.array([KEYS], pa.int32()), pa.nulls(1, pa.int64()), pa.nulls(1, pa.int64()),
+            encode_blob(pa.Table.from_batches(self.keys).combine_chunks().to_batches() or self.keys[:1]),
+            pa.nulls(1, pa.string()), pa.nulls(1, pa.int64()), pa.nulls(1, pa.string()), pa.nulls(1, pa.string()),
+        ], schema=SCAN_SCHEMA)
 
     def summary(self) -> pa.RecordBatch:
         kinds = [COUNT] * len(self.counts) + [TOTALS] + [SAMPLE] * len(self.samples)
@@ -205,13 +231,16 @@ def _blob_row(chunk: int, blob: pa.Array) -> pa.RecordBatch:
     ], schema=SCAN_SCHEMA)
 
 
-def scan_listing(batches: Iterable[pa.RecordBatch], scan: TextScan,
-                 granularity: Granularity) -> Iterator[pa.RecordBatch]:
+def scan_listing(batches: Iterable[pa.RecordBatch], scan: TextScan, granularity: Granularity,
+                 key_columns: tuple[str, ...] = (), key_rate: float = 0.0) -> Iterator[pa.RecordBatch]:
     """SCAN_SCHEMA rows of the inputs in ``batches`` (source_reader.LISTING_DDL rows): a blob per
-    chunk (cut at build.BLOB_ROWS rows), then the task's counts, totals and first parse exceptions."""
+    chunk (cut at build.BLOB_ROWS rows), then the task's counts, totals, first parse exceptions and
+    a Bernoulli sample (``key_rate``) of its rows' ``key_columns``."""
     from services.ingestion.source_reader import open_listed
 
-    task = _Task(scan, granularity)
+    batches = list(batches)
+    firsts = [v for b in batches for v in b.column("start").to_pylist()]
+    task = _Task(scan, granularity, key_columns, key_rate, seed=int(firsts[0] or 0) if firsts else 0)
     ids: dict[int, int] = {}  # chunk start -> blob routing id inside this task
     chunks: list[int] = []
 
@@ -237,6 +266,9 @@ def scan_listing(batches: Iterable[pa.RecordBatch], scan: TextScan,
     for cut in split_into_blobs(timed(), local_ids, drop=(CHUNK_COLUMN,)):
         yield _blob_row(chunks[cut.column(0)[0].as_py()], cut.column(1))
     yield task.summary()
+    keys = task.sampled_keys()
+    if keys is not None:
+        yield keys
 
 
 @dataclass
@@ -264,76 +296,63 @@ def totals_of(rows) -> ScanTotals:
     return ScanTotals(read, bad, samples[:MAX_SAMPLES], counts)
 
 
-# ---- executors: keys of the chunks cut into several segments, and the cut -------------------------------
+# ---- executors: the cut of chunks into several segments ---------------------------------------------------
 
 
-def _decode(blob: pa.Buffer, columns: list[str] | None = None) -> pa.Table:
-    options = None
+def _decode(blob: pa.Buffer) -> pa.Table:
     with pa.ipc.open_stream(blob) as reader:
-        if columns is None:
-            return reader.read_all()
-        schema = reader.schema
-    options = pa.ipc.IpcReadOptions(included_fields=[schema.get_field_index(c) for c in columns])
-    with pa.ipc.open_stream(blob, options=options) as reader:
         return reader.read_all()
 
 
-def sample_blob_keys(batches: Iterable[pa.RecordBatch], key_columns: tuple[str, ...],
-                     fraction: float) -> Iterator[pa.RecordBatch]:
-    """KEYS_DDL rows: for each (chunk, blob) row, a Bernoulli sample of its key columns as an
-    Arrow IPC stream (only those columns are decoded)."""
-    from services.ingestion.build import encode_blob
+def route_blobs(batches: Iterable[pa.RecordBatch], plan: PartitionPlan) -> Iterator[pa.RecordBatch]:
+    """BLOB_SCHEMA rows, one segment per blob, of the scan's (chunk, blob) rows: a blob of a chunk
+    that is one segment keeps its bytes; one of a chunk cut into several is decoded and split."""
 
+    def cut_rows(chunks, blobs) -> Iterator[pa.RecordBatch]:
+        for chunk, blob in zip(chunks, blobs):
+            for piece in _decode(blob).to_batches():
+                starts = pa.array(np.full(piece.num_rows, chunk, dtype=np.int64))
+                yield pa.RecordBatch.from_arrays(piece.columns + [starts], names=piece.schema.names + [CHUNK_COLUMN])
+
+    to_cut: tuple[list, list] = ([], [])
     for batch in batches:
         chunks = batch.column("chunk").to_pylist()
         blobs = batch.column("blob")
         for i, chunk in enumerate(chunks):
-            table = _decode(blobs[i].as_buffer(), list(key_columns))
-            if fraction < 1.0:
-                rng = np.random.default_rng([17, table.num_rows, chunk & 0xFFFFFFFF])
-                table = table.filter(pa.array(rng.random(table.num_rows) < fraction))
-            if table.num_rows:
-                yield pa.RecordBatch.from_arrays([pa.array([chunk], pa.int64()),
-                                                  encode_blob(table.combine_chunks().to_batches())],
-                                                 names=["chunk", "blob"])
+            planned = plan.chunks.get(chunk)
+            if planned is None:
+                raise ValidationError(f"rows in chunk starting {chunk} were not planned; the input changed while it "
+                                      "was read")
+            if planned.boundaries:
+                to_cut[0].append(chunk)
+                to_cut[1].append(blobs[i].as_buffer())
+            else:
+                yield pa.RecordBatch.from_arrays([pa.array([planned.first_index], pa.int32()), blobs.slice(i, 1)],
+                                                 schema=BLOB_SCHEMA)
+    if to_cut[0]:
+        yield from split_into_blobs(cut_rows(*to_cut), plan.assign, drop=(CHUNK_COLUMN,))
 
 
 def keys_of(rows, key_columns: tuple[str, ...]) -> dict[int, list[tuple]]:
-    """Sampled keys by chunk start from the collected KEYS_DDL rows (as spark_job.sample_keys)."""
+    """Sampled keys by chunk start from the scan's KEYS rows (blobs of key columns + CHUNK_COLUMN)."""
     from services.ingestion.partitioning import row_keys
 
     out: dict[int, list[tuple]] = {}
     for r in rows:
         table = _decode(pa.py_buffer(r["blob"]))
-        out.setdefault(r["chunk"], []).extend(row_keys([table.column(c) for c in key_columns]))
+        keys = row_keys([table.column(c) for c in key_columns])
+        for chunk, key in zip(table.column(CHUNK_COLUMN).to_pylist(), keys):
+            out.setdefault(chunk, []).append(key)
     return out
-
-
-def split_chunk_blobs(batches: Iterable[pa.RecordBatch], plan: PartitionPlan) -> Iterator[pa.RecordBatch]:
-    """BLOB_SCHEMA rows, one segment per blob, of (chunk, blob) rows of chunks cut into several
-    segments."""
-
-    def rows() -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            chunks = batch.column("chunk").to_pylist()
-            blobs = batch.column("blob")
-            for i, chunk in enumerate(chunks):
-                for piece in _decode(blobs[i].as_buffer()).to_batches():
-                    starts = pa.array(np.full(piece.num_rows, chunk, dtype=np.int64))
-                    yield pa.RecordBatch.from_arrays(piece.columns + [starts],
-                                                     names=piece.schema.names + [CHUNK_COLUMN])
-
-    yield from split_into_blobs(rows(), plan.assign, drop=(CHUNK_COLUMN,))
-
-
 
 
 # ---- driver -----------------------------------------------------------------------------------------------
 
 
-def read_text(spark, scan: TextScan, source, files, granularity: Granularity):
+def read_text(spark, scan: TextScan, source, files, granularity: Granularity, key_columns: tuple[str, ...],
+              rows_per_segment: int):
     """Run the scan over ``files`` (source_reader.InputFile) and cache its output; (the cached
-    SCAN_DDL frame, its ScanTotals)."""
+    SCAN_DDL frame, its ScanTotals, the sampled keys by chunk start)."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -342,54 +361,28 @@ def read_text(spark, scan: TextScan, source, files, granularity: Granularity):
 
     api = spark_api(spark)
     listing = api.listing_frame(listing_rows(api, source, files), LISTING_DDL)
+    rate = key_sample_rate(rows_per_segment)
 
     def run(batches):
-        yield from scan_listing(batches, scan, granularity)
+        yield from scan_listing(batches, scan, granularity, key_columns, rate)
 
     frame = listing.mapInArrow(run, SCAN_DDL).persist(StorageLevel.MEMORY_AND_DISK)
-    rows = frame.where(F.col("kind") != BLOB).drop("blob").collect()
-    return frame, totals_of(rows)
+    rows = frame.where(F.col("kind") != BLOB).collect()  # the key samples are the only blobs here
+    return frame, totals_of(rows), keys_of([r for r in rows if r["kind"] == KEYS], key_columns)
 
 
-def sample_keys(frame, chunks: list[int], key_columns: tuple[str, ...], fraction: float) -> dict[int, list[tuple]]:
-    """Sampled keys of ``chunks`` (those cut into several segments) from the cached scan."""
-    from pyspark.sql import functions as F
-
-    if not chunks or fraction <= 0:
-        return {}
-
-    def run(batches):
-        yield from sample_blob_keys(batches, key_columns, fraction)
-
-    blobs = frame.where((F.col("kind") == BLOB) & F.col("chunk").isin(chunks)).select("chunk", "blob")
-    return keys_of(blobs.mapInArrow(run, KEYS_DDL).collect(), key_columns)
-
-
-def routed_blobs(spark, frame, plan: PartitionPlan):
-    """build.BLOB_DDL rows of the cached scan: a chunk of one segment keeps its blobs (the JVM
-    labels them with the segment's partition index); a chunk of several is split in Python."""
+def routed_blobs(frame, plan: PartitionPlan):
+    """build.BLOB_DDL rows of the cached scan, one segment per blob (route_blobs)."""
     from pyspark.sql import functions as F
 
     from services.ingestion.build import BLOB_DDL
 
-    blobs = frame.where(F.col("kind") == BLOB).select("chunk", "blob")
-    whole = [(start, c.first_index) for start, c in plan.chunks.items() if not c.boundaries]
-    cut = [start for start, c in plan.chunks.items() if c.boundaries]
-    out = []
-    if whole:
-        labels = spark.createDataFrame(whole, "chunk BIGINT, part INT")
-        out.append(blobs.join(F.broadcast(labels), "chunk").select("part", "blob"))
-    if cut:
-        def run(batches):
-            yield from split_chunk_blobs(batches, plan)
+    def run(batches):
+        yield from route_blobs(batches, plan)
 
-        out.append(blobs.where(F.col("chunk").isin(cut)).mapInArrow(run, BLOB_DDL))
-    routed = out[0]
-    for more in out[1:]:
-        routed = routed.unionByName(more)
-    return routed
+    return frame.where(F.col("kind") == BLOB).select("chunk", "blob").mapInArrow(run, BLOB_DDL)
 
 
-__all__ = ["BLOB", "KEYS_DDL", "SCAN_DDL", "SCAN_SCHEMA", "TEXT_FORMATS", "ScanTotals", "TextScan", "keys_of",
-           "picked_columns", "plan_text_scan", "read_text", "routed_blobs", "sample_blob_keys", "sample_keys", "scan_listing",
-           "split_chunk_blobs", "totals_of"]
+__all__ = ["BLOB", "KEYS", "SCAN_DDL", "SCAN_SCHEMA", "TEXT_FORMATS", "ScanTotals", "TextScan", "key_sample_rate",
+           "keys_of", "picked_columns", "plan_text_scan", "read_text", "route_blobs", "routed_blobs", "scan_listing",
+           "totals_of"]
