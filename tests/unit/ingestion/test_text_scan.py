@@ -37,8 +37,8 @@ T0 = 1_600_000_000_000 // DAY * DAY
 
 def _scan(path):
     stmt = parse_ingestion(f"INSERT INTO e SELECT MILLIS_TO_TIMESTAMP(ts) AS __time, doc, n AS m FROM TABLE(localfiles("
-                           f"files => ARRAY['{path}'], format => 'json')) EXTEND (ts BIGINT, doc TYPE('COMPLEX<json>'), "
-                           "n BIGINT) PARTITIONED BY DAY")
+                           f"files => ARRAY['{path}'], format => 'json')) "
+                           "EXTEND (ts BIGINT, doc TYPE('COMPLEX<json>'), n BIGINT) PARTITIONED BY DAY")
     [source] = stmt.sources.values()
     return stmt, source, TextScan(source.input_format, source.signature, (
         ("__time", "ts", MILLIS, pa.timestamp("us", tz="UTC")), ("doc", "doc", PICK, pa.string()),
@@ -88,7 +88,7 @@ def test_millis_beyond_a_time_name_the_column(tmp_path):
     with open(path, "w") as f:
         f.write(json.dumps({"ts": 2**62, "doc": {}}) + "\n")
     stmt, _, scan = _scan(path)
-    with pytest.raises(ValidationError, match="column 'ts': 4611686018427387904 is out of range for MILLIS_TO_TIMESTAMP"):
+    with pytest.raises(ValidationError, match="column 'ts': 4611686018427387904 is out of range for MILLIS_TO_TIME"):
         list(scan_listing(_listing(path), scan, stmt.partitioned_by))
 
 
@@ -119,6 +119,7 @@ def test_routing_keeps_whole_chunks_and_cuts_split_ones():
 ])
 def test_picked_columns(select, picked):
     stmt = parse_ingestion(f"INSERT INTO e SELECT {select} FROM TABLE(localfiles(files => ARRAY['/x.json'], "
-                           "format => 'json')) EXTEND (ts BIGINT, doc TYPE('COMPLEX<json>'), n BIGINT) PARTITIONED BY DAY")
+                           "format => 'json')) EXTEND (ts BIGINT, doc TYPE('COMPLEX<json>'), n BIGINT) "
+                           "PARTITIONED BY DAY")
     [(name, source)] = stmt.sources.items()
     assert picked_columns(stmt.select, name, source.signature) == picked
