@@ -11,9 +11,9 @@ exceptions keep their file, line and reason), computes ``__time`` and its time c
 and emits zstd Arrow IPC blobs, one chunk per blob, beside a few small rows: rows per chunk,
 rows read, parse exceptions and the task's first ones. Spark caches those rows (the blobs as
 opaque binary values), so the row count per chunk comes out of the same pass that parsed the
-text. Chunks that hold one segment go to their builder as they are (the JVM relabels the blob);
-only chunks cut into several segments are decoded once more, in Python, to sample their keys and
-to split them by key range.
+text, and so does a sample of the keys that range-partition a chunk. Blobs of a chunk that is one
+segment go to their builder as they are (a Python pass only labels them with the segment); only
+chunks cut into several segments are decoded once more, to split them by key range.
 
 Spark still plans the SELECT against the source's schema (its errors and type checks stay the
 same); the scan is used only when the planned result is exactly the picked columns' types, so
@@ -306,31 +306,33 @@ def _decode(blob: pa.Buffer) -> pa.Table:
 
 def route_blobs(batches: Iterable[pa.RecordBatch], plan: PartitionPlan) -> Iterator[pa.RecordBatch]:
     """BLOB_SCHEMA rows, one segment per blob, of the scan's (chunk, blob) rows: a blob of a chunk
-    that is one segment keeps its bytes; one of a chunk cut into several is decoded and split."""
-
-    def cut_rows(chunks, blobs) -> Iterator[pa.RecordBatch]:
-        for chunk, blob in zip(chunks, blobs):
-            for piece in _decode(blob).to_batches():
-                starts = pa.array(np.full(piece.num_rows, chunk, dtype=np.int64))
-                yield pa.RecordBatch.from_arrays(piece.columns + [starts], names=piece.schema.names + [CHUNK_COLUMN])
-
-    to_cut: tuple[list, list] = ([], [])
+    that is one segment keeps its bytes; one of a chunk cut into several is decoded and split (one
+    input batch at a time, so a task holds at most a batch of blobs and build.BLOB_BYTES of rows)."""
     for batch in batches:
         chunks = batch.column("chunk").to_pylist()
         blobs = batch.column("blob")
+        to_cut = []
         for i, chunk in enumerate(chunks):
             planned = plan.chunks.get(chunk)
             if planned is None:
                 raise ValidationError(f"rows in chunk starting {chunk} were not planned; the input changed while it "
                                       "was read")
             if planned.boundaries:
-                to_cut[0].append(chunk)
-                to_cut[1].append(blobs[i].as_buffer())
+                to_cut.append(i)
             else:
                 yield pa.RecordBatch.from_arrays([pa.array([planned.first_index], pa.int32()), blobs.slice(i, 1)],
                                                  schema=BLOB_SCHEMA)
-    if to_cut[0]:
-        yield from split_into_blobs(cut_rows(*to_cut), plan.assign, drop=(CHUNK_COLUMN,))
+        if to_cut:
+            yield from split_into_blobs(_timed_rows([(chunks[i], blobs[i].as_buffer()) for i in to_cut]), plan.assign,
+                                        drop=(CHUNK_COLUMN,))
+
+
+def _timed_rows(blobs: list[tuple[int, pa.Buffer]]) -> Iterator[pa.RecordBatch]:
+    """The rows of (chunk start, blob) pairs, each batch with its CHUNK_COLUMN (as plan.assign reads it)."""
+    for chunk, blob in blobs:
+        for piece in _decode(blob).to_batches():
+            starts = pa.array(np.full(piece.num_rows, chunk, dtype=np.int64))
+            yield pa.RecordBatch.from_arrays(piece.columns + [starts], names=piece.schema.names + [CHUNK_COLUMN])
 
 
 def keys_of(rows, key_columns: tuple[str, ...]) -> dict[int, list[tuple]]:
