@@ -173,8 +173,13 @@ def _quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+def view_ddl(signature) -> str:
+    """The Spark columns of a source's view (its signature)."""
+    return ", ".join(f"{_quote(n)} {spark_type(t)}" for n, t in signature)
+
+
 def reader_ddl(signature) -> str:
-    cols = [f"{_quote(n)} {spark_type(t)}" for n, t in signature]
+    cols = [view_ddl(signature)] if signature else []
     cols += [f"{META_FILE} STRING", f"{META_LINE} BIGINT", f"{META_ERROR} STRING", f"{META_RAW} STRING"]
     return ", ".join(cols)
 
@@ -285,4 +290,4 @@ def _parse_files(spark, source: ExternalSource, files: list[InputFile]) -> Sourc
 
 
 __all__ = ["DEFAULT_HTTP_MAX_BYTES", "DEFAULT_HTTP_TIMEOUT_S", "InputFile", "SourceRead", "download", "list_input",
-           "listing_rows", "local_files", "open_listed", "read_source", "reader_ddl", "spark_type"]
+           "listing_rows", "local_files", "open_listed", "read_source", "reader_ddl", "spark_type", "view_ddl"]

@@ -40,6 +40,7 @@ from common.types.granularity import Granularity
 from common.types.interval import MIN_MS, Interval
 from services.coordinator.core.allocation import Allocation
 from services.deep_storage import deep_storage_from_url
+from services.ingestion import text_scan
 from services.ingestion.arrow_scan import COUNT_DDL, ArrowScan, plan_scan, scan_frame, with_chunks
 from services.ingestion.arrow_scan import count_chunks as count_scan_chunks
 from services.ingestion.build import (
@@ -171,6 +172,8 @@ class _Run:
         self.samples: list[ParseExceptionSample] = []
         self.segments: tuple[SegmentReport, ...] = ()
         self.uploading = False
+        self.text_frame = None  # the cached text_scan output, when the run reads through it
+        self.text_keys: dict = {}  # its sampled keys by chunk start
 
     # ---- bookkeeping --------------------------------------------------------------------------------
 
@@ -215,25 +218,36 @@ class _Run:
             self.phase("discovering")
             stmt = self.discover()
         self.phase("reading")
-        self.read_sources()
+        text = self.plan_text()
+        key_columns = key_columns_for(stmt.clustered_by)
+        if text is not None:
+            counts = self.read_text(text, granularity, key_columns, rows_per_segment)
+        else:
+            self.read_sources()
         self.phase("planning")
         df = self.selected()
         chunk = chunk_column(granularity)
-        scan = self.arrow_scan(df)
-        if scan is not None:
+        scan = self.arrow_scan(df) if text is None else None
+        if text is not None:
+            counts = self.checked_counts(counts)
+        elif scan is not None:
             counts = self.count_scan(scan, granularity)
         else:
             df = self.repeatable(df)
             counts = self.count_chunks(df, chunk)
         self.stats["rows_filtered"] = self.rows_filtered()
         self.check_replace_bounds(counts, granularity)
-        key_columns = key_columns_for(stmt.clustered_by)
-        samples = self.sample_keys(df, chunk, counts, rows_per_segment, key_columns)
+        if text is not None:
+            samples = self.text_keys
+        else:
+            samples = self.sample_keys(df, chunk, counts, rows_per_segment, key_columns)
         plan = plan_partitions(counts, granularity, rows_per_segment, samples, key_columns)
         self.phase("allocating", chunks=len(plan.chunks))
         spec = self.allocate(plan)
         self.phase("building", segments=len(spec.segments))
-        if scan is not None:
+        if text is not None:
+            blobs = text_scan.routed_blobs(self.text_frame, plan)
+        elif scan is not None:
             blobs = scan_frame(self.spark, scan).mapInArrow(_scan_splitter(scan, granularity, plan), BLOB_DDL)
         else:
             blobs = df.withColumn(CHUNK_COLUMN, chunk).mapInArrow(_splitter(plan), BLOB_DDL)
@@ -285,6 +299,9 @@ class _Run:
             self.stats["parse_exceptions"] += read.parse_exceptions
             self.samples.extend(read.samples)
             self.check_cancelled()
+        self.check_parse_exceptions()
+
+    def check_parse_exceptions(self) -> None:
         limit = self.job.max_parse_exceptions
         total = self.stats["parse_exceptions"]
         if limit >= 0 and total > limit:
@@ -293,6 +310,52 @@ class _Run:
                 f"{total} input row(s) could not be parsed, more than maxParseExceptions={limit}. First: {first}. "
                 "Fix the input or the declared column types, or allow them with SET maxParseExceptions = N; "
                 "(-1: no limit)")
+
+    def plan_text(self) -> text_scan.TextScan | None:
+        """A TextScan when the SELECT only picks columns of one text source (text_scan.py): planned
+        by Spark over an empty view of the source's columns first, so any doubt takes the general
+        path, which reads the source into that view again."""
+        from pyspark.errors import PySparkException
+
+        from services.ingestion.source_reader import view_ddl
+
+        # SET textScan = false keeps such a statement on the general path (to compare the two).
+        if len(self.stmt.sources) != 1 or str(self.job.settings.get("textScan", "true")).lower() == "false":
+            return None
+        [(name, source)] = self.stmt.sources.items()
+        if source.format_type not in text_scan.TEXT_FORMATS or source.discover:
+            return None
+        if text_scan.picked_columns(self.stmt.select, name, source.signature) is None:
+            return None
+        self.spark.createDataFrame([], view_ddl(source.signature)).createOrReplaceTempView(self.views[0])
+        try:
+            df = self.selected()
+        except (StrataError, PySparkException):
+            return None  # the general path reports it where it always did
+        return text_scan.plan_text_scan(self.stmt.select, name, source, df.schema)
+
+    def read_text(self, scan: text_scan.TextScan, granularity: Granularity, key_columns: tuple[str, ...],
+                  rows_per_segment: int) -> dict:
+        """Read the one text source with ``scan``; its rows per chunk (None: null __time). The
+        keys for range partitioning are sampled in the same pass (self.text_keys)."""
+        import os
+
+        from services.ingestion.source_reader import list_input
+
+        [(name, source)] = self.stmt.sources.items()
+        files = self.listings.get(name)
+        if files is None:
+            files = list_input(source, os.path.join(self.work_dir, self.views[0]), self.job.settings)
+        frame, totals, self.text_keys = text_scan.read_text(self.spark, scan, source, files, granularity, key_columns,
+                                                            rows_per_segment)
+        self.cached.append(frame)
+        self.text_frame = frame
+        self.stats["rows_read"] += totals.rows_read
+        self.stats["parse_exceptions"] += totals.parse_exceptions
+        self.samples.extend(totals.samples)
+        self.check_cancelled()
+        self.check_parse_exceptions()
+        return totals.counts
 
     def json_inputs(self) -> frozenset[str]:
         """Input columns declared COMPLEX<json> (Spark holds them as JSON text)."""

@@ -394,3 +394,40 @@ def test_an_unreachable_connect_server_fails_the_task_with_its_address(cluster, 
     task = run(cluster, _insert("connect_nowhere", tmp_path / "events.json"), timeout_s=180)
     assert task.state == "FAILED"
     assert "sc://127.0.0.1:1" in task.error and "STRATA_SPARK_REMOTE" in task.error
+
+
+def test_json_through_the_text_scan_on_spark_connect(connect, cluster, tmp_path, monkeypatch):
+    """A SELECT that picks columns of a JSON source: the server's workers parse, time, count and
+    cut the rows (text_scan.py); a day over rowsPerSegment is split by sampled keys."""
+    from services.ingestion import text_scan
+    from services.ingestion.spark_job import IngestionJob, run_ingestion
+    from services.ingestion.statement import parse_ingestion
+
+    events = _json_lines(tmp_path / "events.json")
+    reads: list = []
+    original = text_scan.read_text
+    monkeypatch.setattr(text_scan, "read_text", lambda *a, **k: reads.append(a[1]) or original(*a, **k))
+    spark = connect.session()
+    try:
+        job = IngestionJob("connect-text", parse_ingestion(f"""SET maxParseExceptions = 1;
+            INSERT INTO connect_text SELECT ts AS __time, channel, added
+            FROM TABLE(localfiles(files => ARRAY['{tmp_path / "events.json"}'], format => 'json'))
+                 EXTEND (ts TIMESTAMP, channel VARCHAR, added BIGINT)
+            PARTITIONED BY DAY CLUSTERED BY channel"""), context={"rowsPerSegment": 12})
+        report = run_ingestion(spark, job, cluster.deep_storage_url, cluster.deep_storage_endpoint,
+                               _publisher(cluster, "connect-text", "connect_text"))
+    finally:
+        spark.stop()
+    assert report.status == "SUCCESS", report.error
+    assert len(reads) == 1  # the text scan, not Spark's rows
+    assert (report.rows_read, report.parse_exceptions, report.rows_written) == (61, 1, 60)
+    assert report.parse_exception_samples[0].line == 18
+    assert len(report.segments) > 3  # 20 rows a day, at most 12 a segment
+    cluster.wait_queryable("connect_text", len(report.segments), timeout_s=60)
+    got = rows(cluster, "SELECT channel, COUNT(*) AS c, SUM(added) AS s FROM connect_text GROUP BY channel "
+                        "ORDER BY channel")
+    want: dict = {}
+    for e in events:
+        c, s = want.get(e["channel"], (0, 0))
+        want[e["channel"]] = (c + 1, s + e["added"])
+    assert got == [{"channel": ch, "c": c, "s": s} for ch, (c, s) in sorted(want.items())]
