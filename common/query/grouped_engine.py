@@ -105,7 +105,7 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
         sel = select(source, flt, list(query.intervals), query.virtual_columns, schema)
         cols = sel.columns
         if _has_time_key(query):
-            times.append(query.granularity.bucket_start(cols.time()))
+            times.append(cols.time())  # bucketed once, below
         for parts, dim in zip(dim_parts, dims):
             codes = _dimension_codes(cols, dim.dimension)
             if dim.output_type is not None:  # cast before grouping, as the merge of cast partials groups
@@ -116,12 +116,12 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
             parts.append(stored.combine_chunks() if isinstance(stored, pa.ChunkedArray) else stored)
         stats = stats + RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter,
                                  cols.num_rows, cols.bytes_read)
-    if any(len({a.type for a in parts}) > 1 for parts in agg_parts):
+    if any(not all(a.type == parts[0].type for a in parts[1:]) for parts in agg_parts):
         return None
     keys: list[KeyCodes] = []
     names: list[str] = []
     if _has_time_key(query):
-        keys.append(codes_from_int64(np.concatenate(times), TIME_TYPE))
+        keys.append(codes_from_int64(query.granularity.bucket_start(np.concatenate(times)), TIME_TYPE))
         names.append(TIME_COLUMN)
     for parts, dim in zip(dim_parts, dims):
         joined = _concat_codes(parts)
@@ -148,10 +148,9 @@ def _concat_codes(parts: list[KeyCodes]) -> KeyCodes | None:
     concatenated and encoded once, as a merge of the sources' partials would key them."""
     if len(parts) == 1:
         return KeyCodes(parts[0].codes, parts[0].values)
-    kinds = {p.values.type for p in parts}
-    if len(kinds) > 1:
+    kind = parts[0].values.type
+    if not all(p.values.type == kind for p in parts[1:]):
         return None
-    kind = next(iter(kinds))
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_dictionary(kind):
         return None
     values = pa.concat_arrays([p.values for p in parts])

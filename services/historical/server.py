@@ -16,6 +16,7 @@ from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, MemoryBudget
 from common.query.model import query_from_json
 from common.query.projection_match import reason_kind
 from services.historical.round_cache import RoundCache
+from services.historical.source_cache import SourceCache
 from services.rpc.arrow_stream import table_to_chunks
 from services.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
 from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
@@ -45,6 +46,7 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         # lifting the bound.
         self.slots = threading.BoundedSemaphore(threads)
         self.rounds = RoundCache()  # merged partials between the rounds of an exact topN
+        self.sources = SourceCache()  # each segment's table for a query, chosen once
 
     def RunQuery(self, request, context):
         started = time.perf_counter()
@@ -125,7 +127,9 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         futures = []
         try:
             cached = self.rounds.get(round_key) if round_key is not None else None
-            sources = [] if cached is not None else [engine.source_for(query, s) for s in segments]
+            sources = [] if cached is not None else [
+                self.sources.source(request.query_json, s, functools.partial(engine.source_for, query, s))
+                for s in segments]
             # One segment, or projection rows (a few thousand per segment), are read on this
             # thread: handing them to the pool's threads costs more than the work. The projection
             # rows of several segments run as one pass (engine.run_together). Several base
@@ -147,7 +151,12 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                 for fut in futures:
                     remaining = context.time_remaining()
                     partials.append(fut.result(timeout=None if remaining is None else max(remaining, 0.001)))
-            merged = engine.merge(query, partials, budget) if cached is None else cached
+            if cached is not None:
+                merged = cached
+            elif len(partials) == 1 and len(sources) > 1:
+                merged = partials[0]  # one pass over several segments' projection rows: merged already
+            else:
+                merged = engine.merge(query, partials, budget)
             if round_key is not None:
                 if cached is None:
                     self.rounds.put(round_key, merged)
