@@ -11,6 +11,11 @@ historicals' ``strata_rows_scanned_total`` counters over one run of the query (a
 datasource), so they are what the servers read, not what the client was told. Goals (issue 11):
 >= 50x fewer rows scanned and >= 10x faster for matching queries through the cluster; no slower
 than ClickHouse's projection.
+
+ClickHouse (chdb) runs in this process with no network hop, so the table puts two comparisons side
+by side: strata through the cluster (ADBC -> broker -> historicals) against chdb, and strata's
+engine in this process over the same segments (``common.query.execute``, the native form of each
+query, no broker) against chdb: the like-for-like one.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from bench.engine import print_rows  # noqa: E402
 from bench.projections import CHANNELS, build, clickhouse, timed  # noqa: E402
 from common.demo import table as demo_table  # noqa: E402
+from common.query import execute  # noqa: E402
 from common.segment.descriptor import SegmentDescriptor  # noqa: E402
 from services.cli.cluster_client import ClusterClient  # noqa: E402
 from services.cli.local_cluster import LocalCluster  # noqa: E402
@@ -59,6 +65,20 @@ QUERIES = [
      f"WHERE channel IN ('{_IN}') GROUP BY 1",
      f"SELECT date_trunc('hour', __time), count(*), sum(added) FROM wiki WHERE channel IN ('{_IN}') GROUP BY 1",
      f"SELECT toStartOfHour(__time) AS t, count(), sum(added) FROM b.wiki WHERE channel IN ('{_IN}') GROUP BY t"),
+]
+_DAYS = ["2015-09-12/2015-09-19"]
+_SUM = {"type": "longSum", "name": "s", "fieldName": "added"}
+# The native form of each query above, for strata's engine in this process (no broker).
+NATIVE = [
+    {"queryType": "timeseries", "dataSource": "wiki", "intervals": _DAYS, "granularity": "hour",
+     "aggregations": [{"type": "count", "name": "c"}, _SUM]},
+    {"queryType": "topN", "dataSource": "wiki", "intervals": _DAYS, "granularity": "all", "dimension": "channel",
+     "metric": "s", "threshold": 5, "aggregations": [_SUM]},
+    {"queryType": "timeseries", "dataSource": "wiki", "intervals": _DAYS, "granularity": "day",
+     "aggregations": [{"type": "HLLSketchBuild", "name": "u", "fieldName": "user", "round": True}]},
+    {"queryType": "timeseries", "dataSource": "wiki", "intervals": _DAYS, "granularity": "hour",
+     "filter": {"type": "in", "dimension": "channel", "values": CHANNELS},
+     "aggregations": [{"type": "count", "name": "c"}, _SUM]},
 ]
 # The floor of any query through the cluster: a count over one minute of one segment.
 TRIVIAL = ("SELECT COUNT(*) AS c FROM wiki WHERE __time >= TIMESTAMP '2015-09-12 00:00:00' "
@@ -94,7 +114,7 @@ def main() -> int:
 
     work = tempfile.mkdtemp(prefix="strata-bench-proj-cluster-")
     cluster = LocalCluster(os.path.join(work, "cluster"))
-    lines, fewer, speedups, vs_ch, all_same = [], [], [], [], True
+    lines, fewer, speedups, vs_ch, all_same, local_vs_ch, local_segments = [], [], [], [], True, [], []
     try:
         data = demo_table(args.rows).select(["__time", "channel", "user", "added"])
         data = data.set_column(3, "added", data.column("added").fill_null(0))
@@ -103,7 +123,7 @@ def main() -> int:
         client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
         started = time.perf_counter()
         built: list = []
-        build(data, os.path.join(work, "segments"), built)
+        local_segments, _, _ = build(data, os.path.join(work, "segments"), built)
         storage = deep_storage_from_url(os.path.join(cluster.dir, "deep-storage"))
         descriptors = []
         for path, manifest in built:
@@ -134,7 +154,7 @@ def main() -> int:
                 time.sleep(0.1)
             floor_ms, _ = timed(lambda: sql(TRIVIAL), max(args.runs, 20), args.best)
             native_ms, _ = timed(lambda: client.native(HOURLY_NATIVE), max(args.runs, 20), args.best)
-            for name, text, duck_sql, ch_sql in QUERIES:
+            for (name, text, duck_sql, ch_sql), native in zip(QUERIES, NATIVE):
                 off_text = "SET noProjections = true; " + text
                 scanned = {}
                 for label, q in (("on", text), ("off", off_text)):
@@ -145,30 +165,40 @@ def main() -> int:
                 off_ms, off = timed(lambda: sql(off_text), args.runs, args.best)
                 same = sorted_rows(on) == sorted_rows(off)
                 all_same &= same
+                local_ms, local = timed(lambda: execute(native, local_segments).table, args.runs, args.best)
                 d_ms, _ = timed(lambda: con.sql(duck_sql).fetchall(), args.runs, args.best)
                 c_ms = timed(lambda: ch.query(ch_sql, "Arrow"), args.runs, args.best)[0] if ch is not None else float("nan")
                 fewer.append(scanned["off"] / max(1.0, scanned["on"]))
                 speedups.append(off_ms / on_ms)
                 if ch is not None:
                     vs_ch.append(on_ms / c_ms)
+                    local_vs_ch.append(local_ms / c_ms)
                 lines.append((name, f"{scanned['on']:,.0f}", f"{scanned['off']:,.0f}", f"{fewer[-1]:,.0f}x",
                               f"{on_ms:.1f}", f"{off_ms:.1f}", f"{speedups[-1]:.1f}x", f"{d_ms:.1f}",
                               f"{c_ms:.1f}", f"{on_ms / c_ms:.2f}" if ch is not None else "n/a",
+                              f"{local_ms:.1f}", f"{local_ms / c_ms:.2f}" if ch is not None else "n/a",
                               "yes" if same else "NO"))
             cur.close()
         client.close()
     finally:
+        for segment in local_segments:
+            segment.close()
         if cluster.state() is not None:
             cluster.down()
         shutil.rmtree(work, ignore_errors=True)
     print(f"rows {args.rows:,}; {len(descriptors)} day segments with the projection on {args.historicals} "
           f"historicals; build+push+publish+load {load_s:.1f}s; load average {os.getloadavg()[0]:.1f}")
     print_rows(("query (SQL via ADBC)", "rows (proj)", "rows (base)", "fewer", "proj ms", "base ms", "speed-up",
-                "DuckDB ms", "ClickHouse ms", "proj/CH", "same result"), lines, args.markdown)
+                "DuckDB ms", "ClickHouse ms", "proj/CH", "in-process proj ms", "in-process/CH", "same result"),
+               lines, args.markdown)
     print(f"floor: a trivial SQL query (count over one minute) takes {floor_ms:.1f} ms through Flight SQL; "
           f"the hourly timeseries as a native query over the broker's gRPC API (projection on) {native_ms:.1f} ms")
+    print("ClickHouse (chdb) and DuckDB run in this process, no network hop: proj/CH is strata through the cluster "
+          "(ADBC, broker, historicals) vs chdb; in-process/CH is strata's engine in this process over the same "
+          "segments (native query, projections on) vs chdb")
     print(f"min rows-scanned reduction {min(fewer):,.0f}x (goal >= 50x); min speed-up {min(speedups):.1f}x "
-          f"(goal >= 10x); worst time vs ClickHouse {max(vs_ch) if vs_ch else float('nan'):.2f} (goal <= 1)")
+          f"(goal >= 10x); worst time vs ClickHouse {max(vs_ch) if vs_ch else float('nan'):.2f} through the cluster, "
+          f"{max(local_vs_ch) if local_vs_ch else float('nan'):.2f} in-process (goal <= 1)")
     return 0 if all_same else 1
 
 

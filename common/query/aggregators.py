@@ -91,6 +91,12 @@ def _is_sorted_runs(gid: np.ndarray) -> bool:
 class Aggregator:
     name: str
 
+    # Whether ``combine`` over the concatenated intermediates of several segments' projection rows
+    # is as good as combining each segment's and then their partials (see
+    # grouped_engine.run_together). Sketches say no: their combine caches each stored column
+    # decoded, keyed by its buffers, which a concatenation makes new on every query.
+    combines_concatenated = True
+
     def columns(self) -> frozenset[str]:
         return frozenset()
 
@@ -365,6 +371,10 @@ class Filtered(Aggregator):
 
     def combine(self, values, gid, groups):
         return self.aggregator.combine(values, gid, groups)
+
+    @property
+    def combines_concatenated(self) -> bool:
+        return self.aggregator.combines_concatenated
 
     def finalize(self, values):
         return self.aggregator.finalize(values)

@@ -137,6 +137,50 @@ def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType]
     return partial
 
 
+def batches(query: Query, sources: Sequence[RowSource]) -> list[list[int]]:
+    """Positions of ``sources`` in run order: the projection sources that ``run_together`` can
+    answer in one pass (the same projection, stored the same way, combinable aggregators) share a
+    batch; every other source is a batch of its own."""
+    if isinstance(query, ScanQuery) or not all(a.combines_concatenated for a in query.aggregations):
+        return [[i] for i in range(len(sources))]
+    out: list[list[int]] = []
+    shared: dict[tuple, list[int]] = {}
+    for i, src in enumerate(sources):
+        if not src.pre_aggregated:
+            out.append([i])
+            continue
+        key = (src.projection, tuple(sorted(src.aggregator_columns.items())), tuple(sorted(src.aliases.items())))
+        if key not in shared:
+            shared[key] = []
+            out.append(shared[key])
+        shared[key].append(i)
+    return out
+
+
+def run_together(query: Query, sources: Sequence[RowSource], schema: dict[str, ColumnType],
+                 budget: MemoryBudget = UNLIMITED) -> Partial | None:
+    """The merged partial of one batch of projection sources (see ``batches``), or None when they
+    must run one by one after all."""
+    if isinstance(query, ScanQuery) or not all(a.combines_concatenated for a in query.aggregations):
+        return None
+    spans = [c for c in (_coverage(src, query) for src in sources) if c is not None]
+    coverage = (min(c[0] for c in spans), max(c[1] for c in spans)) if spans else None
+    partial = grouped_engine.run_together(query, list(sources), schema, coverage, budget)
+    if partial is not None:
+        partial.projection = sources[0].projection
+    return partial
+
+
+def run_batch(query: Query, sources: Sequence[RowSource], schema: dict[str, ColumnType],
+              budget: MemoryBudget = UNLIMITED) -> list[Partial]:
+    """One batch's partials: one merged partial when it runs together, else one per source."""
+    if len(sources) > 1:
+        together = run_together(query, sources, schema, budget)
+        if together is not None:
+            return [together]
+    return [run(query, src, schema, budget) for src in sources]
+
+
 def merge(query: Query, partials: Sequence[Partial], budget: MemoryBudget = UNLIMITED) -> Partial:
     return _engine(query).merge(query, list(partials), budget)
 
@@ -179,8 +223,9 @@ def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | N
         partials = list((pool or default_pool()).map(lambda src: run(query, src, schema), sources))
     else:
         # A few thousand pre-aggregated rows take less time than handing them to worker threads,
-        # whose scheduling on a busy machine cost more than the work itself.
-        partials = [run(query, src, schema) for src in sources]
+        # whose scheduling on a busy machine cost more than the work itself; the projection
+        # sources of one projection run as one pass.
+        partials = [p for batch in batches(query, sources) for p in run_batch(query, [sources[i] for i in batch], schema)]
     merged = merge(query, partials)
     return Result(finalize(query, merged, schema), merged.stats)
 
@@ -195,5 +240,5 @@ def execute_on_table(query: Query, table: pa.Table, stats: RunStats | None = Non
     return Result(finalize(query, merged, source.schema), merged.stats)
 
 
-__all__ = ["Result", "execute", "execute_on_table", "finalize", "merge", "run", "union_schema",
-           "validate"]
+__all__ = ["Result", "batches", "execute", "execute_on_table", "finalize", "merge", "run", "run_batch",
+           "run_together", "union_schema", "validate"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 import struct
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -72,6 +72,9 @@ class _Decoded:
     row_regs: np.ndarray  # their registers, (len(hll_rows), k) uint8
     coupons: np.ndarray  # uint32 coupons of coupon-mode images
     coupon_rows: np.ndarray  # the row number of each coupon
+    # The union of every row, once computed: a query whose one group takes the whole column (a
+    # day bucket over a day segment's projection) asks it again at every run of a cached entry.
+    whole: list = field(default_factory=list, compare=False, repr=False)
 
     @property
     def nbytes(self) -> int:
@@ -215,10 +218,14 @@ def _merge(decoded: _Decoded, gid: np.ndarray, groups: int, lg_k: int) -> pa.Arr
     ints, row_of, hll_idx = decoded.coupons, decoded.coupon_rows, decoded.hll_rows
     if groups == 1 and len(hll_idx):
         # The whole column into one group that holds registers (a coarse bucket over a
-        # projection): no grouping work at all.
+        # projection): no grouping work at all, and none the next time for a cached column.
+        if decoded.whole:
+            return decoded.whole[0]
         regs = np.maximum.reduce(decoded.row_regs, axis=0)
         np.maximum.at(regs, (ints & (k - 1)).astype(np.intp), (ints >> 26).astype(np.uint8))
-        return pa.array([_register_image(regs, lg_k)], pa.binary())
+        out = pa.array([_register_image(regs, lg_k)], pa.binary())
+        decoded.whole.append(out)
+        return out
     # Registers of HLL-mode rows, merged per group by maximum.
     hll_gid = gid[hll_idx]
     hll_groups = np.unique(hll_gid)

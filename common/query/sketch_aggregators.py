@@ -26,6 +26,7 @@ class HllSketch(Aggregator):
     expression: str | None = None
     lg_k: int = 12
     round: bool = False
+    combines_concatenated = False  # the decoded-column cache (hll_union) keys on stored buffers
 
     def __post_init__(self) -> None:
         if not 4 <= self.lg_k <= 21:

@@ -8,6 +8,8 @@ temporal kernels on local wall-clock time, so daylight-saving days come out as u
 
 from __future__ import annotations
 
+import functools
+
 import re
 from dataclasses import dataclass
 
@@ -241,8 +243,8 @@ class Granularity:
         if self.kind != "period":
             return self.kind
         if self.time_zone is None and self.origin is None:
-            for name, text in SIMPLE_GRANULARITIES.items():
-                if Period.parse(text) == self.period:
+            for name, period in _simple_periods():
+                if period == self.period:
                     return name
         out = {"type": "period", "period": str(self.period)}
         if self.time_zone:
@@ -352,3 +354,9 @@ class Granularity:
 
 NONE = Granularity("none")
 ALL = Granularity("all")
+
+
+@functools.lru_cache(maxsize=1)
+def _simple_periods() -> tuple:
+    """(name, Period) of the simple granularities, parsed once: every query's JSON form asks."""
+    return tuple((name, Period.parse(text)) for name, text in SIMPLE_GRANULARITIES.items())

@@ -16,6 +16,7 @@ from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, MemoryBudget
 from common.query.model import query_from_json
 from common.query.projection_match import reason_kind
 from services.historical.round_cache import RoundCache
+from services.historical.source_cache import SourceCache
 from services.rpc.arrow_stream import table_to_chunks
 from services.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
 from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
@@ -45,6 +46,7 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         # lifting the bound.
         self.slots = threading.BoundedSemaphore(threads)
         self.rounds = RoundCache()  # merged partials between the rounds of an exact topN
+        self.sources = SourceCache()  # each segment's table for a query, chosen once
 
     def RunQuery(self, request, context):
         started = time.perf_counter()
@@ -93,6 +95,30 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                 self.metrics.projection_misses.labels(datasource, name, reason_kind(reason)).inc()
             return partial
 
+        def run_together(batch_segments, batch_sources):
+            """Projection rows of several segments in one pass (engine.run_together), holding one
+            slot; None: they run one by one. Per-segment metrics get the batch's time in equal shares."""
+            wanted_still()
+            while not self.slots.acquire(timeout=_SLOT_POLL_S):
+                wanted_still()
+            try:
+                t0 = time.perf_counter()
+                partial = engine.run_together(query, batch_sources, schema, budget)
+            finally:
+                self.slots.release()
+            if partial is None:
+                return None
+            share = (time.perf_counter() - t0) / len(batch_sources)
+            table = partial.projection
+            for segment, source in zip(batch_segments, batch_sources):
+                self.metrics.segment_query_seconds.labels(datasource, table).observe(share)
+                for name, reason in source.rejected:
+                    self.metrics.projection_misses.labels(datasource, name, reason_kind(reason)).inc()
+            self.metrics.segments_queried.labels(datasource, table).inc(len(batch_sources))
+            self.metrics.rows_scanned.labels(datasource, table).inc(partial.stats.rows_scanned)
+            self.metrics.projection_base_rows.labels(datasource, table).inc(sum(s.num_rows for s in batch_segments))
+            return partial
+
         directive = query.context.get(topn_threshold.PHASE_KEY)
         round_key = None
         if isinstance(directive, dict) and topn_threshold.eligible(query):
@@ -101,23 +127,36 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         futures = []
         try:
             cached = self.rounds.get(round_key) if round_key is not None else None
-            sources = [] if cached is not None else [engine.source_for(query, s) for s in segments]
-            # One segment, or only projection rows (a few thousand per segment), are read on this
-            # thread: handing them to the pool's threads costs more than the work. Several base
+            sources = [] if cached is not None else [
+                self.sources.source(request.query_json, s, functools.partial(engine.source_for, query, s))
+                for s in segments]
+            # One segment, or projection rows (a few thousand per segment), are read on this
+            # thread: handing them to the pool's threads costs more than the work. The projection
+            # rows of several segments run as one pass (engine.run_together). Several base
             # segments go to the pool, to run in parallel. Either way a run holds a query slot.
-            inline = len(sources) == 1 or (bool(sources) and all(src.pre_aggregated for src in sources) and
-                                           sum(src.num_rows for src in sources) <= engine.INLINE_ROWS)
+            pre_rows = sum(src.num_rows for src in sources if src.pre_aggregated)
+            here = [len(sources) == 1 or (src.pre_aggregated and pre_rows <= engine.INLINE_ROWS) for src in sources]
+            partials = []
             if cached is not None:
                 partials = [cached]
-            elif not inline:
-                futures = [self.pool.submit(run_one, s, src) for s, src in zip(segments, sources)]
-                partials = []
+            else:
+                futures = [self.pool.submit(run_one, s, src) for s, src, h in zip(segments, sources, here) if not h]
+                mine = [i for i, h in enumerate(here) if h]
+                for batch in engine.batches(query, [sources[i] for i in mine]):
+                    batch = [mine[i] for i in batch]
+                    together = run_together([segments[i] for i in batch], [sources[i] for i in batch]) \
+                        if len(batch) > 1 else None
+                    partials.extend([together] if together is not None else
+                                    [run_one(segments[i], sources[i]) for i in batch])
                 for fut in futures:
                     remaining = context.time_remaining()
                     partials.append(fut.result(timeout=None if remaining is None else max(remaining, 0.001)))
+            if cached is not None:
+                merged = cached
+            elif len(partials) == 1 and len(sources) > 1:
+                merged = partials[0]  # one pass over several segments' projection rows: merged already
             else:
-                partials = [run_one(s, src) for s, src in zip(segments, sources)]
-            merged = engine.merge(query, partials, budget) if cached is None else cached
+                merged = engine.merge(query, partials, budget)
             if round_key is not None:
                 if cached is None:
                     self.rounds.put(round_key, merged)

@@ -318,3 +318,36 @@ def test_explain_groups_segments_by_the_table_they_read(segments):
                          "context": {"useProjection": "big_channels"}})
     errors = [g for g in explain_projections(q, manifests) if g.get("error")]
     assert errors and "useProjection 'big_channels' cannot serve" in errors[0]["error"]
+
+
+def _batched(query: dict, segments):
+    from common.query import engine
+    from common.query.model import query_from_json
+
+    q = query_from_json(query)
+    schema = engine.union_schema(segments)
+    sources = [engine.source_for(q, s) for s in segments]
+    return q, schema, sources, engine.batches(q, sources)
+
+
+@pytest.mark.parametrize("query", CORPUS[::5], ids=[f"q{i}" for i in range(0, len(CORPUS), 5)])
+def test_projection_rows_of_several_segments_in_one_pass_equal_their_merged_partials(segments, query):
+    from common.query import engine
+
+    q, schema, sources, batches = _batched(query, segments)
+    one_by_one = engine.merge(q, [engine.run(q, src, schema) for src in sources])
+    together = engine.merge(q, [p for b in batches for p in engine.run_batch(q, [sources[i] for i in b], schema)])
+    assert _same(engine.finalize(q, together, schema), engine.finalize(q, one_by_one, schema))
+    assert together.stats == one_by_one.stats
+
+
+def test_the_projection_sources_of_a_query_share_a_batch_and_sketches_do_not(segments):
+    hourly = {"queryType": "timeseries", "dataSource": "events", "intervals": [EVENTS_INTERVAL], "granularity": "day",
+              "aggregations": [{"type": "count", "name": "c"}, {"type": "longSum", "name": "a", "fieldName": "added"}]}
+    _, _, sources, batches = _batched(hourly, segments)
+    projected = [i for i, src in enumerate(sources) if src.pre_aggregated]
+    assert len(projected) == 2 and projected in batches  # day 1 has no projection: a batch of its own
+    assert sorted(i for b in batches for i in b) == list(range(len(sources)))
+    sketch = dict(hourly, aggregations=[{"type": "HLLSketchBuild", "name": "u", "fieldName": "user"}])
+    _, _, sources, batches = _batched(sketch, segments)
+    assert sum(src.pre_aggregated for src in sources) == 2 and all(len(b) == 1 for b in batches)
