@@ -31,6 +31,7 @@ from pyroaring import BitMap
 from common.segment.container import Container, ipc_bytes
 from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.segment.nested_fields import NestedOptions, SplitField, split_documents
+from common.segment.nested_native_split import NativeField, split_native
 from common.segment.string_column import StringColumn, _bitmaps_binary, code_type
 from common.segment.value_column import ValueColumn
 from common.types.column_type import DOUBLE, JSON, LONG, STRING, ColumnType, TypeKind
@@ -99,7 +100,10 @@ class _FieldValues:
     """One field's values split by kind: kind -> (positions in the field's row list, values),
     positions None meaning all of them. A single-kind field is split without a per-value loop."""
 
-    def __init__(self, f: SplitField) -> None:
+    def __init__(self, f: SplitField | NativeField) -> None:
+        if isinstance(f, NativeField):  # the compiled split grouped them already
+            self.rows, self.groups = f.rows, f.groups
+            return
         kinds = {_kind(t) for t in f.types}
         self.rows = np.asarray(f.rows, dtype=np.int64)
         if len(kinds) == 1:
@@ -141,7 +145,10 @@ class _Dictionaries:
         self._cache: dict[tuple[int, str], object] = {}
         for i, f in enumerate(fields):
             for kind, (_, vals) in f.groups.items():
-                if kind == "STRING":
+                if isinstance(vals, pa.Array):  # from the compiled split (array kinds as text)
+                    arr = vals
+                    (strings if kind == "STRING" else arrays).append(arr)
+                elif kind == "STRING":
                     arr = pa.array(vals, pa.string())
                     strings.append(arr)
                 elif kind == "LONG":
@@ -279,8 +286,10 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
     options = options or NestedOptions()
     if pa.types.is_dictionary(values.type):
         values = values.cast(values.type.value_type)
-    texts = values.cast(pa.string()).to_pylist()
-    split = split_documents(texts, options)
+    num_rows = len(values)
+    split = split_native(values, options)
+    if split is None:
+        split = split_documents(values.cast(pa.string()).to_pylist(), options)
     grouped = [_FieldValues(f) for f in split.fields]
     rebuildable = split.rebuildable and all(_path_round_trips(f.path) for f in split.fields)
     dicts = _Dictionaries(grouped)
@@ -288,22 +297,22 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
     fields_meta = []
     for i, f in enumerate(split.fields):
         prefix = f"f{i}"
-        field_parts, stats = _field_parts(i, grouped[i], set(f.types), dicts, prefix, len(texts))
+        field_parts, stats = _field_parts(i, grouped[i], set(f.types), dicts, prefix, num_rows)
         parts.update(field_parts)
         meta = {"path": f.path, "types": list(f.types), "part": prefix, **stats}
         if f.booleans:
-            if f.booleans == sum(1 for v in f.values if type(v) is int):
+            if f.booleans == f.long_count:
                 meta["booleans"] = True  # every LONG value was true/false: rebuilt documents say so
             else:
                 rebuildable = False
         fields_meta.append(meta)
-    nulls = np.flatnonzero(np.array([t is None for t in split.canonical], dtype=bool))
+    nulls = split.null_rows()
     parts["nulls"] = _bitmap_bytes(nulls)
     # The raw values are kept when asked for, when the guard left paths out, and by default unless
     # the fields rebuild every document's text exactly (then reads of the whole column rebuild it).
     keep = options.keep_raw if options.keep_raw is not None else not rebuildable
     if keep or split.dropped_paths:
-        parts["raw"] = _zstd_ipc(pa.array(split.canonical, pa.string()))
+        parts["raw"] = _zstd_ipc(split.raw_texts())
     spec = NestedSpec(fields=tuple(fields_meta), dictionary_sizes=dicts.sizes, max_fields=options.max_fields,
                       dropped_paths=tuple(split.dropped_paths[:100]), dropped_count=len(split.dropped_paths),
                       raw="raw" in parts)
