@@ -162,11 +162,28 @@ class _Dictionaries:
                     arrays.append(arr)
                 self._cache[(i, kind)] = arr
         self.strings = _sorted_unique_strings(strings)
-        self.longs = np.unique(np.concatenate(longs)) if longs else np.array([], dtype=np.int64)
         self.doubles = _sorted_unique_doubles(doubles)
         self.arrays = _sorted_unique_strings(arrays)
         # Ids of all fields' strings (and arrays) in one lookup: index_in hashes its value set per call.
         self._ids: dict[tuple[int, str], np.ndarray] = {}
+        # Numbers: one sort of all fields' values gives the dictionary and every value's id in it.
+        self.longs = np.array([], dtype=np.int64)
+        for kind in ("LONG", "DOUBLE"):
+            keys = [k for k in self._cache if k[1] == kind]
+            if not keys:
+                continue
+            values = np.concatenate([self._cache[k] for k in keys])
+            unique, ids = np.unique(values, return_inverse=True)
+            if kind == "LONG":
+                self.longs = unique
+            elif len(unique) != len(self.doubles):  # (np.unique merges 0.0/-0.0 and NaNs as the dictionary does)
+                ids = np.searchsorted(self.doubles, values)
+            ids = ids.reshape(-1).astype(np.int64, copy=False)
+            at = 0
+            for k in keys:
+                n = len(self._cache[k])
+                self._ids[k] = ids[at:at + n]
+                at += n
         for kind, dictionary in (("STRING", self.strings), ("ARRAY", self.arrays)):
             keys = [k for k in self._cache if k[1] == kind]
             if not keys:
@@ -195,12 +212,8 @@ class _Dictionaries:
             arr = self._cache[(index, kind)]
             if kind == "STRING":
                 ids = self._ids[(index, kind)]
-            elif kind == "LONG":
-                ids = self.offsets["LONG"] + np.searchsorted(self.longs, arr)
-            elif kind == "DOUBLE":
-                ids = self.offsets["DOUBLE"] + np.searchsorted(self.doubles, arr)
             else:
-                ids = self.offsets["ARRAY"] + self._ids[(index, kind)]
+                ids = self.offsets[kind] + self._ids[(index, kind)]
             out[f.rows if pos is None else f.rows[pos]] = ids
         return out
 
@@ -242,6 +255,22 @@ MIN_ROWS_PER_BITMAP = 16
 MIN_CARDINALITY_WITHOUT_BITMAPS = 256
 
 
+def _local_ids(gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A field's local dictionary (its sorted distinct global ids) and each value's local id. The
+    ids of one field lie close together in the stacked id space, so a mark per id in their range
+    finds both without sorting the values."""
+    if not len(gids):
+        return np.array([], dtype=np.int64), np.array([], dtype=np.int32)
+    lo, hi = int(gids.min()), int(gids.max())
+    if hi - lo > 8 * len(gids) + 4096:  # sparse over a wide range (a field of several kinds): sort
+        local = np.unique(gids)
+        return local, np.searchsorted(local, gids).astype(np.int32)
+    seen = np.zeros(hi - lo + 1, dtype=bool)
+    seen[gids - lo] = True
+    local = np.flatnonzero(seen).astype(np.int64) + lo
+    return local, (np.cumsum(seen, dtype=np.int32) - 1)[gids - lo]
+
+
 def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionaries, prefix: str,
                  num_rows: int) -> tuple[dict[str, pa.Buffer], dict]:
     """A field's parts. Only what its reader uses is stored: a numbers-only field reads its value
@@ -251,7 +280,7 @@ def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionar
     values are near-unique, bitmaps."""
     gids = dicts.global_ids(index, f, num_rows)
     present = gids >= 0
-    local = np.unique(gids[present])
+    local, present_codes = _local_ids(gids[present])
     cardinality = len(local)
     mask = ~present
     parts = {f"{prefix}/local": ipc_bytes(pa.array(local, pa.int64()))}
@@ -263,7 +292,7 @@ def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionar
         # (A field of both LONG and DOUBLE values keeps its codes: they say which rows were whole
         # numbers, which rebuilt documents print as such.)
         codes = np.full(len(gids), -1, dtype=np.int32)
-        codes[present] = np.searchsorted(local, gids[present]).astype(np.int32)
+        codes[present] = present_codes
         narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
         parts[f"{prefix}/codes"] = ipc_bytes(pa.array(narrow, mask=mask if mask.any() else None))
         rows = int(present.sum())
