@@ -70,7 +70,9 @@ typedef struct {
     size_t off, len;
 } Emit;
 
-typedef struct { uint8_t type; int64_t l; double d; size_t off, len; } Elem; /* type: 0 str 1 int 2 double 3 bool 4 null */
+/* An element of an array of literals. type: 0 str 1 int 2 double 3 bool 4 null; a double whose
+ * text is already Python's repr of it (plain) keeps that text (src, len) instead of printing it. */
+typedef struct { uint8_t type, plain; int64_t l; double d; size_t off, len; const char *src; } Elem;
 
 typedef struct {
     const char *s, *end;
@@ -79,6 +81,7 @@ typedef struct {
     Emit *em; size_t nem, cap_em;
     Elem *el; size_t nel, cap_el;
     int exact;
+    int num_plain;        /* the last number's text is how Python prints it (repr, str) */
     int64_t stamps;
     Node *nodes; size_t nnodes, cap_nodes;
     int32_t *slots; size_t nslots;
@@ -367,6 +370,24 @@ static int parse_string(Ctx *c, size_t *off, size_t *len) {
     return OK;
 }
 
+/* Whether a double's text (digits from ``q``, the point at ``point``, ending at ``end``; no exponent)
+ * is what repr() prints for it: at most 15 significant digits (so no shorter text reads back as the
+ * same double) and no trailing zeros in the fraction but a single one (``1.0``). The value is
+ * known to be 0 or within [1e-4, 1e16), where repr uses this fixed-point form. */
+static int double_text_is_repr(const char *q, const char *point, const char *end) {
+    if (point >= end || *point != '.') return 0;  /* an exponent */
+    const char *frac = point + 1;
+    if (end - frac > 1 && end[-1] == '0') return 0;
+    for (const char *x = frac; x < end; x++) if (*x < '0' || *x > '9') return 0;
+    int sig = 0, started = 0;
+    for (const char *x = q; x < end; x++) {
+        if (*x == '.') continue;
+        if (*x != '0') started = 1;
+        if (started) sig++;
+    }
+    return sig <= 15;
+}
+
 /* A number: LONG (no fraction, no exponent, within 64 bits) or DOUBLE (0, or 1e-4 <= |v| < 1e16,
  * the doubles Python and orjson print alike). Anything else goes to the Python path. */
 static int parse_number(Ctx *c, uint8_t *label, int64_t *l, double *d) {
@@ -392,7 +413,9 @@ static int parse_number(Ctx *c, uint8_t *label, int64_t *l, double *d) {
     size_t n = (size_t)(p - start);
     if (n > 64) return FALLBACK;
     c->s = p;
+    c->num_plain = 0;
     if (!is_double) {
+        c->num_plain = !(neg && int_end - start == 2 && start[1] == '0');  /* "-0" prints as 0 */
         const char *q = start + neg;
         size_t digits = (size_t)(int_end - q);
         if (digits > 19) return FALLBACK;
@@ -419,6 +442,7 @@ static int parse_number(Ctx *c, uint8_t *label, int64_t *l, double *d) {
     else if (!(a >= 1e-4 && a < 1e16)) return FALLBACK;
     *d = v;
     *label = L_DOUBLE;
+    c->num_plain = double_text_is_repr(start + neg, int_end, p);
     return OK;
 }
 
@@ -516,7 +540,9 @@ static int canon_value(Ctx *c) {
     if (match_lit(c, "false", 5)) return buf_put(o, "false", 5) ? ERR : OK;
     if (match_lit(c, "null", 4)) return buf_put(o, "null", 4) ? ERR : OK;
     uint8_t label; int64_t l; double d;
+    const char *start = c->s;
     if ((rc = parse_number(c, &label, &l, &d))) return rc;
+    if (c->num_plain) return buf_put(o, start, (size_t)(c->s - start)) ? ERR : OK;
     return label == L_LONG ? put_long(o, l) : put_double(o, d);
 }
 
@@ -552,7 +578,8 @@ static int walk_object(Ctx *c, int32_t node, int depth) {
     }
 }
 
-static int push_elem(Ctx *c, uint8_t type, int64_t l, double d, size_t off, size_t len) {
+static int push_elem(Ctx *c, uint8_t type, int64_t l, double d, size_t off, size_t len, const char *src,
+                     int plain) {
     if (c->nel == c->cap_el) {
         size_t cap = c->cap_el ? c->cap_el * 2 : 32;
         Elem *q = PyMem_Realloc(c->el, cap * sizeof(Elem));
@@ -560,7 +587,7 @@ static int push_elem(Ctx *c, uint8_t type, int64_t l, double d, size_t off, size
         c->el = q; c->cap_el = cap;
     }
     Elem *e = &c->el[c->nel++];
-    e->type = type; e->l = l; e->d = d; e->off = off; e->len = len;
+    e->type = type; e->l = l; e->d = d; e->off = off; e->len = len; e->src = src; e->plain = (uint8_t)plain;
     return OK;
 }
 
@@ -597,11 +624,14 @@ static int emit_literal_array(Ctx *c, int32_t node) {
                 if (buf_byte(t, '"')) return ERR;
                 if (e->type == 1) rc = put_long(t, e->l);
                 else if (e->type == 3) rc = buf_byte(t, e->l ? '1' : '0') ? ERR : OK;
-                else rc = put_double(t, e->d);
+                else rc = e->plain ? (buf_put(t, e->src, e->len) ? ERR : OK) : put_double(t, e->d);
                 if (!rc && buf_byte(t, '"')) return ERR;
             }
         } else if (label == L_ADOUBLE) {
-            rc = put_double(t, e->type == 2 ? e->d : (double)e->l);
+            if (e->type == 2) rc = e->plain ? (buf_put(t, e->src, e->len) ? ERR : OK) : put_double(t, e->d);
+            else if (e->l >= -(INT64_C(1) << 53) && e->l <= (INT64_C(1) << 53))
+                rc = put_long(t, e->l) || buf_put(t, ".0", 2) ? ERR : OK;  /* exact as a double: repr is "<n>.0" */
+            else rc = put_double(t, (double)e->l);
         } else {
             rc = e->type == 3 ? (buf_byte(t, e->l ? '1' : '0') ? ERR : OK) : put_long(t, e->l);
         }
@@ -631,14 +661,16 @@ static int walk_array(Ctx *c, int32_t node, int depth) {
         if (ch == '"') {
             size_t off, len;
             if ((rc = parse_string(c, &off, &len))) return rc;
-            if ((rc = push_elem(c, 0, 0, 0, off, len))) return rc;
-        } else if (match_lit(c, "true", 4)) { if ((rc = push_elem(c, 3, 1, 0, 0, 0))) return rc; }
-        else if (match_lit(c, "false", 5)) { if ((rc = push_elem(c, 3, 0, 0, 0, 0))) return rc; }
-        else if (match_lit(c, "null", 4)) { if ((rc = push_elem(c, 4, 0, 0, 0, 0))) return rc; }
+            if ((rc = push_elem(c, 0, 0, 0, off, len, NULL, 0))) return rc;
+        } else if (match_lit(c, "true", 4)) { if ((rc = push_elem(c, 3, 1, 0, 0, 0, NULL, 0))) return rc; }
+        else if (match_lit(c, "false", 5)) { if ((rc = push_elem(c, 3, 0, 0, 0, 0, NULL, 0))) return rc; }
+        else if (match_lit(c, "null", 4)) { if ((rc = push_elem(c, 4, 0, 0, 0, 0, NULL, 0))) return rc; }
         else {
             uint8_t label; int64_t l; double d;
+            const char *start = c->s;
             if ((rc = parse_number(c, &label, &l, &d))) return rc;
-            if ((rc = push_elem(c, label == L_LONG ? 1 : 2, l, d, 0, 0))) return rc;
+            if ((rc = push_elem(c, label == L_LONG ? 1 : 2, l, d, 0, (size_t)(c->s - start), start, c->num_plain)))
+                return rc;
         }
         skip_ws(c);
         if (c->s >= c->end) return FALLBACK;

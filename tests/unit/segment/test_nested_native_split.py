@@ -201,3 +201,29 @@ def test_the_bench_documents_split_the_same_and_drop_the_raw_values():
     split = split_native(table.column("doc"))
     assert split.rebuildable and not split._python_texts  # every document read by the C pass
     assert _view(split) == _python(texts)
+
+
+def _number_text(value: float, form: int) -> str:
+    if form == 0:
+        return repr(value)
+    if form == 1:
+        return f"{value:.{abs(hash(value)) % 18}f}"  # trailing zeros, or digits beyond the shortest
+    if form == 2:
+        return f"{value:.17g}"
+    return str(int(value)) if abs(value) < 1e18 else repr(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.one_of(st.floats(allow_nan=False, allow_infinity=False, min_value=-1e17, max_value=1e17),
+                                    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e-3, max_value=1e-3),
+                                    st.integers(-2**60, 2**60).map(float)),
+                          st.integers(0, 3)), min_size=1, max_size=6))
+def test_numbers_print_and_widen_as_python_does(numbers):
+    # Raw texts are kept (the null), so every number is printed back; arrays widen ints to doubles
+    # or print numbers as strings.
+    texts = []
+    for value, form in numbers:
+        t = _number_text(value, form)
+        texts.append(f'{{"a": {t}, "b": [{t}, 1, -0, {2**53 + 1}], "c": ["x", {t}, 7], "d": [{t}], "n": null}}')
+    assert_same(texts)
+    assert_same_column(texts)
