@@ -227,3 +227,15 @@ def test_numbers_print_and_widen_as_python_does(numbers):
         texts.append(f'{{"a": {t}, "b": [{t}, 1, -0, {2**53 + 1}], "c": ["x", {t}, 7], "d": [{t}], "n": null}}')
     assert_same(texts)
     assert_same_column(texts)
+
+
+def test_without_the_extension_the_python_split_runs_and_says_so_once(monkeypatch, caplog):
+    texts = ['{"a": 1, "b": ["x"]}', None, '{"a": 2.5}']
+    want = _encoded(texts)
+    monkeypatch.setattr(nested_native_split, "_nested_split", None)
+    monkeypatch.setattr(nested_native_split, "_warned", False)
+    with caplog.at_level("WARNING", logger=nested_native_split.__name__):
+        assert _encoded(texts) == want
+        assert _encoded(texts) == want
+    warnings = [r for r in caplog.records if "not built" in r.getMessage()]
+    assert len(warnings) == 1 and "pip install -e ." in warnings[0].getMessage()
