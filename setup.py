@@ -8,5 +8,7 @@ built, the pure Python split is used (nested_native_split says so once in the lo
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("common.segment._nested_split", ["common/segment/_nested_split.c"],
-                             extra_compile_args=["-O2"], optional=True)])
+setup(ext_modules=[Extension("common.segment._nested_split",
+                             ["common/segment/_nested_split.c", "common/segment/_nested_split_text.c"],
+                             depends=["common/segment/_nested_split.h"],
+                             extra_compile_args=["-O2", "-fvisibility=hidden"], optional=True)])
