@@ -26,10 +26,14 @@ RUN groupadd --system --gid 10001 strata \
 
 # Only what the distribution needs (see .dockerignore); the source tree is removed after install.
 WORKDIR /tmp/strata-src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md setup.py ./
 COPY common ./common
 COPY services ./services
-RUN pip install --no-cache-dir . \
+# gcc builds the compiled nested JSON split (setup.py); it is removed again once built.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && pip install --no-cache-dir . \
+ && apt-get purge -y --auto-remove gcc libc6-dev && rm -rf /var/lib/apt/lists/* \
  && cd / && rm -rf /tmp/strata-src
 
 # Relative default paths in the node config (var/strata/...) land under the strata user's home.

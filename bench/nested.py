@@ -255,6 +255,35 @@ def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000,
     return report.rows_written / seconds, seconds, report.rows_written
 
 
+def build_rate(rows: int, runs: int) -> None:
+    """CPU time of the nested column build alone (``encode_nested``) on ``rows`` bench documents, one
+    thread, with the compiled field split and with the pure Python one, interleaved."""
+    import statistics
+
+    from common.segment import nested_native_split
+    from common.segment.nested_column import encode_nested
+    from common.types.column_type import JSON
+
+    pa.set_cpu_count(1)
+    col = documents(rows, 0)[0].column("doc").combine_chunks()
+    if not nested_native_split.available():
+        print("the compiled split is not built (pip install -e .): both rows below are the Python split")
+    times: dict[str, list[float]] = {"compiled split": [], "Python split": []}
+    for _ in range(runs):
+        for mode, got in times.items():
+            nested_native_split.ENABLED = mode == "compiled split"
+            started = time.process_time()
+            encode_nested(col, JSON)
+            got.append(time.process_time() - started)
+    nested_native_split.ENABLED = True
+    print(f"| encode_nested, {rows:,} documents, 1 thread | best CPU s | median CPU s | us/document | documents/s |")
+    print("|---|---|---|---|---|")
+    for mode, got in times.items():
+        best = min(got)
+        print(f"| {mode} | {best:.3f} | {statistics.median(got):.3f} | {best / rows * 1e6:.1f} | {rows / best:,.0f} |")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000, help="documents for the queries; 0: only the ingest")
@@ -265,7 +294,12 @@ def main() -> int:
     ap.add_argument("--general-path", action="store_true",
                     help="ingest through the general path (SET textScan = false) instead of the text scan")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--build-rows", type=int, default=0,
+                    help="only time the nested column build of this many documents (compiled vs Python split)")
     args = ap.parse_args()
+    if args.build_rows:
+        build_rate(args.build_rows, args.runs)
+        return 0
 
     import duckdb
 

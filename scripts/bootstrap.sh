@@ -38,9 +38,20 @@ ensure_java() {
   fi
 }
 
+# A C compiler and the Python headers build strata's compiled parts (setup.py: the nested JSON
+# field split). Only the compiler is installed when missing: a pyenv or python.org interpreter
+# ships its own headers, Debian's python3 takes them from python3-dev.
+ensure_compiler() {
+  command -v gcc >/dev/null 2>&1 || ensure_debian_packages gcc libc6-dev
+  if ! python3 -c 'import os, sysconfig; raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+    ensure_debian_packages python3-dev
+  fi
+}
+
 ensure_venv() {
   local extras="${1:-}"
   ensure_python
+  ensure_compiler
   if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
   fi

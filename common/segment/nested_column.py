@@ -31,6 +31,7 @@ from pyroaring import BitMap
 from common.segment.container import Container, ipc_bytes
 from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.segment.nested_fields import NestedOptions, SplitField, split_documents
+from common.segment.nested_native_split import NativeField, split_native
 from common.segment.string_column import StringColumn, _bitmaps_binary, code_type
 from common.segment.value_column import ValueColumn
 from common.types.column_type import DOUBLE, JSON, LONG, STRING, ColumnType, TypeKind
@@ -99,7 +100,10 @@ class _FieldValues:
     """One field's values split by kind: kind -> (positions in the field's row list, values),
     positions None meaning all of them. A single-kind field is split without a per-value loop."""
 
-    def __init__(self, f: SplitField) -> None:
+    def __init__(self, f: SplitField | NativeField) -> None:
+        if isinstance(f, NativeField):  # the compiled split grouped them already
+            self.rows, self.groups = f.rows, f.groups
+            return
         kinds = {_kind(t) for t in f.types}
         self.rows = np.asarray(f.rows, dtype=np.int64)
         if len(kinds) == 1:
@@ -141,7 +145,10 @@ class _Dictionaries:
         self._cache: dict[tuple[int, str], object] = {}
         for i, f in enumerate(fields):
             for kind, (_, vals) in f.groups.items():
-                if kind == "STRING":
+                if isinstance(vals, pa.Array):  # from the compiled split (array kinds as text)
+                    arr = vals
+                    (strings if kind == "STRING" else arrays).append(arr)
+                elif kind == "STRING":
                     arr = pa.array(vals, pa.string())
                     strings.append(arr)
                 elif kind == "LONG":
@@ -155,11 +162,28 @@ class _Dictionaries:
                     arrays.append(arr)
                 self._cache[(i, kind)] = arr
         self.strings = _sorted_unique_strings(strings)
-        self.longs = np.unique(np.concatenate(longs)) if longs else np.array([], dtype=np.int64)
         self.doubles = _sorted_unique_doubles(doubles)
         self.arrays = _sorted_unique_strings(arrays)
         # Ids of all fields' strings (and arrays) in one lookup: index_in hashes its value set per call.
         self._ids: dict[tuple[int, str], np.ndarray] = {}
+        # Numbers: one sort of all fields' values gives the dictionary and every value's id in it.
+        self.longs = np.array([], dtype=np.int64)
+        for kind in ("LONG", "DOUBLE"):
+            keys = [k for k in self._cache if k[1] == kind]
+            if not keys:
+                continue
+            values = np.concatenate([self._cache[k] for k in keys])
+            unique, ids = np.unique(values, return_inverse=True)
+            if kind == "LONG":
+                self.longs = unique
+            elif len(unique) != len(self.doubles):  # (np.unique merges 0.0/-0.0 and NaNs as the dictionary does)
+                ids = np.searchsorted(self.doubles, values)
+            ids = ids.reshape(-1).astype(np.int64, copy=False)
+            at = 0
+            for k in keys:
+                n = len(self._cache[k])
+                self._ids[k] = ids[at:at + n]
+                at += n
         for kind, dictionary in (("STRING", self.strings), ("ARRAY", self.arrays)):
             keys = [k for k in self._cache if k[1] == kind]
             if not keys:
@@ -188,12 +212,8 @@ class _Dictionaries:
             arr = self._cache[(index, kind)]
             if kind == "STRING":
                 ids = self._ids[(index, kind)]
-            elif kind == "LONG":
-                ids = self.offsets["LONG"] + np.searchsorted(self.longs, arr)
-            elif kind == "DOUBLE":
-                ids = self.offsets["DOUBLE"] + np.searchsorted(self.doubles, arr)
             else:
-                ids = self.offsets["ARRAY"] + self._ids[(index, kind)]
+                ids = self.offsets[kind] + self._ids[(index, kind)]
             out[f.rows if pos is None else f.rows[pos]] = ids
         return out
 
@@ -235,6 +255,22 @@ MIN_ROWS_PER_BITMAP = 16
 MIN_CARDINALITY_WITHOUT_BITMAPS = 256
 
 
+def _local_ids(gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A field's local dictionary (its sorted distinct global ids) and each value's local id. The
+    ids of one field lie close together in the stacked id space, so a mark per id in their range
+    finds both without sorting the values."""
+    if not len(gids):
+        return np.array([], dtype=np.int64), np.array([], dtype=np.int32)
+    lo, hi = int(gids.min()), int(gids.max())
+    if hi - lo > 8 * len(gids) + 4096:  # sparse over a wide range (a field of several kinds): sort
+        local = np.unique(gids)
+        return local, np.searchsorted(local, gids).astype(np.int32)
+    seen = np.zeros(hi - lo + 1, dtype=bool)
+    seen[gids - lo] = True
+    local = np.flatnonzero(seen).astype(np.int64) + lo
+    return local, (np.cumsum(seen, dtype=np.int32) - 1)[gids - lo]
+
+
 def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionaries, prefix: str,
                  num_rows: int) -> tuple[dict[str, pa.Buffer], dict]:
     """A field's parts. Only what its reader uses is stored: a numbers-only field reads its value
@@ -244,7 +280,7 @@ def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionar
     values are near-unique, bitmaps."""
     gids = dicts.global_ids(index, f, num_rows)
     present = gids >= 0
-    local = np.unique(gids[present])
+    local, present_codes = _local_ids(gids[present])
     cardinality = len(local)
     mask = ~present
     parts = {f"{prefix}/local": ipc_bytes(pa.array(local, pa.int64()))}
@@ -256,7 +292,7 @@ def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionar
         # (A field of both LONG and DOUBLE values keeps its codes: they say which rows were whole
         # numbers, which rebuilt documents print as such.)
         codes = np.full(len(gids), -1, dtype=np.int32)
-        codes[present] = np.searchsorted(local, gids[present]).astype(np.int32)
+        codes[present] = present_codes
         narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
         parts[f"{prefix}/codes"] = ipc_bytes(pa.array(narrow, mask=mask if mask.any() else None))
         rows = int(present.sum())
@@ -279,8 +315,10 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
     options = options or NestedOptions()
     if pa.types.is_dictionary(values.type):
         values = values.cast(values.type.value_type)
-    texts = values.cast(pa.string()).to_pylist()
-    split = split_documents(texts, options)
+    num_rows = len(values)
+    split = split_native(values, options)
+    if split is None:
+        split = split_documents(values.cast(pa.string()).to_pylist(), options)
     grouped = [_FieldValues(f) for f in split.fields]
     rebuildable = split.rebuildable and all(_path_round_trips(f.path) for f in split.fields)
     dicts = _Dictionaries(grouped)
@@ -288,22 +326,22 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
     fields_meta = []
     for i, f in enumerate(split.fields):
         prefix = f"f{i}"
-        field_parts, stats = _field_parts(i, grouped[i], set(f.types), dicts, prefix, len(texts))
+        field_parts, stats = _field_parts(i, grouped[i], set(f.types), dicts, prefix, num_rows)
         parts.update(field_parts)
         meta = {"path": f.path, "types": list(f.types), "part": prefix, **stats}
         if f.booleans:
-            if f.booleans == sum(1 for v in f.values if type(v) is int):
+            if f.booleans == f.long_count:
                 meta["booleans"] = True  # every LONG value was true/false: rebuilt documents say so
             else:
                 rebuildable = False
         fields_meta.append(meta)
-    nulls = np.flatnonzero(np.array([t is None for t in split.canonical], dtype=bool))
+    nulls = split.null_rows()
     parts["nulls"] = _bitmap_bytes(nulls)
     # The raw values are kept when asked for, when the guard left paths out, and by default unless
     # the fields rebuild every document's text exactly (then reads of the whole column rebuild it).
     keep = options.keep_raw if options.keep_raw is not None else not rebuildable
     if keep or split.dropped_paths:
-        parts["raw"] = _zstd_ipc(pa.array(split.canonical, pa.string()))
+        parts["raw"] = _zstd_ipc(split.raw_texts())
     spec = NestedSpec(fields=tuple(fields_meta), dictionary_sizes=dicts.sizes, max_fields=options.max_fields,
                       dropped_paths=tuple(split.dropped_paths[:100]), dropped_count=len(split.dropped_paths),
                       raw="raw" in parts)

@@ -15,7 +15,9 @@ import json
 import re
 from dataclasses import dataclass, field
 
+import numpy as np
 import orjson
+import pyarrow as pa
 
 from common.errors import ValidationError
 from common.json.document_paths import _literal_array, literal_paths
@@ -102,6 +104,10 @@ class SplitField:
     booleans: int = 0  # how many of the LONG values were JSON true/false
     index: int = 0  # order of first appearance
 
+    @property
+    def long_count(self) -> int:
+        return sum(1 for v in self.values if type(v) is int)
+
     def column(self) -> list:
         """One value per row, None where the path is missing or null."""
         out: list = [None] * self.num_rows
@@ -119,6 +125,12 @@ class Split:
     # Whether the fields alone give back every document's text: no JSON nulls or empty objects
     # (they are not fields), literal arrays stored as written, each document's keys in field order.
     rebuildable: bool = False
+
+    def null_rows(self) -> np.ndarray:
+        return np.flatnonzero(np.array([t is None for t in self.canonical], dtype=bool))
+
+    def raw_texts(self) -> pa.Array:
+        return pa.array(self.canonical, pa.string())
 
 
 MAX_DOCUMENT_DEPTH = 900
@@ -420,5 +432,29 @@ def _split(texts: list, options: NestedOptions | None) -> Split:
 _NOT_PARSED = object()
 
 
+def row_paths(text: str, row: int):
+    """One document split as ``_split`` splits it without column options: None for a JSON null,
+    else (its (path, kind, stored) list, its compact text, whether the fields rebuild it (None when
+    it took the json path, which never rebuilds), the paths of its booleans). The compiled split
+    hands the documents it cannot read exactly to this."""
+    bools: list[str] = []
+    doc = _NOT_PARSED
+    if len(text) < 2 * MAX_DOCUMENT_DEPTH or text.count("[") + text.count("{") <= MAX_DOCUMENT_DEPTH:
+        try:
+            doc = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    if doc is not _NOT_PARSED:
+        if doc is None:
+            return None
+        walked = _fast_paths(doc, bools)
+        if walked is not None:
+            return walked[0], _canonical_fast(doc), walked[1], bools
+    doc = parse_document(text, row)
+    if doc is None:
+        return None
+    return list(literal_paths(doc)), _canonical(doc), None, ()
+
+
 __all__ = ["DEFAULT_MAX_FIELDS", "OPTION_KEYS", "NestedOptions", "Split", "SplitField", "parse_document",
-           "split_documents"]
+           "row_paths", "split_documents"]

@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 
 from common.errors import SegmentCorruptError, ValidationError
+from common.segment import nested_native_split
 from common.segment.builder import build_segment
 from common.segment.nested_column import NestedColumn
 from common.segment.nested_fields import NestedOptions, split_documents
@@ -21,6 +22,12 @@ from common.types.interval import Interval
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data")
 IV = "2020-01-01/2020-01-02"
 T0 = 1577836800000
+
+
+@pytest.fixture(autouse=True, params=["native", "python"])
+def split_mode(request, monkeypatch):
+    """Each test builds its columns with the compiled field split and with the pure Python one."""
+    monkeypatch.setattr(nested_native_split, "ENABLED", request.param == "native")
 
 
 def lines(name: str) -> list[dict]:
