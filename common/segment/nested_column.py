@@ -209,7 +209,6 @@ class _Dictionaries:
         """Each row's id in the stacked dictionaries (-1 for missing or null); vectorized per kind."""
         out = np.full(num_rows, -1, dtype=np.int64)
         for kind, (pos, _) in f.groups.items():
-            arr = self._cache[(index, kind)]
             if kind == "STRING":
                 ids = self._ids[(index, kind)]
             else:
