@@ -170,11 +170,12 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
 
     parts: dict[str, pa.Buffer] = {}
     columns: list[ColumnManifest] = []
-    time_values = times.cast(TIMESTAMP.to_arrow())
-    time_encoding = encoding_for(TIMESTAMP)
-    columns.append(_add(parts, TIME_COLUMN, TIMESTAMP, time_encoding.name, time_encoding.encode(time_values, TIMESTAMP, (column_options or {}).get(TIME_COLUMN))))
 
     def encode(name: str):
+        if name == TIME_COLUMN:
+            time_encoding = encoding_for(TIMESTAMP)
+            return name, TIMESTAMP, time_encoding.name, time_encoding.encode(
+                times.cast(TIMESTAMP.to_arrow()), TIMESTAMP, (column_options or {}).get(TIME_COLUMN))
         values, ctype = normalize_column(name, table.column(name), column_types.get(name))
         if ctype.kind is TypeKind.TIMESTAMP:
             raise ValidationError(f"column '{name}': only {TIME_COLUMN} may be a TIMESTAMP; store others as LONG millis")
@@ -185,8 +186,9 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
         return name, ctype, encoding.name, encoding.encode(values, ctype, options)
 
     # Columns encode independently and Arrow/numpy release the GIL, so threads overlap them.
-    others = [n for n in names if n != TIME_COLUMN]
-    for name, ctype, encoding, encoded in _encoder_pool().map(encode, others):
+    # __time goes first in the pool (and in the file), as before it was encoded apart.
+    ordered = [TIME_COLUMN, *(n for n in names if n != TIME_COLUMN)]
+    for name, ctype, encoding, encoded in _encoder_pool().map(encode, ordered):
         columns.append(_add(parts, name, ctype, encoding, encoded))
     # Base string dictionaries are listed as shareable, so projections can reuse them by name.
     dictionaries = {c.name: DictionaryManifest(c.name, c.type, c.parts["dictionary"], int(c.stats["cardinality"]))
@@ -225,7 +227,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
         holder["manifest"] = manifest
         return manifest.to_bytes()
 
-    write_container(path, parts, make_manifest, compression)
+    write_container(path, parts, make_manifest, compression, _encoder_pool())
     return holder["manifest"]
 
 
