@@ -84,6 +84,11 @@ def build_one(batches: list[pa.RecordBatch], part: int, planned: PlannedSegment,
     table = pa.Table.from_batches(batches)
     drop = [c for c in (PART_COLUMN, CHUNK_COLUMN) if c in table.column_names]
     table = table.drop_columns(drop)
+    if spec.projections:
+        # Projections aggregate the rows as Spark handed them over: dense strings, not the
+        # dictionary arrays a Parquet scan sends (the base table's encoding takes those as is).
+        table = pa.Table.from_arrays([c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
+                                      for c in table.columns], names=table.column_names)
     sid = planned.segment_id
     path = os.path.join(work_dir, segment_filename(sid))
     key = spec.key(sid)
