@@ -21,8 +21,10 @@ from services.ingestion.build import (
     PlannedSegment,
     build_blobs,
     build_partition,
+    compact_dictionaries,
     decode_blob,
     descriptor_of,
+    encode_blob,
     split_into_blobs,
 )
 from services.ingestion.partitioning import (
@@ -236,3 +238,33 @@ def test_dictionary_batches_build_the_segments_plain_batches_build(tmp_path):
         manifest_a.pop("created"), manifest_b.pop("created")
         assert manifest_a == manifest_b and a["rows"] == b["rows"] == 80
     assert built["plain rows"] == built["coded rows"]
+
+
+def test_a_batch_spread_over_many_segments_sends_each_only_its_dictionary_entries():
+    n = 20_000
+    ids = [None if i % 11 == 0 else f"id-{i:08d}-{'x' * 20}" for i in range(n)]
+    batch = pa.RecordBatch.from_pydict({"__time": pa.array([T0 + i for i in range(n)], pa.int64()),
+                                        "id": pa.array(ids).dictionary_encode()})
+    parts = 40
+    blobs = list(split_into_blobs(iter([batch]), lambda b: pa.array([i % parts for i in range(b.num_rows)], pa.int64())))
+    assert len(blobs) == parts
+    sent = sum(b.column("blob")[0].as_buffer().size for b in blobs)
+    whole = len(encode_blob([batch]).buffers()[2])
+    assert sent < 2 * whole  # not the whole dictionary once per segment (that was about 40x)
+    got = {}
+    for b in blobs:
+        table = decode_blob(b.column("blob")[0].as_buffer())
+        part = b.column("part")[0].as_py()
+        assert len(table.column("id").combine_chunks().dictionary) <= table.num_rows
+        got[part] = table.column("id").to_pylist()
+    for part in range(parts):
+        assert got[part] == ids[part::parts]
+
+
+def test_compacting_keeps_rows_nulls_and_unsliced_columns():
+    column = pa.DictionaryArray.from_arrays(pa.array([3, None, 1, 3, 0], pa.int8()), pa.array(["a", "b", "c", "d"]))
+    batch = pa.RecordBatch.from_arrays([column, pa.array([1, 2, 3, 4, 5])], names=["s", "n"]).slice(1, 3)
+    out = compact_dictionaries(batch)
+    assert out.schema == batch.schema and out.to_pylist() == batch.to_pylist()
+    assert out.column("s").dictionary.to_pylist() == ["b", "d"]
+    assert compact_dictionaries(out).column("s").dictionary.to_pylist() == ["b", "d"]
