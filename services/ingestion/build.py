@@ -84,16 +84,17 @@ def build_one(batches: list[pa.RecordBatch], part: int, planned: PlannedSegment,
     table = pa.Table.from_batches(batches)
     drop = [c for c in (PART_COLUMN, CHUNK_COLUMN) if c in table.column_names]
     table = table.drop_columns(drop)
-    if spec.projections:
-        # Projections aggregate the rows as Spark handed them over: dense strings, not the
-        # dictionary arrays a Parquet scan sends (the base table's encoding takes those as is).
-        table = pa.Table.from_arrays([c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c
-                                      for c in table.columns], names=table.column_names)
     sid = planned.segment_id
     path = os.path.join(work_dir, segment_filename(sid))
     key = spec.key(sid)
     try:
-        projections = [projection_rows(spec_of(p), table) for p in spec.projections]
+        # Projections aggregate the rows as Spark hands them over: plain strings, not the
+        # dictionary arrays a Parquet scan sends (the base table's encoding takes those as is).
+        plain = table if not spec.projections else pa.Table.from_arrays(
+            [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in table.columns],
+            names=table.column_names)
+        projections = [projection_rows(spec_of(p), plain) for p in spec.projections]
+        del plain
         types = {c: JSON for c in spec.json_columns if c in table.column_names}
         manifest = build_segment(table, path, sid, spec.sort_columns, types, projections=projections,
                                  column_options=dict(spec.column_options))
