@@ -9,6 +9,10 @@ bit-packed to 1, 2 or 4 bits when the column has at most 16 ids counting null, a
 nullable columns without Arrow's validity bitmap (-1 already marks null). Readers unpack them
 once into the decoded-part cache; columns without nulls and over 16 ids keep the mapped int codes.
 
+The writer takes plain strings or an Arrow dictionary array (ingestion reads Parquet string
+columns that way): from a dictionary it keeps the entries rows use, sorts them and renumbers the
+indices, instead of hashing every row's string; the stored parts are the same either way.
+
 Because the dictionary is sorted, equality is a binary search, IN is several, and a range or a
 LIKE prefix is a contiguous run of ids.
 
