@@ -1,7 +1,7 @@
 """Ingestion benchmark: a Parquet file to published, queryable segments through Spark (local[2]),
 beside a single-process pyarrow-only build of the same segments.
 
-    .venv/bin/python bench/ingest.py [--rows 5000000] [--markdown]
+    .venv/bin/python bench/ingest.py [--rows 5000000] [--runs 3] [--markdown]
     .venv/bin/python bench/ingest.py --inference [--rows 1000000] [--json-rows 300000] [--runs 3]
 
 ``--small`` measures a one-row INSERT from submission (the SQL call through the broker) to its row
@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import pyarrow.parquet as pq  # noqa: E402
 
 from bench.engine import print_rows  # noqa: E402
+from bench.process_cpu import cpu_delta, load_average, process_cpu  # noqa: E402
 from common.demo import table as demo_table  # noqa: E402
 from common.segment.time_partitioner import build_segments  # noqa: E402
 
@@ -47,7 +48,7 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--inference", action="store_true", help="declared schema vs discovered, JSON and Parquet")
     ap.add_argument("--json-rows", type=int, default=300_000)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=3, help="--inference: runs per case; else INSERT runs (best shown)")
     ap.add_argument("--small", action="store_true", help="one-row INSERT: submit -> queryable")
     ap.add_argument("--cold-runs", type=int, default=2, help="--small: runs on the per-task JVM path")
     ap.add_argument("--duty-period-ms", type=int, default=1000, help="--small: the coordinator's duty period")
@@ -85,27 +86,41 @@ def main() -> int:
             spark.range(1).count()  # the JVM and the Python workers are up after this
             jvm_s = time.perf_counter() - started
 
-            sql = (f"INSERT INTO wiki SELECT ts AS __time, channel, page, \"user\", isRobot, namespace, added, deleted, "
-                   f"delta FROM TABLE(localfiles(files => ARRAY['{parquet}'], format => 'parquet')) EXTEND ({COLUMNS}) "
-                   "PARTITIONED BY DAY")
             stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(f"127.0.0.1:{cluster.coordinator.grpc.port}"))
-            statement = parse_ingestion(sql)
-            started = time.perf_counter()
-            report = run_ingestion(spark, IngestionJob("bench", statement), cluster.deep_storage_url, "",
-                                   CoordinatorPublisher(stub, "bench", "wiki"))
-            published_s = time.perf_counter() - started
             client = ClusterClient(f"127.0.0.1:{cluster.coordinator.grpc.port}", f"127.0.0.1:{cluster.broker.grpc.port}")
-            cluster.wait_queryable("wiki", len(report.segments), timeout_s=600)
-            queryable_s = time.perf_counter() - started
-            count = client.sql("SELECT COUNT(*) AS c FROM wiki")[0].column("c")[0].as_py()
+            runs = []
+            for run in range(max(1, args.runs)):
+                # Each run its own table, so every run builds and publishes the same segments.
+                table = "wiki" if run == 0 else f"wiki{run}"
+                sql = (f"INSERT INTO {table} SELECT ts AS __time, channel, page, \"user\", isRobot, namespace, added, "
+                       f"deleted, delta FROM TABLE(localfiles(files => ARRAY['{parquet}'], format => 'parquet')) "
+                       f"EXTEND ({COLUMNS}) PARTITIONED BY DAY")
+                statement = parse_ingestion(sql)
+                load_before = load_average()
+                cpu_before = process_cpu()
+                started = time.perf_counter()
+                report = run_ingestion(spark, IngestionJob("bench", statement), cluster.deep_storage_url, "",
+                                       CoordinatorPublisher(stub, "bench", table))
+                published_s = time.perf_counter() - started
+                cpu = cpu_delta(cpu_before, process_cpu())
+                load_after = load_average()
+                cluster.wait_queryable(table, len(report.segments), timeout_s=600)
+                queryable_s = time.perf_counter() - started
+                count = client.sql(f"SELECT COUNT(*) AS c FROM {table}")[0].column("c")[0].as_py()
+                runs.append((published_s, queryable_s, report, cpu, load_before, load_after, count))
+                print(f"run {run + 1}: file -> published {published_s:.1f}s ({args.rows / published_s / 1e6:.2f}M rows/s), "
+                      f"CPU s " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items()) + f", load before {load_before}",
+                      flush=True)
             client.close()
+            # The best run: the machine is shared, and other load only ever adds time.
+            published_s, queryable_s, report, cpu, load_before, load_after, count = min(runs, key=lambda r: r[0])
         finally:
             cluster.stop()
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
     print(f"rows {args.rows:,}; {len(report.segments)} DAY segments; JVM + Spark session start {jvm_s:.1f}s "
-          f"(not counted below); rows queryable through the broker: {count:,}")
+          f"(not counted below); rows queryable through the broker: {count:,}; best of {len(runs)} run(s)")
     header = ("path", "seconds", "rows/s", "vs pyarrow-only")
     lines = [
         ("pyarrow-only build (one process, no upload)", f"{local_s:.1f}", f"{args.rows / local_s:,.0f}", "1.00"),
@@ -116,8 +131,13 @@ def main() -> int:
     ]
     print_rows(header, lines, args.markdown)
     print("Spark job phases (s): " + ", ".join(f"{k} {v:.1f}" for k, v in report.phases.items()))
-    print(f"Spark throughput to published segments: {args.rows / published_s / 1e6:.2f}M rows/s (goal >= 0.5M)")
-    return 0 if count == args.rows else 1
+    # CPU seconds file -> published: on a shared machine wall time grows with others' load.
+    print("CPU s, file -> published: " + ", ".join(f"{k} {v:.1f}" for k, v in cpu.items())
+          + f" (total {sum(cpu.values()):.1f}, of {2 * published_s:.1f} core-seconds of local[2]); "
+          f"load average (1/5/15 min) before {load_before}, after {load_after}")
+    print(f"Spark throughput to published segments: {args.rows / published_s / 1e6:.2f}M rows/s "
+          "(goal >= 0.6M, aim 1M)")
+    return 0 if all(r[6] == args.rows for r in runs) else 1
 
 
 def _one_row_insert(table: str, n: int) -> str:

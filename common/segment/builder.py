@@ -29,7 +29,7 @@ from common.segment.manifest import (
 )
 from common.segment.part_codec import COMPRESSED_PARTS, DEFAULT_COMPRESSION, PartCompression
 from common.segment.segment_id import SegmentId
-from common.segment.string_column import DictionarySpec, encode_with_shared_dictionary
+from common.segment.string_column import DictionarySpec, combined, encode_with_shared_dictionary
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
 from common.types.interval import format_instant
 
@@ -55,10 +55,15 @@ def normalize_time(values: pa.Array | pa.ChunkedArray, column: str = TIME_COLUMN
 
 def normalize_column(name: str, values: pa.Array | pa.ChunkedArray, declared: ColumnType | None) -> tuple[pa.Array, ColumnType]:
     """Cast an input column to the Arrow type of its logical type."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
+    values = combined(values)  # dictionary chunks get one unified dictionary
     if pa.types.is_dictionary(values.type):
-        values = values.cast(values.type.value_type)
+        value_type = values.type.value_type
+        ctype = declared or ColumnType.from_arrow(value_type, name)
+        if ctype.kind is TypeKind.STRING and value_type == ctype.to_arrow():
+            # A STRING column keeps its Arrow dictionary: the dictionary encoding starts from
+            # it instead of hashing every row's string again (see string_column.encode_string).
+            return values, ctype
+        values = values.cast(value_type)
     ctype = declared or ColumnType.from_arrow(values.type, name)
     target = ctype.to_arrow()
     if ctype.kind is TypeKind.TIMESTAMP:
@@ -124,6 +129,13 @@ def _check_time(times: pa.Array, segment_id: SegmentId) -> np.ndarray:
     return ms
 
 
+def _sortable(values: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Arrow sorts no dictionary arrays: a dictionary sort key is compared by its values."""
+    if pa.types.is_dictionary(values.type):
+        return values.cast(values.type.value_type)
+    return values
+
+
 def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_columns: Iterable[str] = (),
                   column_types: dict[str, ColumnType] | None = None,
                   projections: Sequence[ProjectionTable] = (),
@@ -156,7 +168,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
 
     # Sort by time then sort columns; skip the sort when input is already time-ordered.
     if sort_columns:
-        keyed = pa.table({"t": times, **{f"k{i}": table.column(c) for i, c in enumerate(sort_columns)}})
+        keyed = pa.table({"t": times, **{f"k{i}": _sortable(table.column(c)) for i, c in enumerate(sort_columns)}})
         keys = [("t", "ascending", "at_start")] + [(f"k{i}", "ascending", "at_start") for i in range(len(sort_columns))]
         order = pc.sort_indices(keyed, sort_keys=keys)
     elif len(ms) > 1 and not bool(np.all(ms[1:] >= ms[:-1])):
@@ -170,11 +182,12 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
 
     parts: dict[str, pa.Buffer] = {}
     columns: list[ColumnManifest] = []
-    time_values = times.cast(TIMESTAMP.to_arrow())
-    time_encoding = encoding_for(TIMESTAMP)
-    columns.append(_add(parts, TIME_COLUMN, TIMESTAMP, time_encoding.name, time_encoding.encode(time_values, TIMESTAMP, (column_options or {}).get(TIME_COLUMN))))
 
     def encode(name: str):
+        if name == TIME_COLUMN:
+            time_encoding = encoding_for(TIMESTAMP)
+            return name, TIMESTAMP, time_encoding.name, time_encoding.encode(
+                times.cast(TIMESTAMP.to_arrow()), TIMESTAMP, (column_options or {}).get(TIME_COLUMN))
         values, ctype = normalize_column(name, table.column(name), column_types.get(name))
         if ctype.kind is TypeKind.TIMESTAMP:
             raise ValidationError(f"column '{name}': only {TIME_COLUMN} may be a TIMESTAMP; store others as LONG millis")
@@ -185,8 +198,9 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
         return name, ctype, encoding.name, encoding.encode(values, ctype, options)
 
     # Columns encode independently and Arrow/numpy release the GIL, so threads overlap them.
-    others = [n for n in names if n != TIME_COLUMN]
-    for name, ctype, encoding, encoded in _encoder_pool().map(encode, others):
+    # __time goes first in the pool (and in the file), as before it was encoded apart.
+    ordered = [TIME_COLUMN, *(n for n in names if n != TIME_COLUMN)]
+    for name, ctype, encoding, encoded in _encoder_pool().map(encode, ordered):
         columns.append(_add(parts, name, ctype, encoding, encoded))
     # Base string dictionaries are listed as shareable, so projections can reuse them by name.
     dictionaries = {c.name: DictionaryManifest(c.name, c.type, c.parts["dictionary"], int(c.stats["cardinality"]))
@@ -225,7 +239,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
         holder["manifest"] = manifest
         return manifest.to_bytes()
 
-    write_container(path, parts, make_manifest, compression)
+    write_container(path, parts, make_manifest, compression, _encoder_pool())
     return holder["manifest"]
 
 

@@ -30,6 +30,7 @@ import tempfile
 import weakref
 import zlib
 from collections.abc import Callable
+from concurrent.futures import Executor
 from typing import Any
 
 import pyarrow as pa
@@ -49,17 +50,46 @@ def crc32(data) -> int:
     return zlib.crc32(memoryview(data)) & 0xFFFFFFFF
 
 
+def _family(name: str) -> str:
+    """Parts that differ only in a trailing number (``added/block0``, ``added/block1``) are blocks
+    of one column: they share a shuffle width."""
+    return name.rstrip("0123456789")
+
+
+def _compressed(parts: dict[str, pa.Buffer | bytes], compression: PartCompression, pool: Executor | None) -> dict:
+    """Each part as (stored bytes, codec or None). The shuffle width is tried on a sample of a
+    family's first part only (the trials cost more than compressing the part itself), and
+    families compress in ``pool``'s threads when given (the codecs release the GIL)."""
+    families: dict[str, list[str]] = {}
+    for name in parts:
+        families.setdefault(_family(name), []).append(name)
+
+    def family(names: list[str]) -> list[tuple[str, tuple]]:
+        width, out = None, []
+        for name in names:
+            stored, codec, used = compression.encode_with_width(parts[name], width)
+            if used is not None:
+                width = used
+            out.append((name, (stored, codec)))
+        return out
+
+    groups = list(families.values())
+    done = pool.map(family, groups) if pool is not None and len(groups) > 1 else map(family, groups)
+    return dict(item for group in done for item in group)
+
+
 def write_container(path: str, parts: dict[str, pa.Buffer | bytes], make_manifest: Callable[[dict], bytes],
-                    compression: PartCompression | None = None) -> None:
+                    compression: PartCompression | None = None, pool: Executor | None = None) -> None:
     """Write ``parts`` then the manifest that ``make_manifest(entries)`` returns, atomically.
 
     ``entries`` maps part name -> (offset, length, crc32) for a part stored as is, and
     (offset, stored length, crc32 of the stored bytes, codec, decoded length) for a part that
     ``compression`` compressed. The file appears at ``path`` only when complete (temp file in
-    the same directory, fsync, rename).
+    the same directory, fsync, rename). ``pool``: threads to compress parts in.
     """
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
+    stored_parts = _compressed(parts, compression, pool) if compression is not None else None
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".sseg", dir=directory)
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:
@@ -72,7 +102,7 @@ def write_container(path: str, parts: dict[str, pa.Buffer | bytes], make_manifes
                     out.write(b"\x00" * pad)
                     pos += pad
                 raw_length = memoryview(data).nbytes
-                stored, codec = compression.encode(data) if compression is not None else (data, None)
+                stored, codec = stored_parts[name] if stored_parts is not None else (data, None)
                 view = memoryview(stored)
                 out.write(view)
                 check = crc32(view)

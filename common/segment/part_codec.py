@@ -95,19 +95,29 @@ class PartCompression:
         if not 0.0 <= self.min_saving < 1.0:
             raise ValueError(f"min_saving must be in [0, 1), got {self.min_saving}")
 
-    def encode(self, data) -> tuple[pa.Buffer | memoryview, str | None]:
-        """(bytes to store, codec name or None when the part stays uncompressed)."""
+    def encode(self, data, width: int | None = None) -> tuple[pa.Buffer | memoryview, str | None]:
+        """(bytes to store, codec name or None when the part stays uncompressed). ``width``: the
+        shuffle width to use (0 for none) instead of trying each on a sample."""
+        stored, codec, _ = self.encode_with_width(data, width)
+        return stored, codec
+
+    def encode_with_width(self, data, width: int | None = None) -> tuple[pa.Buffer | memoryview, str | None, int | None]:
+        """As ``encode``, plus the shuffle width it used (None when the part was too small to try
+        one), so that a caller can hand it to the next part of the same kind."""
         view = memoryview(data)
         if view.nbytes < self.min_bytes:
-            return view, None
+            return view, None, None
         codec = pa.Codec(CODECS[self.codec], compression_level=self.level) if self.level is not None \
             else pa.Codec(CODECS[self.codec])
-        width = self._best_width(codec, view) if self.try_shuffle else 0
+        if not self.try_shuffle:
+            width = 0
+        elif width is None or (width and view.nbytes < 4 * width):
+            width = self._best_width(codec, view)
         source = shuffle(view, width) if width else pa.py_buffer(view)
         packed = codec.compress(source, asbytes=False)
         if packed.size > view.nbytes * (1.0 - self.min_saving):
-            return view, None
-        return packed, f"shuffle{width}/{self.codec}" if width else self.codec
+            return view, None, width
+        return packed, f"shuffle{width}/{self.codec}" if width else self.codec, width
 
     @staticmethod
     def _best_width(codec: pa.Codec, view: memoryview) -> int:

@@ -9,6 +9,10 @@ bit-packed to 1, 2 or 4 bits when the column has at most 16 ids counting null, a
 nullable columns without Arrow's validity bitmap (-1 already marks null). Readers unpack them
 once into the decoded-part cache; columns without nulls and over 16 ids keep the mapped int codes.
 
+The writer takes plain strings or an Arrow dictionary array (ingestion reads Parquet string
+columns that way): from a dictionary it keeps the entries rows use, sorts them and renumbers the
+indices, instead of hashing every row's string; the stored parts are the same either way.
+
 Because the dictionary is sorted, equality is a binary search, IN is several, and a range or a
 LIKE prefix is a contiguous run of ids.
 
@@ -98,12 +102,21 @@ def code_type(cardinality: int) -> pa.DataType:
     return pa.int32()
 
 
-def encode_string(values: pa.Array, bitmaps: bool = True, pack_codes: bool = False,
-                  code_block_rows: int = 0) -> EncodedString:
-    """Dictionary-encode a string array (any string-like Arrow type, may hold nulls); ``bitmaps``
-    False leaves out the per-value bitmaps part; ``pack_codes`` bit-packs the codes of a column
-    with at most 16 ids (counting null); ``code_block_rows`` (with ``pack_codes``) splits codes
-    that are not bit-packed into blocks of that many rows when the column is longer."""
+def combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One array; chunks of a dictionary type get one unified dictionary, or are decoded when
+    Arrow cannot unify them (it refuses dictionaries holding nulls)."""
+    if not isinstance(values, pa.ChunkedArray):
+        return values
+    try:
+        return values.combine_chunks()
+    except pa.ArrowInvalid:
+        if not pa.types.is_dictionary(values.type):
+            raise
+        return values.cast(values.type.value_type).combine_chunks()
+
+
+def _from_values(values: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:
+    """(sorted distinct values, int32 codes with -1 for null, null mask or None) of any string array."""
     if pa.types.is_dictionary(values.type):
         values = values.cast(values.type.value_type)
     if not pa.types.is_string(values.type):
@@ -123,6 +136,52 @@ def encode_string(values: pa.Array, bitmaps: bool = True, pack_codes: bool = Fal
     codes = rank[raw] if len(rank) else np.zeros(len(raw), dtype=np.int32)
     if null_mask is not None:
         codes[null_mask] = -1
+    return dictionary, codes, null_mask
+
+
+def _from_dictionary(values: pa.DictionaryArray) -> tuple[pa.Array, np.ndarray, np.ndarray | None] | None:
+    """What ``_from_values`` gives, from an Arrow dictionary array without hashing every row:
+    only the values rows use are kept, sorted, and the row indices renumbered. Ingestion reads
+    Parquet string columns this way (their pages are dictionary-encoded already). None (the
+    caller hashes the values) when the dictionary holds nulls or repeats a value that rows use."""
+    dictionary = values.dictionary
+    if dictionary.null_count:
+        return None
+    if not pa.types.is_string(dictionary.type):
+        try:
+            dictionary = dictionary.cast(pa.string())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+    idx = values.indices
+    null_mask = idx.is_null().to_numpy(zero_copy_only=False) if idx.null_count else None
+    raw = idx.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    used = np.zeros(len(dictionary), dtype=bool)
+    used[raw if null_mask is None else raw[~null_mask]] = True
+    present = np.flatnonzero(used)
+    kept = dictionary.take(pa.array(present, pa.int64())) if len(present) != len(dictionary) else dictionary
+    order = pc.sort_indices(kept).to_numpy()
+    sorted_values = kept.take(pa.array(order, pa.int64()))
+    if len(sorted_values) > 1 and pc.any(pc.equal(sorted_values.slice(1), sorted_values.slice(0, len(sorted_values) - 1))).as_py():
+        return None
+    remap = np.zeros(max(1, len(dictionary)), dtype=np.int32)  # null rows index 0 until masked
+    remap[present[order]] = np.arange(len(order), dtype=np.int32)
+    codes = remap[raw]
+    if null_mask is not None:
+        codes[null_mask] = -1
+    return sorted_values, codes, null_mask
+
+
+def encode_string(values: pa.Array, bitmaps: bool = True, pack_codes: bool = False,
+                  code_block_rows: int = 0) -> EncodedString:
+    """Dictionary-encode a string array (any string-like Arrow type, may hold nulls); ``bitmaps``
+    False leaves out the per-value bitmaps part; ``pack_codes`` bit-packs the codes of a column
+    with at most 16 ids (counting null); ``code_block_rows`` (with ``pack_codes``) splits codes
+    that are not bit-packed into blocks of that many rows when the column is longer."""
+    values = combined(values)
+    found = _from_dictionary(values) if pa.types.is_dictionary(values.type) else None
+    if found is None:
+        found = _from_values(values)
+    dictionary, codes, null_mask = found
     cardinality = len(dictionary)
     narrow = codes.astype(code_type(cardinality).to_pandas_dtype())
     codes_arr = pa.array(narrow, mask=null_mask) if null_mask is not None else pa.array(narrow)

@@ -146,14 +146,41 @@ def read_pieces(pieces: Iterable, columns, batch_rows: int = BATCH_ROWS) -> Iter
                                   "change after the ingestion listed it? Run the statement again") from None
 
 
+def travel_type(kind: pa.DataType) -> pa.DataType:
+    """The Arrow type a scanned column travels to the builders as: STRING columns as dictionary
+    arrays, the way Parquet stores them (decoding every row's string only for the builder to hash
+    it back into a dictionary cost more than the rest of the read; the builder takes the
+    dictionary as it is, string_column.encode_string), everything else as declared."""
+    return DICTIONARY_STRING if kind == pa.string() else kind
+
+
+DICTIONARY_STRING = pa.dictionary(pa.int32(), pa.string())
+
+
+def _as_travel(values: pa.Array, kind: pa.DataType) -> pa.Array:
+    target = travel_type(kind)
+    if values.type == target:
+        return values
+    if target != DICTIONARY_STRING:
+        return values.cast(kind)
+    if pa.types.is_dictionary(values.type):
+        return values.cast(target)
+    return values.cast(kind).dictionary_encode()
+
+
 def _read_piece(path: str, group: int, offset: int, rows: int, columns, batch_rows: int) -> Iterator[pa.RecordBatch]:
     import pyarrow.parquet as pq
 
     names = [out for out, _, _ in columns]
     end = offset + rows
-    with pq.ParquetFile(path) as pf:
-        present = set(pf.schema_arrow.names)
-        wanted = sorted({src for _, src, _ in columns if src in present})
+    with pq.ParquetFile(path) as footer:
+        schema = footer.schema_arrow
+        metadata = footer.metadata
+    present = set(schema.names)
+    wanted = sorted({src for _, src, _ in columns if src in present})
+    as_dictionary = [src for src in wanted if any(s == src and kind == pa.string() for _, s, kind in columns)
+                     and (pa.types.is_string(schema.field(src).type) or pa.types.is_large_string(schema.field(src).type))]
+    with pq.ParquetFile(path, metadata=metadata, read_dictionary=as_dictionary or None) as pf:
         position = 0
         for batch in pf.iter_batches(batch_size=batch_rows, row_groups=[group], columns=wanted, use_threads=False):
             lo, hi = max(offset - position, 0), min(end - position, batch.num_rows)
@@ -164,10 +191,9 @@ def _read_piece(path: str, group: int, offset: int, rows: int, columns, batch_ro
                 arrays = []
                 for _, src, kind in columns:
                     if src not in present:
-                        arrays.append(pa.nulls(batch.num_rows, kind))
+                        arrays.append(pa.nulls(batch.num_rows, travel_type(kind)))
                         continue
-                    values = batch.column(src)
-                    arrays.append(values if values.type == kind else values.cast(kind))
+                    arrays.append(_as_travel(batch.column(src), kind))
                 yield pa.RecordBatch.from_arrays(arrays, names=names)
             if position >= end:
                 return
@@ -211,5 +237,5 @@ def arrow_type_of(scan: ArrowScan, name: str) -> pa.DataType:
     return next(kind for out, _, kind in scan.columns if out == name)
 
 
-__all__ = ["ArrowScan", "COUNT_DDL", "count_chunks", "plain_projection", "plan_scan", "read_pieces", "scan_frame",
-           "with_chunks"]
+__all__ = ["ArrowScan", "COUNT_DDL", "DICTIONARY_STRING", "count_chunks", "plain_projection", "plan_scan", "read_pieces", "scan_frame",
+           "travel_type", "with_chunks"]

@@ -88,7 +88,13 @@ def build_one(batches: list[pa.RecordBatch], part: int, planned: PlannedSegment,
     path = os.path.join(work_dir, segment_filename(sid))
     key = spec.key(sid)
     try:
-        projections = [projection_rows(spec_of(p), table) for p in spec.projections]
+        # Projections aggregate the rows as Spark hands them over: plain strings, not the
+        # dictionary arrays a Parquet scan sends (the base table's encoding takes those as is).
+        plain = table if not spec.projections else pa.Table.from_arrays(
+            [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in table.columns],
+            names=table.column_names)
+        projections = [projection_rows(spec_of(p), plain) for p in spec.projections]
+        del plain
         types = {c: JSON for c in spec.json_columns if c in table.column_names}
         manifest = build_segment(table, path, sid, spec.sort_columns, types, projections=projections,
                                  column_options=dict(spec.column_options))
@@ -124,6 +130,36 @@ def decode_blob(blob: pa.Buffer) -> pa.Table:
         return reader.read_all()
 
 
+def compact_dictionaries(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with each dictionary column's dictionary cut to the entries its rows use. A
+    piece of a scanned batch keeps the whole batch's dictionary otherwise, and a batch spread
+    over many segments would send a near-unique column's dictionary once per segment."""
+    if not any(pa.types.is_dictionary(t) for t in batch.schema.types):
+        return batch
+    columns = []
+    for column in batch.columns:
+        if pa.types.is_dictionary(column.type) and len(column.dictionary) > 0:
+            column = _compact(column)
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)
+
+
+def _compact(column: pa.DictionaryArray) -> pa.DictionaryArray:
+    dictionary = column.dictionary
+    indices = column.indices
+    nulls = indices.is_null().to_numpy(zero_copy_only=False) if indices.null_count else None
+    raw = indices.fill_null(0).to_numpy(zero_copy_only=False)
+    used = np.zeros(len(dictionary), dtype=bool)
+    used[raw if nulls is None else raw[~nulls]] = True
+    present = np.flatnonzero(used)
+    if len(present) == len(dictionary):
+        return column
+    remap = np.zeros(len(dictionary), dtype=raw.dtype)
+    remap[present] = np.arange(len(present), dtype=raw.dtype)
+    compacted = pa.array(remap[raw], indices.type, mask=nulls)
+    return pa.DictionaryArray.from_arrays(compacted, dictionary.take(pa.array(present, pa.int64())))
+
+
 def split_into_blobs(batches: Iterable[pa.RecordBatch], assign, drop: tuple[str, ...] = (),
                      max_rows: int = BLOB_ROWS, max_bytes: int = BLOB_BYTES) -> Iterator[pa.RecordBatch]:
     """Rows of ``batches`` as BLOB_SCHEMA rows, one segment per blob; ``assign(batch)`` gives each
@@ -151,11 +187,13 @@ def split_into_blobs(batches: Iterable[pa.RecordBatch], assign, drop: tuple[str,
             data = data.take(pa.array(order))
             pieces = [(part, data.slice(lo, hi - lo)) for part, lo, hi in _runs(parts[order])]
         for part, piece in pieces:
+            if len(pieces) > 1:
+                piece = compact_dictionaries(piece)
             # Very wide rows: slice so that no blob nears Spark's 2 GiB limit for one value.
             slices = -(-piece.nbytes // max_bytes) if piece.nbytes > max_bytes else 1
             step = -(-piece.num_rows // slices)
             for lo in range(0, piece.num_rows, step):
-                sub = piece.slice(lo, step) if slices > 1 else piece
+                sub = compact_dictionaries(piece.slice(lo, step)) if slices > 1 else piece
                 pending.setdefault(part, []).append(sub)
                 rows[part] = rows.get(part, 0) + sub.num_rows
                 size += sub.nbytes
@@ -237,4 +275,4 @@ def build_partition(batches: Iterable[pa.RecordBatch], spec: BuildSpec, storage:
 
 
 __all__ = ["BLOB_DDL", "BLOB_SCHEMA", "DESCRIPTOR_DDL", "DESCRIPTOR_SCHEMA", "BuildSpec", "PlannedSegment", "build_blobs",
-           "build_one", "build_partition", "decode_blob", "descriptor_of", "encode_blob", "split_into_blobs"]
+           "build_one", "compact_dictionaries", "build_partition", "decode_blob", "descriptor_of", "encode_blob", "split_into_blobs"]

@@ -150,6 +150,8 @@ def range_offsets(columns: Sequence[pa.Array], boundaries: Sequence[tuple]) -> n
     """``bisect_right(boundaries, key)`` for every row's row_keys key, vectorized when the key types
     allow it (one pass per boundary: a boundary counts when it is <= the row's key)."""
     cols = [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns]
+    # Scanned STRING columns arrive as dictionary arrays (arrow_scan.travel_type); compare values.
+    cols = [c.cast(c.type.value_type) if pa.types.is_dictionary(c.type) else c for c in cols]
     n = len(cols[0]) if cols else 0
     if not all(_comparable(c) for c in cols):
         return np.array([bisect.bisect_right(boundaries, k) for k in row_keys(cols)], dtype=np.int64)

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from common.types.column_type import ColumnType
-from services.ingestion.arrow_scan import _tasks, plain_projection, read_pieces
+from services.ingestion.arrow_scan import _tasks, plain_projection, read_pieces, travel_type
 from services.ingestion.parquet_source import NativeGroup, native_cast, plan_parquet
 from services.ingestion.row_parser import arrow_type, parse_file
 from services.ingestion.external_source import ExternalSource
@@ -124,12 +124,20 @@ def test_tasks_split_big_row_groups_and_pack_small_ones():
 
 def test_read_pieces_slices_and_casts(typed, tmp_path):
     path = tmp_path / "big.parquet"
-    pq.write_table(pa.table({"n": pa.array(range(1000), pa.int32()), "t": pa.array(range(1000), pa.timestamp("ms"))}),
+    words = [None if i % 7 == 0 else f"w{i % 30}" for i in range(1000)]
+    pq.write_table(pa.table({"n": pa.array(range(1000), pa.int32()), "t": pa.array(range(1000), pa.timestamp("ms")),
+                             "s": pa.array(words), "big": pa.array(words, pa.large_string())}),
                    path, row_group_size=600)
-    columns = [("__time", "t", pa.timestamp("us", tz="UTC")), ("n", "n", pa.int64()), ("gone", "gone", pa.string())]
+    columns = [("__time", "t", pa.timestamp("us", tz="UTC")), ("n", "n", pa.int64()), ("gone", "gone", pa.string()),
+               ("s", "s", pa.string()), ("s2", "big", pa.string()), ("n_text", "n", pa.string())]
     batches = list(read_pieces([(str(path), 0, 100, 450), (str(path), 1, 0, 400)], columns, batch_rows=128))
     table = pa.Table.from_batches(batches)
-    assert table.schema == pa.schema([pa.field(n, t) for n, _, t in columns])
+    # STRING columns travel as dictionary arrays, whatever the file stores them as.
+    assert table.schema == pa.schema([pa.field(n, travel_type(t)) for n, _, t in columns])
+    assert table.schema.field("s").type == pa.dictionary(pa.int32(), pa.string())
     assert table.column("n").to_pylist() == list(range(100, 550)) + list(range(600, 1000))
     assert table.column("gone").null_count == table.num_rows
+    wanted = words[100:550] + words[600:1000]
+    assert table.column("s").to_pylist() == table.column("s2").to_pylist() == wanted
+    assert table.column("n_text").to_pylist() == [str(i) for i in list(range(100, 550)) + list(range(600, 1000))]
     assert table.column("__time")[0].as_py().timestamp() == 0.1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pyarrow as pa
@@ -20,8 +21,10 @@ from services.ingestion.build import (
     PlannedSegment,
     build_blobs,
     build_partition,
+    compact_dictionaries,
     decode_blob,
     descriptor_of,
+    encode_blob,
     split_into_blobs,
 )
 from services.ingestion.partitioning import (
@@ -193,3 +196,75 @@ def test_wide_rows_make_several_small_blobs():
     tables = [decode_blob(b.column("blob")[0].as_buffer()) for b in blobs]
     assert len(blobs) >= 10 and sum(t.num_rows for t in tables) == 100
     assert all(t.nbytes <= 12_000 for t in tables)
+
+
+def test_range_offsets_of_dictionary_keys_equal_their_values():
+    import random
+
+    rng = random.Random(11)
+    for _ in range(100):
+        n = rng.randint(1, 200)
+        [col] = _random_keys(rng, n, ["str"])
+        bounds = choose_boundaries(rng.sample(row_keys([col]), min(n, rng.randint(1, 40))), rng.randint(2, 8))
+        assert range_offsets([col.dictionary_encode()], bounds).tolist() == range_offsets([col], bounds).tolist()
+
+
+def test_dictionary_batches_build_the_segments_plain_batches_build(tmp_path):
+    """A Parquet scan sends STRING columns as dictionary arrays, each batch with its own
+    dictionary; the blobs carry them, and the segments hold what plain strings give."""
+    iv = Interval(T0, T0 + HOUR)
+    spec = BuildSpec({0: PlannedSegment(SegmentId("ds", iv, "v1", 0), 2),
+                      1: PlannedSegment(SegmentId("ds", iv, "v1", 1), 2)}, "ds/_ingest/job/")
+    plain, coded = [], []
+    for k in range(4):
+        pages = [None if (i + k) % 5 == 0 else f"p{(i * 7 + k * 3) % 13}" for i in range(40)]
+        batch = _batch([T0 + k * 40 + i for i in range(40)], pages, [(i + k) % 2 for i in range(40)])
+        plain.append(batch)
+        coded.append(pa.RecordBatch.from_arrays(
+            [c.dictionary_encode() if pa.types.is_string(c.type) else c for c in batch.columns], names=batch.schema.names))
+    built = {}
+    for name, batches in (("plain", plain), ("coded", coded)):
+        storage = LocalDeepStorage(str(tmp_path / name))
+        blobs = list(split_into_blobs(iter(batches), lambda b: b.column(PART_COLUMN), drop=(PART_COLUMN, CHUNK_COLUMN),
+                                      max_rows=30))
+        rows = pa.Table.from_batches(list(build_blobs(iter(blobs), spec, storage, str(tmp_path / "w")))).to_pylist()
+        built[name] = {r["part"]: r for r in rows}
+        segments = [Segment.open(os.path.join(storage.root, *r["location"].split("/"))) for r in rows]
+        built[name + " rows"] = [execute({"queryType": "scan", "dataSource": "ds", "intervals": ["2019/2021"],
+                                          "columns": ["__time", "page", "added"]}, [s]).table for s in segments]
+    for part in (0, 1):
+        a, b = built["plain"][part], built["coded"][part]
+        manifest_a, manifest_b = (json.loads(r["manifest"]) for r in (a, b))
+        manifest_a.pop("created"), manifest_b.pop("created")
+        assert manifest_a == manifest_b and a["rows"] == b["rows"] == 80
+    assert built["plain rows"] == built["coded rows"]
+
+
+def test_a_batch_spread_over_many_segments_sends_each_only_its_dictionary_entries():
+    n = 20_000
+    ids = [None if i % 11 == 0 else f"id-{i:08d}-{'x' * 20}" for i in range(n)]
+    batch = pa.RecordBatch.from_pydict({"__time": pa.array([T0 + i for i in range(n)], pa.int64()),
+                                        "id": pa.array(ids).dictionary_encode()})
+    parts = 40
+    blobs = list(split_into_blobs(iter([batch]), lambda b: pa.array([i % parts for i in range(b.num_rows)], pa.int64())))
+    assert len(blobs) == parts
+    sent = sum(b.column("blob")[0].as_buffer().size for b in blobs)
+    whole = len(encode_blob([batch]).buffers()[2])
+    assert sent < 2 * whole  # not the whole dictionary once per segment (that was about 40x)
+    got = {}
+    for b in blobs:
+        table = decode_blob(b.column("blob")[0].as_buffer())
+        part = b.column("part")[0].as_py()
+        assert len(table.column("id").combine_chunks().dictionary) <= table.num_rows
+        got[part] = table.column("id").to_pylist()
+    for part in range(parts):
+        assert got[part] == ids[part::parts]
+
+
+def test_compacting_keeps_rows_nulls_and_unsliced_columns():
+    column = pa.DictionaryArray.from_arrays(pa.array([3, None, 1, 3, 0], pa.int8()), pa.array(["a", "b", "c", "d"]))
+    batch = pa.RecordBatch.from_arrays([column, pa.array([1, 2, 3, 4, 5])], names=["s", "n"]).slice(1, 3)
+    out = compact_dictionaries(batch)
+    assert out.schema == batch.schema and out.to_pylist() == batch.to_pylist()
+    assert out.column("s").dictionary.to_pylist() == ["b", "d"]
+    assert compact_dictionaries(out).column("s").dictionary.to_pylist() == ["b", "d"]
