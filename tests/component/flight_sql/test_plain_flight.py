@@ -191,8 +191,9 @@ def test_transactions_are_unimplemented(client):
 
 
 def test_errors_at_do_get_are_clean_statuses(client, backend):
-    info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT 1 AS one"))
+    # Set before GetFlightInfo: the run may start there (prefetch); it fails at DoGet either way.
     backend.fail_next = RuntimeError("disk on fire at /var/lib/strata/x")
+    info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT 1 AS one"))
     with pytest.raises(flight.FlightInternalError) as err:
         client.do_get(info.endpoints[0].ticket).read_all()
     message = str(err.value)
