@@ -33,6 +33,7 @@ import contextvars
 import functools
 import importlib.metadata
 import logging
+import threading
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -232,6 +233,10 @@ class BrokerFlightServer(flight.FlightServerBase):
         self.statements = PreparedStatements(idle_timeout_s=statement_idle_timeout_s)
         self.streams = StreamSlots()  # open DoGet results per caller (flight_limits)
         self.prefetcher = Prefetcher(prefetch_workers)
+        # Ids of prefetched runs not yet over: a second ticket with the same client-chosen id runs
+        # in its DoGet, as without prefetch (two runs at once under one id would be refused).
+        self._prefetch_ids: set[str] = set()
+        self._prefetch_ids_lock = threading.Lock()
         self._sql_info = sql_info_values(server_version or _strata_version(),
                                          int(statement_idle_timeout_s * 1000))
 
@@ -360,7 +365,12 @@ class BrokerFlightServer(flight.FlightServerBase):
         if not self.prefetcher.enabled or self.front_door.streams(request):
             return None
         owner = stream_owner(context, who.user)
+        with self._prefetch_ids_lock:
+            if request.query_id in self._prefetch_ids:
+                return None
+            self._prefetch_ids.add(request.query_id)
         if not self.streams.try_acquire(owner):
+            self._prefetch_ids.discard(request.query_id)
             return None
         prefetch = Prefetch(owner, functools.partial(self.streams.release, owner))
         origin = current_origin()
@@ -374,12 +384,17 @@ class BrokerFlightServer(flight.FlightServerBase):
 
         if not self.prefetcher.start(prefetch, run):
             prefetch.release_slot()
+            self._prefetch_ids.discard(request.query_id)
             return None
         return prefetch
 
     def _run_prefetched(self, address: str | None, request: QueryRequest, schema: pa.Schema, is_active):
-        note_call("flight", address, request.user, request.query_id)
-        return self.front_door.run(request, is_active, expected_schema=schema)
+        try:
+            note_call("flight", address, request.user, request.query_id)
+            return self.front_door.run(request, is_active, expected_schema=schema)
+        finally:
+            with self._prefetch_ids_lock:
+                self._prefetch_ids.discard(request.query_id)
 
     def _prefetched_for(self, raw: bytes, owner: str, who: CallIdentity) -> bool:
         """Whether the ticket ``raw`` names a prefetch holding ``owner``'s slot."""

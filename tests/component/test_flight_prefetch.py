@@ -207,3 +207,19 @@ def test_full_pool_or_slots_fall_back_to_running_in_do_get(cluster, client):
         assert server.streams.open_count() == 0
     finally:
         server.prefetcher, server.streams = saved_pool, saved_slots
+
+
+def test_two_tickets_with_one_chosen_id_both_fetch(cluster, client):
+    """Without prefetch two tickets planned under one client-chosen id each run at their DoGet; the
+    second is not prefetched while the first runs under that id, so both still answer."""
+    server = cluster.broker.flight
+    refused = server.prefetcher.refused
+    with BusyHistorical(cluster.historicals[0]) as busy:
+        first = info_for(client, f"SET sqlQueryId = 'pf-twice'; {GROUPED}")
+        second = info_for(client, f"SET sqlQueryId = 'pf-twice'; {GROUPED}")
+        wait_logged(cluster, "query_id = 'pf-twice' AND status = 'running'", "the first ticket's query")
+        busy.__exit__()
+        a = client.do_get(first.endpoints[0].ticket).read_all()
+    b = client.do_get(second.endpoints[0].ticket).read_all()
+    assert a.equals(b) and a.num_rows > 0 and server.prefetcher.refused == refused
+    assert [r["status"] for r in logged(cluster, "query_id = 'pf-twice'")] == ["ok", "ok"]
