@@ -9,7 +9,7 @@
                       warm_task_drivers;
                       auto_compaction; max_compaction_tasks
     [broker]          query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
-                      query_log_file_bytes; query_log_file_backups; max_query_bytes
+                      query_log_file_bytes; query_log_file_backups; max_query_bytes; prefetch_results
     [auth]            enabled; admin_user; admin_password; users_file; token_ttl_s; internal_secret
     [tls]             cert; key; ca (PEM text; as cert_file/key_file/ca_file: read from those files); mtls
 
@@ -126,6 +126,9 @@ class BrokerSection:
     query_log_file_backups: int = 5
     column_type_merge_policy: str = "leastRestrictive"  # or latestInterval, fail (segments that disagree on a type)
     schema_conflicts: str = "widen"  # ingestion default of schemaConflicts: widen, or fail on ambiguous input types
+    # Flight SQL: start a read query at GetFlightInfo (at most 8 at once), not at DoGet, so the
+    # client's round trip overlaps the historicals' work; false runs every query at DoGet.
+    prefetch_results: bool = True
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,18 @@ Flight SQL: commands packed in ``google.protobuf.Any`` (what the ADBC/JDBC drive
 statements, prepared statements with ``?`` parameters bound by DoPut, and the catalog calls.
 Flight SQL has no per-call query context; clients put ``SET key = value;`` before the SQL.
 
-GetFlightInfo only plans (through the QueryFrontDoor, shared with the gRPC BrokerService): the
-FlightInfo carries the plan's result schema and a ticket naming what was planned (FlightTickets);
-nothing runs. DoGet runs the query through the front door and streams the result in record
-batches of at most 65,536 rows and a few MiB, whatever the client's message-size limit. The
-exception: statements with effects (DDL, INSERT/REPLACE) run at GetFlightInfo, because drivers
-fetch in the background and a client's next statement must see them done.
+GetFlightInfo plans (through the QueryFrontDoor, shared with the gRPC BrokerService): the
+FlightInfo carries the plan's result schema and a ticket naming what was planned (FlightTickets).
+DoGet runs the query through the front door and streams the result in record batches of at most
+65,536 rows and a few MiB, whatever the client's message-size limit. Two exceptions:
+statements with effects (DDL, INSERT/REPLACE) run at GetFlightInfo, because drivers fetch in the
+background and a client's next statement must see them done; and a read query whose result is
+not streamed is started at GetFlightInfo on a small bounded pool (``prefetch_workers``; see
+core/result_prefetch), so the historicals work while the FlightInfo travels to the client and its
+DoGet comes back. DoGet then waits for that run and raises or sends what it gave, as if it had
+run it; the prefetched result holds one of the caller's stream slots (flight_limits), and a
+ticket dropped unfetched stops its query. When the pool or the caller's slots are full, the query
+runs in DoGet as before.
 
 Errors are classified by the front door (``query_errors``) and sent with clean messages
 (``flight_errors``): user errors as INVALID_ARGUMENT (NOT_FOUND for unknown handles and catalog
@@ -23,9 +29,11 @@ UNAUTHENTICATED), anything else as INTERNAL with an error id the broker log also
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import importlib.metadata
 import logging
+import threading
 from collections.abc import Iterator
 
 import pyarrow as pa
@@ -37,12 +45,14 @@ from common.errors import UnsupportedError, ValidationError
 from common.json.json_text import loads_json
 from services.rpc.gen.arrow.flight import flight_session_pb2 as fsession
 from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
-from services.broker.core.flight_tickets import FlightTickets
+from services.broker.core.flight_tickets import FlightTicket, FlightTickets
+from services.broker.core.result_prefetch import Prefetch, Prefetcher
 from services.broker.core.prepared_statements import PreparedStatement, PreparedStatements
 from services.broker.core.sql_backend import SqlBackend
 from services.broker.flight_auth import (Authenticate, BasicAuthMiddlewareFactory, BearerTokens, CallIdentity,
                                          HeaderAuthHandler)
-from services.broker.query_origin import announce_flight_query, note_flight_call, note_query_id
+from services.broker.query_origin import (announce_flight_query, current_origin, note_call, note_flight_call,
+                                          note_query_id)
 from services.broker.flight_sql_metadata import (CATALOGS_SCHEMA, DB_SCHEMAS_SCHEMA, FOREIGN_KEYS_SCHEMA,
                                                  PRIMARY_KEYS_SCHEMA, SQL_INFO_SCHEMA, TABLE_TYPES_SCHEMA,
                                                  TABLES_SCHEMA, TABLES_WITH_SCHEMA_SCHEMA, catalogs_table,
@@ -59,6 +69,9 @@ MAX_BATCH_ROWS = 65_536
 # Clients refuse messages over 16 MiB by default (the ADBC driver among them); wide rows are cut
 # into batches well under that.
 MAX_BATCH_BYTES = 8 << 20
+# DoGet waits for a prefetched run at most the query's timeout plus this (the run enforces the
+# timeout itself; this is only a backstop).
+PREFETCH_GRACE_S = 30.0
 
 _SQL_TYPE_URL = "type.googleapis.com/arrow.flight.protocol.sql."
 _AUTH = "strata-auth"
@@ -201,30 +214,42 @@ class BrokerFlightServer(flight.FlightServerBase):
 
     ``front_door`` (a QueryFrontDoor) plans and runs every statement and native query; its SQL
     backend also answers the catalog calls. ``auth`` is ``authenticate(user, password) -> bool``;
-    None lets everyone in as user None. Other keyword arguments go to
+    None lets everyone in as user None. ``prefetch_workers``: how many read queries may run ahead of
+    their DoGet at once (0: none, every query runs in DoGet). Other keyword arguments go to
     ``pyarrow.flight.FlightServerBase``.
     """
 
     def __init__(self, location: str, front_door: QueryFrontDoor, auth: Authenticate | None = None, *,
                  server_version: str | None = None, ticket_ttl_s: float = 300.0,
-                 statement_idle_timeout_s: float = 1800.0, token_ttl_s: float = 3600.0, **kwargs) -> None:
+                 statement_idle_timeout_s: float = 1800.0, token_ttl_s: float = 3600.0,
+                 prefetch_workers: int = 8, **kwargs) -> None:
         self.tokens = BearerTokens(token_ttl_s)
         middleware = dict(kwargs.pop("middleware", None) or {})
         middleware[_AUTH] = BasicAuthMiddlewareFactory(auth, self.tokens)
         kwargs.setdefault("auth_handler", HeaderAuthHandler())
         super().__init__(location, middleware=middleware, **kwargs)
         self.front_door = front_door
-        self.tickets = FlightTickets(ttl_s=ticket_ttl_s)
+        self.tickets = FlightTickets(ttl_s=ticket_ttl_s, on_drop=_drop_ticket)
         self.statements = PreparedStatements(idle_timeout_s=statement_idle_timeout_s)
         self.streams = StreamSlots()  # open DoGet results per caller (flight_limits)
+        self.prefetcher = Prefetcher(prefetch_workers)
+        # Ids of prefetched runs not yet over: a second ticket with the same client-chosen id runs
+        # in its DoGet, as without prefetch (two runs at once under one id would be refused).
+        self._prefetch_ids: set[str] = set()
+        self._prefetch_ids_lock = threading.Lock()
         self._sql_info = sql_info_values(server_version or _strata_version(),
                                          int(statement_idle_timeout_s * 1000))
 
     # ---- Flight RPCs ----
 
+    def shutdown(self):
+        super().shutdown()
+        self.tickets.clear()  # unfetched prefetches stop
+        self.prefetcher.shutdown()
+
     @_rpc
     def get_flight_info(self, context, descriptor):
-        """Plan only: the FlightInfo's schema is the plan's; DoGet runs it."""
+        """Plan: the FlightInfo's schema is the plan's; DoGet runs it (or collects its prefetch)."""
         who = self._caller(context)
         request = self._request(descriptor, who)
         if isinstance(request, QueryRequest):
@@ -239,7 +264,8 @@ class BrokerFlightServer(flight.FlightServerBase):
             return flight.FlightInfo(table.schema, descriptor, [flight.FlightEndpoint(ticket, [])],
                                      table.num_rows, table.nbytes)
         schema = self._schema(request, who)
-        handle = self.tickets.put(request, schema, who.user)
+        prefetch = self._prefetch(context, request, schema, who) if isinstance(request, QueryRequest) else None
+        handle = self.tickets.put(request, schema, who.user, prefetch)
         ticket = _pack(fsql.TicketStatementQuery(statement_handle=handle))
         return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1)
 
@@ -253,7 +279,8 @@ class BrokerFlightServer(flight.FlightServerBase):
         who = self._caller(context)
         check_size(ticket.ticket, "DoGet ticket")
         owner = stream_owner(context, who.user)
-        self.streams.check(owner)  # a caller with too many unread results is refused before it runs
+        if not self._prefetched_for(ticket.ticket, owner, who):  # a prefetch already holds its slot
+            self.streams.check(owner)  # a caller with too many unread results is refused before it runs
         command = _flight_sql_command(ticket.ticket)
         if command is None:  # plain Flight: the ticket itself is the statement
             request = self._plain_request(ticket.ticket, who)
@@ -272,6 +299,8 @@ class BrokerFlightServer(flight.FlightServerBase):
             raise UnknownHandleError("result ticket already fetched; call GetFlightInfo again")
         if isinstance(entry.request, QueryRequest):
             note_query_id(entry.request.query_id)
+            if entry.prefetch is not None:
+                return self._collect(entry, context, owner)
             # An unordered scan streams: rows go out as historicals send them (front_door.stream).
             streamed = self.front_door.stream(entry.request, expected_schema=entry.schema, is_active=_active(context))
             if streamed is not None:
@@ -326,6 +355,73 @@ class BrokerFlightServer(flight.FlightServerBase):
 
     def list_actions(self, context):
         return [flight.ActionType(kind, doc) for kind, doc in _ACTIONS.items()]
+
+    # ---- prefetch ----
+
+    def _prefetch(self, context, request: QueryRequest, schema: pa.Schema, who: CallIdentity) -> Prefetch | None:
+        """Start a read query now, ahead of its DoGet; None when it runs in DoGet instead: prefetch
+        off or its pool full, a statement with effects (ran already), a result DoGet streams, or
+        the caller without a free stream slot."""
+        if not self.prefetcher.enabled or self.front_door.streams(request):
+            return None
+        owner = stream_owner(context, who.user)
+        with self._prefetch_ids_lock:
+            if request.query_id in self._prefetch_ids:
+                return None
+            self._prefetch_ids.add(request.query_id)
+        if not self.streams.try_acquire(owner):
+            self._prefetch_ids.discard(request.query_id)
+            return None
+        prefetch = Prefetch(owner, functools.partial(self.streams.release, owner))
+        origin = current_origin()
+        address = origin.remote_address if origin is not None else None
+        # The run sees what this call's context holds, with its own origin: the same caller and
+        # the id GetFlightInfo announced, answered by the DoGet that collects it.
+        run_context = contextvars.copy_context()
+
+        def run(is_active):
+            return run_context.run(self._run_prefetched, address, request, schema, is_active)
+
+        if not self.prefetcher.start(prefetch, run):
+            prefetch.release_slot()
+            self._prefetch_ids.discard(request.query_id)
+            return None
+        return prefetch
+
+    def _run_prefetched(self, address: str | None, request: QueryRequest, schema: pa.Schema, is_active):
+        try:
+            note_call("flight", address, request.user, request.query_id)
+            return self.front_door.run(request, is_active, expected_schema=schema)
+        finally:
+            with self._prefetch_ids_lock:
+                self._prefetch_ids.discard(request.query_id)
+
+    def _prefetched_for(self, raw: bytes, owner: str, who: CallIdentity) -> bool:
+        """Whether the ticket ``raw`` names a prefetch holding ``owner``'s slot."""
+        try:
+            command = _flight_sql_command(raw)
+        except Exception:  # noqa: BLE001 - a bad ticket is reported by DoGet itself
+            return False
+        if not isinstance(command, fsql.TicketStatementQuery):
+            return False
+        entry = self.tickets.get(command.statement_handle)
+        return (entry is not None and entry.prefetch is not None and entry.user == who.user
+                and entry.prefetch.owner == owner)
+
+    def _collect(self, entry: FlightTicket, context, owner: str) -> flight.RecordBatchStream:
+        """DoGet of a prefetched query: its outcome, raised or streamed as DoGet's own run's."""
+        prefetch = entry.prefetch
+        timeout_s = entry.request.timeout_s if entry.request.timeout_s is not None else self.front_door.default_timeout_s
+        try:
+            result = prefetch.wait(_active(context), timeout_s + PREFETCH_GRACE_S)
+        except BaseException:
+            prefetch.release_slot()
+            raise
+        batches = record_batches(result.table)
+        if prefetch.owner == owner and prefetch.hand_over():
+            return _batch_stream(entry.schema, self.streams.adopt(owner, batches))
+        prefetch.release_slot()  # fetched by another connection (anonymous callers count per connection)
+        return _batch_stream(entry.schema, self.streams.hold(owner, batches))
 
     # ---- requests ----
 
@@ -462,6 +558,11 @@ def _has_effects(request: QueryRequest) -> bool:
     except Exception:  # noqa: BLE001 - not a statement we can classify: planning will say why
         return False
     return head.is_ddl or head.is_ingestion
+
+
+def _drop_ticket(entry: FlightTicket) -> None:
+    if entry.prefetch is not None:
+        entry.prefetch.cancel()
 
 
 def _active(context):

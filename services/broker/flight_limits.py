@@ -102,6 +102,24 @@ class StreamSlots:
             self._open[owner] = self._open.get(owner, 0) + 1
         return _HeldStream(self, owner, batches)
 
+    def try_acquire(self, owner: str) -> bool:
+        """Take one of ``owner``'s slots if one is free (a result prefetched before its DoGet); False
+        when a limit is reached (not counted as a refusal: the query then runs in DoGet)."""
+        with self._lock:
+            mine, everyone = self._open.get(owner, 0), sum(self._open.values())
+            if mine >= self.per_caller or everyone >= self.total:
+                return False
+            self._open[owner] = mine + 1
+            return True
+
+    def adopt(self, owner: str, batches):
+        """Like ``hold``, for a slot ``try_acquire`` already took."""
+        return _HeldStream(self, owner, batches)
+
+    def release(self, owner: str) -> None:
+        """Give back a slot ``try_acquire`` took, when no stream adopted it."""
+        self._release(owner)
+
     def _release(self, owner: str) -> None:
         with self._lock:
             left = self._open.get(owner, 0) - 1

@@ -131,6 +131,13 @@ class QueryFrontDoor:
         log.debug("query %s finished in %.3f s, %d rows", query_id, seconds, table.num_rows)
         return QueryResult(query_id, table, stats, seconds)
 
+    def streams(self, request: QueryRequest) -> bool:
+        """Whether ``stream`` would stream this request (asked after planning it: a cache lookup)."""
+        if request.native is not None or request.sql is None or request.parameter_rows:
+            return False
+        streams = getattr(self.sql, "streams", None)
+        return streams is not None and bool(streams(request.sql, (), _context(request), request.user))
+
     def stream(self, request: QueryRequest, expected_schema: pa.Schema | None = None,
                is_active: Callable[[], bool] = lambda: True) -> Iterator[pa.RecordBatch] | None:
         """The rows of a statement the SQL backend streams (one scan, unordered or by time, see
@@ -139,10 +146,7 @@ class QueryFrontDoor:
         every other request (``run`` it). A failure before the first rows raises QueryFailed here;
         one later is raised by the iterator. The query stops when the iterator is closed, or when
         ``is_active`` (asked on this thread only, until the first rows) turns False."""
-        if request.native is not None or request.sql is None or request.parameter_rows:
-            return None
-        streams = getattr(self.sql, "streams", None)
-        if streams is None or not streams(request.sql, (), _context(request), request.user):
+        if not self.streams(request):
             return None
         stream = ResultStream(timeout_s=request.timeout_s if request.timeout_s is not None else self.default_timeout_s)
         # The query's thread sees what the caller's context holds (who called, the announced id).

@@ -24,6 +24,10 @@ from services.node_process import NodeProcess
 from services.security.authorizer import Authorizer, authorizer_from_config
 
 
+# Read queries Flight SQL may start at GetFlightInfo at once (more run at DoGet, as without prefetch).
+PREFETCH_WORKERS = 8
+
+
 class BrokerProcess(NodeProcess):
     role = "broker"
 
@@ -44,7 +48,9 @@ class BrokerProcess(NodeProcess):
         tls = {"tls_certificates": [(security.cert, security.key)]} if security.serves_tls else {}
         self.flight = BrokerFlightServer(security.flight_location(config.node.host, config.node.flight_port),
                                          self.front_door, auth=flight_auth(self.authorizer),
-                                         middleware={MIDDLEWARE_KEY: QueryIdHeader()}, **tls)
+                                         middleware={MIDDLEWARE_KEY: QueryIdHeader()},
+                                         prefetch_workers=PREFETCH_WORKERS if config.broker.prefetch_results else 0,
+                                         **tls)
         self.id = self.node_id(self.grpc.port)
         info = self.server_info(self.id, self.grpc.port, self.http.port, self.flight.port)
         self.node = BrokerNode(self.id, info, self.discovery, config.discovery.lease_ttl_s, security=security)

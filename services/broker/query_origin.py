@@ -45,6 +45,8 @@ def note_query_id(query_id: str | None) -> None:
     origin = _ORIGIN.get()
     if origin is not None and query_id:
         origin.query_id = query_id
+        if origin.reply is not None:  # the call's own reply names it too (a prefetched run answers elsewhere)
+            origin.reply.query_id = query_id
 
 
 def current_origin() -> CallOrigin | None:

@@ -3,10 +3,14 @@
 GetFlightInfo only plans (the schema it announces comes from the plan); DoGet executes and
 streams. Between the two, the ticket names a small entry here: the request (statement text,
 parameters, context, or a catalog command), the announced schema and who asked. Query results
-are never kept; only statements with effects (DDL, INSERT), which run at GetFlightInfo, leave
-their one-row answer here. Entries expire after a TTL, the number kept is capped (oldest first out), and a ticket serves
-one DoGet: fetching it again would run the statement again (a second CREATE TABLE, a second
-ingestion task), so a client asks GetFlightInfo again instead.
+are not kept here, with two exceptions: statements with effects (DDL, INSERT), which run at
+GetFlightInfo, leave their one-row answer; and a read query GetFlightInfo started early carries
+its ``Prefetch`` (core/result_prefetch), which holds the result until DoGet takes it. An entry
+that leaves unfetched (expired, evicted, cleared) is handed to ``on_drop``, which cancels its
+prefetch. Entries expire after a TTL (checked at every put, get and take), the number kept is
+capped (oldest first out), and a ticket serves one DoGet: fetching it again would run the
+statement again (a second CREATE TABLE, a second ingestion task), so a client asks GetFlightInfo
+again instead.
 """
 
 from __future__ import annotations
@@ -29,45 +33,75 @@ class FlightTicket:
     schema: pa.Schema  # what GetFlightInfo announced; DoGet streams exactly this
     user: str | None  # who planned it; only they may fetch it
     expires_at: float
+    prefetch: Any = None  # a running or finished Prefetch of the query, or None: DoGet runs it
 
 
 class FlightTickets:
     def __init__(self, ttl_s: float = 300.0, max_entries: int = 10_000,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 on_drop: Callable[[FlightTicket], None] | None = None) -> None:
         self.ttl_s = ttl_s
+        self.on_drop = on_drop  # called, outside the lock, for each entry that leaves unfetched
         self.max_entries = max_entries
         self._clock = clock
         self._entries: OrderedDict[bytes, FlightTicket] = OrderedDict()
         self._lock = threading.Lock()
 
-    def put(self, request: Any, schema: pa.Schema, user: str | None) -> bytes:
+    def put(self, request: Any, schema: pa.Schema, user: str | None, prefetch: Any = None) -> bytes:
         handle = os.urandom(16)
         with self._lock:
-            self._expire()
+            dropped = self._expire()
             while len(self._entries) >= self.max_entries:
-                self._entries.popitem(last=False)
-            self._entries[handle] = FlightTicket(request, schema, user, self._clock() + self.ttl_s)
+                dropped.append(self._entries.popitem(last=False)[1])
+            self._entries[handle] = FlightTicket(request, schema, user, self._clock() + self.ttl_s, prefetch)
+        self._dropped(dropped)
         return handle
 
     def get(self, handle: bytes) -> FlightTicket | None:
         with self._lock:
-            self._expire()
-            return self._entries.get(handle)
+            dropped = self._expire()
+            entry = self._entries.get(handle)
+        self._dropped(dropped)
+        return entry
 
     def take(self, handle: bytes) -> FlightTicket | None:
         """The entry, removed: its one DoGet is under way."""
         with self._lock:
-            self._expire()
-            return self._entries.pop(handle, None)
+            dropped = self._expire()
+            entry = self._entries.pop(handle, None)
+        self._dropped(dropped)
+        return entry
+
+    def expire(self) -> int:
+        """Drop the expired entries now; how many were dropped."""
+        with self._lock:
+            dropped = self._expire()
+        self._dropped(dropped)
+        return len(dropped)
+
+    def clear(self) -> None:
+        """Drop every entry (the server is stopping)."""
+        with self._lock:
+            dropped = list(self._entries.values())
+            self._entries.clear()
+        self._dropped(dropped)
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _expire(self) -> None:
+    def _expire(self) -> list[FlightTicket]:
         now = self._clock()
+        dropped = []
         # Entries are in insertion order and share one TTL, so the expired ones are a prefix.
         while self._entries:
             handle, entry = next(iter(self._entries.items()))
             if entry.expires_at > now:
                 break
             del self._entries[handle]
+            dropped.append(entry)
+        return dropped
+
+    def _dropped(self, entries: list[FlightTicket]) -> None:
+        if self.on_drop is not None:
+            for entry in entries:
+                self.on_drop(entry)

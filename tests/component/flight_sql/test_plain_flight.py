@@ -63,13 +63,13 @@ def test_sql_command_bytes_flight_info_then_do_get(client, backend):
     assert table.to_pylist()[0] == {"channel": "#en.wikipedia", "added": 17}
 
 
-def test_get_flight_info_plans_and_each_do_get_runs(client, backend):
+def test_each_ticket_runs_its_query_once(client, backend):
+    """GetFlightInfo may start the query (prefetch) or leave it to DoGet: either way it runs once."""
     def runs() -> int:
         return len([call for call in backend.calls if call["op"] == "execute"])
 
     before = runs()
     info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT n FROM numbers WHERE n < 1000"))
-    assert runs() == before  # GetFlightInfo only planned
     assert info.schema.names == ["n"]
     assert fetch(client, info).num_rows == 1000
     assert runs() == before + 1
@@ -77,6 +77,22 @@ def test_get_flight_info_plans_and_each_do_get_runs(client, backend):
     with pytest.raises(pa.ArrowKeyError, match="already fetched.*call GetFlightInfo again"):
         client.do_get(info.endpoints[0].ticket).read_all()
     assert runs() == before + 1
+
+
+def test_without_prefetch_get_flight_info_only_plans(backend, native):
+    from services.broker.flight import BrokerFlightServer
+    from tests.component.flight_sql.conftest import front_door, running
+
+    def runs() -> int:
+        return len([call for call in backend.calls if call["op"] == "execute"])
+
+    server = BrokerFlightServer("grpc://127.0.0.1:0", front_door(backend, native), prefetch_workers=0)
+    with running(server), flight.connect(uri(server)) as client:
+        before = runs()
+        info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT n FROM numbers WHERE n < 1000"))
+        assert runs() == before  # GetFlightInfo only planned
+        assert fetch(client, info).num_rows == 1000
+        assert runs() == before + 1
 
 
 def test_an_unknown_ticket_is_not_found(client):
@@ -175,8 +191,9 @@ def test_transactions_are_unimplemented(client):
 
 
 def test_errors_at_do_get_are_clean_statuses(client, backend):
-    info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT 1 AS one"))
+    # Set before GetFlightInfo: the run may start there (prefetch); it fails at DoGet either way.
     backend.fail_next = RuntimeError("disk on fire at /var/lib/strata/x")
+    info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT 1 AS one"))
     with pytest.raises(flight.FlightInternalError) as err:
         client.do_get(info.endpoints[0].ticket).read_all()
     message = str(err.value)
