@@ -127,8 +127,10 @@ class BrokerSection:
     column_type_merge_policy: str = "leastRestrictive"  # or latestInterval, fail (segments that disagree on a type)
     schema_conflicts: str = "widen"  # ingestion default of schemaConflicts: widen, or fail on ambiguous input types
     # Flight SQL: start a read query at GetFlightInfo (at most 8 at once), not at DoGet, so the
-    # client's round trip overlaps the historicals' work; false runs every query at DoGet.
-    prefetch_results: bool = True
+    # client's round trip overlaps the historicals' work. Off by default: on an idle machine the
+    # thread hand-off cost a one-segment query more broker CPU than the overlap saved
+    # (docs/benchmarks.md); it pays for multi-historical queries under load.
+    prefetch_results: bool = False
 
 
 @dataclass(frozen=True)

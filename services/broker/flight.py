@@ -222,7 +222,7 @@ class BrokerFlightServer(flight.FlightServerBase):
     def __init__(self, location: str, front_door: QueryFrontDoor, auth: Authenticate | None = None, *,
                  server_version: str | None = None, ticket_ttl_s: float = 300.0,
                  statement_idle_timeout_s: float = 1800.0, token_ttl_s: float = 3600.0,
-                 prefetch_workers: int = 8, **kwargs) -> None:
+                 prefetch_workers: int = 0, **kwargs) -> None:
         self.tokens = BearerTokens(token_ttl_s)
         middleware = dict(kwargs.pop("middleware", None) or {})
         middleware[_AUTH] = BasicAuthMiddlewareFactory(auth, self.tokens)

@@ -29,6 +29,7 @@ GROUPED = "SELECT channel, COUNT(*) AS n, SUM(added) AS added FROM wiki GROUP BY
 def cluster(tmp_path_factory):
     c = EmbeddedCluster(str(tmp_path_factory.mktemp("prefetch")), historicals=1)
     try:
+        c.broker.flight.prefetcher = Prefetcher(8)  # off by default ([broker] prefetch_results)
         c.wiki = demo_table(ROWS, days=2)
         c.segments = c.publish(c.wiki, "wiki")
         c.wait_queryable("wiki", len(c.segments))
