@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,6 +150,23 @@ class Query:
     @property
     def datasource_name(self) -> str:
         return self.datasource if isinstance(self.datasource, str) else self.datasource.datasource_name
+
+    def json_text(self) -> str:
+        """``json.dumps(self.to_json())``, made once per query object: queries are never changed
+        after they are made (``dataclasses.replace`` makes a new one), and a cached SQL plan sends
+        the same object on every run, so the text is not rebuilt per execution."""
+        return self.memo("json_text", lambda: json.dumps(self.to_json()))
+
+    def memo(self, key: str, make):
+        """``make()``'s value kept on this (immutable) query under ``key``: per-query work that
+        depends only on the query (its JSON, its shape) done once per query object."""
+        cache = self.__dict__.get("_memo")
+        if cache is None:
+            cache = {}
+            object.__setattr__(self, "_memo", cache)
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
 
     def _base_json(self) -> dict:
         ds = self.datasource if isinstance(self.datasource, str) else {"type": "query", "query": self.datasource.to_json()}

@@ -7,6 +7,7 @@ all of them use this one type.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass
 
@@ -60,7 +61,12 @@ def parse_instant(text: str) -> int:
 
 
 def format_instant(ms: int) -> str:
-    ms = int(ms)
+    # Cached: a cached SQL plan's intervals are formatted on every run (query JSON, query log).
+    return _format_instant(int(ms))
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_instant(ms: int) -> str:
     if ms <= MIN_MS:
         return _ETERNITY_START
     if ms >= MAX_MS:

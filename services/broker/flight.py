@@ -279,9 +279,14 @@ class BrokerFlightServer(flight.FlightServerBase):
         who = self._caller(context)
         check_size(ticket.ticket, "DoGet ticket")
         owner = stream_owner(context, who.user)
-        if not self._prefetched_for(ticket.ticket, owner, who):  # a prefetch already holds its slot
+        try:  # parsed once: the prefetch check below and the statement both need it
+            command, bad_ticket = _flight_sql_command(ticket.ticket), None
+        except Exception as exc:  # noqa: BLE001 - a bad ticket is reported after the stream limit, as before
+            command, bad_ticket = None, exc
+        if not self._prefetched_for(command, owner, who):  # a prefetch already holds its slot
             self.streams.check(owner)  # a caller with too many unread results is refused before it runs
-        command = _flight_sql_command(ticket.ticket)
+        if bad_ticket is not None:
+            raise bad_ticket
         if command is None:  # plain Flight: the ticket itself is the statement
             request = self._plain_request(ticket.ticket, who)
             result = self.front_door.run(request, _active(context))
@@ -396,12 +401,8 @@ class BrokerFlightServer(flight.FlightServerBase):
             with self._prefetch_ids_lock:
                 self._prefetch_ids.discard(request.query_id)
 
-    def _prefetched_for(self, raw: bytes, owner: str, who: CallIdentity) -> bool:
-        """Whether the ticket ``raw`` names a prefetch holding ``owner``'s slot."""
-        try:
-            command = _flight_sql_command(raw)
-        except Exception:  # noqa: BLE001 - a bad ticket is reported by DoGet itself
-            return False
+    def _prefetched_for(self, command: Message | None, owner: str, who: CallIdentity) -> bool:
+        """Whether the ticket's parsed ``command`` names a prefetch holding ``owner``'s slot."""
         if not isinstance(command, fsql.TicketStatementQuery):
             return False
         entry = self.tickets.get(command.statement_handle)

@@ -11,7 +11,6 @@ outstanding calls are cancelled and the caller gets a QueryTimeoutError.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
@@ -124,7 +123,7 @@ class QueryExecutor:
         if self.watch is not None:
             self.watch.native_started()
         finalize = scan_engine.StreamFinalizer(query, schema)
-        query_json = json.dumps(query.to_json())
+        query_json = query.json_text()
         calls: list = []
         exclude: dict[SegmentId, set[str]] = {}
         stats = RunStats()
@@ -246,7 +245,7 @@ class QueryExecutor:
         if len(plan.by_server) > 1 and topn_threshold.eligible(query):
             merged = self._gather_topn(query, schema, plan.by_server, deadline, query_id, is_active)
         if merged is None:
-            units = self._scatter(query, json.dumps(query.to_json()), schema, plan.by_server, deadline, query_id,
+            units = self._scatter(query, query.json_text(), schema, plan.by_server, deadline, query_id,
                                   is_active, budget)
             partials = [p for _, _, p in units]
             merged = engine.merge(query, partials, budget) if partials else Partial(pa.table({}), RunStats())

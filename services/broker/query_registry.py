@@ -164,11 +164,10 @@ class QueryRegistry:
         running = _CURRENT.get()
         if running is None:
             return
-        query_json = query.to_json()
         datasource = query.datasource if isinstance(query.datasource, str) else None
         shape = None
         if not (query.context or {}).get(ADVISOR_PROBE):
-            shape = query_shape(query_json)
+            shape = query.memo("query_shape", lambda: query_shape(query.to_json()))
         tables = self._tables(query, datasource, segment_ids) if datasource else []
         if shape is not None:
             on_base = sum(t.segments for t in tables if t.projection == "base") if tables else stats.segments
