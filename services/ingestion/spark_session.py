@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 import time
@@ -207,6 +208,10 @@ def _log_size(path: str | None) -> int:
         return 0
 
 
+# gRPC core's own log lines: "E1125 16:48:20.123456   1234 ev_epoll1_linux.cc:373] ...".
+_GRPC_CORE_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+ \S+\.cc:\d+\]")
+
+
 def _jvm_output(path: str | None, since: int, max_lines: int = JVM_OUTPUT_LINES) -> str:
     """What was appended to the task log since ``since``: the JVM writes its stderr (and the
     driver's log4j output) to the log it inherits, and its last lines say why it stopped."""
@@ -219,8 +224,10 @@ def _jvm_output(path: str | None, since: int, max_lines: int = JVM_OUTPUT_LINES)
     except OSError:
         return ""
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
-    # Our own log lines (the retry warnings) are not the JVM's.
-    lines = [ln for ln in lines if " strata." not in ln and " services." not in ln]
+    # Our own log lines (the retry warnings) are not the JVM's, nor gRPC core's (this process
+    # holds channels to the coordinator; its poller may log when the JVM's fork closes fds).
+    lines = [ln for ln in lines if " strata." not in ln and " services." not in ln
+             and not _GRPC_CORE_LINE.match(ln)]
     return "\n".join(lines[-max_lines:])[-JVM_OUTPUT_BYTES:]
 
 
