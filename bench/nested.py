@@ -31,6 +31,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from bench.engine import print_rows, timed  # noqa: E402
+from bench.process_cpu import process_cpu  # noqa: E402
 
 DAY_MS = 86_400_000
 START_MS = 1_600_000_000_000 // DAY_MS * DAY_MS
@@ -170,32 +171,9 @@ def json_column_bytes(manifest, column: str) -> int:
 
 
 def _process_cpu() -> dict[str, float]:
-    """CPU seconds of this process's descendants by kind (the Spark JVM, the Python workers with
-    the ones they already reaped), from /proc; empty where /proc is not there."""
-    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    procs = {}
-    for pid in os.listdir("/proc") if os.path.isdir("/proc") else ():
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat", "rb") as f:
-                stat = f.read().rsplit(b")", 1)[1].split()
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        procs[int(pid)] = (int(stat[1]), sum(int(x) for x in stat[11:15]) / tick, cmd)
-    mine, frontier = set(), {os.getpid()}
-    while frontier:
-        frontier = {p for p, (ppid, _, _) in procs.items() if ppid in frontier} - mine
-        mine |= frontier
-    out: dict[str, float] = {}
-    for p in mine:
-        _, cpu, cmd = procs[p]
-        kind = "jvm" if "java" in cmd.split(" ")[0] else "python workers" if "pyspark.daemon" in cmd else None
-        if kind:
-            out[kind] = out.get(kind, 0.0) + cpu
-    return out
+    """CPU seconds of the Spark JVM and the Python workers (bench/process_cpu.py), without this
+    driver process's own."""
+    return {k: v for k, v in process_cpu().items() if k != "driver"}
 
 
 def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000,
