@@ -44,9 +44,9 @@ class ArrowScan:
         return next(src for out, src, _ in self.columns if out == TIME_COLUMN)
 
 
-def plain_projection(select, source_name: str, signature) -> list[tuple[str, str]] | None:
-    """[(output name, source column)] when ``select`` (sqlglot, Druid) only names columns of the
-    source ``source_name``, else None."""
+def select_items(select, source_name: str) -> list | None:
+    """The SELECT list of ``select`` (sqlglot, Druid) when it reads only the one source
+    ``source_name``: no WHERE, GROUP BY, join or other clause; else None."""
     from sqlglot import exp
 
     if not isinstance(select, exp.Select):
@@ -59,9 +59,20 @@ def plain_projection(select, source_name: str, signature) -> list[tuple[str, str
         return None
     if source.this.args.get("joins") or source.this.args.get("laterals"):
         return None
+    return select.expressions
+
+
+def plain_projection(select, source_name: str, signature) -> list[tuple[str, str]] | None:
+    """[(output name, source column)] when ``select`` (sqlglot, Druid) only names columns of the
+    source ``source_name``, else None."""
+    from sqlglot import exp
+
+    items = select_items(select, source_name)
+    if items is None:
+        return None
     names = {n for n, _ in signature}
     out = []
-    for item in select.expressions:
+    for item in items:
         column = item.this if isinstance(item, exp.Alias) else item
         if not isinstance(column, exp.Column) or not isinstance(column.this, exp.Identifier):
             return None

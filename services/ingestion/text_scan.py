@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from common.errors import ValidationError
 from common.types.column_type import TIME_COLUMN, TypeKind
 from common.types.granularity import Granularity
+from services.ingestion.arrow_scan import select_items
 from services.ingestion.build import BLOB_SCHEMA, encode_blob, split_into_blobs
 from services.ingestion.ingestion_report import ParseExceptionSample
 from services.ingestion.partitioning import CHUNK_COLUMN, SAMPLES_PER_PARTITION, PartitionPlan, chunk_starts
@@ -69,19 +70,12 @@ def picked_columns(select, source_name: str, signature) -> list[tuple[str, str, 
     columns of ``source_name``, ``__time`` possibly as MILLIS_TO_TIMESTAMP(column); else None."""
     from sqlglot import exp
 
-    if not isinstance(select, exp.Select):
-        return None
-    for key, value in select.args.items():
-        if key not in ("expressions", "from", "from_") and value:
-            return None
-    source = select.args.get("from_") or select.args.get("from")
-    if source is None or not isinstance(source.this, exp.Table) or source.this.name != source_name:
-        return None
-    if source.this.args.get("joins") or source.this.args.get("laterals"):
+    items = select_items(select, source_name)
+    if items is None:
         return None
     names = {n for n, _ in signature}
     out = []
-    for item in select.expressions:
+    for item in items:
         node = item.this if isinstance(item, exp.Alias) else item
         op = PICK
         if (isinstance(node, exp.Anonymous) and node.name.upper() == "MILLIS_TO_TIMESTAMP"
