@@ -29,6 +29,18 @@ from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType
 TIME_TYPE = TIMESTAMP.to_arrow()
 
 
+
+def _charged_groups(keys: list, n: int, query, budget, over: str):
+    """The groups of ``n`` rows by ``keys``, charged to ``budget`` before any aggregator allocates
+    for them (refused here, not in MemoryError); ``over`` says what rows, for the error."""
+    groups = group(keys, n)
+    if n == 0:
+        groups.count = 0
+        groups.keys = [k.values.slice(0, 0) for k in keys]
+    budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
+                  f"the {groups.count:,} groups of a {query.query_type} over {over}")
+    return groups
+
 def dimensions_of(query: _Aggregating):
     if isinstance(query, GroupByQuery):
         return query.dimensions
@@ -63,13 +75,7 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
     for dim in dimensions_of(query):
         keys.append(_dimension_codes(cols, dim.dimension))
         names.append(dim.output_name)
-    groups = group(keys, n)
-    if n == 0:
-        groups.count = 0
-        groups.keys = [k.values.slice(0, 0) for k in keys]
-    # The groups are known before any aggregator allocates for them: refuse here, not in MemoryError.
-    budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
-                  f"the {groups.count:,} groups of a {query.query_type} over one segment")
+    groups = _charged_groups(keys, n, query, budget, "one segment")
     out = {}
     specs = [None] * (len(names) - len(dimensions_of(query))) + list(dimensions_of(query))
     for name, values, dim in zip(names, groups.keys, specs):
@@ -130,12 +136,7 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
         keys.append(joined)
         names.append(dim.output_name)
     n = stats.rows_matched
-    groups = group(keys, n)
-    if n == 0:
-        groups.count = 0
-        groups.keys = [k.values.slice(0, 0) for k in keys]
-    budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
-                  f"the {groups.count:,} groups of a {query.query_type} over {len(sources)} segments' projection rows")
+    groups = _charged_groups(keys, n, query, budget, f"{len(sources)} segments' projection rows")
     out = dict(zip(names, groups.keys))
     for parts, agg in zip(agg_parts, query.aggregations):
         values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
