@@ -440,6 +440,21 @@ def _json_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: int =
         yield line_no
 
 
+def json_line_rows(name: str, signature, lines: list[tuple[int, str]]) -> tuple[pa.RecordBatch, list[int]]:
+    """The rows of some lines of a newline-delimited JSON file (line number, text without its line
+    end), each read exactly as parse_file reads it: one batch, and how many rows each line gave
+    (0 for a blank line, several for an array of objects). The compiled reader hands over the lines
+    it cannot read the same way."""
+    batcher = _Batcher(name, signature, json_input=True)
+    counts = []
+    for line_no, text in lines:
+        before = len(batcher)
+        for _ in _json_rows(name, [text], None, signature, batcher, line_no):
+            pass
+        counts.append(len(batcher) - before)
+    return batcher.flush(), counts
+
+
 class _LineCounter:
     """Feeds lines to csv.reader while remembering the lines of the current record."""
 
@@ -582,4 +597,4 @@ def _parse_parquet(name: str, stream: BinaryIO, signature, batch_rows: int) -> I
 
 
 __all__ = ["BATCH_ROWS", "META_COLUMNS", "META_ERROR", "META_FILE", "META_LINE", "META_RAW", "arrow_type",
-           "converter", "decompressed", "output_schema", "parse_file"]
+           "converter", "decompressed", "json_line_rows", "output_schema", "parse_file"]
