@@ -29,14 +29,15 @@ typedef struct {
     Buf data;
 } Col;
 
-typedef struct { size_t off; uint32_t len; uint32_t hash; } KeyRef;
+typedef struct { const char *text; size_t off; uint32_t len, hash; } KeyRef;  /* text, or arena offset if NULL */
 
 typedef struct {
     Ctx c;
     Col *cols;
     Py_ssize_t ncols;
     KeyRef *keys; size_t nkeys, cap_keys;
-    Buf scratch;   /* the text of values no column wants */
+    Buf *out;            /* where the value being printed goes (NULL: only checked) */
+    const char *mark;    /* its source text not yet copied starts here */
 } Reader;
 
 static inline int is_pyspace(unsigned char b) { return b == ' ' || (b >= 9 && b <= 13) || (b >= 0x1c && b <= 0x1f); }
@@ -47,54 +48,126 @@ static inline uint32_t key_hash(const char *k, size_t n) {
     return h;
 }
 
-/* A string at c->s (its opening quote) printed as json.dumps prints it. A string without escapes
- * is its own text, so it is copied as it is. */
-static int canon_string(Ctx *c, Buf *o) {
-    const char *start = c->s;
-    size_t off, len;
-    int rc = parse_string(c, &off, &len);
-    if (rc) return rc;
-    if ((size_t)(c->s - start) == len + 2) return buf_put(o, start, len + 2) ? ERR : OK;
-    return put_escaped(o, c->arena.p + off, len);
+/* The length of a plain string at p (its opening quote): printable ASCII only, no escapes, so its
+ * text is its value and json.dumps prints it as it is; 0 for any other string (the general path). */
+static inline size_t plain_string(const char *p, const char *end) {
+    const char *q = p + 1;
+    while (q < end) {
+        unsigned char ch = (unsigned char)*q;
+        if (ch == '"') return (size_t)(q + 1 - p);
+        if (ch < 0x20 || ch == '\\' || ch >= 0x80) return 0;
+        q++;
+    }
+    return 0;
+}
+
+/* The length of a number at p whose text is already how Python (and orjson) print it, and which
+ * parse_number reads without falling back: an integer of at most 18 digits (not -0), or a fraction
+ * without exponent, at most 15 significant digits, no trailing zero but in "x.0", and 0 or at least
+ * 1e-4 (a nonzero digit within the first four decimals when the integer part is 0). 0 otherwise:
+ * parse_number decides. */
+static inline size_t plain_number(const char *p, const char *end) {
+    const char *q = p;
+    if (q < end && *q == '-') q++;
+    const char *digits = q;
+    if (q >= end) return 0;
+    int sig = 0;
+    if (*q == '0') q++;
+    else if (*q >= '1' && *q <= '9') { while (q < end && *q >= '0' && *q <= '9') { q++; sig++; } }
+    else return 0;
+    if (q < end && (*q == 'e' || *q == 'E')) return 0;
+    if (q >= end || *q != '.') {
+        if (sig > 18 || (sig == 0 && digits != p)) return 0;  /* long, or -0 */
+        return (size_t)(q - p);
+    }
+    const char *frac = ++q;
+    int lead = sig == 0, first_nonzero = 0;
+    while (q < end && *q >= '0' && *q <= '9') {
+        if (*q != '0' && !first_nonzero) first_nonzero = (int)(q - frac) + 1;
+        if (!lead || *q != '0') { lead = 0; sig++; }
+        q++;
+    }
+    size_t nfrac = (size_t)(q - frac);
+    if (nfrac == 0 || (q < end && (*q == 'e' || *q == 'E'))) return 0;
+    if (nfrac > 1 && q[-1] == '0') return 0;
+    if (sig > 15) return 0;
+    if (digits[0] == '0' && first_nonzero > 4) return 0;  /* below 1e-4: exponent form */
+    return (size_t)(q - p);
 }
 
 static int canon_number(Ctx *c, Buf *o) {
     uint8_t label; int64_t l; double d;
     const char *start = c->s;
+    size_t n = plain_number(start, c->end);
+    if (n) { c->s += n; return buf_put(o, start, n) ? ERR : OK; }
     int rc = parse_number(c, &label, &l, &d);
     if (rc) return rc;
     if (c->num_plain) return buf_put(o, start, (size_t)(c->s - start)) ? ERR : OK;
     return label == L_LONG ? put_long(o, l) : put_double(o, d);
 }
 
-/* The value at c->s as compact text into o; FALLBACK on anything row_parser may read otherwise
- * (duplicate keys: orjson keeps the last value in the first key's place). */
-static int canon(Reader *r, Buf *o, int depth) {
+/* The compact text of a value is its source text with the whitespace between tokens dropped and
+ * the few tokens that print otherwise (escaped strings, numbers not in Python's form) printed
+ * again; so the printer copies runs of the source, and r->mark is where the run not yet copied
+ * starts. With r->out NULL the value is only checked (a value no column wants). */
+static inline int flush_to(Reader *r, const char *p) {
+    if (r->out && p > r->mark && buf_put(r->out, r->mark, (size_t)(p - r->mark))) return ERR;
+    return OK;
+}
+static inline int ws(Reader *r) {
     Ctx *c = &r->c;
+    const char *p = c->s;
     skip_ws(c);
+    if (c->s != p) {
+        if (flush_to(r, p)) return ERR;
+        r->mark = c->s;
+    }
+    return OK;
+}
+
+/* A string [start, c->s) whose value (arena off, len) json.dumps prints otherwise than its text. */
+static int reprint_string(Reader *r, const char *start, size_t off, size_t len) {
+    Ctx *c = &r->c;
+    if ((size_t)(c->s - start) == len + 2) return OK;  /* no escapes: the text is the print */
+    if (r->out && (flush_to(r, start) || put_escaped(r->out, c->arena.p + off, len))) return ERR;
+    r->mark = c->s;
+    return OK;
+}
+
+/* The value at c->s, checked and printed compact; FALLBACK on anything row_parser may read
+ * otherwise (duplicate keys: orjson keeps the last value in the first key's place). */
+static int canon(Reader *r, int depth) {
+    Ctx *c = &r->c;
+    int rc;
+    if ((rc = ws(r))) return rc;
     if (c->s >= c->end) return FALLBACK;
     char ch = *c->s;
-    int rc;
     if (ch == '{' || ch == '[') {
         if (depth >= MAX_DEPTH) return FALLBACK;
         char close = ch == '{' ? '}' : ']';
         c->s++;
-        if (buf_byte(o, ch)) return ERR;
-        skip_ws(c);
-        if (c->s < c->end && *c->s == close) { c->s++; return buf_byte(o, close) ? ERR : OK; }
+        if ((rc = ws(r))) return rc;
+        if (c->s < c->end && *c->s == close) { c->s++; return OK; }
         size_t base = r->nkeys;
         for (;;) {
-            skip_ws(c);
+            if ((rc = ws(r))) return rc;
             if (ch == '{') {
-                size_t off, len;
                 if (c->s >= c->end || *c->s != '"') return FALLBACK;
-                const char *kstart = c->s;
-                if ((rc = parse_string(c, &off, &len))) return rc;
-                uint32_t h = key_hash(c->arena.p + off, len);
+                const char *kstart = c->s, *key;
+                size_t off = 0, len, plain = plain_string(kstart, c->end);
+                if (plain) {
+                    len = plain - 2;
+                    key = kstart + 1;
+                    c->s += plain;
+                } else {
+                    if ((rc = parse_string(c, &off, &len))) return rc;
+                    key = c->arena.p + off;
+                }
+                uint32_t h = key_hash(key, len);
                 for (size_t k = base; k < r->nkeys; k++) {
                     KeyRef *kr = &r->keys[k];
-                    if (kr->hash == h && kr->len == len && memcmp(c->arena.p + kr->off, c->arena.p + off, len) == 0)
-                        return FALLBACK;
+                    if (kr->hash == h && kr->len == len &&
+                        memcmp(kr->text ? kr->text : c->arena.p + kr->off, key, len) == 0) return FALLBACK;
                 }
                 if (r->nkeys - base >= MAX_KEYS) return FALLBACK;
                 if (r->nkeys == r->cap_keys) {
@@ -103,27 +176,37 @@ static int canon(Reader *r, Buf *o, int depth) {
                     if (!q) { PyErr_NoMemory(); return ERR; }
                     r->keys = q; r->cap_keys = cap;
                 }
-                r->keys[r->nkeys++] = (KeyRef){off, (uint32_t)len, h};
-                if ((size_t)(c->s - kstart) == len + 2) { if (buf_put(o, kstart, len + 2)) return ERR; }
-                else if (put_escaped(o, c->arena.p + off, len)) return ERR;
-                if (buf_byte(o, ':')) return ERR;
-                skip_ws(c);
+                r->keys[r->nkeys++] = (KeyRef){plain ? key : NULL, off, (uint32_t)len, h};
+                if (!plain && (rc = reprint_string(r, kstart, off, len))) return rc;
+                if ((rc = ws(r))) return rc;
                 if (c->s >= c->end || *c->s != ':') return FALLBACK;
                 c->s++;
             }
-            if ((rc = canon(r, o, depth + 1))) return rc;
-            skip_ws(c);
+            if ((rc = canon(r, depth + 1))) return rc;
+            if ((rc = ws(r))) return rc;
             if (c->s >= c->end) return FALLBACK;
-            if (*c->s == ',') { c->s++; if (buf_byte(o, ',')) return ERR; continue; }
-            if (*c->s == close) { c->s++; r->nkeys = base; return buf_byte(o, close) ? ERR : OK; }
+            if (*c->s == ',') { c->s++; continue; }
+            if (*c->s == close) { c->s++; r->nkeys = base; return OK; }
             return FALLBACK;
         }
     }
-    if (ch == '"') return canon_string(c, o);
-    if (match_lit(c, "true", 4)) return buf_put(o, "true", 4) ? ERR : OK;
-    if (match_lit(c, "false", 5)) return buf_put(o, "false", 5) ? ERR : OK;
-    if (match_lit(c, "null", 4)) return buf_put(o, "null", 4) ? ERR : OK;
-    return canon_number(c, o);
+    const char *start = c->s;
+    if (ch == '"') {
+        size_t n = plain_string(start, c->end);
+        if (n) { c->s += n; return OK; }
+        size_t off, len;
+        if ((rc = parse_string(c, &off, &len))) return rc;
+        return reprint_string(r, start, off, len);
+    }
+    if (match_lit(c, "true", 4) || match_lit(c, "false", 5) || match_lit(c, "null", 4)) return OK;
+    size_t n = plain_number(start, c->end);
+    if (n) { c->s += n; return OK; }
+    uint8_t label; int64_t l; double d;
+    if ((rc = parse_number(c, &label, &l, &d))) return rc;
+    if (c->num_plain) return OK;
+    if (r->out && (flush_to(r, start) || (label == L_LONG ? put_long(r->out, l) : put_double(r->out, d)))) return ERR;
+    r->mark = c->s;
+    return OK;
 }
 
 /* ---- one value into its column ------------------------------------------------------------- */
@@ -174,7 +257,9 @@ static int value_into(Reader *r, Col *col) {
     int rc;
     switch (col->kind) {
     case K_JSON:
-        if ((rc = canon(r, &col->data, 1))) return rc;
+        r->out = &col->data;
+        r->mark = c->s;
+        if ((rc = canon(r, 1)) || (rc = flush_to(r, c->s))) return rc;
         return end_text(col);
     case K_STRING:
         if (ch == '"') {
@@ -241,9 +326,15 @@ static int read_object(Reader *r, const char *s, const char *e) {
     else for (;;) {
         skip_ws(c);
         if (c->s >= c->end || *c->s != '"') return FALLBACK;
-        size_t off, len;
-        if ((rc = parse_string(c, &off, &len))) return rc;
-        int col = match_column(r, c->arena.p + off, len);
+        size_t off, len, plain = plain_string(c->s, c->end);
+        int col;
+        if (plain) {
+            col = match_column(r, c->s + 1, plain - 2);
+            c->s += plain;
+        } else {
+            if ((rc = parse_string(c, &off, &len))) return rc;
+            col = match_column(r, c->arena.p + off, len);
+        }
         skip_ws(c);
         if (c->s >= c->end || *c->s != ':') return FALLBACK;
         c->s++;
@@ -254,8 +345,8 @@ static int read_object(Reader *r, const char *s, const char *e) {
             cc->seen = 1;
             if ((rc = value_into(r, cc))) return rc;
         } else {
-            r->scratch.n = 0;
-            if ((rc = canon(r, &r->scratch, 1))) return rc;
+            r->out = NULL;
+            if ((rc = canon(r, 1))) return rc;
         }
         skip_ws(c);
         if (c->s >= c->end) return FALLBACK;
@@ -402,7 +493,6 @@ done:
         PyMem_Free(r.cols);
     }
     PyMem_Free(r.keys);
-    buf_free(&r.scratch);
     buf_free(&r.c.arena);
     buf_free(&lines);
     PyBuffer_Release(&view);

@@ -139,8 +139,8 @@ def parse_json_lines(name: str, stream: BinaryIO, signature, batch_rows: int = B
 
 def _column(field: pa.Field, kind: int, rows: int, col: tuple) -> pa.Array:
     nulls, validity, *buffers = col
-    if kind == _OTHER:
-        return pa.nulls(rows, field.type)
+    if kind == _OTHER:  # all null (a value there is left to row_parser); built as row_parser builds it
+        return pa.array([None] * rows, field.type)
     buffers = [None if validity is None else pa.py_buffer(validity)] + [pa.py_buffer(b) for b in buffers]
     return pa.Array.from_buffers(field.type, rows, buffers, null_count=nulls)
 

@@ -6,8 +6,9 @@ counted, turned back into Arrow for the blob cutter (spark_job._splitter), cut, 
 blobs, so every value crosses the Python/JVM boundary four times and the JVM converts each row
 three times. When the SELECT is ``SELECT a AS __time, b, c AS d`` or
 ``SELECT MILLIS_TO_TIMESTAMP(a) AS __time, ...`` over one text source, nothing row-shaped needs
-the JVM: each task parses its file or line-aligned byte range with row_parser (so parse
-exceptions keep their file, line and reason), computes ``__time`` and its time chunk in Arrow,
+the JVM: each task parses its file or line-aligned byte range with row_parser, or for JSON lines
+with the compiled reader that gives row_parser's batches (json_lines_reader; so parse exceptions
+keep their file, line and reason), computes ``__time`` and its time chunk in Arrow,
 and emits zstd Arrow IPC blobs, one chunk per blob, beside a few small rows: rows per chunk,
 rows read, parse exceptions and the task's first ones. Spark caches those rows (the blobs as
 opaque binary values), so the row count per chunk comes out of the same pass that parsed the
@@ -36,8 +37,9 @@ from common.types.granularity import Granularity
 from services.ingestion.arrow_scan import select_items
 from services.ingestion.build import BLOB_SCHEMA, encode_blob, split_into_blobs
 from services.ingestion.ingestion_report import ParseExceptionSample
+from services.ingestion.json_lines_reader import parse_text
 from services.ingestion.partitioning import CHUNK_COLUMN, SAMPLES_PER_PARTITION, PartitionPlan, chunk_starts
-from services.ingestion.row_parser import META_ERROR, META_FILE, META_LINE, META_RAW, arrow_type, parse_file
+from services.ingestion.row_parser import META_ERROR, META_FILE, META_LINE, META_RAW, arrow_type
 
 TEXT_FORMATS = ("json", "csv", "tsv")
 MAX_SAMPLES = 10
@@ -242,7 +244,7 @@ def scan_listing(batches: Iterable[pa.RecordBatch], scan: TextScan, granularity:
         for batch in batches:
             for row in batch.to_pylist():
                 with open_listed(row) as stream:
-                    for parsed in parse_file(row["name"], stream, scan.input_format, scan.signature,
+                    for parsed in parse_text(row["name"], stream, scan.input_format, scan.signature,
                                              first_line=row["first_line"]):
                         out = task.rows(parsed)
                         if out is not None:

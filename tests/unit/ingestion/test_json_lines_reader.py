@@ -1,0 +1,204 @@
+"""The compiled JSON-lines reader against row_parser.parse_file, which it stands in for in the text
+scan: on mean generated lines (unicode, escapes, keys with dots and quotes, mixed types per key,
+nulls, -0.0, 1e400, huge integers, blank lines, CRLF and lone CR line ends, whitespace around lines,
+malformed lines, arrays of objects, missing columns, values of the wrong type, duplicate keys) both
+give the same batches: the same rows in the same order, cut at the same places, the same parse
+exceptions, and the same Arrow data (IPC bytes of the signature columns)."""
+
+from __future__ import annotations
+
+import io
+import os
+import json
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from common.types.column_type import JSON, ColumnType, TypeKind
+from services.ingestion import json_lines_reader
+from services.ingestion.json_lines_reader import parse_json_lines, parse_text
+from services.ingestion.row_parser import output_schema, parse_file
+
+LONG, DOUBLE, FLOAT = ColumnType(TypeKind.LONG), ColumnType(TypeKind.DOUBLE), ColumnType(TypeKind.FLOAT)
+STRING, TIME = ColumnType(TypeKind.STRING), ColumnType(TypeKind.TIMESTAMP)
+SIGNATURE = [("ts", LONG), ("doc", JSON), ("s", STRING), ("d", DOUBLE), ("f", FLOAT), ("t", TIME),
+             ("a.b", STRING), ("it's", LONG), ("arr", ColumnType(TypeKind.ARRAY, element=STRING))]
+COLUMNS = [n for n, _ in SIGNATURE]
+
+
+def test_the_compiled_reader_is_built():
+    # setup.py builds it on `pip install -e .`; without it the text scan reads JSON lines in Python.
+    assert json_lines_reader.available(), "run `pip install -e .` (or setup.py build_ext --inplace)"
+
+
+def _ipc(batch: pa.RecordBatch) -> bytes:
+    data = batch.select([n for n, _ in SIGNATURE])
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as writer:
+        writer.write_batch(data)
+    return sink.getvalue().to_pybytes()
+
+
+def _batches(read, *args) -> list | tuple:
+    try:
+        return list(read(*args))
+    except UnicodeError as exc:  # row_parser cannot make Arrow text of a lone surrogate in a string column
+        return ("error", type(exc), str(exc))
+
+
+def assert_same(data: bytes, batch_rows: int = 8192, first_line: int = 1, signature=SIGNATURE) -> list:
+    want = _batches(parse_file, "in.json", io.BytesIO(data), {"type": "json"}, signature, batch_rows, first_line)
+    got = _batches(parse_json_lines, "in.json", io.BytesIO(data), signature, batch_rows, first_line)
+    if isinstance(want, tuple) or isinstance(got, tuple):
+        assert got == want
+        return want
+    assert [b.num_rows for b in got] == [b.num_rows for b in want]
+    for g, w in zip(got, want):
+        assert g.schema == w.schema == output_schema(signature)
+        if not g.equals(w):
+            assert g.to_pydict() == w.to_pydict()
+        assert g.equals(w)
+        if signature is SIGNATURE:
+            assert _ipc(g) == _ipc(w)
+    return want
+
+
+# ---- generated lines ----------------------------------------------------------------------------
+_KEYS = st.one_of(st.sampled_from(COLUMNS), st.sampled_from(COLUMNS),
+                  st.sampled_from(["x", "a", "a.b.c", 'q"k', "back\\slash", "", "ключ", "😀", "tab\there"]),
+                  st.text(max_size=5))
+_FLOATS = st.one_of(st.floats(allow_nan=False, allow_infinity=False),
+                    st.sampled_from([-0.0, 0.0, 1.0, 1e-4, 1e-5, 1e16, 9e18, 1e300, 0.1, 123.456, 1600000000000.5]))
+_INTS = st.one_of(st.integers(-2**63, 2**63 - 1), st.integers(-2**70, 2**70), st.integers(-1000, 1000),
+                  st.sampled_from([0, 2**63, -2**63, 1600000000000, 253402300799999, 253402300800000,
+                                   -62135596800001]))
+_STRINGS = st.one_of(st.text(max_size=8), st.sampled_from(["", " ", " \t", "12", " 7 ", "-3", "+4", "1.5", "1e3",
+                                                           "x", "é", "\x00", "\n\"\\", "\x1f\x7f", "😀", "0.00001",
+                                                           "1e-7", "2020-01-01T00:00:00Z", "\u2028", "nan"]))
+_SCALARS = st.one_of(st.none(), st.booleans(), _INTS, _FLOATS, _STRINGS)
+_VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                         st.dictionaries(_KEYS, inner, max_size=4)), max_leaves=16)
+_OBJECTS = st.dictionaries(_KEYS, _VALUES, max_size=6)
+
+# Line texts json.dumps does not write: what orjson reads otherwise, and bad input.
+_ODD = ['{"ts": NaN}', '{"doc": [1, Infinity]}', '{"d": -Infinity}', '{"doc": 1e400}', '{"d": 1e-400}',
+        '{"ts": 1, "ts": 2}', '{"doc": {"b": 1, "b": 2}}', '{"doc": 1, "doc": {"c": "dup"}}', '{"x": 1, "x": 2}',
+        '{"s":"\\u0061","\\u0073":2}', '{"s": "\\ud800"}', '{"doc": {"\\udc00": 1}}', '{"x": "\\ud800"}',
+        '{"doc": {"s": "\\ud83d\\ude00 \\u00e9 \\/ \\b\\f"}}', '{"doc": [1E2, 1.0, -0, 0e5, -0.0, 1.5e3, 1.50]}',
+        '{"doc": 12345678901234567890, "ts": 12345678901234567890}', '{"doc": [0.00001, 1e16, 123456789012345678]}',
+        '  {"ts" :  2 }  ', 'null', '{}', '[]', '[{}]', '[{"ts": 1}, {"ts": 2, "s": [1]}]', '[null]', '"x"', 'true',
+        '\x0b{"ts": 3}\x1c', '\u00a0{"ts": 3}', '{"ts": 3}\u2003', '{"doc": ' + '[' * 120 + ']' * 120 + '}',
+        '{"x": ' + '{"a":' * 101 + '1' + '}' * 101 + '}', '{"doc": {' + ','.join(f'"k{i}":{i}' for i in range(300)) + '}}',
+        '{"ts": 1,}', '{"ts": }', '{"ts": 1} x', '{"ts": 01}', '{"s":"\x01"}', '{"d": .5}', '{"d": 1.}',
+        '{"s": "\\x"}', '{"ts": tru}', '{"s": "x}', '{"ts": 1}}', '{"ts" 1}', '{"ts": 1 "s": 2}', '{1: 2}',
+        '{"t": "2020-01-01"}', '{"t": true}', '{"t": 1e400}', '{"ts": "  "}', '{"ts": ""}', '{"d": " "}',
+        '{"ts": 9.9e18}', '{"f": 1e39}', '{"f": 3.4028235e38}', '{"arr": null}', '{"arr": ["a"]}', '{"arr": "a"}',
+        '{"doc":"\\u2028\\u0000\\u007f"}', '{"doc": "e-5 0.0000 e+7"}', '{"s": "x\\ny"}', '{"ts":1}\x00']
+_ENDINGS = st.sampled_from(["\n", "\n", "\n", "\r\n", "\r"])
+
+
+def _line(obj, ascii_: bool, spaced: bool) -> str:
+    if spaced:
+        return json.dumps(obj, ensure_ascii=ascii_, indent=None, separators=(", ", ": "))
+    return json.dumps(obj, ensure_ascii=ascii_, separators=(",", ":"))
+
+
+_LINES = st.lists(st.tuples(st.one_of(_OBJECTS, _OBJECTS, _OBJECTS, st.lists(_OBJECTS, min_size=1, max_size=3)),
+                            st.booleans(), st.booleans(),
+                            st.one_of(st.none(), st.none(), st.none(), st.sampled_from(_ODD + ["", "  ", "\t"])),
+                            _ENDINGS), min_size=0, max_size=14)
+
+
+def _data(drawn, last_ending: bool) -> bytes:
+    out = []
+    for i, (obj, ascii_, spaced, odd, ending) in enumerate(drawn):
+        text = odd if odd is not None else _line(obj, ascii_, spaced)
+        out.append(text + (ending if i < len(drawn) - 1 or last_ending else ""))
+    return "".join(out).encode("utf-8", "surrogatepass")
+
+
+@settings(max_examples=int(os.environ.get("JSON_READER_EXAMPLES", "400")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_LINES, st.booleans(), st.sampled_from([1, 2, 3, 5, 8192]), st.sampled_from([1, 7]))
+def test_the_compiled_reader_matches_row_parser(drawn, last_ending, batch_rows, first_line):
+    assert_same(_data(drawn, last_ending), batch_rows, first_line)
+
+
+@pytest.mark.parametrize("text", _ODD + ["", " ", "\ufeff"])
+def test_each_odd_line_beside_plain_ones(text):
+    lines = ['{"ts": 1, "doc": {"a": 1}, "s": "x"}', text, '{"doc": [1, "y"], "ts": 2, "d": 2.5}', "",
+             '{"s": null}']
+    data = "\n".join(lines).encode("utf-8", "surrogatepass")
+    for rows in (1, 2, 8192):
+        assert_same(data, rows)
+
+
+def test_invalid_utf8_bytes_and_a_byte_order_mark():
+    data = b'\xef\xbb\xbf{"ts": 1}\n{"s": "\xff"}\n{"s": "\xc3\xa9"}\n{"doc": "\xed\xa0\x80"}\n{"ts": 2}'
+    want = assert_same(data)
+    errors = want[0].column("__strata_error").to_pylist()
+    assert errors.count("the line is not valid UTF-8") == 2 and errors[0] is None
+
+
+def test_parse_exceptions_keep_line_reason_and_raw_text():
+    data = b'{"ts": 1}\n\n{"ts": \n{"ts": "abc"}\r\n{"ts": 3}\n'
+    batch = assert_same(data, first_line=40)[0]
+    assert batch.column("__strata_line").to_pylist() == [40, 42, 43, 44]
+    assert batch.column("__strata_raw").to_pylist() == [None, '{"ts":', '{"ts": "abc"}', None]
+    assert batch.column("__strata_error").to_pylist()[1].startswith("invalid JSON")
+
+
+def test_batches_end_where_row_parser_ends_them_around_arrays_of_objects_and_blank_lines():
+    lines = ['{"ts": 1}', '[{"ts": 2}, {"ts": 3}, {"ts": 4}]', '\u00a0', '{"ts": 5}', '[{"ts": 6}, {"ts": 7}]',
+             '{"ts": 8}', '\u3000', '{"ts": 9}', '{"ts": 10}'] * 3
+    data = "\n".join(lines).encode()
+    for rows in (1, 2, 3, 4, 5, 7, 100):
+        assert_same(data, rows)
+
+
+def test_a_long_input_read_in_several_pieces(monkeypatch):
+    # Small reads so batches span what is buffered, and lines cross read boundaries (CRLF too).
+    monkeypatch.setattr(json_lines_reader, "CHUNK_BYTES", 37)
+    monkeypatch.setattr(json_lines_reader, "LOW_BYTES", 20)
+    lines = [json.dumps({"ts": i, "doc": {"i": i, "s": "é" * (i % 5), "l": [i, 1.5]}, "s": str(i)}) for i in range(300)]
+    lines[17] = '{"ts": NaN}'
+    lines[101] = '[{"ts": 1}, {"ts": 2}]'
+    data = "\r\n".join(lines).encode()
+    for rows in (1, 64, 8192):
+        assert_same(data, rows)
+
+
+def test_the_bench_documents_are_all_read_by_the_compiled_reader():
+    from bench.nested import documents
+
+    table, _ = documents(3000, 5)
+    lines = [f'{{"ts":{t},"doc":{d}}}' for t, d in zip(table.column("__time").to_pylist(),
+                                                        table.column("doc").to_pylist())]
+    data = ("\n".join(lines) + "\n").encode()
+    signature = [("ts", LONG), ("doc", JSON)]
+    assert_same(data, signature=signature)
+    from services.ingestion import _json_lines
+
+    _, _, rows, _, _, fallbacks = _json_lines.read(data, 0, len(data), 1, 10**9,
+                                                   ((b"ts", 1), (b"doc", 5)))
+    # The only lines left to row_parser are those with a number json prints in exponent form.
+    assert rows + len(fallbacks) == 3000 and all("e-" in lines[f[1] - 1] for f in fallbacks)
+
+
+def test_parse_text_falls_back_to_row_parser(monkeypatch, tmp_path):
+    import gzip
+
+    data = b'{"ts": 1, "doc": {"a": 1}}\n{"ts": NaN}\n'
+    for name, raw in (("in.json.gz", gzip.compress(data)), ("in.json", data)):
+        want = list(parse_file(name, io.BytesIO(raw), {"type": "json"}, SIGNATURE))
+        got = list(parse_text(name, io.BytesIO(raw), {"type": "json"}, SIGNATURE))
+        assert [b.to_pydict() for b in got] == [b.to_pydict() for b in want]
+    monkeypatch.setattr(json_lines_reader, "ENABLED", False)
+    assert json_lines_reader.native_enabled() is False
+    monkeypatch.setattr(json_lines_reader, "ENABLED", True)
+    monkeypatch.setattr(json_lines_reader, "_json_lines", None)
+    monkeypatch.setattr(json_lines_reader, "_warned", False)
+    assert json_lines_reader.native_enabled() is False
+    got = list(parse_text("in.json", io.BytesIO(data), {"type": "json"}, SIGNATURE))
+    assert got[0].num_rows == 2
