@@ -44,8 +44,8 @@ ENABLED = os.environ.get("STRATA_JSON_READER", "native") != "python"
 _KINDS = {TypeKind.STRING: 0, TypeKind.LONG: 1, TypeKind.DOUBLE: 2, TypeKind.FLOAT: 3, TypeKind.TIMESTAMP: 4,
           TypeKind.COMPLEX: 5}
 _OTHER = 6
-CHUNK_BYTES = 32 << 20   # read this much at a time
-LOW_BYTES = 16 << 20     # read more before a batch when fewer bytes are buffered (a batch rarely spans two reads)
+CHUNK_BYTES = 32 << 20   # the read buffer
+LOW_BYTES = 12 << 20     # read more before a batch when fewer bytes are buffered (a batch rarely spans two reads)
 _BOM = b"\xef\xbb\xbf"
 
 
@@ -80,35 +80,47 @@ def _plain(name: str, stream: BinaryIO) -> bool:
 
 
 class _Input:
-    """The bytes read so far; [pos, limit) holds whole lines (limit is past a line end, or the end)."""
+    """The bytes read so far, data[:size]; [pos, limit) holds whole lines (limit is past a line end,
+    or the end of the input). Reads fill one reused buffer (readinto; its untouched pages cost
+    nothing on a small input), after moving what is left of the last read to its front; it grows
+    only for a line longer than itself."""
 
     def __init__(self, stream: BinaryIO, first_line: int) -> None:
         self.stream = stream
-        self.data = bytearray()
-        self.pos = self.limit = 0
+        self.data = bytearray(CHUNK_BYTES)
+        self.size = self.pos = self.limit = 0
         self.eof = False
         self.first = True
         self.line = first_line
 
     def refill(self) -> None:
-        del self.data[:self.pos]
-        self.limit -= self.pos
-        self.pos = 0
         while not self.eof:
-            chunk = self.stream.read(CHUNK_BYTES)
-            if not chunk:
+            rest = self.size - self.pos
+            if rest == len(self.data):
+                grown = bytearray(2 * len(self.data))
+                grown[:rest] = self.data
+                self.data = grown
+            elif self.pos:
+                with memoryview(self.data) as view:
+                    view[:rest] = view[self.pos:self.size]
+            self.limit -= self.pos
+            self.size, self.pos = rest, 0
+            with memoryview(self.data) as view:
+                got = self.stream.readinto(view[rest:]) or 0
+            if not got:
                 self.eof = True
                 break
-            self.data += chunk
+            self.size += got
             if self.first:  # utf-8-sig: a byte order mark opening the input is not text
                 self.first = False
                 if self.data.startswith(_BOM):
-                    del self.data[:3]
-            self.limit = self.data.rfind(b"\n") + 1
-            if self.limit > 0:
+                    self.pos = 3
+            end = self.data.rfind(b"\n", rest, self.size)
+            if end >= 0:
+                self.limit = end + 1
                 break
         if self.eof:
-            self.limit = len(self.data)
+            self.limit = self.size
 
 
 def parse_json_lines(name: str, stream: BinaryIO, signature, batch_rows: int = BATCH_ROWS,

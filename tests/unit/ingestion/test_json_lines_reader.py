@@ -8,7 +8,6 @@ exceptions, and the same Arrow data (IPC bytes of the signature columns)."""
 from __future__ import annotations
 
 import io
-import os
 import json
 
 import pyarrow as pa
@@ -119,7 +118,7 @@ def _data(drawn, last_ending: bool) -> bytes:
     return "".join(out).encode("utf-8", "surrogatepass")
 
 
-@settings(max_examples=int(os.environ.get("JSON_READER_EXAMPLES", "400")), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_LINES, st.booleans(), st.sampled_from([1, 2, 3, 5, 8192]), st.sampled_from([1, 7]))
 def test_the_compiled_reader_matches_row_parser(drawn, last_ending, batch_rows, first_line):
     assert_same(_data(drawn, last_ending), batch_rows, first_line)
