@@ -27,7 +27,8 @@ import pyarrow as pa
 
 from common.errors import ValidationError
 from common.types.column_type import TypeKind
-from services.ingestion.row_parser import BATCH_ROWS, decompressed, json_line_rows, output_schema, parse_file
+from services.ingestion.row_parser import (BATCH_ROWS, decompressed, json_line_rows, output_schema, parse_file,
+                                          read_error_batch)
 
 try:
     from services.ingestion import _json_lines
@@ -90,10 +91,13 @@ class _Input:
         self.data = bytearray(CHUNK_BYTES)
         self.size = self.pos = self.limit = 0
         self.eof = False
+        self.error: Exception | None = None  # the input could not be read further (row_parser's error row)
         self.first = True
         self.line = first_line
 
     def refill(self) -> None:
+        # One raw read at a time (readinto1): a read that fails keeps the bytes read before it.
+        read = getattr(self.stream, "readinto1", None) or self.stream.readinto
         while not self.eof:
             rest = self.size - self.pos
             if rest == len(self.data):
@@ -105,8 +109,12 @@ class _Input:
                     view[:rest] = view[self.pos:self.size]
             self.limit -= self.pos
             self.size, self.pos = rest, 0
-            with memoryview(self.data) as view:
-                got = self.stream.readinto(view[rest:]) or 0
+            try:
+                with memoryview(self.data) as view:
+                    got = read(view[rest:]) or 0
+            except (OSError, EOFError) as exc:  # the lines read so far stay; an unfinished last one does not
+                self.error, self.eof = exc, True
+                return
             if not got:
                 self.eof = True
                 break
@@ -118,6 +126,7 @@ class _Input:
             end = self.data.rfind(b"\n", rest, self.size)
             if end >= 0:
                 self.limit = end + 1
+            if self.limit - self.pos >= LOW_BYTES or (end >= 0 and self.size == len(self.data)):
                 break
         if self.eof:
             self.limit = self.size
@@ -145,6 +154,8 @@ def parse_json_lines(name: str, stream: BinaryIO, signature, batch_rows: int = B
         if need <= 0:
             yield pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces)
             pieces, need = [], batch_rows
+    if inp.error is not None:
+        pieces.append(read_error_batch(name, signature, inp.line - 1, inp.error))
     if pieces:
         yield pieces[0] if len(pieces) == 1 else pa.concat_batches(pieces)
 

@@ -349,9 +349,20 @@ def parse_file(name: str, stream: BinaryIO, input_format: dict, signature,
             if len(batcher) >= batch_rows:
                 yield batcher.flush()
     except (OSError, EOFError, lzma.LZMAError, gzip.BadGzipFile) as exc:
-        batcher.error(last_line + 1, "", f"cannot read the file past line {last_line}: {exc}")
+        batcher.error(last_line + 1, "", _unreadable(last_line, exc))
     if len(batcher):
         yield batcher.flush()
+
+
+def _unreadable(last_line: int, exc: Exception) -> str:
+    return f"cannot read the file past line {last_line}: {exc}"
+
+
+def read_error_batch(name: str, signature, last_line: int, exc: Exception) -> pa.RecordBatch:
+    """The parse exception row parse_file adds when the input cannot be read past ``last_line``."""
+    batcher = _Batcher(name, signature, json_input=True)
+    batcher.error(last_line + 1, "", _unreadable(last_line, exc))
+    return batcher.flush()
 
 
 def _orjson_number_text(printed: bytes) -> bool:
@@ -597,4 +608,5 @@ def _parse_parquet(name: str, stream: BinaryIO, signature, batch_rows: int) -> I
 
 
 __all__ = ["BATCH_ROWS", "META_COLUMNS", "META_ERROR", "META_FILE", "META_LINE", "META_RAW", "arrow_type",
-           "converter", "decompressed", "json_line_rows", "output_schema", "parse_file"]
+           "converter", "decompressed", "json_line_rows", "output_schema", "parse_file",
+           "read_error_batch"]

@@ -201,3 +201,30 @@ def test_parse_text_falls_back_to_row_parser(monkeypatch, tmp_path):
     assert json_lines_reader.native_enabled() is False
     got = list(parse_text("in.json", io.BytesIO(data), {"type": "json"}, SIGNATURE))
     assert got[0].num_rows == 2
+
+
+class _Failing(io.RawIOBase):
+    """A file whose bytes past ``good`` cannot be read (a disk or network error)."""
+
+    def __init__(self, data: bytes, good: int) -> None:
+        self.data, self.good, self.at = data, good, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self.at >= self.good:
+            raise OSError("the disk is gone")
+        n = min(len(b), self.good - self.at)
+        b[:n] = self.data[self.at:self.at + n]
+        self.at += n
+        return n
+
+
+def test_an_input_that_cannot_be_read_to_its_end_gives_row_parsers_error_row():
+    data = b'{"ts": 1}\n{"ts": 2}\r\n{"ts": NaN}\n{"ts": 4, "doc": {"a": 1}}\n'
+    good = data.index(b"4") + 1
+    want = list(parse_file("in.json", io.BufferedReader(_Failing(data, good)), {"type": "json"}, SIGNATURE))
+    got = list(parse_json_lines("in.json", io.BufferedReader(_Failing(data, good)), SIGNATURE))
+    assert [b.to_pydict() for b in got] == [b.to_pydict() for b in want]
+    assert want[0].column("__strata_error").to_pylist()[-1] == "cannot read the file past line 3: the disk is gone"
