@@ -18,6 +18,7 @@ missing extension (logged once) take ``row_parser.parse_file``.
 from __future__ import annotations
 
 import logging
+import mmap
 import os
 from collections.abc import Iterator
 from typing import BinaryIO
@@ -82,13 +83,14 @@ def _plain(name: str, stream: BinaryIO) -> bool:
 
 class _Input:
     """The bytes read so far, data[:size]; [pos, limit) holds whole lines (limit is past a line end,
-    or the end of the input). Reads fill one reused buffer (readinto; its untouched pages cost
-    nothing on a small input), after moving what is left of the last read to its front; it grows
-    only for a line longer than itself."""
+    or the end of the input). Reads fill one reused buffer, after moving what is left of the last
+    read to its front; it grows only for a line longer than itself. The buffer is an anonymous
+    memory map: nothing is written to it before a read (a bytearray would be zeroed first), so a
+    small input costs no more than its bytes."""
 
     def __init__(self, stream: BinaryIO, first_line: int) -> None:
         self.stream = stream
-        self.data = bytearray(CHUNK_BYTES)
+        self.data = mmap.mmap(-1, CHUNK_BYTES)
         self.size = self.pos = self.limit = 0
         self.eof = False
         self.error: Exception | None = None  # the input could not be read further (row_parser's error row)
@@ -101,8 +103,10 @@ class _Input:
         while not self.eof:
             rest = self.size - self.pos
             if rest == len(self.data):
-                grown = bytearray(2 * len(self.data))
-                grown[:rest] = self.data
+                grown = mmap.mmap(-1, 2 * len(self.data))
+                with memoryview(self.data) as view:
+                    grown[:rest] = view
+                self.data.close()
                 self.data = grown
             elif self.pos:
                 with memoryview(self.data) as view:
@@ -121,7 +125,7 @@ class _Input:
             self.size += got
             if self.first:  # utf-8-sig: a byte order mark opening the input is not text
                 self.first = False
-                if self.data.startswith(_BOM):
+                if self.data[:3] == _BOM:
                     self.pos = 3
             end = self.data.rfind(b"\n", rest, self.size)
             if end >= 0:
@@ -131,6 +135,9 @@ class _Input:
         if self.eof:
             self.limit = self.size
 
+    def close(self) -> None:
+        self.data.close()
+
 
 def parse_json_lines(name: str, stream: BinaryIO, signature, batch_rows: int = BATCH_ROWS,
                      first_line: int = 1) -> Iterator[pa.RecordBatch]:
@@ -139,6 +146,14 @@ def parse_json_lines(name: str, stream: BinaryIO, signature, batch_rows: int = B
     spec = tuple((n.encode("utf-8"), _KINDS.get(t.kind, _OTHER)) for n, t in signature)
     name_bytes = name.encode("utf-8", "surrogateescape")
     inp = _Input(stream, first_line)
+    try:
+        yield from _batches(inp, name, name_bytes, signature, schema, spec, batch_rows)
+    finally:
+        inp.close()
+
+
+def _batches(inp: _Input, name: str, name_bytes: bytes, signature, schema: pa.Schema, spec,
+             batch_rows: int) -> Iterator[pa.RecordBatch]:
     pieces: list[pa.RecordBatch] = []
     need = batch_rows
     while True:
