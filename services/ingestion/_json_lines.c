@@ -249,6 +249,54 @@ static int blank_string(Ctx *c) {
     return OK;
 }
 
+/* An ISO-8601 time in the one form most inputs write, read as common.types.interval.parse_instant
+ * reads it: YYYY-MM-DD, optionally THH:MM:SS, a fraction of 1 to 9 digits (milliseconds; finer
+ * digits truncate) and Z; epoch milliseconds in *ms. 0 for any other text (parse_instant decides). */
+static inline int digits_at(const char *p, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9') return 0;
+        v = v * 10 + (p[i] - '0');
+    }
+    *out = v;
+    return 1;
+}
+static int64_t days_from_civil(int64_t y, int m, int d) {
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+static int iso_millis(const char *p, size_t n, int64_t *ms) {
+    static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    int y, mo, d, h = 0, mi = 0, sec = 0, frac = 0;
+    if (n < 10 || p[4] != '-' || p[7] != '-') return 0;
+    if (!digits_at(p, 4, &y) || !digits_at(p + 5, 2, &mo) || !digits_at(p + 8, 2, &d)) return 0;
+    if (y < 1 || mo < 1 || mo > 12 || d < 1) return 0;
+    int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (d > mdays[mo - 1] + (mo == 2 && leap)) return 0;
+    size_t i = 10;
+    if (i < n) {
+        if (n < 19 || p[10] != 'T' || p[13] != ':' || p[16] != ':') return 0;
+        if (!digits_at(p + 11, 2, &h) || !digits_at(p + 14, 2, &mi) || !digits_at(p + 17, 2, &sec)) return 0;
+        if (h > 23 || mi > 59 || sec > 59) return 0;
+        i = 19;
+        if (i < n && p[i] == '.') {
+            size_t k = ++i;
+            while (i < n && p[i] >= '0' && p[i] <= '9') i++;
+            size_t nd = i - k;
+            if (nd < 1 || nd > 9) return 0;
+            for (size_t j = 0; j < 3; j++) frac = frac * 10 + (j < nd ? p[k + j] - '0' : 0);
+        }
+        if (i < n && (p[i] == 'Z' || p[i] == 'z')) i++;
+        if (i != n) return 0;
+    }
+    *ms = days_from_civil(y, mo, d) * 86400000LL + h * 3600000LL + mi * 60000LL + sec * 1000LL + frac;
+    return 1;
+}
+
 static int value_into(Reader *r, Col *col) {
     Ctx *c = &r->c;
     if (c->s >= c->end) return FALLBACK;
@@ -281,7 +329,16 @@ static int value_into(Reader *r, Col *col) {
     default: break;
     }
     /* numbers and times */
-    if (ch == '"') { if ((rc = blank_string(c))) return rc; return put_null(col); }
+    if (ch == '"') {
+        size_t plain = plain_string(c->s, c->end);
+        int64_t ms;
+        if (col->kind == K_TIME && plain && iso_millis(c->s + 1, plain - 2, &ms)) {
+            c->s += plain;
+            return put_i64(col, ms * 1000);  /* years 1 to 9999: always in range */
+        }
+        if ((rc = blank_string(c))) return rc;
+        return put_null(col);
+    }
     int is_true = 0;
     if ((is_true = match_lit(c, "true", 4)) || match_lit(c, "false", 5)) {
         if (col->kind == K_TIME) return FALLBACK;  /* a boolean is not a time: row_parser words it */

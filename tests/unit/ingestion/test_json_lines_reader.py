@@ -15,8 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from common.errors import ValidationError
 from common.types.column_type import JSON, ColumnType, TypeKind
-from services.ingestion import json_lines_reader
+from common.types.interval import parse_instant
+from services.ingestion import _json_lines, json_lines_reader
 from services.ingestion.json_lines_reader import parse_json_lines, parse_text
 from services.ingestion.row_parser import output_schema, parse_file
 
@@ -65,7 +67,7 @@ def assert_same(data: bytes, batch_rows: int = 8192, first_line: int = 1, signat
 
 
 # ---- generated lines ----------------------------------------------------------------------------
-_KEYS = st.one_of(st.sampled_from(COLUMNS), st.sampled_from(COLUMNS),
+_KEYS = st.one_of(st.sampled_from(COLUMNS), st.sampled_from(COLUMNS), st.just("t"),
                   st.sampled_from(["x", "a", "a.b.c", 'q"k', "back\\slash", "", "ключ", "😀", "tab\there"]),
                   st.text(max_size=5))
 _FLOATS = st.one_of(st.floats(allow_nan=False, allow_infinity=False),
@@ -76,7 +78,14 @@ _INTS = st.one_of(st.integers(-2**63, 2**63 - 1), st.integers(-2**70, 2**70), st
 _STRINGS = st.one_of(st.text(max_size=8), st.sampled_from(["", " ", " \t", "12", " 7 ", "-3", "+4", "1.5", "1e3",
                                                            "x", "é", "\x00", "\n\"\\", "\x1f\x7f", "😀", "0.00001",
                                                            "1e-7", "2020-01-01T00:00:00Z", "\u2028", "nan"]))
-_SCALARS = st.one_of(st.none(), st.booleans(), _INTS, _FLOATS, _STRINGS)
+# ISO-8601 times, in and around the form the compiled reader reads itself.
+_TIMES = st.builds(lambda y, mo, d, sep, h, mi, s, frac, zone: f"{y:04d}-{mo:02d}-{d:02d}" + (
+    "" if sep is None else f"{sep}{h:02d}:{mi:02d}:{s:02d}{frac}{zone}"),
+    st.sampled_from([0, 1, 1970, 2000, 2020, 2100, 2023, 9999]), st.integers(0, 13), st.integers(0, 32),
+    st.sampled_from([None, "T", "T", " ", "t"]), st.integers(0, 24), st.integers(0, 60), st.integers(0, 60),
+    st.sampled_from(["", ".", ".5", ".12", ".123", ".1234", ".123456789", ".1234567890", "..1"]),
+    st.sampled_from(["", "Z", "z", "+00:00", "+05:30", " "]))
+_SCALARS = st.one_of(st.none(), st.booleans(), _INTS, _FLOATS, _STRINGS, _TIMES)
 _VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                          st.dictionaries(_KEYS, inner, max_size=4)), max_leaves=16)
 _OBJECTS = st.dictionaries(_KEYS, _VALUES, max_size=6)
@@ -89,10 +98,13 @@ _ODD = ['{"ts": NaN}', '{"doc": [1, Infinity]}', '{"d": -Infinity}', '{"doc": 1e
         '{"doc": 12345678901234567890, "ts": 12345678901234567890}', '{"doc": [0.00001, 1e16, 123456789012345678]}',
         '  {"ts" :  2 }  ', 'null', '{}', '[]', '[{}]', '[{"ts": 1}, {"ts": 2, "s": [1]}]', '[null]', '"x"', 'true',
         '\x0b{"ts": 3}\x1c', '\u00a0{"ts": 3}', '{"ts": 3}\u2003', '{"doc": ' + '[' * 120 + ']' * 120 + '}',
-        '{"x": ' + '{"a":' * 101 + '1' + '}' * 101 + '}', '{"doc": {' + ','.join(f'"k{i}":{i}' for i in range(300)) + '}}',
+        '{"x": ' + '{"a":' * 101 + '1' + '}' * 101 + '}',
+        '{"doc": {' + ','.join(f'"k{i}":{i}' for i in range(300)) + '}}',
         '{"ts": 1,}', '{"ts": }', '{"ts": 1} x', '{"ts": 01}', '{"s":"\x01"}', '{"d": .5}', '{"d": 1.}',
         '{"s": "\\x"}', '{"ts": tru}', '{"s": "x}', '{"ts": 1}}', '{"ts" 1}', '{"ts": 1 "s": 2}', '{1: 2}',
-        '{"t": "2020-01-01"}', '{"t": true}', '{"t": 1e400}', '{"ts": "  "}', '{"ts": ""}', '{"d": " "}',
+        '{"t": "2020-01-01"}', '{"t": "2020-02-29T23:59:59.999Z"}', '{"t": "2021-02-29"}', '{"t": " 2020-01-01"}',
+        '{"t": "2020-1-1"}', '{"t": "2020"}', '{"t": "1600000000000"}', '{"t": "0000-01-01"}', '{"t": true}',
+        '{"t": 1e400}', '{"ts": "  "}', '{"ts": ""}', '{"d": " "}',
         '{"ts": 9.9e18}', '{"f": 1e39}', '{"f": 3.4028235e38}', '{"arr": null}', '{"arr": ["a"]}', '{"arr": "a"}',
         '{"doc":"\\u2028\\u0000\\u007f"}', '{"doc": "e-5 0.0000 e+7"}', '{"s": "x\\ny"}', '{"ts":1}\x00']
 _ENDINGS = st.sampled_from(["\n", "\n", "\n", "\r\n", "\r"])
@@ -177,8 +189,6 @@ def test_the_bench_documents_are_all_read_by_the_compiled_reader():
     data = ("\n".join(lines) + "\n").encode()
     signature = [("ts", LONG), ("doc", JSON)]
     assert_same(data, signature=signature)
-    from services.ingestion import _json_lines
-
     _, _, rows, _, _, fallbacks = _json_lines.read(data, 0, len(data), 1, 10**9,
                                                    ((b"ts", 1), (b"doc", 5)))
     # The only lines left to row_parser are those with a number json prints in exponent form.
@@ -228,3 +238,19 @@ def test_an_input_that_cannot_be_read_to_its_end_gives_row_parsers_error_row():
     got = list(parse_json_lines("in.json", io.BufferedReader(_Failing(data, good)), SIGNATURE))
     assert [b.to_pydict() for b in got] == [b.to_pydict() for b in want]
     assert want[0].column("__strata_error").to_pylist()[-1] == "cannot read the file past line 3: the disk is gone"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_TIMES, min_size=1, max_size=20))
+def test_iso_times_read_as_parse_instant_reads_them(times):
+    data = "\n".join(json.dumps({"t": t, "ts": 1}) for t in times).encode()
+    assert_same(data, signature=[("t", TIME), ("ts", LONG)])
+    _, _, _, _, _, fallbacks = _json_lines.read(data, 0, len(data), 1, 10**9, ((b"t", 4), (b"ts", 1)))
+    for _, line, _, _, _ in fallbacks:  # the common forms are read by the compiled reader itself
+        t = times[line - 1]
+        common = len(t) == 10 or (len(t) in (20, 24) and t[10] == "T" and t[-1] == "Z")
+        try:
+            parse_instant(t)
+        except ValidationError:
+            continue
+        assert not common, t
