@@ -254,3 +254,32 @@ def test_iso_times_read_as_parse_instant_reads_them(times):
         except ValidationError:
             continue
         assert not common, t
+
+
+def test_the_text_scan_writes_the_same_blobs_with_either_reader(tmp_path, monkeypatch):
+    # What leaves a reading task (blobs, counts, parse exceptions, key samples) is byte-identical.
+    from services.ingestion.statement import parse_ingestion
+    from services.ingestion.text_scan import MILLIS, PICK, TextScan, scan_listing
+
+    day = 86_400_000
+    lines = [json.dumps({"ts": 1_600_000_000_000 + (i % 3) * day + i, "doc": {"a": i, "b": [i, "é", 1.5], "c": None},
+                         "n": i, "s": f"x{i}"}, separators=(",", ":") if i % 2 else (", ", ": ")) for i in range(3000)]
+    lines[5], lines[77], lines[901] = '{"ts": NaN}', "", '[{"ts": 1600000000000, "n": 1}, {"ts": 1600000000001}]'
+    lines[1000], lines[2000] = '{"ts": 1600000000000, "doc": {"x": 1e-7}}', '{"ts": 1600000000000, "n": "many"}'
+    path = tmp_path / "x.json"
+    path.write_text("\r\n".join(lines))
+    stmt = parse_ingestion(f"INSERT INTO e SELECT MILLIS_TO_TIMESTAMP(ts) AS __time, doc, n AS m, s FROM TABLE("
+                           f"localfiles(files => ARRAY['{path}'], format => 'json')) EXTEND (ts BIGINT, "
+                           "doc TYPE('COMPLEX<json>'), n BIGINT, s VARCHAR) PARTITIONED BY DAY")
+    [source] = stmt.sources.values()
+    scan = TextScan(source.input_format, source.signature, (
+        ("__time", "ts", MILLIS, pa.timestamp("us", tz="UTC")), ("doc", "doc", PICK, pa.string()),
+        ("m", "n", PICK, pa.int64()), ("s", "s", PICK, pa.string())))
+    listing = [pa.RecordBatch.from_pylist([{"name": str(path), "path": str(path), "data": None, "spark_file": None,
+                                            "start": None, "end": None, "first_line": 1}])]
+    outputs = []
+    for enabled in (False, True):
+        monkeypatch.setattr(json_lines_reader, "ENABLED", enabled)
+        outputs.append([b.to_pylist() for b in scan_listing(listing, scan, stmt.partitioned_by, ("__time",), 0.5)])
+    assert outputs[0] == outputs[1]
+    assert sum(r["kind"] == 0 for b in outputs[1] for r in b) >= 3  # a blob per day
