@@ -195,7 +195,7 @@ def test_the_bench_documents_are_all_read_by_the_compiled_reader():
     assert rows + len(fallbacks) == 3000 and all("e-" in lines[f[1] - 1] for f in fallbacks)
 
 
-def test_parse_text_falls_back_to_row_parser(monkeypatch, tmp_path):
+def test_parse_text_falls_back_to_row_parser(monkeypatch, caplog):
     import gzip
 
     data = b'{"ts": 1, "doc": {"a": 1}}\n{"ts": NaN}\n'
@@ -208,9 +208,12 @@ def test_parse_text_falls_back_to_row_parser(monkeypatch, tmp_path):
     monkeypatch.setattr(json_lines_reader, "ENABLED", True)
     monkeypatch.setattr(json_lines_reader, "_json_lines", None)
     monkeypatch.setattr(json_lines_reader, "_warned", False)
-    assert json_lines_reader.native_enabled() is False
-    got = list(parse_text("in.json", io.BytesIO(data), {"type": "json"}, SIGNATURE))
+    with caplog.at_level("WARNING", logger=json_lines_reader.__name__):
+        assert json_lines_reader.native_enabled() is False
+        got = list(parse_text("in.json", io.BytesIO(data), {"type": "json"}, SIGNATURE))
     assert got[0].num_rows == 2
+    warnings = [r.getMessage() for r in caplog.records if r.name == json_lines_reader.__name__]
+    assert len(warnings) == 1 and "pip install -e ." in warnings[0]  # once, however many inputs
 
 
 class _Failing(io.RawIOBase):
