@@ -249,9 +249,10 @@ static int blank_string(Ctx *c) {
     return OK;
 }
 
-/* An ISO-8601 time in the one form most inputs write, read as common.types.interval.parse_instant
- * reads it: YYYY-MM-DD, optionally THH:MM:SS, a fraction of 1 to 9 digits (milliseconds; finer
- * digits truncate) and Z; epoch milliseconds in *ms. 0 for any other text (parse_instant decides). */
+/* An ISO-8601 time in the forms most inputs write, read as common.types.interval.parse_instant
+ * reads it: YYYY-MM-DD, optionally THH:MM:SS (or a space for the T), a fraction of 1 to 9 digits
+ * (milliseconds; finer digits truncate), and Z or an offset +HH:MM / -HH:MM; epoch milliseconds in
+ * *ms. 0 for any other text (parse_instant decides). */
 static inline int digits_at(const char *p, int n, int *out) {
     int v = 0;
     for (int i = 0; i < n; i++) {
@@ -271,7 +272,8 @@ static int64_t days_from_civil(int64_t y, int m, int d) {
 }
 static int iso_millis(const char *p, size_t n, int64_t *ms) {
     static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int y, mo, d, h = 0, mi = 0, sec = 0, frac = 0;
+    int y, mo, d, h = 0, mi = 0, sec = 0, frac = 0, oh, om;
+    int64_t offset = 0;
     if (n < 10 || p[4] != '-' || p[7] != '-') return 0;
     if (!digits_at(p, 4, &y) || !digits_at(p + 5, 2, &mo) || !digits_at(p + 8, 2, &d)) return 0;
     if (y < 1 || mo < 1 || mo > 12 || d < 1) return 0;
@@ -279,7 +281,7 @@ static int iso_millis(const char *p, size_t n, int64_t *ms) {
     if (d > mdays[mo - 1] + (mo == 2 && leap)) return 0;
     size_t i = 10;
     if (i < n) {
-        if (n < 19 || p[10] != 'T' || p[13] != ':' || p[16] != ':') return 0;
+        if (n < 19 || (p[10] != 'T' && p[10] != ' ') || p[13] != ':' || p[16] != ':') return 0;
         if (!digits_at(p + 11, 2, &h) || !digits_at(p + 14, 2, &mi) || !digits_at(p + 17, 2, &sec)) return 0;
         if (h > 23 || mi > 59 || sec > 59) return 0;
         i = 19;
@@ -291,10 +293,15 @@ static int iso_millis(const char *p, size_t n, int64_t *ms) {
             for (size_t j = 0; j < 3; j++) frac = frac * 10 + (j < nd ? p[k + j] - '0' : 0);
         }
         if (i < n && (p[i] == 'Z' || p[i] == 'z')) i++;
+        else if (i < n && (p[i] == '+' || p[i] == '-') && n - i == 6 && p[i + 3] == ':' &&
+                 digits_at(p + i + 1, 2, &oh) && digits_at(p + i + 4, 2, &om) && oh <= 23 && om <= 59) {
+            offset = (p[i] == '-' ? -1 : 1) * (oh * 3600000LL + om * 60000LL);
+            i = n;
+        }
         if (i != n) return 0;
     }
-    *ms = days_from_civil(y, mo, d) * 86400000LL + h * 3600000LL + mi * 60000LL + sec * 1000LL + frac;
-    return 1;
+    *ms = days_from_civil(y, mo, d) * 86400000LL + h * 3600000LL + mi * 60000LL + sec * 1000LL + frac - offset;
+    return *ms >= MIN_MILLIS && *ms <= MAX_MILLIS;  /* beyond: row_parser words the error */
 }
 
 static int value_into(Reader *r, Col *col) {
@@ -334,7 +341,7 @@ static int value_into(Reader *r, Col *col) {
         int64_t ms;
         if (col->kind == K_TIME && plain && iso_millis(c->s + 1, plain - 2, &ms)) {
             c->s += plain;
-            return put_i64(col, ms * 1000);  /* years 1 to 9999: always in range */
+            return put_i64(col, ms * 1000);
         }
         if ((rc = blank_string(c))) return rc;
         return put_null(col);

@@ -84,7 +84,8 @@ _TIMES = st.builds(lambda y, mo, d, sep, h, mi, s, frac, zone: f"{y:04d}-{mo:02d
     st.sampled_from([0, 1, 1970, 2000, 2020, 2100, 2023, 9999]), st.integers(0, 13), st.integers(0, 32),
     st.sampled_from([None, "T", "T", " ", "t"]), st.integers(0, 24), st.integers(0, 60), st.integers(0, 60),
     st.sampled_from(["", ".", ".5", ".12", ".123", ".1234", ".123456789", ".1234567890", "..1"]),
-    st.sampled_from(["", "Z", "z", "+00:00", "+05:30", " "]))
+    st.sampled_from(["", "Z", "z", "+00:00", "-00:00", "+05:30", "-07:00", "+23:59", "+24:00", "-12:60", "+0530",
+                     "+05", " "]))
 _SCALARS = st.one_of(st.none(), st.booleans(), _INTS, _FLOATS, _STRINGS, _TIMES)
 _VALUES = st.recursive(_SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4),
                                                          st.dictionaries(_KEYS, inner, max_size=4)), max_leaves=16)
@@ -251,12 +252,14 @@ def test_iso_times_read_as_parse_instant_reads_them(times):
     _, _, _, _, _, fallbacks = _json_lines.read(data, 0, len(data), 1, 10**9, ((b"t", 4), (b"ts", 1)))
     for _, line, _, _, _ in fallbacks:  # the common forms are read by the compiled reader itself
         t = times[line - 1]
-        common = len(t) == 10 or (len(t) in (20, 24) and t[10] == "T" and t[-1] == "Z")
+        common = len(t) == 10 or (len(t) in (20, 24) and t[10] in "T " and t[-1] == "Z") or (
+            len(t) in (25, 29) and t[10] in "T " and t[-6:] in ("+00:00", "-00:00", "+05:30", "-07:00", "+23:59"))
         try:
-            parse_instant(t)
+            ms = parse_instant(t)
         except ValidationError:
             continue
-        assert not common, t
+        if -62135596800000 <= ms <= 253402300799999:  # else row_parser words the range error
+            assert not common, t
 
 
 def test_the_text_scan_writes_the_same_blobs_with_either_reader(tmp_path, monkeypatch):
