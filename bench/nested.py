@@ -31,7 +31,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from bench.engine import print_rows, timed  # noqa: E402
-from bench.process_cpu import process_cpu  # noqa: E402
+from bench.process_cpu import jvm_threads, process_cpu  # noqa: E402
 
 DAY_MS = 86_400_000
 START_MS = 1_600_000_000_000 // DAY_MS * DAY_MS
@@ -177,7 +177,7 @@ def _process_cpu() -> dict[str, float]:
 
 
 def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000,
-                general_path: bool = False) -> tuple[float, float, int]:
+                general_path: bool = False, spark_conf: dict | None = None) -> tuple[float, float, int]:
     """Documents per second through a Spark (local[2]) INSERT of newline-delimited JSON into a
     COMPLEX<json> column, file -> published segments; (rate, seconds, rows written). The documents
     fill 1M rows per day, so ``rows_per_segment`` (context rowsPerSegment) below that gives each
@@ -201,13 +201,13 @@ def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000,
             done += part.num_rows
     cluster = EmbeddedCluster(os.path.join(work, "cluster"), historicals=1, max_cache_bytes=8 << 30)
     try:
-        spark = get_or_create_session("strata-nested-bench", master="local[2]")
+        spark = get_or_create_session("strata-nested-bench", master="local[2]", conf=spark_conf)
         spark.range(1).count()
         stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(f"127.0.0.1:{cluster.coordinator.grpc.port}"))
         statement = parse_ingestion(
             f"INSERT INTO events SELECT MILLIS_TO_TIMESTAMP(ts) AS __time, doc FROM TABLE(localfiles(files => "
             f"ARRAY['{path}'], format => 'json')) EXTEND (ts BIGINT, doc TYPE('COMPLEX<json>')) PARTITIONED BY DAY")
-        cpu_before = _process_cpu()
+        cpu_before, threads_before = _process_cpu(), jvm_threads()
         marks: list[tuple[str, dict]] = []  # (phase, CPU seconds when it started)
 
         def progress(phase: str, _details: dict) -> None:
@@ -222,8 +222,11 @@ def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000,
         phases = ", ".join(f"{k} {v:.1f}s" if isinstance(v, (int, float)) else f"{k} {v}"
                            for k, v in report.phases.items())
         print(f"ingest phases: {phases}")
-        cpu = _process_cpu()
+        cpu, threads = _process_cpu(), jvm_threads()
         print("ingest CPU s: " + ", ".join(f"{k} {v - cpu_before.get(k, 0.0):.1f}" for k, v in sorted(cpu.items())))
+        spent = {k: v - threads_before.get(k, 0.0) for k, v in sorted(threads.items())}
+        spent["ended threads"] = cpu.get("jvm", 0.0) - cpu_before.get("jvm", 0.0) - sum(spent.values())
+        print("  JVM CPU s by thread: " + ", ".join(f"{k} {v:.1f}" for k, v in spent.items()))
         for (phase, at), (_, end) in zip(marks, marks[1:]):
             spent = ", ".join(f"{k} {end.get(k, 0.0) - at.get(k, 0.0):.1f}" for k in sorted(end))
             print(f"  {phase} CPU s: {spent}")
@@ -262,6 +265,16 @@ def build_rate(rows: int, runs: int) -> None:
     print(f"load average {os.getloadavg()[0]:.1f}")
 
 
+def _spark_conf(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--spark-conf {pair!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000, help="documents for the queries; 0: only the ingest")
@@ -271,6 +284,8 @@ def main() -> int:
                     help="context rowsPerSegment of the ingest (the documents fill 1M rows per day)")
     ap.add_argument("--general-path", action="store_true",
                     help="ingest through the general path (SET textScan = false) instead of the text scan")
+    ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for the ingest's session (repeatable), e.g. to compare JVM options")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--build-rows", type=int, default=0,
                     help="only time the nested column build of this many documents (compiled vs Python split)")
@@ -292,7 +307,7 @@ def main() -> int:
     if args.rows == 0:  # the ingest rate alone
         try:
             rate, seconds, written = ingest_rate(work, args.ingest_rows, args.ingest_rows_per_segment,
-                                                 args.general_path)
+                                                 args.general_path, _spark_conf(args.spark_conf))
             print(f"Spark local[2] ingest {written:,} documents in {seconds:.1f}s = {rate:,.0f} docs/s (goal >= 150k)")
             return 0
         finally:
@@ -365,7 +380,7 @@ def main() -> int:
                    "(goal <= 1)")
         if args.ingest_rows:
             rate, seconds, written = ingest_rate(work, args.ingest_rows, args.ingest_rows_per_segment,
-                                                 args.general_path)
+                                                 args.general_path, _spark_conf(args.spark_conf))
             summary += (f"; Spark local[2] ingest {written:,} documents in {seconds:.1f}s = {rate:,.0f} docs/s "
                         "(goal >= 150k)")
         print(summary)

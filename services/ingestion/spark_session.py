@@ -9,8 +9,10 @@
 - Parquet dates and times read as written (proleptic Gregorian, as pyarrow writes and reads
   them), instead of failing on times before 1900 in files that carry no Spark writer metadata.
 
-In local mode a new session also starts its Python workers (one per core, with pyarrow and the
-ingestion modules imported), which otherwise costs the first ingestion a few seconds.
+Python workers come from strata's worker daemon (``spark.python.daemon.module``, worker_daemon.py:
+pyspark's daemon with pyarrow, numpy and the ingestion modules imported before it forks workers)
+and are reused between tasks. In local mode a new session also starts its Python workers (one
+per core), which otherwise costs the first ingestion a few seconds.
 
 The master is the argument, else ``STRATA_SPARK_MASTER``, else ``local[*]``; any spark:// or
 k8s:// master works the same, as long as executors can import strata (install the package in
@@ -50,6 +52,9 @@ JVM_OUTPUT_LINES = 20
 JVM_OUTPUT_BYTES = 4000
 
 log = logging.getLogger(__name__)
+# The Python worker daemon (services/ingestion/worker_daemon.py; a name, so the driver does not
+# import what the daemon preloads).
+WORKER_DAEMON = "services.ingestion.worker_daemon"
 
 _BASE_CONF = {
     "spark.sql.session.timeZone": "UTC",
@@ -62,6 +67,10 @@ _BASE_CONF = {
     "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
+    # Workers fork from a daemon that has strata's executor modules imported, and serve task after
+    # task (reuse is Spark's default; said here because the preload pays only with it).
+    "spark.python.daemon.module": WORKER_DAEMON,
+    "spark.python.worker.reuse": "true",
 }
 
 
