@@ -226,6 +226,10 @@ def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000, general_p
     try:
         spark = get_or_create_session("strata-nested-bench", master="local[2]", conf=spark_conf)
         spark.range(1).count()
+        # Start-up (JVM, session, Python workers started and their imports) is left out of the
+        # figures below; a task on a fresh driver pays it too.
+        print("session start-up CPU s (not counted below): " +
+              ", ".join(f"{k} {v:.1f}" for k, v in sorted(_process_cpu().items())))
         stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(f"127.0.0.1:{cluster.coordinator.grpc.port}"))
         files = ", ".join(f"'{p}'" for p in paths)
         statement = parse_ingestion(
