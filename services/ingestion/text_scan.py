@@ -384,7 +384,7 @@ def read_text(spark, scan: TextScan, source, files, granularity: Granularity, ke
     def run(batches):
         yield from scan_listing(batches, scan, granularity, key_columns, rate)
 
-    frame = listing.mapInArrow(run, SCAN_DDL).persist(StorageLevel.MEMORY_AND_DISK)
+    frame = listing.mapInArrow(run, SCAN_DDL).persist(StorageLevel.DISK_ONLY)
     rows = frame.where(F.col("kind") != BLOB).collect()  # the key samples are the only blobs here
     return frame, totals_of(rows), keys_of([r for r in rows if r["kind"] == KEYS], key_columns)
 
