@@ -40,8 +40,7 @@ PRELOAD = (
     "pyspark.sql.pandas.serializers",
     "common.segment.builder",
     "common.segment.nested_column",
-    "common.segment.nested_native_split",
-    "common.segment._nested_split",
+    "common.segment.nested_native_split",  # imports the C split when it is built
     "services.deep_storage",
     "services.ingestion.build",
     "services.ingestion.row_parser",
