@@ -16,13 +16,13 @@ slower than ClickHouse's JSON type; JSON column bytes <= 1.5x the gzip'd JSON te
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import shutil
 import sys
 import tempfile
 import time
+import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -31,7 +31,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from bench.engine import print_rows, timed  # noqa: E402
-from bench.process_cpu import process_cpu  # noqa: E402
+from bench.process_cpu import jvm_threads, process_cpu  # noqa: E402
 
 DAY_MS = 86_400_000
 START_MS = 1_600_000_000_000 // DAY_MS * DAY_MS
@@ -83,20 +83,25 @@ def documents(n: int, seed: int) -> tuple[pa.Table, int]:
     mixed_is_text = rng.random(n) < 0.3
     price = np.round(rng.uniform(0.5, 500, n), 2)
     cur = rng.integers(0, len(CURRENCIES), n)
+    # Python lists: indexing numpy arrays value by value costs several times the formatting.
+    cols = [user_id, country, age, tier, lat, lon, city, etype, ets, value, count, ntags, tag0, tag1, tag2, fa, fb,
+            app, osn, ver, session, duration, pages, ref, bucket, variant, dev, model, w, h, m0, m1, m2, mixed_num,
+            mixed_is_text, price, cur]
     texts = []
-    for i in range(n):
-        tags = ",".join(_json_str(TAGS[t[i]]) for t in (tag0, tag1, tag2)[:ntags[i]])
-        mixed = _json_str(f"m{mixed_num[i]}") if mixed_is_text[i] else str(mixed_num[i])
+    for (uid, co, ag, ti, la, lo, ci, et, ts, va, cn, nt, t0, t1, t2, a, b, ap, os_, ve, se, du, pg, rf, bu, vr, dv, mo,
+         wi, he, x0, x1, x2, mn, mt, pr, cu) in zip(*(c.tolist() for c in cols)):
+        tags = ",".join(_json_str(TAGS[t]) for t in (t0, t1, t2)[:nt])
+        mixed = _json_str(f"m{mn}") if mt else str(mn)
         texts.append(
-            f'{{"user":{{"id":{user_id[i]},"name":"u{user_id[i]}","country":"{COUNTRIES[country[i]]}","age":{age[i]},'
-            f'"tier":"{TIERS[tier[i]]}","geo":{{"lat":{lat[i]},"lon":{lon[i]},"city":"{CITIES[city[i]]}"}}}},'
-            f'"event":{{"type":"{EVENT_TYPES[etype[i]]}","ts":{ets[i]},"value":{value[i]},"count":{count[i]},'
-            f'"tags":[{tags}],"flags":{{"a":{"true" if fa[i] else "false"},"b":{"true" if fb[i] else "false"}}},'
-            f'"source":{{"app":"{APPS[app[i]]}","version":"1.{ver[i]}","os":"{OSES[osn[i]]}"}}}},'
-            f'"session":{{"id":"s{session[i]:010x}","duration":{duration[i]},"pages":{pages[i]},'
-            f'"referrer":"{REFERRERS[ref[i]]}","ab":{{"bucket":{bucket[i]},"variant":"{"AB"[variant[i]]}"}}}},'
-            f'"device":{{"type":"{DEVICES[dev[i]]}","model":"{MODELS[model[i]]}","screen":{{"w":{w[i]},"h":{h[i]}}}}},'
-            f'"metrics":[{m0[i]},{m1[i]},{m2[i]}],"mixed":{mixed},"price":{price[i]},"currency":"{CURRENCIES[cur[i]]}"}}')
+            f'{{"user":{{"id":{uid},"name":"u{uid}","country":"{COUNTRIES[co]}","age":{ag},'
+            f'"tier":"{TIERS[ti]}","geo":{{"lat":{la},"lon":{lo},"city":"{CITIES[ci]}"}}}},'
+            f'"event":{{"type":"{EVENT_TYPES[et]}","ts":{ts},"value":{va},"count":{cn},'
+            f'"tags":[{tags}],"flags":{{"a":{"true" if a else "false"},"b":{"true" if b else "false"}}},'
+            f'"source":{{"app":"{APPS[ap]}","version":"1.{ve}","os":"{OSES[os_]}"}}}},'
+            f'"session":{{"id":"s{se:010x}","duration":{du},"pages":{pg},'
+            f'"referrer":"{REFERRERS[rf]}","ab":{{"bucket":{bu},"variant":"{"AB"[vr]}"}}}},'
+            f'"device":{{"type":"{DEVICES[dv]}","model":"{MODELS[mo]}","screen":{{"w":{wi},"h":{he}}}}},'
+            f'"metrics":[{x0},{x1},{x2}],"mixed":{mixed},"price":{pr},"currency":"{CURRENCIES[cu]}"}}')
     times = START_MS + seed * DAY_MS + np.arange(n) * (DAY_MS // SEGMENT_ROWS)  # seed: the day
     table = pa.table({
         "__time": pa.array(times, pa.int64()),
@@ -176,8 +181,33 @@ def _process_cpu() -> dict[str, float]:
     return {k: v for k, v in process_cpu().items() if k != "driver"}
 
 
-def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000,
-                general_path: bool = False) -> tuple[float, float, int]:
+def ingest_files(directory: str, rows: int) -> list[str]:
+    """The ingest's input: JSON lines ``{"ts": <millis>, "doc": {...}}``, one file per day of up to
+    SEGMENT_ROWS documents, generated and written a day at a time (so memory holds one day). A
+    file already in ``directory`` under its name (day and row count) is reused."""
+    import pyarrow.compute as pc
+
+    os.makedirs(directory, exist_ok=True)
+    paths, done = [], 0
+    while done < rows:
+        n, day = min(SEGMENT_ROWS, rows - done), 100 + done // SEGMENT_ROWS
+        path = os.path.join(directory, f"events-{day}-{n}.json")
+        if not os.path.exists(path):
+            part, _ = documents(n, day)
+            lines = pc.binary_join_element_wise('{"ts":', part.column("__time").cast(pa.string()), ',"doc":',
+                                                part.column("doc"), "}\n", "").combine_chunks()
+            offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32)[lines.offset:lines.offset + len(lines) + 1]
+            with open(path + ".part", "wb") as f:
+                f.write(memoryview(lines.buffers()[2])[offsets[0]:offsets[-1]])
+            os.replace(path + ".part", path)
+            del part, lines
+        paths.append(path)
+        done += n
+    return paths
+
+
+def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000, general_path: bool = False,
+                spark_conf: dict | None = None, input_dir: str | None = None) -> tuple[float, float, int]:
     """Documents per second through a Spark (local[2]) INSERT of newline-delimited JSON into a
     COMPLEX<json> column, file -> published segments; (rate, seconds, rows written). The documents
     fill 1M rows per day, so ``rows_per_segment`` (context rowsPerSegment) below that gives each
@@ -191,23 +221,21 @@ def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000,
     from services.ingestion.statement import parse_ingestion
     from tests.harness.embedded_cluster import EmbeddedCluster
 
-    path = os.path.join(work, "events.json")
-    with open(path, "w", encoding="utf-8") as f:
-        done = 0
-        while done < rows:
-            part, _ = documents(min(SEGMENT_ROWS, rows - done), 100 + done // SEGMENT_ROWS)
-            for t, d in zip(part.column("__time").to_pylist(), part.column("doc").to_pylist()):
-                f.write(f'{{"ts":{t},"doc":{d}}}\n')
-            done += part.num_rows
+    paths = ingest_files(input_dir or work, rows)
     cluster = EmbeddedCluster(os.path.join(work, "cluster"), historicals=1, max_cache_bytes=8 << 30)
     try:
-        spark = get_or_create_session("strata-nested-bench", master="local[2]")
+        spark = get_or_create_session("strata-nested-bench", master="local[2]", conf=spark_conf)
         spark.range(1).count()
+        # Start-up (JVM, session, Python workers started and their imports) is left out of the
+        # figures below; a task on a fresh driver pays it too.
+        print("session start-up CPU s (not counted below): " +
+              ", ".join(f"{k} {v:.1f}" for k, v in sorted(_process_cpu().items())))
         stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(f"127.0.0.1:{cluster.coordinator.grpc.port}"))
+        files = ", ".join(f"'{p}'" for p in paths)
         statement = parse_ingestion(
             f"INSERT INTO events SELECT MILLIS_TO_TIMESTAMP(ts) AS __time, doc FROM TABLE(localfiles(files => "
-            f"ARRAY['{path}'], format => 'json')) EXTEND (ts BIGINT, doc TYPE('COMPLEX<json>')) PARTITIONED BY DAY")
-        cpu_before = _process_cpu()
+            f"ARRAY[{files}], format => 'json')) EXTEND (ts BIGINT, doc TYPE('COMPLEX<json>')) PARTITIONED BY DAY")
+        cpu_before, threads_before = _process_cpu(), jvm_threads()
         marks: list[tuple[str, dict]] = []  # (phase, CPU seconds when it started)
 
         def progress(phase: str, _details: dict) -> None:
@@ -222,8 +250,11 @@ def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000,
         phases = ", ".join(f"{k} {v:.1f}s" if isinstance(v, (int, float)) else f"{k} {v}"
                            for k, v in report.phases.items())
         print(f"ingest phases: {phases}")
-        cpu = _process_cpu()
+        cpu, threads = _process_cpu(), jvm_threads()
         print("ingest CPU s: " + ", ".join(f"{k} {v - cpu_before.get(k, 0.0):.1f}" for k, v in sorted(cpu.items())))
+        spent = {k: v - threads_before.get(k, 0.0) for k, v in sorted(threads.items())}
+        spent["ended threads"] = cpu.get("jvm", 0.0) - cpu_before.get("jvm", 0.0) - sum(spent.values())
+        print("  JVM CPU s by thread: " + ", ".join(f"{k} {v:.1f}" for k, v in spent.items()))
         for (phase, at), (_, end) in zip(marks, marks[1:]):
             spent = ", ".join(f"{k} {end.get(k, 0.0) - at.get(k, 0.0):.1f}" for k in sorted(end))
             print(f"  {phase} CPU s: {spent}")
@@ -262,6 +293,29 @@ def build_rate(rows: int, runs: int) -> None:
     print(f"load average {os.getloadavg()[0]:.1f}")
 
 
+def _text_and_gzip_bytes(docs: pa.ChunkedArray, step: int = 100_000) -> tuple[int, int]:
+    """Bytes of the documents as newline-separated text, and gzip'd (level 6), a slice at a time
+    (one gzip stream, so the same size as compressing the whole text at once)."""
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)
+    text = packed = 0
+    for lo in range(0, len(docs), step):
+        piece = ("\n" if lo else "") + "\n".join(docs.slice(lo, step).to_pylist())
+        raw = piece.encode()
+        text += len(raw)
+        packed += len(z.compress(raw))
+    return text, packed + len(z.flush())
+
+
+def _spark_conf(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--spark-conf {pair!r}: expected KEY=VALUE")
+        out[key.strip()] = value
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000, help="documents for the queries; 0: only the ingest")
@@ -271,6 +325,11 @@ def main() -> int:
                     help="context rowsPerSegment of the ingest (the documents fill 1M rows per day)")
     ap.add_argument("--general-path", action="store_true",
                     help="ingest through the general path (SET textScan = false) instead of the text scan")
+    ap.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting for the ingest's session (repeatable), e.g. to compare JVM options")
+    ap.add_argument("--ingest-dir", help="keep the ingest's JSON lines files here (one per day) and reuse them "
+                                         "on later runs, instead of generating them in a temporary directory")
+    ap.add_argument("--duckdb-memory", default="4GB", help="DuckDB's memory_limit (its tables are on disk)")
     ap.add_argument("--markdown", action="store_true")
     ap.add_argument("--build-rows", type=int, default=0,
                     help="only time the nested column build of this many documents (compiled vs Python split)")
@@ -292,7 +351,7 @@ def main() -> int:
     if args.rows == 0:  # the ingest rate alone
         try:
             rate, seconds, written = ingest_rate(work, args.ingest_rows, args.ingest_rows_per_segment,
-                                                 args.general_path)
+                                                 args.general_path, _spark_conf(args.spark_conf), args.ingest_dir)
             print(f"Spark local[2] ingest {written:,} documents in {seconds:.1f}s = {rate:,.0f} docs/s (goal >= 150k)")
             return 0
         finally:
@@ -310,9 +369,9 @@ def main() -> int:
             part, paths = documents(n, done // SEGMENT_ROWS)
             gen_s += time.perf_counter() - started
             session_id = session_id or json.loads(part.column("doc")[n // 2].as_py())["session"]["id"]
-            raw = "\n".join(part.column("doc").to_pylist()).encode()
-            text_bytes += len(raw)
-            gzip_bytes += len(gzip.compress(raw, compresslevel=6))
+            t, g = _text_and_gzip_bytes(part.column("doc"))
+            text_bytes += t
+            gzip_bytes += g
             day = START_MS + (done // SEGMENT_ROWS) * DAY_MS
             path = os.path.join(work, f"events-{day}.sseg")
             started = time.perf_counter()
@@ -329,7 +388,10 @@ def main() -> int:
             print(f"  {done:,} documents generated and built ({gen_s:.0f}s, {build_s:.0f}s)", flush=True)
         writer.close()
 
-        con = duckdb.connect()
+        # On disk, with a memory limit: 10M documents as text and as STRUCT do not fit in memory.
+        con = duckdb.connect(os.path.join(work, "duck.db"))
+        con.sql(f"SET memory_limit = '{args.duckdb_memory}'")
+        con.sql(f"SET temp_directory = '{os.path.join(work, 'duck.tmp')}'")
         con.sql(f"CREATE TABLE raw AS SELECT __time, doc FROM read_parquet('{parquet}')")
         struct_type = con.sql(f"SELECT json_structure(doc) FROM read_parquet('{parquet}') LIMIT 1").fetchall()[0][0]
         con.sql(f"CREATE TABLE st AS SELECT __time, json_transform(doc, '{struct_type}') AS doc "
@@ -365,7 +427,7 @@ def main() -> int:
                    "(goal <= 1)")
         if args.ingest_rows:
             rate, seconds, written = ingest_rate(work, args.ingest_rows, args.ingest_rows_per_segment,
-                                                 args.general_path)
+                                                 args.general_path, _spark_conf(args.spark_conf), args.ingest_dir)
             summary += (f"; Spark local[2] ingest {written:,} documents in {seconds:.1f}s = {rate:,.0f} docs/s "
                         "(goal >= 150k)")
         print(summary)

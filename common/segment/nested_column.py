@@ -161,10 +161,7 @@ class _Dictionaries:
                     arr = pa.array(_array_texts(vals), pa.string())
                     arrays.append(arr)
                 self._cache[(i, kind)] = arr
-        self.strings = _sorted_unique_strings(strings)
         self.doubles = _sorted_unique_doubles(doubles)
-        self.arrays = _sorted_unique_strings(arrays)
-        # Ids of all fields' strings (and arrays) in one lookup: index_in hashes its value set per call.
         self._ids: dict[tuple[int, str], np.ndarray] = {}
         # Numbers: one sort of all fields' values gives the dictionary and every value's id in it.
         self.longs = np.array([], dtype=np.int64)
@@ -184,14 +181,19 @@ class _Dictionaries:
                 n = len(self._cache[k])
                 self._ids[k] = ids[at:at + n]
                 at += n
-        for kind, dictionary in (("STRING", self.strings), ("ARRAY", self.arrays)):
+        # Strings (and arrays as text): one hash pass over all fields' values gives the dictionary
+        # and every value's id in it.
+        self.strings = self.arrays = pa.array([], pa.string())
+        for kind in ("STRING", "ARRAY"):
             keys = [k for k in self._cache if k[1] == kind]
             if not keys:
                 continue
             chunks = [self._cache[k] for k in keys]
-            ids = pc.index_in(pa.chunked_array(chunks, pa.string()), value_set=dictionary)
-            ids = ids.to_numpy().astype(np.int64) if isinstance(ids, pa.ChunkedArray) else ids.to_numpy(
-                zero_copy_only=False).astype(np.int64)
+            dictionary, ids = _sorted_string_ids(chunks)
+            if kind == "STRING":
+                self.strings = dictionary
+            else:
+                self.arrays = dictionary
             at = 0
             for k, chunk in zip(keys, chunks):
                 self._ids[k] = ids[at:at + len(chunk)]
@@ -228,6 +230,27 @@ def _sorted_unique_strings(chunks: list[pa.Array]) -> pa.Array:
         return pa.array([], pa.string())
     unique = pc.unique(pa.chunked_array(chunks, pa.string()))
     return unique.take(pc.sort_indices(unique))
+
+
+def _sorted_string_ids(chunks: list[pa.Array]) -> tuple[pa.Array, np.ndarray]:
+    """(distinct strings in byte order, every value's id in them as int64) of the non-null strings
+    in ``chunks``: one dictionary_encode (the distinct values in first-seen order, as pc.unique
+    gives them), a sort of the distinct values and a renumbering, instead of hashing every value
+    twice (unique, then index_in)."""
+    values = pa.chunked_array(chunks, pa.string())
+    encoded = pc.dictionary_encode(values)
+    dictionary = encoded.chunk(0).dictionary if encoded.num_chunks else pa.array([], pa.string())
+    if values.null_count or any(len(c.dictionary) != len(dictionary) for c in encoded.chunks):
+        # Not one shared dictionary (or nulls, which the fields never hold): hash twice.
+        dictionary = _sorted_unique_strings(chunks)
+        ids = pc.index_in(values, value_set=dictionary)
+        return dictionary, ids.to_numpy().astype(np.int64)
+    order = pc.sort_indices(dictionary).to_numpy()
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    codes = [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
+    ids = rank[np.concatenate(codes)] if codes else np.array([], dtype=np.int64)
+    return dictionary.take(pa.array(order)), ids
 
 
 def _sorted_unique_doubles(chunks: list[np.ndarray]) -> np.ndarray:

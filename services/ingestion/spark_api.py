@@ -80,8 +80,23 @@ class ClassicSpark:
     def add_file(self, path: str) -> None:
         self.sc.addFile(path)
 
+    _INDEX = "__strata_listing_index"
+
     def listing_frame(self, rows: list[tuple], ddl: str):
-        return self.spark.createDataFrame(self.sc.parallelize(rows, max(1, len(rows))), ddl)
+        # One row per partition, handed to the JVM as Arrow: a DataFrame made from Python rows
+        # (sc.parallelize, or a list) converts them in a Python worker of a second daemon (a plain
+        # Python RDD's, not a SQL one's), which cost each ingestion that daemon and two more workers.
+        import pyarrow as pa
+        from pyspark.sql import functions as F
+        from pyspark.sql.pandas.types import to_arrow_schema
+        from pyspark.sql.types import _parse_datatype_string
+
+        n = max(1, len(rows))
+        schema = _parse_datatype_string(f"{ddl}, {self._INDEX} INT")
+        indexed = [(*row, i) for i, row in enumerate(rows)]
+        table = pa.Table.from_pylist([dict(zip(schema.names, row)) for row in indexed], to_arrow_schema(schema))
+        frame = self.spark.createDataFrame(table, schema)
+        return frame.repartitionById(n, F.col(self._INDEX)).drop(self._INDEX)
 
     def needs_cache(self, df) -> bool:
         try:

@@ -301,9 +301,10 @@ def _decode(blob: pa.Buffer) -> pa.Table:
 
 
 def route_blobs(batches: Iterable[pa.RecordBatch], plan: PartitionPlan) -> Iterator[pa.RecordBatch]:
-    """BLOB_SCHEMA rows, one segment per blob, of the scan's (chunk, blob) rows: a blob of a chunk
-    that is one segment keeps its bytes; one of a chunk cut into several is decoded and split (one
-    input batch at a time, so a task holds at most a batch of blobs and build.BLOB_BYTES of rows)."""
+    """BLOB_SCHEMA rows, one segment per blob, of the scan's (chunk, blob) rows: a blob whose rows
+    all go to one segment keeps its bytes (always so in a chunk that is one segment; in a chunk cut
+    into several, found by decoding only the blob's key columns); the others are decoded and split
+    (one input batch at a time, so a task holds at most a batch of blobs and build.BLOB_BYTES of rows)."""
     for batch in batches:
         chunks = batch.column("chunk").to_pylist()
         blobs = batch.column("blob")
@@ -313,14 +314,35 @@ def route_blobs(batches: Iterable[pa.RecordBatch], plan: PartitionPlan) -> Itera
             if planned is None:
                 raise ValidationError(f"rows in chunk starting {chunk} were not planned; the input changed while it "
                                       "was read")
-            if planned.boundaries:
+            part = _one_part(blobs[i].as_buffer(), chunk, plan) if planned.boundaries else planned.first_index
+            if part is None:
                 to_cut.append(i)
             else:
-                yield pa.RecordBatch.from_arrays([pa.array([planned.first_index], pa.int32()), blobs.slice(i, 1)],
-                                                 schema=BLOB_SCHEMA)
+                yield pa.RecordBatch.from_arrays([pa.array([part], pa.int32()), blobs.slice(i, 1)], schema=BLOB_SCHEMA)
         if to_cut:
             yield from split_into_blobs(_timed_rows([(chunks[i], blobs[i].as_buffer()) for i in to_cut]), plan.assign,
                                         drop=(CHUNK_COLUMN,))
+
+
+def _one_part(blob: pa.Buffer, chunk: int, plan: PartitionPlan) -> int | None:
+    """The partition index of every row of ``blob`` when they all have the same, else None. Reads
+    only the key columns (the text scan's blobs hold a task's rows in input order, so with time-
+    ordered input most blobs of a chunk cut by __time lie inside one range and need no re-cut)."""
+    with pa.ipc.open_stream(blob) as reader:
+        names = reader.schema.names
+    if not all(c in names for c in plan.key_columns):
+        return None
+    wanted = sorted(names.index(c) for c in plan.key_columns)
+    with pa.ipc.open_stream(blob, options=pa.ipc.IpcReadOptions(included_fields=wanted)) as reader:
+        keys = reader.read_all()
+    if keys.num_rows == 0:
+        return None
+    keys = keys.combine_chunks()
+    starts = pa.array(np.full(keys.num_rows, chunk, dtype=np.int64))
+    batch = pa.RecordBatch.from_arrays([keys.column(c).combine_chunks() for c in plan.key_columns] + [starts],
+                                       names=list(plan.key_columns) + [CHUNK_COLUMN])
+    parts = plan.assign(batch).to_numpy(zero_copy_only=False)
+    return int(parts[0]) if parts[0] == parts[-1] and bool((parts == parts[0]).all()) else None
 
 
 def _timed_rows(blobs: list[tuple[int, pa.Buffer]]) -> Iterator[pa.RecordBatch]:
@@ -364,7 +386,7 @@ def read_text(spark, scan: TextScan, source, files, granularity: Granularity, ke
     def run(batches):
         yield from scan_listing(batches, scan, granularity, key_columns, rate)
 
-    frame = listing.mapInArrow(run, SCAN_DDL).persist(StorageLevel.MEMORY_AND_DISK)
+    frame = listing.mapInArrow(run, SCAN_DDL).persist(StorageLevel.DISK_ONLY)
     rows = frame.where(F.col("kind") != BLOB).collect()  # the key samples are the only blobs here
     return frame, totals_of(rows), keys_of([r for r in rows if r["kind"] == KEYS], key_columns)
 

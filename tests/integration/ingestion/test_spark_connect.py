@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pytest
 
+from services.ingestion.spark_session import WORKER_DAEMON
 from tests.fixtures.s3_server import s3_server  # noqa: F401 - a fixture
 from tests.fixtures.spark_standalone import start_connect
 from tests.harness.embedded_cluster import EmbeddedCluster
@@ -31,8 +32,9 @@ AWS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION", "AWS_
 def connect(tmp_path_factory, s3_server):  # noqa: F811 - a fixture; its credentials are in the env
     # The server's Python workers: this interpreter, this checkout, the S3 credentials.
     env = {"PYTHONPATH": ROOT, "PYSPARK_PYTHON": sys.executable, **{k: os.environ[k] for k in AWS if k in os.environ}}
+    # The server's static settings are its own: strata's worker daemon is given at its start.
     server = start_connect(str(tmp_path_factory.mktemp("spark-connect")), env,
-                           {"spark.sql.shuffle.partitions": "2"})
+                           {"spark.sql.shuffle.partitions": "2", "spark.python.daemon.module": WORKER_DAEMON})
     # pyspark's functions build Connect columns only in "Connect mode"; the suite's shared classic
     # session may run in this process too, so the mode is on for this module only.
     was = os.environ.get("SPARK_CONNECT_MODE_ENABLED")

@@ -35,3 +35,13 @@ def test_only_max_num_tasks_on_a_local_master_needs_its_own_master():
     assert task_master({"context": {"maxNumTasks": 3}}, "spark://h:7077") is None
     assert task_master({"context": {}}, "local[*]") is None
     assert task_master({}, "local[4]") is None
+
+
+def test_one_shot_drivers_compile_with_c1_only_and_warm_ones_keep_the_tiered_jit():
+    one_shot = session_conf("local[2]")["spark.driver.extraJavaOptions"].split()
+    assert one_shot == ["-Duser.timezone=UTC", "-XX:TieredStopAtLevel=1"]
+    warm = session_conf("local[2]", long_lived=True)["spark.driver.extraJavaOptions"].split()
+    assert warm == ["-Duser.timezone=UTC"]
+    assert session_conf("spark://h:7077")["spark.executor.extraJavaOptions"] == "-Duser.timezone=UTC"
+    # Explicit settings still win (STRATA_SPARK_CONF or the caller's).
+    assert session_conf("local[2]", {"spark.driver.extraJavaOptions": "-Xss4m"})["spark.driver.extraJavaOptions"] == "-Xss4m"
