@@ -296,6 +296,8 @@ def _cast_lenient(arr: pa.Array, ctype: ColumnType) -> pa.Array:
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
     target = ctype.to_arrow()
+    if arr.type == target:
+        return arr  # a cast to its own type changes nothing and costs a compute call
     try:
         return arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
