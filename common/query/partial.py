@@ -52,6 +52,8 @@ def union_coverage(parts: list[Partial]) -> tuple[int, int] | None:
 def decode_dictionaries(table: pa.Table) -> pa.Table:
     """The table with dictionary columns decoded: partials of different segments carry different
     dictionaries (so they concatenate only decoded), and Arrow's join refuses some as payload."""
+    if not any(pa.types.is_dictionary(t) for t in table.schema.types):
+        return table
     cols = []
     for col in table.columns:
         if pa.types.is_dictionary(col.type):
