@@ -220,7 +220,7 @@ class ColumnSource(Mapping):
         return self._types
 
     def _touch(self, name: str, roles: tuple[str, ...]) -> None:
-        key = f"{name}:{','.join(roles)}"
+        key = (name, roles)
         if key not in self._touched:
             self._touched.add(key)
             self._bytes[0] += self.source.part_bytes(name, roles)
