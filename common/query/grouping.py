@@ -63,29 +63,24 @@ def int64_array(values: np.ndarray, arrow_type: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(arrow_type, len(values), [None, pa.py_buffer(values)])
 
 
-def codes_from_sorted(values: np.ndarray, arrow_type: pa.DataType, changes: np.ndarray | None = None) -> KeyCodes:
-    """Codes for an ascending int64 array (time buckets of a time-sorted segment): run lengths, no
-    sort. ``changes`` (``values[1:] != values[:-1]``) when the caller has it already."""
+def codes_from_sorted(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:
+    """Codes for an ascending int64 array (time buckets of a time-sorted segment): run lengths, no sort."""
     n = len(values)
     if n == 0:
         return KeyCodes(np.zeros(0, np.int64), pa.array([], arrow_type))
-    if changes is None:
-        changes = values[1:] != values[:-1]
-    starts = np.flatnonzero(changes)
+    starts = np.flatnonzero(values[1:] != values[:-1])
     starts += 1
     starts = np.concatenate((np.zeros(1, np.int64), starts))
-    codes = np.empty(n, np.int64)
-    codes[0] = 0
-    np.cumsum(changes, out=codes[1:])
+    lengths = np.empty(len(starts), np.int64)
+    lengths[:-1] = starts[1:] - starts[:-1]
+    lengths[-1] = n - starts[-1]
+    codes = np.repeat(np.arange(len(starts), dtype=np.int64), lengths)
     return KeyCodes(codes, int64_array(values[starts], arrow_type), starts)
 
 
 def codes_from_int64(values: np.ndarray, arrow_type: pa.DataType) -> KeyCodes:
-    if len(values) <= 1:
+    if len(values) and bool(np.all(values[1:] >= values[:-1])):
         return codes_from_sorted(values, arrow_type)
-    steps = np.diff(values)
-    if steps.min() >= 0:
-        return codes_from_sorted(values, arrow_type, steps != 0)
     uniq, inverse = np.unique(values, return_inverse=True)
     return KeyCodes(inverse.astype(np.int64), int64_array(uniq, arrow_type))
 
