@@ -65,3 +65,19 @@ def test_a_kept_selection_is_not_reused_under_another_declared_type(segments):
     assert _same(got, base) and not _same(got, as_text)
     again, _ = _historical_run(q, sources, schema)
     assert _same(again, as_text)
+
+
+def test_a_large_selection_is_not_kept(segments, monkeypatch):
+    from common.query import selection
+
+    monkeypatch.setattr(selection, "MEMO_MAX_ROWS", 3)
+    query = query_from_json({"queryType": "timeseries", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"],
+                             "granularity": "hour", "filter": {"type": "not", "field": {"type": "null", "column": "channel"}},
+                             "aggregations": [{"type": "count", "name": "c"}]})
+    schema = engine.union_schema(segments)
+    sources = [s for s in _sources(query, segments) if s.pre_aggregated]
+    assert sources
+    first, _ = _historical_run(query, sources, schema)
+    assert all(src.selection_memo is None for src in sources)  # more than 3 rows each: made again every run
+    again, _ = _historical_run(query, sources, schema)
+    assert _same(again, first) and first.num_rows > 0
