@@ -9,10 +9,12 @@ is read to its last Arrow chunk.
 Printed per query: CPU milliseconds of the calling thread per request (the fastest and the median
 run; CPU time, so the neighbours' load on a shared machine counts less than in wall time), and
 the same for strata's in-process ``execute`` of the native form over every segment (the
-benchmark's in-process column). With ``noProjections`` (``--base``) several base segments run on
-the servicer's pool, whose threads this clock does not see: use the cluster benchmark for those.
-Projection rows do not grow with ``--rows`` past 1M (one row per hour and channel), so the
-default size answers for the 10M benchmark.
+benchmark's in-process column). Projection rows do not grow with ``--rows`` past 1M (one row
+per hour and channel), so the default size answers for the 10M benchmark.
+
+With ``--base`` (``noProjections``) base segments run on thread pools, which this clock does not
+see: only the in-process column is printed, as wall milliseconds of ``execute`` on a one-thread
+pool (fastest and median run), to check that base rows did not get slower.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -90,6 +93,16 @@ def cpu_ms(fn, runs: int) -> tuple[float, float]:
     return min(samples), statistics.median(samples)
 
 
+def wall_ms(fn, runs: int) -> tuple[float, float]:
+    fn()
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return min(samples), statistics.median(samples)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -107,6 +120,7 @@ def main() -> int:
         catalog = _Catalog({"wiki": schema})
         mine = segments[0::2]  # what one of two historicals holds
         servicer = HistoricalServicer(_Node(segments), Metrics("historical"), 2)
+        pool = ThreadPoolExecutor(max_workers=1)
         lines = []
         for (name, text, _, _), native in zip(QUERIES, NATIVE):
             if args.base:
@@ -118,14 +132,19 @@ def main() -> int:
             request = historical_pb2.RunQueryRequest(
                 query_json=pushed[0].json_text(), query_id="bench",
                 segments=[segment_id_to_proto(s.id) for s in mine], schema=schema_to_proto(schema))
+            if args.base:
+                e_min, e_med = wall_ms(lambda: execute(native, segments, pool), args.runs)
+                lines.append((name, f"{e_min:.1f}", f"{e_med:.1f}"))
+                continue
             h_min, h_med = cpu_ms(lambda: list(servicer.RunQuery(request, _Context())), args.runs)
             e_min, e_med = cpu_ms(lambda: execute(native, segments), args.runs)
             lines.append((name, f"{h_min:.3f}", f"{h_med:.3f}", f"{e_min:.3f}", f"{e_med:.3f}"))
         print(f"rows {args.rows:,}; {len(mine)} of {len(segments)} day segments on the historical; "
               f"{args.runs} runs; load average {os.getloadavg()[0]:.1f}; "
               f"{'noProjections' if args.base else 'projections on'}")
-        print_rows(("query", "historical CPU ms (min)", "(median)", "in-process CPU ms (min)", "(median)"), lines,
-                   args.markdown)
+        header = ("query", "in-process base wall ms (min)", "(median)") if args.base else \
+            ("query", "historical CPU ms (min)", "(median)", "in-process CPU ms (min)", "(median)")
+        print_rows(header, lines, args.markdown)
     finally:
         for segment in segments:
             segment.close()
