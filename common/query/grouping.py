@@ -131,9 +131,12 @@ def group(keys: list[KeyCodes], num_rows: int) -> Groups:
         uniq_rows, gid = np.unique(stacked, axis=0, return_inverse=True)
         out_keys = [k.values.take(pa.array(uniq_rows[:, i])) for i, k in enumerate(keys)]
         return Groups(gid.reshape(-1).astype(np.int64), len(uniq_rows), out_keys)
-    combined = np.zeros(num_rows, dtype=np.int64)
-    for k, w in zip(keys, widths):
-        combined = combined * w + k.codes
+    if len(keys) == 1:
+        combined = keys[0].codes  # one key: its codes are the combined codes (read, never written)
+    else:
+        combined = np.zeros(num_rows, dtype=np.int64)
+        for k, w in zip(keys, widths):
+            combined = combined * w + k.codes
     if space <= max(4 * num_rows, 1 << 16):
         present = np.zeros(space, dtype=bool)
         present[combined] = True
