@@ -83,6 +83,17 @@ def _reduce_groups(ufunc, values: np.ndarray, gid: np.ndarray, groups: int, out:
     return out, np.bincount(gid, minlength=groups) > 0
 
 
+def _run_sums(values: pa.Array, groups, dtype) -> np.ndarray | None:
+    """Per-group sums of ``values`` when the rows are sorted by group (``groups.run_starts``) and
+    none is null: what ``_grouped(np.add, ...)`` gives for them (it reduces sorted runs the same
+    way); None otherwise."""
+    starts = groups.run_starts
+    if starts is None or not len(starts) or values.null_count:
+        return None
+    v, valid = _numpy_values(values, dtype)
+    return np.add.reduceat(v, starts) if valid is None else None  # text that is not a number is null
+
+
 def _is_sorted_runs(gid: np.ndarray) -> bool:
     return bool(gid[0] <= gid[-1]) and bool(np.all(gid[1:] >= gid[:-1]))
 
@@ -109,6 +120,12 @@ class Aggregator:
     def combine(self, values: pa.Array, gid: np.ndarray, groups: int) -> pa.Array:
         raise NotImplementedError
 
+    def combine_groups(self, values: pa.Array, groups) -> pa.Array:
+        """``combine`` over the rows of ``groups`` (a ``grouping.Groups``). When the rows come
+        sorted by group (its ``run_starts``: time buckets of projection rows), the simple
+        aggregators reduce each run with one call instead of first checking the group ids for it."""
+        return self.combine(values, groups.gid, groups.count)
+
     def finalize(self, values: pa.Array) -> pa.Array:
         return values
 
@@ -131,6 +148,10 @@ class Count(Aggregator):
     def combine(self, values, gid, groups):
         v, _ = _numpy_values(values, np.int64)
         return pa.array(_grouped(np.add, v, None, gid, groups, 0, np.int64)[0])
+
+    def combine_groups(self, values, groups):
+        runs = _run_sums(values, groups, np.int64)
+        return pa.array(runs) if runs is not None else self.combine(values, groups.gid, groups.count)
 
     def accumulate_empty(self, types, groups):
         return pa.array(np.zeros(groups, dtype=np.int64))
@@ -192,6 +213,14 @@ class Sum(_FieldAggregator):
         return self._arrow(*_grouped(np.add, v, valid, gid, groups, 0, self._dtype()))
 
     combine = _reduce
+
+    def combine_groups(self, values, groups):
+        runs = _run_sums(values, groups, self._dtype())
+        if runs is None:
+            return self._reduce(values, groups.gid, groups.count)
+        arr = pa.array(runs)
+        target = _KIND_TYPES[self.kind].to_arrow()
+        return arr.cast(target) if arr.type != target else arr
 
     def to_json(self):
         return self._json_base("Sum")
@@ -371,6 +400,9 @@ class Filtered(Aggregator):
 
     def combine(self, values, gid, groups):
         return self.aggregator.combine(values, gid, groups)
+
+    def combine_groups(self, values, groups):
+        return self.aggregator.combine_groups(values, groups)
 
     @property
     def combines_concatenated(self) -> bool:

@@ -149,7 +149,9 @@ def batches(query: Query, sources: Sequence[RowSource]) -> list[list[int]]:
         if not src.pre_aggregated:
             out.append([i])
             continue
-        key = (src.projection, tuple(sorted(src.aggregator_columns.items())), tuple(sorted(src.aliases.items())))
+        key = src.batch_key
+        if key is None:
+            key = (src.projection, tuple(sorted(src.aggregator_columns.items())), tuple(sorted(src.aliases.items())))
         if key not in shared:
             shared[key] = []
             out.append(shared[key])

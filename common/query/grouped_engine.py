@@ -23,7 +23,7 @@ from common.query.model import GroupByQuery, TimeseriesQuery, TopNQuery, _Aggreg
 from common.query.ordering import SortKey, sort_table
 from common.query.partial import Partial, RunStats, decode_dictionaries, union_coverage
 from common.query.row_source import RowSource
-from common.query.selection import evaluate_values, select
+from common.query.selection import evaluate_values, select, select_projection_rows
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType
 
 TIME_TYPE = TIMESTAMP.to_arrow()
@@ -60,10 +60,16 @@ def _dimension_codes(cols, name: str) -> KeyCodes:
     return codes_from_array(cols[name])
 
 
+def _select(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType]):
+    flt = source.residual_filter if source.replaces_filter else query.filter
+    if source.pre_aggregated:
+        return select_projection_rows(source, flt, query.intervals, query.virtual_columns, schema, query)
+    return select(source, flt, list(query.intervals), query.virtual_columns, schema)
+
+
 def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], coverage=None,
         budget: MemoryBudget = UNLIMITED) -> Partial:
-    flt = source.residual_filter if source.replaces_filter else query.filter
-    sel = select(source, flt, list(query.intervals), query.virtual_columns, schema)
+    sel = _select(query, source, schema)
     cols = sel.columns
     n = cols.num_rows
     keys: list[KeyCodes] = []
@@ -86,7 +92,7 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
         if source.pre_aggregated:
             # A projection's rows hold intermediates: combine them, do not aggregate them again.
             stored = cols[source.aggregator_columns[agg.name]]
-            out[agg.name] = agg.combine(stored, groups.gid, groups.count)
+            out[agg.name] = agg.combine_groups(stored, groups)
         else:
             out[agg.name] = agg.accumulate(cols, groups.gid, groups.count)
     stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, n, cols.bytes_read)
@@ -102,15 +108,15 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
     projection rows). None when the sources' keys or intermediates do not line up (different
     stored types, array keys): the caller runs them one by one."""
     dims = dimensions_of(query)
+    timed = _has_time_key(query)
     times: list[np.ndarray] = []
     dim_parts: list[list[KeyCodes]] = [[] for _ in dims]
     agg_parts: list[list[pa.Array]] = [[] for _ in query.aggregations]
-    stats = RunStats()
+    in_segments = after_prefilter = matched = nbytes = 0
     for source in sources:
-        flt = source.residual_filter if source.replaces_filter else query.filter
-        sel = select(source, flt, list(query.intervals), query.virtual_columns, schema)
+        sel = _select(query, source, schema)
         cols = sel.columns
-        if _has_time_key(query):
+        if timed:
             times.append(cols.time())  # bucketed once, below
         for parts, dim in zip(dim_parts, dims):
             codes = _dimension_codes(cols, dim.dimension)
@@ -120,13 +126,16 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
         for parts, agg in zip(agg_parts, query.aggregations):
             stored = cols[source.aggregator_columns[agg.name]]
             parts.append(stored.combine_chunks() if isinstance(stored, pa.ChunkedArray) else stored)
-        stats = stats + RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter,
-                                 cols.num_rows, cols.bytes_read)
+        in_segments += source.num_rows
+        after_prefilter += sel.rows_after_prefilter
+        matched += cols.num_rows
+        nbytes += cols.bytes_read
+    stats = RunStats(len(sources), in_segments, after_prefilter, after_prefilter, matched, nbytes)
     if any(not all(a.type == parts[0].type for a in parts[1:]) for parts in agg_parts):
         return None
     keys: list[KeyCodes] = []
     names: list[str] = []
-    if _has_time_key(query):
+    if timed:
         keys.append(codes_from_int64(query.granularity.bucket_start(np.concatenate(times)), TIME_TYPE))
         names.append(TIME_COLUMN)
     for parts, dim in zip(dim_parts, dims):
@@ -140,7 +149,7 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
     out = dict(zip(names, groups.keys))
     for parts, agg in zip(agg_parts, query.aggregations):
         values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
-        out[agg.name] = agg.combine(values, groups.gid, groups.count)
+        out[agg.name] = agg.combine_groups(values, groups)
     return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
 
 
@@ -195,7 +204,7 @@ def merge(query: _Aggregating, partials: list[Partial], budget: MemoryBudget = U
                   f"merging {len(tables)} partials into {groups.count:,} groups")
     out = dict(zip(key_names, groups.keys))
     for agg in query.aggregations:
-        out[agg.name] = agg.combine(table.column(agg.name).combine_chunks(), groups.gid, groups.count)
+        out[agg.name] = agg.combine_groups(table.column(agg.name).combine_chunks(), groups)
     return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
 
 

@@ -17,7 +17,10 @@ class RunStats:
     bytes_read: int = 0
 
     def __add__(self, other: RunStats) -> RunStats:
-        return RunStats(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
+        # Spelled out: the loop over dataclasses.fields() took 1.1 us an addition, this 0.2 us.
+        return RunStats(self.segments + other.segments, self.rows_in_segments + other.rows_in_segments,
+                        self.rows_after_prefilter + other.rows_after_prefilter, self.rows_scanned + other.rows_scanned,
+                        self.rows_matched + other.rows_matched, self.bytes_read + other.bytes_read)
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -49,6 +52,8 @@ def union_coverage(parts: list[Partial]) -> tuple[int, int] | None:
 def decode_dictionaries(table: pa.Table) -> pa.Table:
     """The table with dictionary columns decoded: partials of different segments carry different
     dictionaries (so they concatenate only decoded), and Arrow's join refuses some as payload."""
+    if not any(pa.types.is_dictionary(t) for t in table.schema.types):
+        return table
     cols = []
     for col in table.columns:
         if pa.types.is_dictionary(col.type):

@@ -85,7 +85,10 @@ class ProjectionSpec:
                 return vc
         return None
 
-    @property
+    # time_column and granularity are cached on the (immutable) spec: projection matching asks
+    # for them several times per candidate, segment and query, and each answer parses the
+    # virtual columns' expressions again.
+    @functools.cached_property
     def time_column(self) -> str | None:
         """The finest ``timestamp_floor(__time, ...)`` grouping column: it becomes ``__time``."""
         best = None
@@ -101,7 +104,7 @@ class ProjectionSpec:
         vc = self.virtual(column)
         return None if vc is None else time_floor_of(vc)
 
-    @property
+    @functools.cached_property
     def granularity(self) -> Granularity | None:
         """How finely the projection keeps time; None when it keeps no time at all."""
         col = self.time_column
@@ -186,9 +189,21 @@ def _parse_cached(text: str) -> ProjectionSpec:
     return ProjectionSpec.from_json(json.loads(text))
 
 
+_SPECS_BY_OBJECT: dict[int, tuple[dict, ProjectionSpec]] = {}
+
+
 def spec_of(obj: dict) -> ProjectionSpec:
-    """A stored projection spec, parsed once per distinct definition."""
-    return _parse_cached(json.dumps(obj, sort_keys=True))
+    """A stored projection spec, parsed once per distinct definition. A manifest's spec dict
+    (never changed once read) is also remembered by identity: writing it out as JSON to find
+    its definition took longer than the rest of matching it against a query."""
+    hit = _SPECS_BY_OBJECT.get(id(obj))
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    spec = _parse_cached(json.dumps(obj, sort_keys=True))
+    if len(_SPECS_BY_OBJECT) >= 4096:
+        _SPECS_BY_OBJECT.clear()  # segments come and go; a fresh start costs one JSON dump each
+    _SPECS_BY_OBJECT[id(obj)] = (obj, spec)
+    return spec
 
 
 def projection_rows(spec: ProjectionSpec, rows: pa.Table, schema: dict[str, ColumnType] | None = None) -> ProjectionTable:

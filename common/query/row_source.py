@@ -41,6 +41,11 @@ class RowSource:
     replaces_filter: bool = False
     residual_filter = None
     rejected: tuple = ()  # (projection, reason) of projections that could not serve the query
+    # Sources whose rows ``engine.run_together`` may answer in one pass share this key (the same
+    # projection, stored the same way); None for base rows and tables.
+    batch_key: tuple | None = None
+    # A pre-aggregated source's rows selected for one query (``selection.select_projection_rows``).
+    selection_memo: tuple | None = None
     interval: Interval | None = None  # the segment's interval, for time coverage
 
     def time(self) -> np.ndarray:
@@ -88,6 +93,9 @@ class SegmentRowSource(RowSource):
             self.aliases = dict(choice.match.column_aliases)
             self.replaces_filter = choice.match.replaces_filter
             self.residual_filter = choice.match.filter
+            if self.pre_aggregated:
+                self.batch_key = (self.projection, tuple(sorted(self.aggregator_columns.items())),
+                                  tuple(sorted(self.aliases.items())))
         self.time_sorted = bool(table.ordering) and table.ordering[0] == TIME_COLUMN
 
     @property
@@ -212,7 +220,7 @@ class ColumnSource(Mapping):
         return self._types
 
     def _touch(self, name: str, roles: tuple[str, ...]) -> None:
-        key = f"{name}:{','.join(roles)}"
+        key = (name, roles)
         if key not in self._touched:
             self._touched.add(key)
             self._bytes[0] += self.source.part_bytes(name, roles)
@@ -288,6 +296,8 @@ def _cast_lenient(arr: pa.Array, ctype: ColumnType) -> pa.Array:
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
     target = ctype.to_arrow()
+    if arr.type == target:
+        return arr  # a cast to its own type changes nothing and costs a compute call
     try:
         return arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

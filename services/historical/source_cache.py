@@ -18,12 +18,15 @@ from collections import OrderedDict
 class SourceCache:
     def __init__(self, max_entries: int = 4096) -> None:
         self.max_entries = max_entries
-        self._entries: OrderedDict = OrderedDict()  # (query json, segment id) -> (segment, source)
+        self._entries: OrderedDict = OrderedDict()  # (query json, id(segment)) -> (segment, source)
         self._lock = threading.Lock()
 
     def source(self, query_json: str, segment, make):
         """The row source for ``segment``: the kept one, else ``make()``'s, which is kept."""
-        key = (query_json, segment.id)
+        # Keyed by the segment object's identity (the entry holds the object, so the id is not
+        # reused while it is kept): hashing a SegmentId (its interval, version, partition) twice
+        # per segment and query cost more than the lookup itself.
+        key = (query_json, id(segment))
         with self._lock:
             hit = self._entries.get(key)
             if hit is not None and hit[0] is segment:

@@ -1,0 +1,83 @@
+"""Projection sources kept and run again, as a historical runs them (issue 11).
+
+A historical makes each segment's source once per query JSON and runs it on every repeat of the
+query (services/historical/source_cache.py); the rows a filter selects from projection rows are
+remembered on the source (``selection.select_projection_rows``). Over the projections corpus,
+every run of the kept sources gives what base rows give, with the same stats each time, and a
+remembered selection is not reused when the declared type of a filtered column changes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from common.query import engine
+from common.query.model import query_from_json
+from common.types.column_type import ColumnType
+from tests.unit.query.test_projections import CORPUS, _same, segments  # noqa: F401 - segments is a fixture
+
+
+def _historical_run(query, sources, schema):
+    """What a historical does with its sources: projection sources of one projection in one pass,
+    the others one by one; then merged and finalized as the broker would."""
+    partials = [p for batch in engine.batches(query, sources)
+                for p in engine.run_batch(query, [sources[i] for i in batch], schema)]
+    merged = engine.merge(query, partials)
+    return engine.finalize(query, merged, schema), merged.stats
+
+
+def _sources(query, segments):
+    chosen = [s for s in segments if any(iv.overlaps(s.interval) for iv in query.intervals)]
+    return [engine.source_for(query, s) for s in chosen]
+
+
+@pytest.mark.parametrize("query", CORPUS, ids=[f"q{i}" for i in range(len(CORPUS))])
+def test_kept_sources_answer_the_same_on_every_run(segments, query):
+    schema = engine.union_schema(segments)
+    base_query = query_from_json({**query, "context": {"noProjections": True}})
+    base, base_stats = _historical_run(base_query, _sources(base_query, segments), schema)
+    q = query_from_json(query)
+    sources = _sources(q, segments)
+    first, first_stats = _historical_run(q, sources, schema)
+    again, again_stats = _historical_run(q, sources, schema)
+    assert _same(first, base), (query, first.to_pylist()[:5], base.to_pylist()[:5])
+    assert _same(again, first)
+    assert again_stats == first_stats
+    assert first_stats.rows_scanned <= base_stats.rows_scanned
+
+
+def test_a_kept_selection_is_not_reused_under_another_declared_type(segments):
+    query = {"queryType": "timeseries", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"],
+             "granularity": "day", "filter": {"type": "null", "column": "channel"},
+             "aggregations": [{"type": "count", "name": "c"}]}
+    schema = engine.union_schema(segments)
+    q = query_from_json(query)
+    sources = _sources(q, segments)
+    assert any(src.pre_aggregated for src in sources)
+    as_text, _ = _historical_run(q, sources, schema)
+    assert sum(as_text.column("c").to_pylist()) > 0
+    # Declared a number (as a newer segment may declare it), the channel's text values read as
+    # null, so the rows selected differ and the selection must be made again.
+    numeric = {**schema, "channel": ColumnType.parse("LONG")}
+    base_query = query_from_json({**query, "context": {"noProjections": True}})
+    base, _ = _historical_run(base_query, _sources(base_query, segments), numeric)
+    got, _ = _historical_run(q, sources, numeric)
+    assert _same(got, base) and not _same(got, as_text)
+    again, _ = _historical_run(q, sources, schema)
+    assert _same(again, as_text)
+
+
+def test_a_large_selection_is_not_kept(segments, monkeypatch):
+    from common.query import selection
+
+    monkeypatch.setattr(selection, "MEMO_MAX_ROWS", 3)
+    query = query_from_json({"queryType": "timeseries", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"],
+                             "granularity": "hour", "filter": {"type": "not", "field": {"type": "null", "column": "channel"}},
+                             "aggregations": [{"type": "count", "name": "c"}]})
+    schema = engine.union_schema(segments)
+    sources = [s for s in _sources(query, segments) if s.pre_aggregated]
+    assert sources
+    first, _ = _historical_run(query, sources, schema)
+    assert all(src.selection_memo is None for src in sources)  # more than 3 rows each: made again every run
+    again, _ = _historical_run(query, sources, schema)
+    assert _same(again, first) and first.num_rows > 0
