@@ -1,6 +1,6 @@
 """QueryExecutor: scatter a native query to historicals, gather partials, merge and finalize.
 
-Each historical gets one RunQuery for all of its segments in the plan. A topN by a sum or count
+Each historical gets one RunQueryOnce for all of its segments in the plan. A topN by a sum or count
 over a dimension is answered exactly in up to three rounds that ship only the groups that can
 be in the result (common/query/topn_threshold.py), falling back to shipping every group when the
 bounds do not hold; historicals with few groups send them all in the first round and end there. A replica that fails
@@ -291,12 +291,12 @@ class QueryExecutor:
         try:
             for server, segments, query_json in asks:
                 client = self.historical_client(server)
-                call = client.run_query(query_json, query_id, segments, schema,
-                                        timeout_s=max(deadline - time.monotonic(), 0.001))
+                call = client.ask(query_json, query_id, segments, schema,
+                                  timeout_s=max(deadline - time.monotonic(), 0.001))
                 started.append((client, call, self.watchdog.watch(call, is_active)))
             out = []
             for client, call, _ in started:
-                partial = client.read_partial(call)
+                partial = call.read()
                 self._shipped(query, partial)
                 out.append(partial.table)
             return out
@@ -347,8 +347,8 @@ class QueryExecutor:
             for server, segments in by_server.items():
                 try:
                     client = self.historical_client(server)
-                    call = client.run_query(query_json, query_id, segments, schema,
-                                            timeout_s=max(deadline - time.monotonic(), 0.001))
+                    call = client.ask(query_json, query_id, segments, schema,
+                                      timeout_s=max(deadline - time.monotonic(), 0.001))
                 except (grpc.RpcError, ConnectionError, OSError) as exc:
                     for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
                         retries.setdefault(other, []).extend(segs)
@@ -357,7 +357,7 @@ class QueryExecutor:
             while started:
                 server, segments, client, call, token = started[0]
                 try:
-                    partial = client.read_partial(call)
+                    partial = call.read()
                     self._shipped(query, partial, server, budget)
                     units.append((server, segments, partial))
                 except grpc.RpcError as exc:
@@ -448,7 +448,7 @@ class QueryExecutor:
 
     def _call(self, server: str, request: tuple, deadline: float, holder: dict) -> Partial:
         client = self.historical_client(server)
-        call = client.run_query(*request, timeout_s=max(deadline - time.monotonic(), 0.001))
+        call = client.ask(*request, timeout_s=max(deadline - time.monotonic(), 0.001))
         holder["call"] = call
-        return client.read_partial(call)
+        return call.read()
 
