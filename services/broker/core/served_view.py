@@ -3,7 +3,8 @@
 Built from historicals' served-segment announcements. Per datasource it keeps a Timeline of the
 served segments (so a newer version hides older ones and incomplete partition sets are not
 used) and each segment's replicas. ``plan`` picks, for a query's intervals, the visible segments
-and one replica each, spreading segments over replicas and skipping replicas that failed.
+and one replica each, spreading segments over replicas (or gathering them on as few as hold them)
+and skipping replicas that failed.
 """
 
 from __future__ import annotations
@@ -104,12 +105,16 @@ class ServedView:
         return cached
 
     def plan(self, datasource: str, intervals: list[Interval], exclude: dict[SegmentId, set[str]] | None = None,
-             only: set[SegmentId] | None = None) -> Plan:
+             only: set[SegmentId] | None = None, spread: bool = True) -> Plan:
+        """The visible segments over ``intervals`` (``only`` those, when given) and one replica each,
+        skipping the replicas ``exclude`` names. ``spread``: each segment to the least-loaded of its
+        replicas, so historicals work in parallel; else on as few historicals as hold them (a query
+        that reads little pays more for each historical it asks than it gains from parallelism)."""
         exclude = exclude or {}
         plan = Plan()
-        load: dict[str, int] = defaultdict(int)
         self._turn += 1
         segments, plan.coverage = self._visible(datasource, intervals)
+        holders: dict[SegmentId, list[str]] = {}
         for sid in segments:
             if only is not None and sid not in only:
                 continue
@@ -117,13 +122,31 @@ class ServedView:
             if not candidates:
                 plan.unavailable.append(sid)
                 continue
-            # Least-loaded replica in this plan; the rotating offset spreads ties across queries.
+            # The rotating offset spreads ties across queries.
             k = self._turn % len(candidates)
-            rotated = candidates[k:] + candidates[:k]
-            server = min(rotated, key=lambda s: load[s])
-            load[server] += 1
-            plan.by_server.setdefault(server, []).append(sid)
+            holders[sid] = candidates[k:] + candidates[:k]
+        if spread:
+            load: dict[str, int] = defaultdict(int)
+            for sid, rotated in holders.items():
+                server = min(rotated, key=lambda s: load[s])  # least-loaded replica in this plan
+                load[server] += 1
+                plan.by_server.setdefault(server, []).append(sid)
+            return plan
+        while holders:  # greedy cover: the historical holding most of the rest takes them
+            counts: dict[str, int] = {}
+            for rotated in holders.values():
+                for server in rotated:
+                    counts[server] = counts.get(server, 0) + 1
+            best = max(counts, key=counts.__getitem__)
+            taken = [sid for sid, rotated in holders.items() if best in rotated]
+            plan.by_server[best] = taken
+            for sid in taken:
+                del holders[sid]
         return plan
+
+    def visible(self, datasource: str, intervals: list[Interval]) -> tuple[SegmentId, ...]:
+        """The visible segments over ``intervals``, in time order."""
+        return self._visible(datasource, intervals)[0]
 
     def _visible(self, datasource: str, intervals: list[Interval]) -> tuple[tuple[SegmentId, ...], tuple[int, int] | None]:
         """The visible segments over ``intervals`` (in time order) and the span they cover. The same

@@ -73,3 +73,36 @@ def test_an_incomplete_partition_set_is_not_used_until_complete() -> None:
     assert _planned(view, day) == {}
     view.served("h2", second)
     assert sorted(s for segs in _planned(view, day).values() for s in segs) == sorted([first.id, second.id])
+
+
+def test_gathered_plans_use_the_fewest_historicals_and_take_turns() -> None:
+    view = ServedView()
+    days = [_descriptor(d) for d in range(4)]
+    for d in days:
+        view.served("h1", d)
+        view.served("h2", d)
+    view.served("h3", days[0])
+    everything = [Interval(0, 4 * DAY)]
+    chosen = set()
+    for _ in range(4):
+        by_server = _planned(view, everything, spread=False)
+        assert len(by_server) == 1 and list(by_server.values()) == [[d.id for d in days]]
+        chosen |= set(by_server)
+    assert chosen == {"h1", "h2"}  # h3 holds one segment: never enough to be chosen
+    assert len(_planned(view, everything)) == 3  # spread: every holder shares the work
+    only_h1 = {d.id: {"h2"} for d in days}
+    assert _planned(view, everything, spread=False, exclude=only_h1) == {"h1": [d.id for d in days]}
+
+
+def test_gathering_covers_segments_no_one_historical_holds_all_of() -> None:
+    view = ServedView()
+    days = [_descriptor(d) for d in range(5)]
+    for d in days[:3]:
+        view.served("h1", d)
+    for d in days[2:]:
+        view.served("h2", d)
+    view.served("h3", days[4])
+    for _ in range(3):  # whatever the turn: h1 and h2 hold three each, h3 one
+        by_server = _planned(view, [Interval(0, 5 * DAY)], spread=False)
+        assert len(by_server) == 2 and "h3" not in by_server
+        assert sorted(s for segs in by_server.values() for s in segs) == sorted(d.id for d in days)
