@@ -11,9 +11,8 @@ services/broker/query_executor.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import time
+from collections.abc import Iterable
 
 import pyarrow as pa
 
@@ -39,8 +38,9 @@ class HistoricalClient:
         # (no two historicals at once) or hands its reply over from gRPC's own thread, while a
         # stream is read on the caller's thread and several run at once. On the wire the two
         # are the same.
-        self._once = self._channel.unary_stream(_ONCE, request_serializer=historical_pb2.RunQueryRequest.SerializeToString,
-                                                response_deserializer=types_pb2.ArrowChunk.FromString)
+        self._once = self._channel.unary_stream(
+            _ONCE, request_serializer=historical_pb2.RunQueryRequest.SerializeToString,
+            response_deserializer=types_pb2.ArrowChunk.FromString)
 
     def close(self) -> None:
         self._channel.close()
@@ -54,7 +54,11 @@ class HistoricalClient:
     def run_query(self, query_json: str, query_id: str, segments: Iterable[SegmentId],
                   schema: dict[str, ColumnType], timeout_s: float):
         """Starts RunQuery on ``segments``; returns the call (iterate it with ``read_partial``)."""
-        return self._stub.RunQuery(_request(query_json, query_id, segments, schema), timeout=timeout_s)
+        return self.stream(_request(query_json, query_id, segments, schema), timeout_s)
+
+    def stream(self, request: historical_pb2.RunQueryRequest, timeout_s: float):
+        """Starts RunQuery with a request already built."""
+        return self._stub.RunQuery(request, timeout=timeout_s)
 
     @staticmethod
     def read_partial(call) -> Partial:
@@ -100,7 +104,7 @@ class PartialCall:
         if reply.last:
             return Partial(*chunks_to_table(replies))
         # Too large for one message: the historical kept it for RunQuery to stream.
-        stream = self._client._stub.RunQuery(self._request, timeout=max(self._deadline - time.monotonic(), 0.001))
+        stream = self._client.stream(self._request, max(self._deadline - time.monotonic(), 0.001))
         self._call = stream
         if self._cancelled:  # cancelled while the stream was being started
             stream.cancel()

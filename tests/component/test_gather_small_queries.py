@@ -31,7 +31,8 @@ HOURLY = ProjectionSpec.from_json({
     "aggregators": [{"type": "count", "name": "n"}, {"type": "longSum", "name": "added", "fieldName": "added"}],
 })
 HOURLY_QUERY = {"queryType": "timeseries", "dataSource": "events", "intervals": [INTERVAL], "granularity": "hour",
-                "aggregations": [{"type": "count", "name": "c"}, {"type": "longSum", "name": "a", "fieldName": "added"}]}
+                "aggregations": [{"type": "count", "name": "c"},
+                                 {"type": "longSum", "name": "a", "fieldName": "added"}]}
 SQL = "SELECT TIME_FLOOR(__time, 'PT1H') AS h, COUNT(*) AS c, SUM(added) AS a FROM events GROUP BY 1 ORDER BY 1"
 
 

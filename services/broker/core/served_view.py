@@ -148,7 +148,8 @@ class ServedView:
         """The visible segments over ``intervals``, in time order."""
         return self._visible(datasource, intervals)[0]
 
-    def _visible(self, datasource: str, intervals: list[Interval]) -> tuple[tuple[SegmentId, ...], tuple[int, int] | None]:
+    def _visible(self, datasource: str,
+                 intervals: list[Interval]) -> tuple[tuple[SegmentId, ...], tuple[int, int] | None]:
         """The visible segments over ``intervals`` (in time order) and the span they cover. The same
         query asks the same again until the datasource's segments change, so it is remembered until
         then (a timeline lookup is a sizeable part of a small query's broker time)."""
