@@ -75,6 +75,7 @@ class BrokerProcess(NodeProcess):
         # The query log: every statement from every front door is tracked (id, KILL, sys.queries).
         self.queries = query_registry_from_config(config.broker, self.authorizer, self.node)
         self.executor.watch = self.queries
+        self.executor.tables = self.queries.tables  # rows a query reads, to gather small ones on few historicals
         self.front_door.sql = LoggedSql(self.sql, self.queries)
         self.front_door.native = LoggedNative(self.executor, self.queries)
         self.catalog.base.system_providers = QueryTables(self.queries, self.node, self.executor, timeout_s,

@@ -1,11 +1,13 @@
 """QueryExecutor: scatter a native query to historicals, gather partials, merge and finalize.
 
-Each historical gets one RunQuery for all of its segments in the plan. A topN by a sum or count
-over a dimension is answered exactly in up to three rounds that ship only the groups that can
-be in the result (common/query/topn_threshold.py), falling back to shipping every group when the
-bounds do not hold; historicals with few groups send them all in the first round and end there. A replica that fails
-(unreachable, no longer serving a segment, corrupt segment) is excluded for those segments and
-only they are re-planned onto other replicas. The whole query has one deadline; when it passes,
+Each historical gets one RunQueryOnce for all of its segments in the plan. A query that reads few
+rows in all (projection rows, say) goes to as few historicals as hold its segments instead of
+being spread over all of them. A topN by a sum or count over a dimension is answered exactly in
+up to three rounds that ship only the groups that can be in the result
+(common/query/topn_threshold.py), falling back to shipping every group when the bounds do not
+hold; historicals with few groups send them all in the first round and end there. A replica that
+fails (unreachable, no longer serving a segment, corrupt segment) is excluded for those segments
+and only they are re-planned onto other replicas. The whole query has one deadline; when it passes,
 outstanding calls are cancelled and the caller gets a QueryTimeoutError.
 """
 
@@ -34,14 +36,25 @@ _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND, grpc.Statu
               grpc.StatusCode.RESOURCE_EXHAUSTED}
 
 
+# Each historical a query asks costs the broker a call, a partial to decode and merge, and the
+# historical a request to take in and a reply to send: together about as much as reading tens of
+# thousands of rows. A query that reads fewer rows than this in all (projection rows, usually) is
+# answered sooner by the fewest historicals that hold its segments than by spreading it over all.
+GATHER_ROWS = 100_000
+
+
 class Cancelled(QueryCancelledError):
     pass
 
 
 class QueryExecutor:
     def __init__(self, view, historical_client, metrics, view_lock: threading.Lock | None = None, threads: int = 16,
-                 schema_for=None, max_query_bytes: int | None = DEFAULT_MAX_QUERY_BYTES) -> None:
+                 schema_for=None, max_query_bytes: int | None = DEFAULT_MAX_QUERY_BYTES,
+                 gather_rows: int = GATHER_ROWS) -> None:
         self.view = view
+        # A query whose segments read at most this many rows in all (``tables`` knows) goes to as
+        # few historicals as hold them; 0: always spread.
+        self.gather_rows = gather_rows
         # What one query may hold here: the partials historicals send and their merge.
         self.max_query_bytes = max_query_bytes
         # Datasource -> the schema queries see (the catalog overlay on the broker); None: unknown.
@@ -232,10 +245,21 @@ class QueryExecutor:
     # and what it cost; None when nothing watches.
     watch = None
 
+    # Which table each segment reads and how many rows (services/broker/table_choice.py); None:
+    # unknown, every query is spread over the replicas.
+    tables = None
+
     def _gather(self, query: Query, schema, deadline: float, query_id: str, is_active,
                 budget: MemoryBudget = UNLIMITED) -> Partial:
+        intervals = list(query.intervals)
+        spread = True
+        if self.tables is not None and self.gather_rows > 0:
+            with self.view_lock:
+                segments = self.view.visible(query.datasource, intervals)
+            choice = self.tables.of(query, query.datasource, segments)  # outside the lock: may read manifests
+            spread = choice.rows is None or choice.rows > self.gather_rows
         with self.view_lock:
-            plan = self.view.plan(query.datasource, list(query.intervals))
+            plan = self.view.plan(query.datasource, intervals, spread=spread)
         coverage = plan.coverage
         if plan.unavailable:
             raise UnsupportedError(f"segments not available on any historical: {', '.join(map(str, plan.unavailable))}")
@@ -291,12 +315,12 @@ class QueryExecutor:
         try:
             for server, segments, query_json in asks:
                 client = self.historical_client(server)
-                call = client.run_query(query_json, query_id, segments, schema,
-                                        timeout_s=max(deadline - time.monotonic(), 0.001))
+                call = client.ask(query_json, query_id, segments, schema,
+                                  timeout_s=max(deadline - time.monotonic(), 0.001))
                 started.append((client, call, self.watchdog.watch(call, is_active)))
             out = []
             for client, call, _ in started:
-                partial = client.read_partial(call)
+                partial = call.read()
                 self._shipped(query, partial)
                 out.append(partial.table)
             return out
@@ -347,8 +371,8 @@ class QueryExecutor:
             for server, segments in by_server.items():
                 try:
                     client = self.historical_client(server)
-                    call = client.run_query(query_json, query_id, segments, schema,
-                                            timeout_s=max(deadline - time.monotonic(), 0.001))
+                    call = client.ask(query_json, query_id, segments, schema,
+                                      timeout_s=max(deadline - time.monotonic(), 0.001))
                 except (grpc.RpcError, ConnectionError, OSError) as exc:
                     for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
                         retries.setdefault(other, []).extend(segs)
@@ -357,7 +381,7 @@ class QueryExecutor:
             while started:
                 server, segments, client, call, token = started[0]
                 try:
-                    partial = client.read_partial(call)
+                    partial = call.read()
                     self._shipped(query, partial, server, budget)
                     units.append((server, segments, partial))
                 except grpc.RpcError as exc:
@@ -448,7 +472,7 @@ class QueryExecutor:
 
     def _call(self, server: str, request: tuple, deadline: float, holder: dict) -> Partial:
         client = self.historical_client(server)
-        call = client.run_query(*request, timeout_s=max(deadline - time.monotonic(), 0.001))
+        call = client.ask(*request, timeout_s=max(deadline - time.monotonic(), 0.001))
         holder["call"] = call
-        return client.read_partial(call)
+        return call.read()
 

@@ -6,8 +6,8 @@ ends is logged (``core/query_log``: in memory, bounded, and in the JSON-lines fi
 a statement runs report to the statement being tracked on their thread (``native_started`` /
 ``native_finished``, called by the scatter/gather executor): their segments, rows scanned, bytes
 read and, per group of segments, the projection that served them or ``base`` with each miss
-reason. That choice is recomputed on the broker from the segments' manifests with the same
-``choose_projection`` the historicals run (as EXPLAIN does), since partials come back merged.
+reason. That choice is recomputed on the broker from the segments' manifests (``TableChoice``),
+since partials come back merged.
 
 ``kill(id, user)`` sets the query's cancel flag; the executor sees it through ``is_active`` within
 its poll period and cancels the outstanding historical calls. A user kills and sees only their
@@ -18,20 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
 import threading
 import time
 import uuid
 
 from common.errors import QueryTimeoutError, ValidationError
-from common.query.engine import scan_spec_for
-from common.query.projection_match import match_projection
-from common.segment.manifest import SegmentManifest
-from common.segment.segment import choose_projection
 from services.broker.core.query_log import (CANCELLED, DENIED, ERROR, OK, TIMEOUT, QueryLog, QueryRecord, TableUse,
                                             query_shape)
 from services.broker.query_executor import Cancelled
 from services.broker.query_origin import current_origin
+from services.broker.table_choice import TableChoice
 from services.security.authorizer import ALLOW_ALL, is_admin
 
 _CURRENT: contextvars.ContextVar[RunningQuery | None] = contextvars.ContextVar("strata_running_query", default=None)
@@ -74,11 +70,11 @@ class QueryRegistry:
         self.log = log if log is not None else QueryLog()
         self.log_file = log_file  # QueryLogFile or None
         self.authorizer = authorizer
-        self.manifest_of = manifest_of  # SegmentId -> manifest JSON (or None), for projection choices
+        # Which table each segment read, from the manifests (SegmentId -> manifest JSON, or None).
+        self.tables = TableChoice(manifest_of) if manifest_of is not None else None
         self.clock_ms = clock_ms
         self._running: dict[str, RunningQuery] = {}
         self._lock = threading.Lock()
-        self._manifests: dict = {}  # SegmentId -> (manifest, signature), parsed once
 
     # ---- the query's lifetime ---------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -177,56 +173,9 @@ class QueryRegistry:
                                        stats.bytes_read, tables, shape)
 
     def _tables(self, query, datasource: str, segment_ids) -> list[TableUse]:
-        if self.manifest_of is None:
+        if self.tables is None:
             return []
-        spec = scan_spec_for(query)
-        edges = sorted({e for iv in query.intervals for e in (iv.start, iv.end)})
-        groups: dict[tuple, TableUse] = {}
-        # The choice depends only on the segment's projections (in the order they are tried) and
-        # on which query interval edges fall inside it, so segments alike are decided once.
-        decided: dict[tuple, tuple | None] = {}
-        for sid, cached in zip(segment_ids, self._manifests_of(segment_ids)):
-            if cached is None:
-                continue
-            manifest, signature = cached
-            iv = sid.interval
-            key = (signature, tuple(e for e in edges if iv.start < e < iv.end))
-            if key not in decided:
-                try:
-                    proj, _, rejected = choose_projection(manifest, spec, match_projection)
-                    decided[key] = (proj.name if proj is not None else "base", tuple(sorted(rejected)))
-                except ValidationError:
-                    decided[key] = None  # the historicals refused it the same way, and the query failed
-            outcome = decided[key]
-            if outcome is None:
-                continue
-            if outcome in groups:
-                groups[outcome].segments += 1
-            else:
-                groups[outcome] = TableUse(datasource, outcome[0], 1, dict(outcome[1]))
-        return list(groups.values())
-
-    def _manifests_of(self, segment_ids) -> list[tuple[SegmentManifest, tuple] | None]:
-        """Each segment's parsed manifest and its projections' signature (as tried: smallest first)."""
-        with self._lock:
-            found = [self._manifests.get(sid) for sid in segment_ids]
-        for i, sid in enumerate(segment_ids):
-            if found[i] is None:
-                found[i] = self._parse(sid)
-        return found
-
-    def _parse(self, sid) -> tuple[SegmentManifest, tuple] | None:
-        raw = self.manifest_of(sid)
-        if not raw:
-            return None
-        manifest = SegmentManifest.from_json(json.loads(raw), str(sid))
-        signature = tuple((p.name, json.dumps(p.spec, sort_keys=True))
-                          for p in sorted(manifest.projections, key=lambda p: (p.num_rows, p.name)))
-        with self._lock:
-            self._manifests[sid] = (manifest, signature)
-            while len(self._manifests) > 20_000:  # the oldest parsed goes first
-                self._manifests.pop(next(iter(self._manifests)))
-        return manifest, signature
+        return list(self.tables.of(query, datasource, segment_ids).tables)
 
     # ---- kill, and what sys.queries shows ---------------------------------------------------------------
     def kill(self, query_id: str, user: str | None) -> str:

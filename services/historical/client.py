@@ -1,13 +1,17 @@
 """HistoricalClient: a historical's HistoricalService as the broker calls it.
 
-``run_query`` hands back the streaming call itself: the caller reads the partial from it with
-``read_partial`` and may ``cancel()`` it when the query's deadline passes or another replica is
-chosen. gRPC errors are left as they are: which of them another replica may cure is the
-caller's decision (see services/broker/query_executor.py).
+``ask`` starts RunQueryOnce and hands back a ``PartialCall``: the caller reads the partial with
+``read()`` (one message; a partial too large for one is then fetched with RunQuery, streamed) and
+may ``cancel()`` it when the query's deadline passes or another replica is chosen.
+``run_query`` starts the streaming RunQuery itself, for callers that use rows as they arrive
+(``read_batches``) or read the partial with ``read_partial``. gRPC errors are left as they are:
+which of them another replica may cure is the caller's decision (see
+services/broker/query_executor.py).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 import pyarrow as pa
@@ -19,7 +23,9 @@ from services.grpc_server import CHANNEL_OPTIONS, SINGLE_THREADED_STREAMS, chann
 from services.transport_security import NO_SECURITY, TransportSecurity
 from services.rpc.arrow_stream import chunks_to_table, stats_from_proto
 from services.rpc.convert import schema_to_proto, segment_id_to_proto
-from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
+from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc, types_pb2
+
+_ONCE = "/strata.v1.HistoricalService/RunQueryOnce"
 
 
 class HistoricalClient:
@@ -28,16 +34,30 @@ class HistoricalClient:
         # TLS and the internal credential when configured; RunQuery is read on the caller's thread.
         self._channel = channel(target, security, CHANNEL_OPTIONS + SINGLE_THREADED_STREAMS)
         self._stub = historical_pb2_grpc.HistoricalServiceStub(self._channel)
+        # RunQueryOnce is unary, but read as a one-message stream: the stub's unary call blocks
+        # (no two historicals at once) or hands its reply over from gRPC's own thread, while a
+        # stream is read on the caller's thread and several run at once. On the wire the two
+        # are the same.
+        self._once = self._channel.unary_stream(
+            _ONCE, request_serializer=historical_pb2.RunQueryRequest.SerializeToString,
+            response_deserializer=types_pb2.ArrowChunk.FromString)
 
     def close(self) -> None:
         self._channel.close()
 
+    def ask(self, query_json: str, query_id: str, segments: Iterable[SegmentId], schema: dict[str, ColumnType],
+            timeout_s: float) -> PartialCall:
+        """Starts RunQueryOnce on ``segments``; returns the call (its ``read()`` is the partial)."""
+        request = _request(query_json, query_id, segments, schema)
+        return PartialCall(self, request, time.monotonic() + timeout_s, self._once(request, timeout=timeout_s))
+
     def run_query(self, query_json: str, query_id: str, segments: Iterable[SegmentId],
                   schema: dict[str, ColumnType], timeout_s: float):
         """Starts RunQuery on ``segments``; returns the call (iterate it with ``read_partial``)."""
-        request = historical_pb2.RunQueryRequest(query_json=query_json, query_id=query_id,
-                                                 segments=[segment_id_to_proto(s) for s in segments],
-                                                 schema=schema_to_proto(schema))
+        return self.stream(_request(query_json, query_id, segments, schema), timeout_s)
+
+    def stream(self, request: historical_pb2.RunQueryRequest, timeout_s: float):
+        """Starts RunQuery with a request already built."""
         return self._stub.RunQuery(request, timeout=timeout_s)
 
     @staticmethod
@@ -59,3 +79,39 @@ class HistoricalClient:
 
     def load_status(self, timeout_s: float = 10.0):
         return self._stub.GetLoadStatus(historical_pb2.HistoricalLoadStatusRequest(), timeout=timeout_s)
+
+
+class PartialCall:
+    """A RunQueryOnce in flight: ``read()`` waits for the partial; ``cancel()`` (from any thread)
+    ends the call, or the RunQuery that fetches a partial too large for one message."""
+
+    def __init__(self, client: HistoricalClient, request, deadline: float, call) -> None:
+        self._client = client
+        self._request = request
+        self._deadline = deadline
+        self._call = call
+        self._cancelled = False
+
+    def cancel(self) -> None:
+        self._cancelled = True
+        self._call.cancel()
+
+    def read(self) -> Partial:
+        replies = list(self._call)  # one message, then the status (an error raises here)
+        if not replies:
+            raise ConnectionError("RunQueryOnce ended without its reply")
+        reply = replies[-1]
+        if reply.last:
+            return Partial(*chunks_to_table(replies))
+        # Too large for one message: the historical kept it for RunQuery to stream.
+        stream = self._client.stream(self._request, max(self._deadline - time.monotonic(), 0.001))
+        self._call = stream
+        if self._cancelled:  # cancelled while the stream was being started
+            stream.cancel()
+        return HistoricalClient.read_partial(stream)
+
+
+def _request(query_json: str, query_id: str, segments: Iterable[SegmentId], schema: dict[str, ColumnType]):
+    return historical_pb2.RunQueryRequest(query_json=query_json, query_id=query_id,
+                                          segments=[segment_id_to_proto(s) for s in segments],
+                                          schema=schema_to_proto(schema))

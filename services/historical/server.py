@@ -1,4 +1,5 @@
-"""The historical's gRPC edge: run native queries on served segments and stream the partial."""
+"""The historical's gRPC edge: run native queries on served segments and send the partial: in one
+message (RunQueryOnce) when it is small, else streamed in chunks (RunQuery)."""
 
 from __future__ import annotations
 
@@ -15,15 +16,19 @@ from common.query import engine, topn_threshold
 from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, MemoryBudget
 from common.query.model import query_from_json
 from common.query.projection_match import reason_kind
+from services.historical.parked_partials import ParkedPartials
 from services.historical.round_cache import RoundCache
 from services.historical.source_cache import SourceCache
-from services.rpc.arrow_stream import table_to_chunks
+from services.rpc.arrow_stream import table_to_chunks, table_to_message
 from services.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
-from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc
+from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc, types_pb2
 from services.query_errors import client_error, grpc_status
 
 # How often a query waiting for a query slot asks whether it is still wanted.
 _SLOT_POLL_S = 0.05
+# The largest partial RunQueryOnce sends in its one message; a larger one is streamed by RunQuery
+# in chunks, so neither side builds one huge message.
+ONE_MESSAGE_BYTES = 4 << 20
 
 
 @functools.lru_cache(maxsize=256)
@@ -46,9 +51,28 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         # lifting the bound.
         self.slots = threading.BoundedSemaphore(threads)
         self.rounds = RoundCache()  # merged partials between the rounds of an exact topN
+        # Partials too large for RunQueryOnce's one message, until RunQuery streams them.
+        self.parked = ParkedPartials()
         self.sources = SourceCache()  # each segment's table for a query, chosen once
 
     def RunQuery(self, request, context):
+        # The tail of a RunQueryOnce whose partial was too large for one message, if still kept.
+        merged = self.parked.take(_parked_key(request)) if self.parked.holds(request.query_id) else None
+        if merged is None:
+            merged = self._answer(request, context)
+        yield from table_to_chunks(merged.table, merged.stats)
+
+    def RunQueryOnce(self, request, context):
+        merged = self._answer(request, context)
+        message = table_to_message(merged.table, merged.stats, ONE_MESSAGE_BYTES)
+        if message is not None:
+            return message
+        self.parked.put(_parked_key(request), merged, request.query_id)
+        return types_pb2.ArrowChunk(last=False)
+
+    def _answer(self, request, context):
+        """The merged partial of the request's query over its segments (the call ends with the
+        status of the error's kind when it fails)."""
         started = time.perf_counter()
         try:
             query = _parsed(request.query_json)
@@ -178,7 +202,7 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         self.metrics.queries.labels(datasource, qtype, "ok").inc()
         self.metrics.query_seconds.labels(datasource, qtype).observe(time.perf_counter() - started)
         self.metrics.bytes_read.labels(datasource).inc(merged.stats.bytes_read)
-        yield from table_to_chunks(merged.table, merged.stats)
+        return merged
 
     def _abort(self, context, exc: BaseException, prefix: str = ""):
         """End the call with the status of the error's kind: INVALID_ARGUMENT or UNIMPLEMENTED for
@@ -194,6 +218,10 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
             served=[segment_id_to_proto(s) for s in status["served"]],
             loading=[segment_id_to_proto(s) for s in status["loading"]],
             cache_bytes=status["cache_bytes"], max_cache_bytes=status["max_cache_bytes"])
+
+
+def _parked_key(request) -> bytes:
+    return request.SerializeToString(deterministic=True)
 
 
 def add_to_server(grpc_server, servicer: HistoricalServicer) -> None:

@@ -62,6 +62,15 @@ def table_to_chunks(table: pa.Table, stats: RunStats | None = None) -> Iterator[
     yield last
 
 
+def table_to_message(table: pa.Table, stats: RunStats, max_bytes: int) -> types_pb2.ArrowChunk | None:
+    """The whole table in one chunk (``last`` set, carrying ``stats``), or None when its Arrow
+    data exceeds ``max_bytes`` (stream it with ``table_to_chunks`` instead)."""
+    if table.nbytes > max_bytes:
+        return None
+    return types_pb2.ArrowChunk(ipc_stream=_ipc(table.schema, table.to_batches()), last=True,
+                                stats=stats_to_proto(stats))
+
+
 def chunks_to_table(chunks: Iterable[types_pb2.ArrowChunk]) -> tuple[pa.Table, RunStats]:
     """Reassemble a streamed table; raises if the stream ended before its last chunk."""
     batches: list[pa.RecordBatch] = []

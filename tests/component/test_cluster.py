@@ -66,6 +66,24 @@ def test_broker_answers_like_the_in_process_engine(cluster, query):
     assert stats.segments == 7
 
 
+@pytest.mark.parametrize("query", QUERIES, ids=[q["queryType"] for q in QUERIES])
+def test_partials_too_large_for_one_message_are_streamed_without_running_twice(cluster, query, monkeypatch):
+    import services.historical.server as historical_server
+
+    def segments_run() -> float:
+        return sum(s.value for h in cluster.historicals for m in h.metrics.segments_queried.collect()
+                   for s in m.samples if s.name.endswith("_total"))
+
+    monkeypatch.setattr(historical_server, "ONE_MESSAGE_BYTES", 0)  # every partial is "too large"
+    before = segments_run()
+    got, stats = cluster.client.native(query)
+    assert got.to_pylist() == execute(query, cluster.local_segments).table.to_pylist()
+    assert stats.segments == 7
+    # Each segment ran once: the partials kept were streamed, not computed again, and forgotten.
+    assert segments_run() - before == 7
+    assert all(len(h.servicer.parked) == 0 for h in cluster.historicals)
+
+
 def test_large_results_stream_past_the_grpc_message_limit(cluster):
     got, _ = cluster.client.native({"queryType": "scan", "dataSource": "wiki", "intervals": IV,
                                     "columns": ["__time", "page", "user", "comment", "added"]})

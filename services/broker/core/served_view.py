@@ -3,7 +3,8 @@
 Built from historicals' served-segment announcements. Per datasource it keeps a Timeline of the
 served segments (so a newer version hides older ones and incomplete partition sets are not
 used) and each segment's replicas. ``plan`` picks, for a query's intervals, the visible segments
-and one replica each, spreading segments over replicas and skipping replicas that failed.
+and one replica each, spreading segments over replicas (or gathering them on as few as hold them)
+and skipping replicas that failed.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ class ServedView:
         self.descriptors: dict[SegmentId, SegmentDescriptor] = {}
         self._timelines: dict[str, Timeline] = {}
         self._schemas: dict[tuple[str, str], MergedSchema] = {}
+        # (datasource, query intervals) -> the visible segments over them and the span they cover.
+        self._lookups: dict[tuple[str, tuple[Interval, ...]], tuple[tuple[SegmentId, ...], tuple[int, int] | None]] = {}
         self.merge_policy = DEFAULT_POLICY  # the broker's columnTypeMergePolicy
         self._turn = 0
         self.generation = 0
@@ -68,6 +71,8 @@ class ServedView:
         self._timelines.pop(datasource, None)
         for key in [k for k in self._schemas if k[0] == datasource]:
             del self._schemas[key]
+        for key in [k for k in self._lookups if k[0] == datasource]:
+            del self._lookups[key]
 
     # ---- reads -------------------------------------------------------------------------------
     def datasources(self) -> list[str]:
@@ -100,27 +105,66 @@ class ServedView:
         return cached
 
     def plan(self, datasource: str, intervals: list[Interval], exclude: dict[SegmentId, set[str]] | None = None,
-             only: set[SegmentId] | None = None) -> Plan:
+             only: set[SegmentId] | None = None, spread: bool = True) -> Plan:
+        """The visible segments over ``intervals`` (``only`` those, when given) and one replica each,
+        skipping the replicas ``exclude`` names. ``spread``: each segment to the least-loaded of its
+        replicas, so historicals work in parallel; else on as few historicals as hold them (a query
+        that reads little pays more for each historical it asks than it gains from parallelism)."""
         exclude = exclude or {}
         plan = Plan()
-        load: dict[str, int] = defaultdict(int)
-        lo, hi = None, None
         self._turn += 1
+        segments, plan.coverage = self._visible(datasource, intervals)
+        holders: dict[SegmentId, list[str]] = {}
+        for sid in segments:
+            if only is not None and sid not in only:
+                continue
+            candidates = sorted(self.replicas.get(sid, set()) - exclude.get(sid, set()))
+            if not candidates:
+                plan.unavailable.append(sid)
+                continue
+            # The rotating offset spreads ties across queries.
+            k = self._turn % len(candidates)
+            holders[sid] = candidates[k:] + candidates[:k]
+        if spread:
+            load: dict[str, int] = defaultdict(int)
+            for sid, rotated in holders.items():
+                server = min(rotated, key=lambda s: load[s])  # least-loaded replica in this plan
+                load[server] += 1
+                plan.by_server.setdefault(server, []).append(sid)
+            return plan
+        while holders:  # greedy cover: the historical holding most of the rest takes them
+            counts: dict[str, int] = {}
+            for rotated in holders.values():
+                for server in rotated:
+                    counts[server] = counts.get(server, 0) + 1
+            best = max(counts, key=counts.__getitem__)
+            taken = [sid for sid, rotated in holders.items() if best in rotated]
+            plan.by_server[best] = taken
+            for sid in taken:
+                del holders[sid]
+        return plan
+
+    def visible(self, datasource: str, intervals: list[Interval]) -> tuple[SegmentId, ...]:
+        """The visible segments over ``intervals``, in time order."""
+        return self._visible(datasource, intervals)[0]
+
+    def _visible(self, datasource: str,
+                 intervals: list[Interval]) -> tuple[tuple[SegmentId, ...], tuple[int, int] | None]:
+        """The visible segments over ``intervals`` (in time order) and the span they cover. The same
+        query asks the same again until the datasource's segments change, so it is remembered until
+        then (a timeline lookup is a sizeable part of a small query's broker time)."""
+        key = (datasource, tuple(intervals))
+        found = self._lookups.get(key)
+        if found is not None:
+            return found
+        segments: list[SegmentId] = []
+        lo, hi = None, None
         for chunk in self.timeline(datasource).lookup(intervals):
             lo = chunk.interval.start if lo is None else min(lo, chunk.interval.start)
             hi = chunk.interval.end if hi is None else max(hi, chunk.interval.end)
-            for sid in chunk.segments:
-                if only is not None and sid not in only:
-                    continue
-                candidates = sorted(self.replicas.get(sid, set()) - exclude.get(sid, set()))
-                if not candidates:
-                    plan.unavailable.append(sid)
-                    continue
-                # Least-loaded replica in this plan; the rotating offset spreads ties across queries.
-                k = self._turn % len(candidates)
-                rotated = candidates[k:] + candidates[:k]
-                server = min(rotated, key=lambda s: load[s])
-                load[server] += 1
-                plan.by_server.setdefault(server, []).append(sid)
-        plan.coverage = None if lo is None else (lo, hi)
-        return plan
+            segments.extend(chunk.segments)
+        found = (tuple(segments), None if lo is None else (lo, hi))
+        if len(self._lookups) >= 4096:
+            self._lookups.clear()
+        self._lookups[key] = found
+        return found

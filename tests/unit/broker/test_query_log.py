@@ -343,3 +343,23 @@ def test_a_flight_statement_planned_now_and_run_later_keeps_the_id_it_announced(
         pass
     assert [(r.query_id, r.user, r.protocol) for r in registry.records()] == [(fresh.query_id, "erin", "flight")]
     note_call("", None)
+
+
+def test_a_query_run_again_logs_the_same_tables_and_a_manifest_known_later_counts(manifests):
+    from common.query.model import query_from_json
+    from common.query.partial import RunStats
+
+    known = dict(list(manifests.items())[:2])  # the third segment's manifest is not known yet
+    registry = QueryRegistry(manifest_of=lambda sid: known.get(sid))
+    q = query_from_json({"queryType": "groupBy", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"],
+                         "granularity": "all", "dimensions": ["channel"], "aggregations": [{"type": "count", "name": "n"}]})
+
+    def logged(query_id: str) -> list[tuple]:
+        with registry.track("native", query_id=query_id):
+            registry.native_finished(q, RunStats(segments=3), list(manifests))
+        record = next(r for r in registry.records() if r.query_id == query_id)
+        return sorted((t.projection, t.segments) for t in record.tables)
+
+    assert logged("a") == logged("b") == [("base", 1), ("daily_channel_page", 1)]
+    known.update(manifests)
+    assert logged("c") == logged("d") == [("base", 1), ("daily_channel_page", 2)]

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from services.rpc.gen.strata.v1 import types_pb2 as strata_dot_v1_dot_types__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1astrata/v1/historical.proto\x12\tstrata.v1\x1a\x15strata/v1/types.proto\"\xc6\x01\n\x0fRunQueryRequest\x12\x12\n\nquery_json\x18\x01 \x01(\t\x12&\n\x08segments\x18\x02 \x03(\x0b\x32\x14.strata.v1.SegmentId\x12\x36\n\x06schema\x18\x03 \x03(\x0b\x32&.strata.v1.RunQueryRequest.SchemaEntry\x12\x10\n\x08query_id\x18\x04 \x01(\t\x1a-\n\x0bSchemaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x1d\n\x1bHistoricalLoadStatusRequest\"\x99\x01\n\x1cHistoricalLoadStatusResponse\x12$\n\x06served\x18\x01 \x03(\x0b\x32\x14.strata.v1.SegmentId\x12%\n\x07loading\x18\x02 \x03(\x0b\x32\x14.strata.v1.SegmentId\x12\x13\n\x0b\x63\x61\x63he_bytes\x18\x03 \x01(\x03\x12\x17\n\x0fmax_cache_bytes\x18\x04 \x01(\x03\x32\xb6\x01\n\x11HistoricalService\x12?\n\x08RunQuery\x12\x1a.strata.v1.RunQueryRequest\x1a\x15.strata.v1.ArrowChunk0\x01\x12`\n\rGetLoadStatus\x12&.strata.v1.HistoricalLoadStatusRequest\x1a\'.strata.v1.HistoricalLoadStatusResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1astrata/v1/historical.proto\x12\tstrata.v1\x1a\x15strata/v1/types.proto\"\xc6\x01\n\x0fRunQueryRequest\x12\x12\n\nquery_json\x18\x01 \x01(\t\x12&\n\x08segments\x18\x02 \x03(\x0b\x32\x14.strata.v1.SegmentId\x12\x36\n\x06schema\x18\x03 \x03(\x0b\x32&.strata.v1.RunQueryRequest.SchemaEntry\x12\x10\n\x08query_id\x18\x04 \x01(\t\x1a-\n\x0bSchemaEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"\x1d\n\x1bHistoricalLoadStatusRequest\"\x99\x01\n\x1cHistoricalLoadStatusResponse\x12$\n\x06served\x18\x01 \x03(\x0b\x32\x14.strata.v1.SegmentId\x12%\n\x07loading\x18\x02 \x03(\x0b\x32\x14.strata.v1.SegmentId\x12\x13\n\x0b\x63\x61\x63he_bytes\x18\x03 \x01(\x03\x12\x17\n\x0fmax_cache_bytes\x18\x04 \x01(\x03\x32\xf9\x01\n\x11HistoricalService\x12?\n\x08RunQuery\x12\x1a.strata.v1.RunQueryRequest\x1a\x15.strata.v1.ArrowChunk0\x01\x12\x41\n\x0cRunQueryOnce\x12\x1a.strata.v1.RunQueryRequest\x1a\x15.strata.v1.ArrowChunk\x12`\n\rGetLoadStatus\x12&.strata.v1.HistoricalLoadStatusRequest\x1a\'.strata.v1.HistoricalLoadStatusResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -43,5 +43,5 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_HISTORICALLOADSTATUSRESPONSE']._serialized_start=297
   _globals['_HISTORICALLOADSTATUSRESPONSE']._serialized_end=450
   _globals['_HISTORICALSERVICE']._serialized_start=453
-  _globals['_HISTORICALSERVICE']._serialized_end=635
+  _globals['_HISTORICALSERVICE']._serialized_end=702
 # @@protoc_insertion_point(module_scope)

@@ -40,6 +40,11 @@ class HistoricalServiceStub:
                 request_serializer=strata_dot_v1_dot_historical__pb2.RunQueryRequest.SerializeToString,
                 response_deserializer=strata_dot_v1_dot_types__pb2.ArrowChunk.FromString,
                 _registered_method=True)
+        self.RunQueryOnce = channel.unary_unary(
+                '/strata.v1.HistoricalService/RunQueryOnce',
+                request_serializer=strata_dot_v1_dot_historical__pb2.RunQueryRequest.SerializeToString,
+                response_deserializer=strata_dot_v1_dot_types__pb2.ArrowChunk.FromString,
+                _registered_method=True)
         self.GetLoadStatus = channel.unary_unary(
                 '/strata.v1.HistoricalService/GetLoadStatus',
                 request_serializer=strata_dot_v1_dot_historical__pb2.HistoricalLoadStatusRequest.SerializeToString,
@@ -58,6 +63,16 @@ class HistoricalServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunQueryOnce(self, request, context):
+        """The same, answered in one message (no stream to end after the data): the partial with
+        `last` set when it is small, as it usually is (a few thousand groups). A larger one is
+        kept on the historical for a moment and the reply has `last` unset and no rows: RunQuery
+        with the same request then streams the kept partial without running the query again.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def GetLoadStatus(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
@@ -69,6 +84,11 @@ def add_HistoricalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'RunQuery': grpc.unary_stream_rpc_method_handler(
                     servicer.RunQuery,
+                    request_deserializer=strata_dot_v1_dot_historical__pb2.RunQueryRequest.FromString,
+                    response_serializer=strata_dot_v1_dot_types__pb2.ArrowChunk.SerializeToString,
+            ),
+            'RunQueryOnce': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunQueryOnce,
                     request_deserializer=strata_dot_v1_dot_historical__pb2.RunQueryRequest.FromString,
                     response_serializer=strata_dot_v1_dot_types__pb2.ArrowChunk.SerializeToString,
             ),
@@ -103,6 +123,33 @@ class HistoricalService:
             request,
             target,
             '/strata.v1.HistoricalService/RunQuery',
+            strata_dot_v1_dot_historical__pb2.RunQueryRequest.SerializeToString,
+            strata_dot_v1_dot_types__pb2.ArrowChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunQueryOnce(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.v1.HistoricalService/RunQueryOnce',
             strata_dot_v1_dot_historical__pb2.RunQueryRequest.SerializeToString,
             strata_dot_v1_dot_types__pb2.ArrowChunk.FromString,
             options,

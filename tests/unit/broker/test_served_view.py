@@ -1,0 +1,108 @@
+"""ServedView.plan: segments and replicas as announced, with the visible segments of a query's
+intervals remembered until the datasource's segments change."""
+
+from __future__ import annotations
+
+from common.segment.descriptor import SegmentDescriptor
+from common.segment.segment_id import SegmentId
+from common.types.interval import Interval
+from services.broker.core.served_view import ServedView
+
+DAY = 86_400_000
+
+
+def _descriptor(day: int, version: str = "v1", partition: int = 0, partitions: int = 1) -> SegmentDescriptor:
+    sid = SegmentId("wiki", Interval(day * DAY, (day + 1) * DAY), version, partition)
+    return SegmentDescriptor(sid, 100, 10, f"key-{day}-{version}-{partition}", partitions, "{}")
+
+
+def _planned(view: ServedView, intervals: list[Interval], **kwargs) -> dict[str, list[SegmentId]]:
+    return view.plan("wiki", intervals, **kwargs).by_server
+
+
+def test_a_repeated_plan_sees_segments_served_and_unserved_since() -> None:
+    view = ServedView()
+    days = [_descriptor(d) for d in range(3)]
+    for d in days[:2]:
+        view.served("h1", d)
+    everything = [Interval(0, 3 * DAY)]
+    assert _planned(view, everything) == {"h1": [days[0].id, days[1].id]}
+    view.served("h1", days[2])
+    assert _planned(view, everything) == {"h1": [d.id for d in days]}
+    assert view.plan("wiki", everything).coverage == (0, 3 * DAY)
+    view.unserved("h1", days[0].id)
+    assert _planned(view, everything) == {"h1": [days[1].id, days[2].id]}
+    assert view.plan("wiki", everything).coverage == (DAY, 3 * DAY)
+    assert _planned(view, [Interval(0, DAY)]) == {}
+
+
+def test_a_newer_version_hides_the_older_once_announced() -> None:
+    view = ServedView()
+    old, new = _descriptor(0, "v1"), _descriptor(0, "v2")
+    view.served("h1", old)
+    day = [Interval(0, DAY)]
+    assert _planned(view, day) == {"h1": [old.id]}
+    view.served("h2", new)
+    assert _planned(view, day) == {"h2": [new.id]}
+    view.unserved("h2", new.id)
+    assert _planned(view, day) == {"h1": [old.id]}
+
+
+def test_replicas_added_and_lost_count_without_a_segment_change() -> None:
+    view = ServedView()
+    seg = _descriptor(0)
+    view.served("h1", seg)
+    day = [Interval(0, DAY)]
+    assert _planned(view, day) == {"h1": [seg.id]}
+    view.served("h2", seg)  # a second replica: the same visible segments
+    chosen = {server for _ in range(4) for server in _planned(view, day)}
+    assert chosen == {"h1", "h2"}  # ties rotate over the replicas
+    assert _planned(view, day, exclude={seg.id: {"h1"}}) == {"h2": [seg.id]}
+    view.unserved("h1", seg.id)
+    assert all(_planned(view, day) == {"h2": [seg.id]} for _ in range(3))
+    view.unserved("h2", seg.id)
+    plan = view.plan("wiki", day)
+    assert plan.by_server == {} and plan.unavailable == [] and plan.coverage is None
+
+
+def test_an_incomplete_partition_set_is_not_used_until_complete() -> None:
+    view = ServedView()
+    first, second = _descriptor(0, partition=0, partitions=2), _descriptor(0, partition=1, partitions=2)
+    view.served("h1", first)
+    day = [Interval(0, DAY)]
+    assert _planned(view, day) == {}
+    view.served("h2", second)
+    assert sorted(s for segs in _planned(view, day).values() for s in segs) == sorted([first.id, second.id])
+
+
+def test_gathered_plans_use_the_fewest_historicals_and_take_turns() -> None:
+    view = ServedView()
+    days = [_descriptor(d) for d in range(4)]
+    for d in days:
+        view.served("h1", d)
+        view.served("h2", d)
+    view.served("h3", days[0])
+    everything = [Interval(0, 4 * DAY)]
+    chosen = set()
+    for _ in range(4):
+        by_server = _planned(view, everything, spread=False)
+        assert len(by_server) == 1 and list(by_server.values()) == [[d.id for d in days]]
+        chosen |= set(by_server)
+    assert chosen == {"h1", "h2"}  # h3 holds one segment: never enough to be chosen
+    assert len(_planned(view, everything)) == 3  # spread: every holder shares the work
+    only_h1 = {d.id: {"h2"} for d in days}
+    assert _planned(view, everything, spread=False, exclude=only_h1) == {"h1": [d.id for d in days]}
+
+
+def test_gathering_covers_segments_no_one_historical_holds_all_of() -> None:
+    view = ServedView()
+    days = [_descriptor(d) for d in range(5)]
+    for d in days[:3]:
+        view.served("h1", d)
+    for d in days[2:]:
+        view.served("h2", d)
+    view.served("h3", days[4])
+    for _ in range(3):  # whatever the turn: h1 and h2 hold three each, h3 one
+        by_server = _planned(view, [Interval(0, 5 * DAY)], spread=False)
+        assert len(by_server) == 2 and "h3" not in by_server
+        assert sorted(s for segs in by_server.values() for s in segs) == sorted(d.id for d in days)
