@@ -171,6 +171,17 @@ def _int64(col: pa.Array) -> np.ndarray:
     return col.to_numpy(zero_copy_only=False)
 
 
+def declared_types(stored: Mapping[str, ColumnType], expected: Mapping[str, ColumnType]) -> dict[str, ColumnType]:
+    """The types of the values a query reads from a source: a declared (expected) type wins over
+    the stored one, because ``ColumnSource`` casts the stored values to it (a column whose type a
+    newer segment changed, or a catalog's declared type). Filters coerce their values to these
+    types, so reporting the stored type here would compare, say, int64 values with a string set."""
+    out = dict(expected)
+    for name, ctype in stored.items():
+        out.setdefault(name, ctype)
+    return out
+
+
 def null_array(ctype: ColumnType, n: int) -> pa.Array:
     return pa.nulls(n, type=ctype.to_arrow())
 
@@ -211,8 +222,7 @@ class ColumnSource(Mapping):
 
     def types(self) -> dict[str, ColumnType]:
         if self._types is None:
-            out = dict(self.expected)
-            out.update(self.source.schema)
+            out = declared_types(self.source.schema, self.expected)
             # Virtual columns may build on earlier ones, so infer them in declaration order.
             for name, vc in self.virtual.items():
                 out[name] = vc.output_type_for(out)

@@ -19,7 +19,7 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from common.query.filters import And, Filter
-from common.query.row_source import ColumnSource, RowSource, interval_rows
+from common.query.row_source import ColumnSource, RowSource, declared_types, interval_rows
 from common.segment.column_reader import ColumnIndex, Ids, all_rows, bitmap_of_rows, id_array
 from common.types.column_type import ColumnType
 from common.types.interval import Interval
@@ -87,8 +87,7 @@ class SourceIndexes:
         return column in self.virtual
 
     def types(self) -> dict[str, ColumnType]:
-        out = dict(self.expected)
-        out.update(self.source.schema)
+        out = declared_types(self.source.schema, self.expected)
         for name, vc in self.virtual.items():
             out[name] = vc.output_type_for(out)
         return out

@@ -28,6 +28,7 @@ from common.query.model import Query, ScanQuery, query_from_json
 from common.query.partial import Partial, RunStats
 from common.segment.segment_id import SegmentId
 from services.broker.call_watchdog import CallWatchdog
+from services.broker.core.schema_merge import MERGE_POLICY, check_policy
 from services.query_errors import QueryCancelledError
 
 # Errors after which another replica may succeed.
@@ -75,16 +76,28 @@ class QueryExecutor:
     def _empty_result(self, query: Query) -> pa.Table:
         if not isinstance(query.datasource, str):
             return engine.execute_on_table(query, self._empty_result(query.datasource)).table
-        schema = self._schema(query.datasource)
+        schema = self._schema(query.datasource, query.context)
         engine.validate(query, schema)
         return engine.finalize(query, Partial(pa.table({}), RunStats()), schema)
 
-    def _schema(self, datasource: str) -> dict:
-        if self.schema_for is not None:
-            schema = self.schema_for(datasource)
-        else:
-            with self.view_lock:
-                schema = dict(self.view.schema(datasource)) if datasource in self.view.datasources() else None
+    def _schema(self, datasource: str, context=None) -> dict:
+        # The schema the query was planned with: a statement's SET columnTypeMergePolicy reaches the
+        # native queries' context, and historicals cast every segment's values to the types sent
+        # here; under the broker's default policy instead, a column typed BIGINT when planned would
+        # be read as VARCHAR (other rows, other nulls than the plan's).
+        policy = (context or {}).get("columnTypeMergePolicy")
+        if policy is not None:
+            check_policy(policy)
+        token = MERGE_POLICY.set(policy)
+        try:
+            if self.schema_for is not None:
+                schema = self.schema_for(datasource)
+            else:
+                with self.view_lock:
+                    schema = (dict(self.view.merged(datasource, policy).schema)
+                              if datasource in self.view.datasources() else None)
+        finally:
+            MERGE_POLICY.reset(token)
         if schema is None:
             with self.view_lock:
                 served = ", ".join(self.view.datasources()) or "none"
@@ -100,7 +113,7 @@ class QueryExecutor:
             inner = self.execute(query.datasource, max(deadline - time.monotonic(), 0.001), query_id, is_active)
             return engine.execute_on_table(query, inner.table, inner.stats)
         query = topn_threshold.without_directive(query)  # rounds are the broker's to choose, never a client's
-        schema = self._schema(query.datasource)
+        schema = self._schema(query.datasource, query.context)
         engine.validate(query, schema)
         query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
         budget = MemoryBudget.for_query(query.context, self.max_query_bytes, query_id, "broker")
@@ -126,7 +139,7 @@ class QueryExecutor:
         if not self.streams(query):
             raise ValueError("execute_stream runs scans of a datasource only")
         deadline = time.monotonic() + timeout_s
-        schema = self._schema(query.datasource)
+        schema = self._schema(query.datasource, query.context)
         engine.validate(query, schema)
         query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
         with self.view_lock:

@@ -7,7 +7,6 @@ and what the coordinator knows (published segments, servers), fetched per query.
 
 from __future__ import annotations
 
-import contextvars
 import json
 import re
 import threading
@@ -25,6 +24,7 @@ from common.sql.planning_deadline import timeout_error as planning_timeout
 from common.sql.statement_kind import classify
 from services.broker.core.sql_backend import StatementInfo, TableInfo
 from services.security.authorizer import ALLOW_ALL
+from services.broker.core.schema_merge import MERGE_POLICY
 from services.broker.core.segment_facts import manifest_facts, projections_table
 from services.broker.core.task_table import tasks_table
 from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog, require_all, require_ingestion,
@@ -33,8 +33,6 @@ from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog
 CATALOG = "druid"
 SYS_TABLES = ("segments", "servers", "server_segments", "tasks", "projections", "queries", "projection_advice",
               "schema_decisions")
-# The statement's columnTypeMergePolicy (SET or query context) while it is planned; None: the broker's.
-MERGE_POLICY: contextvars.ContextVar[str | None] = contextvars.ContextVar("columnTypeMergePolicy", default=None)
 
 
 def _like(pattern: str | None) -> re.Pattern | None:

@@ -81,3 +81,28 @@ def test_a_large_selection_is_not_kept(segments, monkeypatch):
     assert all(src.selection_memo is None for src in sources)  # more than 3 rows each: made again every run
     again, _ = _historical_run(query, sources, schema)
     assert _same(again, first) and first.num_rows > 0
+
+
+@pytest.mark.parametrize("declared", ["LONG", "DOUBLE"])
+def test_kept_projection_rows_filter_a_text_column_declared_numeric(segments, declared):
+    # The filtered projection groups by 'code' (text such as "1", "10", "-3.5", "abc"); declared a
+    # number, its values read as numbers and filters compare with numbers, on kept projection rows as
+    # on base rows (the filter used to compare the numbers with a set of strings and fail).
+    channels = {"type": "in", "dimension": "channel", "values": ["#en.wikipedia", "#fr.wikipedia"]}
+    query = {"queryType": "groupBy", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"],
+             "granularity": "all", "dimensions": ["channel"], "aggregations": [{"type": "count", "name": "c"}]}
+    schema = engine.union_schema(segments)
+    numeric = {**schema, "code": ColumnType.parse(declared)}
+    for code in ({"type": "in", "dimension": "code", "values": ["1", "10"]},
+                 {"type": "selector", "dimension": "code", "value": "-3.5"},
+                 {"type": "bound", "dimension": "code", "lower": "1", "upper": "2", "ordering": "numeric"}):
+        flt = {"type": "and", "fields": [channels, code]}
+        q = query_from_json({**query, "filter": flt})
+        sources = _sources(q, segments)
+        assert any(src.pre_aggregated for src in sources)
+        base_query = query_from_json({**query, "filter": flt, "context": {"noProjections": True}})
+        for types in (numeric, schema, numeric):
+            base, _ = _historical_run(base_query, _sources(base_query, segments), types)
+            got, _ = _historical_run(q, sources, types)
+            assert _same(got, base), (code, types["code"])
+            assert sum(got.column("c").to_pylist()) > 0 or code["type"] == "selector"
