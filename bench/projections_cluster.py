@@ -48,6 +48,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.flight as flight  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from bench.cluster import cpu_ms  # noqa: E402
 from bench.engine import print_rows  # noqa: E402
 from bench.projections import CHANNELS, build, clickhouse, timed  # noqa: E402
 from common.demo import table as demo_table  # noqa: E402
@@ -137,6 +138,67 @@ class LeanFlightSql:
         self.client.close()
 
 
+class BareFlightServer(flight.FlightServerBase):
+    """A Flight server that plans nothing: every GetFlightInfo answers one endpoint on itself and
+    every DoGet streams the same table (the hourly query's answer). The lean client against it is
+    the client-and-transport floor, with no strata code on the server side."""
+
+    def __init__(self, location: str, table: pa.Table) -> None:
+        super().__init__(location)
+        self.table = table
+
+    def get_flight_info(self, context, descriptor):
+        return flight.FlightInfo(self.table.schema, descriptor, [flight.FlightEndpoint(b"t", [])], -1, -1)
+
+    def do_get(self, context, ticket):
+        return flight.RecordBatchStream(self.table)
+
+
+def _serve_bare(table_ipc: bytes, port) -> None:
+    """Runs a BareFlightServer in its own process (as the broker runs in its own), its port sent back."""
+    server = BareFlightServer("grpc://127.0.0.1:0", pa.ipc.open_stream(table_ipc).read_all())
+    port.put(server.port)
+    server.serve()
+
+
+def bare_floor_ms(table: pa.Table, sql: str, runs: int, best: bool) -> float:
+    """The lean client's time for ``sql`` against a BareFlightServer in another process."""
+    import multiprocessing
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    ctx = multiprocessing.get_context("spawn")
+    port = ctx.Queue()
+    proc = ctx.Process(target=_serve_bare, args=(sink.getvalue().to_pybytes(), port), daemon=True)
+    proc.start()
+    try:
+        client = LeanFlightSql(f"grpc://127.0.0.1:{port.get(timeout=60)}")
+        try:
+            ms, out = timed(lambda: client.query(sql), runs, best)
+            if not out.equals(table):
+                raise SystemExit("the bare Flight server sent back another table than it was given")
+            return ms
+        finally:
+            client.close()
+    finally:
+        proc.terminate()
+        proc.join(10)
+
+
+def cpu_per_query(fn, runs: int, pids: dict) -> dict:
+    """CPU ms per run of ``fn``: this process (the client, the ADBC driver's Go threads included),
+    the broker and the historicals together, from /proc (steadier than latency on a shared machine)."""
+    fn()
+    before, client_before = cpu_ms(pids), time.process_time()
+    for _ in range(runs):
+        fn()
+    after, client_after = cpu_ms(pids), time.process_time()
+    out = {"client": (client_after - client_before) * 1000 / runs}
+    for role in after:
+        out[role] = (after[role] - before[role]) / runs
+    return out
+
+
 def adbc_unprepared(conn, sql: str) -> pa.Table:
     """ADBC without a prepared statement: a fresh statement, SQL set, executed (the driver sends
     ``CommandStatementQuery``), as a client that never re-runs a text would."""
@@ -203,7 +265,11 @@ def main() -> int:
             lean = LeanFlightSql(endpoints["flight"])
             floor_ms, _ = timed(lambda: sql(TRIVIAL), max(args.runs, 20), args.best)
             lean_floor_ms, _ = timed(lambda: lean.query(TRIVIAL), max(args.runs, 20), args.best)
-            unprepared_ms, _ = timed(lambda: adbc_unprepared(conn, QUERIES[0][1]), max(args.runs, 20), args.best)
+            unprepared_ms, hourly = timed(lambda: adbc_unprepared(conn, QUERIES[0][1]), max(args.runs, 20), args.best)
+            pids = {n["role"]: n["pid"] for n in cluster.running()["nodes"] if n["role"] in ("broker", "historical")}
+            cpu = {label: cpu_per_query(fn, 200, pids) for label, fn in (
+                ("ADBC", lambda: sql(QUERIES[0][1])), ("lean", lambda: lean.query(QUERIES[0][1])))}
+            bare_ms = bare_floor_ms(hourly, QUERIES[0][1], max(args.runs, 20), args.best)
             native_ms, _ = timed(lambda: client.native(HOURLY_NATIVE), max(args.runs, 20), args.best)
             for (name, text, duck_sql, ch_sql), native in zip(QUERIES, NATIVE):
                 off_text = "SET noProjections = true; " + text
@@ -253,7 +319,10 @@ def main() -> int:
     print(f"floor: a trivial SQL query (count over one minute) takes {floor_ms:.1f} ms through Flight SQL with ADBC, "
           f"{lean_floor_ms:.1f} ms with the lean client; the hourly timeseries as a native query over the broker's "
           f"gRPC API (projection on) {native_ms:.1f} ms, as SQL through ADBC without a prepared statement "
-          f"{unprepared_ms:.1f} ms")
+          f"{unprepared_ms:.1f} ms; the lean client against a bare pyarrow Flight server in another process "
+          f"that plans nothing and sends the same {hourly.num_rows} rows {bare_ms:.1f} ms")
+    print("CPU ms per hourly projection query (200 runs): " + "; ".join(
+        f"{label}: " + ", ".join(f"{role} {ms:.2f}" for role, ms in sorted(roles.items())) for label, roles in cpu.items()))
     print("ClickHouse (chdb) and DuckDB run in this process, no network hop: proj/CH is strata through the cluster "
           "(ADBC, broker, historicals) vs chdb; in-process/CH is strata's engine in this process over the same "
           "segments (native query, projections on) vs chdb; lean/ClickHouse is strata through the cluster with the "
