@@ -272,7 +272,9 @@ def main() -> int:
             unprepared_ms, hourly = timed(lambda: adbc_unprepared(conn, QUERIES[0][1]), max(args.runs, 20), args.best)
             pids = {n["role"]: n["pid"] for n in cluster.running()["nodes"] if n["role"] in ("broker", "historical")}
             cpu = {label: cpu_per_query(fn, 200, pids) for label, fn in (
-                ("ADBC", lambda: sql(QUERIES[0][1])), ("lean", lambda: lean.query(QUERIES[0][1])))}
+                ("ADBC", lambda: sql(QUERIES[0][1])), ("lean", lambda: lean.query(QUERIES[0][1])),
+                ("one DoGet", lambda: lean.one_call(QUERIES[0][1])), ("native gRPC", lambda: client.native(HOURLY_NATIVE)),
+                ("lean SELECT 1", lambda: lean.query("SELECT 1")))}
             one_call_ms, one_call = timed(lambda: lean.one_call(QUERIES[0][1]), max(args.runs, 20), args.best)
             if sorted_rows(one_call) != sorted_rows(hourly):
                 raise SystemExit("the hourly query as a plain-Flight DoGet got other rows than through ADBC")
@@ -329,7 +331,7 @@ def main() -> int:
           f"{unprepared_ms:.1f} ms, as one plain-Flight DoGet with the SQL as the ticket {one_call_ms:.1f} ms; "
           f"the lean client against a bare pyarrow Flight server in another process "
           f"that plans nothing and sends the same {hourly.num_rows} rows {bare_ms:.1f} ms")
-    print("CPU ms per hourly projection query (200 runs): " + "; ".join(
+    print("CPU ms per query, the hourly projection query unless named (200 runs): " + "; ".join(
         f"{label}: " + ", ".join(f"{role} {ms:.2f}" for role, ms in sorted(roles.items())) for label, roles in cpu.items()))
     print("ClickHouse (chdb) and DuckDB run in this process, no network hop: proj/CH is strata through the cluster "
           "(ADBC, broker, historicals) vs chdb; in-process/CH is strata's engine in this process over the same "
