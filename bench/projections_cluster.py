@@ -25,7 +25,10 @@ runtime, no cgo hand-over, no prepared statement). Its rows must equal ADBC's fo
 the bench stops. The ADBC column itself reuses one prepared statement per query text: the DBAPI
 cursor prepares a text once (CreatePreparedStatement) and executes the same text again without
 preparing, the way a dashboard re-runs its SQL; the floor line adds ADBC without a prepared
-statement (a fresh statement, ``CommandStatementQuery``, every run) for the hourly query.
+statement (a fresh statement, ``CommandStatementQuery``, every run) for the hourly query, the same
+query as one plain-Flight DoGet (SQL text as the ticket), and the lean client against a bare
+pyarrow Flight server in another process (the client-and-transport floor). Then CPU per query of
+the client (this process), the broker and the historicals, from /proc.
 """
 
 from __future__ import annotations
