@@ -2,7 +2,11 @@
 with its nested JSON column, write and compress its parts, push it to local deep storage) on
 bench/nested.py's documents, in one process, by phase; and the reading task's blob encoding.
 
-    .venv/bin/python bench/build_task.py [--lines 500000] [--runs 3] [--threads N]
+    .venv/bin/python bench/build_task.py [--lines 500000] [--runs 3] [--reversed] [--blob-codec zstd:1]
+
+Each build prints its user and system CPU and page faults: a Spark worker builds its segment once,
+on fresh memory, so compare first builds (``--runs 1``); later builds in one process reuse memory
+the allocator kept.
 
 The blobs are what the reading task (``text_scan.scan_listing``) sends for bench/nested.py's
 ingest (``SELECT MILLIS_TO_TIMESTAMP(ts) AS __time, doc``, the doc a COMPLEX<json> column); one
@@ -14,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import shutil
 import statistics
 import sys
 import tempfile
@@ -36,13 +41,6 @@ def main() -> int:
     ap.add_argument("--profile", default="", help="cProfile output path of the last build")
     args = ap.parse_args()
 
-    from bench.text_scan_task import _write
-    from common.segment.segment_id import SegmentId
-    from services.ingestion.build import BLOB_SCHEMA, BuildSpec, PlannedSegment, build_blobs
-    from services.ingestion.statement import parse_ingestion
-    from services.ingestion.text_scan import MILLIS, PICK, TextScan, scan_listing
-    from services.deep_storage.local import LocalDeepStorage
-
     if args.blob_codec:
         import services.ingestion.build as build
 
@@ -52,6 +50,22 @@ def main() -> int:
     if args.threads:
         pa.set_cpu_count(args.threads)
     work = tempfile.mkdtemp(prefix="strata-build-task-")
+    try:
+        return _run(args, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _run(args, work: str) -> int:
+    from bench.nested import DAY_MS, START_MS
+    from bench.text_scan_task import _write
+    from common.segment.segment_id import SegmentId
+    from common.types.interval import Interval
+    from services.deep_storage.local import LocalDeepStorage
+    from services.ingestion.build import BLOB_SCHEMA, BuildSpec, PlannedSegment, build_blobs
+    from services.ingestion.statement import parse_ingestion
+    from services.ingestion.text_scan import BLOB, MILLIS, PICK, TextScan, scan_listing
+
     path = os.path.join(work, "events.json")
     _write(path, args.lines)
     stmt = parse_ingestion(
@@ -63,7 +77,7 @@ def main() -> int:
     listing = [pa.RecordBatch.from_pylist([{"name": path, "path": path, "data": None, "spark_file": None,
                                             "start": None, "end": None, "first_line": 1}])]
     started = time.process_time()
-    rows = [b for b in scan_listing(listing, scan, stmt.partitioned_by, (), 0.0) if b.column(0)[0].as_py() == 0]
+    rows = [b for b in scan_listing(listing, scan, stmt.partitioned_by, (), 0.0) if b.column(0)[0].as_py() == BLOB]
     read_cpu = time.process_time() - started
     blobs = [b.column(3)[0].as_buffer() for b in rows]
     blob_bytes = sum(b.size for b in blobs)
@@ -72,9 +86,6 @@ def main() -> int:
     batches = [pa.RecordBatch.from_arrays([pa.array([0] * len(blobs), pa.int32()),
                                            pa.array([b.to_pybytes() for b in blobs], pa.binary())],
                                           schema=BLOB_SCHEMA)]
-    from common.types.interval import Interval
-    from bench.nested import DAY_MS, START_MS
-
     day = START_MS + 100 * DAY_MS
     sid = SegmentId("events", Interval(day, day + DAY_MS), "v1")
     spec = BuildSpec({0: PlannedSegment(sid, 1)}, "events/", json_columns=("doc",))
