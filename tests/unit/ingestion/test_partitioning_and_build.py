@@ -189,6 +189,47 @@ def test_blobs_carry_rows_to_their_segment(tmp_path):
         list(build_blobs(iter([bad]), spec, storage, str(tmp_path / "w")))
 
 
+def test_blobs_of_a_segment_in_any_order_build_the_same_segment(tmp_path, monkeypatch):
+    """The shuffle hands a segment's blobs over in no set order; build_blobs puts time-ordered
+    blobs back in time order, so the segment is the same bytes and build_segment does not sort
+    (its sort gathers every column: most of the building CPU for wide JSON rows)."""
+    import random
+
+    import services.ingestion.build as build
+
+    iv = Interval(T0, T0 + HOUR)
+    spec = BuildSpec({0: PlannedSegment(SegmentId("ds", iv, "v1", 0), 1)}, "ds/_ingest/job/", json_columns=("doc",))
+    batch = pa.RecordBatch.from_pydict({
+        "__time": pa.array([T0 + i // 3 for i in range(60)], pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
+        "doc": [f'{{"a": {i}, "b": {{"c": "v{i % 7}"}}}}' for i in range(60)]})
+    blobs = list(split_into_blobs((batch.slice(lo, 9) for lo in range(0, 60, 9)),
+                                  lambda b: pa.array([0] * b.num_rows, pa.int64()), max_rows=9))
+    assert len(blobs) == 7
+    sorts = []
+    real_build = build.build_segment
+
+    def build_segment(table, *args, **kwargs):
+        times = table.column("__time").cast(pa.int64()).to_pylist()
+        sorts.append(times != sorted(times))
+        return real_build(table, *args, **kwargs)
+
+    monkeypatch.setattr(build, "build_segment", build_segment)
+    contents = set()
+    for seed in range(4):
+        order = blobs[:] if seed == 0 else random.Random(seed).sample(blobs, len(blobs))
+        storage = LocalDeepStorage(str(tmp_path / f"deep{seed}"))
+        [row] = pa.Table.from_batches(list(build.build_blobs(iter(order), spec, storage,
+                                                             str(tmp_path / "w")))).to_pylist()
+        manifest = json.loads(row["manifest"])
+        manifest.pop("created")
+        contents.add(json.dumps(manifest, sort_keys=True))
+        segment = Segment.open(os.path.join(storage.root, *row["location"].split("/")))
+        got = execute({"queryType": "scan", "dataSource": "ds", "intervals": ["2019/2021"],
+                       "columns": ["__time", "doc"]}, [segment]).table
+        assert [json.loads(d)["a"] for d in got.column("doc").to_pylist()] == list(range(60))
+    assert len(contents) == 1 and sorts == [False] * 4
+
+
 def test_wide_rows_make_several_small_blobs():
     batch = pa.RecordBatch.from_pydict({"__time": pa.array([T0] * 100, pa.int64()).cast(pa.timestamp("ms", tz="UTC")),
                                         "text": ["x" * 1000] * 100})
