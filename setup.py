@@ -14,7 +14,8 @@ _FLAGS = ["-O2", "-fvisibility=hidden"]
 
 setup(ext_modules=[
     Extension("common.segment._nested_split",
-              ["common/segment/_nested_split.c", "common/segment/_nested_split_text.c"],
+              ["common/segment/_nested_split.c", "common/segment/_nested_split_text.c",
+               "common/segment/_nested_split_sort.c"],
               depends=["common/segment/_nested_split.h"], extra_compile_args=_FLAGS, optional=True),
     Extension("services.ingestion._json_lines",
               ["services/ingestion/_json_lines.c", "common/segment/_nested_split_text.c"],

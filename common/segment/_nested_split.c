@@ -638,6 +638,7 @@ done:
 static PyMethodDef METHODS[] = {
     {"split", split, METH_VARARGS, "Split JSON documents into per-field columns (see nested_native_split)."},
     {"canonical", canonical, METH_VARARGS, "Each document's compact JSON text."},
+    {"sort_strings", sort_strings, METH_VARARGS, "The byte order of an Arrow string array's values."},
     {NULL, NULL, 0, NULL},
 };
 

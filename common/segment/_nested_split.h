@@ -105,4 +105,7 @@ int put_double(Buf *b, double d);
 int put_long(Buf *b, int64_t v);
 int canon_value(Ctx *c);
 
+/* _nested_split_sort.c */
+PyObject *sort_strings(PyObject *self, PyObject *args);
+
 #endif

@@ -31,7 +31,7 @@ from pyroaring import BitMap
 from common.segment.container import Container, ipc_bytes
 from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.segment.nested_fields import NestedOptions, SplitField, split_documents
-from common.segment.nested_native_split import NativeField, split_native
+from common.segment.nested_native_split import NativeField, sort_order, split_native
 from common.segment.string_column import StringColumn, _bitmaps_binary, code_type
 from common.segment.value_column import ValueColumn
 from common.types.column_type import DOUBLE, JSON, LONG, STRING, ColumnType, TypeKind
@@ -229,7 +229,7 @@ def _sorted_unique_strings(chunks: list[pa.Array]) -> pa.Array:
     if not chunks:
         return pa.array([], pa.string())
     unique = pc.unique(pa.chunked_array(chunks, pa.string()))
-    return unique.take(pc.sort_indices(unique))
+    return unique.take(pa.array(sort_order(unique)))
 
 
 def _sorted_string_ids(chunks: list[pa.Array]) -> tuple[pa.Array, np.ndarray]:
@@ -245,7 +245,7 @@ def _sorted_string_ids(chunks: list[pa.Array]) -> tuple[pa.Array, np.ndarray]:
         dictionary = _sorted_unique_strings(chunks)
         ids = pc.index_in(values, value_set=dictionary)
         return dictionary, ids.to_numpy().astype(np.int64)
-    order = pc.sort_indices(dictionary).to_numpy()
+    order = sort_order(dictionary)
     rank = np.empty(len(order), dtype=np.int64)
     rank[order] = np.arange(len(order), dtype=np.int64)
     codes = [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]

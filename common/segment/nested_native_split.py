@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from common.json.path_steps import key_text
 from common.segment.nested_fields import NestedOptions, row_paths
@@ -112,6 +113,19 @@ def _field(index: int, item: tuple) -> NativeField:
     return NativeField(path, list(types), int(booleans), index, rows, groups)
 
 
+def sort_order(values: pa.Array) -> np.ndarray:
+    """The positions of ``values`` (a string array without nulls) in byte order, as
+    ``pc.sort_indices`` gives them, from the compiled sort (a radix sort on the first 8 bytes) when
+    it is built."""
+    if _nested_split is None or values.null_count or not (pa.types.is_string(values.type)
+                                                            or pa.types.is_large_string(values.type)):
+        return pc.sort_indices(values).to_numpy()
+    _, offsets, data = values.buffers()[:3]
+    width = 8 if pa.types.is_large_string(values.type) else 4
+    order = _nested_split.sort_strings(offsets, data if data is not None else b"", width, values.offset, len(values))
+    return np.frombuffer(order, dtype=np.int64)
+
+
 def _source(values) -> object:
     if isinstance(values, list):
         return values
@@ -158,4 +172,4 @@ def split_native(values, options: NestedOptions | None = None) -> NativeSplit | 
                        dropped, source, python_texts)
 
 
-__all__ = ["NativeField", "NativeSplit", "available", "split_native"]
+__all__ = ["NativeField", "NativeSplit", "available", "sort_order", "split_native"]

@@ -10,6 +10,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -227,6 +228,25 @@ def test_numbers_print_and_widen_as_python_does(numbers):
         texts.append(f'{{"a": {t}, "b": [{t}, 1, -0, {2**53 + 1}], "c": ["x", {t}, 7], "d": [{t}], "n": null}}')
     assert_same(texts)
     assert_same_column(texts)
+
+
+# Strings sharing long prefixes (ties on the radix key), NULs, empty strings, strings that are
+# prefixes of others, multi-byte UTF-8 (byte order, not code-point order of UTF-16).
+_sort_text = st.one_of(st.text(max_size=12),
+                       st.builds(lambda a, b: a + b, st.sampled_from(["", "abcdefgh", "abcdefg", "abcdefgh\x00",
+                                                                       "\x00\x00", "\U0001f600", "\uffff"]),
+                                 st.text(alphabet="ab\x00\u00e9\U0001f600", max_size=6)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_sort_text, max_size=60), st.integers(0, 5), st.booleans())
+def test_the_compiled_string_sort_gives_arrows_order(values, cut, large):
+    # The dictionaries' order comes from sort_order; it must be pc.sort_indices' (stable) order on
+    # any string array, sliced or large, equal values included.
+    arr = pa.array(values, pa.large_string() if large else pa.string()).slice(min(cut, len(values)))
+    want = pa.compute.sort_indices(arr).to_numpy()
+    got = nested_native_split.sort_order(arr)
+    assert got.tolist() == want.tolist()
 
 
 def test_without_the_extension_the_python_split_runs_and_says_so_once(monkeypatch, caplog):
