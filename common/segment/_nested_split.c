@@ -131,8 +131,6 @@ static int64_t field_for_path(Ctx *c, PyObject *path) {
     memset(f, 0, sizeof(Field));
     Py_INCREF(path);
     f->path = path;
-    int64_t zero = 0;
-    if (buf_put(&f->soff, &zero, 8) || buf_put(&f->aoff, &zero, 8)) { c->nfields++; return -1; }
     PyObject *num = PyLong_FromSize_t(c->nfields);
     c->nfields++;
     if (!num || PyDict_SetItem(c->by_path, path, num)) { Py_XDECREF(num); return -1; }
@@ -149,7 +147,71 @@ static int64_t node_field(Ctx *c, int32_t id) {
     return f;
 }
 
-static int field_add(Field *f, int64_t row, uint8_t label, int64_t l, double d, const char *s, size_t n) {
+static inline uint64_t load64(const char *s) { uint64_t w; memcpy(&w, s, 8); return w; }
+static inline uint64_t load32(const char *s) { uint32_t w; memcpy(&w, s, 4); return w; }
+
+/* A hash of n bytes. Tails are read as whole (overlapping) words, not copied byte by byte into a
+ * word, which stalls the load on the stores before it. */
+static inline uint64_t bytes_hash(const char *s, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ULL ^ n;
+    if (n >= 8) {
+        const char *end = s + n;
+        for (; s + 8 <= end; s += 8) { h = (h ^ load64(s)) * 0xff51afd7ed558ccdULL; h ^= h >> 29; }
+        if (s < end) h = (h ^ load64(end - 8)) * 0xc4ceb9fe1a85ec53ULL;
+    } else if (n >= 4) {
+        h = (h ^ (load32(s) | (load32(s + n - 4) << 32))) * 0xc4ceb9fe1a85ec53ULL;
+    } else if (n) {
+        h = (h ^ ((uint64_t)(uint8_t)s[0] | (uint64_t)(uint8_t)s[n / 2] << 8 | (uint64_t)(uint8_t)s[n - 1] << 16))
+            * 0xc4ceb9fe1a85ec53ULL;
+    }
+    return mix(h);
+}
+
+static int intern_grow(Intern *t) {
+    size_t n = t->nslots ? t->nslots * 2 : 1024;
+    uint64_t *slots = PyMem_Calloc(n, sizeof(uint64_t));
+    if (!slots) { PyErr_NoMemory(); return -1; }
+    for (size_t j = 0; j < t->nslots; j++) {
+        uint64_t e = t->slots[j];
+        if (!e) continue;
+        size_t i = (size_t)(e >> 32) & (n - 1);  /* (slot index from the hash's high bits, kept) */
+        while (slots[i]) i = (i + 1) & (n - 1);
+        slots[i] = e;
+    }
+    PyMem_Free(t->slots);
+    t->slots = slots; t->nslots = n;
+    return 0;
+}
+
+/* The id of the value (s, n) in t, added when new; -1 on error. A slot holds the hash's high bits
+ * beside the id, so a probe reads one cache line and compares bytes only on a likely match. */
+static int32_t intern_id(Intern *t, const char *s, size_t n, uint64_t hash) {
+    if (t->n * 2 >= t->nslots) {
+        if (!t->nslots) { int64_t zero = 0; if (buf_put(&t->off, &zero, 8)) return -1; }
+        if (t->n >= INT32_MAX / 2) { PyErr_NoMemory(); return -1; }
+        if (intern_grow(t)) return -1;
+    }
+    uint64_t h = hash & 0xffffffff00000000ULL;
+    size_t mask = t->nslots - 1, i = (size_t)(h >> 32) & mask;
+    const int64_t *off = (const int64_t *)t->off.p;
+    for (uint64_t e; (e = t->slots[i]) != 0; i = (i + 1) & mask) {
+        if ((e & 0xffffffff00000000ULL) != h) continue;
+        size_t id = (size_t)(uint32_t)e - 1;
+        if ((size_t)(off[id + 1] - off[id]) == n && memcmp(t->data.p + off[id], s, n) == 0) return (int32_t)id;
+    }
+    int64_t end = (int64_t)(t->data.n + n);
+    if (buf_put(&t->data, s, n) || buf_put(&t->off, &end, 8)) return -1;
+    t->slots[i] = h | (uint64_t)(t->n + 1);
+    return (int32_t)t->n++;
+}
+
+static void intern_free(Intern *t) {
+    buf_free(&t->off); buf_free(&t->data); PyMem_Free(t->slots);
+    memset(t, 0, sizeof *t);
+}
+
+static int field_add(Ctx *c, Field *f, int64_t row, uint8_t label, int64_t l, double d, const char *s, size_t n,
+                     uint64_t hash) {
     int seen = 0;
     for (int i = 0; i < f->ntypes; i++) if (f->types[i] == label) { seen = 1; break; }
     if (!seen) f->types[f->ntypes++] = label;
@@ -157,15 +219,11 @@ static int field_add(Field *f, int64_t row, uint8_t label, int64_t l, double d, 
     if (buf_put(&f->rows, &row, 8) || buf_byte(&f->tags, (char)tag)) return -1;
     f->count++;
     switch (tag) {
-    case 0: {
-        int64_t end = (int64_t)(f->sdata.n + n);
-        return buf_put(&f->sdata, s, n) || buf_put(&f->soff, &end, 8) ? -1 : 0;
-    }
     case 1: return buf_put(&f->longs, &l, 8);
     case 2: return buf_put(&f->doubles, &d, 8);
     default: {
-        int64_t end = (int64_t)(f->adata.n + n);
-        return buf_put(&f->adata, s, n) || buf_put(&f->aoff, &end, 8) ? -1 : 0;
+        int32_t id = intern_id(tag == 0 ? &c->strs : &c->arrs, s, n, hash);
+        return id < 0 ? -1 : buf_put(tag == 0 ? &f->sids : &f->aids, &id, 4);
     }
     }
 }
@@ -432,8 +490,9 @@ static void ctx_free(Ctx *c) {
         Field *f = &c->fields[i];
         Py_XDECREF(f->path);
         buf_free(&f->rows); buf_free(&f->tags); buf_free(&f->longs); buf_free(&f->doubles);
-        buf_free(&f->soff); buf_free(&f->sdata); buf_free(&f->aoff); buf_free(&f->adata);
+        buf_free(&f->sids); buf_free(&f->aids);
     }
+    intern_free(&c->strs); intern_free(&c->arrs);
     PyMem_Free(c->fields);
     Py_XDECREF(c->by_path);
 }
@@ -486,7 +545,8 @@ static int take_python_row(Ctx *c, Py_ssize_t row, PyObject *res, PyObject *arra
             if (!owned) { PyErr_Clear(); return FALLBACK; }  /* e.g. NaN in an array: Python raises later */
             if (!(s = PyUnicode_AsUTF8AndSize(owned, &n))) { PyErr_Clear(); Py_DECREF(owned); return FALLBACK; }
         }
-        int rc = field_add(&c->fields[f], row, (uint8_t)label, l, d, s, (size_t)n);
+        int rc = field_add(c, &c->fields[f], row, (uint8_t)label, l, d, s, (size_t)n,
+                           LABEL_TAG[label] == 0 || LABEL_TAG[label] == 3 ? bytes_hash(s, (size_t)n) : 0);
         Py_XDECREF(owned);
         if (rc) return ERR;
     }
@@ -505,7 +565,8 @@ static int take_python_row(Ctx *c, Py_ssize_t row, PyObject *res, PyObject *arra
 static PyObject *bytes_of(Buf *b) { return PyBytes_FromStringAndSize(b->p ? b->p : "", (Py_ssize_t)b->n); }
 
 /* split(source, row_paths, array_text, key_text) -> (fields, rebuildable, nulls, canonical of the
- * rows the Python code split) or None when the whole column must take the Python path. */
+ * rows the Python code split, (offsets, data, count) of the distinct strings, the same of the distinct
+ * array texts) or None when the whole column must take the Python path. */
 static PyObject *split(PyObject *self, PyObject *args) {
     PyObject *source, *row_paths, *array_text, *key_text;
     if (!PyArg_ParseTuple(args, "OOOO", &source, &row_paths, &array_text, &key_text)) return NULL;
@@ -531,6 +592,16 @@ static PyObject *split(PyObject *self, PyObject *args) {
         if (rc == NULLDOC) { null_mask[row] = 1; continue; }
         if (rc == OK) {
             if (!c.exact) rebuildable = 0;
+            /* The document's strings are hashed first and their slots fetched ahead, so the
+             * cache misses of the probes below overlap instead of following one another. */
+            for (size_t j = 0; j < c.nem; j++) {
+                Emit *e = &c.em[j];
+                uint8_t tag = LABEL_TAG[e->label];
+                if (tag == 1 || tag == 2) continue;
+                Intern *t = tag == 0 ? &c.strs : &c.arrs;
+                e->hash = bytes_hash(c.arena.p + e->off, e->len);
+                if (t->nslots) __builtin_prefetch(&t->slots[(size_t)(e->hash >> 32) & (t->nslots - 1)]);
+            }
             int64_t last = -1;
             for (size_t j = 0; j < c.nem; j++) {
                 Emit *e = &c.em[j];
@@ -539,7 +610,7 @@ static PyObject *split(PyObject *self, PyObject *args) {
                 if (f < last) rebuildable = 0;  /* its keys come in another order than the fields' */
                 last = f;
                 Field *fd = &c.fields[f];
-                if (field_add(fd, row, e->label, e->l, e->d, c.arena.p + e->off, e->len)) goto done;
+                if (field_add(&c, fd, row, e->label, e->l, e->d, c.arena.p + e->off, e->len, e->hash)) goto done;
                 if (e->is_bool) fd->booleans++;
             }
             continue;
@@ -565,14 +636,19 @@ static PyObject *split(PyObject *self, PyObject *args) {
         PyObject *types = PyList_New(f->ntypes);
         if (!types) { Py_DECREF(fields); goto done; }
         for (int t = 0; t < f->ntypes; t++) PyList_SET_ITEM(types, t, PyUnicode_FromString(LABELS[f->types[t]]));
-        PyObject *item = Py_BuildValue("(ONLNNNNNNNN)", f->path, types, (long long)f->booleans,
+        PyObject *item = Py_BuildValue("(ONLNNNNNN)", f->path, types, (long long)f->booleans,
                                        bytes_of(&f->rows), bytes_of(&f->tags), bytes_of(&f->longs),
-                                       bytes_of(&f->doubles), bytes_of(&f->soff), bytes_of(&f->sdata),
-                                       bytes_of(&f->aoff), bytes_of(&f->adata));
+                                       bytes_of(&f->doubles), bytes_of(&f->sids), bytes_of(&f->aids));
         if (!item) { Py_DECREF(fields); goto done; }
         PyList_SET_ITEM(fields, (Py_ssize_t)i, item);
     }
-    result = Py_BuildValue("(NOOO)", fields, rebuildable ? Py_True : Py_False, nulls, canon);
+    int64_t zero = 0;  /* (an empty table has no offsets yet) */
+    if ((!c.strs.off.n && buf_put(&c.strs.off, &zero, 8)) || (!c.arrs.off.n && buf_put(&c.arrs.off, &zero, 8))) {
+        Py_DECREF(fields); goto done;
+    }
+    result = Py_BuildValue("(NOOO(NNn)(NNn))", fields, rebuildable ? Py_True : Py_False, nulls, canon,
+                           bytes_of(&c.strs.off), bytes_of(&c.strs.data), (Py_ssize_t)c.strs.n,
+                           bytes_of(&c.arrs.off), bytes_of(&c.arrs.data), (Py_ssize_t)c.arrs.n);
 done:
     Py_XDECREF(canon);
     Py_XDECREF(nulls);

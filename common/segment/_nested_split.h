@@ -54,8 +54,17 @@ typedef struct {
     int ntypes;
     uint8_t types[NLABELS];
     int64_t booleans, count;
-    Buf rows, tags, longs, doubles, soff, sdata, aoff, adata;
+    Buf rows, tags, longs, doubles, sids, aids;  /* sids/aids: int32 ids in the column's Intern tables */
 } Field;
+
+/* The distinct values of one kind (strings, or arrays as text) of the whole column, in first-seen
+ * order: each value a field appends gets its id here, so the column build sorts the distinct values
+ * once instead of hashing every value again. */
+typedef struct {
+    Buf off, data;        /* int64 offsets (n + 1) and the values' bytes */
+    uint64_t *slots;      /* open addressing: high 32 bits of the hash, low 32 bits id + 1; 0 empty */
+    size_t nslots, n;
+} Intern;
 
 typedef struct {
     int32_t node;
@@ -63,6 +72,7 @@ typedef struct {
     int64_t l;
     double d;
     size_t off, len;
+    uint64_t hash;        /* a string's or array text's hash, computed a document at a time */
 } Emit;
 
 /* An element of an array of literals. type: 0 str 1 int 2 double 3 bool 4 null; a double whose
@@ -82,6 +92,7 @@ typedef struct {
     int32_t *slots; size_t nslots;
     Buf keys;
     Field *fields; size_t nfields, cap_fields;
+    Intern strs, arrs;
     PyObject *by_path;    /* path text -> field number */
     PyObject *key_text;   /* common.json.path_steps.key_text */
     Buf *out;             /* canonical mode: the compact text goes here */

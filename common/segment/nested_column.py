@@ -236,7 +236,13 @@ def _sorted_string_ids(chunks: list[pa.Array]) -> tuple[pa.Array, np.ndarray]:
     """(distinct strings in byte order, every value's id in them as int64) of the non-null strings
     in ``chunks``: one dictionary_encode (the distinct values in first-seen order, as pc.unique
     gives them), a sort of the distinct values and a renumbering, instead of hashing every value
-    twice (unique, then index_in)."""
+    twice (unique, then index_in). Chunks of the compiled split are already ids into one shared
+    array of distinct values: only that array is sorted."""
+    if chunks and all(isinstance(c, pa.DictionaryArray) for c in chunks):
+        distinct = chunks[0].dictionary
+        if len({_buffers_of(c.dictionary) for c in chunks}) == 1:  # (each .dictionary is a new wrapper)
+            return _sorted_interned_ids(distinct, np.concatenate([c.indices.to_numpy() for c in chunks]))
+    chunks = [c.dictionary_decode() if isinstance(c, pa.DictionaryArray) else c for c in chunks]
     values = pa.chunked_array(chunks, pa.string())
     encoded = pc.dictionary_encode(values)
     dictionary = encoded.chunk(0).dictionary if encoded.num_chunks else pa.array([], pa.string())
@@ -251,6 +257,25 @@ def _sorted_string_ids(chunks: list[pa.Array]) -> tuple[pa.Array, np.ndarray]:
     codes = [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks]
     ids = rank[np.concatenate(codes)] if codes else np.array([], dtype=np.int64)
     return dictionary.take(pa.array(order)), ids
+
+
+def _buffers_of(arr: pa.Array) -> tuple:
+    return (arr.offset, len(arr), *(b.address if b is not None else 0 for b in arr.buffers()))
+
+
+def _sorted_interned_ids(distinct: pa.Array, codes: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+    """(the distinct values ``codes`` use, in byte order; each code's id in them as int64). Values
+    no code uses (those of fields the guard dropped) are left out."""
+    used = np.zeros(len(distinct), dtype=bool)
+    used[codes] = True
+    if not used.all():
+        keep = np.flatnonzero(used)
+        distinct = distinct.take(pa.array(keep))
+        codes = (np.cumsum(used, dtype=np.int64) - 1)[codes]
+    order = sort_order(distinct)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order), dtype=np.int64)
+    return distinct.take(pa.array(order)), rank[codes]
 
 
 def _sorted_unique_doubles(chunks: list[np.ndarray]) -> np.ndarray:

@@ -1,9 +1,10 @@
 """The compiled field split of a nested column, and its results as numpy/Arrow arrays per field.
 
 ``common.segment._nested_split`` (C, built by setup.py) reads each document's text once and appends
-its values to per-field columns (row numbers, and per kind: longs, doubles, strings, array texts),
-so the column build makes its dictionaries with numpy/pyarrow and never holds a Python object per
-value. It gives exactly what ``nested_fields.split_documents`` gives: a document it cannot be sure to
+its values to per-field columns (row numbers, and per kind: longs, doubles, and ids of strings and
+array texts in the column's tables of distinct values, which it interns as it goes), so the column
+build makes its dictionaries with numpy/pyarrow and never holds a Python object per value. It gives
+exactly what ``nested_fields.split_documents`` gives: a document it cannot be sure to
 read the same way is split by ``nested_fields.row_paths`` (the Python code) in its place in row
 order, and when even that yields something only the Python column build can word as an error (NaN
 in an array, a lone surrogate), the whole column takes the Python split. Column options that filter
@@ -56,7 +57,8 @@ class NativeField:
     index: int
     rows: np.ndarray  # int64, ascending
     # kind -> (positions in ``rows`` or None for all, values): STRING and ARRAY (its JSON text) as
-    # Arrow string arrays, LONG int64 and DOUBLE float64 numpy arrays.
+    # Arrow dictionary arrays (int32 ids into the column's distinct values of the kind, one array
+    # shared by all fields), LONG int64 and DOUBLE float64 numpy arrays.
     groups: dict = field(default_factory=dict)
 
     @property
@@ -94,12 +96,12 @@ def _strings(offsets: bytes, data: bytes, count: int) -> pa.Array:
     return arr.cast(pa.string())
 
 
-def _field(index: int, item: tuple) -> NativeField:
-    path, types, booleans, rows, tags, longs, doubles, soff, sdata, aoff, adata = item
+def _field(index: int, item: tuple, strings: pa.Array, arrays: pa.Array) -> NativeField:
+    path, types, booleans, rows, tags, longs, doubles, sids, aids = item
     rows = np.frombuffer(rows, dtype=np.int64)
     tags = np.frombuffer(tags, dtype=np.uint8)
-    values = {0: lambda n: _strings(soff, sdata, n), 1: lambda n: np.frombuffer(longs, dtype=np.int64),
-              2: lambda n: np.frombuffer(doubles, dtype=np.float64), 3: lambda n: _strings(aoff, adata, n)}
+    values = {0: lambda n: _interned(sids, strings), 1: lambda n: np.frombuffer(longs, dtype=np.int64),
+              2: lambda n: np.frombuffer(doubles, dtype=np.float64), 3: lambda n: _interned(aids, arrays)}
     present = np.flatnonzero(np.bincount(tags, minlength=4))
     groups: dict = {}
     if len(present) == 1:
@@ -124,6 +126,12 @@ def sort_order(values: pa.Array) -> np.ndarray:
     width = 8 if pa.types.is_large_string(values.type) else 4
     order = _nested_split.sort_strings(offsets, data if data is not None else b"", width, values.offset, len(values))
     return np.frombuffer(order, dtype=np.int64)
+
+
+def _interned(ids: bytes, distinct: pa.Array) -> pa.DictionaryArray:
+    """A field's strings (or array texts) as ids into the column's distinct values of that kind (in
+    first-seen order, one array shared by every field, which the column build sorts once)."""
+    return pa.DictionaryArray.from_arrays(pa.array(np.frombuffer(ids, dtype=np.int32)), distinct, safe=False)
 
 
 def _source(values) -> object:
@@ -160,8 +168,9 @@ def split_native(values, options: NestedOptions | None = None) -> NativeSplit | 
     out = _nested_split.split(source, row_paths, _array_text, key_text)
     if out is None:
         return None
-    items, rebuildable, nulls, python_texts = out
-    fields = [_field(i, item) for i, item in enumerate(items)]
+    items, rebuildable, nulls, python_texts, (soff, sdata, scount), (aoff, adata, acount) = out
+    strings, arrays = _strings(soff, sdata, scount), _strings(aoff, adata, acount)
+    fields = [_field(i, item, strings, arrays) for i, item in enumerate(items)]
     dropped: list[str] = []
     if len(fields) > options.max_fields:
         ranked = sorted(fields, key=lambda f: (-len(f.rows), f.index))
