@@ -370,9 +370,10 @@ def keys_of(rows, key_columns: tuple[str, ...]) -> dict[int, list[tuple]]:
 
 
 def read_text(spark, scan: TextScan, source, files, granularity: Granularity, key_columns: tuple[str, ...],
-              rows_per_segment: int):
+              rows_per_segment: int, listing: list[tuple] | None = None):
     """Run the scan over ``files`` (source_reader.InputFile) and cache its output; (the cached
-    SCAN_DDL frame, its ScanTotals, the sampled keys by chunk start)."""
+    SCAN_DDL frame, its ScanTotals, the sampled keys by chunk start). ``listing``: the files'
+    listing_rows when the caller already has them."""
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
 
@@ -380,7 +381,9 @@ def read_text(spark, scan: TextScan, source, files, granularity: Granularity, ke
     from services.ingestion.spark_api import spark_api
 
     api = spark_api(spark)
-    listing = api.listing_frame(listing_rows(api, source, files), LISTING_DDL)
+    if listing is None:
+        listing = listing_rows(api, source, files)
+    listing = api.listing_frame(listing, LISTING_DDL)
     rate = key_sample_rate(rows_per_segment)
 
     def run(batches):

@@ -61,7 +61,11 @@ def _line_ends(f, start: int, end: int, after_cr: bool) -> tuple[int, bool]:
         if not block:
             break
         remaining -= len(block)
-        count += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+        count += block.count(b"\n")
+        # Most files have no b"\r": one memchr-speed test instead of two more counts, one of them a
+        # substring search (the driver's scan of a 570 MB file: 1.5-1.8 s -> 0.5-0.6 s, all serial).
+        if b"\r" in block:
+            count += block.count(b"\r") - block.count(b"\r\n")
         if after_cr and block[:1] == b"\n":
             count -= 1
         after_cr = block[-1:] == b"\r"

@@ -70,3 +70,25 @@ def test_what_is_not_cut(tmp_path):
     assert not splittable("x.json.gz", {"type": "json"})
     assert not splittable("x.tsv", {"type": "tsv", "findColumnsFromHeader": True})
     assert len(text_ranges(str(path), {"type": "tsv", "skipHeaderRows": 3000}, 4, min_range_bytes=100)) == 1
+
+
+def test_line_ends_across_blocks_with_and_without_carriage_returns(tmp_path, monkeypatch):
+    # Blocks without a b"\r" skip its counts; a b"\r" ending one block and a b"\n" starting the
+    # next (whose only line ends are b"\n") is still one line end.
+    from services.ingestion import text_splits
+
+    rng = random.Random(11)
+    parts = []
+    for _ in range(400):
+        parts.append(b"x" * rng.randrange(0, 7) + rng.choice([b"\n", b"\n", b"\n", b"\r\n", b"\r"]))
+    data = b"".join(parts) + b"\r\n\n\n"
+    path = tmp_path / "lines.json"
+    path.write_bytes(data)
+    expected = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    for block in (1, 2, 3, 5, 8, 64, 1 << 20):
+        monkeypatch.setattr(text_splits, "_SCAN_BYTES", block)
+        with open(path, "rb") as f:
+            for cut in (0, 1, len(data) // 3, len(data) - 1):
+                first, after_cr = text_splits._line_ends(f, 0, cut, False)
+                rest, _ = text_splits._line_ends(f, cut, len(data), after_cr)
+                assert first + rest == expected, (block, cut)
