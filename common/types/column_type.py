@@ -8,6 +8,7 @@ Keeping the mapping in one place is what lets segments, the engine and SQL agree
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -107,7 +108,7 @@ class ColumnType:
             return f"COMPLEX<{self.complex_name}>"
         return _SQL_NAMES[self.kind]
 
-    @property
+    @functools.cached_property  # asked per column for every query sent to a historical
     def native_name(self) -> str:
         """The spelling used in native queries and manifests (Druid's ColumnType strings)."""
         if self.kind is TypeKind.ARRAY:

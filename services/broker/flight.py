@@ -51,8 +51,8 @@ from services.broker.core.prepared_statements import PreparedStatement, Prepared
 from services.broker.core.sql_backend import SqlBackend
 from services.broker.flight_auth import (Authenticate, BasicAuthMiddlewareFactory, BearerTokens, CallIdentity,
                                          HeaderAuthHandler)
-from services.broker.query_origin import (announce_flight_query, current_origin, note_call, note_flight_call,
-                                          note_query_id)
+from services.broker.query_origin import (MIDDLEWARE_KEY, announce_flight_query, current_origin, note_call,
+                                          note_flight_call, note_query_id)
 from services.broker.flight_sql_metadata import (CATALOGS_SCHEMA, DB_SCHEMAS_SCHEMA, FOREIGN_KEYS_SCHEMA,
                                                  PRIMARY_KEYS_SCHEMA, SQL_INFO_SCHEMA, TABLE_TYPES_SCHEMA,
                                                  TABLES_SCHEMA, TABLES_WITH_SCHEMA_SCHEMA, catalogs_table,
@@ -74,7 +74,8 @@ MAX_BATCH_BYTES = 8 << 20
 PREFETCH_GRACE_S = 30.0
 
 _SQL_TYPE_URL = "type.googleapis.com/arrow.flight.protocol.sql."
-_AUTH = "strata-auth"
+# One middleware answers both: who calls (flight_auth) and the query id header (query_origin).
+_AUTH = MIDDLEWARE_KEY
 _COMMANDS = {cls.DESCRIPTOR.name: cls for cls in (
     fsql.CommandStatementQuery, fsql.CommandPreparedStatementQuery, fsql.CommandGetSqlInfo,
     fsql.CommandGetCatalogs, fsql.CommandGetDbSchemas, fsql.CommandGetTables, fsql.CommandGetTableTypes,
@@ -225,7 +226,7 @@ class BrokerFlightServer(flight.FlightServerBase):
                  prefetch_workers: int = 0, **kwargs) -> None:
         self.tokens = BearerTokens(token_ttl_s)
         middleware = dict(kwargs.pop("middleware", None) or {})
-        middleware[_AUTH] = BasicAuthMiddlewareFactory(auth, self.tokens)
+        middleware[_AUTH] = BasicAuthMiddlewareFactory(auth, self.tokens)  # also sends the query id header
         kwargs.setdefault("auth_handler", HeaderAuthHandler())
         super().__init__(location, middleware=middleware, **kwargs)
         self.front_door = front_door

@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 import pyarrow.flight as flight
 
+from services.broker.query_origin import QUERY_ID_HEADER
+
 Authenticate = Callable[[str, str], bool]
 
 
@@ -62,15 +64,22 @@ class BearerTokens:
 
 
 class CallIdentity(flight.ServerMiddleware):
-    """Per call: who is calling (``user``), their session (``token``), and the header to send back."""
+    """Per call: who is calling (``user``), their session (``token``), and the headers to send back:
+    the bearer token after a Handshake, and ``query_id`` (set by the query log, see query_origin)
+    as the query id header. One middleware does both: each Python middleware costs every Flight
+    call three calls from C++ into Python."""
 
     def __init__(self, user: str | None, token: str | None, send_token: bool) -> None:
         self.user = user
         self.token = token
         self._send_token = send_token
+        self.query_id: str | None = None
 
     def sending_headers(self):
-        return {"authorization": f"Bearer {self.token}"} if self._send_token and self.token else {}
+        headers = {"authorization": f"Bearer {self.token}"} if self._send_token and self.token else {}
+        if self.query_id:
+            headers[QUERY_ID_HEADER] = self.query_id
+        return headers
 
 
 class BasicAuthMiddlewareFactory(flight.ServerMiddlewareFactory):

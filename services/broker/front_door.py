@@ -33,6 +33,8 @@ from services.security.authorizer import ALLOW_ALL
 
 log = logging.getLogger(__name__)
 
+_MAX_LABEL_CHILDREN = 1024
+
 
 class NativeBackend(Protocol):
     def execute(self, query: dict, timeout_s: float, query_id: str | None = None,
@@ -82,6 +84,10 @@ class QueryFrontDoor:
         self.authorizer = authorizer
         self.metrics = metrics
         self.default_timeout_s = default_timeout_s
+        # Prometheus label children by label values: ``labels()`` validates and locks on every
+        # call; a query only needs the child it counted last time. Bounded (native queries name
+        # their datasource); past the bound ``labels()`` is asked each time, as before.
+        self._children: dict[tuple, tuple] = {}
 
     # ---- planning -------------------------------------------------------------------------------
 
@@ -216,9 +222,15 @@ class QueryFrontDoor:
     def _count(self, label: tuple[str, str], status: str, seconds: float | None) -> None:
         if self.metrics is None:
             return
-        self.metrics.queries.labels(*label, status).inc()
+        key = (label, status)
+        children = self._children.get(key)
+        if children is None:
+            children = (self.metrics.queries.labels(*label, status), self.metrics.query_seconds.labels(*label))
+            if len(self._children) < _MAX_LABEL_CHILDREN:
+                self._children[key] = children
+        children[0].inc()
         if seconds is not None:
-            self.metrics.query_seconds.labels(*label).observe(seconds)
+            children[1].observe(seconds)
 
 
 def _context(request: QueryRequest) -> dict:

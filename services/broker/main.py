@@ -11,7 +11,6 @@ from services.broker.flight import BrokerFlightServer
 from services.broker.front_door import QueryFrontDoor
 from services.broker.logged_backends import LoggedNative, LoggedSql
 from services.broker.query_executor import QueryExecutor
-from services.broker.query_origin import MIDDLEWARE_KEY, QueryIdHeader
 from services.broker.query_registry import query_registry_from_config
 from services.broker.query_tables import QueryTables
 from services.broker.server import BrokerServicer, add_to_server
@@ -48,7 +47,6 @@ class BrokerProcess(NodeProcess):
         tls = {"tls_certificates": [(security.cert, security.key)]} if security.serves_tls else {}
         self.flight = BrokerFlightServer(security.flight_location(config.node.host, config.node.flight_port),
                                          self.front_door, auth=flight_auth(self.authorizer),
-                                         middleware={MIDDLEWARE_KEY: QueryIdHeader()},
                                          prefetch_workers=PREFETCH_WORKERS if config.broker.prefetch_results else 0,
                                          **tls)
         self.id = self.node_id(self.grpc.port)

@@ -62,6 +62,7 @@ class QueryExecutor:
         self.schema_for = schema_for
         self.historical_client = historical_client  # server id -> HistoricalClient
         self.metrics = metrics
+        self._partial_children: dict[str, tuple] = {}
         self.view_lock = view_lock or threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="strata-scatter")
         self.watchdog = CallWatchdog()
@@ -354,10 +355,16 @@ class QueryExecutor:
         so the broker holds at most one over-limit partial before refusing)."""
         budget.charge(table_bytes(partial.table), f"the partial of {partial.table.num_rows:,} rows from historical "
                                                   f"{server}")
-        rows = getattr(self.metrics, "partial_rows", None)
-        if rows is not None:
-            rows.labels(query.query_type).inc(partial.table.num_rows)
-            self.metrics.partial_bytes.labels(query.query_type).inc(partial.table.nbytes)
+        children = self._partial_children.get(query.query_type)
+        if children is None:
+            rows = getattr(self.metrics, "partial_rows", None)
+            if rows is None:
+                return
+            # Label children kept per query type (a handful): ``labels()`` validates and locks each time.
+            children = (rows.labels(query.query_type), self.metrics.partial_bytes.labels(query.query_type))
+            self._partial_children[query.query_type] = children
+        children[0].inc(partial.table.num_rows)
+        children[1].inc(partial.table.nbytes)
 
     def _scatter(self, query: Query, query_json: str, schema, by_server: dict, deadline: float, query_id: str,
                  is_active, budget: MemoryBudget = UNLIMITED) -> list[tuple[str, list[SegmentId], Partial]]:

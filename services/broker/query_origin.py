@@ -3,8 +3,9 @@
 Front doors say where a call comes from (``note_call``: protocol, remote address, user, and a
 query id the client chose or the front door already announced); the query registry reads it when
 a query starts. The id travels back as the ``x-strata-query-id`` response header: the gRPC edge
-sends it as initial metadata before running, and on Arrow Flight ``QueryIdHeader`` (a server
-middleware) adds it to the reply of the call that ran the query. Where Flight SQL plans in
+sends it as initial metadata before running, and on Arrow Flight the call's identity middleware
+(``flight_auth.CallIdentity``, registered under ``MIDDLEWARE_KEY``) adds it to the reply of the
+call that ran the query. Where Flight SQL plans in
 GetFlightInfo and runs in DoGet (whose headers leave before it runs), ``announce_flight_query``
 fixes the id at planning and ``note_query_id`` makes DoGet run under it.
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 import contextvars
 from dataclasses import dataclass
 
-import pyarrow.flight as flight
 
 QUERY_ID_HEADER = "x-strata-query-id"
 MIDDLEWARE_KEY = "strata-query-id"
@@ -123,20 +123,5 @@ def announce_flight_query(context, request):
     return dataclasses.replace(request, query_id=wanted)
 
 
-class _Reply(flight.ServerMiddleware):
-    def __init__(self) -> None:
-        self.query_id: str | None = None
-
-    def sending_headers(self):
-        return {QUERY_ID_HEADER: self.query_id} if self.query_id else {}
-
-
-class QueryIdHeader(flight.ServerMiddlewareFactory):
-    """Flight server middleware (register under ``MIDDLEWARE_KEY``)."""
-
-    def start_call(self, info, headers):
-        return _Reply()
-
-
-__all__ = ["MIDDLEWARE_KEY", "QUERY_ID_HEADER", "CallOrigin", "QueryIdHeader", "announce_flight_query",
+__all__ = ["MIDDLEWARE_KEY", "QUERY_ID_HEADER", "CallOrigin", "announce_flight_query",
            "announce_query_id", "current_origin", "note_call", "note_flight_call", "note_query_id"]

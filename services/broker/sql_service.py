@@ -225,6 +225,14 @@ def _in_sql_terms(exc, op):
     return exc
 
 
+def _context_key(context) -> str:
+    """The query context as part of a plan-cache key. Most statements come with none (Flight SQL
+    has no per-call context): the empty key skips a JSON encoding per lookup."""
+    if not context:
+        return ""
+    return json.dumps(dict(context), sort_keys=True, default=str)
+
+
 def _iso(ms: int) -> str:
     from common.types.interval import format_instant
 
@@ -272,7 +280,7 @@ class SqlService:
         (plans) and then executes (plans again) the same text, and dashboards repeat queries.
         Plans holding system-table snapshots, the current time or parameters are not cached."""
         try:
-            key = (sql, user, json.dumps(context, sort_keys=True, default=str), self._generation())
+            key = (sql, user, _context_key(context), self._generation())
         except TypeError:
             key = None
         if key is not None and not parameters:
@@ -328,7 +336,7 @@ class SqlService:
         if parameters:
             return False
         try:
-            key = (sql, user, json.dumps(dict(context or {}), sort_keys=True, default=str), self._generation())
+            key = (sql, user, _context_key(context), self._generation())
         except TypeError:
             return False
         with self._plans_lock:
