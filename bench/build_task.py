@@ -58,24 +58,15 @@ def main() -> int:
 
 def _run(args, work: str) -> int:
     from bench.nested import DAY_MS, START_MS
-    from bench.text_scan_task import _write
+    from bench.text_scan_task import bench_scan
     from common.segment.segment_id import SegmentId
     from common.types.interval import Interval
     from services.deep_storage.local import LocalDeepStorage
     from services.ingestion.build import BLOB_SCHEMA, BuildSpec, PlannedSegment, build_blobs
-    from services.ingestion.statement import parse_ingestion
-    from services.ingestion.text_scan import BLOB, MILLIS, PICK, TextScan, scan_listing
+    from services.ingestion.text_scan import BLOB, scan_listing
 
     path = os.path.join(work, "events.json")
-    _write(path, args.lines)
-    stmt = parse_ingestion(
-        f"INSERT INTO events SELECT MILLIS_TO_TIMESTAMP(ts) AS __time, doc FROM TABLE(localfiles(files => "
-        f"ARRAY['{path}'], format => 'json')) EXTEND (ts BIGINT, doc TYPE('COMPLEX<json>')) PARTITIONED BY DAY")
-    [source] = stmt.sources.values()
-    scan = TextScan(source.input_format, source.signature, (
-        ("__time", "ts", MILLIS, pa.timestamp("us", tz="UTC")), ("doc", "doc", PICK, pa.string())))
-    listing = [pa.RecordBatch.from_pylist([{"name": path, "path": path, "data": None, "spark_file": None,
-                                            "start": None, "end": None, "first_line": 1}])]
+    stmt, _source, scan, listing = bench_scan(path, args.lines)
     started = time.process_time()
     rows = [b for b in scan_listing(listing, scan, stmt.partitioned_by, (), 0.0) if b.column(0)[0].as_py() == BLOB]
     read_cpu = time.process_time() - started

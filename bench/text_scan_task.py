@@ -35,20 +35,13 @@ def _write(path: str, lines: int) -> None:
             done += part.num_rows
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--lines", type=int, default=100_000)
-    ap.add_argument("--runs", type=int, default=3)
-    args = ap.parse_args()
-
-    from services.ingestion import json_lines_reader
+def bench_scan(path: str, lines: int):
+    """Writes ``lines`` bench documents to ``path``; returns the INSERT statement reading them into
+    a COMPLEX<json> column, its source, the text scan it takes and the one-file listing."""
     from services.ingestion.statement import parse_ingestion
-    from services.ingestion.text_scan import MILLIS, PICK, TextScan, scan_listing
+    from services.ingestion.text_scan import MILLIS, PICK, TextScan
 
-    pa.set_cpu_count(1)
-    work = tempfile.mkdtemp(prefix="strata-scan-task-")
-    path = os.path.join(work, "events.json")
-    _write(path, args.lines)
+    _write(path, lines)
     stmt = parse_ingestion(
         f"INSERT INTO events SELECT MILLIS_TO_TIMESTAMP(ts) AS __time, doc FROM TABLE(localfiles(files => "
         f"ARRAY['{path}'], format => 'json')) EXTEND (ts BIGINT, doc TYPE('COMPLEX<json>')) PARTITIONED BY DAY")
@@ -57,6 +50,22 @@ def main() -> int:
         ("__time", "ts", MILLIS, pa.timestamp("us", tz="UTC")), ("doc", "doc", PICK, pa.string())))
     listing = [pa.RecordBatch.from_pylist([{"name": path, "path": path, "data": None, "spark_file": None,
                                             "start": None, "end": None, "first_line": 1}])]
+    return stmt, source, scan, listing
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--lines", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=3)
+    args = ap.parse_args()
+
+    from services.ingestion import json_lines_reader
+    from services.ingestion.text_scan import scan_listing
+
+    pa.set_cpu_count(1)
+    work = tempfile.mkdtemp(prefix="strata-scan-task-")
+    path = os.path.join(work, "events.json")
+    stmt, source, scan, listing = bench_scan(path, args.lines)
     if not json_lines_reader.available():
         print("the compiled reader is not built (pip install -e .): both rows below are row_parser")
 
