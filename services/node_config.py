@@ -6,7 +6,7 @@
     [deep_storage]    url = "file:///dir" | "s3://bucket/prefix"; endpoint; region
     [historical]      cache_dir; max_cache_bytes; query_threads; decompressed_cache_bytes; max_query_bytes
     [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks;
-                      warm_task_drivers;
+                      warm_task_drivers; give_up_expiry_ms;
                       auto_compaction; max_compaction_tasks
     [broker]          query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
                       query_log_file_bytes; query_log_file_backups; max_query_bytes; prefetch_results
@@ -109,6 +109,9 @@ class CoordinatorSection:
     # Compact time chunks whose projections differ from the catalog's, at most this many at once.
     auto_compaction: bool = False
     max_compaction_tasks: int = 1
+    # A historical that failed a segment 3 times in a row (the segment then moved elsewhere) is
+    # passed over for it this long after its last failure; then it may be given it again.
+    give_up_expiry_ms: int = 300_000
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 Each run snapshots the metadata store (used segments) and discovery (historicals, what they
 serve, what they are assigned, which loads failed), runs the duties, and applies the commands: a
 Load puts an assignment key, a RetryLoad puts it again (the historical sees a new assignment), a
-Drop deletes it, MarkUnused updates the store. Served segments without an
+Drop deletes it, a ForgetLoadFailure deletes the historical's failure record (the historical
+watches its records and forgets the attempt count with it), MarkUnused updates the store. The
+clock of the pure duties is the ``now_ms`` each run passes in. Served segments without an
 assignment key (after a coordinator restart with a fresh embedded store) are adopted by
 writing their key, so a historical never loses a segment the duties want kept.
 """
@@ -17,12 +19,12 @@ import time
 from collections import defaultdict
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
-from services.coordinator.core.duties import (Drop, DutyParams, Load, LoadFailure, MarkUnused, RetryLoad, SegmentEntry,
-                                              ServerView, run_duties)
+from services.coordinator.core.duties import (DEFAULT_GIVE_UP_EXPIRY_MS, Drop, DutyParams, ForgetLoadFailure, Load,
+                                              LoadFailure, MarkUnused, RetryLoad, SegmentEntry, ServerView, run_duties)
 from services.coordinator.core.replication_status import replication_status
-from services.discovery.keys import (assignment_key, assignments_prefix, load_failures_prefix, nodes_prefix,
-                                     parse_assignment_key, parse_load_failure_key, parse_node_key, parse_served_key,
-                                     served_prefix)
+from services.discovery.keys import (assignment_key, assignments_prefix, load_failure_key, load_failures_prefix,
+                                     nodes_prefix, parse_assignment_key, parse_load_failure_key, parse_node_key,
+                                     parse_served_key, served_prefix)
 from services.discovery.load_failure import LoadFailureReport
 
 log = logging.getLogger("strata.coordinator")
@@ -57,11 +59,13 @@ class ClusterState:
 
 
 class DutyRunner:
-    def __init__(self, store, discovery, metrics, replication: int = 0, period_ms: int = 1000) -> None:
+    def __init__(self, store, discovery, metrics, replication: int = 0, period_ms: int = 1000,
+                 give_up_expiry_ms: int = DEFAULT_GIVE_UP_EXPIRY_MS) -> None:
         self.store = store
         self.discovery = discovery
         self.metrics = metrics
         self.replication = replication
+        self.give_up_expiry_ms = give_up_expiry_ms
         self.period_s = period_ms / 1000
         self._stop = threading.Event()
         self._leader = threading.Event()
@@ -124,7 +128,8 @@ class DutyRunner:
                     unused[sid] = SegmentEntry(sid, d.size, d.num_partitions)
         params = DutyParams(used=tuple(SegmentEntry(d.id, d.size, d.num_partitions) for d in used.values()),
                             servers=servers, unused=tuple(unused.values()), now_ms=int(time.time() * 1000),
-                            replication=self.replication, load_failures=state.load_failures)
+                            replication=self.replication, load_failures=state.load_failures,
+                            give_up_expiry_ms=self.give_up_expiry_ms)
         with self._gauge_lock:
             self._set_cluster_gauges(state, used, params.effective_replication)
         commands = run_duties(params)
@@ -140,6 +145,13 @@ class DutyRunner:
                          failure.attempts if failure else 0, failure.reason if failure else "")
                 self.discovery.put(assignment_key(command.server, command.segment), used[command.segment].to_bytes())
                 self.metrics.coordinator_commands.labels("retry_load").inc()
+            elif isinstance(command, ForgetLoadFailure):
+                failure = state.load_failures.get((command.server, command.segment))
+                log.info("forgetting that %s failed to load %s (%d times, last: %s): it may be assigned there again",
+                         command.server, command.segment, failure.attempts if failure else 0,
+                         failure.reason if failure else "")
+                self.discovery.delete(load_failure_key(command.server, command.segment))
+                self.metrics.coordinator_commands.labels("forget_load_failure").inc()
             elif isinstance(command, Drop):
                 dropped.add((command.server, command.segment))
                 self._drop(state, command.server, command.segment)

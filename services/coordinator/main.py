@@ -48,7 +48,7 @@ class CoordinatorProcess(NodeProcess):
         if self.memory_store is not None:
             self.journal = AssignmentJournal(config.coordinator.state_dir, self.memory_store, self.discovery)
         self.runner = DutyRunner(self.store, self.discovery, self.metrics, config.coordinator.replication,
-                                 config.coordinator.duty_period_ms)
+                                 config.coordinator.duty_period_ms, config.coordinator.give_up_expiry_ms)
         self.task_metrics = TaskMetrics(self.metrics)
         self.tasks = TaskStore(self.store, on_final=self.task_metrics.on_final)
         self.task_metrics.tasks = self.tasks

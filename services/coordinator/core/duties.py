@@ -23,7 +23,12 @@ Rules every duty follows:
 - A failed load is part of the snapshot too (historicals report them in discovery):
   RetryFailedLoads retries it on the same server after a backoff that doubles per attempt, and
   after ``max_load_attempts`` failures there moves it to another server if one can take it.
-  Assign and Balance never place a segment on a server that has given up on it.
+  Assign and Balance do not place a segment on a server that has given up on it, but only for
+  ``give_up_expiry_ms`` after its last failure there: then the give-up has expired, the server is
+  a candidate again, and RetryFailedLoads forgets the record (ForgetLoadFailure) so the next
+  attempt there counts from one. As Druid's coordinator, which keeps no failure memory and simply
+  tries again on a later run, a server is never excluded for good: after a deep-storage outage
+  every server gets its segments back. The clock is the snapshot's ``now_ms``; nothing sleeps.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ DEFAULT_MAX_MOVES = 10
 DEFAULT_MAX_LOAD_ATTEMPTS = 3  # failed loads on one server before the segment goes elsewhere
 DEFAULT_LOAD_BACKOFF_MS = 1_000  # before the first retry; doubles per attempt
 DEFAULT_MAX_LOAD_BACKOFF_MS = 60_000
+# How long a server that gave up on a segment is passed over for it, from its last failure.
+DEFAULT_GIVE_UP_EXPIRY_MS = 300_000
 
 
 class DutySegment(Protocol):
@@ -108,6 +115,16 @@ class Drop:
 
 
 @dataclass(frozen=True)
+class ForgetLoadFailure:
+    """The failure record of a segment ``server`` no longer holds has outlived
+    ``give_up_expiry_ms``: the edge deletes it, and the historical forgets its attempt count with
+    it, so a later assignment there starts counting from one."""
+
+    server: str
+    segment: SegmentId
+
+
+@dataclass(frozen=True)
 class MarkUnused:
     """Overshadowed segment: the edge marks it unused in the metadata store."""
 
@@ -119,7 +136,7 @@ class Noop:
     """The whole result of a run that found nothing to do: the cluster has converged."""
 
 
-Command = Load | Drop | MarkUnused | RetryLoad | Noop
+Command = Load | Drop | MarkUnused | RetryLoad | ForgetLoadFailure | Noop
 
 
 @dataclass(frozen=True)
@@ -134,7 +151,9 @@ class DutyParams:
     ``max_moves``: balancing moves in flight at most, counting those of earlier runs.
     ``load_failures``: (server, segment) -> the failure that server reported; retried after
     ``load_backoff_ms * 2**(attempts - 1)`` (at most ``max_load_backoff_ms``), and after
-    ``max_load_attempts`` the server has given up on the segment.
+    ``max_load_attempts`` the server has given up on the segment. A record of a segment the
+    server no longer holds expires ``give_up_expiry_ms`` after that failure (``failed_ms``): a
+    server that gave up is a candidate again from then on, and the record is forgotten.
     """
 
     used: tuple[DutySegment, ...]
@@ -147,6 +166,7 @@ class DutyParams:
     max_load_attempts: int = DEFAULT_MAX_LOAD_ATTEMPTS
     load_backoff_ms: int = DEFAULT_LOAD_BACKOFF_MS
     max_load_backoff_ms: int = DEFAULT_MAX_LOAD_BACKOFF_MS
+    give_up_expiry_ms: int = DEFAULT_GIVE_UP_EXPIRY_MS
     commands: tuple[Command, ...] = ()
     _by_id: dict[SegmentId, DutySegment] = field(init=False, repr=False, compare=False)
 
@@ -162,6 +182,9 @@ class DutyParams:
         if self.load_backoff_ms < 0 or self.max_load_backoff_ms < self.load_backoff_ms:
             raise ValidationError(f"coordinator load backoff must satisfy 0 <= load_backoff_ms ({self.load_backoff_ms}) "
                                   f"<= max_load_backoff_ms ({self.max_load_backoff_ms})")
+        if self.give_up_expiry_ms < 1:
+            raise ValidationError(f"coordinator give_up_expiry_ms must be >= 1 (how long a historical that gave up "
+                                  f"on a segment is passed over for it), got {self.give_up_expiry_ms}")
         if self.replication < 0:
             raise ValidationError(f"coordinator replication must be >= 0 (0 = automatic), got {self.replication}")
         if self.max_moves < 0:
@@ -189,10 +212,18 @@ class DutyParams:
     def descriptor(self, segment: SegmentId) -> DutySegment | None:
         return self._by_id.get(segment)
 
+    def exhausted(self, failure: LoadFailure) -> bool:
+        """Whether the server failed the segment ``max_load_attempts`` times in a row."""
+        return failure.attempts >= self.max_load_attempts
+
+    def expired(self, failure: LoadFailure) -> bool:
+        """Whether ``give_up_expiry_ms`` has passed since the failure (inclusive bound)."""
+        return self.now_ms >= failure.failed_ms + self.give_up_expiry_ms
+
     def gave_up(self, server: str, segment: SegmentId) -> bool:
-        """Whether ``server`` failed ``segment`` too often to be given it again."""
+        """Whether ``server`` failed ``segment`` too often to be given it again yet."""
         failure = self.load_failures.get((server, segment))
-        return failure is not None and failure.attempts >= self.max_load_attempts
+        return failure is not None and self.exhausted(failure) and not self.expired(failure)
 
     def retry_due(self, failure: LoadFailure) -> bool:
         backoff = min(self.load_backoff_ms * 2 ** min(max(failure.attempts - 1, 0), 30), self.max_load_backoff_ms)
@@ -234,7 +265,7 @@ class _Cluster:
         if isinstance(command, MarkUnused):
             self.marked_unused.add(command.segment)
             return
-        if isinstance(command, (Noop, RetryLoad)):
+        if isinstance(command, (Noop, RetryLoad, ForgetLoadFailure)):
             return
         server, seg = command.server, command.segment
         if server not in self.holds:
@@ -322,16 +353,27 @@ class RetryFailedLoads:
     """Failed loads of live segments still assigned to the server that failed them: retried
     there once the backoff has passed; after ``max_load_attempts`` unassigned there (Assign
     then places the segment on another server) when some other server can take it, else
-    retried at the longest backoff."""
+    retried at the longest backoff. The record of a segment a server no longer holds (it gave
+    up and the segment moved, or the segment is no longer used) is forgotten once it expires;
+    a server missing from the snapshot is skipped (its records go with its lease)."""
 
     def run(self, params: DutyParams) -> DutyParams:
         cluster = _Cluster(params)
         live = {d.id: d for d in _live(params, cluster)}
         commands: list[Command] = []
         for (server, seg), failure in sorted(params.load_failures.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+            if server not in cluster.holds:
+                continue  # gone from the snapshot (died): nothing to send it
+            if seg not in cluster.holds[server]:
+                if params.expired(failure):  # before Assign runs, which may now pick this server
+                    commands.append(ForgetLoadFailure(server, seg))
+                continue
             desc = live.get(seg)
-            if desc is None or seg not in cluster.holds.get(server, ()) or seg in cluster.loaded[server]:
-                continue  # not wanted, no longer assigned there, or loaded after all
+            if desc is None or seg in cluster.loaded[server]:
+                continue  # not wanted (its drop is DropUnneeded's), or loaded after all
+            # An exhausted record older than the expiry (the leader was away, or the expiry is
+            # shorter than a run) earns one more try here rather than a move: moving it now
+            # would leave this server a candidate again at once, and Assign could put it back.
             if params.gave_up(server, seg):
                 elsewhere = [s for s in cluster.holds if s != server and seg not in cluster.holds[s]
                              and not params.gave_up(s, seg) and cluster.free(s) >= desc.size]
