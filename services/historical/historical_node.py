@@ -2,9 +2,10 @@
 
 It turns assignment-key watch events into state-machine events, executes the commands (load
 through the segment cache on a small pool, drop, announce/unannounce served segments and report
-or clear failed loads, both under this node's lease) and feeds outcomes back. Each event gets a
-stimulus id naming its cause (``assignment-put-<revision>``, ``load-failed-<n>``, ...), which the
-commands it causes carry into the log. It also answers which segments it serves, for queries.
+or clear failed loads, both under this node's lease) and feeds outcomes back. It also watches its
+own failure records: one the coordinator deletes (the give-up expired) is forgotten here too.
+Each event gets a stimulus id naming its cause (``assignment-put-<revision>``, ``load-failed-<n>``,
+...), which the commands it causes carry into the log. It also answers which segments it serves, for queries.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment import Segment
 from common.segment.segment_id import SegmentId
 from services.discovery import Announcer
-from services.discovery.keys import assignments_prefix, load_failure_key, node_key, served_key
+from services.discovery.keys import (assignments_prefix, load_failure_key, load_failures_prefix, node_key,
+                                     served_key)
 from services.discovery.load_failure import LoadFailureReport
 from services.historical.core.assignment_state import (
     Announce,
@@ -31,6 +33,7 @@ from services.historical.core.assignment_state import (
     Drop,
     Load,
     LoadFailed,
+    LoadFailureForgotten,
     LoadSucceeded,
     ReportLoadFailure,
     SegmentCorrupted,
@@ -56,6 +59,7 @@ class HistoricalNode:
         self._pool = ThreadPoolExecutor(max_workers=load_threads, thread_name_prefix="strata-load")
         self._announcer = Announcer(discovery, lease_ttl_s)
         self._watch = None
+        self._failure_watch = None
 
     # ---- lifecycle ---------------------------------------------------------------------------
     def start(self) -> HistoricalNode:
@@ -65,11 +69,15 @@ class HistoricalNode:
         threading.Thread(target=self._verify_restored, name="strata-verify", daemon=True).start()
         self._announcer.set(node_key("historical", self.server_id), json.dumps(self.server_info).encode())
         self._watch = self.discovery.watch_prefix(assignments_prefix(self.server_id), self._on_watch)
+        self._failure_watch = self.discovery.watch_prefix(load_failures_prefix(self.server_id),
+                                                          self._on_failure_watch)
         return self
 
     def stop(self) -> None:
         if self._watch is not None:
             self._watch.cancel()
+        if self._failure_watch is not None:
+            self._failure_watch.cancel()
         self._announcer.close()
         self._pool.shutdown(wait=False, cancel_futures=True)
 
@@ -91,6 +99,17 @@ class HistoricalNode:
                     self.feed(Unassigned(sid, stimulus))
         except Exception:  # a bad key must not kill the watch thread
             log.exception("cannot handle assignment event for %s", unquote(name))
+
+    def _on_failure_watch(self, event) -> None:
+        if event.type != "delete":
+            return  # our own reports
+        try:
+            with self._lock:
+                sid = next((s for s in self.state.failed if load_failure_key(self.server_id, s) == event.key), None)
+            if sid is not None:
+                self.feed(LoadFailureForgotten(sid, self.stimulus_id(f"load-failure-delete-{event.revision}")))
+        except Exception:  # must not kill the watch thread
+            log.exception("cannot handle the deletion of %s", event.key)
 
     def feed(self, event) -> None:
         with self._lock:

@@ -15,7 +15,11 @@ A failed load is kept (reason and attempt count) and reported with ``ReportLoadF
 coordinator decides whether to assign it here again after a backoff (an ``Assigned`` for a
 segment that failed is a retry) or to move it to another historical. The record stays after an
 unassignment, so the coordinator still sees that this server failed the segment; a successful
-load clears it (``ClearLoadFailure``).
+load clears it (``ClearLoadFailure``). It does not stay for ever: the coordinator deletes the
+record of a segment no longer assigned here once its ``give_up_expiry_ms`` has passed, and
+``LoadFailureForgotten`` (the node watches its records) drops the attempt count with it, so a
+later assignment here counts its failures from one. The record and this memory agree: a
+segment is in ``failed`` exactly while this server's record of it should exist.
 """
 
 from __future__ import annotations
@@ -71,7 +75,17 @@ class SegmentCorrupted:
     stimulus_id: str
 
 
-Event = Assigned | Unassigned | AssignmentsResynced | LoadSucceeded | LoadFailed | SegmentCorrupted
+@dataclass(frozen=True)
+class LoadFailureForgotten:
+    """This server's failure record of ``segment`` was deleted by someone else: the coordinator,
+    when the give-up expired (or the store, when this node's lease was lost)."""
+
+    segment: SegmentId
+    stimulus_id: str
+
+
+Event = (Assigned | Unassigned | AssignmentsResynced | LoadSucceeded | LoadFailed | SegmentCorrupted
+         | LoadFailureForgotten)
 
 
 # ---- commands --------------------------------------------------------------------------------
@@ -183,6 +197,8 @@ class AssignmentState:
             failure = LoadFailure(event.reason, (before.attempts if before else 0) + 1)
             self.failed[event.segment] = failure
             return [ReportLoadFailure(event.segment, failure.reason, failure.attempts, sid_)]
+        if isinstance(event, LoadFailureForgotten):
+            return self._forgotten(event.segment, sid_)
         if isinstance(event, SegmentCorrupted):
             if event.segment not in self.served:
                 return []
@@ -200,6 +216,21 @@ class AssignmentState:
         # failure record stays, with its attempt count, until a load succeeds.
         self.loading.add(sid)
         return [Load(descriptor, stimulus_id, force_refetch=sid in self.failed)]
+
+    def _forgotten(self, sid: SegmentId, stimulus_id: str) -> list[Command]:
+        failure = self.failed.get(sid)
+        if failure is None:
+            return []  # our own ClearLoadFailure coming back, or a record we no longer keep
+        if sid in self.assigned and sid not in self.loading:
+            # Still assigned and waiting for the coordinator's retry, which it bases on the record:
+            # put it back (the coordinator deletes only records of unassigned segments, so this
+            # deletion came from a lost lease or a coordinator that saw the unassignment first).
+            return [ReportLoadFailure(sid, failure.reason, failure.attempts, stimulus_id)]
+        # Unassigned (the give-up expired), or being loaded again (a new assignment got here
+        # before the deletion): the count starts over; the outcome of a load in flight reports
+        # afresh. The clear makes the node's announcer drop the key too, not put it back later.
+        del self.failed[sid]
+        return [ClearLoadFailure(sid, stimulus_id)]
 
     def _unassigned(self, sid: SegmentId, stimulus_id: str) -> list[Command]:
         if self.assigned.pop(sid, None) is None:

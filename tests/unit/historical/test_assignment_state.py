@@ -19,6 +19,7 @@ from services.historical.core.assignment_state import (
     Load,
     LoadFailed,
     LoadFailure,
+    LoadFailureForgotten,
     LoadSucceeded,
     ReportLoadFailure,
     SegmentCorrupted,
@@ -81,9 +82,58 @@ def test_a_failure_outlives_the_unassignment_so_the_coordinator_still_sees_it():
     s.handle(Assigned(d, "put-1"))
     s.handle(LoadFailed(d.id, "disk full", "fail-1"))
     assert s.handle(Unassigned(d.id, "del-1")) == []  # moved elsewhere: nothing was served here
+    # Kept until the coordinator deletes the record (its give-up expiry; see below).
     assert s.failed == {d.id: LoadFailure("disk full", 1)} and s.assigned == {}
     assert s.handle(Assigned(d, "put-2")) == [Load(d, "put-2", force_refetch=True)]
     assert s.handle(LoadFailed(d.id, "disk full", "fail-2")) == [ReportLoadFailure(d.id, "disk full", 2, "fail-2")]
+
+
+def test_the_failure_of_an_unassigned_segment_is_forgotten_when_the_coordinator_deletes_it():
+    """The give-up expired: the coordinator deleted the record; the count goes with it, so the
+    next assignment here counts from one, and its failures are reported (and given up) anew."""
+    s, d = machine(), descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    for i in (1, 2, 3):
+        s.handle(LoadFailed(d.id, "S3 down", f"fail-{i}"))
+        if i < 3:
+            s.handle(Assigned(d, f"retry-{i}"))
+    s.handle(Unassigned(d.id, "del-1"))  # gave up: moved elsewhere, the record stays...
+    assert s.failed == {d.id: LoadFailure("S3 down", 3)}
+    assert s.handle(LoadFailureForgotten(d.id, "forget-1")) == [ClearLoadFailure(d.id, "forget-1")]  # ...until now
+    assert s.failed == {} and s.assigned == {} and s.loading == set()
+    assert s.handle(LoadFailureForgotten(d.id, "forget-2")) == []  # the deletion our clear causes
+    # Assigned here again (the other holder died): a plain load, and a failure is attempt 1.
+    assert s.handle(Assigned(d, "put-2")) == [Load(d, "put-2")]
+    assert s.handle(LoadFailed(d.id, "S3 down", "fail-4")) == [ReportLoadFailure(d.id, "S3 down", 1, "fail-4")]
+    s.handle(Assigned(d, "retry-4"))
+    assert s.handle(LoadFailed(d.id, "S3 down", "fail-5")) == [ReportLoadFailure(d.id, "S3 down", 2, "fail-5")]
+    s.handle(Assigned(d, "retry-5"))
+    assert s.handle(LoadSucceeded(d.id, "ok-1")) == [ClearLoadFailure(d.id, "ok-1"), Announce(d, "ok-1")]
+
+
+def test_a_forgotten_record_of_a_segment_being_loaded_again_restarts_the_count():
+    # The coordinator forgets the record and assigns the segment here in one run; the assignment
+    # can arrive first (two watches). The load in flight then reports afresh.
+    s, d = machine(), descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    s.handle(LoadFailed(d.id, "x", "fail-1"))
+    s.handle(Unassigned(d.id, "del-1"))
+    assert s.handle(Assigned(d, "put-2")) == [Load(d, "put-2", force_refetch=True)]
+    assert s.handle(LoadFailureForgotten(d.id, "forget-1")) == [ClearLoadFailure(d.id, "forget-1")]
+    assert s.loading == {d.id} and s.failed == {}
+    assert s.handle(LoadFailed(d.id, "x", "fail-2")) == [ReportLoadFailure(d.id, "x", 1, "fail-2")]
+
+
+def test_a_deleted_record_of_a_segment_awaiting_its_retry_is_put_back():
+    # Still assigned, not loading: the coordinator retries on the strength of the record, so a
+    # deletion it did not make (a lost lease) must not leave the segment waiting for ever.
+    s, d = machine(), descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    s.handle(LoadFailed(d.id, "x", "fail-1"))
+    s.handle(Assigned(d, "retry-1"))
+    s.handle(LoadFailed(d.id, "y", "fail-2"))
+    assert s.handle(LoadFailureForgotten(d.id, "lease-lost-1")) == [ReportLoadFailure(d.id, "y", 2, "lease-lost-1")]
+    assert s.failed == {d.id: LoadFailure("y", 2)}
 
 
 def test_a_failure_after_the_unassignment_reports_nothing():
@@ -148,6 +198,7 @@ EVENTS = st.one_of(
     st.builds(lambda d: ("succeeded", d), _seg),
     st.builds(lambda d, r: ("failed", d, r), _seg, st.sampled_from(["", "not found", "é\n\x00"])),
     st.builds(lambda d: ("corrupted", d), _seg),
+    st.builds(lambda d: ("forgotten", d), _seg),
     st.builds(lambda ds: ("resync", ds), st.lists(_seg, unique=True, max_size=4)),
 )
 
@@ -178,8 +229,11 @@ def test_any_event_sequence_keeps_the_invariants_and_every_command_names_its_sti
             event = LoadFailed(d.id, ev[2], stimulus)
         elif kind == "corrupted":
             event = SegmentCorrupted(d.id, stimulus)
+        elif kind == "forgotten":
+            event = LoadFailureForgotten(d.id, stimulus)
         else:
             event = AssignmentsResynced(tuple(d), stimulus)
+        had_failure = d.id in s.failed if kind == "forgotten" else None
         commands = s.handle(event)  # validates
         assert all(c.stimulus_id == stimulus for c in commands)
         for c in commands:
@@ -190,4 +244,8 @@ def test_any_event_sequence_keeps_the_invariants_and_every_command_names_its_sti
                 assert c.descriptor.id in s.served and c.descriptor.id in s.assigned
             if isinstance(c, ReportLoadFailure):
                 assert s.failed[c.segment].attempts == c.attempts >= 1
+            if isinstance(c, ClearLoadFailure):
+                assert c.segment not in s.failed
+        if kind == "forgotten":  # forgotten unless the record must stay for a pending retry
+            assert (d.id in s.failed) == (d.id in s.assigned and d.id not in s.loading and had_failure)
         assert in_flight == s.loading
