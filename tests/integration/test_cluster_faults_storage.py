@@ -2,8 +2,9 @@
 HTTP): the S3 server stopped while historicals load, and a historical whose segment cache lives on
 a small, full volume (a tmpfs). Each checks that no row is lost, duplicated or wrong, that no
 segment is announced loaded that is not, and that the failures are reported where the coordinator
-reads them (the load-failure records in discovery). One cluster for the module; every wait has a
-deadline."""
+reads them (the load-failure records in discovery). One cluster for the module, whose coordinator
+forgets a give-up after GIVE_UP_EXPIRY_MS (so a historical that gave up on a segment during the
+outage gets it back and its record clears); every wait has a deadline."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from tests.harness.waiting import wait_until
 ROWS_PER_SEGMENT = 2_000  # tens of KB a segment
 CACHE_VOLUME = "2m"  # historical-1's cache volume: a few dozen of those segments
 CACHE_VOLUME_BYTES = 2 << 20
+GIVE_UP_EXPIRY_MS = 4_000  # [coordinator] give_up_expiry_ms: 5 minutes by default
 
 
 def count_query(datasource: str, interval: str) -> dict:
@@ -73,9 +75,19 @@ def cluster(tmp_path_factory, s3):
     cache1 = os.path.join(c.dir, "cache-1")
     c.tmpfs_refused = _mount_tmpfs(cache1, CACHE_VOLUME)
     try:
-        # replication 1: a segment historical-1 cannot hold has somewhere else to go.
-        c.up(historicals=2, lease_ttl_s=2, duty_period_ms=200, replication=1, ports="auto",
-             deep_storage=s3.info.url, deep_storage_endpoint=s3.info.endpoint)
+        # replication 1: a segment historical-1 cannot hold has somewhere else to go. The nodes
+        # read their settings from the environment they are started with (services/node_config.py).
+        expiry_var = "STRATA_COORDINATOR_GIVE_UP_EXPIRY_MS"
+        before = os.environ.get(expiry_var)
+        os.environ[expiry_var] = str(GIVE_UP_EXPIRY_MS)
+        try:
+            c.up(historicals=2, lease_ttl_s=2, duty_period_ms=200, replication=1, ports="auto",
+                 deep_storage=s3.info.url, deep_storage_endpoint=s3.info.endpoint)
+        finally:
+            if before is None:
+                del os.environ[expiry_var]
+            else:
+                os.environ[expiry_var] = before
         c.s3 = s3
         c.storage = deep_storage_from_url(s3.info.url, s3.info.endpoint, s3.info.region)
         endpoints = c.endpoints()
@@ -171,17 +183,26 @@ def test_deep_storage_stopped_while_historicals_load(cluster, tmp_path):
     try:
         c.client.publish(late)  # metadata only: the coordinator assigns, the historicals cannot pull
         # Each load fails and is retried: a historical reports a second failed attempt only after
-        # the coordinator assigned the segment again, one backoff later.
+        # the coordinator assigned the segment again, one backoff later. The outage lasts until
+        # some historical has also given up on a segment (which then moves to the other), so the
+        # give-up's expiry is what must clear that record later. Records come and go (a give-up
+        # moves a segment, an expired one is forgotten), so this collects what it has seen.
         first_failed_ms: dict = {}
+        seen_twice: set = set()
+        gave_up: set = set()
 
         def retried():
             found = _failures(c, "late")
             for where, report in found.items():
                 if report.attempts == 1:
                     first_failed_ms.setdefault(where, report.failed_ms)
-            return found if {s for (_, s), r in found.items() if r.attempts >= 2} == late_ids else None
+                elif report.attempts == 2 and where in first_failed_ms:  # seen both: one backoff apart
+                    assert report.failed_ms - first_failed_ms[where] >= 1_000, (where, report)
+            seen_twice.update(s for (_, s), r in found.items() if r.attempts >= 2)
+            gave_up.update(where for where, r in found.items() if r.attempts >= DEFAULT_MAX_LOAD_ATTEMPTS)
+            return found if seen_twice == late_ids and gave_up and found else None
 
-        failures = _wait(retried, 60, "every 'late' segment failing twice")
+        failures = _wait(retried, 90, "every 'late' segment failing twice, and a historical giving up on one")
         # Meanwhile: queries answer exactly from what is loaded, nothing of 'late' is announced,
         # and no half-pulled file is in any cache.
         for _ in range(3):
@@ -196,28 +217,24 @@ def test_deep_storage_stopped_while_historicals_load(cluster, tmp_path):
         for (server, sid), report in failures.items():
             assert report.reason.startswith(f"cannot reach S3 at endpoint {c.s3.info.endpoint}"), report.reason
             assert by_key[sid] in report.reason
-            if report.attempts == 2 and (server, sid) in first_failed_ms:  # seen both: one backoff apart
-                assert report.failed_ms - first_failed_ms[(server, sid)] >= 1_000
     finally:
         c.s3.start()
     # Back: the next retry of each segment loads it, and the failure records are cleared.
     c.client.wait_loaded("late", len(late), 90)
     _wait_answer(c, "late", "2016-02-01/2016-02-02")
     # A segment still assigned to the server that failed it clears its record on that load. A
-    # server that failed a segment max_load_attempts times gave up on it, and the coordinator moved
-    # the segment elsewhere; that record stays (so the server is not given the segment again, see
-    # services/coordinator/core/duties.py) and must name a segment another server now serves.
-    # Which case a segment meets depends on how many retries fit in the outage.
-    def settled():
-        served = _served(c, "late")
-        for (server, sid), report in _failures(c, "late").items():
-            gave_up = report.attempts >= DEFAULT_MAX_LOAD_ATTEMPTS
-            if not gave_up or sid in served.get(server, set()) or not any(
-                    sid in ids for other, ids in served.items() if other != server):
-                return False
-        return True
+    # server that gave up on a segment (the coordinator moved it elsewhere) keeps its record only
+    # until the give-up expires: then the coordinator deletes it and the historical forgets it, so
+    # no server stays excluded from a segment after the outage. Both the records in discovery and
+    # each historical's own memory of failures (its health's "failed") end empty.
+    def cleared():
+        found = _failures(c, "late")
+        remembered = {n["name"]: health(n)[1].get("failed") for n in c.running()["nodes"] if n["role"] == "historical"}
+        return True if not found and all(v == 0 for v in remembered.values()) else None
 
-    _wait(settled, 30, "the load-failure records of 'late' cleared, or left only by a server that gave up")
+    _wait(cleared, 60, f"every load-failure record cleared, those of the give-ups {sorted(map(str, gave_up))} "
+                       f"too (they expire after {GIVE_UP_EXPIRY_MS} ms)")
+    _wait_answer(c, "late", "2016-02-01/2016-02-02")
     _wait_answer(c, "wiki", "2015-09-12/2015-09-13")
 
 
