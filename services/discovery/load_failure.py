@@ -2,7 +2,9 @@
 
 A historical writes it (under its lease) when loading an assigned segment fails, and rewrites it
 on each further failure; it deletes it once the segment loads. The coordinator reads these
-reports in its snapshot to retry the load after a backoff or assign the segment elsewhere.
+reports in its snapshot to retry the load after a backoff or assign the segment elsewhere, and
+deletes the report of a segment no longer assigned there once ``give_up_expiry_ms`` has passed
+since ``failed_ms`` (the historical, watching its reports, then forgets the failure too).
 """
 
 from __future__ import annotations

@@ -105,7 +105,8 @@ def test_a_segment_a_historical_keeps_failing_is_assigned_to_another(cluster, tm
         repair(other)
         cluster.wait_until(lambda: serving(cluster, d.id) == [other], DEADLINE_S, f"the segment served by {other}")
         # The first historical failed max_load_attempts (3) times, was unassigned, and keeps its
-        # report so the coordinator does not hand it the segment again.
+        # report so the coordinator does not hand it the segment again (until the give-up expires,
+        # 5 minutes by default: tests/component/test_load_failure_expiry.py).
         assert failures(cluster, d.id)[first].attempts == 3
         assert assignment_key(first, d.id) not in cluster.coordinator.discovery.get_prefix(assignments_prefix(first))
     finally:
