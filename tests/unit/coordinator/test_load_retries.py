@@ -214,3 +214,11 @@ def test_retry_settings_are_checked():
         DutyParams(used=(), servers={}, load_backoff_ms=10, max_load_backoff_ms=5)
     with pytest.raises(ValidationError, match="give_up_expiry_ms must be >= 1"):
         DutyParams(used=(), servers={}, give_up_expiry_ms=0)
+
+
+def test_the_expiry_is_a_coordinator_setting_that_defaults_to_the_duties_default():
+    from services.node_config import load_config
+
+    assert load_config("coordinator", None, env={}).coordinator.give_up_expiry_ms == DEFAULT_GIVE_UP_EXPIRY_MS
+    env = {"STRATA_COORDINATOR_GIVE_UP_EXPIRY_MS": "4000"}
+    assert load_config("coordinator", None, env=env).coordinator.give_up_expiry_ms == 4_000
