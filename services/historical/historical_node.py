@@ -2,10 +2,12 @@
 
 It turns assignment-key watch events into state-machine events, executes the commands (load
 through the segment cache on a small pool, drop, announce/unannounce served segments and report
-or clear failed loads, both under this node's lease) and feeds outcomes back. It also watches its
-own failure records: one the coordinator deletes (the give-up expired) is forgotten here too.
-Each event gets a stimulus id naming its cause (``assignment-put-<revision>``, ``load-failed-<n>``,
-...), which the commands it causes carry into the log. It also answers which segments it serves, for queries.
+or clear failed loads, both under this node's lease) and feeds outcomes back. Each event gets a
+stimulus id naming its cause (``assignment-put-<revision>``, ``load-failed-<n>``, ...), which the
+commands it causes carry into the log. It also answers which segments it serves, for queries.
+
+It also watches its own failure records: one deleted by someone else (the coordinator, when the
+give-up expired) is fed as ``LoadFailureForgotten``, so this node forgets that failure too.
 """
 
 from __future__ import annotations
