@@ -20,7 +20,8 @@ from collections import defaultdict
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from services.coordinator.core.duties import (DEFAULT_GIVE_UP_EXPIRY_MS, Drop, DutyParams, ForgetLoadFailure, Load,
-                                              LoadFailure, MarkUnused, RetryLoad, SegmentEntry, ServerView, run_duties)
+                                              LoadFailure, MarkUnused, RetryLoad, RetrySent, SegmentEntry, ServerView,
+                                              run_duties)
 from services.coordinator.core.replication_status import replication_status
 from services.discovery.keys import (assignment_key, assignments_prefix, load_failure_key, load_failures_prefix,
                                      nodes_prefix, parse_assignment_key, parse_load_failure_key, parse_node_key,
@@ -66,6 +67,9 @@ class DutyRunner:
         self.metrics = metrics
         self.replication = replication
         self.give_up_expiry_ms = give_up_expiry_ms
+        # The RetryLoads sent, so a report is answered once (see RetrySent); only the leader's
+        # loop thread touches it, and a new leader starting empty sends at most one more each.
+        self._retries_sent: dict[tuple[str, SegmentId], RetrySent] = {}
         self.period_s = period_ms / 1000
         self._stop = threading.Event()
         self._leader = threading.Event()
@@ -83,6 +87,7 @@ class DutyRunner:
     def set_leader(self, is_leader: bool) -> None:
         (self._leader.set if is_leader else self._leader.clear)()
         if not is_leader:
+            self._retries_sent = {}  # another leader may answer the reports meanwhile
             with self._gauge_lock:
                 self._clear_cluster_gauges()  # a follower's numbers would go stale beside the new leader's
 
@@ -126,10 +131,11 @@ class DutyRunner:
             for sid, d in state.served.get(server, {}).items():
                 if sid not in used:
                     unused[sid] = SegmentEntry(sid, d.size, d.num_partitions)
+        self._retries_sent = {k: v for k, v in self._retries_sent.items() if k in state.load_failures}
         params = DutyParams(used=tuple(SegmentEntry(d.id, d.size, d.num_partitions) for d in used.values()),
                             servers=servers, unused=tuple(unused.values()), now_ms=int(time.time() * 1000),
                             replication=self.replication, load_failures=state.load_failures,
-                            give_up_expiry_ms=self.give_up_expiry_ms)
+                            give_up_expiry_ms=self.give_up_expiry_ms, retries_sent=self._retries_sent)
         with self._gauge_lock:
             self._set_cluster_gauges(state, used, params.effective_replication)
         commands = run_duties(params)
@@ -144,6 +150,8 @@ class DutyRunner:
                 log.info("retrying the load of %s on %s (failed %d times: %s)", command.segment, command.server,
                          failure.attempts if failure else 0, failure.reason if failure else "")
                 self.discovery.put(assignment_key(command.server, command.segment), used[command.segment].to_bytes())
+                if failure is not None:
+                    self._retries_sent[(command.server, command.segment)] = RetrySent(failure.failed_ms, params.now_ms)
                 self.metrics.coordinator_commands.labels("retry_load").inc()
             elif isinstance(command, ForgetLoadFailure):
                 failure = state.load_failures.get((command.server, command.segment))

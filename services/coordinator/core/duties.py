@@ -94,6 +94,18 @@ class LoadFailure:
 
 
 @dataclass(frozen=True)
+class RetrySent:
+    """The edge's note that it sent a RetryLoad answering the failure reported at ``failed_ms``,
+    at ``sent_ms``. The historical answers a retry with a new report (or by loading), so one
+    RetryLoad per report is enough; sending it every run while the load runs would rewrite the
+    assignment for nothing, and one landing just after the next failure would start another
+    load at once, without its backoff."""
+
+    failed_ms: int
+    sent_ms: int
+
+
+@dataclass(frozen=True)
 class Load:
     server: str
     segment: SegmentId
@@ -154,6 +166,9 @@ class DutyParams:
     ``max_load_attempts`` the server has given up on the segment. A record of a segment the
     server no longer holds expires ``give_up_expiry_ms`` after that failure (``failed_ms``): a
     server that gave up is a candidate again from then on, and the record is forgotten.
+    ``retries_sent``: (server, segment) -> the RetryLoad the edge last sent for it; a report
+    already answered is not answered again (unless ``max_load_backoff_ms`` passed without a new
+    report: the edge's put may have been lost).
     """
 
     used: tuple[DutySegment, ...]
@@ -167,6 +182,7 @@ class DutyParams:
     load_backoff_ms: int = DEFAULT_LOAD_BACKOFF_MS
     max_load_backoff_ms: int = DEFAULT_MAX_LOAD_BACKOFF_MS
     give_up_expiry_ms: int = DEFAULT_GIVE_UP_EXPIRY_MS
+    retries_sent: Mapping[tuple[str, SegmentId], RetrySent] = field(default_factory=dict)
     commands: tuple[Command, ...] = ()
     _by_id: dict[SegmentId, DutySegment] = field(init=False, repr=False, compare=False)
 
@@ -177,6 +193,7 @@ class DutyParams:
         set_(self, "servers", dict(self.servers))
         set_(self, "commands", tuple(self.commands))
         set_(self, "load_failures", dict(self.load_failures))
+        set_(self, "retries_sent", dict(self.retries_sent))
         if self.max_load_attempts < 1:
             raise ValidationError(f"coordinator max_load_attempts must be >= 1, got {self.max_load_attempts}")
         if self.load_backoff_ms < 0 or self.max_load_backoff_ms < self.load_backoff_ms:
@@ -228,6 +245,13 @@ class DutyParams:
     def retry_due(self, failure: LoadFailure) -> bool:
         backoff = min(self.load_backoff_ms * 2 ** min(max(failure.attempts - 1, 0), 30), self.max_load_backoff_ms)
         return self.now_ms >= failure.failed_ms + backoff
+
+    def retry_sent(self, server: str, segment: SegmentId, failure: LoadFailure) -> bool:
+        """Whether a RetryLoad already answered this very report, recently enough to wait for
+        its outcome."""
+        sent = self.retries_sent.get((server, segment))
+        return (sent is not None and sent.failed_ms == failure.failed_ms
+                and self.now_ms < sent.sent_ms + self.max_load_backoff_ms)
 
     def with_commands(self, commands: Iterable[Command]) -> DutyParams:
         return replace(self, commands=self.commands + tuple(commands))
@@ -382,7 +406,7 @@ class RetryFailedLoads:
                     cluster.apply(command)
                     commands.append(command)
                     continue
-            if params.retry_due(failure):
+            if params.retry_due(failure) and not params.retry_sent(server, seg, failure):
                 commands.append(RetryLoad(server, seg))
         return params.with_commands(commands)
 

@@ -19,6 +19,7 @@ from services.coordinator.core.duties import (
     Noop,
     RetryFailedLoads,
     RetryLoad,
+    RetrySent,
     run_duties,
 )
 from tests.unit.coordinator.test_duties import desc, params, server, sid
@@ -41,6 +42,26 @@ def test_a_retry_waits_a_backoff_that_doubles_per_attempt_up_to_the_cap(attempts
     assert run_duties(early) == [Noop()]
     due = params([desc(A)], servers, now_ms=T0 + wait_ms, **kw)
     assert run_duties(due) == [RetryLoad("h1", A)]
+
+
+def test_a_report_is_answered_by_one_retry_while_its_load_runs():
+    servers = {"h1": server(loading=[A])}
+    failures = {("h1", A): failed(1)}
+    assert run_duties(params([desc(A)], servers, now_ms=T0 + 1_000, load_failures=failures)) == [RetryLoad("h1", A)]
+    # The edge sent it; the historical is loading again, and its report is unchanged meanwhile.
+    sent = {("h1", A): RetrySent(T0, T0 + 1_000)}
+    for now in (T0 + 1_001, T0 + 30_000, T0 + 1_000 + 60_000 - 1):
+        assert run_duties(params([desc(A)], servers, now_ms=now, load_failures=failures, retries_sent=sent)) == [
+            Noop()]
+    # No new report for the longest backoff: the put may have been lost, so it is sent again.
+    assert run_duties(params([desc(A)], servers, now_ms=T0 + 61_000, load_failures=failures,
+                             retries_sent=sent)) == [RetryLoad("h1", A)]
+    # A new report (that retry failed too) is answered after its own backoff, once more.
+    again = {("h1", A): failed(2, at=T0 + 1_500)}
+    assert run_duties(params([desc(A)], servers, now_ms=T0 + 3_499, load_failures=again, retries_sent=sent)) == [
+        Noop()]
+    assert run_duties(params([desc(A)], servers, now_ms=T0 + 3_500, load_failures=again, retries_sent=sent)) == [
+        RetryLoad("h1", A)]
 
 
 def test_after_max_attempts_the_segment_moves_to_another_server():
