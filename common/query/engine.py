@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from common.errors import ValidationError, unknown_name_message
-from common.query import grouped_engine, scan_engine
+from common.query import grouped_engine, kept_queries, scan_engine
 from common.query.memory_budget import UNLIMITED, MemoryBudget
-from common.query.model import GroupByQuery, Query, ScanQuery, TimeseriesQuery, TopNQuery, query_from_json
+from common.query.model import GroupByQuery, Query, ScanQuery, TimeseriesQuery, TopNQuery
 from common.query.partial import Partial, RunStats
 from common.query.projection_match import match_projection
 from common.query.row_source import RowSource, SegmentRowSource, TableRowSource
@@ -212,7 +212,11 @@ def default_pool() -> ThreadPoolExecutor:
 def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | None = None) -> Result:
     """Run a native query over segments in-process (what a one-node cluster does)."""
     if isinstance(query, dict):
-        query = query_from_json(query)
+        text = kept_queries.query_text(query)
+        query = kept_queries.parsed(query, text)
+    else:
+        text = kept_queries.text_of(query) if isinstance(query.datasource, str) else None
+        query = kept_queries.kept(text, query)
     if not isinstance(query.datasource, str):
         inner = execute(query.datasource, segments, pool)
         return execute_on_table(query, inner.table, inner.stats)
@@ -220,7 +224,8 @@ def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | N
               and any(iv.overlaps(s.interval) for iv in query.intervals)]
     schema = union_schema(s for s in segments if s.id.datasource == query.datasource)
     validate(query, schema)
-    sources = [source_for(query, s) for s in chosen]
+    # The same query text over the same segment objects chooses the same sources (kept).
+    sources = [kept_queries.source(text, s, lambda s=s: source_for(query, s)) for s in chosen]
     if len(sources) > 1 and sum(src.num_rows for src in sources) > INLINE_ROWS:
         partials = list((pool or default_pool()).map(lambda src: run(query, src, schema), sources))
     else:

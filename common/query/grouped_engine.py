@@ -22,7 +22,8 @@ from common.query.memory_budget import UNLIMITED, MemoryBudget, group_bytes
 from common.query.model import GroupByQuery, TimeseriesQuery, TopNQuery, _Aggregating
 from common.query.ordering import SortKey, sort_table
 from common.query.partial import Partial, RunStats, decode_dictionaries, union_coverage
-from common.query.row_source import RowSource
+from common.query.projection_batch import PLANS, BatchPlan
+from common.query.row_source import ColumnSource, RowSource
 from common.query.selection import evaluate_values, select, select_projection_rows
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType
 
@@ -106,16 +107,59 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
     does, then all of them are grouped and combined once, instead of one group-and-combine per
     segment and a merge of the partials (whose fixed costs were most of the time of a query over
     projection rows). None when the sources' keys or intermediates do not line up (different
-    stored types, array keys): the caller runs them one by one."""
+    stored types, array keys): the caller runs them one by one. The selection and keying is kept
+    for the next run of the same query over the same sources (``projection_batch``)."""
+    plan = PLANS.get(query, sources, schema)
+    fresh = plan is None
+    if fresh:
+        plan = _plan_together(query, sources, schema)
+        if plan is None:
+            return None
+    groups = plan.groups
+    budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
+                  f"the {groups.count:,} groups of a {query.query_type} over {len(sources)} segments' projection rows")
+    agg_parts: list[list[pa.Array]] = [[] for _ in query.aggregations]
+    nbytes = 0
+    for source, rows, touched, key_bytes in zip(sources, plan.rows, plan.touched, plan.key_bytes):
+        if not query.aggregations:
+            source.check_unchanged()  # a part read does it otherwise: a damaged file fails the query
+        cols = ColumnSource(source, rows, query.virtual_columns, schema)
+        cols._touched.update(touched)
+        cols._bytes[0] = key_bytes
+        for parts, agg in zip(agg_parts, query.aggregations):
+            stored = cols[source.aggregator_columns[agg.name]]
+            parts.append(stored.combine_chunks() if isinstance(stored, pa.ChunkedArray) else stored)
+        nbytes += cols.bytes_read
+    if any(not all(a.type == parts[0].type for a in parts[1:]) for parts in agg_parts):
+        return None
+    if fresh:
+        PLANS.put(plan)
+    stats = RunStats(len(sources), plan.in_segments, plan.after_prefilter, plan.after_prefilter, plan.matched, nbytes)
+    out = dict(zip(plan.names, groups.keys))
+    for parts, agg in zip(agg_parts, query.aggregations):
+        values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+        out[agg.name] = agg.combine_groups(values, groups)
+    return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
+
+
+def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[str, ColumnType]) -> BatchPlan | None:
+    """Each source's selected rows and the groups of all their keys (see ``run_together``)."""
     dims = dimensions_of(query)
     timed = _has_time_key(query)
     times: list[np.ndarray] = []
     dim_parts: list[list[KeyCodes]] = [[] for _ in dims]
-    agg_parts: list[list[pa.Array]] = [[] for _ in query.aggregations]
-    in_segments = after_prefilter = matched = nbytes = 0
+    rows, touched, key_bytes = [], [], []
+    in_segments = after_prefilter = matched = 0
+    checked = {TIME_COLUMN, *(d.dimension for d in dims)}
+    if query.filter is not None:
+        checked |= query.filter.columns()
+    for vc in query.virtual_columns:
+        checked |= {vc.name, *vc.columns()}
     for source in sources:
         sel = _select(query, source, schema)
         cols = sel.columns
+        if source.replaces_filter and source.residual_filter is not None:
+            checked |= source.residual_filter.columns()
         if timed:
             times.append(cols.time())  # bucketed once, below
         for parts, dim in zip(dim_parts, dims):
@@ -123,16 +167,12 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
             if dim.output_type is not None:  # cast before grouping, as the merge of cast partials groups
                 codes = KeyCodes(codes.codes, _cast_dimension(codes.values, dim.output_type))
             parts.append(codes)
-        for parts, agg in zip(agg_parts, query.aggregations):
-            stored = cols[source.aggregator_columns[agg.name]]
-            parts.append(stored.combine_chunks() if isinstance(stored, pa.ChunkedArray) else stored)
+        rows.append(cols.rows)
+        touched.append(frozenset(cols._touched))
+        key_bytes.append(cols.bytes_read)
         in_segments += source.num_rows
         after_prefilter += sel.rows_after_prefilter
         matched += cols.num_rows
-        nbytes += cols.bytes_read
-    stats = RunStats(len(sources), in_segments, after_prefilter, after_prefilter, matched, nbytes)
-    if any(not all(a.type == parts[0].type for a in parts[1:]) for parts in agg_parts):
-        return None
     keys: list[KeyCodes] = []
     names: list[str] = []
     if timed:
@@ -144,13 +184,13 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
             return None
         keys.append(joined)
         names.append(dim.output_name)
-    n = stats.rows_matched
-    groups = _charged_groups(keys, n, query, budget, f"{len(sources)} segments' projection rows")
-    out = dict(zip(names, groups.keys))
-    for parts, agg in zip(agg_parts, query.aggregations):
-        values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
-        out[agg.name] = agg.combine_groups(values, groups)
-    return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
+    groups = group(keys, matched)
+    if matched == 0:
+        groups.count = 0
+        groups.keys = [k.values.slice(0, 0) for k in keys]
+    order = tuple(sorted(checked))
+    return BatchPlan(query, tuple(sources), order, tuple(schema.get(n) for n in order), tuple(rows), tuple(touched),
+                     tuple(key_bytes), names, groups, in_segments, after_prefilter, matched)
 
 
 def _concat_codes(parts: list[KeyCodes]) -> KeyCodes | None:

@@ -77,6 +77,10 @@ class RowSource:
         t = self.time()
         return (int(t.min()), int(t.max())) if len(t) else None
 
+    def check_unchanged(self) -> None:
+        """Fail (SegmentCorruptError) when the file behind the source changed since it was opened;
+        a read of a stored part checks this too."""
+
 
 class SegmentRowSource(RowSource):
     """A segment table (base rows or a projection) read through its ``ColumnReader``s."""
@@ -131,6 +135,9 @@ class SegmentRowSource(RowSource):
 
     def time_bounds(self) -> tuple[int, int] | None:
         return self.table.time_bounds()
+
+    def check_unchanged(self) -> None:
+        self.table.segment.check_unchanged()
 
 
 class TableRowSource(RowSource):
