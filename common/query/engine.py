@@ -113,11 +113,17 @@ def source_for(query: Query, segment: Segment) -> SegmentRowSource:
 
 
 def _coverage(source: RowSource, query: Query):
+    memo = source.coverage_memo  # a kept source runs the same query again and again
+    if memo is not None and memo[0] is query:
+        return memo[1]
     if source.interval is not None:
         iv = source.interval
         spans = [(max(iv.start, q.start), min(iv.end, q.end)) for q in query.intervals if q.overlaps(iv)]
-        return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
-    return source.time_bounds()
+        out = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+    else:
+        out = source.time_bounds()
+    source.coverage_memo = (query, out)
+    return out
 
 
 def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType] | None = None,

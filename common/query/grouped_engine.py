@@ -25,7 +25,7 @@ from common.query.partial import Partial, RunStats, decode_dictionaries, union_c
 from common.query.projection_batch import PLANS, BatchPlan
 from common.query.row_source import ColumnSource, RowSource
 from common.query.selection import evaluate_values, select, select_projection_rows
-from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType
+from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
 
 TIME_TYPE = TIMESTAMP.to_arrow()
 
@@ -119,27 +119,62 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
     budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
                   f"the {groups.count:,} groups of a {query.query_type} over {len(sources)} segments' projection rows")
     agg_parts: list[list[pa.Array]] = [[] for _ in query.aggregations]
-    nbytes = 0
-    for source, rows, touched, key_bytes in zip(sources, plan.rows, plan.touched, plan.key_bytes):
-        if not query.aggregations:
-            source.check_unchanged()  # a part read does it otherwise: a damaged file fails the query
-        cols = ColumnSource(source, rows, query.virtual_columns, schema)
-        cols._touched.update(touched)
-        cols._bytes[0] = key_bytes
-        for parts, agg in zip(agg_parts, query.aggregations):
-            stored = cols[source.aggregator_columns[agg.name]]
-            parts.append(stored.combine_chunks() if isinstance(stored, pa.ChunkedArray) else stored)
-        nbytes += cols.bytes_read
-    if any(not all(a.type == parts[0].type for a in parts[1:]) for parts in agg_parts):
-        return None
-    if fresh:
-        PLANS.put(plan)
+    direct = not fresh and plan.direct
+    if direct:
+        # Intermediates read as stored (no declared type casts them): each source's whole column,
+        # then one take of the selected rows of all of them; the bytes are the plan's.
+        for source in sources:
+            if not query.aggregations:
+                source.check_unchanged()  # a part read does it otherwise: a damaged file fails the query
+            for parts, agg in zip(agg_parts, query.aggregations):
+                parts.append(source.take(source.aggregator_columns[agg.name], None))
+        nbytes = sum(plan.key_bytes)
+    else:
+        nbytes = 0
+        read = []
+        for source, rows, touched, key_bytes in zip(sources, plan.rows, plan.touched, plan.key_bytes):
+            if not query.aggregations:
+                source.check_unchanged()
+            cols = ColumnSource(source, rows, query.virtual_columns, schema)
+            # Seeded with what the plan's reads counted (on a kept plan: the aggregators' columns
+            # too, so a run counts the same bytes without asking the parts' sizes again).
+            cols._touched.update(touched)
+            cols._bytes[0] = key_bytes
+            for parts, agg in zip(agg_parts, query.aggregations):
+                stored = cols[source.aggregator_columns[agg.name]]
+                parts.append(stored.combine_chunks() if isinstance(stored, pa.ChunkedArray) else stored)
+            nbytes += cols.bytes_read
+            if fresh:
+                read.append((frozenset(cols._touched), cols.bytes_read))
+        if any(not all(a.type == parts[0].type for a in parts[1:]) for parts in agg_parts):
+            return None
+        if fresh:
+            plan.touched = tuple(t for t, _ in read)
+            plan.key_bytes = tuple(b for _, b in read)
+            plan.direct = _reads_as_stored(query, sources, schema, agg_parts)
+            PLANS.put(plan)
     stats = RunStats(len(sources), plan.in_segments, plan.after_prefilter, plan.after_prefilter, plan.matched, nbytes)
     out = dict(zip(plan.names, groups.keys))
     for parts, agg in zip(agg_parts, query.aggregations):
         values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+        if direct and plan.take is not None:
+            values = values.take(plan.take)
         out[agg.name] = agg.combine_groups(values, groups)
     return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
+
+
+def _reads_as_stored(query: _Aggregating, sources: list[RowSource], schema: dict[str, ColumnType],
+                     agg_parts: list[list[pa.Array]]) -> bool:
+    """Whether every source's intermediate columns read as stored (present, not cast to another
+    declared type, not a time column given a timestamp type, one Arrow type across sources): then
+    a kept plan reads whole columns and takes the selected rows of all sources at once."""
+    for source in sources:
+        for agg in query.aggregations:
+            col = source.aggregator_columns[agg.name]
+            stored = source.schema.get(col)
+            if stored is None or schema.get(col, stored) != stored or stored.kind is TypeKind.TIMESTAMP:
+                return False
+    return all(isinstance(p, pa.Array) and not pa.types.is_dictionary(p.type) for parts in agg_parts for p in parts)
 
 
 def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[str, ColumnType]) -> BatchPlan | None:
@@ -188,9 +223,16 @@ def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[s
     if matched == 0:
         groups.count = 0
         groups.keys = [k.values.slice(0, 0) for k in keys]
+    for source in sources:
+        checked |= {source.aggregator_columns[agg.name] for agg in query.aggregations}
+    take = None
+    if any(r is not None for r in rows):
+        starts = np.cumsum([0] + [source.num_rows for source in sources[:-1]])
+        take = pa.array(np.concatenate([np.arange(at, at + source.num_rows) if r is None else r + at
+                                        for r, at, source in zip(rows, starts, sources)]).astype(np.int64))
     order = tuple(sorted(checked))
     return BatchPlan(query, tuple(sources), order, tuple(schema.get(n) for n in order), tuple(rows), tuple(touched),
-                     tuple(key_bytes), names, groups, in_segments, after_prefilter, matched)
+                     tuple(key_bytes), names, groups, in_segments, after_prefilter, matched, take)
 
 
 def _concat_codes(parts: list[KeyCodes]) -> KeyCodes | None:

@@ -39,19 +39,22 @@ class BatchPlan:
     checked: tuple[str, ...]  # the columns whose declared types the keys and selections depend on
     types: tuple  # their declared types when the plan was made
     rows: tuple  # per source: the selected row ids, or None for all rows
-    touched: tuple  # per source: the (column, roles) read to select and key its rows
+    touched: tuple  # per source: the (column, roles) a run reads (selection, keys, intermediates)
     key_bytes: tuple  # per source: the bytes those reads count
     names: list[str]  # the key columns of the partial
     groups: Groups
     in_segments: int
     after_prefilter: int
     matched: int
+    take: object = None  # pa.Array: the selected rows' positions in the sources' columns end to end
+    direct: bool = False  # intermediates read as stored: whole columns, then one ``take``
 
     @property
     def nbytes(self) -> int:
         out = self.groups.gid.nbytes + sum(k.nbytes for k in self.groups.keys)
         if self.groups.run_starts is not None:
             out += self.groups.run_starts.nbytes
+        out += 0 if self.take is None else self.take.nbytes
         return out + sum(r.nbytes for r in self.rows if r is not None)
 
     def fits(self, query, sources, schema) -> bool:
