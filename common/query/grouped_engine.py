@@ -23,7 +23,7 @@ from common.query.model import GroupByQuery, TimeseriesQuery, TopNQuery, _Aggreg
 from common.query.ordering import SortKey, sort_table
 from common.query.partial import Partial, RunStats, decode_dictionaries, union_coverage
 from common.query.projection_batch import PLANS, BatchPlan
-from common.query.row_source import ColumnSource, RowSource
+from common.query.row_source import ColumnSource, RowSource, _int64
 from common.query.selection import evaluate_values, select, select_projection_rows
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
 
@@ -326,7 +326,7 @@ def finalize(query: _Aggregating, partial: Partial, schema: dict[str, ColumnType
         table = _timeseries_fill(query, partial, schema)
     result = _finalize_values(query, table)
     if isinstance(query, TimeseriesQuery):
-        if _has_time_key(query):
+        if _has_time_key(query) and not _strictly_ordered(result, query.descending):
             result = sort_table(result, [SortKey(TIME_COLUMN, query.descending)])
         if query.limit is not None:
             result = result.slice(0, query.limit)
@@ -334,6 +334,24 @@ def finalize(query: _Aggregating, partial: Partial, schema: dict[str, ColumnType
     if isinstance(query, TopNQuery):
         return _topn_shape(query, result)
     return _groupby_shape(query, result)
+
+
+def _times(table: pa.Table) -> np.ndarray:
+    """The time column of a partial or result as int64 epoch millis."""
+    col = table.column(TIME_COLUMN)
+    return _int64(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+
+
+def _strictly_ordered(result: pa.Table, descending: bool) -> bool:
+    """Whether a timeseries result's buckets are already in order, each once, none null: then
+    sorting them (a stable sort) would change nothing. Buckets of projection rows over
+    time-ordered segments, zero-filled or not, usually are."""
+    if result.num_rows <= 1:
+        return True
+    if result.column(TIME_COLUMN).null_count:
+        return False
+    t = _times(result)
+    return bool(np.all(t[1:] < t[:-1])) if descending else bool(np.all(t[1:] > t[:-1]))
 
 
 def _timeseries_fill(query: TimeseriesQuery, partial: Partial, schema) -> pa.Table:
@@ -358,8 +376,13 @@ def _timeseries_fill(query: TimeseriesQuery, partial: Partial, schema) -> pa.Tab
     if not wanted:
         return table
     present = set()
-    if table.num_rows:
+    if table.num_rows and table.column(TIME_COLUMN).null_count:
         present = set(table.column(TIME_COLUMN).cast(pa.int64()).to_pylist())
+    elif table.num_rows:
+        times = _times(table)
+        if len(times) == len(wanted) and np.array_equal(times, np.asarray(wanted, dtype=np.int64)):
+            return table  # every bucket there (projection rows over whole segments): nothing to fill
+        present = set(times.tolist())
     missing = sorted(set(wanted) - present)
     if not missing:
         return table
