@@ -147,7 +147,7 @@ def batches(query: Query, sources: Sequence[RowSource]) -> list[list[int]]:
     """Positions of ``sources`` in run order: the projection sources that ``run_together`` can
     answer in one pass (the same projection, stored the same way, combinable aggregators) share a
     batch; every other source is a batch of its own."""
-    if isinstance(query, ScanQuery) or not all(a.combines_concatenated for a in query.aggregations):
+    if isinstance(query, ScanQuery):
         return [[i] for i in range(len(sources))]
     out: list[list[int]] = []
     shared: dict[tuple, list[int]] = {}
@@ -169,7 +169,7 @@ def run_together(query: Query, sources: Sequence[RowSource], schema: dict[str, C
                  budget: MemoryBudget = UNLIMITED) -> Partial | None:
     """The merged partial of one batch of projection sources (see ``batches``), or None when they
     must run one by one after all."""
-    if isinstance(query, ScanQuery) or not all(a.combines_concatenated for a in query.aggregations):
+    if isinstance(query, ScanQuery):
         return None
     spans = [c for c in (_coverage(src, query) for src in sources) if c is not None]
     coverage = (min(c[0] for c in spans), max(c[1] for c in spans)) if spans else None

@@ -123,11 +123,13 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
     if direct:
         # Intermediates read as stored (no declared type casts them): each source's whole column,
         # then one take of the selected rows of all of them; the bytes are the plan's.
-        for source in sources:
+        for source, rows in zip(sources, plan.rows):
             if not query.aggregations:
                 source.check_unchanged()  # a part read does it otherwise: a damaged file fails the query
             for parts, agg in zip(agg_parts, query.aggregations):
-                parts.append(source.take(source.aggregator_columns[agg.name], None))
+                # Sketches combine per source (``combine_parts``): each source's own rows.
+                parts.append(source.take(source.aggregator_columns[agg.name],
+                                         None if agg.combines_concatenated else rows))
         nbytes = sum(plan.key_bytes)
     else:
         nbytes = 0
@@ -152,14 +154,18 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
             plan.touched = tuple(t for t, _ in read)
             plan.key_bytes = tuple(b for _, b in read)
             plan.direct = _reads_as_stored(query, sources, schema, agg_parts)
-            PLANS.put(plan)
     stats = RunStats(len(sources), plan.in_segments, plan.after_prefilter, plan.after_prefilter, plan.matched, nbytes)
     out = dict(zip(plan.names, groups.keys))
     for parts, agg in zip(agg_parts, query.aggregations):
+        if not agg.combines_concatenated:
+            out[agg.name] = agg.combine_parts(parts, plan.gids, groups.count, plan.memo)
+            continue
         values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
         if direct and plan.take is not None:
             values = values.take(plan.take)
         out[agg.name] = agg.combine_groups(values, groups)
+    if fresh:
+        PLANS.put(plan)  # after the combine: what sketches keep in its memo counts too
     return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
 
 
@@ -183,7 +189,7 @@ def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[s
     timed = _has_time_key(query)
     times: list[np.ndarray] = []
     dim_parts: list[list[KeyCodes]] = [[] for _ in dims]
-    rows, touched, key_bytes = [], [], []
+    rows, touched, key_bytes, counts = [], [], [], []
     in_segments = after_prefilter = matched = 0
     checked = {TIME_COLUMN, *(d.dimension for d in dims)}
     if query.filter is not None:
@@ -203,6 +209,7 @@ def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[s
                 codes = KeyCodes(codes.codes, _cast_dimension(codes.values, dim.output_type))
             parts.append(codes)
         rows.append(cols.rows)
+        counts.append(cols.num_rows)
         touched.append(frozenset(cols._touched))
         key_bytes.append(cols.bytes_read)
         in_segments += source.num_rows
@@ -231,8 +238,11 @@ def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[s
         take = pa.array(np.concatenate([np.arange(at, at + source.num_rows) if r is None else r + at
                                         for r, at, source in zip(rows, starts, sources)]).astype(np.int64))
     order = tuple(sorted(checked))
-    return BatchPlan(query, tuple(sources), order, tuple(schema.get(n) for n in order), tuple(rows), tuple(touched),
+    plan = BatchPlan(query, tuple(sources), order, tuple(schema.get(n) for n in order), tuple(rows), tuple(touched),
                      tuple(key_bytes), names, groups, in_segments, after_prefilter, matched, take)
+    ends = np.cumsum(counts)
+    plan.gids = [groups.gid[end - count:end] for count, end in zip(counts, ends)]
+    return plan
 
 
 def _concat_codes(parts: list[KeyCodes]) -> KeyCodes | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from common.query.grouping import Groups
 
@@ -48,6 +48,10 @@ class BatchPlan:
     matched: int
     take: object = None  # pa.Array: the selected rows' positions in the sources' columns end to end
     direct: bool = False  # intermediates read as stored: whole columns, then one ``take``
+    # Each source's slice of the group ids, and what aggregators that combine per source keep
+    # between runs (Aggregator.combine_parts).
+    gids: list = field(default_factory=list)
+    memo: dict = field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:
@@ -55,12 +59,19 @@ class BatchPlan:
         if self.groups.run_starts is not None:
             out += self.groups.run_starts.nbytes
         out += 0 if self.take is None else self.take.nbytes
+        out += sum(_held_bytes(v) for v in self.memo.values())
         return out + sum(r.nbytes for r in self.rows if r is not None)
 
     def fits(self, query, sources, schema) -> bool:
         return (self.query is query and len(self.sources) == len(sources)
                 and all(a is b for a, b in zip(self.sources, sources))
                 and self.types == tuple(schema.get(n) for n in self.checked))
+
+
+def _held_bytes(value) -> int:
+    if isinstance(value, (tuple, list)):
+        return sum(_held_bytes(v) for v in value)
+    return int(getattr(value, "nbytes", 0))
 
 
 class BatchPlans:
