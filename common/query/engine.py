@@ -226,12 +226,9 @@ def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | N
     if not isinstance(query.datasource, str):
         inner = execute(query.datasource, segments, pool)
         return execute_on_table(query, inner.table, inner.stats)
-    chosen = [s for s in segments if s.id.datasource == query.datasource
-              and any(iv.overlaps(s.interval) for iv in query.intervals)]
-    schema = union_schema(s for s in segments if s.id.datasource == query.datasource)
-    validate(query, schema)
-    # The same query text over the same segment objects chooses the same sources (kept).
-    sources = [kept_queries.source(text, s, lambda s=s: source_for(query, s)) for s in chosen]
+    # The same query text over the same segment objects has the same schema, passes the same
+    # checks and chooses the same sources: kept, as a historical keeps its sources.
+    schema, sources = kept_queries.prepared(text, segments, lambda: _prepare(query, text, segments))
     if len(sources) > 1 and sum(src.num_rows for src in sources) > INLINE_ROWS:
         partials = list((pool or default_pool()).map(lambda src: run(query, src, schema), sources))
     else:
@@ -241,6 +238,16 @@ def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | N
         partials = [p for batch in batches(query, sources) for p in run_batch(query, [sources[i] for i in batch], schema)]
     merged = merge(query, partials)
     return Result(finalize(query, merged, schema), merged.stats)
+
+
+def _prepare(query: Query, text: str | None, segments: Sequence[Segment]) -> tuple[dict, list[RowSource]]:
+    """The schema of the query's datasource over ``segments`` (the query checked against it) and
+    the row sources of the segments it reads."""
+    chosen = [s for s in segments if s.id.datasource == query.datasource
+              and any(iv.overlaps(s.interval) for iv in query.intervals)]
+    schema = union_schema(s for s in segments if s.id.datasource == query.datasource)
+    validate(query, schema)
+    return schema, [kept_queries.source(text, s, lambda s=s: source_for(query, s)) for s in chosen]
 
 
 def execute_on_table(query: Query, table: pa.Table, stats: RunStats | None = None) -> Result:

@@ -53,6 +53,7 @@ class _Lru:
 
 _QUERIES = _Lru(256)  # query text -> Query
 _SOURCES = _Lru(4096)  # (query text, id(segment)) -> (segment, source)
+_PREPARED = _Lru(256)  # (query text, ids of segments) -> (segments, (schema, sources))
 
 
 def query_text(obj: dict) -> str | None:
@@ -107,9 +108,24 @@ def source(text: str | None, segment, make: Callable):
     return made
 
 
+def prepared(text: str | None, segments, make: Callable):
+    """``make()``'s preparation of the query ``text`` over exactly these segment objects (the
+    schema, the sources), kept; a bad query raises from ``make()`` every time."""
+    if text is None:
+        return make()
+    key = (text, *map(id, segments))
+    hit = _PREPARED.get(key)
+    if hit is not None and len(hit[0]) == len(segments) and all(a is b for a, b in zip(hit[0], segments)):
+        return hit[1]
+    made = make()
+    _PREPARED.put(key, (tuple(segments), made))
+    return made
+
+
 def clear() -> None:
     _QUERIES.clear()
     _SOURCES.clear()
+    _PREPARED.clear()
 
 
-__all__ = ["clear", "kept", "parsed", "query_text", "text_of", "source"]
+__all__ = ["clear", "kept", "parsed", "prepared", "query_text", "source", "text_of"]
