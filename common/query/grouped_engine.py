@@ -126,10 +126,13 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
         for source, rows in zip(sources, plan.rows):
             if not query.aggregations:
                 source.check_unchanged()  # a part read does it otherwise: a damaged file fails the query
-            for parts, agg in zip(agg_parts, query.aggregations):
+                continue
+            stored = source.stored_values([source.aggregator_columns[agg.name] for agg in query.aggregations])
+            for parts, agg, values in zip(agg_parts, query.aggregations, stored):
                 # Sketches combine per source (``combine_parts``): each source's own rows.
-                parts.append(source.take(source.aggregator_columns[agg.name],
-                                         None if agg.combines_concatenated else rows))
+                if rows is not None and not agg.combines_concatenated:
+                    values = values.take(pa.array(rows))
+                parts.append(values)
         nbytes = sum(plan.key_bytes)
     else:
         nbytes = 0

@@ -16,6 +16,7 @@ import pyarrow as pa
 from common.errors import ValidationError, unknown_name_message
 from common.segment.column_reader import ColumnIndex
 from common.segment.scan_spec import SourceChoice
+from common.segment.value_column import ValueColumn
 from common.types.column_type import TIME_COLUMN, ColumnType, TypeKind
 from common.types.interval import Interval
 from common.types.number_parsing import strings_to_double
@@ -82,6 +83,10 @@ class RowSource:
         """Fail (SegmentCorruptError) when the file behind the source changed since it was opened;
         a read of a stored part checks this too."""
 
+    def stored_values(self, names: list[str]) -> list[pa.Array]:
+        """Every row of each stored column (``take(name, None)``)."""
+        return [self.take(name, None) for name in names]
+
 
 class SegmentRowSource(RowSource):
     """A segment table (base rows or a projection) read through its ``ColumnReader``s."""
@@ -139,6 +144,16 @@ class SegmentRowSource(RowSource):
 
     def check_unchanged(self) -> None:
         self.table.segment.check_unchanged()
+
+    def stored_values(self, names: list[str]) -> list[pa.Array]:
+        """Every row of each stored column, the file checked unchanged once for all of them
+        (reading a projection's intermediates again, a check per part was most of the read)."""
+        self.table.segment.check_unchanged()
+        out = []
+        for name in names:
+            col = self.table.column(name)
+            out.append(col.values(check=False) if isinstance(col, ValueColumn) else col.take(None))
+        return out
 
 
 class TableRowSource(RowSource):
