@@ -46,8 +46,11 @@ class BatchPlan:
     in_segments: int
     after_prefilter: int
     matched: int
-    take: object = None  # pa.Array: the selected rows' positions in the sources' columns end to end
+    take: object = None  # pa.Array: the rows' positions in the sources' whole columns end to end
     direct: bool = False  # intermediates read as stored: whole columns, then one ``take``
+    # pa.Array: the order of the selected rows that ``groups`` follows, when not as read
+    # (``groups.gid`` sorted, so sums reduce runs); ``take`` already follows it.
+    reorder: object = None
     # Each source's slice of the group ids, and what aggregators that combine per source keep
     # between runs (Aggregator.combine_parts).
     gids: list = field(default_factory=list)
@@ -59,6 +62,7 @@ class BatchPlan:
         if self.groups.run_starts is not None:
             out += self.groups.run_starts.nbytes
         out += 0 if self.take is None else self.take.nbytes
+        out += 0 if self.reorder is None else self.reorder.nbytes
         out += sum(_held_bytes(v) for v in self.memo.values())
         return out + sum(r.nbytes for r in self.rows if r is not None)
 
