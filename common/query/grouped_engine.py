@@ -11,6 +11,8 @@ broker asks historicals for only the groups that can matter (common/query/topn_t
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pyarrow as pa
 
@@ -109,18 +111,24 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
     segment and a merge of the partials (whose fixed costs were most of the time of a query over
     projection rows). None when the sources' keys or intermediates do not line up (different
     stored types, array keys): the caller runs them one by one. The selection and keying is kept
-    for the next run of the same query over the same sources (``projection_batch``)."""
+    for the next runs of the same query over the same sources (``projection_batch``); the first
+    run that finds it prepares it for reading whole columns (``_kept``)."""
     plan = PLANS.get(query, sources, schema)
     fresh = plan is None
+    selected: list[ColumnSource] = []
     if fresh:
-        plan = _plan_together(query, sources, schema)
-        if plan is None:
+        made = _plan_together(query, sources, schema)
+        if made is None:
             return None
+        plan, selected = made
+    elif not plan.kept:
+        plan = _kept(plan, query)  # a new object: runs holding the old one keep using it whole
+        PLANS.put(plan)
     groups = plan.groups
     budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
                   f"the {groups.count:,} groups of a {query.query_type} over {len(sources)} segments' projection rows")
     agg_parts: list[list[pa.Array]] = [[] for _ in query.aggregations]
-    direct = not fresh and plan.direct
+    direct = plan.kept and plan.direct
     if direct:
         # Intermediates read as stored (no declared type casts them): each source's whole column,
         # then one take of the selected rows of all of them; the bytes are the plan's.
@@ -138,14 +146,17 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
     else:
         nbytes = 0
         read = []
-        for source, rows, touched, key_bytes in zip(sources, plan.rows, plan.touched, plan.key_bytes):
+        for i, (source, rows) in enumerate(zip(sources, plan.rows)):
             if not query.aggregations:
                 source.check_unchanged()
-            cols = ColumnSource(source, rows, query.virtual_columns, schema)
-            # Seeded with what the plan's reads counted (on a kept plan: the aggregators' columns
-            # too, so a run counts the same bytes without asking the parts' sizes again).
-            cols._touched.update(touched)
-            cols._bytes[0] = key_bytes
+            if fresh:
+                cols = selected[i]  # the selection's own view: what it read is counted once
+            else:
+                cols = ColumnSource(source, rows, query.virtual_columns, schema)
+                # Seeded with what the first run read (selection, keys, intermediates), so a run
+                # counts the same bytes without asking the parts' sizes again.
+                cols._touched.update(plan.touched[i])
+                cols._bytes[0] = plan.key_bytes[i]
             for parts, agg in zip(agg_parts, query.aggregations):
                 stored = cols[source.aggregator_columns[agg.name]]
                 parts.append(stored.combine_chunks() if isinstance(stored, pa.ChunkedArray) else stored)
@@ -189,13 +200,15 @@ def _reads_as_stored(query: _Aggregating, sources: list[RowSource], schema: dict
     return all(isinstance(p, pa.Array) and not pa.types.is_dictionary(p.type) for parts in agg_parts for p in parts)
 
 
-def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[str, ColumnType]) -> BatchPlan | None:
-    """Each source's selected rows and the groups of all their keys (see ``run_together``)."""
+def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[str, ColumnType]
+                   ) -> tuple[BatchPlan, list[ColumnSource]] | None:
+    """Each source's selected rows (and the view of them that read the keys) and the groups of all
+    their keys (see ``run_together``)."""
     dims = dimensions_of(query)
     timed = _has_time_key(query)
     times: list[np.ndarray] = []
     dim_parts: list[list[KeyCodes]] = [[] for _ in dims]
-    rows, touched, key_bytes, counts = [], [], [], []
+    rows, selected, counts = [], [], []
     in_segments = after_prefilter = matched = 0
     checked = {TIME_COLUMN, *(d.dimension for d in dims)}
     if query.filter is not None:
@@ -207,6 +220,7 @@ def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[s
         cols = sel.columns
         if source.replaces_filter and source.residual_filter is not None:
             checked |= source.residual_filter.columns()
+        checked |= {source.aggregator_columns[agg.name] for agg in query.aggregations}
         if timed:
             times.append(cols.time())  # bucketed once, below
         for parts, dim in zip(dim_parts, dims):
@@ -215,9 +229,8 @@ def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[s
                 codes = KeyCodes(codes.codes, _cast_dimension(codes.values, dim.output_type))
             parts.append(codes)
         rows.append(cols.rows)
+        selected.append(cols)
         counts.append(cols.num_rows)
-        touched.append(frozenset(cols._touched))
-        key_bytes.append(cols.bytes_read)
         in_segments += source.num_rows
         after_prefilter += sel.rows_after_prefilter
         matched += cols.num_rows
@@ -236,32 +249,40 @@ def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[s
     if matched == 0:
         groups.count = 0
         groups.keys = [k.values.slice(0, 0) for k in keys]
-    for source in sources:
-        checked |= {source.aggregator_columns[agg.name] for agg in query.aggregations}
-    positions = None  # the rows' positions in the sources' whole columns end to end
+    order = tuple(sorted(checked))
+    plan = BatchPlan(query, tuple(sources), order, tuple(schema.get(n) for n in order), tuple(rows), (), (), names,
+                     groups, in_segments, after_prefilter, matched)
+    ends = np.cumsum(counts)
+    plan.gids = [groups.gid[end - count:end] for count, end in zip(counts, ends)]
+    return plan, selected
+
+
+def _kept(plan: BatchPlan, query: _Aggregating) -> BatchPlan:
+    """The plan prepared for the runs that find it (made on the second run, so a query run once
+    pays nothing for it): the selected rows' positions in the sources' whole columns end to end
+    and, for counts and integer sums over groups not in row order, the rows in group order."""
+    rows, sources, groups = plan.rows, plan.sources, plan.groups
+    positions = None
     if any(r is not None for r in rows):
         starts = np.cumsum([0] + [source.num_rows for source in sources[:-1]])
         positions = np.concatenate([np.arange(at, at + source.num_rows) if r is None else r + at
                                     for r, at, source in zip(rows, starts, sources)]).astype(np.int64)
-    ends = np.cumsum(counts)
-    gids = [groups.gid[end - count:end] for count, end in zip(counts, ends)]
     reorder = None
-    if groups.run_starts is None and matched and query.aggregations and all(_sums_exactly(a) for a in query.aggregations):
+    if (groups.run_starts is None and plan.matched and query.aggregations
+            and all(_sums_exactly(a) for a in query.aggregations)):
         # Rows in group order (a stable sort: each group's rows keep their order), so counts and
         # integer sums reduce each group's run with one reduceat instead of a scatter per row
-        # (ufunc.at), on every run of the kept plan. Integer sums are exact in any order.
-        perm = np.argsort(groups.gid, kind="stable")
+        # (ufunc.at). Integer sums are exact in any order.
+        # (numpy sorts 16-bit keys by radix: a tenth of the time of a stable sort of int64 ids.)
+        ids = groups.gid.astype(np.uint16) if groups.count <= 1 << 16 else groups.gid
+        perm = np.argsort(ids, kind="stable")
         gid = groups.gid[perm]
         run_starts = np.flatnonzero(np.concatenate(([True], gid[1:] != gid[:-1])))
         groups = Groups(gid, groups.count, groups.keys, run_starts)
         positions = perm if positions is None else positions[perm]
         reorder = pa.array(perm)
-    order = tuple(sorted(checked))
-    plan = BatchPlan(query, tuple(sources), order, tuple(schema.get(n) for n in order), tuple(rows), tuple(touched),
-                     tuple(key_bytes), names, groups, in_segments, after_prefilter, matched,
-                     None if positions is None else pa.array(positions), reorder=reorder)
-    plan.gids = gids
-    return plan
+    return dataclasses.replace(plan, groups=groups, take=None if positions is None else pa.array(positions),
+                               reorder=reorder, kept=True)
 
 
 def _sums_exactly(agg) -> bool:

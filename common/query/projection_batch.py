@@ -51,6 +51,7 @@ class BatchPlan:
     # pa.Array: the order of the selected rows that ``groups`` follows, when not as read
     # (``groups.gid`` sorted, so sums reduce runs); ``take`` already follows it.
     reorder: object = None
+    kept: bool = False  # prepared for the runs that find it (``take``, ``reorder``)
     # Each source's slice of the group ids, and what aggregators that combine per source keep
     # between runs (Aggregator.combine_parts).
     gids: list = field(default_factory=list)
