@@ -188,3 +188,19 @@ def test_kept_plans_are_bounded_in_number_and_bytes():
     assert len(plans) == 3
     with pytest.raises(ValueError):
         made[4].groups.gid[0] = 1  # shared by every later run: read-only
+
+
+def test_threads_running_the_same_queries_get_the_same_answers(segments):
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = CORPUS[::17]
+    expected = [_run(q, segments) for q in queries]
+    kept_queries.clear()
+
+    def one(i: int):
+        q = queries[i % len(queries)]
+        return i % len(queries), _run(q, segments)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for i, (table, stats) in pool.map(one, range(20 * len(queries))):
+            assert _same(table, expected[i][0]) and stats == expected[i][1], queries[i]
