@@ -1,10 +1,11 @@
 """A historical's own handling of the projection benchmark's SQL queries, without the wire: the
 native query the broker sends for each (planned here from the SQL of
-``bench/projections_cluster.py``) given to ``HistoricalServicer.RunQuery`` as a request for the
-segments one of two historicals would hold, with a stand-in node and call context; the partial
-is read to its last Arrow chunk.
+``bench/projections_cluster.py``) given to ``HistoricalServicer.RunQuery`` as a request for all
+7 day segments (the broker asks one historical for every segment of a query over projection
+rows; ``--half`` asks for the 4 one of two historicals would hold, as this bench did before),
+with a stand-in node and call context; the partial is read to its last Arrow chunk.
 
-    .venv/bin/python bench/historical_queries.py [--rows 1000000] [--runs 500] [--markdown]
+    .venv/bin/python bench/historical_queries.py [--rows 1000000] [--runs 500] [--half] [--markdown]
 
 Printed per query: CPU milliseconds of the calling thread per request (the fastest and the median
 run; CPU time, so the neighbours' load on a shared machine counts less than in wall time), and
@@ -108,6 +109,7 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=500)
     ap.add_argument("--base", action="store_true", help="SET noProjections = true on every query")
+    ap.add_argument("--half", action="store_true", help="the 4 segments one of two historicals holds, not all 7")
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
     work = tempfile.mkdtemp(prefix="strata-bench-historical-")
@@ -118,7 +120,7 @@ def main() -> int:
         segments, _, _ = build(data, work)
         schema = union_schema(segments)
         catalog = _Catalog({"wiki": schema})
-        mine = segments[0::2]  # what one of two historicals holds
+        mine = segments[0::2] if args.half else segments  # what one of two historicals holds, or all
         servicer = HistoricalServicer(_Node(segments), Metrics("historical"), 2)
         pool = ThreadPoolExecutor(max_workers=1)
         lines = []

@@ -105,7 +105,8 @@ class Aggregator:
     # Whether ``combine`` over the concatenated intermediates of several segments' projection rows
     # is as good as combining each segment's and then their partials (see
     # grouped_engine.run_together). Sketches say no: their combine caches each stored column
-    # decoded, keyed by its buffers, which a concatenation makes new on every query.
+    # decoded, keyed by its buffers, which a concatenation makes new on every query; they
+    # combine each source's rows with ``combine_parts`` instead.
     combines_concatenated = True
 
     def columns(self) -> frozenset[str]:
@@ -125,6 +126,13 @@ class Aggregator:
         sorted by group (its ``run_starts``: time buckets of projection rows), the simple
         aggregators reduce each run with one call instead of first checking the group ids for it."""
         return self.combine(values, groups.gid, groups.count)
+
+    def combine_parts(self, parts: list[pa.Array], gids: list[np.ndarray], groups: int, memo: dict) -> pa.Array:
+        """``combine`` over several sources' intermediates (``parts``, their rows' group ids in
+        ``gids``), for aggregators that do not combine concatenated. ``memo`` is kept with the
+        batch's plan between runs of one query."""
+        values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+        return self.combine(values, np.concatenate(gids) if len(gids) > 1 else gids[0], groups)
 
     def finalize(self, values: pa.Array) -> pa.Array:
         return values
@@ -407,6 +415,9 @@ class Filtered(Aggregator):
     @property
     def combines_concatenated(self) -> bool:
         return self.aggregator.combines_concatenated
+
+    def combine_parts(self, parts, gids, groups, memo):
+        return self.aggregator.combine_parts(parts, gids, groups, memo)
 
     def finalize(self, values):
         return self.aggregator.finalize(values)

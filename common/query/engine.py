@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from common.errors import ValidationError, unknown_name_message
-from common.query import grouped_engine, scan_engine
+from common.query import grouped_engine, kept_queries, scan_engine
 from common.query.memory_budget import UNLIMITED, MemoryBudget
-from common.query.model import GroupByQuery, Query, ScanQuery, TimeseriesQuery, TopNQuery, query_from_json
+from common.query.model import GroupByQuery, Query, ScanQuery, TimeseriesQuery, TopNQuery
 from common.query.partial import Partial, RunStats
 from common.query.projection_match import match_projection
 from common.query.row_source import RowSource, SegmentRowSource, TableRowSource
@@ -113,11 +113,17 @@ def source_for(query: Query, segment: Segment) -> SegmentRowSource:
 
 
 def _coverage(source: RowSource, query: Query):
+    memo = source.coverage_memo  # a kept source runs the same query again and again
+    if memo is not None and memo[0] is query:
+        return memo[1]
     if source.interval is not None:
         iv = source.interval
         spans = [(max(iv.start, q.start), min(iv.end, q.end)) for q in query.intervals if q.overlaps(iv)]
-        return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
-    return source.time_bounds()
+        out = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+    else:
+        out = source.time_bounds()
+    source.coverage_memo = (query, out)
+    return out
 
 
 def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType] | None = None,
@@ -141,7 +147,7 @@ def batches(query: Query, sources: Sequence[RowSource]) -> list[list[int]]:
     """Positions of ``sources`` in run order: the projection sources that ``run_together`` can
     answer in one pass (the same projection, stored the same way, combinable aggregators) share a
     batch; every other source is a batch of its own."""
-    if isinstance(query, ScanQuery) or not all(a.combines_concatenated for a in query.aggregations):
+    if isinstance(query, ScanQuery):
         return [[i] for i in range(len(sources))]
     out: list[list[int]] = []
     shared: dict[tuple, list[int]] = {}
@@ -163,7 +169,7 @@ def run_together(query: Query, sources: Sequence[RowSource], schema: dict[str, C
                  budget: MemoryBudget = UNLIMITED) -> Partial | None:
     """The merged partial of one batch of projection sources (see ``batches``), or None when they
     must run one by one after all."""
-    if isinstance(query, ScanQuery) or not all(a.combines_concatenated for a in query.aggregations):
+    if isinstance(query, ScanQuery):
         return None
     spans = [c for c in (_coverage(src, query) for src in sources) if c is not None]
     coverage = (min(c[0] for c in spans), max(c[1] for c in spans)) if spans else None
@@ -212,15 +218,17 @@ def default_pool() -> ThreadPoolExecutor:
 def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | None = None) -> Result:
     """Run a native query over segments in-process (what a one-node cluster does)."""
     if isinstance(query, dict):
-        query = query_from_json(query)
+        text = kept_queries.query_text(query)
+        query = kept_queries.parsed(query, text)
+    else:
+        text = kept_queries.text_of(query) if isinstance(query.datasource, str) else None
+        query = kept_queries.kept(text, query)
     if not isinstance(query.datasource, str):
         inner = execute(query.datasource, segments, pool)
         return execute_on_table(query, inner.table, inner.stats)
-    chosen = [s for s in segments if s.id.datasource == query.datasource
-              and any(iv.overlaps(s.interval) for iv in query.intervals)]
-    schema = union_schema(s for s in segments if s.id.datasource == query.datasource)
-    validate(query, schema)
-    sources = [source_for(query, s) for s in chosen]
+    # The same query text over the same segment objects has the same schema, passes the same
+    # checks and chooses the same sources: kept, as a historical keeps its sources.
+    schema, sources = kept_queries.prepared(text, segments, lambda: _prepare(query, text, segments))
     if len(sources) > 1 and sum(src.num_rows for src in sources) > INLINE_ROWS:
         partials = list((pool or default_pool()).map(lambda src: run(query, src, schema), sources))
     else:
@@ -230,6 +238,16 @@ def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | N
         partials = [p for batch in batches(query, sources) for p in run_batch(query, [sources[i] for i in batch], schema)]
     merged = merge(query, partials)
     return Result(finalize(query, merged, schema), merged.stats)
+
+
+def _prepare(query: Query, text: str | None, segments: Sequence[Segment]) -> tuple[dict, list[RowSource]]:
+    """The schema of the query's datasource over ``segments`` (the query checked against it) and
+    the row sources of the segments it reads."""
+    chosen = [s for s in segments if s.id.datasource == query.datasource
+              and any(iv.overlaps(s.interval) for iv in query.intervals)]
+    schema = union_schema(s for s in segments if s.id.datasource == query.datasource)
+    validate(query, schema)
+    return schema, [kept_queries.source(text, s, lambda s=s: source_for(query, s)) for s in chosen]
 
 
 def execute_on_table(query: Query, table: pa.Table, stats: RunStats | None = None) -> Result:

@@ -16,6 +16,7 @@ import pyarrow as pa
 from common.errors import ValidationError, unknown_name_message
 from common.segment.column_reader import ColumnIndex
 from common.segment.scan_spec import SourceChoice
+from common.segment.value_column import ValueColumn
 from common.types.column_type import TIME_COLUMN, ColumnType, TypeKind
 from common.types.interval import Interval
 from common.types.number_parsing import strings_to_double
@@ -46,6 +47,7 @@ class RowSource:
     batch_key: tuple | None = None
     # A pre-aggregated source's rows selected for one query (``selection.select_projection_rows``).
     selection_memo: tuple | None = None
+    coverage_memo: tuple | None = None  # (query, its time coverage of this source)
     interval: Interval | None = None  # the segment's interval, for time coverage
 
     def time(self) -> np.ndarray:
@@ -76,6 +78,14 @@ class RowSource:
     def time_bounds(self) -> tuple[int, int] | None:
         t = self.time()
         return (int(t.min()), int(t.max())) if len(t) else None
+
+    def check_unchanged(self) -> None:
+        """Fail (SegmentCorruptError) when the file behind the source changed since it was opened;
+        a read of a stored part checks this too."""
+
+    def stored_values(self, names: list[str]) -> list[pa.Array]:
+        """Every row of each stored column (``take(name, None)``)."""
+        return [self.take(name, None) for name in names]
 
 
 class SegmentRowSource(RowSource):
@@ -131,6 +141,19 @@ class SegmentRowSource(RowSource):
 
     def time_bounds(self) -> tuple[int, int] | None:
         return self.table.time_bounds()
+
+    def check_unchanged(self) -> None:
+        self.table.segment.check_unchanged()
+
+    def stored_values(self, names: list[str]) -> list[pa.Array]:
+        """Every row of each stored column, the file checked unchanged once for all of them
+        (reading a projection's intermediates again, a check per part was most of the read)."""
+        self.table.segment.check_unchanged()
+        out = []
+        for name in names:
+            col = self.table.column(name)
+            out.append(col.values(check=False) if isinstance(col, ValueColumn) else col.take(None))
+        return out
 
 
 class TableRowSource(RowSource):

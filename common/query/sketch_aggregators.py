@@ -8,6 +8,7 @@ vectorized union of ``hll_union`` (the datasketches union when an input is in an
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import datasketches as ds
@@ -16,8 +17,24 @@ import pyarrow as pa
 
 from common.errors import ValidationError
 from common.query.aggregators import Aggregator, _input, _input_type
-from common.query.hll_union import union_images
+from common.query.hll_union import DECODED, union_images
 from common.types.column_type import DOUBLE, LONG
+
+
+@functools.lru_cache(maxsize=1024)
+def _estimate_image(blob: bytes, lg_k: int) -> float:
+    """The estimate of one serialized sketch (a pure function of its bytes, kept for the same
+    bytes: a repeated query over projection rows finalizes the same merged images)."""
+    # A sketch built row by row would use its in-order (HIP) estimator while a merged one
+    # (across segments, or from a projection's stored sketches) uses the composite one, and
+    # the same registers would give two answers.
+    # A union copies the first sketch it sees as is; merging the same sketch again marks it
+    # merged, so every sketch is estimated the same way whatever its history.
+    sketch = ds.hll_sketch.deserialize(blob)
+    union = ds.hll_union(lg_k)
+    union.update(sketch)
+    union.update(sketch)
+    return union.get_estimate()
 
 
 @dataclass(frozen=True)
@@ -101,8 +118,34 @@ class HllSketch(Aggregator):
                 unions[g].update(ds.hll_sketch.deserialize(blob))
         return pa.array([u.get_result(ds.tgt_hll_type.HLL_4).serialize_compact() for u in unions], pa.binary())
 
+    def combine_parts(self, parts, gids, groups, memo):
+        """Each source's sketches unioned per group as one segment's run would (a stored column
+        is decoded once, and a column that is one whole group is unioned once: ``hll_union``),
+        then those unions per group, as a merge of the segments' partials would. The result is
+        kept in ``memo`` with the parts it came from, and given again while a run reads the very
+        same stored buffers (held, so their addresses are not reused): the register maxima of a
+        day's sketches do not change between runs."""
+        keys = tuple(DECODED.key(p, self.lg_k) for p in parts)
+        hit = memo.get(self.name)
+        if hit is not None and hit[0] == keys:
+            return hit[2]
+        images, ids = [], []
+        for part, gid in zip(parts, gids):
+            if not len(gid):
+                continue
+            uniq, local = np.unique(gid, return_inverse=True)
+            images.append(self.combine(part, local.reshape(-1).astype(np.int64), len(uniq)))
+            ids.append(uniq)
+        if not images:
+            out = self.combine(pa.array([], pa.binary()), np.zeros(0, np.int64), groups)
+        else:
+            out = self.combine(pa.concat_arrays(images) if len(images) > 1 else images[0],
+                               np.concatenate(ids).astype(np.int64), groups)
+        memo[self.name] = (keys, tuple(parts), out)
+        return out
+
     def finalize(self, values):
-        estimates = [0.0 if b is None else self._estimate(b) for b in values.to_pylist()]
+        estimates = [0.0 if b is None else _estimate_image(b, self.lg_k) for b in values.to_pylist()]
         arr = pa.array(estimates, pa.float64())
         return pa.array(np.rint(arr.to_numpy()).astype(np.int64)) if self.round else arr
 
@@ -110,16 +153,7 @@ class HllSketch(Aggregator):
         return self._serialize(self._sketches(groups))
 
     def _estimate(self, blob: bytes) -> float:
-        # A sketch built row by row would use its in-order (HIP) estimator while a merged one
-        # (across segments, or from a projection's stored sketches) uses the composite one, and
-        # the same registers would give two answers.
-        # A union copies the first sketch it sees as is; merging the same sketch again marks it
-        # merged, so every sketch is estimated the same way whatever its history.
-        sketch = ds.hll_sketch.deserialize(blob)
-        union = ds.hll_union(self.lg_k)
-        union.update(sketch)
-        union.update(sketch)
-        return union.get_estimate()
+        return _estimate_image(blob, self.lg_k)
 
     def to_json(self):
         out = {"type": "HLLSketchBuild", "name": self.name, "lgK": self.lg_k}

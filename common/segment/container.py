@@ -275,11 +275,13 @@ class Container:
             self._fail(f"part check failed: no internal part '{name}'")
         return entry.length if entry.codec is None else entry.raw_length
 
-    def _cached(self, name: str, kind: str, load):
+    def _cached(self, name: str, kind: str, load, check: bool = True):
         size = self._memory_size(name)
         # A file damaged on disk fails the query at its next part access even when the parts it
         # needs are in memory, so the copy is dropped and fetched again before anything else.
-        self.check_unchanged()
+        # (``check=False``: the caller checked just before, for several parts read together.)
+        if check:
+            self.check_unchanged()
         if self._closed:
             return load()  # its entries were dropped on close; a late reader must not add more
         return self._cache.get((self._token, name, kind), load, size)
@@ -297,10 +299,11 @@ class Container:
             self._fail(f"decode check failed for part '{name}': {exc}")
         return batch.column(0)
 
-    def array(self, name: str) -> pa.Array:
+    def array(self, name: str, check: bool = True) -> pa.Array:
         """A part written by ``ipc_bytes``, parsed once and kept in the bounded cache. Callers
-        should not hold it beyond their query."""
-        return self._cached(name, "array", lambda: self._parse(name, self._decoded(name)))
+        should not hold it beyond their query. ``check=False`` skips ``check_unchanged`` for a
+        caller that made it just before reading several parts."""
+        return self._cached(name, "array", lambda: self._parse(name, self._decoded(name)), check)
 
     def derived(self, name: str, kind: str, load: Callable[[], Any], nbytes: int) -> Any:
         """A value computed from part ``name`` (unpacked codes, looked-up numbers), kept in the

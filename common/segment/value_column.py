@@ -155,12 +155,13 @@ class ValueColumn:
     _block_rows: int | None = None
     _stored_bytes: int | None = None
 
-    def values(self) -> pa.Array:
+    def values(self, check: bool = True) -> pa.Array:
         # Not memoized here: the container reads mapped parts in place and keeps decoded
         # (compressed) ones in its bounded cache, which a reference held here would defeat.
+        # ``check=False``: the caller checked the file is unchanged just before (see Container).
         name = self._parts.get("values")
         if name is not None:
-            return self._container.array(name)
+            return self._container.array(name, check)
         if self._block_rows is not None:
             return self._container.derived(self._parts["block0"], "values", self._joined, self.num_rows * 9)
         codes = self._parts["codes"]

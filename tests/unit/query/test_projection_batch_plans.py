@@ -1,0 +1,206 @@
+"""What the engine keeps between runs of one query over projection rows (issue 11).
+
+``engine.execute`` keeps, per query text, the parsed query, the schema and each segment's chosen
+source (``kept_queries``); ``grouped_engine.run_together`` keeps the selection and keying of a
+batch of projection sources (``projection_batch``), and a sketch aggregator its union while the
+stored buffers are the same. Every run must still answer exactly what base rows answer, with
+the same stats, fail when a segment file changed on disk, and not reuse what was kept under
+other declared types or for other segment objects.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from common.errors import SegmentCorruptError
+from common.query import engine, kept_queries
+from common.query.grouping import Groups
+from common.query.projection_batch import BatchPlan, BatchPlans
+from common.query.sketch_aggregators import HllSketch
+from common.segment.segment import Segment
+from common.types.column_type import ColumnType
+from tests.unit.query.test_projections import CORPUS, _same, segments  # noqa: F401 - segments is a fixture
+
+
+def _run(query: dict, segs, **context):
+    result = engine.execute(dict(query, context={**query.get("context", {}), **context}), segs)
+    return result.table, result.stats
+
+
+@pytest.mark.parametrize("query", CORPUS[::3], ids=[f"q{i}" for i in range(0, len(CORPUS), 3)])
+def test_every_run_of_a_kept_query_answers_what_base_rows_answer(segments, query):
+    base, base_stats = _run(query, segments, noProjections=True)
+    first, first_stats = _run(query, segments)
+    for _ in range(2):  # kept query, sources and batch plan
+        again, stats = _run(query, segments)
+        assert _same(again, base), (query, again.to_pylist()[:5], base.to_pylist()[:5])
+        assert _same(again, first)
+        assert stats == first_stats
+    kept_queries.clear()
+    fresh, fresh_stats = _run(query, segments)  # chosen again from scratch: the same
+    assert _same(fresh, first) and fresh_stats == first_stats
+
+
+HOURLY = {"queryType": "timeseries", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"],
+          "granularity": "hour", "aggregations": [{"type": "count", "name": "c"},
+                                                  {"type": "longSum", "name": "a", "fieldName": "added"}]}
+
+
+def test_execute_keeps_the_query_and_sources_per_text_and_segment_object(segments):
+    kept_queries.clear()
+    engine.execute(HOURLY, segments)
+    text = kept_queries.query_text(HOURLY)
+    query = kept_queries.parsed(HOURLY, text)
+    kept = [kept_queries.source(text, s, lambda: pytest.fail("the source was not kept")) for s in segments]
+    engine.execute(dict(HOURLY), segments)  # an equal dict: the same text
+    assert kept_queries.parsed(dict(HOURLY), text) is query
+    assert [kept_queries.source(text, s, lambda: None) for s in segments] == kept
+    # Another object for the same file chooses again; 1 and 1.0 are different texts.
+    other = Segment.open(segments[0].path)
+    try:
+        made = []
+        kept_queries.source(text, other, lambda: made.append(1) or "new")
+        assert made == [1]
+    finally:
+        other.close()
+    assert kept_queries.query_text({"a": 1}) != kept_queries.query_text({"a": 1.0})
+    assert kept_queries.query_text({"a": object()}) is None  # not plain JSON: nothing kept
+
+
+def test_a_bad_query_fails_on_every_run(segments):
+    bad = dict(HOURLY, aggregations=[{"type": "longSum", "name": "a", "fieldName": "no_such_column"}])
+    for _ in range(2):
+        with pytest.raises(Exception, match="no_such_column"):
+            engine.execute(bad, segments)
+
+
+def _copies(segments, tmp_path):
+    out = []
+    for s in segments:
+        path = str(tmp_path / os.path.basename(s.path))
+        with open(s.path, "rb") as src, open(path, "wb") as dst:
+            dst.write(src.read())
+        out.append(Segment.open(path))
+    return out
+
+
+@pytest.mark.parametrize("query", [
+    HOURLY,
+    # No aggregator: no intermediate column is read on a kept plan, the file is checked anyway.
+    {"queryType": "groupBy", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"],
+     "granularity": "all", "dimensions": ["channel"], "aggregations": []},
+    {"queryType": "timeseries", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"], "granularity": "day",
+     "aggregations": [{"type": "HLLSketchBuild", "name": "u", "fieldName": "user"}]},
+], ids=["count_sum", "no_aggregator", "hll"])
+def test_a_segment_file_changed_on_disk_fails_a_kept_query(segments, tmp_path, query):
+    copies = _copies(segments, tmp_path)
+    try:
+        first, _ = _run(query, copies)
+        again, _ = _run(query, copies)
+        assert _same(again, first) and first.num_rows > 0
+        with open(copies[2].path, "ab") as f:  # a projection segment, damaged from outside
+            f.write(b"\0" * 16)
+        with pytest.raises(SegmentCorruptError, match="changed on disk"):
+            _run(query, copies)
+    finally:
+        for s in copies:
+            s.close()
+
+
+@pytest.mark.parametrize("declared", ["LONG", "DOUBLE"])
+def test_a_kept_plan_is_not_reused_under_another_declared_type(segments, declared):
+    from common.query.model import query_from_json
+    from common.query.projection_batch import PLANS
+    from tests.unit.query.test_projection_reruns import _historical_run
+
+    # Grouped by 'code' (text such as "1", "10", "-3.5", "abc") over the filtered projection:
+    # declared a number, its values group as numbers, so the kept keys must not serve that run.
+    query = {"queryType": "groupBy", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"],
+             "granularity": "all", "dimensions": ["code"],
+             "filter": {"type": "in", "dimension": "channel", "values": ["#en.wikipedia", "#fr.wikipedia"]},
+             "aggregations": [{"type": "count", "name": "c"}, {"type": "longSum", "name": "a", "fieldName": "added"}]}
+    schema = engine.union_schema(segments)
+    numeric = {**schema, "code": ColumnType.parse(declared)}
+    q = query_from_json(query)
+    sources = [engine.source_for(q, s) for s in segments]
+    projected = [src for src in sources if src.pre_aggregated]
+    assert len(projected) == 2
+    base_query = query_from_json({**query, "context": {"noProjections": True}})
+    base_sources = [engine.source_for(base_query, s) for s in segments]
+    answers = {}
+    for types in (schema, numeric, schema, numeric):
+        base, _ = _historical_run(base_query, base_sources, types)
+        got, _ = _historical_run(q, sources, types)
+        assert _same(got, base), (declared, types["code"])
+        assert PLANS.get(q, projected, types) is not None  # kept for these types
+        answers.setdefault(str(types["code"]), got)
+    assert not _same(answers["STRING"], answers[declared])
+
+
+def test_kept_hll_unions_follow_the_buffers_they_were_made_from():
+    import datasketches as ds
+
+    def sketch(values):
+        s = ds.hll_sketch(12, ds.tgt_hll_type.HLL_4)
+        for v in values:
+            s.update(v)
+        return s.serialize_compact()
+
+    agg = HllSketch("u", field_name="user", lg_k=12)
+    a = pa.array([sketch(range(0, 3000)), sketch(range(10))], pa.binary())
+    b = pa.array([sketch(range(5000, 5100)), sketch(range(2000, 4000))], pa.binary())
+    gids = [np.array([0, 1]), np.array([1, 1])]
+    memo: dict = {}
+    expected = agg.combine(pa.concat_arrays([a, b]), np.concatenate(gids), 2)
+    first = agg.combine_parts([a, b], gids, 2, memo)
+    assert [agg._estimate(x) for x in first.to_pylist()] == [agg._estimate(x) for x in expected.to_pylist()]
+    assert agg.combine_parts([a, b], gids, 2, memo) is first  # the same buffers: kept
+    c = pa.array([sketch(range(7000, 9000)), sketch(range(3))], pa.binary())  # other buffers
+    other = agg.combine_parts([a, c], gids, 2, memo)
+    want = agg.combine(pa.concat_arrays([a, c]), np.concatenate(gids), 2)
+    assert [agg._estimate(x) for x in other.to_pylist()] == [agg._estimate(x) for x in want.to_pylist()]
+    assert other is not first
+
+
+def _plan(query, rows: int) -> BatchPlan:
+    gid = np.zeros(rows, np.int64)
+    return BatchPlan(query, (object(),), (), (), (None,), (frozenset(),), (0,), [], Groups(gid, 1, []), rows, rows,
+                     rows)
+
+
+def test_kept_plans_are_bounded_in_number_and_bytes():
+    plans = BatchPlans(max_plans=3, max_bytes=10_000)
+    made = [_plan(object(), 100) for _ in range(5)]  # 800 bytes each
+    for p in made:
+        plans.put(p)
+    assert len(plans) == 3
+    assert plans.get(made[0].query, made[0].sources, {}) is None
+    assert plans.get(made[4].query, made[4].sources, {}) is made[4]
+    big = _plan(object(), 1_000)  # 8,000 bytes: the oldest plan makes room
+    plans.put(big)
+    assert len(plans) == 3 and plans.get(big.query, big.sources, {}) is big
+    assert plans.get(made[2].query, made[2].sources, {}) is None
+    plans.put(_plan(object(), 10_000))  # larger than the whole budget: not kept
+    assert len(plans) == 3
+    with pytest.raises(ValueError):
+        made[4].groups.gid[0] = 1  # shared by every later run: read-only
+
+
+def test_threads_running_the_same_queries_get_the_same_answers(segments):
+    from concurrent.futures import ThreadPoolExecutor
+
+    queries = CORPUS[::17]
+    expected = [_run(q, segments) for q in queries]
+    kept_queries.clear()
+
+    def one(i: int):
+        q = queries[i % len(queries)]
+        return i % len(queries), _run(q, segments)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        for i, (table, stats) in pool.map(one, range(20 * len(queries))):
+            assert _same(table, expected[i][0]) and stats == expected[i][1], queries[i]
