@@ -127,10 +127,9 @@ class Aggregator:
         aggregators reduce each run with one call instead of first checking the group ids for it."""
         return self.combine(values, groups.gid, groups.count)
 
-    def combine_parts(self, parts: list[pa.Array], gids: list[np.ndarray], groups: int, memo: dict) -> pa.Array:
+    def combine_parts(self, parts: list[pa.Array], gids: list[np.ndarray], groups: int) -> pa.Array:
         """``combine`` over several sources' intermediates (``parts``, their rows' group ids in
-        ``gids``), for aggregators that do not combine concatenated. ``memo`` is kept with the
-        batch's plan between runs of one query."""
+        ``gids``), for aggregators that do not combine concatenated."""
         values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
         return self.combine(values, np.concatenate(gids) if len(gids) > 1 else gids[0], groups)
 
@@ -416,8 +415,8 @@ class Filtered(Aggregator):
     def combines_concatenated(self) -> bool:
         return self.aggregator.combines_concatenated
 
-    def combine_parts(self, parts, gids, groups, memo):
-        return self.aggregator.combine_parts(parts, gids, groups, memo)
+    def combine_parts(self, parts, gids, groups):
+        return self.aggregator.combine_parts(parts, gids, groups)
 
     def finalize(self, values):
         return self.aggregator.finalize(values)

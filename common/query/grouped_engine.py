@@ -173,7 +173,7 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
     out = dict(zip(plan.names, groups.keys))
     for parts, agg in zip(agg_parts, query.aggregations):
         if not agg.combines_concatenated:
-            out[agg.name] = agg.combine_parts(parts, plan.gids, groups.count, plan.memo)
+            out[agg.name] = agg.combine_parts(parts, plan.gids, groups.count)
             continue
         values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
         if direct and plan.take is not None:
@@ -182,7 +182,7 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
             values = values.take(plan.reorder)  # the rows read one source at a time, in group order
         out[agg.name] = agg.combine_groups(values, groups)
     if fresh:
-        PLANS.put(plan)  # after the combine: what sketches keep in its memo counts too
+        PLANS.put(plan)
     return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
 
 

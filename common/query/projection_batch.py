@@ -52,10 +52,8 @@ class BatchPlan:
     # (``groups.gid`` sorted, so sums reduce runs); ``take`` already follows it.
     reorder: object = None
     kept: bool = False  # prepared for the runs that find it (``take``, ``reorder``)
-    # Each source's slice of the group ids, and what aggregators that combine per source keep
-    # between runs (Aggregator.combine_parts).
+    # Each source's slice of the group ids (Aggregator.combine_parts).
     gids: list = field(default_factory=list)
-    memo: dict = field(default_factory=dict)
 
     @property
     def nbytes(self) -> int:
@@ -64,19 +62,12 @@ class BatchPlan:
             out += self.groups.run_starts.nbytes
         out += 0 if self.take is None else self.take.nbytes
         out += 0 if self.reorder is None else self.reorder.nbytes
-        out += sum(_held_bytes(v) for v in self.memo.values())
         return out + sum(r.nbytes for r in self.rows if r is not None)
 
     def fits(self, query, sources, schema) -> bool:
         return (self.query is query and len(self.sources) == len(sources)
                 and all(a is b for a, b in zip(self.sources, sources))
                 and self.types == tuple(schema.get(n) for n in self.checked))
-
-
-def _held_bytes(value) -> int:
-    if isinstance(value, (tuple, list)):
-        return sum(_held_bytes(v) for v in value)
-    return int(getattr(value, "nbytes", 0))
 
 
 class BatchPlans:

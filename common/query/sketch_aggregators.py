@@ -8,7 +8,6 @@ vectorized union of ``hll_union`` (the datasketches union when an input is in an
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import datasketches as ds
@@ -17,14 +16,12 @@ import pyarrow as pa
 
 from common.errors import ValidationError
 from common.query.aggregators import Aggregator, _input, _input_type
-from common.query.hll_union import DECODED, union_images
+from common.query.hll_union import union_images
 from common.types.column_type import DOUBLE, LONG
 
 
-@functools.lru_cache(maxsize=1024)
 def _estimate_image(blob: bytes, lg_k: int) -> float:
-    """The estimate of one serialized sketch (a pure function of its bytes, kept for the same
-    bytes: a repeated query over projection rows finalizes the same merged images)."""
+    """The estimate of one serialized sketch."""
     # A sketch built row by row would use its in-order (HIP) estimator while a merged one
     # (across segments, or from a projection's stored sketches) uses the composite one, and
     # the same registers would give two answers.
@@ -118,17 +115,12 @@ class HllSketch(Aggregator):
                 unions[g].update(ds.hll_sketch.deserialize(blob))
         return pa.array([u.get_result(ds.tgt_hll_type.HLL_4).serialize_compact() for u in unions], pa.binary())
 
-    def combine_parts(self, parts, gids, groups, memo):
+    def combine_parts(self, parts, gids, groups):
         """Each source's sketches unioned per group as one segment's run would (a stored column
         is decoded once, and a column that is one whole group is unioned once: ``hll_union``),
-        then those unions per group, as a merge of the segments' partials would. The result is
-        kept in ``memo`` with the parts it came from, and given again while a run reads the very
-        same stored buffers (held, so their addresses are not reused): the register maxima of a
-        day's sketches do not change between runs."""
-        keys = tuple(DECODED.key(p, self.lg_k) for p in parts)
-        hit = memo.get(self.name)
-        if hit is not None and hit[0] == keys:
-            return hit[2]
+        then those unions per group, as a merge of the segments' partials would. Every run
+        unions again: only the decoding is kept (``hll_union.DECODED``), never a union's result,
+        so a repeated query costs what its first run's reading and merging cost."""
         images, ids = [], []
         for part, gid in zip(parts, gids):
             if not len(gid):
@@ -141,7 +133,6 @@ class HllSketch(Aggregator):
         else:
             out = self.combine(pa.concat_arrays(images) if len(images) > 1 else images[0],
                                np.concatenate(ids).astype(np.int64), groups)
-        memo[self.name] = (keys, tuple(parts), out)
         return out
 
     def finalize(self, values):
