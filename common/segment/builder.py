@@ -147,7 +147,9 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     column: valueDictionary; for a fixed-width column, __time included: blockRows, 0 for one part). ``compression``: which parts
     are stored compressed (see part_codec.py); None writes every part uncompressed, as segments
     before compression were. ``string_bitmaps`` True also stores a Roaring bitmap per value of
-    the base table's STRING columns (by default filters scan their codes: see string_column)."""
+    the base table's STRING columns (by default filters scan their codes: see string_column); a
+    projection's grouping column that shares a base dictionary has bitmaps when its base column
+    does, and the projection's sketch parts are compressed harder (part_codec.for_sketches)."""
     column_types = dict(column_types or {})
     names = table.column_names
     if TIME_COLUMN not in names:
