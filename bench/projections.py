@@ -123,6 +123,19 @@ def build(data: pa.Table, directory: str, built: list | None = None) -> tuple[li
     return segments, total, proj
 
 
+def projection_parts(built: list, total: int) -> str:
+    """The projection's stored bytes by part (grouping columns, aggregator columns, the sketch),
+    summed over the segments, each with its share of all segment bytes."""
+    by_part: dict[str, int] = {}
+    for _, manifest in built:
+        for name, entry in manifest.files.items():
+            if name.startswith("projections/"):
+                part = name.split("/", 2)[2]
+                by_part[part] = by_part.get(part, 0) + entry.length
+    ranked = sorted(by_part.items(), key=lambda kv: -kv[1])
+    return "; ".join(f"{part} {size:,} ({100 * size / total:.2f}%)" for part, size in ranked)
+
+
 def clickhouse(parquet: str):
     """A chdb session with the rows in a MergeTree table carrying the same projection, or None."""
     try:
@@ -151,7 +164,8 @@ def main() -> int:
         data = demo_table(args.rows).select(["__time", "channel", "user", "added"])
         data = data.set_column(3, "added", data.column("added").fill_null(0))
         started = time.perf_counter()
-        segments, total_bytes, proj_bytes = build(data, work)
+        built: list = []
+        segments, total_bytes, proj_bytes = build(data, work, built)
         build_s = time.perf_counter() - started
         parquet = os.path.join(work, "wiki.parquet")
         pq.write_table(data.set_column(0, "__time", data.column("__time").cast(pa.timestamp("ms"))), parquet)
@@ -175,6 +189,7 @@ def main() -> int:
                           f"{on_ms / c_ms:.2f}" if ch is not None else "n/a", "yes" if same else "NO"))
         print(f"rows {args.rows:,}; {len(segments)} day segments built with the projection in {build_s:.1f}s; "
               f"projection bytes {proj_bytes:,} of {total_bytes:,} ({100 * proj_bytes / total_bytes:.1f}%)")
+        print(f"projection parts: {projection_parts(built, total_bytes)}")
         print_rows(("query", "rows (proj)", "rows (base)", "proj ms", "base ms", "speed-up", "DuckDB ms",
                     "ClickHouse ms", "proj/CH", "same rows"), lines, args.markdown)
         print(f"min rows-scanned reduction {min(fewer):.0f}x (goal >= 50x); min speed-up {min(speedups):.1f}x "

@@ -27,7 +27,7 @@ from common.segment.manifest import (
     ProjectionManifest,
     SegmentManifest,
 )
-from common.segment.part_codec import COMPRESSED_PARTS, DEFAULT_COMPRESSION, PartCompression
+from common.segment.part_codec import COMPRESSED_PARTS, DEFAULT_COMPRESSION, PartCompression, for_sketches
 from common.segment.segment_id import SegmentId
 from common.segment.string_column import DictionarySpec, combined, encode_with_shared_dictionary
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
@@ -147,7 +147,9 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     column: valueDictionary; for a fixed-width column, __time included: blockRows, 0 for one part). ``compression``: which parts
     are stored compressed (see part_codec.py); None writes every part uncompressed, as segments
     before compression were. ``string_bitmaps`` True also stores a Roaring bitmap per value of
-    the base table's STRING columns (by default filters scan their codes: see string_column)."""
+    the base table's STRING columns (by default filters scan their codes: see string_column); a
+    projection's grouping column that shares a base dictionary has bitmaps when its base column
+    does, and the projection's sketch parts are compressed harder (part_codec.for_sketches)."""
     column_types = dict(column_types or {})
     names = table.column_names
     if TIME_COLUMN not in names:
@@ -211,7 +213,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
         if proj.name in names_seen:
             raise ValidationError(f"segment {segment_id}: projection '{proj.name}' is defined twice")
         names_seen.add(proj.name)
-        projection_manifests.append(_build_projection(proj, parts, dictionaries, segment_id))
+        projection_manifests.append(_build_projection(proj, parts, dictionaries, segment_id, columns, string_bitmaps))
 
     created = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     min_time = int(ms[0]) if len(ms) else None
@@ -239,11 +241,19 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
         holder["manifest"] = manifest
         return manifest.to_bytes()
 
-    write_container(path, parts, make_manifest, compression, _encoder_pool())
+    overrides = None
+    if compression is not None:
+        # Serialized sketches are most of a projection's bytes; a harder zstd level pays there
+        # (part_codec.SKETCH_ZSTD_LEVEL) and nowhere else, so only those parts get it.
+        sketch = for_sketches(compression)
+        overrides = {part: sketch for p in projection_manifests for c in p.columns
+                     if (c.type.complex_name or "").endswith("Sketch") for part in c.parts.values()}
+    write_container(path, parts, make_manifest, compression, _encoder_pool(), overrides)
     return holder["manifest"]
 
 
-def _build_projection(proj: ProjectionTable, parts: dict, dictionaries: dict, segment_id: SegmentId) -> ProjectionManifest:
+def _build_projection(proj: ProjectionTable, parts: dict, dictionaries: dict, segment_id: SegmentId,
+                      base_columns: Sequence[ColumnManifest] = (), string_bitmaps: bool = False) -> ProjectionManifest:
     rows = proj.rows
     missing = [c for c in proj.grouping_columns if c not in rows.column_names]
     if missing:
@@ -252,6 +262,10 @@ def _build_projection(proj: ProjectionTable, parts: dict, dictionaries: dict, se
         order = pc.sort_indices(rows, sort_keys=[(c, "ascending", "at_start") for c in proj.grouping_columns])
         rows = rows.take(order)
     prefix = f"projections/{proj.name}/"
+    # A grouping column that shares a base dictionary is encoded as its base column is: bitmaps
+    # only when the base column has them (a filter otherwise scans the projection's codes: a
+    # few thousand rows), bit-packed codes when the dictionary is small.
+    base_bitmaps = {c.name: "bitmaps" in c.parts for c in base_columns}
     columns = []
     for name in rows.column_names:
         values, ctype = normalize_column(name, rows.column(name), proj.column_types.get(name))
@@ -259,14 +273,18 @@ def _build_projection(proj: ProjectionTable, parts: dict, dictionaries: dict, se
         if ctype.is_string and shared is not None and name in proj.grouping_columns:
             base_dictionary = _shared_dictionary_values(parts, shared)
             try:
-                enc = encode_with_shared_dictionary(values, base_dictionary, name)
+                bitmaps = base_bitmaps.get(name, True)
+                enc = encode_with_shared_dictionary(values, base_dictionary, name, bitmaps=bitmaps, pack_codes=True)
             except ValueError as exc:
                 raise ValidationError(f"segment {segment_id}: projection '{proj.name}': {exc}") from None
-            encoded = EncodedColumn(enc.parts, enc.stats, DictionarySpec(shared_dictionary=name))
+            encoded = EncodedColumn(enc.parts, enc.stats, DictionarySpec(shared_dictionary=name,
+                                                                         bitmaps=None if bitmaps else False,
+                                                                         code_bits=enc.code_bits))
             columns.append(_add(parts, name, ctype, "dictionary", encoded, prefix))
             continue
         encoding = encoding_for(ctype)
-        columns.append(_add(parts, name, ctype, encoding.name, encoding.encode(values, ctype), prefix))
+        options = {"bitmaps": string_bitmaps} if encoding.name == "dictionary" else None
+        columns.append(_add(parts, name, ctype, encoding.name, encoding.encode(values, ctype, options), prefix))
     return ProjectionManifest(proj.name, dict(proj.spec), tuple(proj.grouping_columns), tuple(proj.aggregators),
                               rows.num_rows, tuple(proj.grouping_columns), tuple(columns))
 

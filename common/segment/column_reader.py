@@ -153,8 +153,9 @@ def rows_with_ids(codes: np.ndarray, cardinality: int, ids: Ids) -> BitMap:
         return bitmap_of_mask(codes < 0 if code == cardinality else codes == code)
     match = np.zeros(cardinality + 1, dtype=bool)
     match[ids] = True
-    keyed = np.where(codes < 0, cardinality, codes)
-    return bitmap_of_mask(match[keyed])
+    # A null row's code -1 indexes the table's last entry, the null pseudo-id ``cardinality``,
+    # so the codes index it as they are (no pass mapping -1 to ``cardinality`` first).
+    return bitmap_of_mask(match[codes])
 
 
 __all__ = ["ColumnIndex", "ColumnReader", "IdRun", "Ids", "MAX_BITMAPS_TO_UNION", "all_rows", "bitmap_of_mask", "bitmap_of_rows",

@@ -29,7 +29,7 @@ import struct
 import tempfile
 import weakref
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
 from typing import Any
 
@@ -56,10 +56,12 @@ def _family(name: str) -> str:
     return name.rstrip("0123456789")
 
 
-def _compressed(parts: dict[str, pa.Buffer | bytes], compression: PartCompression, pool: Executor | None) -> dict:
+def _compressed(parts: dict[str, pa.Buffer | bytes], compression: PartCompression, pool: Executor | None,
+                overrides: Mapping[str, PartCompression] | None = None) -> dict:
     """Each part as (stored bytes, codec or None). The shuffle width is tried on a sample of a
     family's first part only (the trials cost more than compressing the part itself), and
-    families compress in ``pool``'s threads when given (the codecs release the GIL)."""
+    families compress in ``pool``'s threads when given (the codecs release the GIL).
+    ``overrides``: part name -> the policy for that part instead of ``compression``."""
     families: dict[str, list[str]] = {}
     for name in parts:
         families.setdefault(_family(name), []).append(name)
@@ -67,7 +69,8 @@ def _compressed(parts: dict[str, pa.Buffer | bytes], compression: PartCompressio
     def family(names: list[str]) -> list[tuple[str, tuple]]:
         width, out = None, []
         for name in names:
-            stored, codec, used = compression.encode_with_width(parts[name], width)
+            policy = overrides.get(name, compression) if overrides else compression
+            stored, codec, used = policy.encode_with_width(parts[name], width)
             if used is not None:
                 width = used
             out.append((name, (stored, codec)))
@@ -79,17 +82,19 @@ def _compressed(parts: dict[str, pa.Buffer | bytes], compression: PartCompressio
 
 
 def write_container(path: str, parts: dict[str, pa.Buffer | bytes], make_manifest: Callable[[dict], bytes],
-                    compression: PartCompression | None = None, pool: Executor | None = None) -> None:
+                    compression: PartCompression | None = None, pool: Executor | None = None,
+                    overrides: Mapping[str, PartCompression] | None = None) -> None:
     """Write ``parts`` then the manifest that ``make_manifest(entries)`` returns, atomically.
 
     ``entries`` maps part name -> (offset, length, crc32) for a part stored as is, and
     (offset, stored length, crc32 of the stored bytes, codec, decoded length) for a part that
     ``compression`` compressed. The file appears at ``path`` only when complete (temp file in
-    the same directory, fsync, rename). ``pool``: threads to compress parts in.
+    the same directory, fsync, rename). ``pool``: threads to compress parts in. ``overrides``:
+    part name -> its own policy (a projection's sketch part is compressed harder: builder.py).
     """
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    stored_parts = _compressed(parts, compression, pool) if compression is not None else None
+    stored_parts = _compressed(parts, compression, pool, overrides) if compression is not None else None
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".sseg", dir=directory)
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:

@@ -20,7 +20,7 @@ bitmaps (a 50-value column's) barely shrink and stay uncompressed, so reading th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
@@ -147,6 +147,21 @@ class PartCompression:
 
 DEFAULT_COMPRESSION = PartCompression()
 
+# A projection's HLL sketch column (one serialized sketch per pre-aggregated row) is most of the
+# projection's bytes. Level 1 finds little in it; from level 17 (zstd's optimal parser) zstd
+# matches the 4-byte coupons a user leaves in the sketches of several hours of one channel.
+# On one 10M-row benchmark day segment (1,200 sketches, 1.40 MB): level 1 907 KB (3 ms),
+# 9 729 KB (39 ms), 15 713 KB (520 ms), 17 630 KB (383 ms), 19 628 KB (590 ms); decoding takes
+# 1.1-1.7 ms at every level. Shuffling never helps sketch bytes, so it is not tried.
+SKETCH_ZSTD_LEVEL = 17
+
+
+def for_sketches(policy: PartCompression) -> PartCompression:
+    """The policy for a part of serialized sketches, from the build's policy."""
+    if policy.codec != "zstd":
+        return replace(policy, try_shuffle=False)
+    return replace(policy, level=max(policy.level or 3, SKETCH_ZSTD_LEVEL), try_shuffle=False)
+
 
 def decompress(codec: str, stored: pa.Buffer, raw_length: int) -> pa.Buffer:
     """The part's bytes as written; CodecError when they do not decompress to ``raw_length``."""
@@ -163,5 +178,5 @@ def decompress(codec: str, stored: pa.Buffer, raw_length: int) -> pa.Buffer:
     return unshuffle(out, width) if width else out
 
 
-__all__ = ["CODECS", "COMPRESSED_PARTS", "CodecError", "DEFAULT_COMPRESSION", "PartCompression", "decompress",
-           "parse_codec", "shuffle", "unshuffle"]
+__all__ = ["CODECS", "COMPRESSED_PARTS", "CodecError", "DEFAULT_COMPRESSION", "PartCompression", "SKETCH_ZSTD_LEVEL",
+           "decompress", "for_sketches", "parse_codec", "shuffle", "unshuffle"]

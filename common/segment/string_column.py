@@ -248,9 +248,12 @@ class DictionarySpec(EncodingSpec):
         return out
 
 
-def encode_with_shared_dictionary(values: pa.Array, dictionary: pa.Array, name: str) -> EncodedString:
-    """Codes and bitmaps of ``values`` against an existing sorted dictionary (no dictionary part):
-    a projection's grouping column reuses the base table's dictionary this way."""
+def encode_with_shared_dictionary(values: pa.Array, dictionary: pa.Array, name: str, bitmaps: bool = True,
+                                  pack_codes: bool = False) -> EncodedString:
+    """Codes (and with ``bitmaps`` the per-value bitmaps) of ``values`` against an existing sorted
+    dictionary (no dictionary part): a projection's grouping column reuses the base table's
+    dictionary this way. ``pack_codes``: bit-pack codes of a dictionary of at most 16 ids
+    (counting null) and drop the validity bitmap of wider nullable codes, as ``encode_string``."""
     if pa.types.is_dictionary(values.type):
         values = values.cast(values.type.value_type)
     if not pa.types.is_string(values.type):
@@ -272,8 +275,16 @@ def encode_with_shared_dictionary(values: pa.Array, dictionary: pa.Array, name: 
         "min": dictionary[int(present[0])].as_py() if len(present) else None,
         "max": dictionary[int(present[-1])].as_py() if len(present) else None,
     }
-    parts = {"codes": ipc_bytes(codes_arr), "bitmaps": ipc_bytes(_bitmaps_binary(codes, cardinality))}
-    return EncodedString(parts, stats)
+    parts = {"codes": ipc_bytes(codes_arr)}
+    width = width_for(cardinality + (1 if null_mask is not None else 0)) if pack_codes else None
+    if width is not None:
+        parts["codes"] = ipc_bytes(pa.array(pack(codes + (1 if null_mask is not None else 0), width), pa.uint8()))
+    elif pack_codes and null_mask is not None:
+        width = narrow.dtype.itemsize * 8
+        parts["codes"] = ipc_bytes(pa.array(narrow))
+    if bitmaps:
+        parts["bitmaps"] = ipc_bytes(_bitmaps_binary(codes, cardinality))
+    return EncodedString(parts, stats, width)
 
 
 class StringColumn:
