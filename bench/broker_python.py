@@ -1,0 +1,164 @@
+"""The broker's own Python per query on the Flight SQL path, measured in one process.
+
+An in-process cluster (``tests/harness/embedded_cluster.EmbeddedCluster``: coordinator, broker
+and historicals on 127.0.0.1, real gRPC and Flight), the projection benchmark's day segments
+(``bench/projections.build``: one hourly projection by channel), and the lean Flight SQL client
+of ``bench/projections_cluster`` (pyarrow ``FlightClient``: GetFlightInfo with a
+``CommandStatementQuery``, then DoGet). For ``SELECT 1`` and the projection queries it prints,
+per query, the CPU the broker's Flight handlers spend on their own threads (``time.thread_time``
+around the Python middleware, GetFlightInfo, DoGet and the batches DoGet streams: the historical
+call made from DoGet's thread is in it, the historicals' own threads are not) and the client's
+wall time. ``--profile N`` prints the N heaviest functions of a cProfile of those handlers, timed
+on thread CPU time (py-spy samples every thread of this VM as busy).
+
+    .venv/bin/python bench/broker_python.py [--rows 200000] [--runs 1000] [--profile 40]
+
+Only the broker's Python is measured: Flight's and gRPC's C++ threads are not (``/proc`` figures
+of a ``strata up`` broker, as ``bench/projections_cluster.py`` prints, include them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import functools
+import os
+import pstats
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from bench.projections import build  # noqa: E402
+from bench.projections_cluster import QUERIES, LeanFlightSql  # noqa: E402
+from common.demo import table as demo_table  # noqa: E402
+from common.segment.descriptor import SegmentDescriptor  # noqa: E402
+from services.deep_storage.deep_storage import deep_storage_key  # noqa: E402
+from tests.harness.embedded_cluster import EmbeddedCluster  # noqa: E402
+
+CASES = [("SELECT 1", "SELECT 1")] + [(name, sql) for name, sql, _, _ in QUERIES]
+
+
+class HandlerClock:
+    """Thread CPU time spent in the wrapped callables (on whichever thread runs them), and an
+    optional cProfile of them. Calls do not overlap: the client is sequential."""
+
+    def __init__(self, profile: bool) -> None:
+        self.seconds = 0.0
+        self.profiler = cProfile.Profile(time.thread_time) if profile else None
+
+    def wrap(self, fn):
+        @functools.wraps(fn)
+        def timed(*args, **kwargs):
+            if self.profiler is not None:
+                self.profiler.enable()
+            start = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.seconds += time.thread_time() - start
+                if self.profiler is not None:
+                    self.profiler.disable()
+        return timed
+
+    def wrap_iter(self, fn):
+        clock = self
+
+        @functools.wraps(fn)
+        def timed(*args, **kwargs):
+            it = clock.wrap(fn)(*args, **kwargs)
+            step = clock.wrap(next)
+            while True:
+                try:
+                    item = step(it)
+                except StopIteration:
+                    return
+                yield item
+        return timed
+
+
+def instrument(clock: HandlerClock) -> None:
+    """Every place the broker's Flight server runs Python for a call, timed by ``clock``."""
+    from services.broker import flight as broker_flight
+    from services.broker import flight_auth
+
+    server = broker_flight.BrokerFlightServer
+    for name in ("get_flight_info", "do_get"):
+        setattr(server, name, clock.wrap(getattr(server, name)))
+    broker_flight._guarded = clock.wrap_iter(broker_flight._guarded)
+    factory = flight_auth.BasicAuthMiddlewareFactory
+    factory.start_call = clock.wrap(factory.start_call)
+    identity = flight_auth.CallIdentity
+    identity.sending_headers = clock.wrap(identity.sending_headers)
+    identity.call_completed = clock.wrap(identity.call_completed)
+
+
+def publish(cluster: EmbeddedCluster, rows: int, work: str) -> None:
+    data = demo_table(rows).select(["__time", "channel", "user", "added"])
+    data = data.set_column(3, "added", data.column("added").fill_null(0))
+    built: list = []
+    build(data, os.path.join(work, "segments"), built)
+    storage = cluster.storage()
+    descriptors = []
+    for path, manifest in built:
+        key = deep_storage_key(manifest.segment_id)
+        size = storage.push(path, key)
+        descriptors.append(SegmentDescriptor.of(manifest, key, 1, os.path.getsize(path) if size is None else size))
+    cluster.client.publish(descriptors)
+    cluster.wait_queryable("wiki", len(descriptors), 300)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--runs", type=int, default=1000)
+    ap.add_argument("--historicals", type=int, default=2)
+    ap.add_argument("--profile", type=int, default=0, help="print the N heaviest functions (cumulative)")
+    ap.add_argument("--only", default=None, help="run only the cases whose name contains this")
+    ap.add_argument("--callers", default=None, help="with --profile: also who calls functions matching this")
+    args = ap.parse_args()
+    clock = HandlerClock(args.profile > 0)
+    instrument(clock)
+    work = tempfile.mkdtemp(prefix="strata-broker-python-")
+    cluster = EmbeddedCluster(os.path.join(work, "cluster"), historicals=args.historicals)
+    lean = None
+    try:
+        publish(cluster, args.rows, work)
+        lean = LeanFlightSql(f"grpc://127.0.0.1:{cluster.broker.flight.port}")
+        cases = [(n, s) for n, s in CASES if args.only is None or args.only in n]
+        for _, sql in cases:
+            for _ in range(50):  # warm: plan cache, channels, manifests
+                lean.query(sql)
+        print(f"{'query':34} {'broker Python CPU ms/query':>27} {'wall p50 ms':>12} {'rows':>5}")
+        for name, sql in cases:
+            if clock.profiler is not None:
+                clock.profiler.clear()
+            clock.seconds = 0.0
+            samples = []
+            for _ in range(args.runs):
+                started = time.perf_counter()
+                out = lean.query(sql)
+                samples.append((time.perf_counter() - started) * 1000)
+            cpu = clock.seconds * 1000 / args.runs
+            print(f"{name:34} {cpu:27.3f} {statistics.median(samples):12.2f} {out.num_rows:5d}", flush=True)
+            if clock.profiler is not None:
+                stats = pstats.Stats(clock.profiler)
+                print(f"-- {name}: handlers' profile, thread CPU, {args.runs} queries")
+                stats.sort_stats("cumulative").print_stats(args.profile)
+                stats.sort_stats("tottime").print_stats(args.profile)
+                if args.callers:
+                    stats.print_callers(args.callers)
+    finally:
+        if lean is not None:
+            lean.close()
+        cluster.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
