@@ -28,6 +28,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -40,6 +41,9 @@ from services.deep_storage.deep_storage import deep_storage_key  # noqa: E402
 from tests.harness.embedded_cluster import EmbeddedCluster  # noqa: E402
 
 CASES = [("SELECT 1", "SELECT 1")] + [(name, sql) for name, sql, _, _ in QUERIES]
+
+
+_IN_HANDLER = threading.local()  # set while a timed handler runs on this thread
 
 
 class HandlerClock:
@@ -55,11 +59,13 @@ class HandlerClock:
         def timed(*args, **kwargs):
             if self.profiler is not None:
                 self.profiler.enable()
+            _IN_HANDLER.on = True
             start = time.thread_time()
             try:
                 return fn(*args, **kwargs)
             finally:
                 self.seconds += time.thread_time() - start
+                _IN_HANDLER.on = False
                 if self.profiler is not None:
                     self.profiler.disable()
         return timed
@@ -96,6 +102,104 @@ def instrument(clock: HandlerClock) -> None:
     identity.call_completed = clock.wrap(identity.call_completed)
 
 
+# Inclusive thread CPU of these (``--split``): cProfile's own cost per call inflates call-heavy
+# code several times over, so the split is timed by wrappers on a few stages instead.
+SPLIT = [
+    "services.broker.flight.BrokerFlightServer._caller",
+    "services.broker.flight.BrokerFlightServer._request",
+    "services.broker.flight.BrokerFlightServer._schema",
+    "services.broker.core.flight_tickets.FlightTickets.put",
+    "services.broker.core.flight_tickets.FlightTickets.get",
+    "services.broker.core.flight_tickets.FlightTickets.take",
+    "services.broker.front_door.QueryFrontDoor.stream",
+    "services.broker.front_door.QueryFrontDoor.run",
+    "services.broker.logged_backends.LoggedSql.execute",
+    "services.broker.sql_service.SqlService.execute",
+    "services.broker.sql_service.SqlService.describe",
+    "services.broker.sql_service.SqlService._plan",
+    "common.sql.sql_plan.SqlPlan.execute",
+    "services.broker.query_executor.QueryExecutor.execute",
+    "services.broker.query_executor.QueryExecutor._gather",
+    "services.broker.query_executor.QueryExecutor._scatter",
+    "services.broker.query_registry.QueryRegistry.native_finished",
+    "services.broker.query_registry.QueryRegistry._log",
+    "services.broker.core.served_view.ServedView.plan",
+    "services.broker.table_choice.TableChoice.of",
+    "services.historical.client.HistoricalClient.ask",
+    "common.query.engine.merge",
+    "common.query.engine.finalize",
+]
+
+
+class SplitClock:
+    """Inclusive thread CPU and calls per wrapped callable, counted on the broker's handler
+    threads only (the historicals in this process call some of the same functions)."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.calls: dict[str, int] = {}
+
+    def install(self, paths: list[str]) -> None:
+        import importlib
+
+        for path in paths:
+            module_name, _, rest = path.rpartition(".")
+            owner = None
+            try:
+                owner = importlib.import_module(module_name)
+            except ImportError:
+                module_name, _, cls = module_name.rpartition(".")
+                owner = getattr(importlib.import_module(module_name), cls)
+            fn = getattr(owner, rest, None)
+            if fn is None:
+                continue
+            setattr(owner, rest, self._wrap(path.split(".", 2)[-1], fn))
+
+    def _wrap(self, name: str, fn):
+        seconds, calls = self.seconds, self.calls
+        seconds[name], calls[name] = 0.0, 0
+
+        @functools.wraps(fn)
+        def timed(*args, **kwargs):
+            if not getattr(_IN_HANDLER, "on", False):
+                return fn(*args, **kwargs)
+            start = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                seconds[name] += time.thread_time() - start
+                calls[name] += 1
+        return timed
+
+    def watch_gc(self) -> None:
+        """Garbage collections that happen on a handler thread, as one more line."""
+        import gc
+
+        self.seconds["gc (collections on handler threads)"], self.calls["gc (collections on handler threads)"] = 0.0, 0
+        started = threading.local()
+
+        def callback(phase, info):
+            if not getattr(_IN_HANDLER, "on", False):
+                return
+            if phase == "start":
+                started.at = time.thread_time()
+            elif getattr(started, "at", None) is not None:
+                self.seconds["gc (collections on handler threads)"] += time.thread_time() - started.at
+                self.calls["gc (collections on handler threads)"] += 1
+                started.at = None
+
+        gc.callbacks.append(callback)
+
+    def reset(self) -> None:
+        for name in self.seconds:
+            self.seconds[name], self.calls[name] = 0.0, 0
+
+    def report(self, runs: int) -> None:
+        for name, sec in self.seconds.items():
+            if self.calls[name]:
+                print(f"   {name:62} {sec * 1e6 / runs:8.1f} us/query  {self.calls[name] / runs:5.2f} calls/query")
+
+
 def publish(cluster: EmbeddedCluster, rows: int, work: str) -> None:
     data = demo_table(rows).select(["__time", "channel", "user", "added"])
     data = data.set_column(3, "added", data.column("added").fill_null(0))
@@ -118,9 +222,15 @@ def main() -> int:
     ap.add_argument("--historicals", type=int, default=2)
     ap.add_argument("--profile", type=int, default=0, help="print the N heaviest functions (cumulative)")
     ap.add_argument("--only", default=None, help="run only the cases whose name contains this")
+    ap.add_argument("--split", action="store_true", help="inclusive thread CPU of the stages in SPLIT")
+    ap.add_argument("--extra", default="", help="with --split: more callables to time, comma-separated dotted paths")
     ap.add_argument("--callers", default=None, help="with --profile: also who calls functions matching this")
     args = ap.parse_args()
     clock = HandlerClock(args.profile > 0)
+    split = SplitClock() if args.split else None
+    if split is not None:
+        split.install(SPLIT + [p for p in args.extra.split(",") if p])
+        split.watch_gc()
     instrument(clock)
     work = tempfile.mkdtemp(prefix="strata-broker-python-")
     cluster = EmbeddedCluster(os.path.join(work, "cluster"), historicals=args.historicals)
@@ -137,6 +247,8 @@ def main() -> int:
             if clock.profiler is not None:
                 clock.profiler.clear()
             clock.seconds = 0.0
+            if split is not None:
+                split.reset()
             samples = []
             for _ in range(args.runs):
                 started = time.perf_counter()
@@ -144,6 +256,8 @@ def main() -> int:
                 samples.append((time.perf_counter() - started) * 1000)
             cpu = clock.seconds * 1000 / args.runs
             print(f"{name:34} {cpu:27.3f} {statistics.median(samples):12.2f} {out.num_rows:5d}", flush=True)
+            if split is not None:
+                split.report(args.runs)
             if clock.profiler is not None:
                 stats = pstats.Stats(clock.profiler)
                 print(f"-- {name}: handlers' profile, thread CPU, {args.runs} queries")

@@ -108,3 +108,34 @@ def test_stable_statements_stay_reusable_whatever_they_mention(space, name, alia
 @pytest.mark.parametrize("sql", ["SELECT x FROM t", "SELECT COUNT(*) FROM t WHERE __time >= TIMESTAMP '2020-01-01'"])
 def test_plain_queries_are_reusable(sql):
     assert plan_sql(sql, _catalog(), (), {}).reusable
+
+
+# ---- constant plans ------------------------------------------------------------------------------
+CONSTANT = ["SELECT 1", "SELECT 1 + 1 AS v, 'x' AS s, NULL AS n", "SELECT 2 AS a UNION ALL SELECT 1 ORDER BY 1",
+            "SELECT UPPER(s) FROM (SELECT 'a' AS s UNION ALL SELECT 'b') WHERE s <> 'b'",
+            "SELECT TIMESTAMP '2020-01-01 00:00:00' AS t, CAST('3' AS BIGINT) * 2 AS n"]
+
+
+@pytest.mark.parametrize("sql", CONSTANT)
+def test_a_constant_plan_answers_later_runs_with_its_first_result(sql):
+    service = _service()
+    first = service.execute(sql)
+    plan = next(iter(service._plans.values()))
+    assert plan._constant
+    # Every later run is the same table, equal to what a fresh plan of the text computes.
+    assert service.execute(sql) is first
+    assert first.equals(plan_sql(sql, _catalog(), (), {}).execute(lambda q: None))
+
+
+@pytest.mark.parametrize("sql", ["SELECT x FROM t", "SELECT * FROM sys.segments", "SELECT NOW() AS n",
+                                 "EXPLAIN PLAN FOR SELECT 1", "SELECT ? + 1 AS v"])
+def test_plans_that_read_a_table_or_the_clock_or_lack_parameters_are_not_constant(sql):
+    assert not plan_sql(sql, _catalog(), (), {})._constant
+
+
+def test_a_constant_statement_that_fails_fails_every_time():
+    service = _service()
+    sql = "SET maxJoinRows = -1; SELECT 1"
+    for _ in range(2):
+        with pytest.raises(Exception, match="maxJoinRows"):
+            service.execute(sql)
