@@ -57,6 +57,16 @@ class SqlPlan:
         # run: the first run's table (immutable) answers the later ones without the engine.
         self._constant = kind == "query" and bound and not self.volatile_reasons and _reads_nothing(stage)
         self._constant_result: pa.Table | None = None
+        self._memo: dict = {}
+
+    def memo(self, key: str, make):
+        """``make()``'s value kept on this plan under ``key``: what a caller derives from a plan it
+        reuses (a cached plan runs many times), worked out once."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
 
     @property
     def reusable(self) -> bool:

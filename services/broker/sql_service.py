@@ -19,6 +19,7 @@ import pyarrow as pa
 from common.catalog.catalog_errors import TableExistsError, TableNotFoundError
 from common.errors import QueryTimeoutError, UnsupportedError, ValidationError
 from common.sql import plan_sql
+from common.sql.sql_plan import SqlPlan
 from common.sql.planning_deadline import planning_deadline
 from common.sql.planning_deadline import timeout_error as planning_timeout
 from common.sql.statement_kind import classify
@@ -275,6 +276,20 @@ class SqlService:
         cache = getattr(self.catalog, "cache", None)
         return view_gen, getattr(cache, "loads", 0)
 
+    def _cached(self, sql: str, user, context) -> SqlPlan | None:
+        """The cached plan of a statement without parameters, or None. A hit skips everything
+        planning would check again: the text, the timeout (a cached plan's were valid when it was
+        planned), the user's grants (as planning checked them)."""
+        try:
+            key = (sql, user, _context_key(context), self._generation())
+        except TypeError:
+            return None
+        with self._plans_lock:
+            plan = self._plans.get(key)
+            if plan is not None:
+                self._plans.move_to_end(key)
+        return plan
+
     def _plan(self, sql: str, user, parameters, context: dict):
         """Plans are reused while nothing they depend on changed: a Flight SQL client prepares
         (plans) and then executes (plans again) the same text, and dashboards repeat queries.
@@ -348,18 +363,21 @@ class SqlService:
                 user: str | None = None, is_active=lambda: True, emit=None) -> pa.Table:
         """The statement's result; with ``emit``, a scan's rows go to ``emit`` a piece at
         a time as historicals send them and the table returned is empty (see ``streams``)."""
-        head = classify(sql)
-        if head.is_ddl:
-            return self._ddl(head.body, user)
-        if head.is_ingestion:
-            return self._submit(sql, {**self.ingestion_defaults, **dict(context or {})}, user)
-        if head.kind.is_ingestion:  # EXPLAIN PLAN FOR INSERT/REPLACE
-            return self._explain_ingestion(head, dict(context or {}), user)
         started = time.monotonic()
-        # The timeout covers planning too (a huge IN list or a deep expression takes planning
-        # time): the planner checks the deadline in its loops and stops there.
-        with planning_deadline(self._timeout({**dict(context or {}), **head.settings}), started):
-            plan = self._plan(sql, user, parameters, dict(context or {}))
+        # Only statements that plan (no DDL, ingestion or parameters) are ever cached.
+        plan = self._cached(sql, user, context) if not parameters else None
+        if plan is None:
+            head = classify(sql)
+            if head.is_ddl:
+                return self._ddl(head.body, user)
+            if head.is_ingestion:
+                return self._submit(sql, {**self.ingestion_defaults, **dict(context or {})}, user)
+            if head.kind.is_ingestion:  # EXPLAIN PLAN FOR INSERT/REPLACE
+                return self._explain_ingestion(head, dict(context or {}), user)
+            # The timeout covers planning too (a huge IN list or a deep expression takes planning
+            # time): the planner checks the deadline in its loops and stops there.
+            with planning_deadline(self._timeout({**dict(context or {}), **head.settings}), started):
+                plan = self._plan(sql, user, parameters, dict(context or {}))
         timeout_s = self._timeout(plan.context)
         deadline = started + timeout_s
         if time.monotonic() > deadline:
@@ -415,6 +433,9 @@ class SqlService:
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None,
                  parameters: Sequence | None = None) -> StatementInfo:
+        plan = self._cached(sql, user, context) if not parameters else None
+        if plan is not None:  # a statement without parameters, planned before: what it said then
+            return plan.memo("statement_info", lambda: StatementInfo(plan.parameter_count, plan.output_schema))
         head = classify(sql)
         if head.is_ddl:
             return StatementInfo(0, pa.schema([("result", pa.string())]))
