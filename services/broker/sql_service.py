@@ -350,13 +350,8 @@ class SqlService:
         parameters, or whose plan is not cached, is run the ordinary way."""
         if parameters:
             return False
-        try:
-            key = (sql, user, _context_key(context), self._generation())
-        except TypeError:
-            return False
-        with self._plans_lock:
-            plan = self._plans.get(key)
-        scan = plan.streamed_scan() if plan is not None else None
+        plan = self._cached(sql, user, context)
+        scan = plan.memo("streamed_scan", plan.streamed_scan) if plan is not None else None
         return scan is not None and self.executor.streams(scan[0])
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
@@ -389,7 +384,7 @@ class SqlService:
                 raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
             return self.executor.execute(query, remaining, None, is_active).table
 
-        scan = plan.streamed_scan() if emit is not None else None
+        scan = plan.memo("streamed_scan", plan.streamed_scan) if emit is not None else None
         if scan is not None and self.executor.streams(scan[0]):
             query, shape = scan
             remaining = deadline - time.monotonic()
