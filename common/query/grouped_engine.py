@@ -244,7 +244,7 @@ def finalize(query: _Aggregating, partial: Partial, schema: dict[str, ColumnType
         table = _timeseries_fill(query, partial, schema)
     result = _finalize_values(query, table)
     if isinstance(query, TimeseriesQuery):
-        if _has_time_key(query):
+        if _has_time_key(query) and not _in_time_order(result, query.descending):
             result = sort_table(result, [SortKey(TIME_COLUMN, query.descending)])
         if query.limit is not None:
             result = result.slice(0, query.limit)
@@ -267,18 +267,16 @@ def _timeseries_fill(query: TimeseriesQuery, partial: Partial, schema) -> pa.Tab
     skip = bool(query.context.get("skipEmptyBuckets", False))
     if skip or query.granularity.is_none or partial.coverage is None:
         return table
-    lo, hi = partial.coverage
-    wanted = []
-    for iv in query.intervals:
-        clip = (max(iv.start, lo), min(iv.end, hi))
-        if clip[0] < clip[1]:
-            wanted.extend(query.granularity.buckets(clip[0], clip[1]))
-    if not wanted:
+    wanted = _wanted_buckets(query, partial.coverage)
+    if not len(wanted):
         return table
-    present = set()
     if table.num_rows:
-        present = set(table.column(TIME_COLUMN).cast(pa.int64()).to_pylist())
-    missing = sorted(set(wanted) - present)
+        present = table.column(TIME_COLUMN).combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False)
+        if len(present) == len(wanted) and np.array_equal(present, wanted):
+            return table  # every bucket has rows (the usual case), already in time order
+        missing = sorted(set(wanted.tolist()) - set(present.tolist()))
+    else:
+        missing = wanted.tolist()
     if not missing:
         return table
     fill = {TIME_COLUMN: pa.array(missing, pa.int64()).cast(TIME_TYPE), **_empty_groups(query, schema, len(missing))}
@@ -286,6 +284,39 @@ def _timeseries_fill(query: TimeseriesQuery, partial: Partial, schema) -> pa.Tab
     if table.num_rows == 0:
         return filler
     return pa.concat_tables([table, filler.select(table.column_names).cast(table.schema)])
+
+
+def _wanted_buckets(query: TimeseriesQuery, coverage: tuple[int, int]) -> np.ndarray:
+    """The bucket starts a zero-filled timeseries shows: every bucket of its intervals within the
+    segments' coverage, sorted, each once. Kept on the query per coverage (a cached SQL plan runs
+    the same query object again and again over the same segments)."""
+    known = query.memo("wanted_buckets", dict)
+    wanted = known.get(coverage)
+    if wanted is None:
+        lo, hi = coverage
+        starts: list[int] = []
+        for iv in query.intervals:
+            clip = (max(iv.start, lo), min(iv.end, hi))
+            if clip[0] < clip[1]:
+                starts.extend(query.granularity.buckets(clip[0], clip[1]))
+        wanted = np.unique(np.array(starts, np.int64))
+        wanted.flags.writeable = False  # shared by every run of the query
+        if len(known) >= 8:
+            known.clear()
+        known[coverage] = wanted
+    return wanted
+
+
+def _in_time_order(table: pa.Table, descending: bool) -> bool:
+    """Whether the rows already are in the order sorting by time would give (a stable sort then
+    changes nothing): a merged partial usually is."""
+    if table.num_rows <= 1:
+        return True
+    times = table.column(TIME_COLUMN)
+    if times.null_count:
+        return False
+    t = times.combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False)
+    return bool(np.all(t[1:] <= t[:-1])) if descending else bool(np.all(t[1:] >= t[:-1]))
 
 
 def _topn_shape(query: TopNQuery, result: pa.Table) -> pa.Table:
