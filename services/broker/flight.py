@@ -43,6 +43,7 @@ from google.protobuf.message import DecodeError, Message
 
 from common.errors import UnsupportedError, ValidationError
 from common.json.json_text import loads_json
+from common.sql.statement_kind import classify
 from services.rpc.gen.arrow.flight import flight_session_pb2 as fsession
 from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
 from services.broker.core.flight_tickets import FlightTicket, FlightTickets
@@ -212,6 +213,13 @@ _HANDLE_BYTES = 16
 _TICKET_PREFIX = None  # set below, once _pack is defined
 
 
+def _ticket_bytes(handle: bytes) -> bytes:
+    """``_pack(TicketStatementQuery(statement_handle=handle))``, for the handles tickets have."""
+    if len(handle) == _HANDLE_BYTES:
+        return _TICKET_PREFIX + handle
+    return _pack(fsql.TicketStatementQuery(statement_handle=handle))
+
+
 def _ticket_command(raw: bytes) -> Message | None:
     """``_flight_sql_command`` for a DoGet ticket, without protobuf for the broker's own tickets."""
     if len(raw) == len(_TICKET_PREFIX) + _HANDLE_BYTES and raw.startswith(_TICKET_PREFIX):
@@ -305,8 +313,7 @@ class BrokerFlightServer(flight.FlightServerBase):
         schema = self._schema(request, who)
         prefetch = self._prefetch(context, request, schema, who) if isinstance(request, QueryRequest) else None
         handle = self.tickets.put(request, schema, who.user, prefetch)
-        ticket = _pack(fsql.TicketStatementQuery(statement_handle=handle))
-        return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1)
+        return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(_ticket_bytes(handle), [])], -1, -1)
 
     @_rpc
     def get_schema(self, context, descriptor):
@@ -592,8 +599,6 @@ class BrokerFlightServer(flight.FlightServerBase):
 
 
 def _has_effects(request: QueryRequest) -> bool:
-    from common.sql.statement_kind import classify
-
     if request.sql is None:
         return False
     try:

@@ -42,3 +42,9 @@ def test_statements_are_remembered_by_their_bytes_and_errors_are_not():
             flight._descriptor_command(bad)
     assert bad not in flight._PARSED
     assert flight._descriptor_command(b"SELECT 1") is None  # plain SQL text is not a Flight SQL command
+
+
+@settings(max_examples=100, deadline=None)
+@given(handle=st.binary(min_size=0, max_size=40))
+def test_ticket_bytes_are_what_protobuf_writes(handle):
+    assert flight._ticket_bytes(handle) == flight._pack(fsql.TicketStatementQuery(statement_handle=handle))
