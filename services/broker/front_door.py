@@ -59,6 +59,11 @@ class QueryRequest:
     query_id: str | None = None
     protocol: str = "flight"
 
+    def with_query_id(self, query_id: str) -> QueryRequest:
+        """This request under ``query_id`` (what ``dataclasses.replace`` gives, built directly)."""
+        return QueryRequest(self.user, self.sql, self.native, self.parameter_rows, self.context, self.timeout_s,
+                            query_id, self.protocol)
+
     @property
     def label(self) -> tuple[str, str]:
         """(datasource, query type) for metrics."""

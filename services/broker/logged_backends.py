@@ -21,6 +21,9 @@ class LoggedSql:
     def __init__(self, inner, registry) -> None:
         self.inner = inner
         self.registry = registry
+        streams = getattr(inner, "streams", None)
+        if streams is not None:  # asked for every DoGet: found here, not through __getattr__
+            self.streams = streams
 
     def execute(self, sql: str, parameters=(), context: dict | None = None, user: str | None = None,
                 is_active=lambda: True, emit=None) -> pa.Table:

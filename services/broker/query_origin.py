@@ -121,7 +121,8 @@ def announce_flight_query(context, request, reply=None):
         reply = context.get_middleware(MIDDLEWARE_KEY)
     if reply is not None:
         reply.query_id = wanted
-    return dataclasses.replace(request, query_id=wanted)
+    rebuild = getattr(request, "with_query_id", None)
+    return rebuild(wanted) if rebuild is not None else dataclasses.replace(request, query_id=wanted)
 
 
 __all__ = ["MIDDLEWARE_KEY", "QUERY_ID_HEADER", "CallOrigin", "announce_flight_query",

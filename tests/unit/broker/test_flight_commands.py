@@ -48,3 +48,15 @@ def test_statements_are_remembered_by_their_bytes_and_errors_are_not():
 @given(handle=st.binary(min_size=0, max_size=40))
 def test_ticket_bytes_are_what_protobuf_writes(handle):
     assert flight._ticket_bytes(handle) == flight._pack(fsql.TicketStatementQuery(statement_handle=handle))
+
+
+def test_with_query_id_is_replace_for_every_field():
+    import dataclasses
+
+    from services.broker.front_door import QueryRequest
+
+    values = {"user": "u", "sql": "SELECT 1", "native": {"a": 1}, "parameter_rows": ((1,),), "context": {"k": 1},
+              "timeout_s": 2.5, "query_id": "old", "protocol": "grpc"}
+    assert set(values) == {f.name for f in dataclasses.fields(QueryRequest)}  # a new field needs with_query_id too
+    request = QueryRequest(**values)
+    assert request.with_query_id("new") == dataclasses.replace(request, query_id="new")
