@@ -310,7 +310,10 @@ class BrokerFlightServer(flight.FlightServerBase):
             ticket = _pack(fsql.TicketStatementQuery(statement_handle=handle))
             return flight.FlightInfo(table.schema, descriptor, [flight.FlightEndpoint(ticket, [])],
                                      table.num_rows, table.nbytes)
-        schema = self._schema(request, who)
+        if isinstance(request, QueryRequest):
+            schema, request = self._planned(request)  # DoGet runs the plan described here
+        else:
+            schema = self._command_schema(request)
         prefetch = self._prefetch(context, request, schema, who) if isinstance(request, QueryRequest) else None
         handle = self.tickets.put(request, schema, who.user, prefetch)
         return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(_ticket_bytes(handle), [])], -1, -1)
@@ -534,11 +537,14 @@ class BrokerFlightServer(flight.FlightServerBase):
     def _schema(self, request: QueryRequest | Message, who: CallIdentity) -> pa.Schema:
         if not isinstance(request, QueryRequest):
             return self._command_schema(request)
-        schema = self.front_door.schema(request)
+        return self._planned(request)[0]
+
+    def _planned(self, request: QueryRequest) -> tuple[pa.Schema, QueryRequest]:
+        schema, request = self.front_door.planned(request)
         if schema is None:
             raise ValidationError("the result schema depends on parameter values; prepare the statement, "
                                   "bind its '?' parameters, then ask again")
-        return schema
+        return schema, request
 
     def _metadata(self, command: Message, who: CallIdentity) -> pa.Table:
         def opt(field: str) -> str | None:

@@ -26,7 +26,7 @@ class LoggedSql:
             self.streams = streams
 
     def execute(self, sql: str, parameters=(), context: dict | None = None, user: str | None = None,
-                is_active=lambda: True, emit=None) -> pa.Table:
+                is_active=lambda: True, emit=None, **pinned) -> pa.Table:
         origin = current_origin()
         # The id the call fixed (Flight: announced at GetFlightInfo) wins; else the statement's own.
         wanted = None if origin is not None and origin.query_id else sql_query_id(sql, context)
@@ -42,9 +42,10 @@ class LoggedSql:
                     emit(piece, running.is_active)
 
                 table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
-                                           emit=counted)
+                                           emit=counted, **pinned)
             else:
-                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active)
+                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
+                                           **pinned)
             running.record.result_rows = sent[0] + table.num_rows
             return table
 

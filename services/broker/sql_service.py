@@ -234,6 +234,10 @@ def _context_key(context) -> str:
     return json.dumps(dict(context), sort_keys=True, default=str)
 
 
+def _info(plan: SqlPlan) -> StatementInfo:
+    return StatementInfo(plan.parameter_count, plan.output_schema, plan)
+
+
 def _iso(ms: int) -> str:
     from common.types.interval import format_instant
 
@@ -344,23 +348,26 @@ class SqlService:
         return pa.table({"result": [result.message]})
 
     def streams(self, sql: str, parameters: Sequence = (), context: dict | None = None,
-                user: str | None = None) -> bool:
+                user: str | None = None, plan: SqlPlan | None = None) -> bool:
         """Whether ``execute`` with ``emit`` would stream the statement's rows (one scan,
         unordered or by time): asked from the plan GetFlightInfo cached, so it costs a lookup. A statement with
         parameters, or whose plan is not cached, is run the ordinary way."""
         if parameters:
             return False
-        plan = self._cached(sql, user, context)
+        if plan is None:
+            plan = self._cached(sql, user, context)
         scan = plan.memo("streamed_scan", plan.streamed_scan) if plan is not None else None
         return scan is not None and self.executor.streams(scan[0])
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
-                user: str | None = None, is_active=lambda: True, emit=None) -> pa.Table:
+                user: str | None = None, is_active=lambda: True, emit=None, plan: SqlPlan | None = None) -> pa.Table:
         """The statement's result; with ``emit``, a scan's rows go to ``emit`` a piece at
-        a time as historicals send them and the table returned is empty (see ``streams``)."""
+        a time as historicals send them and the table returned is empty (see ``streams``).
+        ``plan``: the statement's plan as ``describe`` gave it (run as it is, not looked up)."""
         started = time.monotonic()
         # Only statements that plan (no DDL, ingestion or parameters) are ever cached.
-        plan = self._cached(sql, user, context) if not parameters else None
+        if plan is None and not parameters:
+            plan = self._cached(sql, user, context)
         if plan is None:
             head = classify(sql)
             if head.is_ddl:
@@ -430,7 +437,7 @@ class SqlService:
                  parameters: Sequence | None = None) -> StatementInfo:
         plan = self._cached(sql, user, context) if not parameters else None
         if plan is not None:  # a statement without parameters, planned before: what it said then
-            return plan.memo("statement_info", lambda: StatementInfo(plan.parameter_count, plan.output_schema))
+            return plan.memo("statement_info", lambda: _info(plan))
         head = classify(sql)
         if head.is_ddl:
             return StatementInfo(0, pa.schema([("result", pa.string())]))
@@ -447,6 +454,8 @@ class SqlService:
         with planning_deadline(self._timeout({**dict(context or {}), **head.settings})):
             if count == 0 or parameters is not None:
                 plan = self._plan(sql, user, tuple(parameters or ()), dict(context or {}))
+                if count == 0 and plan.reusable:
+                    return plan.memo("statement_info", lambda: _info(plan))
                 return StatementInfo(plan.parameter_count, plan.output_schema)
             try:
                 plan = plan_sql(sql, catalog, [None] * count, dict(context or {}))

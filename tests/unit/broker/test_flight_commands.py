@@ -56,7 +56,10 @@ def test_with_query_id_is_replace_for_every_field():
     from services.broker.front_door import QueryRequest
 
     values = {"user": "u", "sql": "SELECT 1", "native": {"a": 1}, "parameter_rows": ((1,),), "context": {"k": 1},
-              "timeout_s": 2.5, "query_id": "old", "protocol": "grpc"}
+              "timeout_s": 2.5, "query_id": "old", "protocol": "grpc", "plan": object()}
     assert set(values) == {f.name for f in dataclasses.fields(QueryRequest)}  # a new field needs with_query_id too
     request = QueryRequest(**values)
     assert request.with_query_id("new") == dataclasses.replace(request, query_id="new")
+    assert request.with_query_id("new").plan is request.plan
+    other = object()
+    assert request.with_plan(other).plan is other and request.with_plan(other) == request

@@ -139,3 +139,41 @@ def test_a_constant_statement_that_fails_fails_every_time():
     for _ in range(2):
         with pytest.raises(Exception, match="maxJoinRows"):
             service.execute(sql)
+
+
+# ---- what GetFlightInfo described is what DoGet runs ------------------------------------------------
+class _NoRows:
+    """A cluster with no rows: every native query answers an empty table (columns read as NULL)."""
+
+    def execute(self, query, remaining, _, is_active):
+        class Result:
+            table = pa.table({})
+        return Result()
+
+    @staticmethod
+    def streams(query):
+        return False
+
+
+def test_a_described_plan_runs_as_described_after_the_table_changed():
+    from services.broker.front_door import QueryFrontDoor, QueryRequest
+
+    catalog = FakeCatalog({"t": {"__time": ColumnType.parse("TIMESTAMP"), "x": ColumnType.parse("LONG")}})
+    service = SqlService(catalog, _NoRows(), default_timeout_s=30)
+    door = QueryFrontDoor(sql=service)
+    schema, request = door.planned(QueryRequest(None, sql="SELECT * FROM t"))
+    assert request.plan is not None and schema.names == ["__time", "x"]
+    # A new column, and the plans made before it dropped (as a catalog or segment change does).
+    catalog.schemas["t"] = {**catalog.schemas["t"], "y": ColumnType.parse("DOUBLE")}
+    service._plans.clear()
+    assert door.run(request, expected_schema=schema).table.schema == schema  # was: a "planner bug" error
+    assert door.run(QueryRequest(None, sql="SELECT * FROM t")).table.schema.names == ["__time", "x", "y"]
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM sys.segments", "SELECT NOW() AS n", "SELECT ? + 1 AS v"])
+def test_statements_planned_afresh_each_run_are_not_pinned(sql):
+    from services.broker.front_door import QueryFrontDoor, QueryRequest
+
+    door = QueryFrontDoor(sql=_service())
+    _, request = door.planned(QueryRequest(None, sql=sql, parameter_rows=((1,),) if "?" in sql else ()))
+    assert request.plan is None
