@@ -271,10 +271,15 @@ def _timeseries_fill(query: TimeseriesQuery, partial: Partial, schema) -> pa.Tab
     if not len(wanted):
         return table
     if table.num_rows:
-        present = table.column(TIME_COLUMN).combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False)
-        if len(present) == len(wanted) and np.array_equal(present, wanted):
-            return table  # every bucket has rows (the usual case), already in time order
-        missing = sorted(set(wanted.tolist()) - set(present.tolist()))
+        column = table.column(TIME_COLUMN)
+        if column.null_count == 0:
+            present = _epoch_millis(column)
+            if len(present) == len(wanted) and np.array_equal(present, wanted):
+                return table  # every bucket has rows (the usual case), already in time order
+            present = set(present.tolist())
+        else:
+            present = set(column.cast(pa.int64()).to_pylist())
+        missing = sorted(set(wanted.tolist()) - present)
     else:
         missing = wanted.tolist()
     if not missing:
@@ -307,6 +312,17 @@ def _wanted_buckets(query: TimeseriesQuery, coverage: tuple[int, int]) -> np.nda
     return wanted
 
 
+def _epoch_millis(times: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A time column's values as int64 (a view of a timestamp's buffer: no compute cast)."""
+    if isinstance(times, pa.ChunkedArray):
+        times = times.chunk(0) if times.num_chunks == 1 else times.combine_chunks()
+    if pa.types.is_timestamp(times.type) and times.type.unit == "ms":
+        times = times.view(pa.int64())
+    elif times.type != pa.int64():
+        times = times.cast(pa.int64())
+    return times.to_numpy(zero_copy_only=False)
+
+
 def _in_time_order(table: pa.Table, descending: bool) -> bool:
     """Whether the rows already are in the order sorting by time would give (a stable sort then
     changes nothing): a merged partial usually is."""
@@ -315,7 +331,7 @@ def _in_time_order(table: pa.Table, descending: bool) -> bool:
     times = table.column(TIME_COLUMN)
     if times.null_count:
         return False
-    t = times.combine_chunks().cast(pa.int64()).to_numpy(zero_copy_only=False)
+    t = _epoch_millis(times)
     return bool(np.all(t[1:] <= t[:-1])) if descending else bool(np.all(t[1:] >= t[:-1]))
 
 
