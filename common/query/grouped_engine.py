@@ -223,7 +223,8 @@ def _empty_partial(query: _Aggregating, schema) -> pa.Table:
 def _finalize_values(query: _Aggregating, table: pa.Table) -> pa.Table:
     out = {}
     for name in table.column_names:
-        out[name] = table.column(name).combine_chunks()
+        column = table.column(name)
+        out[name] = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     for agg in query.aggregations:
         out[agg.name] = agg.finalize(out[agg.name])
     result = pa.table(out) if out else pa.table({})
