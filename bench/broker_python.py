@@ -11,10 +11,13 @@ call made from DoGet's thread is in it, the historicals' own threads are not) an
 wall time. ``--profile N`` prints the N heaviest functions of a cProfile of those handlers, timed
 on thread CPU time (py-spy samples every thread of this VM as busy).
 
-    .venv/bin/python bench/broker_python.py [--rows 200000] [--runs 1000] [--profile 40]
+    .venv/bin/python bench/broker_python.py [--rows 200000] [--runs 1000] [--profile 40] [--split]
+    .venv/bin/python bench/broker_python.py --processes [--rows 200000] [--runs 2000]
 
-Only the broker's Python is measured: Flight's and gRPC's C++ threads are not (``/proc`` figures
-of a ``strata up`` broker, as ``bench/projections_cluster.py`` prints, include them).
+Only the broker's Python is measured: Flight's and gRPC's C++ threads are not. ``--processes``
+measures those too: a ``strata up`` cluster (separate processes, free ports) with the same
+segments, the same client and queries, and each process's CPU per query from ``/proc`` (the
+broker's, the historicals' together, this client's), with the client's wall time.
 """
 
 from __future__ import annotations
@@ -215,6 +218,71 @@ def publish(cluster: EmbeddedCluster, rows: int, work: str) -> None:
     cluster.wait_queryable("wiki", len(descriptors), 300)
 
 
+def processes(args) -> int:
+    """The same queries against a ``strata up`` cluster: CPU per query by process, from /proc."""
+    from bench.cluster import cpu_ms
+    from services.cli.cluster_client import ClusterClient
+    from services.cli.local_cluster import LocalCluster
+    from services.deep_storage import deep_storage_from_url
+
+    work = tempfile.mkdtemp(prefix="strata-broker-python-")
+    cluster = LocalCluster(os.path.join(work, "cluster"))
+    lean = None
+    try:
+        cluster.up(historicals=args.historicals, ports="auto")
+        endpoints = cluster.endpoints()
+        client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
+        data = demo_table(args.rows).select(["__time", "channel", "user", "added"])
+        data = data.set_column(3, "added", data.column("added").fill_null(0))
+        built: list = []
+        build(data, os.path.join(work, "segments"), built)
+        storage = deep_storage_from_url(os.path.join(cluster.dir, "deep-storage"))
+        descriptors = []
+        for path, manifest in built:
+            key = deep_storage_key(manifest.segment_id)
+            size = storage.push(path, key)
+            descriptors.append(SegmentDescriptor.of(manifest, key, 1, os.path.getsize(path) if size is None else size))
+        client.publish(descriptors)
+        client.wait_loaded("wiki", len(descriptors), 300)
+        client.close()
+        pids = {}
+        for node in cluster.running()["nodes"]:
+            pids[node["name"]] = node["pid"]
+        roles = {name: ("broker" if "broker" in name else "historicals" if "historical" in name else "coordinator")
+                 for name in pids}
+        lean = LeanFlightSql(endpoints["flight"])
+        cases = [(n, s) for n, s in CASES if args.only is None or args.only in n]
+        deadline = time.monotonic() + 60
+        while lean.query(CASES[1][1]).num_rows == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)  # the broker sees the historicals' announcements a moment later
+        for _, sql in cases:
+            for _ in range(50):
+                lean.query(sql)
+        print(f"{'query':34} {'broker CPU ms':>14} {'historicals':>12} {'client':>8} {'wall p50 ms':>12}")
+        for name, sql in cases:
+            samples = []
+            before, client_before = cpu_ms(pids), time.process_time()
+            for _ in range(args.runs):
+                started = time.perf_counter()
+                lean.query(sql)
+                samples.append((time.perf_counter() - started) * 1000)
+            after, client_after = cpu_ms(pids), time.process_time()
+            per = {}
+            for proc, role in roles.items():
+                per[role] = per.get(role, 0.0) + (after[proc] - before[proc]) / args.runs
+            print(f"{name:34} {per.get('broker', 0):14.3f} {per.get('historicals', 0):12.3f} "
+                  f"{(client_after - client_before) * 1000 / args.runs:8.3f} {statistics.median(samples):12.2f}",
+                  flush=True)
+    finally:
+        if lean is not None:
+            lean.close()
+        if cluster.state() is not None:
+            cluster.down()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=200_000)
@@ -224,8 +292,11 @@ def main() -> int:
     ap.add_argument("--only", default=None, help="run only the cases whose name contains this")
     ap.add_argument("--split", action="store_true", help="inclusive thread CPU of the stages in SPLIT")
     ap.add_argument("--extra", default="", help="with --split: more callables to time, comma-separated dotted paths")
+    ap.add_argument("--processes", action="store_true", help="a strata up cluster; CPU per query from /proc")
     ap.add_argument("--callers", default=None, help="with --profile: also who calls functions matching this")
     args = ap.parse_args()
+    if args.processes:
+        return processes(args)
     clock = HandlerClock(args.profile > 0)
     split = SplitClock() if args.split else None
     if split is not None:
