@@ -26,7 +26,7 @@ from common.query.model import GroupByQuery, TimeseriesQuery, TopNQuery, _Aggreg
 from common.query.ordering import SortKey, sort_table
 from common.query.partial import Partial, RunStats, decode_dictionaries, union_coverage
 from common.query.projection_batch import PLANS, BatchPlan
-from common.query.row_source import ColumnSource, RowSource, _int64
+from common.query.row_source import ColumnSource, RowSource
 from common.query.selection import evaluate_values, select, select_projection_rows
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
 
@@ -360,7 +360,8 @@ def _empty_partial(query: _Aggregating, schema) -> pa.Table:
 def _finalize_values(query: _Aggregating, table: pa.Table) -> pa.Table:
     out = {}
     for name in table.column_names:
-        out[name] = table.column(name).combine_chunks()
+        column = table.column(name)
+        out[name] = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
     for agg in query.aggregations:
         out[agg.name] = agg.finalize(out[agg.name])
     result = pa.table(out) if out else pa.table({})
@@ -381,7 +382,7 @@ def finalize(query: _Aggregating, partial: Partial, schema: dict[str, ColumnType
         table = _timeseries_fill(query, partial, schema)
     result = _finalize_values(query, table)
     if isinstance(query, TimeseriesQuery):
-        if _has_time_key(query) and not _strictly_ordered(result, query.descending):
+        if _has_time_key(query) and not _in_time_order(result, query.descending):
             result = sort_table(result, [SortKey(TIME_COLUMN, query.descending)])
         if query.limit is not None:
             result = result.slice(0, query.limit)
@@ -389,24 +390,6 @@ def finalize(query: _Aggregating, partial: Partial, schema: dict[str, ColumnType
     if isinstance(query, TopNQuery):
         return _topn_shape(query, result)
     return _groupby_shape(query, result)
-
-
-def _times(table: pa.Table) -> np.ndarray:
-    """The time column of a partial or result as int64 epoch millis."""
-    col = table.column(TIME_COLUMN)
-    return _int64(col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
-
-
-def _strictly_ordered(result: pa.Table, descending: bool) -> bool:
-    """Whether a timeseries result's buckets are already in order, each once, none null: then
-    sorting them (a stable sort) would change nothing. Buckets of projection rows over
-    time-ordered segments, zero-filled or not, usually are."""
-    if result.num_rows <= 1:
-        return True
-    if result.column(TIME_COLUMN).null_count:
-        return False
-    t = _times(result)
-    return bool(np.all(t[1:] < t[:-1])) if descending else bool(np.all(t[1:] > t[:-1]))
 
 
 def _timeseries_fill(query: TimeseriesQuery, partial: Partial, schema) -> pa.Table:
@@ -422,23 +405,21 @@ def _timeseries_fill(query: TimeseriesQuery, partial: Partial, schema) -> pa.Tab
     skip = bool(query.context.get("skipEmptyBuckets", False))
     if skip or query.granularity.is_none or partial.coverage is None:
         return table
-    lo, hi = partial.coverage
-    wanted = []
-    for iv in query.intervals:
-        clip = (max(iv.start, lo), min(iv.end, hi))
-        if clip[0] < clip[1]:
-            wanted.extend(query.granularity.buckets(clip[0], clip[1]))
-    if not wanted:
+    wanted = _wanted_buckets(query, partial.coverage)
+    if not len(wanted):
         return table
-    present = set()
-    if table.num_rows and table.column(TIME_COLUMN).null_count:
-        present = set(table.column(TIME_COLUMN).cast(pa.int64()).to_pylist())
-    elif table.num_rows:
-        times = _times(table)
-        if len(times) == len(wanted) and np.array_equal(times, np.asarray(wanted, dtype=np.int64)):
-            return table  # every bucket there (projection rows over whole segments): nothing to fill
-        present = set(times.tolist())
-    missing = sorted(set(wanted) - present)
+    if table.num_rows:
+        column = table.column(TIME_COLUMN)
+        if column.null_count == 0:
+            present = _epoch_millis(column)
+            if len(present) == len(wanted) and np.array_equal(present, wanted):
+                return table  # every bucket has rows (the usual case), already in time order
+            present = set(present.tolist())
+        else:
+            present = set(column.cast(pa.int64()).to_pylist())
+        missing = sorted(set(wanted.tolist()) - present)
+    else:
+        missing = wanted.tolist()
     if not missing:
         return table
     fill = {TIME_COLUMN: pa.array(missing, pa.int64()).cast(TIME_TYPE), **_empty_groups(query, schema, len(missing))}
@@ -446,6 +427,50 @@ def _timeseries_fill(query: TimeseriesQuery, partial: Partial, schema) -> pa.Tab
     if table.num_rows == 0:
         return filler
     return pa.concat_tables([table, filler.select(table.column_names).cast(table.schema)])
+
+
+def _wanted_buckets(query: TimeseriesQuery, coverage: tuple[int, int]) -> np.ndarray:
+    """The bucket starts a zero-filled timeseries shows: every bucket of its intervals within the
+    segments' coverage, sorted, each once. Kept on the query per coverage (a cached SQL plan runs
+    the same query object again and again over the same segments)."""
+    known = query.memo("wanted_buckets", dict)
+    wanted = known.get(coverage)
+    if wanted is None:
+        lo, hi = coverage
+        starts: list[int] = []
+        for iv in query.intervals:
+            clip = (max(iv.start, lo), min(iv.end, hi))
+            if clip[0] < clip[1]:
+                starts.extend(query.granularity.buckets(clip[0], clip[1]))
+        wanted = np.unique(np.array(starts, np.int64))
+        wanted.flags.writeable = False  # shared by every run of the query
+        if len(known) >= 8:
+            known.clear()
+        known[coverage] = wanted
+    return wanted
+
+
+def _epoch_millis(times: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A time column's values as int64 (a view of a timestamp's buffer: no compute cast)."""
+    if isinstance(times, pa.ChunkedArray):
+        times = times.chunk(0) if times.num_chunks == 1 else times.combine_chunks()
+    if pa.types.is_timestamp(times.type) and times.type.unit == "ms":
+        times = times.view(pa.int64())
+    elif times.type != pa.int64():
+        times = times.cast(pa.int64())
+    return times.to_numpy(zero_copy_only=False)
+
+
+def _in_time_order(table: pa.Table, descending: bool) -> bool:
+    """Whether the rows already are in the order sorting by time would give (a stable sort then
+    changes nothing): a merged partial usually is."""
+    if table.num_rows <= 1:
+        return True
+    times = table.column(TIME_COLUMN)
+    if times.null_count:
+        return False
+    t = _epoch_millis(times)
+    return bool(np.all(t[1:] <= t[:-1])) if descending else bool(np.all(t[1:] >= t[:-1]))
 
 
 def _topn_shape(query: TopNQuery, result: pa.Table) -> pa.Table:

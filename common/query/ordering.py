@@ -20,7 +20,31 @@ class SortKey:
     numeric: bool | None = None  # force numeric (True) or lexicographic (False) comparison
 
 
+def _plain(t: pa.DataType, key: SortKey) -> bool:
+    """Whether Arrow sorts values of type ``t`` under ``key`` as strata orders them, as they are."""
+    if pa.types.is_dictionary(t) or pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_floating(t):
+        return False
+    if key.numeric is True:
+        return _is_numeric(t)
+    if key.numeric is False:
+        return not _is_numeric(t)
+    return True
+
+
 def sort_indices(table: pa.Table, keys: list[SortKey]) -> pa.Array:
+    # Keys whose columns Arrow sorts as they are (integers, strings, timestamps: no dictionary,
+    # list, NaN or numeric/text conversion) go to Arrow directly, without a copy of the columns.
+    schema = table.schema
+    direct = []
+    for k in keys:
+        if schema.get_all_field_indices(k.column) != [schema.get_field_index(k.column)] or \
+                not _plain(schema.field(k.column).type, k):
+            direct = None
+            break
+        nulls_first = (not k.descending) if k.nulls_first is None else k.nulls_first
+        direct.append((k.column, "descending" if k.descending else "ascending", "at_start" if nulls_first else "at_end"))
+    if direct:
+        return pc.sort_indices(table, sort_keys=direct)
     cols, sort_keys = {}, []
     for i, k in enumerate(keys):
         values = table.column(k.column)

@@ -68,9 +68,15 @@ def shape(table: pa.Table, sources: Sequence[str], fields: Sequence[Field], name
     named ``names``."""
     arrays = []
     n = table.num_rows
+    present = set(table.column_names)
     for src, f in zip(sources, fields):
-        if src in table.column_names:
-            arrays.append(cast_column(table.column(src), f.type))
+        if src in present:
+            column = table.column(src)
+            # Already one array of the right type (a native result usually is): as it is.
+            if column.num_chunks == 1 and column.type == f.type.to_arrow():
+                arrays.append(column.chunk(0))
+            else:
+                arrays.append(cast_column(column, f.type))
         else:
             arrays.append(pa.nulls(n, f.type.to_arrow()))
     return pa.Table.from_arrays(arrays, names=list(names))

@@ -23,7 +23,8 @@ from common.sql.native_planner import plan_stages
 from common.sql.rules import optimize
 from common.sql.scalar_translator import Session
 from common.sql import broker_ops
-from common.sql.stages import DEFAULT_MAX_JOIN_ROWS, ExecContext, NativeStage, SelectStage, Stage
+from common.sql.stages import (DEFAULT_MAX_JOIN_ROWS, ExecContext, JoinStage, NativeStage, SelectStage, SortStage,
+                               Stage, TableStage, UnionStage, ValuesStage)
 from common.sql.statement import parse_statement
 from common.sql.translator import translate
 from common.types.granularity import Granularity, Period
@@ -52,6 +53,20 @@ class SqlPlan:
         self.result_schema = pa.schema([result_field(f.name, f.type) for f in fields])
         self.output_schema = EXPLAIN_SCHEMA if kind == "explain" else self.result_schema
         self.volatile_reasons = _volatile_reasons(logical, session_reads)
+        # A statement that reads no table (SELECT 1, constant rows) gives the same rows on every
+        # run: the first run's table (immutable) answers the later ones without the engine.
+        self._constant = kind == "query" and bound and not self.volatile_reasons and _reads_nothing(stage)
+        self._constant_result: pa.Table | None = None
+        self._memo: dict = {}
+
+    def memo(self, key: str, make):
+        """``make()``'s value kept on this plan under ``key``: what a caller derives from a plan it
+        reuses (a cached plan runs many times), worked out once."""
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
 
     @property
     def reusable(self) -> bool:
@@ -94,12 +109,17 @@ class SqlPlan:
                             schema=EXPLAIN_SCHEMA)
         if not self._bound:
             raise ValidationError(f"the statement has {self.parameter_count} ? parameters but no values were given")
+        if self._constant_result is not None:
+            return self._constant_result
         # sys tables read while planning serve the first run; later runs read them afresh.
         ctx = ExecContext(run_native, self._catalog, _max_join_rows(self.context), self._fetched)
         self._fetched = {}
         table = self.stage.execute(ctx)
         arrays = [table.column(c) for c in self.stage.columns]
-        return pa.Table.from_arrays(arrays, schema=self.result_schema)
+        table = pa.Table.from_arrays(arrays, schema=self.result_schema)
+        if self._constant:
+            self._constant_result = table
+        return table
 
 
     def streamed_scan(self) -> tuple[Query, Callable[[pa.Table], pa.Table]] | None:
@@ -127,6 +147,16 @@ class SqlPlan:
             return pa.Table.from_arrays([table.column(c) for c in top.columns], schema=self.result_schema)
 
         return native.query, shape
+
+
+def _reads_nothing(stage: Stage) -> bool:
+    """Whether the stages compute their rows from the plan alone: constant rows and broker
+    operations over them, no native query pushed to the cluster, no system or catalog table."""
+    if isinstance(stage, TableStage) or (isinstance(stage, NativeStage) and stage.input is None):
+        return False
+    if not isinstance(stage, (ValuesStage, NativeStage, SelectStage, SortStage, JoinStage, UnionStage)):
+        return False  # a stage kind this does not know: run it every time
+    return all(_reads_nothing(child) for child in stage.children())
 
 
 def _volatile_reasons(logical: RelNode, session_reads: frozenset) -> frozenset:

@@ -43,6 +43,7 @@ from google.protobuf.message import DecodeError, Message
 
 from common.errors import UnsupportedError, ValidationError
 from common.json.json_text import loads_json
+from common.sql.statement_kind import classify
 from services.rpc.gen.arrow.flight import flight_session_pb2 as fsession
 from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
 from services.broker.core.flight_tickets import FlightTicket, FlightTickets
@@ -184,6 +185,48 @@ def _flight_sql_command(raw: bytes) -> Message | None:
     return message
 
 
+# Parsed GetFlightInfo commands by their bytes: a client re-running a statement (a dashboard, a
+# driver executing a prepared statement again) sends the same bytes each time. Only statements
+# are kept, never errors; the messages are only read.
+_PARSED: dict[bytes, Message] = {}
+_PARSED_MAX = 1024
+_PARSED_MAX_BYTES = 64 << 10
+_KEPT_COMMANDS = (fsql.CommandStatementQuery, fsql.CommandPreparedStatementQuery)
+
+
+def _descriptor_command(raw: bytes) -> Message | None:
+    """``_flight_sql_command`` for a GetFlightInfo/GetSchema command, remembered per bytes."""
+    command = _PARSED.get(raw)
+    if command is not None:
+        return command
+    command = _flight_sql_command(raw)
+    if isinstance(command, _KEPT_COMMANDS) and len(raw) <= _PARSED_MAX_BYTES:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[raw] = command
+    return command
+
+
+# The tickets GetFlightInfo hands out: an Any holding a TicketStatementQuery with a 16-byte
+# handle. Bytes of exactly that layout are read without protobuf (the handle is the last 16).
+_HANDLE_BYTES = 16
+_TICKET_PREFIX = None  # set below, once _pack is defined
+
+
+def _ticket_bytes(handle: bytes) -> bytes:
+    """``_pack(TicketStatementQuery(statement_handle=handle))``, for the handles tickets have."""
+    if len(handle) == _HANDLE_BYTES:
+        return _TICKET_PREFIX + handle
+    return _pack(fsql.TicketStatementQuery(statement_handle=handle))
+
+
+def _ticket_command(raw: bytes) -> Message | None:
+    """``_flight_sql_command`` for a DoGet ticket, without protobuf for the broker's own tickets."""
+    if len(raw) == len(_TICKET_PREFIX) + _HANDLE_BYTES and raw.startswith(_TICKET_PREFIX):
+        return fsql.TicketStatementQuery(statement_handle=raw[-_HANDLE_BYTES:])
+    return _flight_sql_command(raw)
+
+
 def _unpack_action(body: bytes, cls: type[Message]) -> Message:
     wrapper = any_pb2.Any()
     message = cls()
@@ -196,6 +239,9 @@ def _unpack_action(body: bytes, cls: type[Message]) -> Message:
         raise ValidationError(f"action body must be a google.protobuf.Any holding "
                               f"arrow.flight.protocol.sql.{cls.DESCRIPTOR.name}")
     return message
+
+
+_TICKET_PREFIX = _pack(fsql.TicketStatementQuery(statement_handle=bytes(_HANDLE_BYTES)))[:-_HANDLE_BYTES]
 
 
 def _parameter_rows(params: pa.Table) -> list[tuple]:
@@ -254,7 +300,7 @@ class BrokerFlightServer(flight.FlightServerBase):
         who = self._caller(context)
         request = self._request(descriptor, who)
         if isinstance(request, QueryRequest):
-            request = announce_flight_query(context, request)  # query log: the id, sent back now
+            request = announce_flight_query(context, request, who)  # query log: the id, sent back now
         if isinstance(request, QueryRequest) and _has_effects(request):
             # CREATE/ALTER/DROP TABLE, INSERT/REPLACE run now: a client's execute() returns once
             # they are done (drivers fetch the stream in the background); their one-row answer
@@ -264,11 +310,13 @@ class BrokerFlightServer(flight.FlightServerBase):
             ticket = _pack(fsql.TicketStatementQuery(statement_handle=handle))
             return flight.FlightInfo(table.schema, descriptor, [flight.FlightEndpoint(ticket, [])],
                                      table.num_rows, table.nbytes)
-        schema = self._schema(request, who)
+        if isinstance(request, QueryRequest):
+            schema, request = self._planned(request)  # DoGet runs the plan described here
+        else:
+            schema = self._command_schema(request)
         prefetch = self._prefetch(context, request, schema, who) if isinstance(request, QueryRequest) else None
         handle = self.tickets.put(request, schema, who.user, prefetch)
-        ticket = _pack(fsql.TicketStatementQuery(statement_handle=handle))
-        return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(ticket, [])], -1, -1)
+        return flight.FlightInfo(schema, descriptor, [flight.FlightEndpoint(_ticket_bytes(handle), [])], -1, -1)
 
     @_rpc
     def get_schema(self, context, descriptor):
@@ -281,10 +329,11 @@ class BrokerFlightServer(flight.FlightServerBase):
         check_size(ticket.ticket, "DoGet ticket")
         owner = stream_owner(context, who.user)
         try:  # parsed once: the prefetch check below and the statement both need it
-            command, bad_ticket = _flight_sql_command(ticket.ticket), None
+            command, bad_ticket = _ticket_command(ticket.ticket), None
         except Exception as exc:  # noqa: BLE001 - a bad ticket is reported after the stream limit, as before
             command, bad_ticket = None, exc
-        if not self._prefetched_for(command, owner, who):  # a prefetch already holds its slot
+        # A prefetch already holds its slot (there are none when prefetch is off).
+        if not (self.prefetcher.enabled and self._prefetched_for(command, owner, who)):
             self.streams.check(owner)  # a caller with too many unread results is refused before it runs
         if bad_ticket is not None:
             raise bad_ticket
@@ -295,14 +344,12 @@ class BrokerFlightServer(flight.FlightServerBase):
         if not isinstance(command, fsql.TicketStatementQuery):
             raise ValidationError(f"a DoGet ticket must be the TicketStatementQuery from GetFlightInfo, "
                                   f"not {command.DESCRIPTOR.name}")
-        entry = self.tickets.get(command.statement_handle)
+        entry = self.tickets.take_for(command.statement_handle, who.user)  # only its user's DoGet spends it
         if entry is None:
             raise UnknownHandleError(f"result ticket unknown, expired or already fetched: a ticket serves one DoGet "
                                      f"within {self.tickets.ttl_s:g} s; call GetFlightInfo again")
         if entry.user != who.user:
             raise PermissionError("this result ticket was issued to another user")
-        if self.tickets.take(command.statement_handle) is None:  # another DoGet took it meanwhile
-            raise UnknownHandleError("result ticket already fetched; call GetFlightInfo again")
         if isinstance(entry.request, QueryRequest):
             note_query_id(entry.request.query_id)
             if entry.prefetch is not None:
@@ -429,16 +476,20 @@ class BrokerFlightServer(flight.FlightServerBase):
 
     def _caller(self, context) -> CallIdentity:
         who = context.get_middleware(_AUTH)
-        who = who if who is not None else CallIdentity(None, None, False)
-        note_flight_call(context, who.user)  # query log: the caller's address, and the query id header
+        if who is None:
+            who = CallIdentity(None, None, False)
+            note_flight_call(context, None)
+        else:  # query log: the caller's address, and the middleware that sends the query id header
+            note_flight_call(context, who.user, who)
         return who
 
     def _command(self, descriptor) -> Message | None:
         if descriptor.descriptor_type != flight.DescriptorType.CMD:
             raise ValidationError("use a command (CMD) descriptor holding SQL text, a native JSON query "
                                   "or a Flight SQL command; path descriptors are not served")
-        check_size(descriptor.command, "command")
-        return _flight_sql_command(descriptor.command)
+        raw = descriptor.command
+        check_size(raw, "command")
+        return _descriptor_command(raw)
 
     def _sql(self) -> SqlBackend:
         if self.front_door.sql is None:
@@ -486,11 +537,14 @@ class BrokerFlightServer(flight.FlightServerBase):
     def _schema(self, request: QueryRequest | Message, who: CallIdentity) -> pa.Schema:
         if not isinstance(request, QueryRequest):
             return self._command_schema(request)
-        schema = self.front_door.schema(request)
+        return self._planned(request)[0]
+
+    def _planned(self, request: QueryRequest) -> tuple[pa.Schema, QueryRequest]:
+        schema, request = self.front_door.planned(request)
         if schema is None:
             raise ValidationError("the result schema depends on parameter values; prepare the statement, "
                                   "bind its '?' parameters, then ask again")
-        return schema
+        return schema, request
 
     def _metadata(self, command: Message, who: CallIdentity) -> pa.Table:
         def opt(field: str) -> str | None:
@@ -551,8 +605,6 @@ class BrokerFlightServer(flight.FlightServerBase):
 
 
 def _has_effects(request: QueryRequest) -> bool:
-    from common.sql.statement_kind import classify
-
     if request.sql is None:
         return False
     try:

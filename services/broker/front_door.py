@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -58,6 +58,18 @@ class QueryRequest:
     timeout_s: float | None = None  # the transport's deadline, if it has one
     query_id: str | None = None
     protocol: str = "flight"
+    # The SQL backend's plan from ``QueryFrontDoor.planned`` (a statement without parameters whose
+    # plan may run again as it is): run as planned, so what runs is what was described.
+    plan: Any = field(default=None, compare=False, repr=False)
+
+    def with_query_id(self, query_id: str) -> QueryRequest:
+        """This request under ``query_id`` (what ``dataclasses.replace`` gives, built directly)."""
+        return QueryRequest(self.user, self.sql, self.native, self.parameter_rows, self.context, self.timeout_s,
+                            query_id, self.protocol, self.plan)
+
+    def with_plan(self, plan: Any) -> QueryRequest:
+        return QueryRequest(self.user, self.sql, self.native, self.parameter_rows, self.context, self.timeout_s,
+                            self.query_id, self.protocol, plan)
 
     @property
     def label(self) -> tuple[str, str]:
@@ -94,14 +106,23 @@ class QueryFrontDoor:
     def schema(self, request: QueryRequest) -> pa.Schema | None:
         """The schema ``run(request)`` will return, from planning alone; None when it depends on
         parameter values not bound yet. Raises QueryFailed."""
+        return self.planned(request)[0]
+
+    def planned(self, request: QueryRequest) -> tuple[pa.Schema | None, QueryRequest]:
+        """``schema(request)``, and the request to run: with the SQL backend's plan when it can
+        run as it is (no parameters, no transport deadline), so a later ``run`` executes what
+        this described even if the catalog or the segments changed meanwhile. Raises QueryFailed."""
         try:
             if request.native is not None:
                 self._authorize_native(request)
-                return self._native_backend().result_schema(request.native)
+                return self._native_backend().result_schema(request.native), request
             row = request.parameter_rows[0] if request.parameter_rows else None
             info = self._sql_backend().describe(request.sql, context=_context(request), user=request.user,
                                                 parameters=row)
-            return info.dataset_schema
+            plan = getattr(info, "plan", None)
+            if plan is not None and not request.parameter_rows and request.timeout_s is None:
+                request = request.with_plan(plan)
+            return info.dataset_schema, request
         except Exception as exc:  # noqa: BLE001 - classified once, here
             raise QueryFailed(client_error(exc)) from None
 
@@ -142,7 +163,11 @@ class QueryFrontDoor:
         if request.native is not None or request.sql is None or request.parameter_rows:
             return False
         streams = getattr(self.sql, "streams", None)
-        return streams is not None and bool(streams(request.sql, (), _context(request), request.user))
+        if streams is None:
+            return False
+        if request.plan is not None:
+            return bool(streams(request.sql, (), _context(request), request.user, plan=request.plan))
+        return bool(streams(request.sql, (), _context(request), request.user))
 
     def stream(self, request: QueryRequest, expected_schema: pa.Schema | None = None,
                is_active: Callable[[], bool] = lambda: True) -> Iterator[pa.RecordBatch] | None:
@@ -192,11 +217,12 @@ class QueryFrontDoor:
             context.setdefault("timeout", max(int(request.timeout_s * 1000), 1))
         rows = request.parameter_rows or ((),)
         backend = self._sql_backend()
+        pinned = {"plan": request.plan} if request.plan is not None else {}  # only backends that gave one
         if emit is not None:
             return backend.execute(request.sql, parameters=rows[0], context=context or None, user=request.user,
-                                   is_active=is_active, emit=emit), None
+                                   is_active=is_active, emit=emit, **pinned), None
         tables = [backend.execute(request.sql, parameters=row, context=context or None, user=request.user,
-                                  is_active=is_active) for row in rows]
+                                  is_active=is_active, **pinned) for row in rows]
         return _concat(tables), None
 
     # ---- helpers --------------------------------------------------------------------------------

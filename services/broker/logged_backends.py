@@ -14,18 +14,23 @@ import pyarrow as pa
 
 from common.sql.kill_statement import kill_target
 from services.broker.core.sql_backend import StatementInfo
-from services.broker.query_origin import sql_query_id
+from services.broker.query_origin import current_origin, sql_query_id
 
 
 class LoggedSql:
     def __init__(self, inner, registry) -> None:
         self.inner = inner
         self.registry = registry
+        streams = getattr(inner, "streams", None)
+        if streams is not None:  # asked for every DoGet: found here, not through __getattr__
+            self.streams = streams
 
     def execute(self, sql: str, parameters=(), context: dict | None = None, user: str | None = None,
-                is_active=lambda: True, emit=None) -> pa.Table:
-        with self.registry.track("sql", sql=sql, user=user, query_id=sql_query_id(sql, context),
-                                 is_active=is_active) as running:
+                is_active=lambda: True, emit=None, **pinned) -> pa.Table:
+        origin = current_origin()
+        # The id the call fixed (Flight: announced at GetFlightInfo) wins; else the statement's own.
+        wanted = None if origin is not None and origin.query_id else sql_query_id(sql, context)
+        with self.registry.track("sql", sql=sql, user=user, query_id=wanted, is_active=is_active) as running:
             target = kill_target(sql)
             sent = [0]
             if target is not None:
@@ -37,9 +42,10 @@ class LoggedSql:
                     emit(piece, running.is_active)
 
                 table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
-                                           emit=counted)
+                                           emit=counted, **pinned)
             else:
-                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active)
+                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
+                                           **pinned)
             running.record.result_rows = sent[0] + table.num_rows
             return table
 

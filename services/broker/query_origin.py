@@ -13,7 +13,11 @@ fixes the id at planning and ``note_query_id`` makes DoGet run under it.
 from __future__ import annotations
 
 import contextvars
+import dataclasses
+import uuid
 from dataclasses import dataclass
+
+from common.sql.statement_kind import classify
 
 
 QUERY_ID_HEADER = "x-strata-query-id"
@@ -53,20 +57,20 @@ def current_origin() -> CallOrigin | None:
     return _ORIGIN.get()
 
 
-def note_flight_call(context, user: str | None) -> None:
-    """Every Flight RPC starts here: its peer, user and the middleware that answers with the id."""
+def note_flight_call(context, user: str | None, reply=None) -> None:
+    """Every Flight RPC starts here: its peer, user and the middleware that answers with the id
+    (``reply``, when the caller has it already)."""
     try:
         peer = context.peer()
     except Exception:  # noqa: BLE001 - a peer is nice to have, never worth failing a call
         peer = None
-    reply = context.get_middleware(MIDDLEWARE_KEY)
-    note_call("flight", peer, user, None, reply)
+    if reply is None:
+        reply = context.get_middleware(MIDDLEWARE_KEY)
+    _ORIGIN.set(CallOrigin("flight", peer, user, None, reply))
 
 
 def sql_query_id(sql: str, context: dict | None) -> str | None:
     """The id a client chose for a SQL statement: context ``sqlQueryId``, or ``SET sqlQueryId = ..``."""
-    from common.sql.statement_kind import classify
-
     wanted = (context or {}).get("sqlQueryId")
     if wanted in (None, ""):
         try:
@@ -94,8 +98,6 @@ def requested_query_id(request) -> str | None:
 def announce_query_id(grpc_context, request, user: str | None) -> str:
     """The gRPC edge: fix the query's id before it runs (the client's, else a new one), send it as
     initial metadata, and note the call's origin."""
-    import uuid
-
     query_id = requested_query_id(request) or uuid.uuid4().hex
     try:
         grpc_context.send_initial_metadata(((QUERY_ID_HEADER, query_id),))
@@ -105,22 +107,22 @@ def announce_query_id(grpc_context, request, user: str | None) -> str:
     return query_id
 
 
-def announce_flight_query(context, request):
+def announce_flight_query(context, request, reply=None):
     """Flight SQL plans in GetFlightInfo and runs in DoGet, whose headers leave before it runs: the
-    statement gets its id when planned (the client's choice, else a new one), announced then."""
-    import dataclasses
-    import uuid
-
+    statement gets its id when planned (the client's choice, else a new one), announced then
+    (through ``reply``, the call's middleware, when the caller has it already)."""
     wanted = request.query_id
     if not wanted and request.sql is not None:
-        wanted = sql_query_id(request.sql, dict(request.context or {}))
+        wanted = sql_query_id(request.sql, request.context)
     if not wanted and isinstance(request.native, dict):
         wanted = (request.native.get("context") or {}).get("queryId")
     wanted = str(wanted) if wanted else uuid.uuid4().hex
-    reply = context.get_middleware(MIDDLEWARE_KEY)
+    if reply is None:
+        reply = context.get_middleware(MIDDLEWARE_KEY)
     if reply is not None:
         reply.query_id = wanted
-    return dataclasses.replace(request, query_id=wanted)
+    rebuild = getattr(request, "with_query_id", None)
+    return rebuild(wanted) if rebuild is not None else dataclasses.replace(request, query_id=wanted)
 
 
 __all__ = ["MIDDLEWARE_KEY", "QUERY_ID_HEADER", "CallOrigin", "announce_flight_query",

@@ -16,7 +16,6 @@ own queries unless they are the admin (or authentication is off).
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import threading
 import time
@@ -38,12 +37,17 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _always() -> bool:
+    return True
+
+
 class RunningQuery:
     def __init__(self, record: QueryRecord, outer_is_active, started: float) -> None:
         self.record = record
         self.killed_by: str | None = None
-        self._cancel = threading.Event()
-        self._outer = outer_is_active or (lambda: True)
+        # A plain flag, not an Event: nothing waits on it, it is only read (one store is atomic).
+        self._cancelled = False
+        self._outer = outer_is_active or _always
         self._started = started  # perf_counter
         self.first_native: float | None = None
         self.lock = threading.Lock()
@@ -53,15 +57,75 @@ class RunningQuery:
         return self.record.query_id
 
     def is_active(self) -> bool:
-        return not self._cancel.is_set() and self._outer()
+        return not self._cancelled and self._outer()
 
     def cancel(self, by: str | None) -> None:
         self.killed_by = by
-        self._cancel.set()
+        self._cancelled = True
 
     @property
     def cancelled(self) -> bool:
-        return self._cancel.is_set()
+        return self._cancelled
+
+
+class _Tracked:
+    """``QueryRegistry.track``'s context manager (a class: a generator-based one costs a query
+    more than its bookkeeping does)."""
+
+    __slots__ = ("registry", "kind", "sql", "user", "query_id", "is_active", "running", "token")
+
+    def __init__(self, registry: QueryRegistry, kind: str, sql, user, query_id, is_active) -> None:
+        self.registry, self.kind, self.sql, self.user = registry, kind, sql, user
+        self.query_id, self.is_active = query_id, is_active
+        self.running: RunningQuery | None = None
+        self.token = None
+
+    def __enter__(self) -> RunningQuery:
+        outer = _CURRENT.get()
+        if outer is not None:  # nested: the statement's own native queries report to it
+            return outer
+        registry = self.registry
+        origin = current_origin()
+        user = self.user
+        if origin is not None and user is None:
+            user = origin.user
+        qid = (origin.query_id if origin is not None and origin.query_id else None) or self.query_id \
+            or uuid.uuid4().hex
+        record = QueryRecord(qid, user, origin.remote_address if origin else None, origin.protocol if origin else "",
+                             self.kind, self.sql, registry.clock_ms())
+        running = RunningQuery(record, self.is_active, time.perf_counter())
+        with registry._lock:
+            if qid in registry._running:
+                raise ValidationError(f"query id '{qid}' is already running; choose another id (or none)")
+            registry._running[qid] = running
+        if origin is not None and origin.reply is not None:
+            origin.reply.query_id = qid
+        self.token = _CURRENT.set(running)
+        self.running = running
+        return running
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        running = self.running
+        if running is None:  # nested
+            return False
+        registry = self.registry
+        status, error = OK, None
+        if exc is not None:
+            status, error = registry._status_of(running, exc), exc
+        _CURRENT.reset(self.token)
+        record = running.record
+        with registry._lock:
+            registry._running.pop(record.query_id, None)
+        planning = None
+        if running.first_native is not None:
+            planning = int((running.first_native - running._started) * 1000)
+        elif self.kind == "sql":
+            planning = int((time.perf_counter() - running._started) * 1000)  # nothing ran on historicals
+        record.finish(registry.clock_ms(), status, record.result_rows, error, planning)
+        if status == CANCELLED and running.cancelled:
+            record.error_message = f"killed by {running.killed_by or 'an anonymous user'} (KILL QUERY)"
+        registry._log(record)
+        return False
 
 
 class QueryRegistry:
@@ -77,48 +141,12 @@ class QueryRegistry:
         self._lock = threading.Lock()
 
     # ---- the query's lifetime ---------------------------------------------------------------------------
-    @contextlib.contextmanager
     def track(self, kind: str, sql: str | None = None, user: str | None = None, query_id: str | None = None,
-              is_active=None):
-        """Run a statement as a tracked query (yields its RunningQuery). Nested inside a tracked query
-        on the same thread (a statement's own native queries), yields the outer one."""
-        outer = _CURRENT.get()
-        if outer is not None:
-            yield outer
-            return
-        origin = current_origin()
-        if origin is not None and user is None:
-            user = origin.user
-        qid = (origin.query_id if origin is not None and origin.query_id else None) or query_id or uuid.uuid4().hex
-        record = QueryRecord(qid, user, origin.remote_address if origin else None, origin.protocol if origin else "",
-                             kind, sql, self.clock_ms())
-        running = RunningQuery(record, is_active, time.perf_counter())
-        with self._lock:
-            if qid in self._running:
-                raise ValidationError(f"query id '{qid}' is already running; choose another id (or none)")
-            self._running[qid] = running
-        if origin is not None and origin.reply is not None:
-            origin.reply.query_id = qid
-        token = _CURRENT.set(running)
-        status, error = OK, None
-        try:
-            yield running
-        except BaseException as exc:
-            status, error = self._status_of(running, exc), exc
-            raise
-        finally:
-            _CURRENT.reset(token)
-            with self._lock:
-                self._running.pop(qid, None)
-            planning = None
-            if running.first_native is not None:
-                planning = int((running.first_native - running._started) * 1000)
-            elif kind == "sql":
-                planning = int((time.perf_counter() - running._started) * 1000)  # nothing ran on historicals
-            record.finish(self.clock_ms(), status, record.result_rows, error, planning)
-            if status == CANCELLED and running.cancelled:
-                record.error_message = f"killed by {running.killed_by or 'an anonymous user'} (KILL QUERY)"
-            self._log(record)
+              is_active=None) -> _Tracked:
+        """Run a statement as a tracked query: ``with registry.track(...) as running`` (its
+        RunningQuery). Nested inside a tracked query on the same thread (a statement's own native
+        queries), yields the outer one."""
+        return _Tracked(self, kind, sql, user, query_id, is_active)
 
     def log_failed(self, kind: str, sql: str | None, user: str | None, error: BaseException) -> None:
         """A statement that failed before it could run (while being prepared)."""

@@ -19,6 +19,7 @@ import pyarrow as pa
 from common.catalog.catalog_errors import TableExistsError, TableNotFoundError
 from common.errors import QueryTimeoutError, UnsupportedError, ValidationError
 from common.sql import plan_sql
+from common.sql.sql_plan import SqlPlan
 from common.sql.planning_deadline import planning_deadline
 from common.sql.planning_deadline import timeout_error as planning_timeout
 from common.sql.statement_kind import classify
@@ -233,6 +234,10 @@ def _context_key(context) -> str:
     return json.dumps(dict(context), sort_keys=True, default=str)
 
 
+def _info(plan: SqlPlan) -> StatementInfo:
+    return StatementInfo(plan.parameter_count, plan.output_schema, plan)
+
+
 def _iso(ms: int) -> str:
     from common.types.interval import format_instant
 
@@ -274,6 +279,20 @@ class SqlService:
         view_gen = node.view.generation if node is not None else 0
         cache = getattr(self.catalog, "cache", None)
         return view_gen, getattr(cache, "loads", 0)
+
+    def _cached(self, sql: str, user, context) -> SqlPlan | None:
+        """The cached plan of a statement without parameters, or None. A hit skips everything
+        planning would check again: the text, the timeout (a cached plan's were valid when it was
+        planned), the user's grants (as planning checked them)."""
+        try:
+            key = (sql, user, _context_key(context), self._generation())
+        except TypeError:
+            return None
+        with self._plans_lock:
+            plan = self._plans.get(key)
+            if plan is not None:
+                self._plans.move_to_end(key)
+        return plan
 
     def _plan(self, sql: str, user, parameters, context: dict):
         """Plans are reused while nothing they depend on changed: a Flight SQL client prepares
@@ -329,37 +348,38 @@ class SqlService:
         return pa.table({"result": [result.message]})
 
     def streams(self, sql: str, parameters: Sequence = (), context: dict | None = None,
-                user: str | None = None) -> bool:
+                user: str | None = None, plan: SqlPlan | None = None) -> bool:
         """Whether ``execute`` with ``emit`` would stream the statement's rows (one scan,
         unordered or by time): asked from the plan GetFlightInfo cached, so it costs a lookup. A statement with
         parameters, or whose plan is not cached, is run the ordinary way."""
         if parameters:
             return False
-        try:
-            key = (sql, user, _context_key(context), self._generation())
-        except TypeError:
-            return False
-        with self._plans_lock:
-            plan = self._plans.get(key)
-        scan = plan.streamed_scan() if plan is not None else None
+        if plan is None:
+            plan = self._cached(sql, user, context)
+        scan = plan.memo("streamed_scan", plan.streamed_scan) if plan is not None else None
         return scan is not None and self.executor.streams(scan[0])
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
-                user: str | None = None, is_active=lambda: True, emit=None) -> pa.Table:
+                user: str | None = None, is_active=lambda: True, emit=None, plan: SqlPlan | None = None) -> pa.Table:
         """The statement's result; with ``emit``, a scan's rows go to ``emit`` a piece at
-        a time as historicals send them and the table returned is empty (see ``streams``)."""
-        head = classify(sql)
-        if head.is_ddl:
-            return self._ddl(head.body, user)
-        if head.is_ingestion:
-            return self._submit(sql, {**self.ingestion_defaults, **dict(context or {})}, user)
-        if head.kind.is_ingestion:  # EXPLAIN PLAN FOR INSERT/REPLACE
-            return self._explain_ingestion(head, dict(context or {}), user)
+        a time as historicals send them and the table returned is empty (see ``streams``).
+        ``plan``: the statement's plan as ``describe`` gave it (run as it is, not looked up)."""
         started = time.monotonic()
-        # The timeout covers planning too (a huge IN list or a deep expression takes planning
-        # time): the planner checks the deadline in its loops and stops there.
-        with planning_deadline(self._timeout({**dict(context or {}), **head.settings}), started):
-            plan = self._plan(sql, user, parameters, dict(context or {}))
+        # Only statements that plan (no DDL, ingestion or parameters) are ever cached.
+        if plan is None and not parameters:
+            plan = self._cached(sql, user, context)
+        if plan is None:
+            head = classify(sql)
+            if head.is_ddl:
+                return self._ddl(head.body, user)
+            if head.is_ingestion:
+                return self._submit(sql, {**self.ingestion_defaults, **dict(context or {})}, user)
+            if head.kind.is_ingestion:  # EXPLAIN PLAN FOR INSERT/REPLACE
+                return self._explain_ingestion(head, dict(context or {}), user)
+            # The timeout covers planning too (a huge IN list or a deep expression takes planning
+            # time): the planner checks the deadline in its loops and stops there.
+            with planning_deadline(self._timeout({**dict(context or {}), **head.settings}), started):
+                plan = self._plan(sql, user, parameters, dict(context or {}))
         timeout_s = self._timeout(plan.context)
         deadline = started + timeout_s
         if time.monotonic() > deadline:
@@ -371,7 +391,7 @@ class SqlService:
                 raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
             return self.executor.execute(query, remaining, None, is_active).table
 
-        scan = plan.streamed_scan() if emit is not None else None
+        scan = plan.memo("streamed_scan", plan.streamed_scan) if emit is not None else None
         if scan is not None and self.executor.streams(scan[0]):
             query, shape = scan
             remaining = deadline - time.monotonic()
@@ -415,6 +435,9 @@ class SqlService:
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None,
                  parameters: Sequence | None = None) -> StatementInfo:
+        plan = self._cached(sql, user, context) if not parameters else None
+        if plan is not None:  # a statement without parameters, planned before: what it said then
+            return plan.memo("statement_info", lambda: _info(plan))
         head = classify(sql)
         if head.is_ddl:
             return StatementInfo(0, pa.schema([("result", pa.string())]))
@@ -431,6 +454,8 @@ class SqlService:
         with planning_deadline(self._timeout({**dict(context or {}), **head.settings})):
             if count == 0 or parameters is not None:
                 plan = self._plan(sql, user, tuple(parameters or ()), dict(context or {}))
+                if count == 0 and plan.reusable:
+                    return plan.memo("statement_info", lambda: _info(plan))
                 return StatementInfo(plan.parameter_count, plan.output_schema)
             try:
                 plan = plan_sql(sql, catalog, [None] * count, dict(context or {}))

@@ -72,6 +72,17 @@ class FlightTickets:
         self._dropped(dropped)
         return entry
 
+    def take_for(self, handle: bytes, user: str | None) -> FlightTicket | None:
+        """``get`` and then ``take`` in one: the entry, removed when it is ``user``'s; left in
+        place for its own user when it is another's (the caller refuses that one)."""
+        with self._lock:
+            dropped = self._expire()
+            entry = self._entries.get(handle)
+            if entry is not None and entry.user == user:
+                del self._entries[handle]
+        self._dropped(dropped)
+        return entry
+
     def expire(self) -> int:
         """Drop the expired entries now; how many were dropped."""
         with self._lock:

@@ -9,6 +9,7 @@ and skipping replicas that failed.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -18,6 +19,10 @@ from common.segment.timeline import Timeline, TimelineSegment
 from common.types.column_type import ColumnType
 from common.types.interval import Interval
 from services.broker.core.schema_merge import DEFAULT_POLICY, MergedSchema, merge_schemas
+
+# Plans are remembered per turn for rotations repeating at most this often (replica counts of 1-4
+# give at most 12).
+_MAX_PERIOD = 64
 
 
 @dataclass
@@ -39,6 +44,11 @@ class ServedView:
         self._schemas: dict[tuple[str, str], MergedSchema] = {}
         # (datasource, query intervals) -> the visible segments over them and the span they cover.
         self._lookups: dict[tuple[str, tuple[Interval, ...]], tuple[tuple[SegmentId, ...], tuple[int, int] | None]] = {}
+        # Plans without exclusions by (datasource, intervals): the period of the segments' replica
+        # rotations, and the plans by (spread, turn within that period). A cached SQL plan asks for
+        # the same one on every run, and working it out again hashes every segment id several
+        # times. Dropped for a datasource whenever a replica of one of its segments comes or goes.
+        self._plans: dict[tuple[str, tuple[Interval, ...]], tuple[int, dict[tuple[bool, int], Plan]]] = {}
         self.merge_policy = DEFAULT_POLICY  # the broker's columnTypeMergePolicy
         self._turn = 0
         self.generation = 0
@@ -47,7 +57,10 @@ class ServedView:
     def served(self, server: str, descriptor: SegmentDescriptor) -> None:
         sid = descriptor.id
         first = sid not in self.descriptors
-        self.replicas[sid].add(server)
+        holders = self.replicas[sid]
+        if server not in holders:
+            holders.add(server)
+            self._forget_plans(sid.datasource)
         self.descriptors[sid] = descriptor
         if first:
             self._invalidate(sid.datasource)
@@ -56,7 +69,9 @@ class ServedView:
         holders = self.replicas.get(sid)
         if holders is None:
             return
-        holders.discard(server)
+        if server in holders:
+            holders.discard(server)
+            self._forget_plans(sid.datasource)
         if not holders:
             del self.replicas[sid]
             self.descriptors.pop(sid, None)
@@ -73,6 +88,11 @@ class ServedView:
             del self._schemas[key]
         for key in [k for k in self._lookups if k[0] == datasource]:
             del self._lookups[key]
+        self._forget_plans(datasource)
+
+    def _forget_plans(self, datasource: str) -> None:
+        for key in [k for k in self._plans if k[0] == datasource]:
+            del self._plans[key]
 
     # ---- reads -------------------------------------------------------------------------------
     def datasources(self) -> list[str]:
@@ -110,9 +130,35 @@ class ServedView:
         skipping the replicas ``exclude`` names. ``spread``: each segment to the least-loaded of its
         replicas, so historicals work in parallel; else on as few historicals as hold them (a query
         that reads little pays more for each historical it asks than it gains from parallelism)."""
-        exclude = exclude or {}
-        plan = Plan()
         self._turn += 1
+        if exclude or only is not None:
+            return self._plan(datasource, intervals, exclude or {}, only, spread)
+        key = (datasource, tuple(intervals))
+        known = self._plans.get(key)
+        if known is None:
+            segments, _ = self._visible(datasource, intervals)
+            # The plan depends on the turn only through each segment's rotation (turn modulo its
+            # replica count): it repeats with the least common multiple of those counts.
+            period = 1
+            for sid in segments:
+                period = math.lcm(period, len(self.replicas.get(sid, ())) or 1)
+            if len(self._plans) >= 4096:
+                self._plans.clear()
+            known = self._plans[key] = (period, {})
+        period, by_turn = known
+        if period > _MAX_PERIOD:
+            return self._plan(datasource, intervals, {}, None, spread)
+        turn = (spread, self._turn % period)
+        cached = by_turn.get(turn)
+        if cached is None:
+            cached = by_turn[turn] = self._plan(datasource, intervals, {}, None, spread)
+        # A copy: callers own the plan they get.
+        return Plan({server: list(segs) for server, segs in cached.by_server.items()}, list(cached.unavailable),
+                    cached.coverage)
+
+    def _plan(self, datasource: str, intervals: list[Interval], exclude: dict[SegmentId, set[str]],
+              only: set[SegmentId] | None, spread: bool) -> Plan:
+        plan = Plan()
         segments, plan.coverage = self._visible(datasource, intervals)
         holders: dict[SegmentId, list[str]] = {}
         for sid in segments:

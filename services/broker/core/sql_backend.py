@@ -32,6 +32,9 @@ class StatementInfo:
 
     parameter_count: int
     dataset_schema: pa.Schema | None  # None when it depends on parameter values not yet bound
+    # The backend's plan of a statement without parameters that may be run again as it is (the
+    # broker's SqlPlan, when reusable): Flight's DoGet runs the plan GetFlightInfo described.
+    plan: object | None = field(default=None, compare=False, repr=False)
 
 
 class SqlBackend(Protocol):

@@ -40,6 +40,14 @@ def test_a_ticket_is_taken_once():
     assert tickets.take(handle) is None and tickets.get(handle) is None
 
 
+def test_a_ticket_is_spent_only_by_its_own_user():
+    tickets = FlightTickets(ttl_s=10, clock=Clock())
+    handle = tickets.put("SELECT 1", SCHEMA, "alice")
+    assert tickets.take_for(handle, "bob").user == "alice"  # shown (the caller refuses it), not spent
+    assert tickets.take_for(handle, "alice").request == "SELECT 1"
+    assert tickets.take_for(handle, "alice") is None and len(tickets) == 0
+
+
 def test_the_ticket_cap_drops_oldest_first():
     tickets = FlightTickets(ttl_s=60, max_entries=2, clock=Clock())
     first, second, third = (tickets.put(f"q{i}", SCHEMA, None) for i in range(3))

@@ -108,3 +108,72 @@ def test_stable_statements_stay_reusable_whatever_they_mention(space, name, alia
 @pytest.mark.parametrize("sql", ["SELECT x FROM t", "SELECT COUNT(*) FROM t WHERE __time >= TIMESTAMP '2020-01-01'"])
 def test_plain_queries_are_reusable(sql):
     assert plan_sql(sql, _catalog(), (), {}).reusable
+
+
+# ---- constant plans ------------------------------------------------------------------------------
+CONSTANT = ["SELECT 1", "SELECT 1 + 1 AS v, 'x' AS s, NULL AS n", "SELECT 2 AS a UNION ALL SELECT 1 ORDER BY 1",
+            "SELECT UPPER(s) FROM (SELECT 'a' AS s UNION ALL SELECT 'b') WHERE s <> 'b'",
+            "SELECT TIMESTAMP '2020-01-01 00:00:00' AS t, CAST('3' AS BIGINT) * 2 AS n"]
+
+
+@pytest.mark.parametrize("sql", CONSTANT)
+def test_a_constant_plan_answers_later_runs_with_its_first_result(sql):
+    service = _service()
+    first = service.execute(sql)
+    plan = next(iter(service._plans.values()))
+    assert plan._constant
+    # Every later run is the same table, equal to what a fresh plan of the text computes.
+    assert service.execute(sql) is first
+    assert first.equals(plan_sql(sql, _catalog(), (), {}).execute(lambda q: None))
+
+
+@pytest.mark.parametrize("sql", ["SELECT x FROM t", "SELECT * FROM sys.segments", "SELECT NOW() AS n",
+                                 "EXPLAIN PLAN FOR SELECT 1", "SELECT ? + 1 AS v"])
+def test_plans_that_read_a_table_or_the_clock_or_lack_parameters_are_not_constant(sql):
+    assert not plan_sql(sql, _catalog(), (), {})._constant
+
+
+def test_a_constant_statement_that_fails_fails_every_time():
+    service = _service()
+    sql = "SET maxJoinRows = -1; SELECT 1"
+    for _ in range(2):
+        with pytest.raises(Exception, match="maxJoinRows"):
+            service.execute(sql)
+
+
+# ---- what GetFlightInfo described is what DoGet runs ------------------------------------------------
+class _NoRows:
+    """A cluster with no rows: every native query answers an empty table (columns read as NULL)."""
+
+    def execute(self, query, remaining, _, is_active):
+        class Result:
+            table = pa.table({})
+        return Result()
+
+    @staticmethod
+    def streams(query):
+        return False
+
+
+def test_a_described_plan_runs_as_described_after_the_table_changed():
+    from services.broker.front_door import QueryFrontDoor, QueryRequest
+
+    catalog = FakeCatalog({"t": {"__time": ColumnType.parse("TIMESTAMP"), "x": ColumnType.parse("LONG")}})
+    service = SqlService(catalog, _NoRows(), default_timeout_s=30)
+    door = QueryFrontDoor(sql=service)
+    schema, request = door.planned(QueryRequest(None, sql="SELECT * FROM t"))
+    assert request.plan is not None and schema.names == ["__time", "x"]
+    # A new column, and the plans made before it dropped (as a catalog or segment change does).
+    catalog.schemas["t"] = {**catalog.schemas["t"], "y": ColumnType.parse("DOUBLE")}
+    service._plans.clear()
+    assert door.run(request, expected_schema=schema).table.schema == schema  # was: a "planner bug" error
+    assert door.run(QueryRequest(None, sql="SELECT * FROM t")).table.schema.names == ["__time", "x", "y"]
+
+
+@pytest.mark.parametrize("sql", ["SELECT * FROM sys.segments", "SELECT NOW() AS n", "SELECT ? + 1 AS v"])
+def test_statements_planned_afresh_each_run_are_not_pinned(sql):
+    from services.broker.front_door import QueryFrontDoor, QueryRequest
+
+    door = QueryFrontDoor(sql=_service())
+    _, request = door.planned(QueryRequest(None, sql=sql, parameter_rows=((1,),) if "?" in sql else ()))
+    assert request.plan is None

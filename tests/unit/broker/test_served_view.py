@@ -106,3 +106,26 @@ def test_gathering_covers_segments_no_one_historical_holds_all_of() -> None:
         by_server = _planned(view, [Interval(0, 5 * DAY)], spread=False)
         assert len(by_server) == 2 and "h3" not in by_server
         assert sorted(s for segs in by_server.values() for s in segs) == sorted(d.id for d in days)
+
+
+def test_remembered_plans_equal_plans_worked_out_afresh_as_replicas_come_and_go() -> None:
+    import random
+
+    rng = random.Random(7)
+    view = ServedView()
+    days = [_descriptor(d) for d in range(6)]
+    servers = ["h1", "h2", "h3"]
+    queries = [[Interval(0, 6 * DAY)], [Interval(DAY, 3 * DAY)], [Interval(2 * DAY, 2 * DAY + 1)]]
+    for step in range(300):
+        d, server = rng.choice(days), rng.choice(servers)
+        if rng.random() < 0.6:
+            view.served(server, d)
+        else:
+            view.unserved(server, d.id)
+        for intervals in queries:
+            for spread in (True, False):
+                got = view.plan("wiki", intervals, spread=spread)
+                fresh = view._plan("wiki", intervals, {}, None, spread)  # the same turn, worked out again
+                assert (got.by_server, got.unavailable, got.coverage) == \
+                       (fresh.by_server, fresh.unavailable, fresh.coverage), step
+                got.by_server.clear()  # callers own their copy: the next plan is whole again
