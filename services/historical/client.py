@@ -20,12 +20,17 @@ from common.query.partial import Partial
 from common.segment.segment_id import SegmentId
 from common.types.column_type import ColumnType
 from services.grpc_server import CHANNEL_OPTIONS, SINGLE_THREADED_STREAMS, channel
+from services.historical.query_request import query_id_field
 from services.transport_security import NO_SECURITY, TransportSecurity
 from services.rpc.arrow_stream import chunks_to_table, stats_from_proto
 from services.rpc.convert import schema_to_proto, segment_id_to_proto
 from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc, types_pb2
 
 _ONCE = "/strata.v1.HistoricalService/RunQueryOnce"
+_STREAM = "/strata.v1.HistoricalService/RunQuery"
+# Query texts whose requests are kept written out (each for a few segment lists and schemas).
+_KEPT_TEXTS = 256
+_KEPT_PER_TEXT = 4
 
 
 class HistoricalClient:
@@ -38,9 +43,11 @@ class HistoricalClient:
         # (no two historicals at once) or hands its reply over from gRPC's own thread, while a
         # stream is read on the caller's thread and several run at once. On the wire the two
         # are the same.
-        self._once = self._channel.unary_stream(
-            _ONCE, request_serializer=historical_pb2.RunQueryRequest.SerializeToString,
-            response_deserializer=types_pb2.ArrowChunk.FromString)
+        # Requests go out as bytes already written (see ``request_bytes``).
+        self._once = self._channel.unary_stream(_ONCE, response_deserializer=types_pb2.ArrowChunk.FromString)
+        self._stream = self._channel.unary_stream(_STREAM, response_deserializer=types_pb2.ArrowChunk.FromString)
+        # query JSON -> [(segments, schema, the request's bytes without its query id)]
+        self._written: dict[str, list[tuple[list, dict, bytes]]] = {}
 
     def close(self) -> None:
         self._channel.close()
@@ -48,16 +55,40 @@ class HistoricalClient:
     def ask(self, query_json: str, query_id: str, segments: Iterable[SegmentId], schema: dict[str, ColumnType],
             timeout_s: float) -> PartialCall:
         """Starts RunQueryOnce on ``segments``; returns the call (its ``read()`` is the partial)."""
-        request = _request(query_json, query_id, segments, schema)
+        request = self.request_bytes(query_json, query_id, segments, schema)
         return PartialCall(self, request, time.monotonic() + timeout_s, self._once(request, timeout=timeout_s))
+
+    def request_bytes(self, query_json: str, query_id: str, segments: Iterable[SegmentId],
+                      schema: dict[str, ColumnType]) -> bytes:
+        """The RunQueryRequest as bytes. A cached plan sends the same query, segments and schema on
+        every run, only the query id differs: the rest is written once and kept, and the query id
+        is written last (so the historical finds its parse of the rest again, see
+        services/historical/query_request.py)."""
+        segments = segments if isinstance(segments, list) else list(segments)
+        kept = self._written.get(query_json)
+        if kept is not None:
+            for segs, sch, head in kept:
+                if segs == segments and sch == schema:
+                    return head + query_id_field(query_id)
+        head = _request(query_json, "", segments, schema).SerializeToString()
+        if kept is None:
+            if len(self._written) >= _KEPT_TEXTS:
+                self._written.clear()
+            kept = self._written.setdefault(query_json, [])
+        if len(kept) >= _KEPT_PER_TEXT:
+            del kept[0]
+        kept.append((list(segments), dict(schema), head))
+        return head + query_id_field(query_id)
 
     def run_query(self, query_json: str, query_id: str, segments: Iterable[SegmentId],
                   schema: dict[str, ColumnType], timeout_s: float):
         """Starts RunQuery on ``segments``; returns the call (iterate it with ``read_partial``)."""
         return self.stream(_request(query_json, query_id, segments, schema), timeout_s)
 
-    def stream(self, request: historical_pb2.RunQueryRequest, timeout_s: float):
-        """Starts RunQuery with a request already built."""
+    def stream(self, request: historical_pb2.RunQueryRequest | bytes, timeout_s: float):
+        """Starts RunQuery with a request already built (a message, or its bytes)."""
+        if isinstance(request, bytes):
+            return self._stream(request, timeout=timeout_s)
         return self._stub.RunQuery(request, timeout=timeout_s)
 
     @staticmethod

@@ -84,6 +84,59 @@ def test_partials_too_large_for_one_message_are_streamed_without_running_twice(c
     assert all(len(h.servicer.parked) == 0 for h in cluster.historicals)
 
 
+def test_a_historical_answers_a_repeated_request_from_its_parse_and_alike(cluster):
+    """The broker writes a cached plan's request once (all but the query id); the historical finds
+    its parse again by those bytes, and answers every form of the request alike."""
+    from common.query.engine import union_schema
+    from services.historical.client import HistoricalClient
+    from services.historical.query_request import query_id_field
+    from services.rpc.arrow_stream import chunks_to_table
+    from services.rpc.gen.strata.v1 import types_pb2
+
+    sids = [d.id for d in cluster.descriptors]
+    node = cluster.historicals[0]
+    client = HistoricalClient(f"127.0.0.1:{node.grpc.port}")
+    try:
+        schema = union_schema(cluster.local_segments)
+        text = json.dumps(QUERIES[0])
+        first = client.ask(text, "repeat-1", sids, schema, 30).read()
+        kept = len(node.servicer.requests)
+        assert client.request_bytes(text, "a", sids, schema)[:-1] == client.request_bytes(text, "b", sids, schema)[:-1]
+        second = client.ask(text, "repeat-2", sids, schema, 30).read()
+        assert len(node.servicer.requests) == kept  # found again, not parsed again
+        assert first.stats.segments == 7 and first.table.num_rows == 7 * 24
+        assert second.table.equals(first.table) and second.stats == first.stats
+        # Fewer segments: another request, another answer.
+        fewer = client.ask(text, "repeat-3", sids[:3], schema, 30).read()
+        assert fewer.stats.segments == 3
+        # The query id written first, as another client may: the same answer.
+        raw = client._channel.unary_unary("/strata.v1.HistoricalService/RunQueryOnce",
+                                          response_deserializer=types_pb2.ArrowChunk.FromString)
+        reply = raw(query_id_field("repeat-4") + client.request_bytes(text, "", sids, schema), timeout=30)
+        table, stats = chunks_to_table([reply])
+        assert table.equals(first.table) and stats == first.stats
+    finally:
+        client.close()
+
+
+def test_garbled_bytes_to_a_historical_are_invalid_argument(cluster):
+    from services.rpc.gen.strata.v1 import historical_pb2
+
+    channel = grpc.insecure_channel(f"127.0.0.1:{cluster.historicals[0].grpc.port}")
+    try:
+        once = channel.unary_unary("/strata.v1.HistoricalService/RunQueryOnce")
+        for body in (b"\xff\xff\xff", b"\x12\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", b"\x0a\x05ab"):
+            with pytest.raises(grpc.RpcError) as err:
+                once(body, timeout=30)
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value.details()
+            assert "not a valid strata.v1.RunQueryRequest" in err.value.details()
+        bad = historical_pb2.RunQueryRequest(query_json='{"queryType": "nope", "dataSource": "wiki"}', query_id="q")
+        with pytest.raises(grpc.RpcError) as err:
+            once(bad.SerializeToString(), timeout=30)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "bad query" in err.value.details()
+    finally:
+        channel.close()
+
 def test_large_results_stream_past_the_grpc_message_limit(cluster):
     got, _ = cluster.client.native({"queryType": "scan", "dataSource": "wiki", "intervals": IV,
                                     "columns": ["__time", "page", "user", "comment", "added"]})
@@ -226,3 +279,4 @@ def test_segment_allocation_over_grpc_reserves_what_each_appender_builds(cluster
                 partitions=[1, 2]), timeout=30)
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "2 partition counts for 1 intervals" in refused.value.details()
+
