@@ -58,7 +58,10 @@ def _slices(table: pa.Table) -> Iterator[pa.RecordBatch]:
 
 
 def stats_to_proto(stats: RunStats) -> types_pb2.QueryStats:
-    return types_pb2.QueryStats(**stats.to_json())
+    # Spelled out rather than through RunStats.to_json (its loop over dataclasses.fields).
+    return types_pb2.QueryStats(segments=stats.segments, rows_in_segments=stats.rows_in_segments,
+                                rows_after_prefilter=stats.rows_after_prefilter, rows_scanned=stats.rows_scanned,
+                                rows_matched=stats.rows_matched, bytes_read=stats.bytes_read)
 
 
 def stats_from_proto(msg: types_pb2.QueryStats) -> RunStats:
