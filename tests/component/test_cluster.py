@@ -119,6 +119,47 @@ def test_a_historical_answers_a_repeated_request_from_its_parse_and_alike(cluste
         client.close()
 
 
+
+@pytest.mark.parametrize("one_batch", [True, False], ids=["one-batch call", "public stream"])
+def test_a_historical_call_answers_and_fails_alike_either_way(cluster, one_batch):
+    """RunQueryOnce as one batch on gRPC's private call (the default) or as the public one-message
+    stream (another gRPC, or a channel adding the internal credential): the same reply, the same
+    errors with the same codes, cancellation."""
+    import dataclasses
+
+    from common.query.engine import union_schema
+    from services.historical.client import HistoricalClient
+
+    node = cluster.historicals[0]
+    client = HistoricalClient(f"127.0.0.1:{node.grpc.port}")
+    try:
+        assert client._raw is not None  # this gRPC has the pieces: the default is the one-batch call
+        if not one_batch:
+            client._raw = None
+        sids = [d.id for d in cluster.descriptors]
+        schema = union_schema(cluster.local_segments)
+        text = json.dumps(QUERIES[0])
+        got = client.ask(text, "either-1", sids, schema, 30).read()
+        assert got.stats.segments == 7 and got.table.num_rows == 7 * 24
+        absent = dataclasses.replace(sids[0], version="no-such-version")
+        with pytest.raises(grpc.RpcError) as err:
+            client.ask(text, "either-2", [absent], schema, 30).read()
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND and "no-such-version" in err.value.details()
+        with pytest.raises(grpc.RpcError) as err:
+            client.ask(text, "either-3", sids, schema, 1e-6).read()
+        assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        call = client.ask(text, "either-4", sids, schema, 30)
+        call.cancel()
+        with pytest.raises(grpc.RpcError) as err:
+            call.read()
+        assert err.value.code() == grpc.StatusCode.CANCELLED
+        bad = json.dumps({**QUERIES[0], "granularity": "fortnightly"})
+        with pytest.raises(grpc.RpcError) as err:
+            client.ask(bad, "either-5", sids, schema, 30).read()
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "fortnightly" in err.value.details()
+    finally:
+        client.close()
+
 def test_garbled_bytes_to_a_historical_are_invalid_argument(cluster):
     from services.rpc.gen.strata.v1 import historical_pb2
 
