@@ -63,9 +63,11 @@ class HistoricalClient:
         # RunQueryOnce as one batch of operations on a completion queue of its own, as gRPC's
         # blocking unary call runs it but started without waiting: the call is one completion
         # event read on the caller's thread instead of the stream's five, and several run at once.
-        # A channel that adds call metadata (the internal credential) takes the public stream.
-        self._raw = self._channel._channel if _ONE_BATCH is not None and type(self._channel) is _ONE_BATCH[0] \
-            else None
+        # The internal credential, which the channel's interceptor adds to public calls, is sent
+        # with the batch; any other kind of channel takes the public stream.
+        self._metadata = security.call_metadata() or None
+        plain = getattr(self._channel, "_channel", None) if self._metadata else self._channel
+        self._raw = plain._channel if _ONE_BATCH is not None and type(plain) is _ONE_BATCH[0] else None
 
     def close(self) -> None:
         self._channel.close()
@@ -76,7 +78,7 @@ class HistoricalClient:
         request = self.request_bytes(query_json, query_id, segments, schema)
         if self._raw is not None:
             try:
-                call = OneBatchCall(self._raw, request, timeout_s)
+                call = OneBatchCall(self._raw, request, timeout_s, self._metadata)
             except TypeError:  # gRPC's private call changed its arguments: the public way from now on
                 self._raw = None
             else:
@@ -188,13 +190,13 @@ class OneBatchCall:
 
     _METHOD = _ONCE.encode()
 
-    def __init__(self, raw_channel, request: bytes, timeout_s: float) -> None:
+    def __init__(self, raw_channel, request: bytes, timeout_s: float, metadata=None) -> None:
         c = _cygrpc
-        operations = (c.SendInitialMetadataOperation(None, 0), c.SendMessageOperation(request, 0),
+        operations = (c.SendInitialMetadataOperation(metadata, 0), c.SendMessageOperation(request, 0),
                       c.SendCloseFromClientOperation(0), c.ReceiveInitialMetadataOperation(0),
                       c.ReceiveMessageOperation(0), c.ReceiveStatusOnClientOperation(0))
-        self._call = raw_channel.segregated_call(_ONE_BATCH[1], self._METHOD, None, time.time() + timeout_s, None,
-                                                 None, ((operations, None),), None)
+        self._call = raw_channel.segregated_call(_ONE_BATCH[1], self._METHOD, None, time.time() + timeout_s,
+                                                 metadata, None, ((operations, None),), None)
         self._finished = False
 
     def cancel(self) -> None:
