@@ -32,6 +32,7 @@ _STREAM = "/strata.v1.HistoricalService/RunQuery"
 # Query texts whose requests are kept written out (each for a few segment lists and schemas).
 _KEPT_TEXTS = 256
 _KEPT_PER_TEXT = 4
+_KEPT_MAX_BYTES = 16 << 10  # a larger request (thousands of segments) is written every time
 
 try:  # gRPC's own pieces of its blocking unary call (private: without them, the public stream below)
     from grpc import _channel as _grpc_channel
@@ -98,6 +99,8 @@ class HistoricalClient:
                 if segs == segments and sch == schema:
                     return head + query_id_field(query_id)
         head = _request(query_json, "", segments, schema).SerializeToString()
+        if len(head) > _KEPT_MAX_BYTES:
+            return head + query_id_field(query_id)
         if kept is None:
             if len(self._written) >= _KEPT_TEXTS:
                 self._written.clear()

@@ -6,7 +6,8 @@ segments, but for the query id (the last field it writes). Parsing the query's J
 Query object, the segment ids and the typed schema is a sizeable part of a small query's time on
 a historical, so it is done once per content and found again by the request's bytes without its
 query id: two requests with the same key bytes ask the same (the key is the request's own bytes).
-Bounded, least recently used first.
+Bounded in entries and in the bytes of their keys (a request over thousands of segments is parsed
+every time rather than kept), least recently used first.
 """
 
 from __future__ import annotations
@@ -80,9 +81,12 @@ def content_key(request: historical_pb2.RunQueryRequest, data: bytes | None = No
 
 
 class RequestCache:
-    def __init__(self, max_entries: int = 256) -> None:
+    def __init__(self, max_entries: int = 256, max_key_bytes: int = 64 << 10, max_bytes: int = 8 << 20) -> None:
         self.max_entries = max_entries
+        self.max_key_bytes = max_key_bytes  # a larger request is not kept
+        self.max_bytes = max_bytes  # the keys' bytes in all
         self._entries: OrderedDict[bytes, QueryRequest] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def get(self, request: historical_pb2.RunQueryRequest, data: bytes | None = None) -> QueryRequest:
@@ -94,10 +98,15 @@ class RequestCache:
                 self._entries.move_to_end(key)
                 return hit
         parsed = QueryRequest.parse(request)
+        if len(key) > self.max_key_bytes:
+            return parsed
         with self._lock:
-            self._entries[key] = parsed
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            if key not in self._entries:
+                self._entries[key] = parsed
+                self._bytes += len(key)
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                old, _ = self._entries.popitem(last=False)
+                self._bytes -= len(old)
         return parsed
 
     def __len__(self) -> int:

@@ -87,6 +87,8 @@ def test_partials_too_large_for_one_message_are_streamed_without_running_twice(c
 def test_a_historical_answers_a_repeated_request_from_its_parse_and_alike(cluster):
     """The broker writes a cached plan's request once (all but the query id); the historical finds
     its parse again by those bytes, and answers every form of the request alike."""
+    import dataclasses
+
     from common.query.engine import union_schema
     from services.historical.client import HistoricalClient
     from services.historical.query_request import query_id_field
@@ -109,6 +111,11 @@ def test_a_historical_answers_a_repeated_request_from_its_parse_and_alike(cluste
         # Fewer segments: another request, another answer.
         fewer = client.ask(text, "repeat-3", sids[:3], schema, 30).read()
         assert fewer.stats.segments == 3
+        # A request over very many segments is written every time, not kept.
+        kept = list(client._written[text])
+        many = [dataclasses.replace(sids[0], partition=p) for p in range(500)]
+        assert client.request_bytes(text, "x", many, schema) == client.request_bytes(text, "x", many, schema)
+        assert client._written[text] == kept
         # The query id written first, as another client may: the same answer.
         raw = client._channel.unary_unary("/strata.v1.HistoricalService/RunQueryOnce",
                                           response_deserializer=types_pb2.ArrowChunk.FromString)

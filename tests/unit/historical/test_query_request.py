@@ -67,3 +67,18 @@ def test_a_bad_query_raises_and_is_not_kept():
     with pytest.raises(ValueError):
         cache.get(bad, bad.SerializeToString())
     assert len(cache) == 0
+
+
+def test_the_cache_is_bounded_in_bytes_and_does_not_keep_large_requests():
+    requests = [_request("q", segments=SEGMENTS[:n]) for n in (1, 2, 3)]
+    sizes = [len(content_key(r, r.SerializeToString())) for r in requests]
+    cache = RequestCache(max_key_bytes=sizes[1], max_bytes=sizes[0] + sizes[1])
+    for r in requests:
+        assert cache.get(r, r.SerializeToString()).wanted == list(SEGMENTS[:len(r.segments)])
+    assert len(cache) == 2  # the third was too large to keep
+    big = requests[2]
+    assert cache.get(big, big.SerializeToString()) is not cache.get(big, big.SerializeToString())
+    cache = RequestCache(max_bytes=sizes[1] + sizes[2])
+    for r in requests:
+        cache.get(r, r.SerializeToString())
+    assert len(cache) == 2  # the first went to keep the keys' bytes within the bound
