@@ -74,7 +74,8 @@ class Served:
             if time.monotonic() > deadline:
                 raise SystemExit("the broker did not see every segment within 120 s")
             time.sleep(0.1)
-        self.pids = {n["role"]: n["pid"] for n in self.cluster.running()["nodes"] if n["role"] in ("broker", "historical")}
+        self.pids = {n["role"]: n["pid"] for n in self.cluster.running()["nodes"]
+                     if n["role"] in ("broker", "historical")}
         self.cpu = {"broker": 0.0, "historical": 0.0, "client": 0.0}
         self.walls: list[float] = []
         self.runs = 0

@@ -2,7 +2,9 @@
 
 ``ask`` starts RunQueryOnce and hands back a ``PartialCall``: the caller reads the partial with
 ``read()`` (one message; a partial too large for one is then fetched with RunQuery, streamed) and
-may ``cancel()`` it when the query's deadline passes or another replica is chosen.
+may ``cancel()`` it when the query's deadline passes or another replica is chosen. The request is
+written once per query, segments and schema (``request_bytes``) and the call is one batch of gRPC
+operations (``OneBatchCall``) where this gRPC allows, else a one-message stream.
 ``run_query`` starts the streaming RunQuery itself, for callers that use rows as they arrive
 (``read_batches``) or read the partial with ``read_partial``. gRPC errors are left as they are:
 which of them another replica may cure is the caller's decision (see
@@ -52,10 +54,10 @@ class HistoricalClient:
         # TLS and the internal credential when configured; RunQuery is read on the caller's thread.
         self._channel = channel(target, security, CHANNEL_OPTIONS + SINGLE_THREADED_STREAMS)
         self._stub = historical_pb2_grpc.HistoricalServiceStub(self._channel)
-        # RunQueryOnce is unary, but read as a one-message stream: the stub's unary call blocks
-        # (no two historicals at once) or hands its reply over from gRPC's own thread, while a
-        # stream is read on the caller's thread and several run at once. On the wire the two
-        # are the same.
+        # Without the one-batch call below, RunQueryOnce is unary but read as a one-message
+        # stream: the stub's unary call blocks (no two historicals at once) or hands its reply
+        # over from gRPC's own thread, while a stream is read on the caller's thread and several
+        # run at once. On the wire the two are the same.
         # Requests go out as bytes already written (see ``request_bytes``).
         self._once = self._channel.unary_stream(_ONCE, response_deserializer=types_pb2.ArrowChunk.FromString)
         self._stream = self._channel.unary_stream(_STREAM, response_deserializer=types_pb2.ArrowChunk.FromString)
