@@ -128,12 +128,14 @@ def test_a_historical_answers_a_repeated_request_from_its_parse_and_alike(cluste
 
 
 @pytest.mark.parametrize("one_batch", [True, False], ids=["one-batch call", "public stream"])
-def test_a_historical_call_answers_and_fails_alike_either_way(cluster, one_batch):
+def test_a_historical_call_answers_and_fails_alike_either_way(cluster, one_batch, monkeypatch):
     """RunQueryOnce as one batch on gRPC's private call (the default) or as the public one-message
     stream (another gRPC, or a channel adding the internal credential): the same reply, the same
     errors with the same codes, cancellation."""
     import dataclasses
+    import threading
 
+    import services.historical.server as historical_server
     from common.query.engine import union_schema
     from services.historical.client import HistoricalClient
 
@@ -155,11 +157,26 @@ def test_a_historical_call_answers_and_fails_alike_either_way(cluster, one_batch
         with pytest.raises(grpc.RpcError) as err:
             client.ask(text, "either-3", sids, schema, 1e-6).read()
         assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
-        call = client.ask(text, "either-4", sids, schema, 30)
-        call.cancel()
-        with pytest.raises(grpc.RpcError) as err:
-            call.read()
-        assert err.value.code() == grpc.StatusCode.CANCELLED
+        # Cancelled while the historical works on it (held until the cancel is in): CANCELLED.
+        release, started = threading.Event(), threading.Event()
+        real_run = historical_server.engine.run
+
+        def held(*args, **kwargs):
+            started.set()
+            release.wait(30)
+            return real_run(*args, **kwargs)
+
+        monkeypatch.setattr(historical_server.engine, "run", held)
+        try:
+            call = client.ask(text, "either-4", sids[:1], schema, 30)
+            assert started.wait(30)
+            call.cancel()
+            with pytest.raises(grpc.RpcError) as err:
+                call.read()
+            assert err.value.code() == grpc.StatusCode.CANCELLED
+        finally:
+            release.set()
+            monkeypatch.undo()
         bad = json.dumps({**QUERIES[0], "granularity": "fortnightly"})
         with pytest.raises(grpc.RpcError) as err:
             client.ask(bad, "either-5", sids, schema, 30).read()
