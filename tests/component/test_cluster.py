@@ -155,7 +155,7 @@ def test_a_historical_call_answers_and_fails_alike_either_way(cluster, one_batch
             client.ask(text, "either-2", [absent], schema, 30).read()
         assert err.value.code() == grpc.StatusCode.NOT_FOUND and "no-such-version" in err.value.details()
         with pytest.raises(grpc.RpcError) as err:
-            client.ask(text, "either-3", sids, schema, 1e-6).read()
+            client.ask(text, "either-3", sids, schema, -1.0).read()  # a deadline already passed
         assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
         # Cancelled while the historical works on it (held until the cancel is in): CANCELLED.
         release, started = threading.Event(), threading.Event()
