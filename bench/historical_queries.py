@@ -67,6 +67,10 @@ class _Node:
     def segment(self, sid):
         return self._segments.get(sid)
 
+    def segments(self, sids):
+        found = [self._segments.get(sid) for sid in sids]
+        return [s for s in found if s is not None], [sid for sid, s in zip(sids, found) if s is None]
+
     def report_corrupt(self, error) -> None:
         raise error
 

@@ -187,6 +187,22 @@ class HistoricalNode:
                 return None
         return self.cache.get(sid)
 
+    def segments(self, sids: list[SegmentId]) -> tuple[list[Segment], list[SegmentId]]:
+        """``segment`` of each of ``sids`` (a query's): the served ones, and the ids of those not
+        served. One look at the assignment state for all of them."""
+        with self._lock:
+            served = self.state.served
+            unserved = {sid for sid in sids if sid not in served}
+        found, missing = [], []
+        get = self.cache.get
+        for sid in sids:
+            seg = None if sid in unserved else get(sid)
+            if seg is None:
+                missing.append(sid)
+            else:
+                found.append(seg)
+        return found, missing
+
     def status(self) -> dict:
         with self._lock:
             return {"served": sorted(self.state.served), "loading": sorted(self.state.loading),

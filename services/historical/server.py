@@ -4,7 +4,6 @@ message (RunQueryOnce) when it is small, else streamed in chunks (RunQuery)."""
 from __future__ import annotations
 
 import functools
-import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -14,13 +13,14 @@ import grpc
 from common.errors import SegmentCorruptError
 from common.query import engine, topn_threshold
 from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, MemoryBudget
-from common.query.model import query_from_json
 from common.query.projection_match import reason_kind
 from services.historical.parked_partials import ParkedPartials
+from services.historical.query_metrics import QueryMetrics
+from services.historical.query_request import RequestCache
 from services.historical.round_cache import RoundCache
 from services.historical.source_cache import SourceCache
 from services.rpc.arrow_stream import table_to_chunks, table_to_message
-from services.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
+from services.rpc.convert import segment_id_to_proto
 from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc, types_pb2
 from services.query_errors import client_error, grpc_status
 
@@ -29,13 +29,6 @@ _SLOT_POLL_S = 0.05
 # The largest partial RunQueryOnce sends in its one message; a larger one is streamed by RunQuery
 # in chunks, so neither side builds one huge message.
 ONE_MESSAGE_BYTES = 4 << 20
-
-
-@functools.lru_cache(maxsize=256)
-def _parsed(query_json: str):
-    """The broker sends the same JSON for every run of a cached SQL plan; Query objects are
-    immutable, so one parse serves them all (a parse is about 0.06 ms of a 0.3 ms query)."""
-    return query_from_json(json.loads(query_json))
 
 
 class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
@@ -54,41 +47,56 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         # Partials too large for RunQueryOnce's one message, until RunQuery streams them.
         self.parked = ParkedPartials()
         self.sources = SourceCache()  # each segment's table for a query, chosen once
+        self.requests = RequestCache()  # each distinct request parsed once
+        self.children = QueryMetrics(metrics)  # label children, looked up once
 
     def RunQuery(self, request, context):
         # The tail of a RunQueryOnce whose partial was too large for one message, if still kept.
         merged = self.parked.take(_parked_key(request)) if self.parked.holds(request.query_id) else None
         if merged is None:
-            merged = self._answer(request, context)
+            merged = self._answer(request, None, context)
         yield from table_to_chunks(merged.table, merged.stats)
 
     def RunQueryOnce(self, request, context):
-        merged = self._answer(request, context)
+        return self._once(request, None, context)
+
+    def run_query_once_raw(self, data: bytes, context) -> bytes:
+        """RunQueryOnce as gRPC hands it over with no (de)serializer: the request's bytes in (they
+        also find the request's parse again, see query_request.py), the reply's bytes out."""
+        try:
+            request = historical_pb2.RunQueryRequest.FromString(data)
+        except Exception as exc:  # noqa: BLE001 - DecodeError, or a string field that is not UTF-8
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"the request is not a valid strata.v1.RunQueryRequest protobuf message "
+                          f"({type(exc).__name__}); send it with the generated client of protos/strata/v1")
+        return self._once(request, data, context).SerializeToString()
+
+    def _once(self, request, data: bytes | None, context):
+        merged = self._answer(request, data, context)
         message = table_to_message(merged.table, merged.stats, ONE_MESSAGE_BYTES)
         if message is not None:
             return message
         self.parked.put(_parked_key(request), merged, request.query_id)
         return types_pb2.ArrowChunk(last=False)
 
-    def _answer(self, request, context):
+    def _answer(self, request, data: bytes | None, context):
         """The merged partial of the request's query over its segments (the call ends with the
-        status of the error's kind when it fails)."""
+        status of the error's kind when it fails). ``data``: the request's bytes, when received
+        as bytes."""
         started = time.perf_counter()
         try:
-            query = _parsed(request.query_json)
+            asked = self.requests.get(request, data)
         except Exception as exc:  # noqa: BLE001 - every failure leaves with the status of its kind
             self._abort(context, exc, "bad query: ")
+        query = asked.query
         datasource, qtype = query.datasource_name, query.query_type
-        wanted = [segment_id_from_proto(s) for s in request.segments]
-        segments, missing = [], []
-        for sid in wanted:
-            seg = self.node.segment(sid)
-            (segments if seg is not None else missing).append(seg if seg is not None else sid)
+        wanted = asked.wanted
+        segments, missing = self.node.segments(wanted)
         if missing:
             self.metrics.queries.labels(datasource, qtype, "missing_segments").inc()
             context.abort(grpc.StatusCode.NOT_FOUND,
                           f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}")
-        schema = schema_from_proto(request.schema) or engine.union_schema(segments)
+        schema = asked.schema or engine.union_schema(segments)
         try:
             budget = MemoryBudget.for_query(query.context, self.max_query_bytes, request.query_id,
                                             f"historical {self.node.server_id}")
@@ -109,12 +117,12 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                 partial = engine.run(query, source, schema, budget)
             finally:
                 self.slots.release()
-            table = partial.projection or "base"
-            self.metrics.segment_query_seconds.labels(datasource, table).observe(time.perf_counter() - t0)
-            self.metrics.segments_queried.labels(datasource, table).inc()
-            self.metrics.rows_scanned.labels(datasource, table).inc(partial.stats.rows_scanned)
+            counted = self.children.table(datasource, partial.projection or "base")
+            counted.segment_query_seconds.observe(time.perf_counter() - t0)
+            counted.segments_queried.inc()
+            counted.rows_scanned.inc(partial.stats.rows_scanned)
             if partial.projection:  # what base rows the query would have read: the rows saved, per projection
-                self.metrics.projection_base_rows.labels(datasource, table).inc(segment.num_rows)
+                counted.projection_base_rows.inc(segment.num_rows)
             for name, reason in partial.rejected:
                 self.metrics.projection_misses.labels(datasource, name, reason_kind(reason)).inc()
             return partial
@@ -133,26 +141,25 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
             if partial is None:
                 return None
             share = (time.perf_counter() - t0) / len(batch_sources)
-            table = partial.projection
+            counted = self.children.table(datasource, partial.projection)
             for segment, source in zip(batch_segments, batch_sources):
-                self.metrics.segment_query_seconds.labels(datasource, table).observe(share)
+                counted.segment_query_seconds.observe(share)
                 for name, reason in source.rejected:
                     self.metrics.projection_misses.labels(datasource, name, reason_kind(reason)).inc()
-            self.metrics.segments_queried.labels(datasource, table).inc(len(batch_sources))
-            self.metrics.rows_scanned.labels(datasource, table).inc(partial.stats.rows_scanned)
-            self.metrics.projection_base_rows.labels(datasource, table).inc(sum(s.num_rows for s in batch_segments))
+            counted.segments_queried.inc(len(batch_sources))
+            counted.rows_scanned.inc(partial.stats.rows_scanned)
+            counted.projection_base_rows.inc(sum(s.num_rows for s in batch_segments))
             return partial
 
         directive = query.context.get(topn_threshold.PHASE_KEY)
         round_key = None
         if isinstance(directive, dict) and topn_threshold.eligible(query):
-            round_key = (request.query_id, json.dumps(topn_threshold.without_directive(query).to_json(), sort_keys=True,
-                                                      default=str), tuple(str(s) for s in wanted))
+            round_key = (request.query_id, *asked.round_base())
         futures = []
         try:
             cached = self.rounds.get(round_key) if round_key is not None else None
             sources = [] if cached is not None else [
-                self.sources.source(request.query_json, s, functools.partial(engine.source_for, query, s))
+                self.sources.source(asked.query_json, s, functools.partial(engine.source_for, query, s))
                 for s in segments]
             # One segment, or projection rows (a few thousand per segment), are read on this
             # thread: handing them to the pool's threads costs more than the work. The projection
@@ -199,9 +206,10 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                 fut.cancel()
             error = self._abort(context, exc)
             self.metrics.queries.labels(datasource, qtype, "invalid" if error.is_user_error else "error").inc()
-        self.metrics.queries.labels(datasource, qtype, "ok").inc()
-        self.metrics.query_seconds.labels(datasource, qtype).observe(time.perf_counter() - started)
-        self.metrics.bytes_read.labels(datasource).inc(merged.stats.bytes_read)
+        counted = self.children.query(datasource, qtype)
+        counted.ok.inc()
+        counted.query_seconds.observe(time.perf_counter() - started)
+        counted.bytes_read.inc(merged.stats.bytes_read)
         return merged
 
     def _abort(self, context, exc: BaseException, prefix: str = ""):
@@ -224,9 +232,27 @@ def _parked_key(request) -> bytes:
     return request.SerializeToString(deterministic=True)
 
 
+_SERVICE = historical_pb2.DESCRIPTOR.services_by_name["HistoricalService"].full_name
+
+
+def _register(servicer: HistoricalServicer, server) -> None:
+    """The generated registration, but RunQueryOnce takes and returns bytes: gRPC's Python then
+    builds no request or reply message around the handler (and the request's bytes find its
+    parse again); the other methods are as generated."""
+    handlers = {
+        "RunQuery": grpc.unary_stream_rpc_method_handler(
+            servicer.RunQuery, request_deserializer=historical_pb2.RunQueryRequest.FromString,
+            response_serializer=types_pb2.ArrowChunk.SerializeToString),
+        "RunQueryOnce": grpc.unary_unary_rpc_method_handler(servicer.run_query_once_raw),
+        "GetLoadStatus": grpc.unary_unary_rpc_method_handler(
+            servicer.GetLoadStatus, request_deserializer=historical_pb2.HistoricalLoadStatusRequest.FromString,
+            response_serializer=historical_pb2.HistoricalLoadStatusResponse.SerializeToString),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(_SERVICE, handlers),))
+
+
 def add_to_server(grpc_server, servicer: HistoricalServicer) -> None:
-    grpc_server.add(historical_pb2_grpc.add_HistoricalServiceServicer_to_server, servicer,
-                    historical_pb2.DESCRIPTOR.services_by_name["HistoricalService"].full_name)
+    grpc_server.add(_register, servicer, _SERVICE)
 
 
 __all__ = ["HistoricalServicer", "add_to_server"]

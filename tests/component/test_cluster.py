@@ -84,6 +84,124 @@ def test_partials_too_large_for_one_message_are_streamed_without_running_twice(c
     assert all(len(h.servicer.parked) == 0 for h in cluster.historicals)
 
 
+def test_a_historical_answers_a_repeated_request_from_its_parse_and_alike(cluster):
+    """The broker writes a cached plan's request once (all but the query id); the historical finds
+    its parse again by those bytes, and answers every form of the request alike."""
+    import dataclasses
+
+    from common.query.engine import union_schema
+    from services.historical.client import HistoricalClient
+    from services.historical.query_request import query_id_field
+    from services.rpc.arrow_stream import chunks_to_table
+    from services.rpc.gen.strata.v1 import types_pb2
+
+    sids = [d.id for d in cluster.descriptors]
+    node = cluster.historicals[0]
+    client = HistoricalClient(f"127.0.0.1:{node.grpc.port}")
+    try:
+        schema = union_schema(cluster.local_segments)
+        text = json.dumps(QUERIES[0])
+        first = client.ask(text, "repeat-1", sids, schema, 30).read()
+        kept = len(node.servicer.requests)
+        assert client.request_bytes(text, "a", sids, schema)[:-1] == client.request_bytes(text, "b", sids, schema)[:-1]
+        second = client.ask(text, "repeat-2", sids, schema, 30).read()
+        assert len(node.servicer.requests) == kept  # found again, not parsed again
+        assert first.stats.segments == 7 and first.table.num_rows == 7 * 24
+        assert second.table.equals(first.table) and second.stats == first.stats
+        # Fewer segments: another request, another answer.
+        fewer = client.ask(text, "repeat-3", sids[:3], schema, 30).read()
+        assert fewer.stats.segments == 3
+        # A request over very many segments is written every time, not kept.
+        kept = list(client._written[text])
+        many = [dataclasses.replace(sids[0], partition=p) for p in range(500)]
+        assert client.request_bytes(text, "x", many, schema) == client.request_bytes(text, "x", many, schema)
+        assert client._written[text] == kept
+        # The query id written first, as another client may: the same answer.
+        raw = client._channel.unary_unary("/strata.v1.HistoricalService/RunQueryOnce",
+                                          response_deserializer=types_pb2.ArrowChunk.FromString)
+        reply = raw(query_id_field("repeat-4") + client.request_bytes(text, "", sids, schema), timeout=30)
+        table, stats = chunks_to_table([reply])
+        assert table.equals(first.table) and stats == first.stats
+    finally:
+        client.close()
+
+
+
+@pytest.mark.parametrize("one_batch", [True, False], ids=["one-batch call", "public stream"])
+def test_a_historical_call_answers_and_fails_alike_either_way(cluster, one_batch, monkeypatch):
+    """RunQueryOnce as one batch on gRPC's private call (the default) or as the public one-message
+    stream (another gRPC, or a channel adding the internal credential): the same reply, the same
+    errors with the same codes, cancellation."""
+    import dataclasses
+    import threading
+
+    import services.historical.server as historical_server
+    from common.query.engine import union_schema
+    from services.historical.client import HistoricalClient
+
+    node = cluster.historicals[0]
+    client = HistoricalClient(f"127.0.0.1:{node.grpc.port}")
+    try:
+        assert client._raw is not None  # this gRPC has the pieces: the default is the one-batch call
+        if not one_batch:
+            client._raw = None
+        sids = [d.id for d in cluster.descriptors]
+        schema = union_schema(cluster.local_segments)
+        text = json.dumps(QUERIES[0])
+        got = client.ask(text, "either-1", sids, schema, 30).read()
+        assert got.stats.segments == 7 and got.table.num_rows == 7 * 24
+        absent = dataclasses.replace(sids[0], version="no-such-version")
+        with pytest.raises(grpc.RpcError) as err:
+            client.ask(text, "either-2", [absent], schema, 30).read()
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND and "no-such-version" in err.value.details()
+        with pytest.raises(grpc.RpcError) as err:
+            client.ask(text, "either-3", sids, schema, -1.0).read()  # a deadline already passed
+        assert err.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        # Cancelled while the historical works on it (held until the cancel is in): CANCELLED.
+        release, started = threading.Event(), threading.Event()
+        real_run = historical_server.engine.run
+
+        def held(*args, **kwargs):
+            started.set()
+            release.wait(30)
+            return real_run(*args, **kwargs)
+
+        monkeypatch.setattr(historical_server.engine, "run", held)
+        try:
+            call = client.ask(text, "either-4", sids[:1], schema, 30)
+            assert started.wait(30)
+            call.cancel()
+            with pytest.raises(grpc.RpcError) as err:
+                call.read()
+            assert err.value.code() == grpc.StatusCode.CANCELLED
+        finally:
+            release.set()
+            monkeypatch.undo()
+        bad = json.dumps({**QUERIES[0], "granularity": "fortnightly"})
+        with pytest.raises(grpc.RpcError) as err:
+            client.ask(bad, "either-5", sids, schema, 30).read()
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "fortnightly" in err.value.details()
+    finally:
+        client.close()
+
+def test_garbled_bytes_to_a_historical_are_invalid_argument(cluster):
+    from services.rpc.gen.strata.v1 import historical_pb2
+
+    channel = grpc.insecure_channel(f"127.0.0.1:{cluster.historicals[0].grpc.port}")
+    try:
+        once = channel.unary_unary("/strata.v1.HistoricalService/RunQueryOnce")
+        for body in (b"\xff\xff\xff", b"\x12\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01", b"\x0a\x05ab"):
+            with pytest.raises(grpc.RpcError) as err:
+                once(body, timeout=30)
+            assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT, err.value.details()
+            assert "not a valid strata.v1.RunQueryRequest" in err.value.details()
+        bad = historical_pb2.RunQueryRequest(query_json='{"queryType": "nope", "dataSource": "wiki"}', query_id="q")
+        with pytest.raises(grpc.RpcError) as err:
+            once(bad.SerializeToString(), timeout=30)
+        assert err.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "bad query" in err.value.details()
+    finally:
+        channel.close()
+
 def test_large_results_stream_past_the_grpc_message_limit(cluster):
     got, _ = cluster.client.native({"queryType": "scan", "dataSource": "wiki", "intervals": IV,
                                     "columns": ["__time", "page", "user", "comment", "added"]})
@@ -226,3 +344,4 @@ def test_segment_allocation_over_grpc_reserves_what_each_appender_builds(cluster
                 partitions=[1, 2]), timeout=30)
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "2 partition counts for 1 intervals" in refused.value.details()
+

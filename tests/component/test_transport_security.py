@@ -96,9 +96,11 @@ def test_https_status_health_on_every_node(cluster, certs):
         urllib.request.urlopen(f"http://127.0.0.1:{cluster.broker.http.port}/status/health", timeout=10).read()
 
 
-def _run_query(cluster, historical: HistoricalClient):
+def _run_query(cluster, historical: HistoricalClient, once: bool = False):
     sids = [s for s in cluster.historicals[0].node.status()["served"] if s.datasource == "wiki"]
     schema = cluster.broker.catalog.datasource_schema("wiki")
+    if once:  # RunQueryOnce, as the broker asks
+        return historical.ask(json.dumps(QUERY), "direct", sids, schema, timeout_s=30).read()
     return historical.read_partial(historical.run_query(json.dumps(QUERY), "direct", sids, schema, timeout_s=30))
 
 
@@ -106,10 +108,11 @@ def test_direct_run_query_needs_the_internal_credential(cluster, ca_only):
     target = f"127.0.0.1:{cluster.historicals[0].grpc.port}"
     outsider = HistoricalClient(target, ca_only)
     try:
-        with pytest.raises(grpc.RpcError) as err:
-            _run_query(cluster, outsider)
-        assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
-        assert "internal credential" in err.value.details()
+        for once in (False, True):
+            with pytest.raises(grpc.RpcError) as err:
+                _run_query(cluster, outsider, once)
+            assert err.value.code() == grpc.StatusCode.UNAUTHENTICATED
+            assert "internal credential" in err.value.details()
     finally:
         outsider.close()
     # The admin's own password does not open a historical either.
@@ -127,6 +130,9 @@ def test_direct_run_query_needs_the_internal_credential(cluster, ca_only):
     try:
         partial = _run_query(cluster, insider)
         assert partial.table.column("rows").to_pylist() == [cluster.rows]
+        # RunQueryOnce as one batch over TLS, the credential sent with the batch.
+        assert insider._raw is not None
+        assert _run_query(cluster, insider, once=True).table.column("rows").to_pylist() == [cluster.rows]
     finally:
         insider.close()
 

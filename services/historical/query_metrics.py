@@ -1,0 +1,60 @@
+"""QueryMetrics: the label children a historical's query path counts into, kept per label set.
+
+Each query touches about ten labelled metrics (per table read, per datasource and query type);
+``labels()`` validates the values and takes a lock every time, a noticeable share of a small
+query's handling. The children are kept here (a handful of label sets per datasource) and fall
+back to ``labels()`` past a bound, so a flood of datasources cannot grow this without limit.
+"""
+
+from __future__ import annotations
+
+_MAX_SETS = 1024
+
+
+class _TableChildren:
+    __slots__ = ("segment_query_seconds", "segments_queried", "rows_scanned", "projection_base_rows")
+
+    def __init__(self, metrics, datasource: str, table: str) -> None:
+        self.segment_query_seconds = metrics.segment_query_seconds.labels(datasource, table)
+        self.segments_queried = metrics.segments_queried.labels(datasource, table)
+        self.rows_scanned = metrics.rows_scanned.labels(datasource, table)
+        self.projection_base_rows = metrics.projection_base_rows.labels(datasource, table)
+
+
+class _QueryChildren:
+    __slots__ = ("ok", "query_seconds", "bytes_read")
+
+    def __init__(self, metrics, datasource: str, query_type: str) -> None:
+        self.ok = metrics.queries.labels(datasource, query_type, "ok")
+        self.query_seconds = metrics.query_seconds.labels(datasource, query_type)
+        self.bytes_read = metrics.bytes_read.labels(datasource)
+
+
+class QueryMetrics:
+    def __init__(self, metrics) -> None:
+        self.metrics = metrics
+        self._tables: dict[tuple[str, str], _TableChildren] = {}
+        self._queries: dict[tuple[str, str], _QueryChildren] = {}
+
+    def table(self, datasource: str, table: str) -> _TableChildren:
+        """The per-table children (segment time, segments, rows scanned, base rows saved)."""
+        key = (datasource, table)
+        found = self._tables.get(key)
+        if found is None:
+            found = _TableChildren(self.metrics, datasource, table)
+            if len(self._tables) < _MAX_SETS:
+                self._tables[key] = found
+        return found
+
+    def query(self, datasource: str, query_type: str) -> _QueryChildren:
+        """The per-query children of a query that answered (its count, latency, bytes read)."""
+        key = (datasource, query_type)
+        found = self._queries.get(key)
+        if found is None:
+            found = _QueryChildren(self.metrics, datasource, query_type)
+            if len(self._queries) < _MAX_SETS:
+                self._queries[key] = found
+        return found
+
+
+__all__ = ["QueryMetrics"]
