@@ -81,7 +81,11 @@ class QueryExecutor:
         engine.validate(query, schema)
         return engine.finalize(query, Partial(pa.table({}), RunStats()), schema)
 
-    def _schema(self, datasource: str, context=None) -> dict:
+    def _schema(self, datasource: str, context=None, schemas=None) -> dict:
+        if schemas is not None:
+            planned = schemas.get(datasource)
+            if planned is not None:  # what the statement was planned with (SecureSqlCatalog.schemas)
+                return planned
         # The schema the query was planned with: a statement's SET columnTypeMergePolicy reaches the
         # native queries' context, and historicals cast every segment's values to the types sent
         # here; under the broker's default policy instead, a column typed BIGINT when planned would
@@ -106,15 +110,18 @@ class QueryExecutor:
         return schema
 
     def execute(self, query: Query | dict, timeout_s: float, query_id: str | None = None,
-                is_active=lambda: True) -> engine.Result:
+                is_active=lambda: True, schemas=None) -> engine.Result:
+        """``schemas``: datasource -> the schema a SQL statement was planned with, used instead of
+        the current one so the rows match the schema its plan announced."""
         if isinstance(query, dict):
             query = query_from_json(query)
         deadline = time.monotonic() + timeout_s
         if not isinstance(query.datasource, str):
-            inner = self.execute(query.datasource, max(deadline - time.monotonic(), 0.001), query_id, is_active)
+            inner = self.execute(query.datasource, max(deadline - time.monotonic(), 0.001), query_id, is_active,
+                                 schemas)
             return engine.execute_on_table(query, inner.table, inner.stats)
         query = topn_threshold.without_directive(query)  # rounds are the broker's to choose, never a client's
-        schema = self._schema(query.datasource, query.context)
+        schema = self._schema(query.datasource, query.context, schemas)
         engine.validate(query, schema)
         query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
         budget = MemoryBudget.for_query(query.context, self.max_query_bytes, query_id, "broker")
@@ -127,7 +134,7 @@ class QueryExecutor:
         return isinstance(query, ScanQuery) and isinstance(query.datasource, str)
 
     def execute_stream(self, query: Query | dict, timeout_s: float, emit, query_id: str | None = None,
-                       is_active=lambda: True) -> RunStats:
+                       is_active=lambda: True, schemas=None) -> RunStats:
         """A scan's rows handed to ``emit`` (finalized tables, a batch at a time) as the historicals
         send them, never all held here: every historical is asked at once; in no order they are
         read in turn, the others waiting meanwhile under gRPC's flow control; ordered by time, their
@@ -140,7 +147,7 @@ class QueryExecutor:
         if not self.streams(query):
             raise ValueError("execute_stream runs scans of a datasource only")
         deadline = time.monotonic() + timeout_s
-        schema = self._schema(query.datasource, query.context)
+        schema = self._schema(query.datasource, query.context, schemas)
         engine.validate(query, schema)
         query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
         with self.view_lock:

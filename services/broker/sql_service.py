@@ -315,9 +315,12 @@ class SqlService:
             check_policy(policy)
         token = MERGE_POLICY.set(policy)
         try:
-            plan = plan_sql(sql, SecureSqlCatalog(self.catalog, self.authorizer, user), parameters, context)
+            catalog = SecureSqlCatalog(self.catalog, self.authorizer, user)
+            plan = plan_sql(sql, catalog, parameters, context)
         finally:
             MERGE_POLICY.reset(token)
+        # The schemas the plan was made with run it too (see SecureSqlCatalog.schemas).
+        plan.planned_schemas = catalog.schemas
         if key is not None and not parameters and plan.reusable:
             with self._plans_lock:
                 self._plans[key] = plan
@@ -389,7 +392,11 @@ class SqlService:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
+            if schemas:
+                return self.executor.execute(query, remaining, None, is_active, schemas=schemas).table
             return self.executor.execute(query, remaining, None, is_active).table
+
+        schemas = getattr(plan, "planned_schemas", None)
 
         scan = plan.memo("streamed_scan", plan.streamed_scan) if emit is not None else None
         if scan is not None and self.executor.streams(scan[0]):
@@ -397,7 +404,8 @@ class SqlService:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
-            self.executor.execute_stream(query, remaining, lambda table: emit(shape(table)), None, is_active)
+            self.executor.execute_stream(query, remaining, lambda table: emit(shape(table)), None, is_active,
+                                         **({"schemas": schemas} if schemas else {}))
             return plan.result_schema.empty_table()
         return plan.execute(run_native)
 

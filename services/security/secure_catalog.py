@@ -43,6 +43,11 @@ class SecureSqlCatalog:
         self.authorizer = authorizer
         self.user = user
         self._memo: dict[tuple[str, str], bool] = {}
+        # Each datasource's schema as this statement first saw it: the catalog cache or the served
+        # segments may change while a statement is planned and run, and every step of it (the
+        # planner's several looks, the schema GetFlightInfo announces, the executor's validation
+        # and the types sent to historicals) must see one schema, not two.
+        self.schemas: dict[str, dict] = {}
 
     def can_read(self, resource_type: str, name: str) -> bool:
         key = (resource_type, name)
@@ -63,7 +68,12 @@ class SecureSqlCatalog:
 
     def datasource_schema(self, name: str):
         self._require_read("DATASOURCE", name)
-        return self.inner.datasource_schema(name)
+        schema = self.schemas.get(name)
+        if schema is None:
+            schema = self.inner.datasource_schema(name)
+            if schema is not None:
+                self.schemas[name] = schema
+        return schema
 
     def declared_order(self, name: str) -> bool:
         self._require_read("DATASOURCE", name)

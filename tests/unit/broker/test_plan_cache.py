@@ -19,7 +19,7 @@ from tests.unit.sql.fake_catalog import FakeCatalog
 
 
 class _Executor:
-    def execute(self, query, remaining, _, is_active):
+    def execute(self, query, remaining, _, is_active, schemas=None):
         raise AssertionError("these statements run on the broker alone")
 
 
@@ -145,7 +145,7 @@ def test_a_constant_statement_that_fails_fails_every_time():
 class _NoRows:
     """A cluster with no rows: every native query answers an empty table (columns read as NULL)."""
 
-    def execute(self, query, remaining, _, is_active):
+    def execute(self, query, remaining, _, is_active, schemas=None):
         class Result:
             table = pa.table({})
         return Result()
@@ -177,3 +177,32 @@ def test_statements_planned_afresh_each_run_are_not_pinned(sql):
     door = QueryFrontDoor(sql=_service())
     _, request = door.planned(QueryRequest(None, sql=sql, parameter_rows=((1,),) if "?" in sql else ()))
     assert request.plan is None
+
+
+class _RecordingSchemas(_NoRows):
+    """Answers no rows and remembers the schemas each native query was run with."""
+
+    def __init__(self) -> None:
+        self.seen: list = []
+
+    def execute(self, query, remaining, _, is_active, schemas=None):
+        self.seen.append(schemas)
+        return super().execute(query, remaining, _, is_active)
+
+
+def test_a_described_plan_runs_with_the_schema_it_was_planned_with_after_a_column_was_dropped():
+    """GetFlightInfo plans with the catalog as it is then; a catalog change before DoGet must not
+    make the executor validate the plan against another schema (a dropped column would be an
+    unknown-column error for a statement the client saw planned)."""
+    from services.broker.front_door import QueryFrontDoor, QueryRequest
+
+    long, double = ColumnType.parse("LONG"), ColumnType.parse("DOUBLE")
+    catalog = FakeCatalog({"t": {"__time": ColumnType.parse("TIMESTAMP"), "x": long, "y": double}})
+    executor = _RecordingSchemas()
+    service = SqlService(catalog, executor, default_timeout_s=30)
+    door = QueryFrontDoor(sql=service)
+    schema, request = door.planned(QueryRequest(None, sql="SELECT x, y FROM t"))
+    catalog.schemas["t"] = {"__time": ColumnType.parse("TIMESTAMP"), "x": long}  # y dropped meanwhile
+    service._plans.clear()
+    assert door.run(request, expected_schema=schema).table.schema == schema
+    assert executor.seen and all(s is not None and s["t"]["y"] == double for s in executor.seen)

@@ -286,3 +286,15 @@ def test_native_query_datasources():
         "right": {"type": "query", "query": {"dataSource": {"type": "union", "dataSources": ["b", "c"]}}}}}) \
         == {"a", "b", "c"}
     assert native_query_datasources({"queryType": "scan", "dataSource": {"type": "inline"}}) == set()
+
+
+def test_a_statement_sees_one_schema_per_datasource_however_often_it_asks():
+    """The catalog may change while one statement is planned (several looks at a table) and run;
+    the statement keeps the schema it first saw, and records it for the executor."""
+    inner = FakeCatalog({"wiki": dict(SCHEMA)})
+    catalog = SecureSqlCatalog(inner, ALLOW_ALL, None)
+    first = catalog.datasource_schema("wiki")
+    inner.schemas["wiki"] = {"__time": TIMESTAMP, "page": STRING}  # "added" dropped meanwhile
+    assert catalog.datasource_schema("wiki") == SCHEMA
+    assert catalog.schemas == {"wiki": first}
+    assert SecureSqlCatalog(inner, ALLOW_ALL, None).datasource_schema("wiki") == inner.schemas["wiki"]
