@@ -11,12 +11,18 @@ source by the very segment object it was chosen for: a segment opened again is a
 chooses again. Keeping the same query and source objects also lets the selection and keying
 kept on them (``selection.select_projection_rows``, ``projection_batch``) serve the next run, as
 they do on a historical. Bounded, least recently used first.
+
+Nothing here keeps a segment alive: a source is kept on its segment object (it reads that
+segment's files, and goes with it), and a preparation refers to its segments and sources weakly.
+A caller that lets go of a segment (an evicted one, whose unlinked file frees its space only once
+nothing maps it) gets its memory and disk back as if nothing had been kept.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -52,8 +58,9 @@ class _Lru:
 
 
 _QUERIES = _Lru(256)  # query text -> Query
-_SOURCES = _Lru(4096)  # (query text, id(segment)) -> (segment, source)
-_PREPARED = _Lru(256)  # (query text, ids of segments) -> (segments, (schema, sources))
+_PREPARED = _Lru(256)  # (query text, ids of segments) -> (weak segments, schema, weak sources)
+_SOURCES_ATTR = "_kept_sources"  # on a segment object: query text -> its source
+MAX_SOURCES_PER_SEGMENT = 64
 
 
 def query_text(obj: dict) -> str | None:
@@ -96,35 +103,56 @@ def kept(text: str | None, query: Query) -> Query:
 
 
 def source(text: str | None, segment, make: Callable):
-    """``make()``'s source for ``segment``, kept for the query ``text``."""
+    """``make()``'s source for ``segment``, kept on the segment for the query ``text``."""
     if text is None:
         return make()
-    key = (text, id(segment))
-    hit = _SOURCES.get(key)
-    if hit is not None and hit[0] is segment:
-        return hit[1]
-    made = make()
-    _SOURCES.put(key, (segment, made))
+    kept_sources = getattr(segment, _SOURCES_ATTR, None)
+    if kept_sources is None:
+        kept_sources = OrderedDict()
+        try:
+            setattr(segment, _SOURCES_ATTR, kept_sources)
+        except AttributeError:  # an object that takes no attributes: nothing is kept for it
+            return make()
+    hit = kept_sources.get(text)
+    if hit is not None:
+        return hit
+    made = kept_sources[text] = make()
+    while len(kept_sources) > MAX_SOURCES_PER_SEGMENT:
+        kept_sources.popitem(last=False)
     return made
+
+
+def _weak(obj):
+    try:
+        return weakref.ref(obj)
+    except TypeError:
+        return None
 
 
 def prepared(text: str | None, segments, make: Callable):
     """``make()``'s preparation of the query ``text`` over exactly these segment objects (the
-    schema, the sources), kept; a bad query raises from ``make()`` every time."""
+    schema, the sources), kept while they all live; a bad query raises from ``make()`` every time."""
     if text is None:
         return make()
     key = (text, *map(id, segments))
     hit = _PREPARED.get(key)
-    if hit is not None and len(hit[0]) == len(segments) and all(a is b for a, b in zip(hit[0], segments)):
-        return hit[1]
-    made = make()
-    _PREPARED.put(key, (tuple(segments), made))
-    return made
+    if hit is not None:
+        weak_segments, schema, weak_sources = hit
+        if len(weak_segments) == len(segments) and all(r() is s for r, s in zip(weak_segments, segments)):
+            sources = [r() for r in weak_sources]
+            if all(src is not None for src in sources):
+                return schema, sources
+    schema, sources = make()
+    weak_segments = tuple(_weak(s) for s in segments)
+    weak_sources = tuple(_weak(src) for src in sources)
+    if all(r is not None for r in weak_segments + weak_sources):
+        _PREPARED.put(key, (weak_segments, schema, weak_sources))
+    return schema, sources
 
 
 def clear() -> None:
+    """Forget the kept queries and preparations (sources kept on segments go with them)."""
     _QUERIES.clear()
-    _SOURCES.clear()
     _PREPARED.clear()
 
 
