@@ -122,7 +122,7 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
             return None
         plan, selected = made
     elif not plan.kept:
-        plan = _kept(plan, query)  # a new object: runs holding the old one keep using it whole
+        plan = _kept(plan, query, sources)  # a new object: runs holding the old one keep using it whole
         PLANS.put(plan)
     groups = plan.groups
     budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
@@ -257,11 +257,11 @@ def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[s
     return plan, selected
 
 
-def _kept(plan: BatchPlan, query: _Aggregating) -> BatchPlan:
+def _kept(plan: BatchPlan, query: _Aggregating, sources: list[RowSource]) -> BatchPlan:
     """The plan prepared for the runs that find it (made on the second run, so a query run once
     pays nothing for it): the selected rows' positions in the sources' whole columns end to end
     and, for counts and integer sums over groups not in row order, the rows in group order."""
-    rows, sources, groups = plan.rows, plan.sources, plan.groups
+    rows, groups = plan.rows, plan.groups
     positions = None
     if any(r is not None for r in rows):
         starts = np.cumsum([0] + [source.num_rows for source in sources[:-1]])

@@ -21,6 +21,7 @@ recently used first, and hold the objects they were made for, so an id is not re
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -32,9 +33,30 @@ MAX_PLANS = 1024
 MAX_BYTES = 64 << 20
 
 
+class _Strong:
+    """A reference to an object that takes no weak reference (a test's stand-in)."""
+
+    def __init__(self, obj) -> None:
+        self.obj = obj
+
+    def __call__(self):
+        return self.obj
+
+
+def _ref(source):
+    if isinstance(source, (weakref.ref, _Strong)):
+        return source
+    try:
+        return weakref.ref(source)
+    except TypeError:
+        return _Strong(source)
+
+
 @dataclass
 class BatchPlan:
     query: object
+    # The sources, held weakly (see __post_init__): a kept plan must not keep a segment's files
+    # open or mapped after its holder let go of it.
     sources: tuple
     checked: tuple[str, ...]  # the columns whose declared types the keys and selections depend on
     types: tuple  # their declared types when the plan was made
@@ -54,6 +76,16 @@ class BatchPlan:
     kept: bool = False  # prepared for the runs that find it (``take``, ``reorder``)
     # Each source's slice of the group ids (Aggregator.combine_parts).
     gids: list = field(default_factory=list)
+    source_ids: tuple = ()  # the sources' ids when the plan was made: its key in ``BatchPlans``
+
+    def __post_init__(self) -> None:
+        if not self.source_ids:
+            self.source_ids = tuple(map(id, self.sources))
+        self.sources = tuple(_ref(s) for s in self.sources)
+
+    def live_sources(self) -> tuple:
+        """The sources, or None in place of one that is gone."""
+        return tuple(r() for r in self.sources)
 
     @property
     def nbytes(self) -> int:
@@ -66,7 +98,7 @@ class BatchPlan:
 
     def fits(self, query, sources, schema) -> bool:
         return (self.query is query and len(self.sources) == len(sources)
-                and all(a is b for a, b in zip(self.sources, sources))
+                and all(r() is b for r, b in zip(self.sources, sources))
                 and self.types == tuple(schema.get(n) for n in self.checked))
 
 
@@ -100,7 +132,7 @@ class BatchPlans:
         size = plan.nbytes
         if size > self.max_bytes:
             return
-        key = self._key(plan.query, plan.sources)
+        key = (id(plan.query), *plan.source_ids)
         with self._lock:
             old = self._plans.pop(key, None)
             if old is not None:

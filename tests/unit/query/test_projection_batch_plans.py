@@ -178,12 +178,12 @@ def test_kept_plans_are_bounded_in_number_and_bytes():
     for p in made:
         plans.put(p)
     assert len(plans) == 3
-    assert plans.get(made[0].query, made[0].sources, {}) is None
-    assert plans.get(made[4].query, made[4].sources, {}) is made[4]
+    assert plans.get(made[0].query, made[0].live_sources(), {}) is None
+    assert plans.get(made[4].query, made[4].live_sources(), {}) is made[4]
     big = _plan(object(), 1_000)  # 8,000 bytes: the oldest plan makes room
     plans.put(big)
-    assert len(plans) == 3 and plans.get(big.query, big.sources, {}) is big
-    assert plans.get(made[2].query, made[2].sources, {}) is None
+    assert len(plans) == 3 and plans.get(big.query, big.live_sources(), {}) is big
+    assert plans.get(made[2].query, made[2].live_sources(), {}) is None
     plans.put(_plan(object(), 10_000))  # larger than the whole budget: not kept
     assert len(plans) == 3
     with pytest.raises(ValueError):
@@ -204,3 +204,24 @@ def test_threads_running_the_same_queries_get_the_same_answers(segments):
     with ThreadPoolExecutor(max_workers=4) as pool:
         for i, (table, stats) in pool.map(one, range(20 * len(queries))):
             assert _same(table, expected[i][0]) and stats == expected[i][1], queries[i]
+
+
+def test_a_kept_plan_does_not_keep_its_sources_alive():
+    import gc
+    import weakref
+
+    class Source:
+        pass
+
+    plans = BatchPlans()
+    source = Source()
+    query = object.__new__(type("Q", (), {}))
+    gid = np.zeros(3, np.int64)
+    plan = BatchPlan(query, (source,), (), (), (None,), (frozenset(),), (0,), [], Groups(gid, 1, []), 3, 3, 3)
+    plans.put(plan)
+    assert plans.get(query, (source,), {}) is plan
+    ref = weakref.ref(source)
+    del source
+    gc.collect()
+    assert ref() is None, "a kept plan held the source (and its segment's files) alive"
+    assert plan.live_sources() == (None,)
