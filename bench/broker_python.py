@@ -37,7 +37,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from bench.projections import build  # noqa: E402
-from bench.projections_cluster import QUERIES, LeanFlightSql  # noqa: E402
+from bench.projections_cluster import QUERIES, LeanFlightSql, publish_built  # noqa: E402
 from common.demo import table as demo_table  # noqa: E402
 from common.segment.descriptor import SegmentDescriptor  # noqa: E402
 from services.deep_storage.deep_storage import deep_storage_key  # noqa: E402
@@ -223,7 +223,6 @@ def processes(args) -> int:
     from bench.cluster import cpu_ms
     from services.cli.cluster_client import ClusterClient
     from services.cli.local_cluster import LocalCluster
-    from services.deep_storage import deep_storage_from_url
 
     work = tempfile.mkdtemp(prefix="strata-broker-python-")
     cluster = LocalCluster(os.path.join(work, "cluster"))
@@ -236,14 +235,7 @@ def processes(args) -> int:
         data = data.set_column(3, "added", data.column("added").fill_null(0))
         built: list = []
         build(data, os.path.join(work, "segments"), built)
-        storage = deep_storage_from_url(os.path.join(cluster.dir, "deep-storage"))
-        descriptors = []
-        for path, manifest in built:
-            key = deep_storage_key(manifest.segment_id)
-            size = storage.push(path, key)
-            descriptors.append(SegmentDescriptor.of(manifest, key, 1, os.path.getsize(path) if size is None else size))
-        client.publish(descriptors)
-        client.wait_loaded("wiki", len(descriptors), 300)
+        publish_built(client, os.path.join(cluster.dir, "deep-storage"), built, 300)
         client.close()
         pids = {}
         for node in cluster.running()["nodes"]:

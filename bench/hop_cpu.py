@@ -30,13 +30,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from bench.cluster import cpu_ms  # noqa: E402
 from bench.projections import build  # noqa: E402
-from bench.projections_cluster import QUERIES, LeanFlightSql  # noqa: E402
+from bench.projections_cluster import QUERIES, LeanFlightSql, publish_built  # noqa: E402
 from common.demo import table as demo_table  # noqa: E402
-from common.segment.descriptor import SegmentDescriptor  # noqa: E402
 from services.cli.cluster_client import ClusterClient  # noqa: E402
 from services.cli.local_cluster import LocalCluster  # noqa: E402
-from services.deep_storage import deep_storage_from_url  # noqa: E402
-from services.deep_storage.deep_storage import deep_storage_key  # noqa: E402
 
 HERE = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -59,14 +56,7 @@ class Served:
                 os.environ["PYTHONPATH"] = env_before
         endpoints = self.cluster.endpoints()
         client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
-        storage = deep_storage_from_url(os.path.join(self.cluster.dir, "deep-storage"))
-        descriptors = []
-        for path, manifest in built:
-            key = deep_storage_key(manifest.segment_id)
-            size = storage.push(path, key)
-            descriptors.append(SegmentDescriptor.of(manifest, key, 1, os.path.getsize(path) if size is None else size))
-        client.publish(descriptors)
-        client.wait_loaded("wiki", len(descriptors), 900)
+        publish_built(client, os.path.join(self.cluster.dir, "deep-storage"), built, 900)
         client.close()
         self.lean = LeanFlightSql(endpoints["flight"])
         deadline = time.monotonic() + 120  # the broker sees the historicals' announcements a moment later

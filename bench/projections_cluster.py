@@ -218,6 +218,20 @@ def adbc_unprepared(conn, sql: str) -> pa.Table:
         stmt.close()
 
 
+def publish_built(client, deep_storage_dir: str, built: list, timeout_s: float) -> list:
+    """Push built segments (``(path, manifest)``) to a cluster's deep storage, publish them and wait
+    until the historicals have loaded them all; the descriptors published."""
+    storage = deep_storage_from_url(deep_storage_dir)
+    descriptors = []
+    for path, manifest in built:
+        key = deep_storage_key(manifest.segment_id)
+        size = storage.push(path, key)
+        descriptors.append(SegmentDescriptor.of(manifest, key, 1, os.path.getsize(path) if size is None else size))
+    client.publish(descriptors)
+    client.wait_loaded("wiki", len(descriptors), timeout_s)
+    return descriptors
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=10_000_000)
@@ -241,14 +255,7 @@ def main() -> int:
         started = time.perf_counter()
         built: list = []
         local_segments, _, _ = build(data, os.path.join(work, "segments"), built)
-        storage = deep_storage_from_url(os.path.join(cluster.dir, "deep-storage"))
-        descriptors = []
-        for path, manifest in built:
-            key = deep_storage_key(manifest.segment_id)
-            size = storage.push(path, key)
-            descriptors.append(SegmentDescriptor.of(manifest, key, 1, os.path.getsize(path) if size is None else size))
-        client.publish(descriptors)
-        client.wait_loaded("wiki", len(descriptors), 900)
+        descriptors = publish_built(client, os.path.join(cluster.dir, "deep-storage"), built, 900)
         load_s = time.perf_counter() - started
         metric_urls = [f"http://127.0.0.1:{n['http_port']}/metrics" for n in cluster.running()["nodes"]
                        if n["role"] == "historical"]

@@ -14,9 +14,8 @@ from common.demo import table as demo_table
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.time_partitioner import build_segments
 from services.deep_storage import deep_storage_key
-from services.discovery.keys import load_failures_prefix, parse_load_failure_key
-from services.discovery.load_failure import LoadFailureReport
 from services.historical.core.assignment_state import LoadFailureForgotten
+from tests.component.load_failure_records import failures, serving
 from tests.harness.embedded_cluster import EmbeddedCluster
 
 DEADLINE_S = 30.0
@@ -30,19 +29,6 @@ def cluster(tmp_path_factory):
                         coordinator={"give_up_expiry_ms": EXPIRY_MS})
     yield c
     c.stop()
-
-
-def failures(cluster, segment) -> dict[str, LoadFailureReport]:
-    out = {}
-    for key, value in cluster.coordinator.discovery.get_prefix(load_failures_prefix()).items():
-        report = LoadFailureReport.from_bytes(value)
-        if report.segment == segment:
-            out[parse_load_failure_key(key).server] = report
-    return out
-
-
-def serving(cluster, segment) -> list[str]:
-    return [h.node.server_id for h in cluster.historicals if h.node.segment(segment) is not None]
 
 
 def test_a_server_that_gave_up_gets_the_segment_again_once_the_give_up_expires(cluster, tmp_path):

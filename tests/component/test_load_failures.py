@@ -14,8 +14,8 @@ from common.segment.descriptor import SegmentDescriptor
 from common.segment.time_partitioner import build_segments
 from services.coordinator.client import CoordinatorClient
 from services.deep_storage import deep_storage_key
-from services.discovery.keys import assignment_key, assignments_prefix, load_failures_prefix, parse_load_failure_key
-from services.discovery.load_failure import LoadFailureReport
+from services.discovery.keys import assignment_key, assignments_prefix
+from tests.component.load_failure_records import failures, serving
 from tests.harness.embedded_cluster import EmbeddedCluster
 
 DEADLINE_S = 30.0
@@ -41,19 +41,6 @@ def publish_without_pushing(cluster, descriptor: SegmentDescriptor) -> None:
         assert client.publish([descriptor]) == 1
     finally:
         client.close()
-
-
-def failures(cluster, segment) -> dict[str, LoadFailureReport]:
-    out = {}
-    for key, value in cluster.coordinator.discovery.get_prefix(load_failures_prefix()).items():
-        report = LoadFailureReport.from_bytes(value)
-        if report.segment == segment:
-            out[parse_load_failure_key(key).server] = report
-    return out
-
-
-def serving(cluster, segment) -> list[str]:
-    return [h.node.server_id for h in cluster.historicals if h.node.segment(segment) is not None]
 
 
 def test_a_load_that_fails_is_reported_and_retried_after_a_backoff(cluster, tmp_path):
