@@ -26,7 +26,7 @@ from common.query.model import GroupByQuery, TimeseriesQuery, TopNQuery, _Aggreg
 from common.query.ordering import SortKey, sort_table
 from common.query.partial import Partial, RunStats, decode_dictionaries, union_coverage
 from common.query.projection_batch import PLANS, BatchPlan
-from common.query.row_source import ColumnSource, RowSource
+from common.query.row_source import ColumnSource, RowSource, _int64
 from common.query.selection import evaluate_values, select, select_projection_rows
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
 
@@ -451,14 +451,10 @@ def _wanted_buckets(query: TimeseriesQuery, coverage: tuple[int, int]) -> np.nda
 
 
 def _epoch_millis(times: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """A time column's values as int64 (a view of a timestamp's buffer: no compute cast)."""
+    """A time column's values as int64 epoch millis (a view of a stored column's buffer)."""
     if isinstance(times, pa.ChunkedArray):
         times = times.chunk(0) if times.num_chunks == 1 else times.combine_chunks()
-    if pa.types.is_timestamp(times.type) and times.type.unit == "ms":
-        times = times.view(pa.int64())
-    elif times.type != pa.int64():
-        times = times.cast(pa.int64())
-    return times.to_numpy(zero_copy_only=False)
+    return _int64(times)
 
 
 def _in_time_order(table: pa.Table, descending: bool) -> bool:

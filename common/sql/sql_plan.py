@@ -58,6 +58,9 @@ class SqlPlan:
         self._constant = kind == "query" and bound and not self.volatile_reasons and _reads_nothing(stage)
         self._constant_result: pa.Table | None = None
         self._memo: dict = {}
+        # Datasource -> the schema planning saw, set by whoever planned it (the broker): the plan
+        # runs with these, not with the schemas current when it runs.
+        self.planned_schemas: dict | None = None
 
     def memo(self, key: str, make):
         """``make()``'s value kept on this plan under ``key``: what a caller derives from a plan it

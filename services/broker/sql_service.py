@@ -392,11 +392,9 @@ class SqlService:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
-            if schemas:
-                return self.executor.execute(query, remaining, None, is_active, schemas=schemas).table
-            return self.executor.execute(query, remaining, None, is_active).table
+            return self.executor.execute(query, remaining, None, is_active, schemas=schemas).table
 
-        schemas = getattr(plan, "planned_schemas", None)
+        schemas = plan.planned_schemas
 
         scan = plan.memo("streamed_scan", plan.streamed_scan) if emit is not None else None
         if scan is not None and self.executor.streams(scan[0]):
@@ -405,7 +403,7 @@ class SqlService:
             if remaining <= 0:
                 raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
             self.executor.execute_stream(query, remaining, lambda table: emit(shape(table)), None, is_active,
-                                         **({"schemas": schemas} if schemas else {}))
+                                         schemas=schemas)
             return plan.result_schema.empty_table()
         return plan.execute(run_native)
 

@@ -38,23 +38,21 @@ class QueryMetrics:
 
     def table(self, datasource: str, table: str) -> _TableChildren:
         """The per-table children (segment time, segments, rows scanned, base rows saved)."""
-        key = (datasource, table)
-        found = self._tables.get(key)
-        if found is None:
-            found = _TableChildren(self.metrics, datasource, table)
-            if len(self._tables) < _MAX_SETS:
-                self._tables[key] = found
-        return found
+        return _kept(self._tables, (datasource, table), lambda: _TableChildren(self.metrics, datasource, table))
 
     def query(self, datasource: str, query_type: str) -> _QueryChildren:
         """The per-query children of a query that answered (its count, latency, bytes read)."""
-        key = (datasource, query_type)
-        found = self._queries.get(key)
-        if found is None:
-            found = _QueryChildren(self.metrics, datasource, query_type)
-            if len(self._queries) < _MAX_SETS:
-                self._queries[key] = found
-        return found
+        return _kept(self._queries, (datasource, query_type),
+                     lambda: _QueryChildren(self.metrics, datasource, query_type))
+
+
+def _kept(children: dict, key: tuple, make):
+    found = children.get(key)
+    if found is None:
+        found = make()
+        if len(children) < _MAX_SETS:
+            children[key] = found
+    return found
 
 
 __all__ = ["QueryMetrics"]

@@ -83,7 +83,7 @@ def test_planning_checks_the_deadline_as_it_goes(name, where, monkeypatch):
 @pytest.mark.parametrize("name", ["case_branches", "in_list"])  # the two that plan longest
 def test_a_slow_statement_stops_at_the_timeout_through_the_broker(name):
     class NoExecutor:
-        def execute(self, *_):
+        def execute(self, *_, **__):
             raise AssertionError("planning must time out before anything runs")
 
     service = SqlService(CATALOG, NoExecutor(), default_timeout_s=300)
