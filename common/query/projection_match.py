@@ -33,7 +33,8 @@ import numpy as np
 
 from common.errors import ValidationError
 from common.query.aggregators import Aggregator, Filtered
-from common.query.filters import And, Equals, Filter, In, Not, Or, Range
+from common.expr import BinaryOp, Identifier, Literal, parse
+from common.query.filters import And, Equals, ExpressionFilter, Filter, In, Not, Or, Range
 from common.query.projection import ProjectionSpec, spec_of, time_floor_of
 from common.query.sketch_aggregators import HllSketch
 from common.query.virtual_column import VirtualColumn
@@ -51,7 +52,7 @@ class RefusalReason(enum.Enum):
     GRANULARITY = "granularity"  # the query buckets time finer than the projection keeps it
     INTERVAL = "interval"  # a query interval edge cuts a projection time bucket
     RAW_TIME = "raw_time"  # the query reads __time other than as a floor or bounds the projection keeps
-    TIME_FLOOR = "time_floor"  # a time floor the projection's time does not map onto
+    TIME_FLOOR = "time_floor"  # a floor as fine as the projection's but on other edges (zone, origin)
     MISSING_COLUMN = "missing_column"  # a column the query reads is not a grouping column
     VIRTUAL_COLUMN = "virtual_column"  # a query virtual column the projection cannot compute
     FILTER = "filter"  # the query's filter does not imply the projection's filter
@@ -127,8 +128,8 @@ class _Matcher:
                 raise _Refused(RefusalReason.NO_TIME, f"the projection keeps no time, and the query buckets by "
                                                       f"{qg.to_json()}")
             if not maps_onto(pg, qg, self.interval):
-                raise _Refused(RefusalReason.GRANULARITY, f"the projection keeps time by {pg.to_json()}, coarser "
-                                                          f"than (or not aligned with) the query's {qg.to_json()}")
+                raise _Refused(_floor_reason(pg, qg), f"the projection keeps time by {pg.to_json()}, coarser "
+                                                      f"than (or not aligned with) the query's {qg.to_json()}")
         for iv in self.spec.intervals or ():
             for edge in (iv.start, iv.end):
                 if self.edge_ok(edge):
@@ -198,7 +199,7 @@ class _Matcher:
                 raise _Refused(RefusalReason.NO_TIME, f"{where}: virtual column '{name}' floors time, and the "
                                                       "projection keeps no time")
             if not maps_onto(self.pg, floor[1], self.interval):
-                raise _Refused(RefusalReason.TIME_FLOOR,
+                raise _Refused(_floor_reason(self.pg, floor[1]),
                                f"{where}: virtual column '{name}' floors time to {floor[1].to_json()}, which the "
                                f"projection's {self.pg.to_json()} does not map onto")
             self.ok.add(name)
@@ -242,20 +243,31 @@ class _Matcher:
             theirs[name] = mine[twin] if twin is not None else f"\0q{name}"
         return theirs, mine
 
+    def _canonical_expressions(self, theirs: dict[str, str], mine: dict[str, str]) -> dict:
+        """Canonical virtual column name -> its expression, to compare a filter on a virtual column
+        with an expression filter on the same expression."""
+        out = {mine[pvc.name]: pvc.parsed for pvc in self.p.virtual_columns}
+        for name, vc in self.query_vcs.items():
+            out.setdefault(theirs[name], vc.parsed)
+        return out
+
     # ---- filters ---------------------------------------------------------------------------------
     def filter_rule(self, query_filter: Filter | None) -> Filter | None:
         """The filter to run on projection rows. Query terms equal to a term of the projection's
         filter were applied when the projection was built and are dropped."""
         query_terms = _conjuncts(query_filter)
         theirs, mine = self._canonical()
+        exprs = self._canonical_expressions(theirs, mine)
         canon = [_renamed(q, theirs) for q in query_terms]
         terms = _conjuncts(self.p.filter)
-        applied = {_renamed(t, mine) for t in terms}
-        for term in terms:
-            if not any(implies(q, _renamed(term, mine)) for q in canon):
+        applied = [_renamed(t, mine) for t in terms]
+        for term, needed in zip(terms, applied):
+            if not any(implies(q, needed, exprs) for q in canon):
                 raise _Refused(RefusalReason.FILTER, "the query's filter does not imply the projection's "
                                                      f"filter term {term!r}")
-        residual = [q for q, c in zip(query_terms, canon) if c not in applied]
+        # A term the projection applied already (the same, or the same rows however spelled) is dropped.
+        residual = [q for q, c in zip(query_terms, canon)
+                    if not any(implies(c, a, exprs) and implies(a, c, exprs) for a in applied)]
         for term in residual:
             self.check_filter(term, "filter")
         if len(residual) == len(query_terms):
@@ -316,6 +328,15 @@ def maps_onto(fine: Granularity, coarse: Granularity, interval: Interval) -> boo
     if fine.kind != "period" or coarse.kind != "period":
         return False
     return _edges_align(fine, coarse, interval.start, interval.end)
+
+
+def _floor_reason(kept: Granularity, wanted: Granularity) -> RefusalReason:
+    """GRANULARITY when the projection keeps longer buckets than the query asks for, TIME_FLOOR
+    when they are as fine but their edges fall elsewhere (another zone or origin)."""
+    if kept.period is not None and wanted.period is not None \
+            and kept.period.nominal_millis > wanted.period.nominal_millis:
+        return RefusalReason.GRANULARITY
+    return RefusalReason.TIME_FLOOR
 
 
 _MAX_EDGES = 20_000
@@ -383,14 +404,19 @@ def _renamed(f: Filter, names: dict[str, str]) -> Filter:
     return f
 
 
-def implies(q: Filter, p: Filter) -> bool:
-    """Whether every row passing ``q`` passes ``p`` (for the forms we can prove; False otherwise)."""
+def implies(q: Filter, p: Filter, exprs: dict | None = None) -> bool:
+    """Whether every row passing ``q`` passes ``p`` (for the forms we can prove; False otherwise).
+    ``exprs`` gives virtual columns' expressions, so that ``v IN (..)`` on a virtual column and an
+    expression filter ``x == a || x == b`` on its expression compare as value sets."""
     if q == p:
         return True
     if isinstance(p, And):
-        return all(implies(q, child) for child in p.fields)
+        return all(implies(q, child, exprs) for child in p.fields)
     if isinstance(q, And):
-        return any(implies(child, p) for child in q.fields)
+        return any(implies(child, p, exprs) for child in q.fields)
+    sq, sp = _value_set(q, exprs or {}), _value_set(p, exprs or {})
+    if sq is not None and sp is not None and sq[0] == sp[0]:
+        return all(any(_same_value(v, w) for w in sp[1]) for v in sq[1])
     cols_q, cols_p = q.columns(), p.columns()
     if len(cols_q) != 1 or cols_q != cols_p:
         return False
@@ -406,6 +432,39 @@ def implies(q: Filter, p: Filter) -> bool:
     if isinstance(p, Range):
         return all(_in_range(v, p) for v in values)
     return False
+
+
+def _value_set(f: Filter, exprs: dict) -> tuple | None:
+    """(the expression, the values it must equal) of ``col = v``, ``col IN (..)`` and expression
+    filters ``x == a || x == b``; None for other forms."""
+    if isinstance(f, (Equals, In)):
+        values = _values_of(f)
+        if values is None:
+            return None
+        return exprs.get(f.column, Identifier(f.column)), values
+    if not isinstance(f, ExpressionFilter):
+        return None
+    try:
+        tree = parse(f.expression)
+    except ValidationError:
+        return None
+    found, values = None, []
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BinaryOp) and node.op == "||":
+            stack += [node.right, node.left]
+            continue
+        if not (isinstance(node, BinaryOp) and node.op == "=="):
+            return None
+        side, lit = (node.left, node.right) if isinstance(node.right, Literal) else (node.right, node.left)
+        if not isinstance(lit, Literal) or lit.value is None or isinstance(side, Literal):
+            return None
+        if found is not None and side != found:
+            return None
+        found = side
+        values.append(lit.value)
+    return found, tuple(values)
 
 
 def _values_of(f: Filter) -> tuple | None:

@@ -209,11 +209,11 @@ H = 3_600_000
      RefusalReason.RAW_TIME),
     (_spec(filter_={"type": "not", "field": {"type": "range", "column": "__time", "matchValueType": "LONG",
                                               "lower": SEG.start + H, "upper": SEG.start + 2 * H}}),
-     RefusalReason.RAW_TIME),  # NOT (t < 2h) is t >= 2h: inside... no, the closed upper 2h admits 2h itself
+     RefusalReason.RAW_TIME),  # the closed upper bound admits the first millisecond of the third hour
     (_spec(filter_={"type": "equals", "column": "__time", "matchValue": SEG.start + H, "matchValueType": "LONG"}),
      RefusalReason.RAW_TIME),
     (_spec(grouping=["v0"], vcs=[{"type": "expression", "name": "v0", "expression": "timestamp_floor(__time, 'PT1M')"}]),
-     RefusalReason.TIME_FLOOR),
+     RefusalReason.GRANULARITY),
     (_spec(grouping=["v0"], vcs=[{"type": "expression", "name": "v0",
                                   "expression": "timestamp_floor(__time, 'P1D', null, 'Asia/Kolkata')"}]),
      RefusalReason.TIME_FLOOR),
