@@ -333,8 +333,8 @@ def maps_onto(fine: Granularity, coarse: Granularity, interval: Interval) -> boo
 def _floor_reason(kept: Granularity, wanted: Granularity) -> RefusalReason:
     """GRANULARITY when the projection keeps longer buckets than the query asks for, TIME_FLOOR
     when they are as fine but their edges fall elsewhere (another zone or origin)."""
-    if kept.period is not None and wanted.period is not None \
-            and kept.period.nominal_millis > wanted.period.nominal_millis:
+    if wanted.is_none or (kept.period is not None and wanted.period is not None
+                          and kept.period.nominal_millis > wanted.period.nominal_millis):
         return RefusalReason.GRANULARITY
     return RefusalReason.TIME_FLOOR
 
