@@ -88,6 +88,16 @@ def projection_time_column(proj: ProjectionManifest, p: ProjectionSpec) -> str |
     return proj.time_column if proj.time_column_known else p.time_column
 
 
+def _granularity_of(p: ProjectionSpec, time_column: str | None) -> Granularity | None:
+    """How finely the projection keeps time: 'none' for raw __time, None when it keeps none."""
+    if time_column is None:
+        return None
+    if time_column == TIME_COLUMN:
+        return Granularity.parse("none")
+    floor = p.granularity_of(time_column)
+    return None if floor is None else floor[1]
+
+
 class _Matcher:
     def __init__(self, proj: ProjectionManifest, spec: ScanSpec, interval: Interval) -> None:
         self.p = p = spec_of(proj.spec)
@@ -96,7 +106,7 @@ class _Matcher:
         self.interval = interval
         self.time_column = projection_time_column(proj, p)
         self.raw_time = self.time_column == TIME_COLUMN
-        self.pg = None if self.time_column is None else p.granularity
+        self.pg = _granularity_of(p, self.time_column)
         self.grouped = set(p.grouping_columns)
         projection_vcs = {vc.name for vc in p.virtual_columns}
         # Base columns the projection groups on (a projection virtual column that happens to share
