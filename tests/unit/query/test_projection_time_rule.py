@@ -120,7 +120,8 @@ CASES = [
      None, {"hourly", "base"}),
     (f"SELECT COUNT(*), SUM(added) FROM events WHERE NOT (__time >= TIMESTAMP '{T0} 05:00:00' "
      f"AND __time < TIMESTAMP '2020-01-02 07:00:00')", None, {"hourly", "base"}),
-    (f"SELECT COUNT(*) FROM events WHERE __time NOT BETWEEN TIMESTAMP '{T0} 03:00:00' AND TIMESTAMP '{T0} 05:59:59.999'",
+    (f"SELECT COUNT(*) FROM events WHERE __time NOT BETWEEN TIMESTAMP '{T0} 03:00:00' "
+     f"AND TIMESTAMP '{T0} 05:59:59.999'",
      None, {"hourly", "base"}),
     # Floors the projection's hours map onto, in UTC and in whole-hour-offset zones.
     ("SELECT TIME_FLOOR(__time, 'PT6H') AS t, COUNT(*) AS n FROM events GROUP BY 1",
@@ -212,7 +213,8 @@ H = 3_600_000
      RefusalReason.RAW_TIME),  # the closed upper bound admits the first millisecond of the third hour
     (_spec(filter_={"type": "equals", "column": "__time", "matchValue": SEG.start + H, "matchValueType": "LONG"}),
      RefusalReason.RAW_TIME),
-    (_spec(grouping=["v0"], vcs=[{"type": "expression", "name": "v0", "expression": "timestamp_floor(__time, 'PT1M')"}]),
+    (_spec(grouping=["v0"], vcs=[{"type": "expression", "name": "v0",
+                                  "expression": "timestamp_floor(__time, 'PT1M')"}]),
      RefusalReason.GRANULARITY),
     (_spec(grouping=["v0"], vcs=[{"type": "expression", "name": "v0",
                                   "expression": "timestamp_floor(__time, 'P1D', null, 'Asia/Kolkata')"}]),
@@ -299,7 +301,8 @@ def _random_query(rng: np.random.Generator) -> dict:
         kind = rng.integers(0, 3)
         if kind == 0:
             return {"type": "not", "field": tree(depth - 1)}
-        return {"type": "and" if kind == 1 else "or", "fields": [tree(depth - 1) for _ in range(int(rng.integers(2, 4)))]}
+        children = [tree(depth - 1) for _ in range(int(rng.integers(2, 4)))]
+        return {"type": "and" if kind == 1 else "or", "fields": children}
 
     zone = ZONES[int(rng.integers(0, len(ZONES)))]
     period = str(rng.choice(["PT1H", "PT6H", "P1D", "PT30M", "PT15M"]))
