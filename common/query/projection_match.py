@@ -94,6 +94,8 @@ def _granularity_of(p: ProjectionSpec, time_column: str | None) -> Granularity |
         return None
     if time_column == TIME_COLUMN:
         return Granularity.parse("none")
+    if time_column == p.time_column:
+        return p.granularity  # parsed once per definition
     floor = p.granularity_of(time_column)
     return None if floor is None else floor[1]
 
@@ -115,6 +117,8 @@ class _Matcher:
         self.query_vcs = {vc.name: vc for vc in spec.virtual_columns}
         self.ok: set[str] = set()
         self.aliases: dict[str, str] = {}
+        self._names: tuple[dict[str, str], dict[str, str]] | None = None
+        self._stored_keys: list[dict] | None = None
 
     def match(self) -> ProjectionMatch:
         self.time_rule()
@@ -157,11 +161,11 @@ class _Matcher:
         pg = self.pg
         if pg is None:
             return not start < edge < end
-        if pg.is_none:
+        if pg.is_none or edge >= end:
             return True
         try:
-            first = int(pg.bucket_start(np.array([start], np.int64))[0])
-            return not first < edge < end or int(pg.bucket_start(np.array([edge], np.int64))[0]) == edge
+            first = _bucket_start(pg, start)
+            return not first < edge < end or _bucket_start(pg, edge) == edge
         except (ValidationError, OverflowError, ValueError):
             return False
 
@@ -246,6 +250,11 @@ class _Matcher:
     def _canonical(self) -> tuple[dict[str, str], dict[str, str]]:
         """Names under which query and projection filters compare: a virtual column by its
         projection twin's position (so names do not matter), base columns as they are."""
+        if self._names is None:
+            self._names = self._canonical_names()
+        return self._names
+
+    def _canonical_names(self) -> tuple[dict[str, str], dict[str, str]]:
         mine = {pvc.name: f"\0p{i}" for i, pvc in enumerate(self.p.virtual_columns)}
         theirs = {}
         for name, vc in self.query_vcs.items():
@@ -266,6 +275,10 @@ class _Matcher:
         """The filter to run on projection rows. Query terms equal to a term of the projection's
         filter were applied when the projection was built and are dropped."""
         query_terms = _conjuncts(query_filter)
+        if self.p.filter is None:
+            for term in query_terms:
+                self.check_filter(term, "filter")
+            return query_filter
         theirs, mine = self._canonical()
         exprs = self._canonical_expressions(theirs, mine)
         canon = [_renamed(q, theirs) for q in query_terms]
@@ -308,9 +321,11 @@ class _Matcher:
         """(the stored column holding ``agg``'s intermediate, the filter to apply to projection rows
         before combining it: a filtered aggregator over a stored unfiltered one)."""
         theirs, mine = self._canonical()
-        key = _aggregator_key(agg, theirs)
-        for stored in self.p.aggregators:
-            if _same_key(agg, stored, key, _aggregator_key(stored, mine)):
+        if self._stored_keys is None:
+            self._stored_keys = [_key_under(stored, mine) for stored in self.p.aggregators]
+        key = _key_under(agg, theirs)
+        for stored, skey in zip(self.p.aggregators, self._stored_keys):
+            if _same_key(agg, stored, key, skey):
                 return stored.name, None
         filters: list[Filter] = []
         inner = agg
@@ -318,9 +333,9 @@ class _Matcher:
             filters.append(inner.filter)
             inner = inner.aggregator
         if filters:
-            key = _aggregator_key(inner, theirs)
-            for stored in self.p.aggregators:
-                if _same_key(inner, stored, key, _aggregator_key(stored, mine)):
+            key = _key_under(inner, theirs)
+            for stored, skey in zip(self.p.aggregators, self._stored_keys):
+                if _same_key(inner, stored, key, skey):
                     for flt in filters:
                         self.check_filter(flt, f"aggregator '{agg.name}' filter")
                     return stored.name, filters[0] if len(filters) == 1 else And(tuple(filters))
@@ -347,6 +362,12 @@ def _floor_reason(kept: Granularity, wanted: Granularity) -> RefusalReason:
                           and kept.period.nominal_millis > wanted.period.nominal_millis):
         return RefusalReason.GRANULARITY
     return RefusalReason.TIME_FLOOR
+
+
+@functools.lru_cache(maxsize=8192)
+def _bucket_start(granularity: Granularity, ms: int) -> int:
+    # Segment starts and query interval edges repeat across candidates, segments and queries.
+    return int(granularity.bucket_start(np.array([ms], np.int64))[0])
 
 
 _MAX_EDGES = 20_000
@@ -560,6 +581,22 @@ def _aggregator_key(agg: Aggregator, names: dict[str, str]) -> dict:
         return out
 
     return walk(agg.to_json())
+
+
+_KEYS: dict[int, tuple[Aggregator, frozenset, dict]] = {}
+
+
+def _key_under(agg: Aggregator, names: dict[str, str]) -> dict:
+    """``_aggregator_key``; an aggregator that reads none of the renamed columns (most of them)
+    has one key, kept by identity: the matcher asks it for every candidate of every segment."""
+    hit = _KEYS.get(id(agg))
+    if hit is None or hit[0] is not agg:
+        if len(_KEYS) >= 4096:
+            _KEYS.clear()
+        hit = _KEYS[id(agg)] = (agg, frozenset(agg.columns()), _aggregator_key(agg, {}))
+    if names and not hit[1].isdisjoint(names):
+        return _aggregator_key(agg, names)
+    return hit[2]
 
 
 def _same_key(query: Aggregator, stored: Aggregator, qkey: dict, skey: dict) -> bool:
