@@ -114,6 +114,13 @@ AGGREGATIONS = [
      {"type": "doubleSum", "name": "p", "fieldName": "price"}],
     [{"type": "HLLSketchBuild", "name": "u", "fieldName": "user", "round": True}],
     [{"type": "doubleMax", "name": "x", "fieldName": "price"}],  # in no projection
+    # Filtered aggregators over stored unfiltered intermediates: the filter runs on projection rows.
+    [{"type": "filtered", "name": "f", "filter": {"type": "equals", "column": "channel", "matchValue": "#en.wikipedia"},
+      "aggregator": {"type": "longSum", "name": "f", "fieldName": "added"}},
+     {"type": "filtered", "name": "u", "filter": {"type": "not", "field": {"type": "null", "column": "channel"}},
+      "aggregator": {"type": "HLLSketchBuild", "name": "u", "fieldName": "user", "round": True}},
+     {"type": "filtered", "name": "m", "filter": {"type": "in", "dimension": "channel", "values": ["#fr.wikipedia"]},
+      "aggregator": {"type": "longMin", "name": "m", "fieldName": "delta"}}],
 ]
 
 
