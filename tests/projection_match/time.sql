@@ -152,3 +152,27 @@ SELECT TIME_FLOOR(__time, 'P1D', NULL, 'Asia/Kolkata') AS d, COUNT(*) FROM wiki 
 -- projection-json: {"type": "aggregate", "name": "raw", "groupingColumns": [{"name": "__time"}, {"name": "channel"}], "aggregators": [{"type": "count", "name": "n"}]}
 SELECT COUNT(*) FROM wiki WHERE NOT (__time >= TIMESTAMP '2015-09-12 00:30:00') OR channel = '#en.wikipedia';
 -- expect: match
+
+-- name: hourly_serves_days_in_the_sql_time_zone
+-- projection: SELECT TIME_FLOOR(__time, 'PT1H') AS h, channel, COUNT(*) AS n, SUM(added) AS a FROM wiki GROUP BY 1, 2
+-- context: {"sqlTimeZone": "America/Los_Angeles"}
+SELECT TIME_FLOOR(__time, 'P1D') AS d, channel, SUM(added) FROM wiki GROUP BY 1, 2;
+-- expect: match
+
+-- name: hourly_refuses_days_in_a_half_hour_sql_time_zone
+-- projection: SELECT TIME_FLOOR(__time, 'PT1H') AS h, channel, COUNT(*) AS n, SUM(added) AS a FROM wiki GROUP BY 1, 2
+-- context: {"sqlTimeZone": "Asia/Kolkata"}
+SELECT TIME_FLOOR(__time, 'P1D') AS d, channel, SUM(added) FROM wiki GROUP BY 1, 2;
+-- expect: time_floor
+
+-- name: hourly_refuses_sql_time_zone_hour_extract
+-- projection: SELECT TIME_FLOOR(__time, 'PT1H') AS h, channel, COUNT(*) AS n, SUM(added) AS a FROM wiki GROUP BY 1, 2
+-- context: {"sqlTimeZone": "Asia/Tokyo"}
+SELECT EXTRACT(HOUR FROM __time) AS hr, COUNT(*) FROM wiki GROUP BY 1;
+-- expect: raw_time
+
+-- name: hourly_serves_a_whole_day_in_a_whole_hour_zone
+-- projection: SELECT TIME_FLOOR(__time, 'PT1H') AS h, channel, COUNT(*) AS n, SUM(added) AS a FROM wiki GROUP BY 1, 2
+-- context: {"sqlTimeZone": "America/Los_Angeles"}
+SELECT channel, SUM(added) FROM wiki WHERE __time >= TIMESTAMP '2015-09-12 00:00:00' AND __time < TIMESTAMP '2015-09-13 00:00:00' GROUP BY 1;
+-- expect: match

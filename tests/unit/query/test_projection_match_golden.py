@@ -10,6 +10,7 @@ A case::
     -- projection: SELECT TIME_FLOOR(__time, 'PT1H') AS h, channel, COUNT(*) AS n FROM wiki GROUP BY 1, 2
     -- projection-json: {...}                          (instead of the SQL form)
     -- segment: 2015-09-12/2015-09-13                  (optional; this day by default)
+    -- context: {"sqlTimeZone": "America/Los_Angeles"}  (optional; the query's SQL context)
     SELECT COUNT(*) FROM wiki WHERE TIME_EXTRACT(__time, 'MINUTE') < 30;
     -- expect: raw_time
 """
@@ -19,8 +20,7 @@ from __future__ import annotations
 import glob
 import json
 import os
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
@@ -60,6 +60,7 @@ class Case:
     projection_sql: str = ""
     projection_json: str = ""
     segment: str = DEFAULT_SEGMENT
+    context: dict = field(default_factory=dict)
     expect: str = ""
 
 
@@ -74,6 +75,8 @@ def parse_cases(path: str) -> list[Case]:
             cases[-1].projection_sql = line[len("-- projection:"):].strip()
         elif line.startswith("-- projection-json:"):
             cases[-1].projection_json = line[len("-- projection-json:"):].strip()
+        elif line.startswith("-- context:"):
+            cases[-1].context = json.loads(line[len("-- context:"):])
         elif line.startswith("-- segment:"):
             cases[-1].segment = line[len("-- segment:"):].strip()
         elif line.startswith("-- expect:"):
@@ -87,7 +90,10 @@ def parse_cases(path: str) -> list[Case]:
 
 def answer(case: Case, catalog) -> tuple[str, str]:
     """(``match`` or the refusal reason, the detail) for the case's one native query."""
-    datasource = re.search(r"\bFROM\s+(\w+)", case.sql, re.I).group(1)
+    context = {"sqlCurrentTimestamp": "2015-09-14T00:00:00Z", **case.context}
+    natives = plan_sql(case.sql, catalog, (), context).native_queries()
+    assert len(natives) == 1, f"{case.name}: plans as {len(natives)} native queries"
+    datasource = natives[0]["dataSource"]
     if case.projection_json:
         spec_json = json.loads(case.projection_json)
     else:
@@ -95,8 +101,6 @@ def answer(case: Case, catalog) -> tuple[str, str]:
     spec = ProjectionSpec.from_json(spec_json)
     spec.validate(dict(catalog.datasource_schema(datasource)))
     manifest = ProjectionManifest(spec.name, spec_json, (), (), 1, (), (), spec.time_column, True)
-    natives = plan_sql(case.sql, catalog, (), {"sqlCurrentTimestamp": "2015-09-14T00:00:00Z"}).native_queries()
-    assert len(natives) == 1, f"{case.name}: plans as {len(natives)} native queries"
     got = match_projection(manifest, scan_spec_for(query_from_json(natives[0])), Interval.parse(case.segment))
     if isinstance(got, Refusal):
         return got.reason.value, got.detail
