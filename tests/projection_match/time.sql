@@ -82,7 +82,7 @@ SELECT __time, channel, COUNT(*) FROM wiki GROUP BY 1, 2;
 SELECT __time, CONCAT(channel, 'x') FROM wiki GROUP BY 1, 2;
 -- expect: raw_time
 
--- name: hourly_refuses_latest_by_time_expression
+-- name: hourly_refuses_hour_of_day_expression
 -- projection: SELECT TIME_FLOOR(__time, 'PT1H') AS h, channel, COUNT(*) AS n, SUM(added) AS a FROM wiki GROUP BY 1, 2
 SELECT TIME_EXTRACT(__time, 'HOUR') AS hr, COUNT(*) FROM wiki GROUP BY 1;
 -- expect: raw_time
