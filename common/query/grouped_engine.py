@@ -96,7 +96,12 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
         if source.pre_aggregated:
             # A projection's rows hold intermediates: combine them, do not aggregate them again.
             stored = cols[source.aggregator_columns[agg.name]]
-            out[agg.name] = agg.combine_groups(stored, groups)
+            only = source.aggregator_filters.get(agg.name)
+            if only is not None:  # a filtered aggregator: the intermediates of the rows it keeps
+                mask = evaluate_values(only, cols)
+                out[agg.name] = agg.combine(stored.filter(pa.array(mask)), groups.gid[mask], groups.count)
+            else:
+                out[agg.name] = agg.combine_groups(stored, groups)
         else:
             out[agg.name] = agg.accumulate(cols, groups.gid, groups.count)
     stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, n, cols.bytes_read)
@@ -113,6 +118,8 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
     stored types, array keys): the caller runs them one by one. The selection and keying is kept
     for the next runs of the same query over the same sources (``projection_batch``); the first
     run that finds it prepares it for reading whole columns (``_kept``)."""
+    if any(source.aggregator_filters for source in sources):
+        return None  # filtered aggregators over stored intermediates run one source at a time
     plan = PLANS.get(query, sources, schema)
     fresh = plan is None
     selected: list[ColumnSource] = []

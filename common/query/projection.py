@@ -90,7 +90,9 @@ class ProjectionSpec:
     # virtual columns' expressions again.
     @functools.cached_property
     def time_column(self) -> str | None:
-        """The finest ``timestamp_floor(__time, ...)`` grouping column: it becomes ``__time``."""
+        """The projection's time column, as it names it: ``__time`` when it groups on raw time, else
+        its finest ``timestamp_floor(__time, ...)`` grouping column, whose values are stored where
+        the base table keeps ``__time`` (but are not ``__time``: see projection_match)."""
         best = None
         for col in self.grouping_columns:
             if col == TIME_COLUMN:
@@ -233,7 +235,7 @@ def projection_rows(spec: ProjectionSpec, rows: pa.Table, schema: dict[str, Colu
     table = pa.table(out) if out else pa.table({})
     grouping = tuple(spec.stored_name(c) for c in spec.grouping_columns)
     return ProjectionTable(spec.name, spec.to_json(), grouping, tuple(a.to_json() for a in spec.aggregators), table,
-                           column_types)
+                           column_types, spec.time_column, True)
 
 
 def intermediate_type(agg: Aggregator, values: pa.Array) -> ColumnType:

@@ -35,6 +35,9 @@ class RowSource:
     pre_aggregated: bool = False
     projection: str | None = None
     aggregator_columns: Mapping[str, str] = {}
+    # A filtered query aggregator served by a stored unfiltered one: the filter selecting the
+    # projection rows whose intermediates it combines.
+    aggregator_filters: Mapping[str, object] = {}
     aliases: Mapping[str, str] = {}  # query virtual column -> stored projection column
     # A projection's rows may be ordered by other columns first; base rows are ordered by time.
     time_sorted: bool = True
@@ -100,6 +103,7 @@ class SegmentRowSource(RowSource):
             self.pre_aggregated = choice.pre_aggregated
             self.projection = choice.projection
             self.aggregator_columns = dict(choice.match.aggregator_columns)
+            self.aggregator_filters = dict(choice.match.aggregator_filters)
             self.aliases = dict(choice.match.column_aliases)
             self.replaces_filter = choice.match.replaces_filter
             self.residual_filter = choice.match.filter

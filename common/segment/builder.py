@@ -88,6 +88,9 @@ class ProjectionTable:
     aggregators: tuple[dict, ...]
     rows: pa.Table
     column_types: dict[str, ColumnType] = field(default_factory=dict)
+    # The projection's time column as its definition names it (see ProjectionManifest), when known.
+    time_column: str | None = None
+    time_column_known: bool = False
 
 
 class SegmentBuilder:
@@ -286,7 +289,8 @@ def _build_projection(proj: ProjectionTable, parts: dict, dictionaries: dict, se
         options = {"bitmaps": string_bitmaps} if encoding.name == "dictionary" else None
         columns.append(_add(parts, name, ctype, encoding.name, encoding.encode(values, ctype, options), prefix))
     return ProjectionManifest(proj.name, dict(proj.spec), tuple(proj.grouping_columns), tuple(proj.aggregators),
-                              rows.num_rows, tuple(proj.grouping_columns), tuple(columns))
+                              rows.num_rows, tuple(proj.grouping_columns), tuple(columns), proj.time_column,
+                              proj.time_column_known)
 
 
 def _required_features(columns, projections) -> tuple[str, ...]:

@@ -99,6 +99,13 @@ class ProjectionManifest:
     ``spec`` is the definition as written (Druid's aggregate projection JSON plus ``filter``);
     the other fields are what a reader needs without interpreting it: which columns group, which
     aggregators' intermediates are stored, how many rows, and their order.
+
+    ``time_column`` names the projection's time column as the definition does (``h`` for
+    ``timestamp_floor(__time, 'PT1H')``; ``__time`` only when it groups on raw time; None when it
+    keeps no time). Its values are stored in the projection table's ``__time`` column (so engines
+    read a projection's times as they read base rows'), but they are that column's values, not
+    the rows' times: the matcher must not take them for ``__time``. Segments written before the
+    manifest named it (``time_column_known`` False) say it only through ``spec``.
     """
 
     name: str
@@ -108,6 +115,8 @@ class ProjectionManifest:
     num_rows: int
     ordering: tuple[str, ...]
     columns: tuple[ColumnManifest, ...]
+    time_column: str | None = None
+    time_column_known: bool = False
 
     def column(self, name: str) -> ColumnManifest | None:
         for col in self.columns:
@@ -116,7 +125,7 @@ class ProjectionManifest:
         return None
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "name": self.name,
             "spec": self.spec,
             "groupingColumns": list(self.grouping_columns),
@@ -125,6 +134,9 @@ class ProjectionManifest:
             "ordering": list(self.ordering),
             "columns": [c.to_json() for c in self.columns],
         }
+        if self.time_column_known:
+            out["timeColumn"] = self.time_column
+        return out
 
     @staticmethod
     def from_json(obj: dict) -> ProjectionManifest:
@@ -136,6 +148,8 @@ class ProjectionManifest:
             num_rows=int(obj["numRows"]),
             ordering=tuple(obj.get("ordering", ())),
             columns=tuple(ColumnManifest.from_json(c) for c in obj["columns"]),
+            time_column=obj.get("timeColumn"),
+            time_column_known="timeColumn" in obj,
         )
 
 

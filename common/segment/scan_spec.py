@@ -50,12 +50,15 @@ class ScanSpec:
 class ProjectionMatch:
     """How a projection serves a spec: which stored column holds each query aggregator's
     intermediate, which query virtual columns are stored projection columns, and the filter to
-    run on the projection's rows (terms the projection already applied are dropped)."""
+    run on the projection's rows (terms the projection already applied are dropped), and for a
+    filtered query aggregator served by a stored unfiltered one, the filter that selects the
+    projection rows whose intermediates it combines."""
 
     aggregator_columns: Mapping[str, str] = field(default_factory=dict)
     column_aliases: Mapping[str, str] = field(default_factory=dict)
     filter: Any = None
     replaces_filter: bool = False
+    aggregator_filters: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

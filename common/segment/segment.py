@@ -23,8 +23,9 @@ from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.interval import Interval
 
 # A projection matcher answers, for one projection, one spec and the segment's interval, either
-# how the projection serves the spec or the reason it cannot.
-ProjectionMatcher = Callable[[ProjectionManifest, ScanSpec, Interval], ProjectionMatch | str]
+# how the projection serves the spec or the reason it cannot (any other object: its text is the
+# reason shown, see projection_match.Refusal).
+ProjectionMatcher = Callable[[ProjectionManifest, ScanSpec, Interval], object]
 
 
 class SegmentTable:
@@ -233,8 +234,8 @@ def choose_projection(manifest: SegmentManifest, spec: ScanSpec, matcher: Projec
     rejected: list[tuple[str, str]] = []
     for proj in candidates:
         answer = matcher(proj, spec, sid.interval)
-        if isinstance(answer, str):
-            rejected.append((proj.name, answer))
+        if not isinstance(answer, ProjectionMatch):
+            rejected.append((proj.name, str(answer)))
             continue
         return proj, answer, tuple(rejected)
     if wanted:

@@ -18,7 +18,7 @@ import pytest
 from common.errors import ValidationError
 from common.query import execute
 from common.query.projection import ProjectionSpec, projection_rows
-from common.query.projection_match import finer_or_equal, implies, match_projection
+from common.query.projection_match import RefusalReason, finer_or_equal, implies, match_projection
 from common.query.filters import filter_from_json
 from common.segment.builder import build_segment
 from common.segment.scan_spec import ScanSpec
@@ -114,6 +114,13 @@ AGGREGATIONS = [
      {"type": "doubleSum", "name": "p", "fieldName": "price"}],
     [{"type": "HLLSketchBuild", "name": "u", "fieldName": "user", "round": True}],
     [{"type": "doubleMax", "name": "x", "fieldName": "price"}],  # in no projection
+    # Filtered aggregators over stored unfiltered intermediates: the filter runs on projection rows.
+    [{"type": "filtered", "name": "f", "filter": {"type": "equals", "column": "channel", "matchValue": "#en.wikipedia"},
+      "aggregator": {"type": "longSum", "name": "f", "fieldName": "added"}},
+     {"type": "filtered", "name": "u", "filter": {"type": "not", "field": {"type": "null", "column": "channel"}},
+      "aggregator": {"type": "HLLSketchBuild", "name": "u", "fieldName": "user", "round": True}},
+     {"type": "filtered", "name": "m", "filter": {"type": "in", "dimension": "channel", "values": ["#fr.wikipedia"]},
+      "aggregator": {"type": "longMin", "name": "m", "fieldName": "delta"}}],
 ]
 
 
@@ -202,12 +209,15 @@ def test_matcher_reasons():
 
     proj = ProjectionManifest("hourly_channel", HOURLY, ("__time", "channel"), (), 10, (), ())
     spec = ScanSpec(grouping_columns=("page",), granularity=Granularity.parse("all"))
-    assert "column 'page' is not a grouping column" in match_projection(proj, spec, seg_iv)
+    got = match_projection(proj, spec, seg_iv)
+    assert got.reason is RefusalReason.MISSING_COLUMN and "column 'page' is not a grouping column" in got.detail
     spec = ScanSpec(grouping_columns=(), granularity=Granularity.parse("minute"))
-    assert "coarser than the query's" in match_projection(proj, spec, seg_iv)
+    got = match_projection(proj, spec, seg_iv)
+    assert got.reason is RefusalReason.GRANULARITY and "coarser than" in got.detail
     spec = ScanSpec(grouping_columns=(), granularity=Granularity.parse("all"),
                     intervals=(day_interval(0).__class__(seg_iv.start + 1800_000, seg_iv.end),))
-    assert "not on a" in match_projection(proj, spec, seg_iv)
+    got = match_projection(proj, spec, seg_iv)
+    assert got.reason is RefusalReason.INTERVAL and "not on a" in str(got)
 
 
 @pytest.mark.parametrize("fine, coarse, ok", [
@@ -273,12 +283,14 @@ def test_an_aggregator_without_a_combining_form_cannot_be_pre_aggregated():
 
 
 @pytest.mark.parametrize("reason, kind", [
-    ("grouping: column 'page' is not a grouping column of the projection", "missing_column"),
+    ("missing_column: grouping: column 'page' is not a grouping column of the projection", "missing_column"),
     ("filter: the query's filter does not imply the projection's filter term", "filter"),
     ("aggregator: no projection aggregator gives the intermediate of 'x'", "aggregator"),
-    ("the projection keeps time by hour, coarser than the query's minute", "granularity"),
-    ("the query's interval edge 2020-01-01T05:30:00.000Z is not on a hour bucket edge", "interval"),
-    ("something new", "other"),
+    ("granularity: the projection keeps time by hour, coarser than the query's minute", "granularity"),
+    ("interval: the query's interval edge 2020-01-01T05:30:00.000Z is not on a hour bucket edge", "interval"),
+    ("raw_time: grouping: the query reads __time itself", "raw_time"),
+    ("something new: with a colon", "other"),
+    ("no colon at all", "other"),
 ])
 def test_miss_reasons_fall_into_few_metric_labels(reason, kind):
     from common.query.projection_match import reason_kind
@@ -311,7 +323,8 @@ def test_explain_groups_segments_by_the_table_they_read(segments):
     assert groups[0] == {"projection": "hourly_channel", "segments": 2,
                          "rejected": {"big_channels": groups[0]["rejected"]["big_channels"],
                                       "daily_channel_page": groups[0]["rejected"]["daily_channel_page"]}}
-    assert "coarser than the query's" in groups[0]["rejected"]["daily_channel_page"]
+    daily = groups[0]["rejected"]["daily_channel_page"]
+    assert daily.startswith("granularity: ") and "coarser than" in daily
     assert groups[1] == {"projection": "base", "segments": 1, "rejected": {}}  # the day without projections
     q = query_from_json({"queryType": "timeseries", "dataSource": "events", "intervals": [EVENTS_INTERVAL],
                          "granularity": "hour", "aggregations": [{"type": "count", "name": "n"}],
