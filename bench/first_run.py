@@ -109,3 +109,40 @@ def timed_first_runs(make: Callable[[int], Callable[[], object]], runs: int,
         out = fn()
         samples.append((time.perf_counter() - start) * 1000)
     return (min(samples) if best else statistics.median(samples)), out
+
+
+def repeated_and_first(fn: Callable[[object], object], variant: Callable[[int], object], runs: int,
+                       best: bool = False) -> tuple[float, float, object]:
+    """(repeated ms, first-run ms, the repeated runs' result) of ``fn(variant(k))``: repeated runs
+    ``variant(0)`` (the benchmark's own text) after a warm-up run of it; first run takes a fresh
+    ``k`` on every run."""
+    text = variant(0)
+    fn(text)
+    samples, out = [], None
+    for _ in range(runs):
+        start = time.perf_counter()
+        out = fn(text)
+        samples.append((time.perf_counter() - start) * 1000)
+    first_ms, _ = timed_first_runs(lambda k: (lambda t=variant(k): fn(t)), runs, best)
+    return (min(samples) if best else statistics.median(samples)), first_ms, out
+
+
+def native_variant(query: dict) -> Callable[[int], dict]:
+    return lambda k: query if k == 0 else native(query, k)
+
+
+def sql_variant(text: str) -> Callable[[int], str]:
+    return lambda k: text if k == 0 else sql(text, k)
+
+
+def clickhouse_variant(text: str) -> Callable[[int], str]:
+    return lambda k: text if k == 0 else clickhouse_sql(text, k)
+
+
+def one_minute(text: str, k: int) -> str:
+    """``text``, a query over the minute ending at 00:01:00 (``< TIMESTAMP '... 00:01:00'``), with
+    that upper bound moved ``k`` milliseconds (and whole seconds past 1,000) earlier: a lower
+    bound before the data would not change the interval such a query plans to."""
+    if "00:01:00'" not in text:
+        raise ValueError("one_minute varies a query whose upper time bound is 00:01:00")
+    return text.replace("00:01:00'", f"00:00:{59 - k // 1000 % 50:02d}.{999 - k % 1000:03d}'")

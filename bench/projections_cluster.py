@@ -111,13 +111,6 @@ TRIVIAL = ("SELECT COUNT(*) AS c FROM wiki WHERE __time >= TIMESTAMP '2015-09-12
            "AND __time < TIMESTAMP '2015-09-12 00:01:00'")
 
 
-def trivial_variant(k: int) -> str:
-    """TRIVIAL with its upper bound moved by a few milliseconds (a lower bound before the data
-    would not change the interval it plans to)."""
-    return TRIVIAL.replace("00:01:00'", f"00:00:59.{k % 1000:03d}'") if k < 1000 else \
-        TRIVIAL.replace("00:01:00'", f"00:00:{58 - k // 1000 % 50:02d}.{k % 1000:03d}'")
-
-
 HOURLY_NATIVE = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-19"],
                  "granularity": "hour", "aggregations": [{"type": "count", "name": "c"},
                                                          {"type": "longSum", "name": "s", "fieldName": "added"}]}
@@ -310,7 +303,7 @@ def main() -> int:
                 return hourly_sql if k == 0 else first_run.sql(hourly_sql, k)
 
             def trivial(k):
-                return TRIVIAL if k == 0 else trivial_variant(k)
+                return TRIVIAL if k == 0 else first_run.one_minute(TRIVIAL, k)
 
             floor_ms, floor1_ms, _ = both(sql, trivial, floor_runs)
             lean_floor_ms, lean_floor1_ms, _ = both(lean.query, trivial, floor_runs)
