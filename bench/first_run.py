@@ -19,6 +19,8 @@ The variants change the text, not the work:
   projection can answer (a bound on raw ``__time`` would turn its projection off).
 
 Each variant uses a new number from one counter per process, so no two runs share a text.
+What a new text still reuses is keyed by the stored data, not the query (the decoded-part cache,
+the decoded HLL sketches of ``hll_union.DECODED``): the warm-up run fills those for both timings.
 """
 
 from __future__ import annotations
