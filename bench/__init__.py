@@ -1,1 +1,1 @@
-"""Benchmarks that print ratios against DuckDB (see docs/benchmarks.md)."""
+"""Benchmarks that print ratios against DuckDB and ClickHouse (see docs/benchmarks.md)."""

@@ -29,6 +29,13 @@ statement (a fresh statement, ``CommandStatementQuery``, every run) for the hour
 query as one plain-Flight DoGet (SQL text as the ticket), and the lean client against a bare
 pyarrow Flight server in another process (the client-and-transport floor). Then CPU per query of
 the client (this process), the broker and the historicals, from /proc.
+
+Every strata and peer figure is printed two ways (``bench/first_run.py``), as "repeated / first
+run": repeated runs one query text again and again (strata keeps the plan, the projection choice
+and row selections of that text between runs, and ADBC re-executes its prepared statement);
+first run sends a text not seen before on every run (a time bound before the data, an hour
+earlier each run; for the one-minute floor query a varied upper bound within that minute), as a
+dashboard that moves its time range does: same work.
 """
 
 from __future__ import annotations
@@ -51,6 +58,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.flight as flight  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from bench import first_run  # noqa: E402
 from bench.cluster import cpu_ms  # noqa: E402
 from bench.engine import print_rows  # noqa: E402
 from bench.projections import CHANNELS, build, clickhouse, timed  # noqa: E402
@@ -101,6 +109,8 @@ NATIVE = [
 # The floor of any query through the cluster: a count over one minute of one segment.
 TRIVIAL = ("SELECT COUNT(*) AS c FROM wiki WHERE __time >= TIMESTAMP '2015-09-12 00:00:00' "
            "AND __time < TIMESTAMP '2015-09-12 00:01:00'")
+
+
 HOURLY_NATIVE = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-19"],
                  "granularity": "hour", "aggregations": [{"type": "count", "name": "c"},
                                                          {"type": "longSum", "name": "s", "fieldName": "added"}]}
@@ -192,13 +202,15 @@ def bare_floor_ms(table: pa.Table, sql: str, runs: int, best: bool) -> float:
         proc.join(10)
 
 
-def cpu_per_query(fn, runs: int, pids: dict) -> dict:
+def cpu_per_query(fn, runs: int, pids: dict, first: bool = False) -> dict:
     """CPU ms per run of ``fn``: this process (the client, the ADBC driver's Go threads included),
-    the broker and the historicals together, from /proc (steadier than latency on a shared machine)."""
-    fn()
+    the broker and the historicals together, from /proc (steadier than latency on a shared machine).
+    With ``first``, ``fn`` takes a fresh variant number on every call (first-run figures)."""
+    call = (lambda: fn(first_run.fresh())) if first else fn
+    call()
     before, client_before = cpu_ms(pids), time.process_time()
     for _ in range(runs):
-        fn()
+        call()
     after, client_after = cpu_ms(pids), time.process_time()
     out = {"client": (client_after - client_before) * 1000 / runs}
     for role in after:
@@ -246,6 +258,7 @@ def main() -> int:
     cluster = LocalCluster(os.path.join(work, "cluster"))
     lines, fewer, speedups, vs_ch, all_same, local_vs_ch, local_segments = [], [], [], [], True, [], []
     lean_vs_ch, lean = [], None
+    speedups_first, vs_ch_first, local_vs_ch_first, lean_vs_ch_first = [], [], [], []
     try:
         data = demo_table(args.rows).select(["__time", "channel", "user", "added"])
         data = data.set_column(3, "added", data.column("added").fill_null(0))
@@ -277,19 +290,39 @@ def main() -> int:
                     raise SystemExit("the broker did not see every segment within 120 s")
                 time.sleep(0.1)
             lean = LeanFlightSql(endpoints["flight"])
-            floor_ms, _ = timed(lambda: sql(TRIVIAL), max(args.runs, 20), args.best)
-            lean_floor_ms, _ = timed(lambda: lean.query(TRIVIAL), max(args.runs, 20), args.best)
-            unprepared_ms, hourly = timed(lambda: adbc_unprepared(conn, QUERIES[0][1]), max(args.runs, 20), args.best)
+            floor_runs = max(args.runs, 20)
+            hourly_sql = QUERIES[0][1]
+
+            def both(fn, variant, runs=args.runs):
+                """(repeated ms, first-run ms, the repeated run's result) of ``fn(text)``."""
+                ms, out = timed(lambda: fn(variant(0)), runs, args.best)
+                ms1, _ = first_run.timed_first_runs(lambda k: (lambda t=variant(k): fn(t)), runs, args.best)
+                return ms, ms1, out
+
+            def hourly_variant(k):
+                return hourly_sql if k == 0 else first_run.sql(hourly_sql, k)
+
+            def trivial(k):
+                return TRIVIAL if k == 0 else first_run.one_minute(TRIVIAL, k)
+
+            floor_ms, floor1_ms, _ = both(sql, trivial, floor_runs)
+            lean_floor_ms, lean_floor1_ms, _ = both(lean.query, trivial, floor_runs)
+            unprepared_ms, unprepared1_ms, hourly = both(lambda t: adbc_unprepared(conn, t), hourly_variant, floor_runs)
             pids = {n["role"]: n["pid"] for n in cluster.running()["nodes"] if n["role"] in ("broker", "historical")}
             cpu = {label: cpu_per_query(fn, 200, pids) for label, fn in (
-                ("ADBC", lambda: sql(QUERIES[0][1])), ("lean", lambda: lean.query(QUERIES[0][1])),
-                ("one DoGet", lambda: lean.one_call(QUERIES[0][1])), ("native gRPC", lambda: client.native(HOURLY_NATIVE)),
+                ("ADBC", lambda: sql(hourly_sql)), ("lean", lambda: lean.query(hourly_sql)),
+                ("one DoGet", lambda: lean.one_call(hourly_sql)), ("native gRPC", lambda: client.native(HOURLY_NATIVE)),
                 ("lean SELECT 1", lambda: lean.query("SELECT 1")))}
-            one_call_ms, one_call = timed(lambda: lean.one_call(QUERIES[0][1]), max(args.runs, 20), args.best)
+            cpu.update({label: cpu_per_query(fn, 200, pids, first=True) for label, fn in (
+                ("ADBC first run", lambda k: sql(hourly_variant(k))),
+                ("lean first run", lambda k: lean.query(hourly_variant(k))),
+                ("native gRPC first run", lambda k: client.native(first_run.native(HOURLY_NATIVE, k))))})
+            one_call_ms, one_call1_ms, one_call = both(lean.one_call, hourly_variant, floor_runs)
             if sorted_rows(one_call) != sorted_rows(hourly):
                 raise SystemExit("the hourly query as a plain-Flight DoGet got other rows than through ADBC")
-            bare_ms = bare_floor_ms(hourly, QUERIES[0][1], max(args.runs, 20), args.best)
-            native_ms, _ = timed(lambda: client.native(HOURLY_NATIVE), max(args.runs, 20), args.best)
+            bare_ms = bare_floor_ms(hourly, hourly_sql, floor_runs, args.best)
+            native_ms, native1_ms, _ = both(
+                client.native, lambda k: HOURLY_NATIVE if k == 0 else first_run.native(HOURLY_NATIVE, k), floor_runs)
             for (name, text, duck_sql, ch_sql), native in zip(QUERIES, NATIVE):
                 off_text = "SET noProjections = true; " + text
                 scanned = {}
@@ -297,28 +330,50 @@ def main() -> int:
                     before = rows_scanned(metric_urls)
                     sql(q)
                     scanned[label] = rows_scanned(metric_urls) - before
-                on_ms, on = timed(lambda: sql(text), args.runs, args.best)
-                off_ms, off = timed(lambda: sql(off_text), args.runs, args.best)
-                lean_ms, lean_on = timed(lambda: lean.query(text), args.runs, args.best)
+
+                def variant(k, text=text):
+                    return text if k == 0 else first_run.sql(text, k)
+
+                on_ms, on1_ms, on = both(sql, variant)
+                off_ms, off1_ms, off = both(lambda t: sql("SET noProjections = true; " + t), variant)
+                lean_ms, lean1_ms, lean_on = both(lean.query, variant)
                 if sorted_rows(lean_on) != sorted_rows(on):
                     raise SystemExit(f"{name}: the lean Flight SQL client got other rows than ADBC:\n"
                                      f"lean {sorted_rows(lean_on)[:10]}\nADBC {sorted_rows(on)[:10]}")
+                if sorted_rows(sql(variant(first_run.fresh()))) != sorted_rows(on):
+                    raise SystemExit(f"{name}: the first-run variant of the query got other rows")
                 same = sorted_rows(on) == sorted_rows(off)
                 all_same &= same
-                local_ms, local = timed(lambda: execute(native, local_segments).table, args.runs, args.best)
-                d_ms, _ = timed(lambda: con.sql(duck_sql).fetchall(), args.runs, args.best)
-                c_ms = timed(lambda: ch.query(ch_sql, "Arrow"), args.runs, args.best)[0] if ch is not None else float("nan")
+                local_ms, local1_ms, local = both(
+                    lambda q: execute(q, local_segments).table,
+                    lambda k, native=native: native if k == 0 else first_run.native(native, k))
+                d_ms, d1_ms, _ = both(lambda t: con.sql(t).fetchall(),
+                                      lambda k, t=duck_sql: t if k == 0 else first_run.sql(t, k))
+                if ch is not None:
+                    c_ms, c1_ms, _ = both(lambda t: ch.query(t, "Arrow"),
+                                          lambda k, t=ch_sql: t if k == 0 else first_run.clickhouse_sql(t, k))
+                else:
+                    c_ms = c1_ms = float("nan")
                 fewer.append(scanned["off"] / max(1.0, scanned["on"]))
                 speedups.append(off_ms / on_ms)
+                speedups_first.append(off1_ms / on1_ms)
                 if ch is not None:
                     vs_ch.append(on_ms / c_ms)
+                    vs_ch_first.append(on1_ms / c1_ms)
                     local_vs_ch.append(local_ms / c_ms)
+                    local_vs_ch_first.append(local1_ms / c1_ms)
                     lean_vs_ch.append(lean_ms / c_ms)
+                    lean_vs_ch_first.append(lean1_ms / c1_ms)
+
+                def pair(a, b, fmt="{:.1f}"):
+                    return f"{fmt.format(a)} / {fmt.format(b)}"
+
+                ratio = (lambda a, b, c, d: pair(a / b, c / d, "{:.2f}")) if ch is not None else (lambda *_: "n/a")
                 lines.append((name, f"{scanned['on']:,.0f}", f"{scanned['off']:,.0f}", f"{fewer[-1]:,.0f}x",
-                              f"{on_ms:.1f}", f"{off_ms:.1f}", f"{speedups[-1]:.1f}x", f"{d_ms:.1f}",
-                              f"{c_ms:.1f}", f"{on_ms / c_ms:.2f}" if ch is not None else "n/a",
-                              f"{lean_ms:.1f}", f"{lean_ms / c_ms:.2f}" if ch is not None else "n/a",
-                              f"{local_ms:.1f}", f"{local_ms / c_ms:.2f}" if ch is not None else "n/a",
+                              pair(on_ms, on1_ms), pair(off_ms, off1_ms), pair(off_ms / on_ms, off1_ms / on1_ms, "{:.1f}x"),
+                              pair(d_ms, d1_ms), pair(c_ms, c1_ms), ratio(on_ms, c_ms, on1_ms, c1_ms),
+                              pair(lean_ms, lean1_ms), ratio(lean_ms, c_ms, lean1_ms, c1_ms),
+                              pair(local_ms, local1_ms), ratio(local_ms, c_ms, local1_ms, c1_ms),
                               "yes" if same else "NO"))
             cur.close()
         client.close()
@@ -332,25 +387,35 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     print(f"rows {args.rows:,}; {len(descriptors)} day segments with the projection on {args.historicals} "
           f"historicals; build+push+publish+load {load_s:.1f}s; load average {os.getloadavg()[0]:.1f}")
+    print("each time cell is 'repeated / first run' (" + ("fastest" if args.best else "median") + f" of {args.runs}): "
+          "repeated = one query text again and again, after a warm-up run of it (strata keeps its plan, projection "
+          "choice and row selections; ADBC re-executes its prepared statement); first run = a query text not seen "
+          "before on every run, same work (bench/first_run.py)")
     print_rows(("query (SQL via ADBC)", "rows (proj)", "rows (base)", "fewer", "proj ms", "base ms", "speed-up",
-                "DuckDB ms", "ClickHouse ms", "proj/CH", "proj ms lean", "lean/ClickHouse", "in-process proj ms", "in-process/CH", "same result"),
-               lines, args.markdown)
-    print(f"floor: a trivial SQL query (count over one minute) takes {floor_ms:.1f} ms through Flight SQL with ADBC, "
-          f"{lean_floor_ms:.1f} ms with the lean client; the hourly timeseries as a native query over the broker's "
-          f"gRPC API (projection on) {native_ms:.1f} ms, as SQL through ADBC without a prepared statement "
-          f"{unprepared_ms:.1f} ms, as one plain-Flight DoGet with the SQL as the ticket {one_call_ms:.1f} ms; "
-          f"the lean client against a bare pyarrow Flight server in another process "
-          f"that plans nothing and sends the same {hourly.num_rows} rows {bare_ms:.1f} ms")
+                "DuckDB ms", "ClickHouse ms", "proj/CH", "proj ms lean", "lean/ClickHouse", "in-process proj ms",
+                "in-process/CH", "same result"), lines, args.markdown)
+    print(f"floor (repeated / first run, ms): a trivial SQL query (count over one minute) through Flight SQL with ADBC "
+          f"{floor_ms:.1f} / {floor1_ms:.1f}, with the lean client {lean_floor_ms:.1f} / {lean_floor1_ms:.1f}; the "
+          f"hourly timeseries as a native query over the broker's gRPC API (projection on) {native_ms:.1f} / "
+          f"{native1_ms:.1f}, as SQL through ADBC without a prepared statement {unprepared_ms:.1f} / "
+          f"{unprepared1_ms:.1f}, as one plain-Flight DoGet with the SQL as the ticket {one_call_ms:.1f} / "
+          f"{one_call1_ms:.1f}; the lean client against a bare pyarrow Flight server in another process "
+          f"that plans nothing and sends the same {hourly.num_rows} rows {bare_ms:.1f}")
     print("CPU ms per query, the hourly projection query unless named (200 runs): " + "; ".join(
         f"{label}: " + ", ".join(f"{role} {ms:.2f}" for role, ms in sorted(roles.items())) for label, roles in cpu.items()))
     print("ClickHouse (chdb) and DuckDB run in this process, no network hop: proj/CH is strata through the cluster "
           "(ADBC, broker, historicals) vs chdb; in-process/CH is strata's engine in this process over the same "
           "segments (native query, projections on) vs chdb; lean/ClickHouse is strata through the cluster with the "
           "lean Flight SQL client (pyarrow FlightClient: GetFlightInfo + DoGet, same rows as ADBC) vs chdb")
-    print(f"min rows-scanned reduction {min(fewer):,.0f}x (goal >= 50x); min speed-up {min(speedups):.1f}x "
-          f"(goal >= 10x); worst time vs ClickHouse {max(vs_ch) if vs_ch else float('nan'):.2f} through the cluster, "
-          f"{max(lean_vs_ch) if lean_vs_ch else float('nan'):.2f} through the cluster with the lean client, "
-          f"{max(local_vs_ch) if local_vs_ch else float('nan'):.2f} in-process (goal <= 1)")
+
+    def worst(values):
+        return max(values) if values else float("nan")
+
+    print(f"min rows-scanned reduction {min(fewer):,.0f}x (goal >= 50x); min speed-up {min(speedups):.1f}x repeated, "
+          f"{min(speedups_first):.1f}x first run (goal >= 10x); worst time vs ClickHouse, repeated / first run: "
+          f"{worst(vs_ch):.2f} / {worst(vs_ch_first):.2f} through the cluster, {worst(lean_vs_ch):.2f} / "
+          f"{worst(lean_vs_ch_first):.2f} through the cluster with the lean client, {worst(local_vs_ch):.2f} / "
+          f"{worst(local_vs_ch_first):.2f} in-process (goal <= 1)")
     return 0 if all_same else 1
 
 
