@@ -310,9 +310,10 @@ def literal_array(values: list, out_type: ColumnType) -> pa.Array:
                 conv.append(None)
             elif element.is_string:
                 conv.append([e if e is None or isinstance(e, str) else json.dumps(e) for e in v])
+            elif element.kind is TypeKind.LONG:  # numbers as RETURNING BIGINT converts them; text is null
+                conv.append(_longs([None if isinstance(e, str) else e for e in v]).to_pylist())
             else:
-                conv.append([None if e is None or isinstance(e, str) else
-                             (float(e) if element.kind is TypeKind.DOUBLE else int(e)) for e in v])
+                conv.append([None if e is None or isinstance(e, str) else float(e) for e in v])
         return pa.array(conv, target)
     if out_type.is_string:
         return pa.array([None if v is None else _text(v) for v in values], pa.string())

@@ -138,6 +138,10 @@ def _as_type(values: pa.Array, out_type: ColumnType) -> pa.Array:
             values = strings_to_double(values)
         return values.cast(target, safe=False)
     if out_type.is_array and (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+        if out_type.element.kind is TypeKind.LONG and pa.types.is_floating(values.type.value_type):
+            values = values.cast(pa.list_(pa.float64()))  # doubles saturate, as RETURNING BIGINT converts them
+            longs = to_long_values(values.values)
+            return pa.ListArray.from_arrays(values.offsets, longs, mask=values.is_null()).cast(target)
         return values.cast(target, safe=False)
     return pa.nulls(len(values), target)
 

@@ -141,3 +141,29 @@ def test_lone_surrogates_and_deep_text_are_errors_that_name_the_row(env):
     assert run(env, f"SELECT TRY_PARSE_JSON('{deep}') AS d") == [{"d": None}]
     ok = "[" * 900 + "]" * 900
     assert run(env, f"SELECT TRY_PARSE_JSON('{ok}') AS d") == [{"d": ok}]
+
+
+def _array_column(kind: str, path: str, name: str) -> dict:
+    if kind == "nested-field":
+        return {"type": "nested-field", "columnName": "doc", "path": path, "expectedType": "ARRAY<LONG>",
+                "outputName": name}
+    return {"type": "expression", "name": name, "expression": f"json_value(parse_json(raw), '{path}', 'ARRAY<LONG>')",
+            "outputType": "ARRAY<LONG>"}
+
+
+@pytest.mark.parametrize("kind", ["nested-field", "parsed-text"])
+def test_an_array_of_bigint_saturates_its_elements(tmp_path, kind):
+    # (A field whose rows hold arrays of doubles and of integers reads widened to doubles, as the
+    # nested column stores it; each path here holds one element type.)
+    texts = ['{"d": [1e308, -1e20, 2.9, null]}', '{"l": [12345678901234567, -3]}', None, '{"d": [7.5], "l": [7]}']
+    table = pa.table({"__time": pa.array([1577836800000 + i for i in range(len(texts))], pa.int64()),
+                      "doc": pa.array(texts, pa.string()), "raw": pa.array(texts, pa.string())})
+    path = str(tmp_path / "a.sseg")
+    build_segment(table, path, SegmentId("t", Interval.of("2020-01-01/2020-01-02"), "v1", 0),
+                  column_types={"doc": JSON})
+    query = {"queryType": "scan", "dataSource": "t", "intervals": ["2020-01-01/2020-01-02"],
+             "virtualColumns": [_array_column(kind, "$.d", "d"), _array_column(kind, "$.l", "l")],
+             "columns": ["__time", "d", "l"], "order": "ascending"}
+    got = execute(query, [Segment.open(path)]).table
+    assert got.column("d").to_pylist() == [[INT64_MAX, INT64_MIN, 2, None], None, None, [7]]
+    assert got.column("l").to_pylist() == [None, [12345678901234567, -3], None, [7]]
