@@ -158,3 +158,27 @@ def test_a_truncated_byte_order_mark_reads_the_same_in_both_readers(data, want):
 def test_the_readers_agree_byte_for_byte(data):
     native, python = _native(data), _python(data)
     assert [b.to_pydict() for b in native] == [b.to_pydict() for b in python]
+
+
+class _Trickle(io.RawIOBase):
+    """A stream that gives one byte per read (a slow network read)."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if self.at >= len(self.data):
+            return 0
+        b[0] = self.data[self.at]
+        self.at += 1
+        return 1
+
+
+@pytest.mark.parametrize("data", [b"\xef\xbb\xbf{\"ts\": 5}\n{\"ts\": 6}", b"\xef\xbb", b"\xef\xbb\n{\"ts\": 6}"])
+def test_a_byte_order_mark_read_a_byte_at_a_time(data):
+    native = list(parse_json_lines("in.json", _Trickle(data), SIGNATURE))
+    python = list(parse_file("in.json", io.BufferedReader(_Trickle(data), 1), {"type": "json"}, SIGNATURE))
+    assert [b.to_pydict() for b in native] == [b.to_pydict() for b in python] == [b.to_pydict() for b in _python(data)]
