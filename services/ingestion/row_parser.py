@@ -6,7 +6,10 @@ number (a Parquet row's position in its file), and a row that cannot be read or 
 not fit its declared type becomes a *parse exception* row carrying the reason and the raw text,
 never a silent null. Values are converted as Druid converts them: empty CSV fields are null,
 JSON booleans are 1/0 in numeric columns and "true"/"false" in string ones, a scalar in an array
-column is a one-element array, and list delimiters split text into ARRAY values.
+column is a one-element array, and list delimiters split text into ARRAY values. A value no
+column can hold is a parse exception too: a lone surrogate escape (no UTF-8 text holds it), a
+document nested deeper than documents may nest; NaN and numbers beyond a double in a document are
+kept as Jackson prints them (common/json/document_text.py).
 """
 
 from __future__ import annotations
@@ -236,9 +239,9 @@ def _text_to_json(v, column: str):
     return _json_text(doc, column)
 
 
-def _too_deep(what: str) -> str:
-    return (f"{what} nests arrays/objects deeper than {MAX_DOCUMENT_DEPTH} levels; flatten it (documents may "
-            f"nest {MAX_DOCUMENT_DEPTH} levels at most)")
+def _too_deep(what: str, inside: str = "") -> str:
+    return (f"{what} nests arrays/objects deeper than {MAX_DOCUMENT_DEPTH} levels{inside}; flatten it (documents "
+            f"may nest {MAX_DOCUMENT_DEPTH} levels at most)")
 
 
 def _scalar_converter(ctype: ColumnType) -> Callable:
@@ -466,7 +469,7 @@ def _json_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: int =
         if not text.isascii() and _BAD_UTF8.search(text):
             batcher.error(line_no, text, "the line is not valid UTF-8")
         elif depth_over(text, MAX_LINE_DEPTH):
-            batcher.error(line_no, text, _too_deep("the line"))
+            batcher.error(line_no, text, _too_deep("the line", " inside its row's object"))
         else:
             try:
                 # One parse per line: orjson, or json where orjson reads differently (NaN, numbers
@@ -485,7 +488,7 @@ def _json_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: int =
             except json.JSONDecodeError as exc:
                 batcher.error(line_no, text, f"invalid JSON: {exc.msg} at column {exc.colno}")
             except RecursionError:  # within MAX_LINE_DEPTH, yet deeper than the stack left allows
-                batcher.error(line_no, text, _too_deep("the line"))
+                batcher.error(line_no, text, _too_deep("the line", " inside its row's object"))
             except ValueError as exc:  # an integer literal longer than Python converts
                 batcher.error(line_no, text, f"invalid JSON: {str(exc).split(';')[0]}")
             else:

@@ -182,3 +182,15 @@ def test_a_byte_order_mark_read_a_byte_at_a_time(data):
     native = list(parse_json_lines("in.json", _Trickle(data), SIGNATURE))
     python = list(parse_file("in.json", io.BufferedReader(_Trickle(data), 1), {"type": "json"}, SIGNATURE))
     assert [b.to_pydict() for b in native] == [b.to_pydict() for b in python] == [b.to_pydict() for b in _python(data)]
+
+
+def test_a_csv_json_column_holding_hostile_text_is_one_parse_exception_per_row():
+    deep = "[" * (MAX_DOCUMENT_DEPTH + 1) + "]" * (MAX_DOCUMENT_DEPTH + 1)
+    rows = ["n,j", '1,"{""a"": 1e400}"', '2,"{""a"": ""\\ud800""}"', f"3,{deep}", '4,"[1, 2]"']
+    batches = parse_file("in.csv", io.BytesIO("\n".join(rows).encode()), {"type": "csv", "findColumnsFromHeader": True},
+                         [("n", LONG), ("j", JSON)])
+    got = [(r[META_LINE], r["j"], r[META_ERROR] and r[META_ERROR][:60]) for r in _rows(batches)]
+    assert got == [(2, '{"a":"Infinity"}', None),
+                   (3, None, "column 'j': the value holds a lone UTF-16 surrogate escape ("),
+                   (4, None, "column 'j' holds JSON that nests arrays/objects deeper than 90"),
+                   (5, "[1,2]", None)]
