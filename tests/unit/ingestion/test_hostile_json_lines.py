@@ -192,5 +192,5 @@ def test_a_csv_json_column_holding_hostile_text_is_one_parse_exception_per_row()
     got = [(r[META_LINE], r["j"], r[META_ERROR] and r[META_ERROR][:60]) for r in _rows(batches)]
     assert got == [(2, '{"a":"Infinity"}', None),
                    (3, None, "column 'j': the value holds a lone UTF-16 surrogate escape ("),
-                   (4, None, "column 'j' holds JSON that nests arrays/objects deeper than 90"),
+                   (4, None, "column 'j' holds JSON that nests arrays/objects deeper than "),
                    (5, "[1,2]", None)]
