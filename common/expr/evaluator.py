@@ -23,6 +23,7 @@ from common.errors import UnsupportedError, ValidationError, unknown_name_messag
 from common.expr.node import COMPARISONS, LOGICAL, BinaryOp, Call, Expr, Identifier, Literal, UnaryOp
 from common.expr.nesting import depth_guard
 from common.types.column_type import DOUBLE, LONG, STRING, ColumnType, TypeKind
+from common.types.number_parsing import double_to_long, text_to_double, to_long_values
 from common.types.time_zone import time_zone
 
 Value = pa.Array | pa.Scalar
@@ -78,40 +79,20 @@ def on_numpy(fn: Callable, out_type: pa.DataType, *args: Value) -> Value:
     return pa.array(out, type=out_type, mask=mask)
 
 
-_LONG_RE = r"^\s*[+-]?\d{1,18}\s*$"
-_DOUBLE_RE = r"^\s*[+-]?(\d+\.?\d*([eE][+-]?\d+)?|\.\d+([eE][+-]?\d+)?|NaN|Infinity)\s*$"
-
-
 def _parse_double(s: Value) -> Value:
-    ok = pc.match_substring_regex(s, _DOUBLE_RE)
-    return pc.if_else(ok, pc.utf8_trim_whitespace(s), pa.scalar(None, pa.string())).cast(pa.float64())
-
-
-def double_to_long(x: Value) -> Value:
-    # Java's (long) cast: truncate, NaN is 0, out-of-range values saturate.
-    x = pc.trunc(x)
-    x = pc.if_else(pc.is_nan(x), 0.0, x)
-    high, low = pc.greater_equal(x, 2.0**63), pc.less(x, -(2.0**63))
-    inside = pc.if_else(pc.or_(high, low), 0.0, x).cast(pa.int64())
-    return pc.if_else(high, 2**63 - 1, pc.if_else(low, -(2**63), inside))
+    return text_to_double(s)
 
 
 def to_long(v: Value) -> Value:
+    """CAST(v AS BIGINT): number_parsing.to_long_values holds the rule (JSON_VALUE shares it)."""
     v = plain(v)
     t = v.type
-    if pa.types.is_int64(t):
-        return v
-    if pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_null(t) or pa.types.is_timestamp(t):
+    if pa.types.is_timestamp(t):
         return v.cast(pa.int64())
-    if pa.types.is_floating(t):
-        return double_to_long(v.cast(pa.float64()))
-    if pa.types.is_string(t):
-        # Druid tries an integer parse first, then a floating-point one ('1.7' is 1).
-        ok = pc.match_substring_regex(v, _LONG_RE)
-        digits = pc.replace_substring_regex(pc.utf8_trim_whitespace(v), r"^\+", "")
-        as_long = pc.if_else(ok, digits, pa.scalar(None, pa.string())).cast(pa.int64())
-        return pc.if_else(ok, as_long, double_to_long(_parse_double(v)))
-    raise UnsupportedError(f"cannot convert {t} to LONG")
+    if not (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_null(t) or pa.types.is_floating(t)
+            or pa.types.is_string(t)):
+        raise UnsupportedError(f"cannot convert {t} to LONG")
+    return to_long_values(v)
 
 
 def to_double(v: Value) -> Value:

@@ -16,14 +16,16 @@ import pyarrow as pa
 
 from common.errors import ValidationError
 from common.json.document_paths import literal_paths
+from common.json.document_text import depth_over, dumps_document, loads_document, lone_surrogate, surrogate_escape
 from common.json.path_steps import documents, parse_path, walk
 
 LIST_OF_STRINGS = pa.list_(pa.string())
 
 
 def dumps(value) -> str:
-    """Compact JSON text, non-ASCII kept, as Druid serializes."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    """Compact JSON text, non-ASCII kept, as Druid serializes (NaN and infinities as Jackson prints
+    them: see document_text)."""
+    return dumps_document(value)
 
 
 def _docs(values: pa.Array, what: str) -> list:
@@ -77,7 +79,7 @@ def _python(value, is_json: bool):
     if value is None:
         return None
     if is_json:
-        return json.loads(value) if isinstance(value, str) else value
+        return loads_document(value) if isinstance(value, str) else value
     if isinstance(value, float) and not math.isfinite(value):
         return None  # JSON has no NaN or infinity
     return value
@@ -127,10 +129,21 @@ def parse_json(values: pa.Array, strict: bool = True) -> pa.Array:
             out.append(None)
             continue
         try:
-            out.append(json.loads(text) if isinstance(text, str) else text)
+            if not isinstance(text, str):
+                out.append(text)
+                continue
+            if depth_over(text):
+                raise RecursionError
+            doc = loads_document(text)
+            char = lone_surrogate(dumps(doc)) if "\\u" in text else None
+            if char is not None:
+                raise ValueError(f"it holds a lone UTF-16 surrogate escape ({surrogate_escape(char)}), which is no "
+                                 "character and cannot be stored as text")
+            out.append(doc)
         except (ValueError, RecursionError) as exc:
             if strict:
-                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply" if isinstance(
+                    exc, RecursionError) else str(exc)
                 raise ValidationError(f"PARSE_JSON: row {row} is not valid JSON ({reason}); use TRY_PARSE_JSON to "
                                       "get NULL for such rows") from None
             out.append(None)

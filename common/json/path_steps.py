@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import re
 
 import pyarrow as pa
 
 from common.errors import ValidationError
+from common.json.document_text import MAX_DOCUMENT_DEPTH, depth_over, dumps_document, loads_document, lone_surrogate
 from common.types.column_type import ColumnType
-from common.types.number_parsing import strings_to_double
+from common.types.number_parsing import strings_to_double, to_long_values
 
 _PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # A dot-notation key runs to the next '.', '[' or quote, as in Druid's path parser (``$.a-b``, ``$.é``).
@@ -249,10 +251,17 @@ def documents(values: pa.Array, where: str) -> list:
             out.append(text)
             continue
         try:
-            out.append(json.loads(text))
-        except ValueError:
-            raise ValidationError(f"{where}: row {row} holds text that is not JSON; parse it with "
-                                  "TRY_PARSE_JSON (null when malformed) or PARSE_JSON") from None
+            if depth_over(text):
+                raise RecursionError
+            doc = loads_document(text)
+        except (ValueError, RecursionError):
+            raise ValidationError(f"{where}: row {row} holds text that is not JSON (or nests deeper than "
+                                  f"{MAX_DOCUMENT_DEPTH} levels); parse it with TRY_PARSE_JSON (null when malformed) "
+                                  "or PARSE_JSON") from None
+        if "\\u" in text and lone_surrogate(dumps_document(doc)) is not None:
+            raise ValidationError(f"{where}: row {row} holds a lone UTF-16 surrogate escape, which is no character "
+                                  "and cannot be text; remove it or pair it with its other half")
+        out.append(doc)
     return out
 
 
@@ -301,27 +310,58 @@ def literal_array(values: list, out_type: ColumnType) -> pa.Array:
                 conv.append(None)
             elif element.is_string:
                 conv.append([e if e is None or isinstance(e, str) else json.dumps(e) for e in v])
+            elif element.kind is TypeKind.LONG:  # numbers as RETURNING BIGINT converts them; text is null
+                conv.append(_longs([None if isinstance(e, str) else e for e in v]).to_pylist())
             else:
-                conv.append([None if e is None or isinstance(e, str) else
-                             (float(e) if element.kind is TypeKind.DOUBLE else int(e)) for e in v])
+                conv.append([None if e is None or isinstance(e, str) else float(e) for e in v])
         return pa.array(conv, target)
     if out_type.is_string:
         return pa.array([None if v is None else _text(v) for v in values], pa.string())
+    if out_type.kind is TypeKind.LONG:
+        return _longs(values)
     texts = pa.array([None if v is None else (v if isinstance(v, str) else repr(float(v))) for v in values],
                      pa.string())
     nums = strings_to_double(texts)
-    if out_type.kind is TypeKind.LONG:
-        import pyarrow.compute as pc
-
-        finite = pc.is_finite(nums).fill_null(False)
-        nums = pc.if_else(finite, pc.trunc(nums), pa.scalar(None, pa.float64()))
     return nums.cast(target, safe=False)
+
+
+def _longs(values: list) -> pa.Array:
+    """RETURNING BIGINT: integers exactly (not through a double, which rounds past 2**53), the rest
+    as CAST(.. AS BIGINT) converts them (number_parsing.to_long_values: doubles and integers
+    beyond 64 bits saturate, texts parse, NaN is 0)."""
+    import pyarrow.compute as pc
+
+    exact, rest = [], []
+    for v in values:
+        if v is None:
+            exact.append(None)
+            rest.append(None)
+        elif type(v) is int and -_INT64 <= v < _INT64 or type(v) is bool:
+            exact.append(int(v))
+            rest.append(None)
+        else:
+            exact.append(None)
+            # Integers beyond 64 bits go as their text: it saturates as CAST saturates such a literal.
+            rest.append(v if isinstance(v, str) else repr(v) if isinstance(v, int) else _java_double(float(v)))
+    out = pa.array(exact, pa.int64())
+    if any(r is not None for r in rest):
+        out = pc.coalesce(out, to_long_values(pa.array(rest, pa.string())))
+    return out
+
+
+_INT64 = 1 << 63
+
+
+def _java_double(v: float) -> str:
+    return "NaN" if v != v else "Infinity" if v == float("inf") else "-Infinity" if v == float("-inf") else repr(v)
 
 
 def _text(v) -> str:
     if isinstance(v, bool):
         return "1" if v else "0"  # booleans are LONG 1/0 in nested columns, as in Druid
     if isinstance(v, float):
+        if not math.isfinite(v):
+            return _java_double(v)
         if v.is_integer() and abs(v) < 1e7:
             return f"{v:.1f}"
         return repr(v)

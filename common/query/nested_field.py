@@ -15,13 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from common.errors import ValidationError
 from common.expr import Call, Identifier, Literal
 from common.json.path_steps import has_wildcard, json_values, parse_path, path_text, value_type_for
 from common.types.column_type import STRING, ColumnType, TypeKind
-from common.types.number_parsing import strings_to_double
+from common.types.number_parsing import strings_to_double, to_long_values
 
 @dataclass(frozen=True)
 class NestedFieldColumn:
@@ -132,14 +131,17 @@ def _as_type(values: pa.Array, out_type: ColumnType) -> pa.Array:
         from common.expr.evaluator import to_string
 
         return to_string(values)
-    if out_type.kind in (TypeKind.LONG, TypeKind.DOUBLE, TypeKind.FLOAT):
+    if out_type.kind is TypeKind.LONG:
+        return to_long_values(values)  # CAST(.. AS BIGINT)'s rule: exact integers, saturating doubles
+    if out_type.kind in (TypeKind.DOUBLE, TypeKind.FLOAT):
         if pa.types.is_string(values.type):
             values = strings_to_double(values)
-        if out_type.kind is TypeKind.LONG and pa.types.is_floating(values.type):
-            finite = pc.is_finite(values).fill_null(False)
-            values = pc.if_else(finite, pc.trunc(values), pa.scalar(None, values.type))
         return values.cast(target, safe=False)
     if out_type.is_array and (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+        if out_type.element.kind is TypeKind.LONG and pa.types.is_floating(values.type.value_type):
+            values = values.cast(pa.list_(pa.float64()))  # doubles saturate, as RETURNING BIGINT converts them
+            longs = to_long_values(values.values)
+            return pa.ListArray.from_arrays(values.offsets, longs, mask=values.is_null()).cast(target)
         return values.cast(target, safe=False)
     return pa.nulls(len(values), target)
 

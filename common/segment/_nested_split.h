@@ -9,7 +9,7 @@
 #include <string.h>
 
 #define MAX_DEPTH 100          /* nested_fields._MAX_RECURSION */
-#define BRACKET_TEXT 1800      /* nested_fields: 2 * MAX_DOCUMENT_DEPTH */
+#define BRACKET_TEXT 1800      /* nested_fields: 2 * MAX_DOCUMENT_DEPTH (common/json/document_text.py) */
 #define BRACKET_COUNT 900
 
 enum { L_STRING, L_LONG, L_DOUBLE, L_ASTRING, L_ALONG, L_ADOUBLE, NLABELS };

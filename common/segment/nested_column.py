@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap
 
+from common.json.document_text import dumps_document
 from common.segment.container import Container, ipc_bytes
 from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.segment.nested_fields import NestedOptions, SplitField, split_documents
@@ -593,8 +594,8 @@ class NestedColumn:
                     _place(doc, parts, v)
         nulls = self.null_rows()
         wanted = range(self.num_rows) if rows is None else rows.tolist()
-        dumps = json.dumps
-        return pa.array([None if (row in nulls or d is None) else dumps(d, separators=(",", ":"), ensure_ascii=False)
+        dumps = dumps_document  # (a segment built before documents kept NaN as "NaN" may hold a NaN field)
+        return pa.array([None if (row in nulls or d is None) else dumps(d)
                          for row, d in zip(wanted, docs)], pa.string())
 
 

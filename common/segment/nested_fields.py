@@ -21,6 +21,8 @@ import pyarrow as pa
 
 from common.errors import ValidationError
 from common.json.document_paths import _literal_array, literal_paths
+from common.json.document_text import (MAX_DOCUMENT_DEPTH, depth_over, dumps_document, loads_document,
+                                       lone_surrogate, surrogate_escape)
 from common.json.path_steps import key_text
 
 DEFAULT_MAX_FIELDS = 1000
@@ -133,46 +135,27 @@ class Split:
         return pa.array(self.canonical, pa.string())
 
 
-MAX_DOCUMENT_DEPTH = 900
-
-
-def _json_depth_exceeds(text: str, limit: int) -> bool:
-    """Whether arrays/objects nest deeper than ``limit`` (brackets inside strings do not count)."""
-    depth, in_string, escaped = 0, False, False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif ch in "]}":
-            depth -= 1
-    return False
-
-
 def parse_document(text: str | None, row: int):
     if text is None:
         return None
     # The limit is explicit, not the interpreter's recursion limit (which strata raises for deep
     # expressions); the scan runs only for texts with that many brackets at all.
-    too_deep = text.count("[") + text.count("{") > MAX_DOCUMENT_DEPTH and _json_depth_exceeds(text, MAX_DOCUMENT_DEPTH)
     try:
-        if too_deep:
+        if depth_over(text):
             raise RecursionError
-        return json.loads(text)
+        doc = loads_document(text)
     except RecursionError:
         raise ValidationError(f"row {row}: the JSON document nests too deeply to parse (over {MAX_DOCUMENT_DEPTH} "
                               "levels); flatten it or store it as VARCHAR") from None
     except ValueError as exc:
         raise ValidationError(f"row {row}: malformed JSON: {exc}") from None
+    if "\\u" in text:
+        char = lone_surrogate(_canonical(doc))
+        if char is not None:
+            raise ValidationError(f"row {row}: the JSON document holds a lone UTF-16 surrogate "
+                                  f"({surrogate_escape(char)}), which is no character and cannot be stored as "
+                                  "text; remove it or pair it with its other half")
+    return doc
 
 
 _SHAPES: dict[tuple, tuple[str, ...]] = {}  # (path, keys of an object there) -> the keys' paths
@@ -317,7 +300,7 @@ def _canonical_fast(doc) -> str:
 
 
 def _canonical(doc) -> str:
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)
+    return dumps_document(doc)
 
 
 def split_documents(texts: list, options: NestedOptions | None = None) -> Split:

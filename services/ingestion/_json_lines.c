@@ -4,7 +4,9 @@
  * row_parser.parse_file gives: a line it cannot be sure to read the same way (malformed, not an
  * object, NaN, integers beyond 64 bits, doubles Python or orjson print in exponent form, lone
  * surrogates, duplicate keys, nesting beyond 100 levels, a value that does not fit its column,
- * non-ASCII whitespace around the line, ...) is listed for row_parser to read in its place.
+ * non-ASCII whitespace around the line, ...) is listed for row_parser to read in its place; so the
+ * hostile ones (a lone surrogate in a column, nesting past the document limit, numbers beyond a
+ * double) become row_parser's parse exception or its Jackson text in both readers alike.
  * Strings and numbers are read and printed by the nested split's shared code
  * (common/segment/_nested_split_text.c), so a COMPLEX<json> value's compact text is the one the
  * field split prints: json.dumps(separators=(",", ":"), ensure_ascii=False), which is orjson's

@@ -123,8 +123,8 @@ class _Input:
                 self.eof = True
                 break
             self.size += got
-            if self.first:  # utf-8-sig: a byte order mark opening the input is not text
-                self.first = False
+            if self.first and self.size >= len(_BOM):  # a byte order mark opening the input is not text
+                self.first = False  # (decided once three bytes are in: a read may bring fewer)
                 if self.data[:3] == _BOM:
                     self.pos = 3
             end = self.data.rfind(b"\n", rest, self.size)

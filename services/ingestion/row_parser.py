@@ -6,7 +6,10 @@ number (a Parquet row's position in its file), and a row that cannot be read or 
 not fit its declared type becomes a *parse exception* row carrying the reason and the raw text,
 never a silent null. Values are converted as Druid converts them: empty CSV fields are null,
 JSON booleans are 1/0 in numeric columns and "true"/"false" in string ones, a scalar in an array
-column is a one-element array, and list delimiters split text into ARRAY values.
+column is a one-element array, and list delimiters split text into ARRAY values. A value no
+column can hold is a parse exception too: a lone surrogate escape (no UTF-8 text holds it), a
+document nested deeper than documents may nest; NaN and numbers beyond a double in a document are
+kept as Jackson prints them (common/json/document_text.py).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import orjson
 import pyarrow as pa
 
 from common.errors import ValidationError
+from common.json.document_text import (MAX_DOCUMENT_DEPTH, depth_over, dumps_document, jackson_value,
+                                       loads_document, lone_surrogate, surrogate_escape)
 from common.types.column_type import ColumnType, TypeKind
 from common.types.interval import parse_instant
 
@@ -124,13 +129,29 @@ def _to_double(v, column: str):
     raise BadValue(f"column '{column}': a {type(v).__name__} value cannot be a number")
 
 
+def _no_surrogate(text: str, column: str) -> str:
+    """``text`` unless a ``\\udXXX`` escape left a lone surrogate in it: Arrow text is UTF-8, which
+    has no such character (Druid's writer would silently make it '?'), so the row is a parse
+    exception instead of failing the whole batch."""
+    char = lone_surrogate(text)
+    if char is not None:
+        raise BadValue(f"column '{column}': the value holds a lone UTF-16 surrogate escape ({surrogate_escape(char)}), "
+                       "which is no character and cannot be stored as text; remove it or pair it with its "
+                       "other half")
+    return text
+
+
 def _to_string(v, column: str):
-    if v is None or isinstance(v, str):
+    if v is None:
         return v
+    if isinstance(v, str):
+        return _no_surrogate(v, column)
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, (int, float)):
+    if isinstance(v, int):
         return str(v)
+    if isinstance(v, float):
+        return str(jackson_value(v))
     kind = "a list" if isinstance(v, list) else "an object"
     hint = "declare it ARRAY<VARCHAR>" if isinstance(v, list) else "declare it COMPLEX<json>"
     raise BadValue(f"column '{column}': {kind} cannot be a VARCHAR; {hint}")
@@ -191,7 +212,13 @@ def _time_in_range(millis: int, v, column: str) -> int:
 def _to_json(v, column: str):
     if v is None:
         return None
-    return json.dumps(_plain_json(v), separators=(",", ":"), ensure_ascii=False, default=str)
+    return _json_text(_plain_json(v), column, default=str)
+
+
+def _json_text(v, column: str, default=None) -> str:
+    """A parsed document's compact text (dumps_document: non-finite numbers as Jackson prints them);
+    a lone surrogate in it makes the row a parse exception (see _no_surrogate)."""
+    return _no_surrogate(dumps_document(v, default), column)
 
 
 def _text_to_json(v, column: str):
@@ -200,14 +227,21 @@ def _text_to_json(v, column: str):
     if not isinstance(v, str):
         return _to_json(v, column)
     try:
-        doc = json.loads(v)
+        if depth_over(v):
+            raise RecursionError
+        doc = loads_document(v)
     except json.JSONDecodeError as exc:
         raise BadValue(f"column '{column}' is COMPLEX<json> but holds invalid JSON ({exc.msg} at character "
                        f"{exc.pos + 1}: {v[:60]!r}); fix the text, or declare the column VARCHAR and use "
                        "TRY_PARSE_JSON") from None
     except RecursionError:
-        raise BadValue(f"column '{column}': JSON nested too deeply to parse") from None
-    return _to_json(doc, column)
+        raise BadValue(_too_deep(f"column '{column}' holds JSON that")) from None
+    return _json_text(doc, column)
+
+
+def _too_deep(what: str, inside: str = "") -> str:
+    return (f"{what} nests arrays/objects deeper than {MAX_DOCUMENT_DEPTH} levels{inside}; flatten it (documents "
+            f"may nest {MAX_DOCUMENT_DEPTH} levels at most)")
 
 
 def _scalar_converter(ctype: ColumnType) -> Callable:
@@ -281,7 +315,8 @@ class _Batcher:
         self._reset()
 
     def _json_value(self, v, column: str):
-        return v if self.orjson_line else _to_json(v, column)
+        # A line json parsed holds only dicts, lists and JSON scalars: no Parquet maps to turn into objects.
+        return v if self.orjson_line else (None if v is None else _json_text(v, column))
 
     def _reset(self) -> None:
         self.cols: list[list] = [[] for _ in self.names]
@@ -326,9 +361,16 @@ class _Batcher:
 def _text_lines(stream: BinaryIO) -> Iterator[str]:
     # surrogateescape keeps undecodable bytes visible, so a line with bad UTF-8 is one parse
     # exception instead of an exception that ends the whole file.
-    # utf-8-sig: a byte order mark opening the file (Excel and Windows tools write one) is not part
-    # of the first line, so it does not end up in the first column name or value.
-    return io.TextIOWrapper(stream, encoding="utf-8-sig", errors="surrogateescape", newline="")
+    # A byte order mark opening the file (Excel and Windows tools write one) is not part of the
+    # first line, so it does not end up in the first column name or value. It is dropped here, not
+    # by the utf-8-sig codec: that codec silently drops a file that is only the start of a mark
+    # (EF BB), which the compiled reader (json_lines_reader) reports as a line that is not UTF-8.
+    lines = io.TextIOWrapper(stream, encoding="utf-8", errors="surrogateescape", newline="")
+    first = next(lines, None)
+    if first is None:
+        return
+    yield first[1:] if first.startswith("\ufeff") else first
+    yield from lines
 
 
 def parse_file(name: str, stream: BinaryIO, input_format: dict, signature,
@@ -412,6 +454,11 @@ def _orjson_values(obj, names: list[str], complex_columns: frozenset) -> list[li
     return out
 
 
+# A line is a row's object around its documents, which may nest MAX_DOCUMENT_DEPTH levels each (so
+# the segment build parses every document it gets); a deeper line is a parse exception.
+MAX_LINE_DEPTH = MAX_DOCUMENT_DEPTH + 1
+
+
 def _json_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: int = 1) -> Iterator[int]:
     names = [n for n, _ in signature]
     for line_no, line in enumerate(lines, first_line):
@@ -421,10 +468,13 @@ def _json_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: int =
             continue
         if not text.isascii() and _BAD_UTF8.search(text):
             batcher.error(line_no, text, "the line is not valid UTF-8")
+        elif depth_over(text, MAX_LINE_DEPTH):
+            batcher.error(line_no, text, _too_deep("the line", " inside its row's object"))
         else:
             try:
-                # One parse per line: orjson, or json where orjson reads differently (NaN, Infinity,
-                # huge integers, lone surrogates) and to word a malformed line's error as before.
+                # One parse per line: orjson, or json where orjson reads differently (NaN, numbers
+                # beyond a double, huge integers, lone surrogates) and to word a malformed line's
+                # error as before; loads_document reads what JSON cannot print as Jackson prints it.
                 rows = None
                 try:
                     obj = orjson.loads(text)
@@ -434,9 +484,13 @@ def _json_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: int =
                     rows = _orjson_values(obj, names, batcher.complex)
                 batcher.orjson_line = rows is not None
                 if rows is None:
-                    obj = json.loads(text)
+                    obj = loads_document(text)
             except json.JSONDecodeError as exc:
                 batcher.error(line_no, text, f"invalid JSON: {exc.msg} at column {exc.colno}")
+            except RecursionError:  # within MAX_LINE_DEPTH, yet deeper than the stack left allows
+                batcher.error(line_no, text, _too_deep("the line", " inside its row's object"))
+            except ValueError as exc:  # an integer literal longer than Python converts
+                batcher.error(line_no, text, f"invalid JSON: {str(exc).split(';')[0]}")
             else:
                 if rows is not None and rows:
                     for values in rows:

@@ -100,7 +100,7 @@ def _json_scan(batches):
                     except ValueError:
                         try:  # what orjson refuses but Python's json reads (NaN, integers past 64 bits)
                             obj = json.loads(line)
-                        except ValueError:
+                        except (ValueError, RecursionError):  # RecursionError: nested past the stack
                             continue  # the reader reports it as a parse exception with its line
                     if isinstance(obj, dict):
                         found.add_row(obj, name, line_no)

@@ -90,6 +90,16 @@ def test_discovery_reads_names_past_a_byte_order_mark():
     assert names == ["t", "a", "b"]
 
 
+def test_discovery_passes_over_lines_nested_past_the_stack():
+    # The reader makes such a line its parse exception; discovery must not fail the statement on it.
+    deep = '{"t": "2024-01-01", "d": ' + "[" * 5000 + "]" * 5000 + "}"
+    data = f'{deep}\n{{"t": "2024-01-02", "b": "x", "s": "\\ud800"}}\n'
+    listing = pa.RecordBatch.from_pylist([{"name": "deep.json", "path": None, "data": data, "spark_file": None,
+                                           "start": None, "end": None, "first_line": 1}])
+    [out] = list(_json_scan([listing]))
+    assert [c["name"] for c in json.loads(out.column(0)[0].as_py())] == ["t", "b", "s"]
+
+
 def test_bad_schema_conflicts_setting_is_named():
     from services.ingestion.schema_discovery import conflict_mode
 

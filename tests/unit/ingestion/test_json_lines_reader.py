@@ -42,19 +42,10 @@ def _ipc(batch: pa.RecordBatch) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
-def _batches(read, *args) -> list | tuple:
-    try:
-        return list(read(*args))
-    except UnicodeError as exc:  # row_parser cannot make Arrow text of a lone surrogate in a string column
-        return ("error", type(exc), str(exc))
-
-
 def assert_same(data: bytes, batch_rows: int = 8192, first_line: int = 1, signature=SIGNATURE) -> list:
-    want = _batches(parse_file, "in.json", io.BytesIO(data), {"type": "json"}, signature, batch_rows, first_line)
-    got = _batches(parse_json_lines, "in.json", io.BytesIO(data), signature, batch_rows, first_line)
-    if isinstance(want, tuple) or isinstance(got, tuple):
-        assert got == want
-        return want
+    # Neither reader ever raises on what a line holds: a bad line is its parse exception row.
+    want = list(parse_file("in.json", io.BytesIO(data), {"type": "json"}, signature, batch_rows, first_line))
+    got = list(parse_json_lines("in.json", io.BytesIO(data), signature, batch_rows, first_line))
     assert [b.num_rows for b in got] == [b.num_rows for b in want]
     for g, w in zip(got, want):
         assert g.schema == w.schema == output_schema(signature)
@@ -107,7 +98,10 @@ _ODD = ['{"ts": NaN}', '{"doc": [1, Infinity]}', '{"d": -Infinity}', '{"doc": 1e
         '{"t": "2020-1-1"}', '{"t": "2020"}', '{"t": "1600000000000"}', '{"t": "0000-01-01"}', '{"t": true}',
         '{"t": 1e400}', '{"ts": "  "}', '{"ts": ""}', '{"d": " "}',
         '{"ts": 9.9e18}', '{"f": 1e39}', '{"f": 3.4028235e38}', '{"arr": null}', '{"arr": ["a"]}', '{"arr": "a"}',
-        '{"doc":"\\u2028\\u0000\\u007f"}', '{"doc": "e-5 0.0000 e+7"}', '{"s": "x\\ny"}', '{"ts":1}\x00']
+        '{"doc":"\\u2028\\u0000\\u007f"}', '{"arr": ["a", "\\udfff"]}', '{"doc": ["\\ud800x"], "ts": 1}',
+        '{"doc": ' + '[' * 600 + ']' * 600 + '}', '{"x": ' + '[' * 1000 + ']' * 1000 + '}',
+        '{"s": ' + '{"a":' * 950 + '1' + '}' * 950 + '}', '{"doc": [1e400, -1e400, 1e308]}', '{"s": 1e400}',
+        '{"doc": 1' + '0' * 5000 + '}', '{"doc": "e-5 0.0000 e+7"}', '{"s": "x\\ny"}', '{"ts":1}\x00']
 _ENDINGS = st.sampled_from(["\n", "\n", "\n", "\r\n", "\r"])
 
 

@@ -164,15 +164,25 @@ def test_malformed_documents_name_the_same_row_either_way():
                                                          "(char 6)")
 
 
-def test_an_array_holding_nan_fails_the_same_way_either_way():
-    # The Python build fails when it prints the array (allow_nan=False); the C split hands the
-    # column to it so the error is the same.
-    assert split_native(pa.array(['{"a": [1.5]}', '{"a": [NaN]}'])) is None
-    assert_same_column(['{"a": [1.5]}', '{"a": [NaN]}'])
+def test_nan_and_numbers_beyond_a_double_split_as_jackson_prints_them_either_way():
+    # JSON has no NaN or infinity: such a document reads as Druid's Jackson prints it ("NaN",
+    # "Infinity"), in both splits, so the column's text is JSON (common/json/document_text.py).
+    texts = ['{"a": [1.5]}', '{"a": [NaN]}', '{"b": 1e400, "c": -1e999}']
+    assert_same_column(texts)
+    assert _view(split_native(pa.array(texts))) == _python(texts)
+    assert _python(texts)[4][1:] == ['{"a":["NaN"]}', '{"b":"Infinity","c":"-Infinity"}']
 
 
-def test_lone_surrogates_take_the_python_split():
-    assert split_native(['{"a": "\\ud800"}']) is None
+def test_lone_surrogates_are_an_error_naming_the_row_either_way():
+    # No UTF-8 text holds one; ingestion makes such a line a parse exception before any build.
+    for enabled in (False, True):
+        with pytest.raises(ValidationError, match=r"row 1: the JSON document holds a lone UTF-16 surrogate "
+                                                  r"\(\\ud800\)"):
+            nested_native_split.ENABLED = enabled
+            try:
+                _encoded(['{"a": 1}', '{"a": "\\ud800"}'], None)
+            finally:
+                nested_native_split.ENABLED = True
     assert_same_column(['{"a": 1}', '{"a": "\\ud800"}'])
 
 
