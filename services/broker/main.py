@@ -37,7 +37,7 @@ class BrokerProcess(NodeProcess):
         self.discovery = discovery_from_config(config)
         security = self.security
         self.grpc = GrpcServer(config.node.host, config.node.grpc_port, security=security,
-                               client_streams=("/strata.v1.BrokerService/Query",))  # bounded per connection
+                               client_streams=("/strata.v1.BrokerService/Query",), role="broker")  # bounded per connection
         self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer,
                                  security.http_server_context() if security.serves_tls else None)
         timeout_s = config.broker.query_timeout_ms / 1000
