@@ -29,9 +29,12 @@ from common.query.partial import Partial, RunStats
 from common.segment.segment_id import SegmentId
 from services.broker.call_watchdog import CallWatchdog
 from services.broker.core.schema_merge import MERGE_POLICY, check_policy
-from services.query_errors import QueryCancelledError
+from services.query_errors import QueryCancelledError, kind_of_code
 
-# Errors after which another replica may succeed.
+# Errors after which another replica may succeed: the internal and unavailable kinds
+# (common/errors.STATUSES), plus what a historical says when only it cannot serve the call now
+# (NOT_FOUND: it no longer serves the segment; RESOURCE_EXHAUSTED: its stream limit; CANCELLED: it
+# stopped). Everything else is the same on every replica and is reported at once with its kind.
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.DATA_LOSS,
               grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED,
               grpc.StatusCode.RESOURCE_EXHAUSTED}
@@ -483,7 +486,8 @@ class QueryExecutor:
             if code == grpc.StatusCode.UNIMPLEMENTED:
                 raise UnsupportedError(exc.details()) from None
             if code not in _RETRYABLE:
-                raise StrataError(f"historical {server} failed: {code.name}: {exc.details()}") from None
+                raise StrataError(f"historical {server} failed: {code.name}: {exc.details()}",
+                                  kind=kind_of_code(code)) from None
         else:
             last_failure = str(exc)  # the stream broke mid-way: as retryable as UNAVAILABLE
         self.metrics.replica_retries.inc()
