@@ -63,7 +63,7 @@ class BrokerProcess(NodeProcess):
         self.executor = QueryExecutor(self.node.view, self.node.historical_client, self.metrics, self.node.lock,
                                       schema_for=self.catalog.datasource_schema,
                                       max_query_bytes=config.broker.max_query_bytes)
-        from services.ingestion.schema_discovery import conflict_mode
+        from common.ingest.discovered_schema import conflict_mode
 
         schema_conflicts = conflict_mode({"schemaConflicts": config.broker.schema_conflicts})
         self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer,

@@ -71,7 +71,7 @@ class OverlayCatalog:
 
     def external_source(self, name: str, args: dict):
         """The ExternalSource of ``ext.name(args)``, for ingestion statements and queries."""
-        from services.ingestion.external_source import ExternalSource
+        from common.ingest.external_source import ExternalSource
 
         spec = self._spec("ext", name)
         if spec is None:
@@ -83,8 +83,8 @@ class OverlayCatalog:
 
     def external_table(self, name: str, args: dict) -> pa.Table:
         """Read an input table on the broker (small inputs; INSERT runs big ones on Spark)."""
-        from services.ingestion.row_parser import META_COLUMNS, META_ERROR, META_FILE, META_LINE, parse_file
-        from services.ingestion.source_reader import list_input
+        from common.ingest.row_parser import META_COLUMNS, META_ERROR, META_FILE, META_LINE, parse_file
+        from common.ingest.input_files import list_input
 
         source = self.external_source(name, args)
         batches = []
@@ -106,7 +106,7 @@ class OverlayCatalog:
                                                   "through INSERT ... SELECT (Spark) instead of reading it here")
         if batches:
             return pa.Table.from_batches(batches)
-        from services.ingestion.row_parser import output_schema
+        from common.ingest.row_parser import output_schema
 
         schema = output_schema(source.signature)
         return schema.empty_table().drop_columns([n for n in META_COLUMNS if n in schema.names])

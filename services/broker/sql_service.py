@@ -429,7 +429,7 @@ class SqlService:
         schema is discovered shows its undeclared columns as ``__dynamic``."""
         from common.sql.sql_plan import EXPLAIN_SCHEMA
         from services.broker.ingestion_submit import prepare_ingestion
-        from services.ingestion.schema_discovery import explain_ingestion
+        from common.ingest.discovered_schema import explain_ingestion
 
         body = head.body
         require_all(self.authorizer, user, source_requirements(body))

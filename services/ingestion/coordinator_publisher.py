@@ -7,7 +7,7 @@ import grpc
 from common.errors import StrataError, ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.types.interval import Interval
-from services.coordinator.core.allocation import Allocation
+from common.segment.allocation import Allocation
 from services.rpc.convert import descriptor_to_proto, interval_from_proto, interval_to_proto
 from services.rpc.gen.strata.v1 import coordinator_pb2
 

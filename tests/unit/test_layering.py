@@ -28,6 +28,7 @@ ALLOWED_COMMON = {
     "catalog": {"types", "query", "segment", "expr", "json"},
     "sql": {"query", "expr", "types", "catalog", "segment", "json"},
     "demo": {"types"},
+    "ingest": {"types", "sql", "json"},
 }
 IO_LIBRARIES = ("grpc", "asyncio", "pyspark")
 RPC_LIBRARIES = ("grpc", "grpc_tools", "grpc_health", "grpc_reflection", "google.protobuf")

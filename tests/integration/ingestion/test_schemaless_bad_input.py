@@ -91,7 +91,7 @@ def test_discovery_reads_names_past_a_byte_order_mark():
 
 
 def test_bad_schema_conflicts_setting_is_named():
-    from services.ingestion.schema_discovery import conflict_mode
+    from common.ingest.discovered_schema import conflict_mode
 
     with pytest.raises(ValidationError, match="schemaConflicts"):
         conflict_mode({"schemaConflicts": "strict"})
