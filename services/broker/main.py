@@ -61,7 +61,8 @@ class BrokerProcess(NodeProcess):
         self.catalog = OverlayCatalog(BrokerCatalog(self.node, self.node.coordinator_client, self.catalog_cache),
                                       self.catalog_cache)
         self.executor = QueryExecutor(self.node.view, self.node.historical_client, self.metrics, self.node.lock,
-                                      schema_for=self.catalog.datasource_schema,
+                                      schema_for=lambda name, policy: (
+                                          self.catalog.under_policy(policy).datasource_schema(name)),
                                       max_query_bytes=config.broker.max_query_bytes)
         from common.ingest.discovered_schema import conflict_mode
 

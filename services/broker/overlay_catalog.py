@@ -26,6 +26,10 @@ class OverlayCatalog:
     def coordinator(self):
         return self.base.coordinator
 
+    def under_policy(self, policy: str | None) -> OverlayCatalog:
+        """This catalog as a statement with ``columnTypeMergePolicy = policy`` sees it."""
+        return OverlayCatalog(self.base.under_policy(policy), self.cache)
+
     # ---- datasources ----------------------------------------------------------------------------
     def datasource_names(self) -> list[str]:
         names = set(self.base.datasource_names())

@@ -28,7 +28,7 @@ from common.query.model import Query, ScanQuery, query_from_json
 from common.query.partial import Partial, RunStats
 from common.segment.segment_id import SegmentId
 from services.broker.call_watchdog import CallWatchdog
-from services.broker.core.schema_merge import MERGE_POLICY, check_policy
+from services.broker.core.schema_merge import check_policy
 from services.query_errors import QueryCancelledError, kind_of_code
 
 # Errors after which another replica may succeed: the internal and unavailable kinds
@@ -62,7 +62,7 @@ class QueryExecutor:
         # What one query may hold here: the partials historicals send and their merge.
         self.max_query_bytes = max_query_bytes
         # Datasource -> the schema queries see (the catalog overlay on the broker); None: unknown.
-        self.schema_for = schema_for
+        self.schema_for = schema_for  # (datasource, columnTypeMergePolicy or None) -> schema, or None
         self.historical_client = historical_client  # server id -> HistoricalClient
         self.metrics = metrics
         self._partial_children: dict[str, tuple] = {}
@@ -96,16 +96,12 @@ class QueryExecutor:
         policy = (context or {}).get("columnTypeMergePolicy")
         if policy is not None:
             check_policy(policy)
-        token = MERGE_POLICY.set(policy)
-        try:
-            if self.schema_for is not None:
-                schema = self.schema_for(datasource)
-            else:
-                with self.view_lock:
-                    schema = (dict(self.view.merged(datasource, policy).schema)
-                              if datasource in self.view.datasources() else None)
-        finally:
-            MERGE_POLICY.reset(token)
+        if self.schema_for is not None:
+            schema = self.schema_for(datasource, policy)
+        else:
+            with self.view_lock:
+                schema = (dict(self.view.merged(datasource, policy).schema)
+                          if datasource in self.view.datasources() else None)
         if schema is None:
             with self.view_lock:
                 served = ", ".join(self.view.datasources()) or "none"
