@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from common.errors import ErrorKind, StrataError, kind_of, status_of
+from common.errors import ErrorKind, StrataError, ValidationError, kind_of, status_of
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,10 @@ def error_from_rpc(exc: grpc.RpcError, what: str) -> StrataError:
     ``what`` names the call, e.g. "coordinator AllocateSegments"."""
     code = exc.code() if hasattr(exc, "code") else None
     details = exc.details() if hasattr(exc, "details") else str(exc)
-    return StrataError(f"{what} failed: {details or code}", kind=kind_of_code(code))
+    kind = kind_of_code(code)
+    if kind is ErrorKind.USER:  # callers catch a refused request as one
+        return ValidationError(f"{what} failed: {details or code}")
+    return StrataError(f"{what} failed: {details or code}", kind=kind)
 
 
 # gRPC sends a status message in a header, and clients refuse headers over 8 KiB (the message is

@@ -111,17 +111,25 @@ def test_a_not_found_is_still_caught_as_a_validation_error():
         raise NotFoundError("no task 'x'")
 
 
+class Failed(grpc.RpcError):
+    def __init__(self, code, details):
+        self._code, self._details = code, details
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+
 def test_a_peers_status_keeps_its_kind():
-    class Failed(grpc.RpcError):
-        def code(self):
-            return grpc.StatusCode.NOT_FOUND
-
-        def details(self):
-            return "no task 'x'"
-
-    err = qe.error_from_rpc(Failed(), "coordinator GetTask")
-    assert err.kind is ErrorKind.NOT_FOUND and "no task 'x'" in str(err)
+    err = qe.error_from_rpc(Failed(grpc.StatusCode.NOT_FOUND, "no task 'x'"), "coordinator GetTask")
+    assert err.kind is ErrorKind.NOT_FOUND and str(err) == "coordinator GetTask failed: no task 'x'"
     assert qe.client_error(err).kind is ErrorKind.NOT_FOUND
+    refused = qe.error_from_rpc(Failed(grpc.StatusCode.INVALID_ARGUMENT, "bad interval"), "publish")
+    assert isinstance(refused, ValidationError) and refused.kind is ErrorKind.USER
+    down = qe.error_from_rpc(Failed(grpc.StatusCode.UNAVAILABLE, "connection refused"), "publish")
+    assert down.kind is ErrorKind.UNAVAILABLE and status_of(down.kind).retryable
 
 
 def test_http_error_carries_the_kinds_status_and_an_id_only_when_internal():
