@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from common.ingest.discovered_schema import conflict_mode
 from services.broker.broker_node import BrokerNode
 from services.broker.catalog_cache import CatalogCache
 from services.broker.overlay_catalog import OverlayCatalog
@@ -64,8 +65,6 @@ class BrokerProcess(NodeProcess):
                                       schema_for=lambda name, policy: (
                                           self.catalog.under_policy(policy).datasource_schema(name)),
                                       max_query_bytes=config.broker.max_query_bytes)
-        from common.ingest.discovered_schema import conflict_mode
-
         schema_conflicts = conflict_mode({"schemaConflicts": config.broker.schema_conflicts})
         self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer,
                               {"schemaConflicts": schema_conflicts})

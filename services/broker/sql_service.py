@@ -23,6 +23,7 @@ from common.sql.sql_plan import SqlPlan
 from common.sql.planning_deadline import planning_deadline
 from common.sql.planning_deadline import timeout_error as planning_timeout
 from common.sql.statement_kind import classify
+from common.ingest.discovered_schema import explain_ingestion
 from services.broker.core.sql_backend import StatementInfo, TableInfo
 from services.security.authorizer import ALLOW_ALL
 from services.broker.core.segment_facts import manifest_facts, projections_table
@@ -435,7 +436,6 @@ class SqlService:
         schema is discovered shows its undeclared columns as ``__dynamic``."""
         from common.sql.sql_plan import EXPLAIN_SCHEMA
         from services.broker.ingestion_submit import prepare_ingestion
-        from common.ingest.discovered_schema import explain_ingestion
 
         body = head.body
         require_all(self.authorizer, user, source_requirements(body))
