@@ -63,7 +63,7 @@ def main() -> int:
     from services.ingestion.coordinator_publisher import CoordinatorPublisher
     from services.ingestion.spark_job import IngestionJob, run_ingestion
     from services.ingestion.spark_session import get_or_create_session
-    from services.ingestion.statement import parse_ingestion
+    from common.ingest.statement import parse_ingestion
     from services.rpc.gen.strata.v1 import coordinator_pb2_grpc
     from tests.harness.embedded_cluster import EmbeddedCluster
 
@@ -272,7 +272,7 @@ def inference(args) -> int:
     from services.deep_storage import LocalDeepStorage
     from services.ingestion.spark_job import IngestionJob, run_ingestion
     from services.ingestion.spark_session import get_or_create_session
-    from services.ingestion.statement import parse_ingestion
+    from common.ingest.statement import parse_ingestion
     from tests.integration.ingestion.test_spark_job import FakePublisher
 
     work = tempfile.mkdtemp(prefix="strata-inference-bench-")

@@ -220,7 +220,7 @@ def ingest_rate(work: str, rows: int, rows_per_segment: int = 500_000, general_p
     from services.ingestion.coordinator_publisher import CoordinatorPublisher
     from services.ingestion.spark_job import IngestionJob, run_ingestion
     from services.ingestion.spark_session import get_or_create_session
-    from services.ingestion.statement import parse_ingestion
+    from common.ingest.statement import parse_ingestion
     from tests.harness.embedded_cluster import EmbeddedCluster
 
     paths = ingest_files(input_dir or work, rows)

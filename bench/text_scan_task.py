@@ -38,7 +38,7 @@ def _write(path: str, lines: int) -> None:
 def bench_scan(path: str, lines: int):
     """Writes ``lines`` bench documents to ``path``; returns the INSERT statement reading them into
     a COMPLEX<json> column, its source, the text scan it takes and the one-file listing."""
-    from services.ingestion.statement import parse_ingestion
+    from common.ingest.statement import parse_ingestion
     from services.ingestion.text_scan import MILLIS, PICK, TextScan
 
     _write(path, lines)

@@ -9,6 +9,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from services.query_errors import abort
 from services.transport_security import (NO_SECURITY, CredentialClientInterceptor, InternalCredentialInterceptor,
                                          TransportSecurity)
 
@@ -54,13 +55,13 @@ class GrpcServer:
     services/transport_security.py)."""
 
     def __init__(self, host: str, port: int, workers: int = 64, *, security: TransportSecurity = NO_SECURITY,
-                 also_accept=None, client_streams: tuple[str, ...] = ()) -> None:
+                 also_accept=None, client_streams: tuple[str, ...] = (), role: str = "server") -> None:
         # Each open watch or result stream holds a worker for its whole life (the embedded
         # discovery service serves one watch per node per prefix), so the pool is generous.
         self.credential = InternalCredentialInterceptor(
             security.internal_secret, also_accept, ca=security.ca if security.mtls else b"") \
             if security.guards_internal else None
-        interceptors = [MalformedRequestInterceptor()]
+        interceptors = [ErrorStatusInterceptor(role), MalformedRequestInterceptor()]
         # Result streams clients open (the broker's Query) are bounded per connection and in all,
         # below the worker count: a stream a client does not read holds a worker until it ends.
         self.client_streams = StreamLimitInterceptor(client_streams, total=max(1, workers * 3 // 4)) \
@@ -102,6 +103,62 @@ class GrpcServer:
     def stop(self, grace: float = 1.0) -> None:
         self.set_serving(False)
         self.server.stop(grace).wait(grace + 1)
+
+
+class ErrorStatusInterceptor(grpc.ServerInterceptor):
+    """Every exception a handler lets escape ends its call with the status of its kind
+    (common/errors.STATUSES) and a clean message: a user error as its own text, anything else as
+    an error id the log has (services/query_errors.py). Without it gRPC answers UNKNOWN
+    "Exception calling application" whatever went wrong. A handler that already aborted keeps
+    its status. ``role`` names the node in an internal error's message."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+        self._wrapped: dict[str, tuple] = {}  # method -> (its handler, the wrapper): built once
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return handler
+        cached = self._wrapped.get(handler_call_details.method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = _mapping_errors(handler, self.role)
+        self._wrapped[handler_call_details.method] = (handler, wrapped)
+        return wrapped
+
+
+def _mapping_errors(handler, role: str):
+    def fail(context, exc: Exception):
+        if context.code() is not None:  # the handler aborted (or set its status) itself
+            raise exc
+        abort(context, exc, role)
+
+    def unary(behavior):
+        def call(request, context):
+            try:
+                return behavior(request, context)
+            except Exception as exc:  # noqa: BLE001 - every failure leaves with a mapped status
+                fail(context, exc)
+        return call
+
+    def streaming(behavior):
+        def call(request, context):
+            try:
+                yield from behavior(request, context)
+            except Exception as exc:  # noqa: BLE001 - every failure leaves with a mapped status
+                fail(context, exc)
+        return call
+
+    kwargs = {"request_deserializer": handler.request_deserializer,
+              "response_serializer": handler.response_serializer}
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(unary(handler.unary_unary), **kwargs)
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(streaming(handler.unary_stream), **kwargs)
+    if handler.stream_unary is not None:
+        return grpc.stream_unary_rpc_method_handler(unary(handler.stream_unary), **kwargs)
+    return grpc.stream_stream_rpc_method_handler(streaming(handler.stream_stream), **kwargs)
 
 
 class _Malformed:

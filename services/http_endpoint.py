@@ -23,8 +23,8 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
-from services.query_errors import internal_message, new_error_id
-from services.security.authorizer import ALLOW_ALL, Authorizer, Unauthenticated
+from services.query_errors import http_error
+from services.security.authorizer import ALLOW_ALL, Authorizer
 
 log = logging.getLogger("strata.http")
 
@@ -106,15 +106,9 @@ class HttpEndpoint:
             for prefix, handler in self._routes:
                 if path.startswith(prefix):
                     return handler(method, path, query, body, headers)
-        except Unauthenticated as exc:
-            return _error(401, exc)
-        except PermissionError as exc:
-            return _error(403, exc)
-        except Exception as exc:  # noqa: BLE001 - a handler bug still answers, with an id the log has
-            error_id = new_error_id()
-            log.error("internal error %s in %s %s", error_id, method, path, exc_info=exc)
-            return 500, "application/json", json.dumps(
-                {"error": internal_message(exc, error_id, "http"), "errorId": error_id}).encode()
+        except Exception as exc:  # noqa: BLE001 - every failure answers with its kind's status (common/errors.py)
+            status, reply = http_error(exc, "http")  # a handler bug answers with an id the log has
+            return status, "application/json", json.dumps(reply).encode()
         return 404, "application/json", json.dumps({"error": f"no route for {method} {path}"}).encode()
 
     def start(self) -> HttpEndpoint:

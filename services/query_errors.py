@@ -19,34 +19,31 @@ from dataclasses import dataclass
 
 import grpc
 
-from common.catalog.catalog_errors import (SchemaNotFoundError, TableExistsError, TableNotFoundError,
-                                           VersionConflictError)
-from common.errors import QueryTimeoutError, StrataError, UnsupportedError, ValidationError
+from common.errors import ErrorKind, StrataError, ValidationError, kind_of, status_of
 
 log = logging.getLogger(__name__)
 
-INVALID = "invalid"  # the request is wrong: bad SQL, unknown column, value out of range
-NOT_FOUND = "not_found"  # a named thing (catalog table, statement or result handle) does not exist
-ALREADY_EXISTS = "already_exists"  # CREATE of an existing table, a stale catalog version
-UNSUPPORTED = "unsupported"  # valid, but strata does not do it
-TIMEOUT = "timeout"
-CANCELLED = "cancelled"
-DENIED = "denied"  # authenticated, but without the grant
-UNAUTHENTICATED = "unauthenticated"
-INTERNAL = "internal"
+# The kinds under the names the edges used before the taxonomy moved to common/errors.py.
+INVALID = ErrorKind.USER
+NOT_FOUND = ErrorKind.NOT_FOUND
+ALREADY_EXISTS = ErrorKind.ALREADY_EXISTS
+CONFLICT = ErrorKind.CONFLICT
+UNSUPPORTED = ErrorKind.UNSUPPORTED
+TIMEOUT = ErrorKind.TIMEOUT
+CANCELLED = ErrorKind.CANCELLED
+DENIED = ErrorKind.UNAUTHORIZED
+UNAUTHENTICATED = ErrorKind.UNAUTHENTICATED
+LIMIT = ErrorKind.LIMIT
+UNAVAILABLE = ErrorKind.UNAVAILABLE
+INTERNAL = ErrorKind.INTERNAL
 
-USER_KINDS = frozenset({INVALID, NOT_FOUND, ALREADY_EXISTS, UNSUPPORTED, TIMEOUT, CANCELLED, DENIED,
-                        UNAUTHENTICATED})
-
-_GRPC_CODES = {INVALID: grpc.StatusCode.INVALID_ARGUMENT, NOT_FOUND: grpc.StatusCode.NOT_FOUND,
-               ALREADY_EXISTS: grpc.StatusCode.ALREADY_EXISTS, UNSUPPORTED: grpc.StatusCode.UNIMPLEMENTED,
-               TIMEOUT: grpc.StatusCode.DEADLINE_EXCEEDED, CANCELLED: grpc.StatusCode.CANCELLED,
-               DENIED: grpc.StatusCode.PERMISSION_DENIED, UNAUTHENTICATED: grpc.StatusCode.UNAUTHENTICATED,
-               INTERNAL: grpc.StatusCode.INTERNAL}
+USER_KINDS = frozenset(k for k in ErrorKind if status_of(k).user_error)
 
 
 class UnknownHandleError(StrataError, KeyError):
     """A prepared-statement or result handle the server does not (or no longer) know."""
+
+    kind = ErrorKind.NOT_FOUND
 
     def __str__(self) -> str:
         return str(self.args[0]) if self.args else ""
@@ -55,16 +52,18 @@ class UnknownHandleError(StrataError, KeyError):
 class QueryCancelledError(StrataError):
     """The client went away or cancelled while the query ran."""
 
+    kind = ErrorKind.CANCELLED
+
 
 @dataclass(frozen=True)
 class ClientError:
-    kind: str
+    kind: ErrorKind
     message: str
     error_id: str | None = None  # internal errors only: the key of the server log entry
 
     @property
     def is_user_error(self) -> bool:
-        return self.kind in USER_KINDS
+        return status_of(self.kind).user_error
 
 
 class QueryFailed(StrataError):
@@ -72,30 +71,12 @@ class QueryFailed(StrataError):
     ``error`` as it is instead of classifying (and logging) it again."""
 
     def __init__(self, error: ClientError) -> None:
-        super().__init__(error.message)
+        super().__init__(error.message, kind=error.kind)
         self.error = error
 
 
-def _kind_of(exc: BaseException) -> str:
-    from services.security.authorizer import Unauthenticated
-
-    if isinstance(exc, Unauthenticated):
-        return UNAUTHENTICATED
-    if isinstance(exc, PermissionError):
-        return DENIED
-    if isinstance(exc, QueryTimeoutError):
-        return TIMEOUT
-    if isinstance(exc, QueryCancelledError):
-        return CANCELLED
-    if isinstance(exc, (TableNotFoundError, SchemaNotFoundError, UnknownHandleError)):
-        return NOT_FOUND
-    if isinstance(exc, (TableExistsError, VersionConflictError)):
-        return ALREADY_EXISTS
-    if isinstance(exc, ValidationError):
-        return INVALID
-    if isinstance(exc, UnsupportedError):
-        return UNSUPPORTED
-    return INTERNAL
+def _kind_of(exc: BaseException) -> ErrorKind:
+    return kind_of(exc)
 
 
 def new_error_id() -> str:
@@ -114,8 +95,34 @@ def internal_message(exc: BaseException, error_id: str, where: str = "broker") -
     return f"internal error {error_id} on the {where}: {what} (the {where} log has the details under this id)"
 
 
+def grpc_code(kind: ErrorKind) -> grpc.StatusCode:
+    return grpc.StatusCode[status_of(kind).grpc]
+
+
 def grpc_status(error: ClientError) -> grpc.StatusCode:
-    return _GRPC_CODES[error.kind]
+    return grpc_code(error.kind)
+
+
+_KIND_OF_CODE = {grpc_code(k): k for k in reversed(list(ErrorKind))}
+_KIND_OF_CODE[grpc.StatusCode.DATA_LOSS] = ErrorKind.INTERNAL
+_KIND_OF_CODE[grpc.StatusCode.OUT_OF_RANGE] = ErrorKind.USER
+
+
+def kind_of_code(code: grpc.StatusCode | None) -> ErrorKind:
+    """The kind a peer's gRPC status stands for (UNKNOWN and anything unmapped: internal)."""
+    return _KIND_OF_CODE.get(code, ErrorKind.INTERNAL)
+
+
+def error_from_rpc(exc: grpc.RpcError, what: str) -> StrataError:
+    """A failed call to another node as a StrataError of the kind the node reported, so it maps to
+    the same status again at this node's edge (a user error stays one, and is never retried).
+    ``what`` names the call, e.g. "coordinator AllocateSegments"."""
+    code = exc.code() if hasattr(exc, "code") else None
+    details = exc.details() if hasattr(exc, "details") else str(exc)
+    kind = kind_of_code(code)
+    if kind is ErrorKind.USER:  # callers catch a refused request as one
+        return ValidationError(f"{what} failed: {details or code}")
+    return StrataError(f"{what} failed: {details or code}", kind=kind)
 
 
 # gRPC sends a status message in a header, and clients refuse headers over 8 KiB (the message is
@@ -135,13 +142,30 @@ def client_error(exc: BaseException, where: str = "broker") -> ClientError:
     if isinstance(exc, QueryFailed):
         return exc.error
     kind = _kind_of(exc)
-    if kind != INTERNAL:
+    if status_of(kind).user_error:
         return ClientError(kind, _bounded(str(exc) or type(exc).__name__))
     error_id = new_error_id()
-    log.error("internal error %s", error_id, exc_info=exc)
-    return ClientError(INTERNAL, internal_message(exc, error_id, where), error_id)
+    log.error("%s error %s", kind, error_id, exc_info=exc)
+    return ClientError(kind, internal_message(exc, error_id, where), error_id)
+
+
+def http_error(exc: BaseException, where: str) -> tuple[int, dict]:
+    """The HTTP status and JSON body (``{"error": message}``, with ``errorId`` for an internal
+    error) an HTTP edge answers ``exc`` with."""
+    error = client_error(exc, where)
+    body = {"error": error.message}
+    if error.error_id is not None:
+        body["errorId"] = error.error_id
+    return status_of(error.kind).http, body
+
+
+def abort(context, exc: BaseException, where: str = "broker", prefix: str = "") -> ClientError:
+    """End the gRPC call with ``exc``'s status and client message (never a traceback)."""
+    error = client_error(exc, where)
+    context.abort(grpc_status(error), prefix + error.message if error.is_user_error else error.message)
+    return error  # not reached: abort raises
 
 
 __all__ = ["ClientError", "QueryFailed", "QueryCancelledError", "UnknownHandleError", "client_error",
-           "grpc_status", "USER_KINDS", "INVALID", "NOT_FOUND", "ALREADY_EXISTS", "UNSUPPORTED", "TIMEOUT",
+           "grpc_status", "grpc_code", "http_error", "kind_of_code", "error_from_rpc", "abort", "CONFLICT", "LIMIT", "UNAVAILABLE", "USER_KINDS", "INVALID", "NOT_FOUND", "ALREADY_EXISTS", "UNSUPPORTED", "TIMEOUT",
            "CANCELLED", "DENIED", "UNAUTHENTICATED", "INTERNAL", "new_error_id", "internal_message"]

@@ -4,11 +4,13 @@ that already exists (409 / ALREADY_EXISTS) and a stale version (409 / ABORTED)."
 
 from __future__ import annotations
 
-from common.errors import StrataError
+from common.errors import ErrorKind, StrataError
 
 
 class TableNotFoundError(StrataError):
     """No catalog entry for the table (the datasource itself may still exist)."""
+
+    kind = ErrorKind.NOT_FOUND
 
     def __init__(self, table) -> None:
         super().__init__(f"table {table} has no catalog entry; create it first (POST with action=New, "
@@ -18,6 +20,8 @@ class TableNotFoundError(StrataError):
 
 class TableExistsError(StrataError):
     """action=New (or CREATE TABLE without IF NOT EXISTS) on a table that already has an entry."""
+
+    kind = ErrorKind.ALREADY_EXISTS
 
     def __init__(self, table, current_version: int) -> None:
         super().__init__(f"table {table} already has a catalog entry (version {current_version}); use "
@@ -29,6 +33,8 @@ class TableExistsError(StrataError):
 class VersionConflictError(StrataError):
     """Optimistic locking failed: the entry changed since the caller read ``expected``."""
 
+    kind = ErrorKind.CONFLICT
+
     def __init__(self, table, expected: int, current_version: int) -> None:
         super().__init__(f"table {table} is at version {current_version}, not {expected}: another writer "
                          "changed it since it was read; read it again and reapply the change")
@@ -39,6 +45,8 @@ class VersionConflictError(StrataError):
 
 class SchemaNotFoundError(StrataError):
     """A schema that holds no catalog entries (HTTP 404)."""
+
+    kind = ErrorKind.NOT_FOUND
 
     def __init__(self, schema: str, valid) -> None:
         super().__init__(f"schema '{schema}' does not hold catalog entries; valid schemas: {', '.join(valid)}")

@@ -17,6 +17,7 @@ import traceback
 
 import pyarrow.flight as flight
 
+from common.errors import ErrorKind, status_of
 from services import query_errors as qe
 
 
@@ -43,17 +44,19 @@ class FlightUnimplemented(CleanStatus, NotImplementedError):
     label = "not supported by strata"
 
 
-_FLIGHT_TYPES = {
-    qe.INVALID: FlightInvalidArgument,
-    qe.ALREADY_EXISTS: FlightInvalidArgument,  # pyarrow cannot send ALREADY_EXISTS; the message says it
-    qe.NOT_FOUND: FlightNotFound,
-    qe.UNSUPPORTED: FlightUnimplemented,
-    qe.TIMEOUT: flight.FlightTimedOutError,
-    qe.CANCELLED: flight.FlightCancelledError,
-    qe.DENIED: flight.FlightUnauthorizedError,
-    qe.UNAUTHENTICATED: flight.FlightUnauthenticatedError,
-    qe.INTERNAL: flight.FlightInternalError,
+# Flight statuses (named in common/errors.STATUSES) as the exception types pyarrow sends them as.
+_FLIGHT_TYPES_BY_STATUS = {
+    "INVALID_ARGUMENT": FlightInvalidArgument,
+    "NOT_FOUND": FlightNotFound,
+    "UNIMPLEMENTED": FlightUnimplemented,
+    "TIMED_OUT": flight.FlightTimedOutError,
+    "CANCELLED": flight.FlightCancelledError,
+    "UNAUTHORIZED": flight.FlightUnauthorizedError,
+    "UNAUTHENTICATED": flight.FlightUnauthenticatedError,
+    "UNAVAILABLE": flight.FlightUnavailableError,
+    "INTERNAL": flight.FlightInternalError,
 }
+_FLIGHT_TYPES = {kind: _FLIGHT_TYPES_BY_STATUS[status_of(kind).flight] for kind in ErrorKind}
 
 
 def flight_exception(error: qe.ClientError) -> Exception:

@@ -136,7 +136,7 @@ def _output_names(statement) -> list[str] | None:
 
 def _native_type(sql_type: str) -> str:
     from common.types.column_type import ColumnType
-    from services.ingestion.external_source import extend_column_type
+    from common.ingest.external_source import extend_column_type
 
     try:
         return extend_column_type(sql_type, "?", "catalog").native_name
@@ -146,7 +146,7 @@ def _native_type(sql_type: str) -> str:
 
 def prepare_ingestion(sql: str, context: dict, catalog) -> tuple[str, object, dict]:
     """(SQL for the task, parsed statement, task spec) for an INSERT/REPLACE."""
-    from services.ingestion.statement import parse_ingestion
+    from common.ingest.statement import parse_ingestion
 
     sql = rewrite_input_tables(sql, catalog)
     statement = parse_ingestion(sql, context)

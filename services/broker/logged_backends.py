@@ -2,8 +2,11 @@
 as a tracked query (an id, KILL-able, logged). Every front door (Flight SQL, plain Flight, gRPC)
 calls these, so no query path is left out of the log.
 
-``LoggedSql`` wraps the SqlService (KILL QUERY is answered here; everything else forwards);
-``LoggedNative`` wraps the scatter/gather executor for native JSON queries. A client picks its own
+``LoggedSql`` wraps the SqlService (KILL QUERY is answered here); ``LoggedNative`` wraps the
+scatter/gather executor for native JSON queries. Each method the front doors call is written out
+(no ``__getattr__``), as in the secure catalog: a method added to a backend is unreachable
+through these until it is added here, deciding whether it is tracked, so none silently skips the
+log and KILL. A client picks its own
 query id with the context key ``sqlQueryId`` (SQL: ``SET sqlQueryId = 'x'; SELECT ..``) or
 ``queryId`` (native), as in Druid.
 """
@@ -22,8 +25,8 @@ class LoggedSql:
         self.inner = inner
         self.registry = registry
         streams = getattr(inner, "streams", None)
-        if streams is not None:  # asked for every DoGet: found here, not through __getattr__
-            self.streams = streams
+        if streams is not None:  # a backend without it runs every statement the ordinary way
+            self.streams = streams  # asked for every DoGet: the bound method, not a wrapper call
 
     def execute(self, sql: str, parameters=(), context: dict | None = None, user: str | None = None,
                 is_active=lambda: True, emit=None, **pinned) -> pa.Table:
@@ -59,8 +62,20 @@ class LoggedSql:
             self.registry.log_failed("sql", sql, user, exc)
             raise
 
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
+    # Flight SQL's catalog calls (GetCatalogs, GetDbSchemas, GetTables, GetTableTypes) read no
+    # data: they are not queries, so they are not tracked.
+    def catalogs(self) -> list[str]:
+        return self.inner.catalogs()
+
+    def db_schemas(self, catalog: str | None = None, schema_pattern: str | None = None) -> list[tuple[str, str]]:
+        return self.inner.db_schemas(catalog, schema_pattern)
+
+    def tables(self, catalog: str | None = None, schema_pattern: str | None = None, table_pattern: str | None = None,
+               table_types=(), user: str | None = None):
+        return self.inner.tables(catalog, schema_pattern, table_pattern, table_types, user)
+
+    def table_types(self) -> list[str]:
+        return self.inner.table_types()
 
 
 class LoggedNative:
@@ -76,8 +91,9 @@ class LoggedNative:
             running.record.result_rows = result.table.num_rows
             return result
 
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
+    def result_schema(self, query):
+        """Planning only (GetFlightInfo's schema): nothing runs, so nothing is tracked."""
+        return self.inner.result_schema(query)
 
 
 __all__ = ["LoggedNative", "LoggedSql"]

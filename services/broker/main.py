@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from common.ingest.discovered_schema import conflict_mode
 from services.broker.broker_node import BrokerNode
 from services.broker.catalog_cache import CatalogCache
 from services.broker.overlay_catalog import OverlayCatalog
@@ -37,7 +38,7 @@ class BrokerProcess(NodeProcess):
         self.discovery = discovery_from_config(config)
         security = self.security
         self.grpc = GrpcServer(config.node.host, config.node.grpc_port, security=security,
-                               client_streams=("/strata.v1.BrokerService/Query",))  # bounded per connection
+                               client_streams=("/strata.v1.BrokerService/Query",), role="broker")  # bounded per connection
         self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health, self.authorizer,
                                  security.http_server_context() if security.serves_tls else None)
         timeout_s = config.broker.query_timeout_ms / 1000
@@ -61,10 +62,9 @@ class BrokerProcess(NodeProcess):
         self.catalog = OverlayCatalog(BrokerCatalog(self.node, self.node.coordinator_client, self.catalog_cache),
                                       self.catalog_cache)
         self.executor = QueryExecutor(self.node.view, self.node.historical_client, self.metrics, self.node.lock,
-                                      schema_for=self.catalog.datasource_schema,
+                                      schema_for=lambda name, policy: (
+                                          self.catalog.under_policy(policy).datasource_schema(name)),
                                       max_query_bytes=config.broker.max_query_bytes)
-        from services.ingestion.schema_discovery import conflict_mode
-
         schema_conflicts = conflict_mode({"schemaConflicts": config.broker.schema_conflicts})
         self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer,
                               {"schemaConflicts": schema_conflicts})

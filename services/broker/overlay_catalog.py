@@ -8,6 +8,9 @@ import tempfile
 import pyarrow as pa
 
 from common.errors import ValidationError
+from common.ingest.external_source import ExternalSource
+from common.ingest.input_files import list_input
+from common.ingest.row_parser import META_COLUMNS, META_ERROR, META_FILE, META_LINE, output_schema, parse_file
 from common.types.column_type import ColumnType
 from services.broker.core import catalog_overlay
 
@@ -25,6 +28,10 @@ class OverlayCatalog:
     @property
     def coordinator(self):
         return self.base.coordinator
+
+    def under_policy(self, policy: str | None) -> OverlayCatalog:
+        """This catalog as a statement with ``columnTypeMergePolicy = policy`` sees it."""
+        return OverlayCatalog(self.base.under_policy(policy), self.cache)
 
     # ---- datasources ----------------------------------------------------------------------------
     def datasource_names(self) -> list[str]:
@@ -71,8 +78,6 @@ class OverlayCatalog:
 
     def external_source(self, name: str, args: dict):
         """The ExternalSource of ``ext.name(args)``, for ingestion statements and queries."""
-        from services.ingestion.external_source import ExternalSource
-
         spec = self._spec("ext", name)
         if spec is None:
             raise ValidationError(f"no input table ext.{name}")
@@ -83,9 +88,6 @@ class OverlayCatalog:
 
     def external_table(self, name: str, args: dict) -> pa.Table:
         """Read an input table on the broker (small inputs; INSERT runs big ones on Spark)."""
-        from services.ingestion.row_parser import META_COLUMNS, META_ERROR, META_FILE, META_LINE, parse_file
-        from services.ingestion.source_reader import list_input
-
         source = self.external_source(name, args)
         batches = []
         rows = 0
@@ -106,8 +108,6 @@ class OverlayCatalog:
                                                   "through INSERT ... SELECT (Spark) instead of reading it here")
         if batches:
             return pa.Table.from_batches(batches)
-        from services.ingestion.row_parser import output_schema
-
         schema = output_schema(source.signature)
         return schema.empty_table().drop_columns([n for n in META_COLUMNS if n in schema.names])
 

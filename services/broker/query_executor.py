@@ -28,10 +28,13 @@ from common.query.model import Query, ScanQuery, query_from_json
 from common.query.partial import Partial, RunStats
 from common.segment.segment_id import SegmentId
 from services.broker.call_watchdog import CallWatchdog
-from services.broker.core.schema_merge import MERGE_POLICY, check_policy
-from services.query_errors import QueryCancelledError
+from services.broker.core.schema_merge import check_policy
+from services.query_errors import QueryCancelledError, kind_of_code
 
-# Errors after which another replica may succeed.
+# Errors after which another replica may succeed: the internal and unavailable kinds
+# (common/errors.STATUSES), plus what a historical says when only it cannot serve the call now
+# (NOT_FOUND: it no longer serves the segment; RESOURCE_EXHAUSTED: its stream limit; CANCELLED: it
+# stopped). Everything else is the same on every replica and is reported at once with its kind.
 _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND, grpc.StatusCode.DATA_LOSS,
               grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED,
               grpc.StatusCode.RESOURCE_EXHAUSTED}
@@ -59,7 +62,7 @@ class QueryExecutor:
         # What one query may hold here: the partials historicals send and their merge.
         self.max_query_bytes = max_query_bytes
         # Datasource -> the schema queries see (the catalog overlay on the broker); None: unknown.
-        self.schema_for = schema_for
+        self.schema_for = schema_for  # (datasource, columnTypeMergePolicy or None) -> schema, or None
         self.historical_client = historical_client  # server id -> HistoricalClient
         self.metrics = metrics
         self._partial_children: dict[str, tuple] = {}
@@ -93,16 +96,12 @@ class QueryExecutor:
         policy = (context or {}).get("columnTypeMergePolicy")
         if policy is not None:
             check_policy(policy)
-        token = MERGE_POLICY.set(policy)
-        try:
-            if self.schema_for is not None:
-                schema = self.schema_for(datasource)
-            else:
-                with self.view_lock:
-                    schema = (dict(self.view.merged(datasource, policy).schema)
-                              if datasource in self.view.datasources() else None)
-        finally:
-            MERGE_POLICY.reset(token)
+        if self.schema_for is not None:
+            schema = self.schema_for(datasource, policy)
+        else:
+            with self.view_lock:
+                schema = (dict(self.view.merged(datasource, policy).schema)
+                          if datasource in self.view.datasources() else None)
         if schema is None:
             with self.view_lock:
                 served = ", ".join(self.view.datasources()) or "none"
@@ -483,7 +482,8 @@ class QueryExecutor:
             if code == grpc.StatusCode.UNIMPLEMENTED:
                 raise UnsupportedError(exc.details()) from None
             if code not in _RETRYABLE:
-                raise StrataError(f"historical {server} failed: {code.name}: {exc.details()}") from None
+                raise StrataError(f"historical {server} failed: {code.name}: {exc.details()}",
+                                  kind=kind_of_code(code)) from None
         else:
             last_failure = str(exc)  # the stream broke mid-way: as retryable as UNAVAILABLE
         self.metrics.replica_retries.inc()

@@ -23,9 +23,9 @@ from common.sql.sql_plan import SqlPlan
 from common.sql.planning_deadline import planning_deadline
 from common.sql.planning_deadline import timeout_error as planning_timeout
 from common.sql.statement_kind import classify
+from common.ingest.discovered_schema import explain_ingestion
 from services.broker.core.sql_backend import StatementInfo, TableInfo
 from services.security.authorizer import ALLOW_ALL
-from services.broker.core.schema_merge import MERGE_POLICY
 from services.broker.core.segment_facts import manifest_facts, projections_table
 from services.broker.core.task_table import tasks_table
 from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog, require_all, require_ingestion,
@@ -48,12 +48,21 @@ def _like(pattern: str | None) -> re.Pattern | None:
 class BrokerCatalog:
     """The SqlCatalog of a broker: datasources and their schemas from served segments."""
 
-    def __init__(self, node, coordinator=None, catalog_cache=None) -> None:
+    def __init__(self, node, coordinator=None, catalog_cache=None, merge_policy: str | None = None) -> None:
         self.node = node
         # A CoordinatorClient (list_segments(), servers(), tasks()), or a callable returning one per use.
         self._coordinator = coordinator
         # The broker's CatalogCache (spec(schema, name), names(schema)), for what the catalog defines.
         self._catalog_cache = catalog_cache
+        # A statement's columnTypeMergePolicy (None: the broker's default), given to the view a
+        # statement plans with (``under_policy``) rather than read from ambient state.
+        self.merge_policy = merge_policy
+
+    def under_policy(self, policy: str | None) -> BrokerCatalog:
+        """This catalog as a statement with ``columnTypeMergePolicy = policy`` sees it."""
+        if policy == self.merge_policy:
+            return self
+        return BrokerCatalog(self.node, self._coordinator, self._catalog_cache, policy)
 
     @property
     def coordinator(self):
@@ -65,7 +74,7 @@ class BrokerCatalog:
             return self.node.view.datasources()
 
     def datasource_schema(self, name: str):
-        policy = MERGE_POLICY.get()
+        policy = self.merge_policy
         with self.node.lock:
             if name not in self.node.view.datasources():
                 return None
@@ -313,12 +322,10 @@ class SqlService:
             from services.broker.core.schema_merge import check_policy
 
             check_policy(policy)
-        token = MERGE_POLICY.set(policy)
-        try:
-            catalog = SecureSqlCatalog(self.catalog, self.authorizer, user)
-            plan = plan_sql(sql, catalog, parameters, context)
-        finally:
-            MERGE_POLICY.reset(token)
+        # The policy travels in the catalog view the statement plans with (see BrokerCatalog.under_policy).
+        catalog = SecureSqlCatalog(self.catalog.under_policy(policy) if policy is not None else self.catalog,
+                                   self.authorizer, user)
+        plan = plan_sql(sql, catalog, parameters, context)
         # The schemas the plan was made with run it too (see SecureSqlCatalog.schemas).
         plan.planned_schemas = catalog.schemas
         if key is not None and not parameters and plan.reusable:
@@ -429,7 +436,6 @@ class SqlService:
         schema is discovered shows its undeclared columns as ``__dynamic``."""
         from common.sql.sql_plan import EXPLAIN_SCHEMA
         from services.broker.ingestion_submit import prepare_ingestion
-        from services.ingestion.schema_discovery import explain_ingestion
 
         body = head.body
         require_all(self.authorizer, user, source_requirements(body))

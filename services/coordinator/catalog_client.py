@@ -21,6 +21,7 @@ from services.coordinator.catalog_manager import OperationResult
 from services.coordinator.catalog_server import CURRENT_VERSION_METADATA
 from services.coordinator.catalog_store import CatalogDelta
 from services.grpc_server import channel
+from services.query_errors import kind_of_code
 from services.transport_security import NO_SECURITY, TransportSecurity
 from services.rpc.convert import metadata_from_proto, table_id_from_proto, table_id_to_proto
 from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
@@ -83,7 +84,7 @@ class CatalogClient:
                 raise PermissionError(detail) from None
             if code == grpc.StatusCode.UNAUTHENTICATED:
                 raise Unauthenticated(detail) from None
-            raise StrataError(f"catalog {method} failed: {code.name}: {detail}") from None
+            raise StrataError(f"catalog {method} failed: {code.name}: {detail}", kind=kind_of_code(code)) from None
 
     # ---- writes -------------------------------------------------------------------------------
     def create(self, table: TableId, spec: TableSpec, action: str = "New", version: int | None = None

@@ -30,22 +30,13 @@ not say which table each one is. The ``sync?since=`` delta is this API's form of
 from __future__ import annotations
 
 import json
-import logging
 from urllib.parse import unquote
 
-from common.catalog.catalog_errors import (
-    SchemaNotFoundError,
-    TableExistsError,
-    TableNotFoundError,
-    VersionConflictError,
-)
+from common.catalog.catalog_errors import TableExistsError, VersionConflictError
 from common.catalog.operations import DropColumns, edit_from_json
 from common.catalog.table_spec import TableId, TableSpec, parse_json
-from common.errors import StrataError, ValidationError
-from services.security.authorizer import Unauthenticated
-from services.query_errors import internal_message, new_error_id
-
-log = logging.getLogger(__name__)
+from common.errors import ValidationError
+from services.query_errors import http_error
 
 BASE = "/druid/coordinator/v1/catalog"
 JSON_TYPE = "application/json"
@@ -108,23 +99,11 @@ class CatalogHttp:
             return self._route(method, path, query or {}, body or b"", user)
         except HttpError as exc:
             return _reply(exc.status, {"error": str(exc), **exc.extra})
-        except Unauthenticated as exc:
-            return _reply(401, {"error": str(exc)})
-        except PermissionError as exc:
-            return _reply(403, {"error": str(exc)})
-        except (TableNotFoundError, SchemaNotFoundError) as exc:
-            return _reply(404, {"error": str(exc)})
-        except (VersionConflictError, TableExistsError) as exc:
-            return _reply(409, {"error": str(exc), "currentVersion": exc.current_version})
-        except ValidationError as exc:
-            return _reply(400, {"error": str(exc)})
-        except StrataError as exc:
-            log.exception("catalog request %s %s failed", method, path)
-            return _reply(500, {"error": str(exc)})
-        except Exception as exc:  # a handler bug must still answer, not drop the connection
-            error_id = new_error_id()  # the client reads the id, never the exception's own text
-            log.exception("internal error %s: catalog request %s %s failed", error_id, method, path)
-            return _reply(500, {"error": internal_message(exc, error_id, "coordinator"), "errorId": error_id})
+        except Exception as exc:  # noqa: BLE001 - every failure answers with its kind's status (common/errors.py)
+            status, reply = http_error(exc, "coordinator")  # an internal one is logged under its id
+            if isinstance(exc, (VersionConflictError, TableExistsError)):
+                reply["currentVersion"] = exc.current_version
+            return _reply(status, reply)
 
     # ---- routing ------------------------------------------------------------------------------
     def _route(self, method: str, path: str, query: dict, body: bytes, user):

@@ -5,24 +5,17 @@ from __future__ import annotations
 
 import hmac
 
-import grpc
-
-from common.catalog.catalog_errors import (
-    SchemaNotFoundError,
-    TableExistsError,
-    TableNotFoundError,
-    VersionConflictError,
-)
+from common.catalog.catalog_errors import TableExistsError, VersionConflictError
 from common.catalog.operations import edit_from_json
 from common.catalog.table_spec import TableSpec, parse_json
-from common.errors import StrataError, ValidationError
+from common.errors import ValidationError
 from services.coordinator import catalog_http
 from services.coordinator.catalog_manager import CatalogManager
 from services.coordinator.catalog_store import CatalogStore
 from services.rpc.convert import metadata_to_proto, table_id_from_proto, table_id_to_proto
 from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
 from services.transport_security import INTERNAL_METADATA
-from services.security.authorizer import ALLOW_ALL, Authorizer, Unauthenticated
+from services.security.authorizer import ALLOW_ALL, Authorizer
 
 CURRENT_VERSION_METADATA = "current-version"
 
@@ -41,7 +34,7 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
         self.certified = certified
 
     def _call(self, context, fn):
-        """Runs ``fn(user)`` with the caller's identity, mapping catalog errors to status codes."""
+        """Runs ``fn(user)`` with the caller's identity; its errors leave with their kind's status."""
         try:
             metadata = {k.lower(): v for k, v in (context.invocation_metadata() or ())}
             headers = {"Authorization": metadata["authorization"]} if "authorization" in metadata else {}
@@ -52,22 +45,11 @@ class CatalogServicer(catalog_pb2_grpc.CatalogServiceServicer):
             else:
                 user = self.manager.authorizer.user_from_headers(headers)
             return fn(user)
-        except Unauthenticated as exc:
-            context.abort(grpc.StatusCode.UNAUTHENTICATED, str(exc))
-        except PermissionError as exc:
-            context.abort(grpc.StatusCode.PERMISSION_DENIED, str(exc))
-        except (TableNotFoundError, SchemaNotFoundError) as exc:
-            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
-        except VersionConflictError as exc:
+        except (VersionConflictError, TableExistsError) as exc:
+            # The caller reads the current version to retry against; the status is the kind's
+            # (ABORTED, ALREADY_EXISTS), as for every other error, set by ErrorStatusInterceptor.
             context.set_trailing_metadata(((CURRENT_VERSION_METADATA, str(exc.current_version)),))
-            context.abort(grpc.StatusCode.ABORTED, str(exc))
-        except TableExistsError as exc:
-            context.set_trailing_metadata(((CURRENT_VERSION_METADATA, str(exc.current_version)),))
-            context.abort(grpc.StatusCode.ALREADY_EXISTS, str(exc))
-        except ValidationError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        except StrataError as exc:
-            context.abort(grpc.StatusCode.INTERNAL, str(exc))
+            raise
 
     def CreateTable(self, request, context):
         def run(user):

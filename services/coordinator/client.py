@@ -18,6 +18,7 @@ from common.errors import StrataError, ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from services.grpc_server import channel
+from services.query_errors import kind_of_code
 from services.transport_security import NO_SECURITY, TransportSecurity
 from services.rpc.convert import descriptor_from_proto, descriptor_to_proto
 from services.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
@@ -52,7 +53,8 @@ class PublishedSegment:
 def _failed(what: str, exc: grpc.RpcError) -> StrataError:
     if exc.code() == grpc.StatusCode.INVALID_ARGUMENT:
         return ValidationError(exc.details())
-    return CoordinatorError(f"{what}{exc.code().name}: {exc.details()}")
+    # The coordinator's kind travels on: a missing task stays NOT_FOUND, a missing grant a denial.
+    return CoordinatorError(f"{what}{exc.code().name}: {exc.details()}", kind=kind_of_code(exc.code()))
 
 
 class CoordinatorClient:

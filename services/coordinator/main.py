@@ -36,7 +36,7 @@ class CoordinatorProcess(NodeProcess):
         # Internal services need the cluster's credential; the admin's own credentials do too
         # (the command line publishes and follows tasks as the admin).
         self.grpc = GrpcServer(config.node.host, config.node.grpc_port, security=self.security,
-                               also_accept=self._admit)
+                               also_accept=self._admit, role="coordinator")
         self.memory_store = None
         self._discovery_servicer = None
         self.journal = None

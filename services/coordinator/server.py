@@ -1,13 +1,15 @@
-"""The coordinator's gRPC edge: publishing and listing segments, servers and load status."""
+"""The coordinator's gRPC edge: publishing and listing segments, servers and load status.
+
+Handlers raise typed errors (common/errors.py); GrpcServer's ErrorStatusInterceptor answers each
+with its kind's status, so a bad request is INVALID_ARGUMENT, an unknown task NOT_FOUND, a
+missing grant PERMISSION_DENIED, and only a real failure INTERNAL."""
 
 from __future__ import annotations
 
 import json
 import threading
 
-import grpc
-
-from common.errors import StrataError, ValidationError
+from common.errors import StrataError, UnsupportedError, ValidationError, status_of
 from common.json.json_text import loads_json
 from common.segment.time_partitioner import new_version
 from common.segment.timeline import TimelineSegment
@@ -44,12 +46,9 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
             if request.replace_datasource:
                 replace = (request.replace_datasource, [interval_from_proto(i) for i in request.replace_intervals])
             published = self.store.publish(records, replace=replace, task_id=request.task_id or None)
-        except ValidationError as exc:
-            self.metrics.publishes.labels("rejected").inc()
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        except StrataError as exc:
-            self.metrics.publishes.labels("failed").inc()
-            context.abort(grpc.StatusCode.INTERNAL, str(exc))
+        except StrataError as exc:  # leaves with its kind's status (services/grpc_server.ErrorStatusInterceptor)
+            self.metrics.publishes.labels("rejected" if status_of(exc.kind).user_error else "failed").inc()
+            raise
         self.metrics.publishes.labels("ok").inc()
         self.metrics.published_segments.inc(published)
         return coordinator_pb2.PublishSegmentsResponse(published=published)
@@ -66,7 +65,7 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
         elif request.datasource and request.HasField("interval"):
             marked = self.store.mark_unused_in_interval(request.datasource, interval_from_proto(request.interval))
         else:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "MarkUnused needs segment ids, or a datasource and interval")
+            raise ValidationError("MarkUnused needs segment ids, or a datasource and interval")
         return coordinator_pb2.MarkUnusedResponse(marked=marked)
 
     def ListServers(self, request, context):
@@ -99,15 +98,12 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     def AllocateSegments(self, request, context):
         existing = [TimelineSegment(r.id, r.num_partitions) for r in self.store.list(request.datasource)]
         intervals = [interval_from_proto(i) for i in request.intervals]
-        try:
-            if request.partitions and len(request.partitions) != len(intervals):
-                raise ValidationError(f"AllocateSegments got {len(request.partitions)} partition counts for "
-                                      f"{len(intervals)} intervals; send one per interval, or none")
-            counts = dict(zip(intervals, request.partitions)) if request.partitions else None
-            with self._allocation_lock:
-                allocations = self._ledger.allocate(existing, intervals, request.mode, new_version(), counts)
-        except ValidationError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        if request.partitions and len(request.partitions) != len(intervals):
+            raise ValidationError(f"AllocateSegments got {len(request.partitions)} partition counts for "
+                                  f"{len(intervals)} intervals; send one per interval, or none")
+        counts = dict(zip(intervals, request.partitions)) if request.partitions else None
+        with self._allocation_lock:
+            allocations = self._ledger.allocate(existing, intervals, request.mode, new_version(), counts)
         return coordinator_pb2.AllocateSegmentsResponse(allocations=[
             coordinator_pb2.Allocation(interval=interval_to_proto(a.interval), version=a.version,
                                        first_partition=a.first_partition, core_partitions=a.core_partitions)
@@ -115,14 +111,13 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
 
     def _need_tasks(self, context):
         if self.tasks is None:
-            context.abort(grpc.StatusCode.UNIMPLEMENTED, "this coordinator does not run tasks")
+            raise UnsupportedError("this coordinator does not run tasks")
 
     def _authorize_task(self, context, datasource: str, action: str) -> None:
         user = self.caller(context)
         if user is not None and not self._may(user, action, datasource):
             wanted = "READ or WRITE" if action == "READ" else action
-            context.abort(grpc.StatusCode.PERMISSION_DENIED,
-                          f"user '{user}' may not {wanted} datasource '{datasource}'")
+            raise PermissionError(f"user '{user}' may not {wanted} datasource '{datasource}'")
 
     def _may(self, user: str, action: str, datasource: str) -> bool:
         # Following a task (READ) is open to whoever may read or write its datasource: a writer
@@ -135,29 +130,22 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
         user = self.caller(context)
         if user is not None and request.type != "compact":
             # An INSERT reads input tables the broker authorizes: users submit it through SQL.
-            context.abort(grpc.StatusCode.PERMISSION_DENIED,
-                          f"user '{user}' may submit only compact tasks here; run {request.type or 'ingestion'} "
-                          "statements through the broker (SQL)")
+            raise PermissionError(f"user '{user}' may submit only compact tasks here; run "
+                                  f"{request.type or 'ingestion'} statements through the broker (SQL)")
         self._authorize_task(context, request.datasource, "WRITE")
-        try:
-            spec = loads_json(request.spec_json or "{}", "task spec_json")
-            if not isinstance(spec, dict):
-                raise ValidationError(f"task spec_json must be a JSON object, got a {type(spec).__name__}")
-            if not request.datasource:
-                raise ValidationError("SubmitTask needs a datasource")
-            task = self.tasks.create(request.datasource, request.type, request.statement, spec)
-        except ValidationError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        spec = loads_json(request.spec_json or "{}", "task spec_json")
+        if not isinstance(spec, dict):
+            raise ValidationError(f"task spec_json must be a JSON object, got a {type(spec).__name__}")
+        if not request.datasource:
+            raise ValidationError("SubmitTask needs a datasource")
+        task = self.tasks.create(request.datasource, request.type, request.statement, spec)
         if self.task_runner is not None:
             self.task_runner.wake()  # start it now, not at the next pass
         return task_to_proto(task)
 
     def GetTask(self, request, context):
         self._need_tasks(context)
-        try:
-            task = self.tasks.get(request.id)
-        except ValidationError as exc:
-            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+        task = self.tasks.get(request.id)  # TaskNotFoundError -> NOT_FOUND
         self._authorize_task(context, task.datasource, "READ")
         return task_to_proto(task)
 
@@ -172,25 +160,15 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     def CancelTask(self, request, context):
         self._need_tasks(context)
         if self.caller(context) is not None:
-            try:
-                datasource = self.tasks.get(request.id).datasource
-            except ValidationError as exc:
-                context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
-            self._authorize_task(context, datasource, "WRITE")
-        try:
-            if self.task_runner is not None:
-                return task_to_proto(self.task_runner.cancel(request.id))
-            return task_to_proto(self.tasks.transition(request.id, "CANCELED", error="canceled"))
-        except ValidationError as exc:
-            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+            self._authorize_task(context, self.tasks.get(request.id).datasource, "WRITE")
+        if self.task_runner is not None:
+            return task_to_proto(self.task_runner.cancel(request.id))
+        return task_to_proto(self.tasks.transition(request.id, "CANCELED", error="canceled"))
 
     def UpdateTask(self, request, context):
         self._need_tasks(context)
-        try:
-            report = json.loads(request.report_json) if request.report_json else None
-            return task_to_proto(self.tasks.transition(request.id, request.state, report, request.error or None))
-        except ValidationError as exc:
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        report = loads_json(request.report_json, "task report_json") if request.report_json else None
+        return task_to_proto(self.tasks.transition(request.id, request.state, report, request.error or None))
 
 
 def add_to_server(grpc_server, servicer: CoordinatorServicer) -> None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from sqlalchemy import func, select, update
 
-from common.errors import ValidationError
+from common.errors import NotFoundError, ValidationError
 from services.coordinator.store import SegmentStore, segments_table, tasks_table
 
 log = logging.getLogger("strata.tasks")
@@ -25,7 +25,7 @@ TRANSITIONS = {
 }
 
 
-class TaskNotFoundError(ValidationError):
+class TaskNotFoundError(NotFoundError):
     pass
 
 

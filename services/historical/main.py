@@ -34,7 +34,7 @@ class HistoricalProcess(NodeProcess):
         self.storage = deep_storage_from_config(config.deep_storage)
         self.cache = SegmentCache(section.cache_dir, section.max_cache_bytes, self.storage)
         self.discovery = discovery_from_config(config)
-        self.grpc = GrpcServer(config.node.host, config.node.grpc_port, security=self.security)
+        self.grpc = GrpcServer(config.node.host, config.node.grpc_port, security=self.security, role="historical")
         self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health,
                                  tls_context=self.security.http_server_context() if self.security.serves_tls else None)
         self.id = self.node_id(self.grpc.port)

@@ -8,7 +8,7 @@
  * hostile ones (a lone surrogate in a column, nesting past the document limit, numbers beyond a
  * double) become row_parser's parse exception or its Jackson text in both readers alike.
  * Strings and numbers are read and printed by the nested split's shared code
- * (common/segment/_nested_split_text.c), so a COMPLEX<json> value's compact text is the one the
+ * (common/json/_nested_split_text.c), so a COMPLEX<json> value's compact text is the one the
  * field split prints: json.dumps(separators=(",", ":"), ensure_ascii=False), which is orjson's
  * text for every number this reader accepts. Built by setup.py; row_parser is used when missing. */
 #include "_nested_split.h"

@@ -23,7 +23,7 @@ from common.errors import ValidationError
 from common.types.column_type import TIME_COLUMN, TypeKind
 from common.types.granularity import Granularity
 from services.ingestion.partitioning import CHUNK_COLUMN, chunk_starts
-from services.ingestion.row_parser import arrow_type
+from common.ingest.row_parser import arrow_type
 
 BATCH_ROWS = 1 << 18
 TASKS_PER_CORE = 2

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import grpc
 
-from common.errors import StrataError, ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.types.interval import Interval
-from services.coordinator.core.allocation import Allocation
+from common.segment.allocation import Allocation
+from services.query_errors import error_from_rpc
 from services.rpc.convert import descriptor_to_proto, interval_from_proto, interval_to_proto
 from services.rpc.gen.strata.v1 import coordinator_pb2
 
@@ -26,8 +26,7 @@ class CoordinatorPublisher:
         try:
             response = self.stub.AllocateSegments(request, timeout=60)
         except grpc.RpcError as exc:
-            error = ValidationError if exc.code() == grpc.StatusCode.INVALID_ARGUMENT else StrataError
-            raise error(f"segment allocation failed: {exc.details()}") from None
+            raise error_from_rpc(exc, "segment allocation") from None  # a refusal stays a user error
         out = {}
         for a in response.allocations:
             iv = interval_from_proto(a.interval)
@@ -43,5 +42,4 @@ class CoordinatorPublisher:
         try:
             self.stub.PublishSegments(request, timeout=120)
         except grpc.RpcError as exc:
-            error = ValidationError if exc.code() == grpc.StatusCode.INVALID_ARGUMENT else StrataError
-            raise error(f"publish failed: {exc.details()}") from None
+            raise error_from_rpc(exc, "publish") from None

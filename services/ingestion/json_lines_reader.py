@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from common.errors import ValidationError
 from common.types.column_type import TypeKind
-from services.ingestion.row_parser import (BATCH_ROWS, decompressed, json_line_rows, output_schema, parse_file,
+from common.ingest.row_parser import (BATCH_ROWS, decompressed, json_line_rows, output_schema, parse_file,
                                           read_error_batch)
 
 try:

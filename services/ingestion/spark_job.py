@@ -38,7 +38,7 @@ from common.segment.time_partitioner import DEFAULT_ROWS_PER_SEGMENT
 from common.types.column_type import TIME_COLUMN
 from common.types.granularity import Granularity
 from common.types.interval import MIN_MS, Interval
-from services.coordinator.core.allocation import Allocation
+from common.segment.allocation import Allocation
 from services.deep_storage import deep_storage_from_url
 from services.ingestion import text_scan
 from services.ingestion.arrow_scan import COUNT_DDL, ArrowScan, plan_scan, scan_frame, with_chunks
@@ -74,8 +74,8 @@ from services.ingestion.partitioning import (
 from services.ingestion.schema_discovery import expand_dynamic
 from services.ingestion.spark_api import spark_api
 from services.ingestion.spark_sql import check_time_column, to_spark_sql
-from services.ingestion.statement import IngestionStatement
-from services.ingestion.upload_folder import ingest_root, new_run_token
+from common.ingest.statement import IngestionStatement
+from services.deep_storage.upload_folder import ingest_root, new_run_token
 
 _DRAIN_TIMEOUT_S = 60.0
 # Longer than spark.python.task.killTimeout (2 s): a cancelled task's Python worker is gone by then.
@@ -313,8 +313,9 @@ class _Run:
 
         from sqlglot import exp
 
-        from services.ingestion.schema_discovery import check_sealed, dynamic_columns, expand_star, resolve_source
-        from services.ingestion.source_reader import list_input
+        from common.ingest.discovered_schema import dynamic_columns, expand_star
+        from services.ingestion.schema_discovery import check_sealed, resolve_source
+        from common.ingest.input_files import list_input
 
         sources = {}
         for view, (name, source) in zip(self.views, self.stmt.sources.items()):
@@ -403,7 +404,7 @@ class _Run:
         keys for range partitioning are sampled in the same pass (self.text_keys)."""
         import os
 
-        from services.ingestion.source_reader import list_input
+        from common.ingest.input_files import list_input
 
         [(name, source)] = self.stmt.sources.items()
         rows = None

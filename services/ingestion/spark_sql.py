@@ -18,6 +18,7 @@ import sqlglot
 from sqlglot import exp
 
 from common.errors import UnsupportedError, ValidationError
+from common.ingest.statement import produces_json as druid_produces_json
 from common.types.column_type import TIME_COLUMN
 from common.types.granularity import Period
 from common.types.interval import Interval
@@ -319,13 +320,9 @@ def _json_path_literal(node: exp.Expression, fn: str) -> exp.Expression:
 def produces_json(node: exp.Expression, json_columns) -> bool:
     """True when ``node`` (Druid SQL, or already rewritten for Spark) yields COMPLEX<json>."""
     inner = node.unalias() if isinstance(node, exp.Alias) else node
-    if isinstance(inner, exp.Column):
-        return inner.name in json_columns
-    if isinstance(inner, (exp.ParseJSON, exp.JSONObject)):
+    if isinstance(inner, exp.Anonymous) and inner.name.lower() in _JSON_UDFS:
         return True
-    if isinstance(inner, exp.Anonymous):
-        return inner.name.lower() in _JSON_UDFS or inner.name.upper() in ("TRY_PARSE_JSON", "JSON_QUERY")
-    return False
+    return druid_produces_json(node, json_columns)
 
 
 def _rewrite_json(node: exp.Expression, json_columns) -> exp.Expression | None:

@@ -41,7 +41,7 @@ def _update(stub, task_id: str, state: str, report: dict | None = None, error: s
 def _statement(spec: dict):
     """The typed statement the broker parsed (``spec["statement"]``, see IngestionStatement.to_json);
     the task's SQL text is kept for people and is not parsed again here."""
-    from services.ingestion.statement import IngestionStatement
+    from common.ingest.statement import IngestionStatement
 
     if "statement" not in spec:
         raise ValidationError("the task carries no parsed statement (spec.statement); it was created by an older "
@@ -58,7 +58,7 @@ def _compaction(stub, coordinator: str, task, spec: dict, cleanups: list):
     from services.rpc.convert import descriptor_from_proto
     from services.deep_storage import deep_storage_from_url
     from services.ingestion.compaction import prepare_compaction
-    from services.ingestion.statement import parse_ingestion
+    from common.ingest.statement import parse_ingestion
 
     datasource = task.datasource
     interval = Interval.parse(spec["interval"]) if spec.get("interval") else None

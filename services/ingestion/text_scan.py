@@ -39,7 +39,7 @@ from services.ingestion.build import BLOB_SCHEMA, encode_blob, split_into_blobs
 from services.ingestion.ingestion_report import ParseExceptionSample
 from services.ingestion.json_lines_reader import parse_text
 from services.ingestion.partitioning import CHUNK_COLUMN, SAMPLES_PER_PARTITION, PartitionPlan, chunk_starts
-from services.ingestion.row_parser import META_ERROR, META_FILE, META_LINE, META_RAW, arrow_type
+from common.ingest.row_parser import META_ERROR, META_FILE, META_LINE, META_RAW, arrow_type
 
 TEXT_FORMATS = ("json", "csv", "tsv")
 MAX_SAMPLES = 10

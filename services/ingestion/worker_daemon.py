@@ -43,7 +43,7 @@ PRELOAD = (
     "common.segment.nested_native_split",  # imports the C split when it is built
     "services.deep_storage",
     "services.ingestion.build",
-    "services.ingestion.row_parser",
+    "common.ingest.row_parser",
     "services.ingestion.source_reader",
     "services.ingestion.text_scan",
     "services.ingestion.arrow_scan",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Literal, Protocol
 
-from common.errors import StrataError
+from common.errors import ErrorKind, StrataError
 
 Action = Literal["READ", "WRITE"]
 ResourceType = Literal["DATASOURCE", "EXTERNAL"]  # datasources (schema druid), input tables (schema ext)
@@ -22,6 +22,8 @@ ResourceType = Literal["DATASOURCE", "EXTERNAL"]  # datasources (schema druid), 
 
 class Unauthenticated(StrataError):
     """No or wrong credentials while authentication is on (HTTP 401, gRPC UNAUTHENTICATED)."""
+
+    kind = ErrorKind.UNAUTHENTICATED
 
 
 class Authorizer(Protocol):

@@ -31,6 +31,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from common.errors import ValidationError
+from common.ingest.statement import statement_sources
 from services.security.authorizer import Authorizer, is_admin
 from services.security.basic_authorizer import INLINE_EXTERNAL
 
@@ -147,42 +148,6 @@ class IngestionCatalog(SecureSqlCatalog):
     def datasource_spec(self, name: str) -> dict | None:
         self._require_write("DATASOURCE", name)
         return self.inner.datasource_spec(name)
-
-
-def statement_sources(sql: str) -> tuple[str | None, list[str], bool]:
-    """(the datasource after INSERT/REPLACE INTO, or None when not found; input tables
-    ``ext.name`` the SQL text names; whether it calls an inline table function such as
-    TABLE(EXTERN(...)) or TABLE(localfiles(...))), from its tokens, before any parsing: ingestion
-    rewrites ``ext.name`` into EXTERN first, so this looks at the text the user wrote."""
-    from sqlglot.tokens import TokenType
-
-    from common.sql.statement_kind import tokenize
-
-    try:
-        tokens = tokenize(sql)
-    except ValidationError:  # the parser reports it
-        return None, [], False
-    target = None
-    names: list[str] = []
-    inline = False
-    for i, t in enumerate(tokens):
-        if (target is None and t.text.upper() in ("INSERT", "REPLACE") and i + 2 < len(tokens)
-                and tokens[i + 1].text.upper() == "INTO"):
-            parts = [tokens[i + 2].text]
-            j = i + 3
-            while j + 1 < len(tokens) and tokens[j].token_type == TokenType.DOT:
-                parts.append(tokens[j + 1].text)
-                j += 2
-            if len(parts) == 2 and parts[0].lower() == DRUID:
-                parts = parts[1:]
-            target = parts[0] if len(parts) == 1 else ""
-        if t.text.lower() == EXT and i + 2 < len(tokens) and tokens[i + 1].token_type == TokenType.DOT:
-            if tokens[i + 2].text not in names:
-                names.append(tokens[i + 2].text)
-        if (t.text.upper() == "TABLE" and i + 3 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN
-                and tokens[i + 3].token_type == TokenType.L_PAREN):
-            inline = True
-    return target or None, names, inline
 
 
 def source_requirements(sql: str) -> list[tuple[str, str, str]]:

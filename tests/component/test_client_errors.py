@@ -257,6 +257,93 @@ def test_an_internal_error_carries_an_id_the_logs_have(cluster, conn, monkeypatc
     assert retries(cluster) > before  # internal errors are retried on the other replica
 
 
+def _coordinator_stub(cluster):
+    import grpc
+
+    from services.rpc.gen.strata.v1 import coordinator_pb2_grpc
+
+    channel = grpc.insecure_channel(f"127.0.0.1:{cluster.coordinator.grpc.port}")
+    return channel, coordinator_pb2_grpc.CoordinatorServiceStub(channel)
+
+
+def test_coordinator_user_errors_keep_their_codes_not_internal(cluster):
+    import grpc
+
+    from services.rpc.gen.strata.v1 import coordinator_pb2
+
+    channel, stub = _coordinator_stub(cluster)
+    with channel:
+        with pytest.raises(grpc.RpcError) as missing:
+            stub.GetTask(coordinator_pb2.TaskRequest(id="no-such-task"), timeout=30)
+        assert missing.value.code() == grpc.StatusCode.NOT_FOUND and "no task 'no-such-task'" in missing.value.details()
+        with pytest.raises(grpc.RpcError) as bad:
+            stub.MarkUnused(coordinator_pb2.MarkUnusedRequest(), timeout=30)
+        assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "MarkUnused needs segment ids" in bad.value.details()
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.SubmitTask(coordinator_pb2.SubmitTaskRequest(datasource="wiki", type="compact", spec_json="[1]"),
+                            timeout=30)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, refused.value.details()
+        assert "spec_json must be a JSON object" in refused.value.details()
+
+
+def test_an_unexpected_coordinator_failure_is_internal_with_an_id_and_no_traceback(cluster, monkeypatch, caplog):
+    import grpc
+
+    from services.rpc.gen.strata.v1 import coordinator_pb2
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("lost the table at /var/lib/strata/meta.db")
+
+    monkeypatch.setattr(cluster.coordinator.store, "list", crash)
+    channel, stub = _coordinator_stub(cluster)
+    with channel, caplog.at_level(logging.ERROR, logger="services.query_errors"):
+        with pytest.raises(grpc.RpcError) as err:
+            stub.ListSegments(coordinator_pb2.ListSegmentsRequest(datasource="wiki"), timeout=30)
+    details = err.value.details()
+    assert err.value.code() == grpc.StatusCode.INTERNAL, details
+    clean(details)
+    assert "/var/lib" not in details and "on the coordinator" in details
+    (error_id,) = re.findall(ERROR_ID, details)
+    assert any(error_id in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+def test_a_coordinator_error_relayed_by_a_client_keeps_its_kind(cluster):
+    from common.errors import ErrorKind, kind_of
+    from services.coordinator.client import CoordinatorClient, CoordinatorError
+
+    client = CoordinatorClient(f"127.0.0.1:{cluster.coordinator.grpc.port}")
+    try:
+        with pytest.raises(CoordinatorError) as err:
+            client.task("no-such-task")
+    finally:
+        client.close()
+    assert kind_of(err.value) is ErrorKind.NOT_FOUND  # a broker relaying it answers NOT_FOUND, not INTERNAL
+
+
+def test_cancelling_an_unknown_query_is_not_found_over_grpc(cluster):
+    import grpc
+
+    from services.rpc.gen.strata.v1 import broker_pb2, broker_pb2_grpc
+
+    with grpc.insecure_channel(f"127.0.0.1:{cluster.broker.grpc.port}") as channel:
+        with pytest.raises(grpc.RpcError) as err:
+            broker_pb2_grpc.BrokerServiceStub(channel).CancelQuery(
+                broker_pb2.CancelQueryRequest(query_id="no-such-query"), timeout=30)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND, err.value.details()
+    clean(err.value.details())
+
+
+def test_flight_clients_get_the_kinds_status(cluster):
+    with flight.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}") as client:
+        with pytest.raises(pa.ArrowInvalid) as bad:  # INVALID_ARGUMENT
+            client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT nope FROM wiki"))
+        with pytest.raises(pa.ArrowNotImplementedError) as unsupported:  # UNIMPLEMENTED
+            client.do_get(flight.Ticket(b"no-such-ticket")).read_all()  # a plain ticket is a statement
+    for err in (bad, unsupported):
+        clean(str(err.value))
+
+
 def test_the_server_still_answers_after_all_that(conn):
     with conn.cursor() as cur:
         cur.execute("SELECT COUNT(*) AS c FROM wiki")

@@ -19,7 +19,7 @@ import pytest
 from services.cli.cluster_client import ClusterClient, ClusterError
 from services.cli.local_cluster import LocalCluster, _alive
 from services.deep_storage import deep_storage_from_url
-from services.ingestion.upload_folder import task_key_prefix
+from services.deep_storage.upload_folder import task_key_prefix
 from tests.fixtures.etcd_server import start_etcd
 from tests.harness.extra_coordinator import add_coordinator, coordinator_health, grpc_target
 from tests.harness.waiting import wait_until

@@ -61,3 +61,93 @@ def test_a_classified_failure_passes_through_unchanged(caplog):
     with caplog.at_level(logging.ERROR, logger="services.query_errors"):
         assert qe.client_error(qe.QueryFailed(error)) is error
     assert caplog.records == []  # logged once, where it was classified
+
+
+# ---- the taxonomy: one table from kind to gRPC, Flight and HTTP status ---------------------------
+
+from common.errors import (STATUSES, ErrorKind, LimitError, NotFoundError, UnavailableError,  # noqa: E402
+                           kind_of, status_of)
+from common.catalog.catalog_errors import SchemaNotFoundError, VersionConflictError  # noqa: E402
+
+
+def test_every_kind_has_one_status_of_each_protocol():
+    assert set(STATUSES) == set(ErrorKind)
+    codes = [qe.grpc_code(k) for k in ErrorKind]
+    assert len(set(codes)) == len(codes), "two kinds share a gRPC code: a peer could not tell them apart"
+    for kind in ErrorKind:
+        assert qe.kind_of_code(qe.grpc_code(kind)) is kind  # a relayed status keeps its kind
+        assert 400 <= status_of(kind).http < 600
+
+
+@pytest.mark.parametrize("kind,grpc_code,http", [
+    (ErrorKind.USER, "INVALID_ARGUMENT", 400), (ErrorKind.NOT_FOUND, "NOT_FOUND", 404),
+    (ErrorKind.ALREADY_EXISTS, "ALREADY_EXISTS", 409), (ErrorKind.CONFLICT, "ABORTED", 409),
+    (ErrorKind.UNAUTHENTICATED, "UNAUTHENTICATED", 401), (ErrorKind.UNAUTHORIZED, "PERMISSION_DENIED", 403),
+    (ErrorKind.LIMIT, "RESOURCE_EXHAUSTED", 429), (ErrorKind.TIMEOUT, "DEADLINE_EXCEEDED", 504),
+    (ErrorKind.UNSUPPORTED, "UNIMPLEMENTED", 501), (ErrorKind.UNAVAILABLE, "UNAVAILABLE", 503),
+    (ErrorKind.INTERNAL, "INTERNAL", 500),
+])
+def test_the_status_table(kind, grpc_code, http):
+    assert (status_of(kind).grpc, status_of(kind).http) == (grpc_code, http)
+
+
+def test_only_unavailable_and_internal_are_retried_and_they_are_not_user_errors():
+    assert {k for k in ErrorKind if status_of(k).retryable} == {ErrorKind.UNAVAILABLE, ErrorKind.INTERNAL}
+    assert {k for k in ErrorKind if not status_of(k).user_error} == {ErrorKind.UNAVAILABLE, ErrorKind.INTERNAL}
+
+
+@pytest.mark.parametrize("exc,kind", [
+    (NotFoundError("no task 'x'"), ErrorKind.NOT_FOUND), (LimitError("too many rows"), ErrorKind.LIMIT),
+    (UnavailableError("no replica"), ErrorKind.UNAVAILABLE), (SchemaNotFoundError("x", ["druid"]), ErrorKind.NOT_FOUND),
+    (VersionConflictError(TABLE, 1, 2), ErrorKind.CONFLICT), (TimeoutError("slow"), ErrorKind.TIMEOUT),
+    (KeyError("k"), ErrorKind.INTERNAL), (StrataError("relayed", kind=ErrorKind.NOT_FOUND), ErrorKind.NOT_FOUND),
+])
+def test_each_error_says_its_kind(exc, kind):
+    assert kind_of(exc) is kind
+
+
+def test_a_not_found_is_still_caught_as_a_validation_error():
+    with pytest.raises(ValidationError):
+        raise NotFoundError("no task 'x'")
+
+
+class Failed(grpc.RpcError):
+    def __init__(self, code, details):
+        self._code, self._details = code, details
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+
+def test_a_peers_status_keeps_its_kind():
+    err = qe.error_from_rpc(Failed(grpc.StatusCode.NOT_FOUND, "no task 'x'"), "coordinator GetTask")
+    assert err.kind is ErrorKind.NOT_FOUND and str(err) == "coordinator GetTask failed: no task 'x'"
+    assert qe.client_error(err).kind is ErrorKind.NOT_FOUND
+    refused = qe.error_from_rpc(Failed(grpc.StatusCode.INVALID_ARGUMENT, "bad interval"), "publish")
+    assert isinstance(refused, ValidationError) and refused.kind is ErrorKind.USER
+    down = qe.error_from_rpc(Failed(grpc.StatusCode.UNAVAILABLE, "connection refused"), "publish")
+    assert down.kind is ErrorKind.UNAVAILABLE and status_of(down.kind).retryable
+
+
+def test_http_error_carries_the_kinds_status_and_an_id_only_when_internal():
+    assert qe.http_error(VersionConflictError(TABLE, 1, 2), "coordinator") == (409, {"error": str(VersionConflictError(TABLE, 1, 2))})
+    status, body = qe.http_error(RuntimeError("boom at /srv/x.py"), "coordinator")
+    assert status == 500 and body["errorId"] in body["error"] and "/srv" not in body["error"]
+
+
+def test_flight_statuses_follow_the_table():
+    import pyarrow.flight as flight
+
+    from services.broker import flight_errors
+
+    expect = {ErrorKind.USER: ValueError, ErrorKind.NOT_FOUND: KeyError, ErrorKind.UNSUPPORTED: NotImplementedError,
+              ErrorKind.TIMEOUT: flight.FlightTimedOutError, ErrorKind.CANCELLED: flight.FlightCancelledError,
+              ErrorKind.UNAUTHORIZED: flight.FlightUnauthorizedError,
+              ErrorKind.UNAUTHENTICATED: flight.FlightUnauthenticatedError,
+              ErrorKind.LIMIT: flight.FlightUnavailableError, ErrorKind.UNAVAILABLE: flight.FlightUnavailableError,
+              ErrorKind.INTERNAL: flight.FlightInternalError}
+    for kind, cls in expect.items():
+        assert isinstance(flight_errors.flight_exception(qe.ClientError(kind, "m")), cls), kind

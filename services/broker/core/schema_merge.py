@@ -16,7 +16,6 @@ not fire for a declared column). Every column whose segments disagreed is a deci
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -26,9 +25,6 @@ from common.types.type_discovery import finish, observed_of, widen
 
 POLICIES = ("leastRestrictive", "latestInterval", "fail")
 DEFAULT_POLICY = "leastRestrictive"
-# The statement's columnTypeMergePolicy (SET or query context) while its schema is looked up, by
-# the SQL planner and by the executor of the native queries it planned; None: the broker's.
-MERGE_POLICY: contextvars.ContextVar[str | None] = contextvars.ContextVar("columnTypeMergePolicy", default=None)
 
 
 def check_policy(policy) -> str:

@@ -20,16 +20,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from common.errors import ValidationError
+from common.segment.allocation import Allocation
 from common.segment.timeline import Timeline, TimelineSegment
 from common.types.interval import Interval
-
-
-@dataclass(frozen=True)
-class Allocation:
-    interval: Interval
-    version: str
-    first_partition: int
-    core_partitions: int  # 0: a new set, whose size the task decides
 
 
 def allocate(existing: Iterable[TimelineSegment], intervals: Iterable[Interval], mode: str, new_version: str,

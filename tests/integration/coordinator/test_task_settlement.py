@@ -16,7 +16,7 @@ from services.coordinator.store import SegmentStore
 from services.coordinator.task_runner import TaskRunner, exit_description
 from services.coordinator.task_store import TaskStore
 from services.deep_storage import LocalDeepStorage
-from services.ingestion.upload_folder import new_run_token, task_key_prefix
+from services.deep_storage.upload_folder import new_run_token, task_key_prefix
 from tests.fixtures.postgres_server import postgres_url  # noqa: F401 - a fixture
 from tests.integration.coordinator.test_store import rec, store_url  # noqa: F401 - a fixture
 

@@ -101,7 +101,7 @@ def test_discovery_passes_over_lines_nested_past_the_stack():
 
 
 def test_bad_schema_conflicts_setting_is_named():
-    from services.ingestion.schema_discovery import conflict_mode
+    from common.ingest.discovered_schema import conflict_mode
 
     with pytest.raises(ValidationError, match="schemaConflicts"):
         conflict_mode({"schemaConflicts": "strict"})

@@ -14,7 +14,7 @@ import pytest
 from common.segment import Segment
 from services.ingestion.ingestion_report import IngestionFailed
 from services.ingestion.spark_job import IngestionJob, run_ingestion
-from services.ingestion.statement import parse_ingestion
+from common.ingest.statement import parse_ingestion
 from tests.fixtures.spark_session import spark  # noqa: F401
 from tests.integration.ingestion.test_spark_job import FakePublisher, deep, duck_rows, scan  # noqa: F401
 from tests.unit.types.test_type_discovery import DRUID_ALL_TYPES, DRUID_TYPES

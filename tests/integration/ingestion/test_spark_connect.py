@@ -74,7 +74,7 @@ def test_executors_behind_spark_connect_build_and_push_segments(connect, cluster
     from services.ingestion.coordinator_publisher import CoordinatorPublisher
     from services.ingestion.partitioning import CHUNK_COLUMN, key_columns_for, plan_partitions
     from services.ingestion.spark_job import _builder, _splitter, chunk_column
-    from services.ingestion.upload_folder import ingest_root, new_run_token
+    from services.deep_storage.upload_folder import ingest_root, new_run_token
     from services.rpc.gen.strata.v1 import coordinator_pb2_grpc
 
     spark = connect.session()
@@ -156,7 +156,7 @@ def _publisher(cluster, job_id: str, datasource: str):
 def test_run_ingestion_on_a_spark_connect_session(connect, cluster, s3_server, tmp_path):  # noqa: F811
     from services.ingestion.spark_api import ConnectSpark, spark_api
     from services.ingestion.spark_job import IngestionJob, run_ingestion
-    from services.ingestion.statement import parse_ingestion
+    from common.ingest.statement import parse_ingestion
 
     events = _json_lines(tmp_path / "events.json")
     spark = connect.session()
@@ -192,7 +192,7 @@ def test_schema_discovery_and_an_aggregating_select_on_spark_connect(connect, cl
     """Discovery lists and scans the file on the server's workers; a GROUP BY SELECT is cached
     between the counting and the building pass (on Connect every SELECT is)."""
     from services.ingestion.spark_job import IngestionJob, run_ingestion
-    from services.ingestion.statement import parse_ingestion
+    from common.ingest.statement import parse_ingestion
 
     events = _json_lines(tmp_path / "events.json")
     path = tmp_path / "events.json"
@@ -288,8 +288,8 @@ def test_a_cancelled_run_on_spark_connect_publishes_nothing_and_leaves_no_upload
     from services.deep_storage import deep_storage_from_url
     from services.ingestion.ingestion_report import IngestionCancelled
     from services.ingestion.spark_job import IngestionJob, run_ingestion
-    from services.ingestion.statement import parse_ingestion
-    from services.ingestion.upload_folder import ingest_root
+    from common.ingest.statement import parse_ingestion
+    from services.deep_storage.upload_folder import ingest_root
 
     _json_lines(tmp_path / "events.json")
     storage = deep_storage_from_url(cluster.deep_storage_url, cluster.deep_storage_endpoint)
@@ -336,7 +336,7 @@ def test_parquet_through_the_arrow_scan_on_spark_connect(connect, cluster, tmp_p
 
     from services.ingestion import arrow_scan, spark_job
     from services.ingestion.spark_job import IngestionJob, run_ingestion
-    from services.ingestion.statement import parse_ingestion
+    from common.ingest.statement import parse_ingestion
 
     t0 = datetime(2021, 3, 1, tzinfo=timezone.utc)
     n = 50
@@ -403,7 +403,7 @@ def test_json_through_the_text_scan_on_spark_connect(connect, cluster, tmp_path,
     cut the rows (text_scan.py); a day over rowsPerSegment is split by sampled keys."""
     from services.ingestion import text_scan
     from services.ingestion.spark_job import IngestionJob, run_ingestion
-    from services.ingestion.statement import parse_ingestion
+    from common.ingest.statement import parse_ingestion
 
     events = _json_lines(tmp_path / "events.json")
     reads: list = []

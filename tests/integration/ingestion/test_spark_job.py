@@ -23,7 +23,7 @@ from services.coordinator.core.allocation import PartitionLedger
 from services.deep_storage import LocalDeepStorage
 from services.ingestion.ingestion_report import IngestionCancelled, IngestionFailed, TooManyParseExceptions
 from services.ingestion.spark_job import IngestionJob, run_ingestion
-from services.ingestion.statement import parse_ingestion
+from common.ingest.statement import parse_ingestion
 from tests.conftest import duck_connect
 from tests.fixtures.spark_session import spark  # noqa: F401
 

@@ -6,7 +6,7 @@ import pytest
 
 from common.types.interval import parse_instant
 from services.ingestion.spark_sql import to_spark_sql
-from services.ingestion.statement import parse_ingestion
+from common.ingest.statement import parse_ingestion
 from tests.fixtures.spark_session import spark  # noqa: F401
 
 CASES = [

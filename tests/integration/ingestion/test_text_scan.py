@@ -17,7 +17,7 @@ from services.deep_storage import LocalDeepStorage
 from services.ingestion import text_scan, text_splits
 from services.ingestion.ingestion_report import IngestionFailed, TooManyParseExceptions
 from services.ingestion.spark_job import IngestionJob, _Run, run_ingestion
-from services.ingestion.statement import parse_ingestion
+from common.ingest.statement import parse_ingestion
 from tests.fixtures.spark_session import spark  # noqa: F401
 from tests.integration.ingestion.test_spark_job import FakePublisher
 

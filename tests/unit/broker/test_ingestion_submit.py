@@ -18,7 +18,7 @@ class FakeCatalog:
 
     def external_source(self, name, args):
         from services.broker.core.catalog_overlay import external_definition
-        from services.ingestion.external_source import ExternalSource
+        from common.ingest.external_source import ExternalSource
 
         return ExternalSource.of(*external_definition(name, self.inputs[name], args))
 

@@ -10,7 +10,7 @@ from common.errors import UnsupportedError
 from services.broker.ingestion_submit import prepare_ingestion
 from services.broker.overlay_catalog import OverlayCatalog
 from services.broker.sql_service import SqlService
-from services.ingestion.statement import IngestionStatement
+from common.ingest.statement import IngestionStatement
 from tests.unit.security.test_sql_service_security import EXT_INSERT, INLINE_INSERT, Base, Cache
 
 

@@ -7,7 +7,7 @@ import pytest
 from common.catalog import TableSpec
 from common.catalog.input_table import to_extern
 from common.errors import ValidationError
-from services.ingestion.external_source import ExternalSource
+from common.ingest.external_source import ExternalSource
 
 
 def spec(kind, props, columns=({"name": "a", "sqlType": "VARCHAR"}, {"name": "n", "sqlType": "BIGINT"})):

@@ -16,7 +16,7 @@ from common.segment.segment_id import SegmentId
 from common.types.column_type import JSON
 from common.types.interval import Interval
 from services.ingestion.compaction import chosen_segments, chunk_granularity, compaction_sql, export_rows
-from services.ingestion.statement import parse_ingestion
+from common.ingest.statement import parse_ingestion
 
 DAY = 86_400_000
 T0 = 1577836800000

@@ -6,7 +6,7 @@ import pytest
 
 from common.errors import ValidationError
 from common.types.column_type import DOUBLE, LONG, STRING, STRING_ARRAY
-from services.ingestion.external_source import DEFAULT_LIST_DELIMITER, ExternalSource, extend_column_type
+from common.ingest.external_source import DEFAULT_LIST_DELIMITER, ExternalSource, extend_column_type
 
 SIG = [{"name": "ts", "type": "string"}, {"name": "n", "type": "long"}]
 

@@ -16,10 +16,10 @@ import pytest
 from common.errors import UnsupportedError
 from common.types.column_type import ColumnType
 from services.ingestion import json_udfs
-from services.ingestion.external_source import ExternalSource
-from services.ingestion.row_parser import META_ERROR, META_LINE, parse_file
+from common.ingest.external_source import ExternalSource
+from common.ingest.row_parser import META_ERROR, META_LINE, parse_file
 from services.ingestion.spark_sql import to_spark_sql
-from services.ingestion.statement import parse_ingestion
+from common.ingest.statement import parse_ingestion
 
 SRC = ("TABLE(inline(data => 'x', format => 'csv')) "
        "EXTEND (ts VARCHAR, s VARCHAR, product VARCHAR, price DOUBLE, details TYPE('COMPLEX<json>'))")

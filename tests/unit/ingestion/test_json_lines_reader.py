@@ -20,7 +20,7 @@ from common.types.column_type import JSON, ColumnType, TypeKind
 from common.types.interval import parse_instant
 from services.ingestion import _json_lines, json_lines_reader
 from services.ingestion.json_lines_reader import parse_json_lines, parse_text
-from services.ingestion.row_parser import output_schema, parse_file
+from common.ingest.row_parser import output_schema, parse_file
 
 LONG, DOUBLE, FLOAT = ColumnType(TypeKind.LONG), ColumnType(TypeKind.DOUBLE), ColumnType(TypeKind.FLOAT)
 STRING, TIME = ColumnType(TypeKind.STRING), ColumnType(TypeKind.TIMESTAMP)
@@ -258,7 +258,7 @@ def test_iso_times_read_as_parse_instant_reads_them(times):
 
 def test_the_text_scan_writes_the_same_blobs_with_either_reader(tmp_path, monkeypatch):
     # What leaves a reading task (blobs, counts, parse exceptions, key samples) is byte-identical.
-    from services.ingestion.statement import parse_ingestion
+    from common.ingest.statement import parse_ingestion
     from services.ingestion.text_scan import MILLIS, PICK, TextScan, scan_listing
 
     day = 86_400_000

@@ -12,9 +12,9 @@ import pytest
 from common.types.column_type import ColumnType
 from services.ingestion.arrow_scan import _tasks, plain_projection, read_pieces, travel_type
 from services.ingestion.parquet_source import NativeGroup, native_cast, plan_parquet
-from services.ingestion.row_parser import arrow_type, parse_file
-from services.ingestion.external_source import ExternalSource
-from services.ingestion.statement import parse_ingestion
+from common.ingest.row_parser import arrow_type, parse_file
+from common.ingest.external_source import ExternalSource
+from common.ingest.statement import parse_ingestion
 
 
 def sig(**cols):

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from common.types.column_type import ColumnType
-from services.ingestion.external_source import ExternalSource
-from services.ingestion.row_parser import META_ERROR, META_LINE, META_RAW, parse_file
+from common.ingest.external_source import ExternalSource
+from common.ingest.row_parser import META_ERROR, META_LINE, META_RAW, parse_file
 
 DATA = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data"))
 

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.ingestion.external_source import ExternalSource
-from services.ingestion.row_parser import META_ERROR, META_LINE, parse_file
+from common.ingest.external_source import ExternalSource
+from common.ingest.row_parser import META_ERROR, META_LINE, parse_file
 
 INT64_MAX = 2**63 - 1
 

@@ -5,8 +5,8 @@ import pytest
 
 from common.errors import ValidationError
 from common.types.column_type import LONG, STRING, ColumnType
-from services.ingestion.schema_discovery import DYNAMIC_COLUMN, dynamic_columns, expand_star
-from services.ingestion.statement import IngestionStatement, parse_ingestion
+from common.ingest.discovered_schema import DYNAMIC_COLUMN, dynamic_columns, expand_star
+from common.ingest.statement import IngestionStatement, parse_ingestion
 
 EXAMPLE = """INSERT INTO dst SELECT TIME_PARSE(ts) AS __time, SUM(bytes) AS bytes, *
 FROM TABLE(localfiles(baseDir => '/data', filter => '*.json', format => 'json', exclude => ARRAY['comment']))
@@ -83,7 +83,7 @@ def test_rollup_star_travels_as_one_sorted_dynamic_struct():
 def test_explain_shows_dynamic_for_the_discovered_columns():
     import json
 
-    from services.ingestion.schema_discovery import explain_ingestion
+    from common.ingest.discovered_schema import explain_ingestion
 
     out = explain_ingestion(parse_ingestion(EXAMPLE))
     plan = json.loads(out["PLAN"])

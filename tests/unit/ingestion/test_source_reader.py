@@ -10,8 +10,9 @@ import threading
 import pytest
 
 from common.errors import ValidationError
-from services.ingestion.external_source import ExternalSource
-from services.ingestion.source_reader import download, list_input, local_files, reader_ddl
+from common.ingest.external_source import ExternalSource
+from common.ingest.input_files import download, list_input, local_files
+from services.ingestion.source_reader import reader_ddl
 
 
 def test_local_files(tmp_path):

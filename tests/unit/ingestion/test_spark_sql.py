@@ -7,7 +7,7 @@ import pytest
 
 from common.errors import UnsupportedError, ValidationError
 from services.ingestion.spark_sql import check_time_column, to_spark_sql
-from services.ingestion.statement import parse_ingestion
+from common.ingest.statement import parse_ingestion
 
 SRC = "TABLE(inline(data => 'x', format => 'csv')) EXTEND (ts VARCHAR, n BIGINT, s VARCHAR)"
 

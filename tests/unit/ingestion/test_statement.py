@@ -10,7 +10,7 @@ from common.errors import ValidationError
 from common.types import ALL, Granularity, Interval
 from common.types.column_type import LONG, STRING, STRING_ARRAY, ColumnType
 from common.types.interval import ETERNITY
-from services.ingestion.statement import parse_ingestion
+from common.ingest.statement import parse_ingestion
 
 EXTERN = """TABLE(EXTERN('{"type": "inline", "data": "2020-01-01,a,1\\n"}', '{"type": "csv", "columns": ["ts", "s", "n"]}',
     '[{"name": "ts", "type": "string"}, {"name": "s", "type": "string"}, {"name": "n", "type": "long"}]'))"""

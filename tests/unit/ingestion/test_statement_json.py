@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from common.errors import UnsupportedError, ValidationError
 from services.ingestion.spark_sql import to_spark_sql
-from services.ingestion.statement import STATEMENT_FORMAT, IngestionStatement, parse_ingestion
+from common.ingest.statement import STATEMENT_FORMAT, IngestionStatement, parse_ingestion
 from services.ingestion.task_main import _statement
 
 EXTERN = """TABLE(EXTERN('{"type": "inline", "data": "2020-01-01,a,1\\n"}', '{"type": "csv", "columns": ["ts", "s", "n"]}',

@@ -13,8 +13,8 @@ from common.errors import ValidationError
 from common.types.granularity import Granularity
 from services.ingestion.build import decode_blob
 from services.ingestion.partitioning import plan_partitions
-from services.ingestion.row_parser import parse_file
-from services.ingestion.statement import parse_ingestion
+from common.ingest.row_parser import parse_file
+from common.ingest.statement import parse_ingestion
 from services.ingestion.text_scan import (
     BLOB,
     COUNT,

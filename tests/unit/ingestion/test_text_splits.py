@@ -7,8 +7,8 @@ import random
 
 import pyarrow as pa
 
-from services.ingestion.external_source import ExternalSource
-from services.ingestion.row_parser import parse_file
+from common.ingest.external_source import ExternalSource
+from common.ingest.row_parser import parse_file
 from services.ingestion.text_splits import open_range, splittable, text_ranges
 
 

@@ -49,7 +49,7 @@ def test_preload_imports_the_executor_modules_and_leaves_no_unsafe_thread():
     from common.segment import nested_native_split
 
     wanted = ["pyarrow", "numpy", "orjson", "pyspark.worker", "services.ingestion.build", "services.ingestion.text_scan",
-              "services.ingestion.row_parser"]
+              "common.ingest.row_parser"]
     if nested_native_split.available():  # the C split, when pip install -e . built it
         wanted.append("common.segment._nested_split")
     for name in wanted:

@@ -16,9 +16,9 @@ from common.types.column_type import LONG, STRING, TIMESTAMP
 from services.broker.overlay_catalog import OverlayCatalog
 from services.security import ALLOW_ALL
 from services.security.basic_authorizer import BasicAuthorizer, Grant, UserSpec
+from common.ingest.statement import statement_sources
 from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog, ingestion_requirements,
-                                              native_query_datasources, source_requirements,
-                                              statement_sources)
+                                              native_query_datasources, source_requirements)
 from tests.unit.sql.fake_catalog import FakeCatalog
 
 SCHEMA = {"__time": TIMESTAMP, "page": STRING, "added": LONG}

@@ -32,11 +32,13 @@ from sqlglot.tokens import Token, TokenType
 
 from common.errors import UnsupportedError, ValidationError
 from common.sql.set_statement import location
-from common.sql.statement_kind import blank_outside, classify
+from common.sql.catalog import DRUID as _DRUID
+from common.sql.catalog import EXT as _EXT
+from common.sql.statement_kind import blank_outside, classify, tokenize
 from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.granularity import SIMPLE_GRANULARITIES, Granularity, Period
 from common.types.interval import ETERNITY, MAX_MS, MIN_MS, Interval, condense, parse_instant
-from services.ingestion.external_source import ExternalSource, extend_column_type, parse_table_function
+from common.ingest.external_source import ExternalSource, extend_column_type, parse_table_function
 
 SOURCE_PLACEHOLDER = "__extern"
 STATEMENT_FORMAT = 1  # of to_json(); bump when its fields change meaning
@@ -69,8 +71,6 @@ class IngestionStatement:
         """Output columns that carry COMPLEX<json> documents (stored as nested columns): a JSON
         input column selected as it is (or through ``*``), or an expression of COMPLEX<json> type
         (PARSE_JSON, TRY_PARSE_JSON, JSON_OBJECT, JSON_QUERY), under its output name."""
-        from services.ingestion.spark_sql import produces_json
-
         if not isinstance(self.select, exp.Select):
             return ()
         json_inputs = {n for src in self.sources.values() for n, t in src.signature if t.complex_name == "json"}
@@ -594,4 +594,51 @@ def _check_aligned(intervals: tuple[Interval, ...], gran: Granularity) -> None:
                     "must start a time chunk; widen the interval or choose a finer granularity")
 
 
-__all__ = ["SOURCE_PLACEHOLDER", "STATEMENT_FORMAT", "IngestionStatement", "parse_ingestion"]
+def produces_json(node: exp.Expression, json_columns) -> bool:
+    """True when ``node`` (Druid SQL) yields COMPLEX<json>: a JSON input column as it is, or
+    PARSE_JSON, TRY_PARSE_JSON, JSON_OBJECT or JSON_QUERY."""
+    inner = node.unalias() if isinstance(node, exp.Alias) else node
+    if isinstance(inner, exp.Column):
+        return inner.name in json_columns
+    if isinstance(inner, (exp.ParseJSON, exp.JSONObject)):
+        return True
+    if isinstance(inner, exp.Anonymous):
+        return inner.name.upper() in ("TRY_PARSE_JSON", "JSON_QUERY")
+    return False
+
+
+def statement_sources(sql: str) -> tuple[str | None, list[str], bool]:
+    """(the datasource after INSERT/REPLACE INTO, or None when not found; input tables
+    ``ext.name`` the SQL text names; whether it calls an inline table function such as
+    TABLE(EXTERN(...)) or TABLE(localfiles(...))), from its tokens, before any parsing: ingestion
+    rewrites ``ext.name`` into EXTERN first, so this looks at the text the user wrote."""
+    try:
+        tokens = tokenize(sql)
+    except ValidationError:  # the parser reports it
+        return None, [], False
+    target = None
+    names: list[str] = []
+    inline = False
+    for i, t in enumerate(tokens):
+        if (target is None and t.text.upper() in ("INSERT", "REPLACE") and i + 2 < len(tokens)
+                and tokens[i + 1].text.upper() == "INTO"):
+            parts = [tokens[i + 2].text]
+            j = i + 3
+            while j + 1 < len(tokens) and tokens[j].token_type == TokenType.DOT:
+                parts.append(tokens[j + 1].text)
+                j += 2
+            if len(parts) == 2 and parts[0].lower() == _DRUID:
+                parts = parts[1:]
+            target = parts[0] if len(parts) == 1 else ""
+        if t.text.lower() == _EXT and i + 2 < len(tokens) and tokens[i + 1].token_type == TokenType.DOT:
+            if tokens[i + 2].text not in names:
+                names.append(tokens[i + 2].text)
+        if (t.text.upper() == "TABLE" and i + 3 < len(tokens) and tokens[i + 1].token_type == TokenType.L_PAREN
+                and tokens[i + 3].token_type == TokenType.L_PAREN):
+            inline = True
+    return target or None, names, inline
+
+
+__all__ = ["SOURCE_PLACEHOLDER", "STATEMENT_FORMAT", "IngestionStatement", "parse_ingestion", "produces_json",
+           "statement_sources"]
+
