@@ -24,6 +24,7 @@ from sqlglot.tokens import TokenType
 
 from common.errors import UnsupportedError, ValidationError
 from common.expr.nesting import MAX_NESTING, nesting_error
+from common.sql.sql_literals import unicode_string
 from common.sql.planning_deadline import DeadlineParser, DeadlineTokenizer, check_deadline
 from common.sql.statement_kind import EMPTY_MESSAGE, StatementKind, classify
 
@@ -159,6 +160,14 @@ def _check_nesting(sql: str, tokens) -> None:
             depth = max(0, depth - 1)
 
 
+def _decode_unicode_strings(tree: exp.Expression) -> None:
+    """``U&'..'`` literals become plain string literals, so the planner sees one kind of string."""
+    for node in list(tree.find_all(exp.UnicodeString)):
+        escape = node.args.get("escape")
+        text = unicode_string(node.this, escape.this if isinstance(escape, exp.Literal) else "\\")
+        node.replace(exp.Literal.string(text))
+
+
 def parse_statement(sql: str) -> Statement:
     if not isinstance(sql, str) or not sql.strip():
         raise ValidationError(EMPTY_MESSAGE)
@@ -175,6 +184,8 @@ def parse_statement(sql: str) -> Statement:
             text = text[:tok.start] + f":{PARAMETER_PREFIX}{i}" + text[tok.end + 1:]
         statements = [s for s in _parse(text) if s is not None]
     _unfold_literal_lists(statements, lists)
+    for statement in statements:
+        _decode_unicode_strings(statement)
     if len(statements) != 1:  # classify saw one statement; a parser disagreeing is a syntax problem
         raise ValidationError(EMPTY_MESSAGE if not statements else "SQL syntax error: send one statement per request")
     query = statements[0]
