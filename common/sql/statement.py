@@ -220,8 +220,9 @@ def parse_statement(sql: str) -> Statement:
         statements = [s for s in _parse(text) if s is not None]
     _unfold_literal_lists(statements, lists)
     _keep_written_calls(statements, sql, classified.tokens, placeholders)
-    for statement in statements:
-        _decode_unicode_strings(statement)
+    if any(t.token_type == TokenType.UNICODE_STRING for t in classified.tokens):
+        for statement in statements:
+            _decode_unicode_strings(statement)
     if len(statements) != 1:  # classify saw one statement; a parser disagreeing is a syntax problem
         raise ValidationError(EMPTY_MESSAGE if not statements else "SQL syntax error: send one statement per request")
     query = statements[0]
