@@ -30,15 +30,19 @@ def _cap(query: ScanQuery) -> int | None:
 
 def run(query: ScanQuery, source: RowSource, schema: dict[str, ColumnType], coverage=None,
         budget: MemoryBudget = UNLIMITED) -> Partial:
+    # Filters run first (on every selected row); the OFFSET+LIMIT rows this segment can return are
+    # taken next, and only then are the projected columns read and their expressions evaluated, so
+    # `SELECT <20,000 expressions> .. LIMIT 1` computes each expression for one row, not the segment.
     sel = select(source, query.filter, list(query.intervals), query.virtual_columns, schema)
     cols = sel.columns
+    matched = cols.num_rows
     cap = _cap(query)
-    if cap is not None and cols.num_rows > cap and cols.rows is not None:
+    if cap is not None and cols.num_rows > cap:
         import numpy as np
 
         keep = np.zeros(cols.num_rows, dtype=bool)
         if query.order == "descending":
-            keep[-cap:] = True
+            keep[cols.num_rows - cap:] = True
         else:
             keep[:cap] = True
         cols = cols.subset(keep)
@@ -55,7 +59,7 @@ def run(query: ScanQuery, source: RowSource, schema: dict[str, ColumnType], cove
     if cap is not None and table.num_rows > cap:
         table = table.slice(table.num_rows - cap) if query.order == "descending" else table.slice(0, cap)
     budget.charge(table_bytes(table), f"the {table.num_rows:,} rows a scan took from one segment")
-    stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, cols.num_rows,
+    stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, matched,
                      cols.bytes_read)
     return Partial(table, stats, coverage)
 

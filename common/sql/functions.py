@@ -136,12 +136,15 @@ def _accepts(kind: str, t: SqlType) -> bool:
     return False
 
 
-def result_type(op: str, types: list[SqlType], text: str, arg_texts: list[str] | None = None) -> SqlType:
+def result_type(op: str, types: list[SqlType], text: str, arg_texts: list[str] | None = None,
+                name: str | None = None) -> SqlType:
     """The result type of ``op`` over arguments of ``types``; ValidationError naming ``text``
-    (the call as written) for a wrong argument count or type."""
+    (the call as written) and ``name`` (the function as the user named it, default ``op``) for a
+    wrong argument count or type."""
     sig = SIGNATURES.get(op)
+    shown = name or op
     if sig is None:
-        raise ValidationError(f"unknown function '{op}' in '{text}'")
+        raise ValidationError(f"unknown function '{shown}' in '{text}'")
     n = len(types)
     if n < sig.min_args or (sig.max_args is not None and n > sig.max_args):
         if sig.max_args is None:
@@ -150,7 +153,7 @@ def result_type(op: str, types: list[SqlType], text: str, arg_texts: list[str] |
             want = str(sig.min_args)
         else:
             want = f"{sig.min_args} to {sig.max_args}"
-        raise ValidationError(f"{op} takes {want} arguments, got {n} in '{text}'")
+        raise ValidationError(f"{shown} takes {want} argument{'' if want == '1' else 's'}, got {n} in '{text}'")
     for i, t in enumerate(types):
         kind = sig.kinds[min(i, len(sig.kinds) - 1)]
         if not _accepts(kind, t):
@@ -160,6 +163,6 @@ def result_type(op: str, types: list[SqlType], text: str, arg_texts: list[str] |
                     f"cannot apply '{op}' to {t} expression {what} in '{text}'"
                     + ("; use CONCAT or || to join strings" if t == VARCHAR and op == "+" else "")
                     + ("; add or subtract an INTERVAL, or use TIMESTAMP_TO_MILLIS" if t == TIMESTAMP else ""))
-            raise ValidationError(f"{op} needs {_KIND_NAMES.get(kind, kind)} for {what}, got {t} in '{text}'")
+            raise ValidationError(f"{shown} needs {_KIND_NAMES.get(kind, kind)} for {what}, got {t} in '{text}'")
     result = sig.result
     return result(types, text) if callable(result) else result

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import ClassVar
 
 from sqlglot.dialects.druid import Druid
 from sqlglot.errors import TokenError
@@ -66,6 +67,8 @@ class DeadlineTokenizer(Druid.tokenizer_class):
     loop in a ``TokenizerCore`` object (since 27); its class is swapped for a subclass that checks.
     A sqlglot without that split scans in the tokenizer itself, where ``_add`` below checks."""
 
+    # Calcite's U&'..' strings with \XXXX escapes (and UESCAPE); the Druid dialect lacks them.
+    UNICODE_STRINGS: ClassVar[list] = [("U&'", "'"), ("u&'", "'")]
     _CORES: dict = {}
 
     def _init_core(self):

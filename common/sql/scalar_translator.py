@@ -22,7 +22,7 @@ from common.sql import functions
 from common.sql.planning_deadline import check_deadline
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_literals import literal_value, parameter_literal, parse_timestamp
-from common.sql.sql_text import LazySqlText, sql_text
+from common.sql.sql_text import LazySqlText, sql_text, written_name
 from common.sql.sql_types import (BIGINT, BOOLEAN, CAST_TARGETS, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType,
                                   common_type, from_column_type)
 from common.types.column_type import JSON as JSON_TYPE
@@ -166,13 +166,14 @@ class ScalarTranslator:
     def call(self, op: str, args: list[Scalar], node: exp.Expression, arg_nodes: list | None = None) -> Call:
         texts = [LazySqlText(a) if isinstance(a, exp.Expression) else str(a) for a in arg_nodes] if arg_nodes else None
         text = LazySqlText(node)
-        t = functions.result_type(op, [a.type for a in args], text, texts)
+        shown = written_name(node, op) if op[:1].isalpha() else op
+        t = functions.result_type(op, [a.type for a in args], text, texts, shown)
         sig = functions.SIGNATURES[op]
         for i, a in enumerate(args):
             if sig.kinds[min(i, len(sig.kinds) - 1)] == "k" and not isinstance(a, Literal):
-                raise ValidationError(f"argument {i + 1} of {op} must be a constant in '{text}'")
+                raise ValidationError(f"argument {i + 1} of {shown} must be a constant in '{text}'")
             if isinstance(a, Literal) and a.value is not None:
-                _check_constant(op, i, a.value, text)
+                _check_constant(op, i, a.value, text, shown)
         return Call(op, tuple(args), t)
 
     def tz(self) -> Literal:
@@ -623,19 +624,20 @@ class ScalarTranslator:
         if isinstance(node, exp.Anonymous):
             return self._anonymous(node)
         if isinstance(node, exp.Func):
-            name = node.sql_name() if hasattr(node, "sql_name") else node.key.upper()
+            name = written_name(node, node.sql_name() if hasattr(node, "sql_name") else node.key.upper())
             raise ValidationError(unknown_name_message("function", name, KNOWN_FUNCTIONS))
         raise UnsupportedError(f"'{sql_text(node)}' is not supported")
 
     def _floor_ceil(self, node: exp.Expression) -> Scalar:
         op = "FLOOR" if isinstance(node, exp.Floor) else "CEIL"
+        shown = written_name(node, op)
         value = self.translate(node.this)
         to = node.args.get("to")
         if to is None:
             if value.type == TIMESTAMP:
-                raise ValidationError(f"{op} of a TIMESTAMP needs a unit: {op}(__time TO DAY)")
+                raise ValidationError(f"{shown} of a TIMESTAMP needs a unit: {shown}(__time TO DAY)")
             return self.call(op, [value], node)
-        period = self._period(to, f"{op}(... TO unit)")
+        period = self._period(to, f"{shown}(... TO unit)")
         return self.call(f"TIME_{op}", [value, Literal(period, VARCHAR), Literal(None, NULL), self.tz()], node)
 
     def _truncate(self, node: exp.Expression, value: Scalar, digits: exp.Expression | None) -> Scalar:
@@ -763,12 +765,13 @@ _CONSTANT_KINDS = {
 _MIN_MILLIS, _MAX_MILLIS = -62_135_596_800_000, 253_402_300_799_999
 
 
-def _check_constant(op: str, position: int, value, text: str) -> None:
+def _check_constant(op: str, position: int, value, text: str, shown: str | None = None) -> None:
+    shown = shown or op
     kind = _CONSTANT_KINDS.get((op, position))
     if kind is str and not isinstance(value, str):
-        raise ValidationError(f"argument {position + 1} of {op} must be a string literal, got {value!r} in '{text}'")
+        raise ValidationError(f"argument {position + 1} of {shown} must be a string literal, got {value!r} in '{text}'")
     if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
         if not (isinstance(value, float) and value.is_integer()):
-            raise ValidationError(f"argument {position + 1} of {op} must be an integer, got {value!r} in '{text}'")
+            raise ValidationError(f"argument {position + 1} of {shown} must be an integer, got {value!r} in '{text}'")
     if op == "MILLIS_TO_TIMESTAMP" and isinstance(value, (int, float)) and not _MIN_MILLIS <= value <= _MAX_MILLIS:
-        raise ValidationError(f"MILLIS_TO_TIMESTAMP({value}) is outside years 1 to 9999 in '{text}'")
+        raise ValidationError(f"{shown}({value}) is outside years 1 to 9999 in '{text}'")

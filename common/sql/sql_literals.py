@@ -73,3 +73,38 @@ def _millis(value: dt.datetime) -> int:
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.timezone.utc)
     return (value - _EPOCH) // dt.timedelta(milliseconds=1)
+
+
+def unicode_string(text: str, escape: str = "\\") -> str:
+    """The value of a ``U&'...'`` literal (``UESCAPE 'c'`` naming another escape character):
+    ``\\XXXX`` (4 hex digits) or ``\\+XXXXXX`` (6) is that code point and a doubled escape is the
+    character itself, as in Calcite's Druid SQL. It is how a client that passes the statement as a
+    C string (ADBC, JDBC over a C driver), where U+0000 ends the text, writes that character."""
+    if len(escape) != 1 or escape in "+'\" " or escape in "0123456789abcdefABCDEF":
+        raise ValidationError(f"UESCAPE must be one character other than a hex digit, '+', a quote or a space, "
+                              f"not {escape!r}")
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        if ch != escape:
+            out.append(ch)
+            i += 1
+            continue
+        if text[i + 1:i + 2] == escape:
+            out.append(escape)
+            i += 2
+            continue
+        digits = 6 if text[i + 1:i + 2] == "+" else 4
+        start = i + 1 + (digits == 6)
+        hexits = text[start:start + digits]
+        if len(hexits) != digits or any(c not in "0123456789abcdefABCDEF" for c in hexits):
+            raise ValidationError(f"bad escape {text[i:start + digits]!r} at character {i + 1} of U&'{text}': "
+                                  f"write {escape}XXXX or {escape}+XXXXXX with hex digits, or {escape}{escape} for "
+                                  f"{escape!r} itself")
+        code = int(hexits, 16)
+        if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+            raise ValidationError(f"escape {text[i:start + digits]!r} in U&'{text}' is not a Unicode character "
+                                  "(surrogates and code points past U+10FFFF are not)")
+        out.append(chr(code))
+        i = start + digits
+    return "".join(out)

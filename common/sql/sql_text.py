@@ -9,7 +9,19 @@ from common.sql.statement import DIALECT
 
 
 def sql_text(node: exp.Expression) -> str:
-    return node.sql(dialect=DIALECT)
+    """The call as the user wrote it when the parser kept its text (function calls: sqlglot renders
+    aliases under its own names, ARRAY_LENGTH as ARRAY_SIZE), else sqlglot's rendering."""
+    meta = node._meta
+    written = meta.get("written") if meta else None
+    return written if written is not None else node.sql(dialect=DIALECT)
+
+
+def written_name(node: exp.Expression | None, default: str) -> str:
+    """The function name the user wrote for ``node`` (upper-cased), else ``default``: messages
+    name LEN, CEILING or ARRAY_LENGTH as written, not the canonical name they translate to."""
+    meta = node._meta if node is not None else None
+    written = meta.get("written_name") if meta else None
+    return written.upper() if written is not None else default
 
 
 class LazySqlText:

@@ -15,6 +15,7 @@ blanked, so positions after it stay right), and the parsed IN gets the literal n
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 
 from sqlglot import exp
@@ -24,6 +25,7 @@ from sqlglot.tokens import TokenType
 
 from common.errors import UnsupportedError, ValidationError
 from common.expr.nesting import MAX_NESTING, nesting_error
+from common.sql.sql_literals import unicode_string
 from common.sql.planning_deadline import DeadlineParser, DeadlineTokenizer, check_deadline
 from common.sql.statement_kind import EMPTY_MESSAGE, StatementKind, classify
 
@@ -159,6 +161,48 @@ def _check_nesting(sql: str, tokens) -> None:
             depth = max(0, depth - 1)
 
 
+def _keep_written_calls(statements: list, sql: str, tokens, placeholders) -> None:
+    """Record on each function call node the name and text the user wrote (``meta['written_name']``,
+    ``meta['written']``): sqlglot parses aliases into one class and renders it under its own name
+    (ARRAY_LENGTH as ARRAY_SIZE, LEN as LENGTH, CEILING as CEIL), and messages must use the
+    user's. Node positions are in the parsed text, where each ``?`` became a longer ``:__pN``;
+    they are mapped back onto ``sql``, whose tokens give the call's closing parenthesis."""
+    shifts, grown = [], 0  # (start of each placeholder in the parsed text, growth up to and with it)
+    for i, tok in enumerate(placeholders):
+        shifts.append((tok.start + grown, grown + len(f":{PARAMETER_PREFIX}{i}") - 1))
+        grown = shifts[-1][1]
+    at = {tok.start: k for k, tok in enumerate(tokens)}
+    closing, stack = {}, []
+    for k, tok in enumerate(tokens):
+        if tok.token_type == TokenType.L_PAREN:
+            stack.append(k)
+        elif tok.token_type == TokenType.R_PAREN and stack:
+            closing[stack.pop()] = k
+    for statement in statements:
+        for node in statement.find_all(exp.Func):
+            meta = node._meta
+            if not meta or "start" not in meta:
+                continue
+            start = meta["start"]
+            k = bisect.bisect_left(shifts, (start, -1))
+            start -= shifts[k - 1][1] if k else 0
+            name = at.get(start)
+            if name is None or name + 1 >= len(tokens) or name + 1 not in closing:
+                continue
+            if tokens[name + 1].token_type != TokenType.L_PAREN:
+                continue
+            meta["written_name"] = sql[start:tokens[name].end + 1]
+            meta["written"] = sql[start:tokens[closing[name + 1]].end + 1]
+
+
+def _decode_unicode_strings(tree: exp.Expression) -> None:
+    """``U&'..'`` literals become plain string literals, so the planner sees one kind of string."""
+    for node in list(tree.find_all(exp.UnicodeString)):
+        escape = node.args.get("escape")
+        text = unicode_string(node.this, escape.this if isinstance(escape, exp.Literal) else "\\")
+        node.replace(exp.Literal.string(text))
+
+
 def parse_statement(sql: str) -> Statement:
     if not isinstance(sql, str) or not sql.strip():
         raise ValidationError(EMPTY_MESSAGE)
@@ -175,6 +219,10 @@ def parse_statement(sql: str) -> Statement:
             text = text[:tok.start] + f":{PARAMETER_PREFIX}{i}" + text[tok.end + 1:]
         statements = [s for s in _parse(text) if s is not None]
     _unfold_literal_lists(statements, lists)
+    _keep_written_calls(statements, sql, classified.tokens, placeholders)
+    if any(t.token_type == TokenType.UNICODE_STRING for t in classified.tokens):
+        for statement in statements:
+            _decode_unicode_strings(statement)
     if len(statements) != 1:  # classify saw one statement; a parser disagreeing is a syntax problem
         raise ValidationError(EMPTY_MESSAGE if not statements else "SQL syntax error: send one statement per request")
     query = statements[0]

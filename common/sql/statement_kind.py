@@ -67,7 +67,9 @@ def tokenize(sql: str) -> list[Token]:
     try:
         return _Tokenizer(dialect=Druid).tokenize(sql)
     except TokenError as exc:
-        raise ValidationError(f"SQL syntax error: {exc} (an unterminated string, quoted name or comment?)") from None
+        raise ValidationError(f"SQL syntax error: {exc} (an unterminated string, quoted name or comment? "
+                              "A client that sends SQL as a C string, such as ADBC, ends it at a U+0000 "
+                              "character: write that one as U&'\\0000')") from None
 
 
 def blank_outside(sql: str, start: int, end: int) -> str:

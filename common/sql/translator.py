@@ -22,6 +22,7 @@ from common.sql.logical_plan import (AGGREGATE_FUNCTIONS, AggCall, Aggregate, Fi
 from common.sql.scalar import Call, Literal, Ref, Scalar, remap
 from common.sql.scalar_translator import (ScalarTranslator, Scope, Session, contains_aggregate, is_aggregate,
                                           literal_value, sql_text, unify_types)
+from common.sql.sql_text import written_name
 from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, NULL, TIMESTAMP, VARCHAR
 
 _UNSUPPORTED_CLAUSES = {"qualify": "QUALIFY", "windows": "WINDOW", "distribute": "DISTRIBUTE BY", "sort": "SORT BY",
@@ -549,8 +550,9 @@ class Translator:
                 arg_nodes += list(node.expressions) if isinstance(node, exp.Count) else []
         name = {"APPROXDISTINCT": "APPROX_COUNT_DISTINCT", "APPROX_COUNT_DISTINCT_DS_HLL": "APPROX_COUNT_DISTINCT",
                 "ANYVALUE": "ANY_VALUE", "ARRAYCONCATAGG": "ARRAY_CONCAT_AGG"}.get(name, name)
+        shown = written_name(node, name)  # messages name the function as the user wrote it
         if name not in AGGREGATE_FUNCTIONS:
-            raise UnsupportedError(f"aggregate function {name} is not supported; supported: COUNT, SUM, MIN, MAX, AVG, "
+            raise UnsupportedError(f"aggregate function {shown} is not supported; supported: COUNT, SUM, MIN, MAX, AVG, "
                                    "APPROX_COUNT_DISTINCT, ANY_VALUE, EARLIEST, LATEST, ARRAY_CONCAT_AGG")
         for a in arg_nodes:
             if contains_aggregate(a):
@@ -567,31 +569,31 @@ class Translator:
         if name in ("EARLIEST", "LATEST", "ANY_VALUE"):
             arg_nodes = arg_nodes[:1]  # Druid's optional maxBytesPerString does not apply here
         if len(arg_nodes) != 1:
-            raise ValidationError(f"{name} takes one argument, got {len(arg_nodes)} in '{text}'")
+            raise ValidationError(f"{shown} takes one argument, got {len(arg_nodes)} in '{text}'")
         arg = tr.translate(arg_nodes[0])
         t = arg.type
         arg_text = sql_text(arg_nodes[0])
         if name in ("SUM", "AVG"):
             if not (t.is_numeric or t == NULL):
-                raise ValidationError(f"cannot apply {name} to {t} expression '{arg_text}' in '{text}'")
+                raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}' in '{text}'")
             out_type = DOUBLE if name == "AVG" or t == NULL else t
             return AggCall(name, (arg,), out_type, distinct, filter_expr)
         if name in ("MIN", "MAX"):
             if not (t.is_numeric or t in (TIMESTAMP, NULL)):
-                raise ValidationError(f"cannot apply {name} to {t} expression '{arg_text}' in '{text}'; "
+                raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}' in '{text}'; "
                                       "MIN and MAX take numbers and timestamps")
             return AggCall(name, (arg,), DOUBLE if t == NULL else t, False, filter_expr)
         if name == "ARRAY_CONCAT_AGG":
             if t.column_type is None or not t.column_type.is_array:
-                raise ValidationError(f"ARRAY_CONCAT_AGG needs an array, but '{arg_text}' is {t} in '{text}'")
+                raise ValidationError(f"{shown} needs an array, but '{arg_text}' is {t} in '{text}'")
             # DISTINCT is a set kept by the aggregator itself, not a regrouping on the argument.
             return AggCall("ARRAY_CONCAT_AGG_DISTINCT" if distinct else name, (arg,), t, False, filter_expr)
         if name == "APPROX_COUNT_DISTINCT":
             if not t.is_scalar:
-                raise ValidationError(f"cannot apply {name} to {t} expression '{arg_text}'")
+                raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}'")
             return AggCall(name, (arg,), BIGINT, False, filter_expr)
         if not (t.is_numeric or t in (TIMESTAMP, VARCHAR, NULL)):
-            raise ValidationError(f"cannot apply {name} to {t} expression '{arg_text}' in '{text}'")
+            raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}' in '{text}'")
         return AggCall(name, (arg,), VARCHAR if t == NULL else t, False, filter_expr)
 
 

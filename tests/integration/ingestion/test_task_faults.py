@@ -9,7 +9,6 @@ import argparse
 import json
 import os
 import signal
-import time
 
 import pytest
 
@@ -66,9 +65,9 @@ def test_a_task_killed_mid_build_publishes_nothing_and_leaves_no_file(cluster):
     pid = runner.pid(task_id)
     assert pid is not None and cluster.client.task(task_id).state == "RUNNING"
     os.kill(pid, signal.SIGKILL)
-    killed = time.monotonic()
-    task = wait_until(lambda: (t := cluster.client.task(task_id)).state in FINAL and t, 5, "FAILED after the kill")
-    assert time.monotonic() - killed < 5
+    # The runner saw its child's exit status (the error quotes it), so no other timeout settled it;
+    # how soon is not asserted: on a loaded machine the runner's loop only runs later.
+    task = wait_until(lambda: (t := cluster.client.task(task_id)).state in FINAL and t, 60, "FAILED after the kill")
     assert task.state == "FAILED", task.error
     assert "killed by SIGKILL (exit status -9)" in task.error and "nothing was published" in task.error
     # Nothing published, and the cleanup duty deletes every file it uploaded.

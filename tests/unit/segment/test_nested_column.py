@@ -139,9 +139,9 @@ def test_documented_limits_hold_for_hostile_documents(tmp_path):
     deep = 7
     for _ in range(500):
         deep = [deep] if len(str(deep)) % 2 else {"d": deep}
-    started = time.monotonic()
+    started = time.process_time()  # CPU time: other processes loading the machine do not count
     seg = build(tmp_path, {"doc": [wide, big, deep, {"k5": "five"}]})
-    assert time.monotonic() - started < 60
+    assert time.process_time() - started < 60
     col = seg.column("doc")
     assert len(col.paths()) == 1000 and col.spec.dropped_count == 100_003 - 1000  # + blob, n, the deep path
     assert seg.manifest.column("doc").stats["guardTriggered"] is True
