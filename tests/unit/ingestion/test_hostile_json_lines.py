@@ -15,7 +15,7 @@ from common.json.document_text import MAX_DOCUMENT_DEPTH
 from common.types.column_type import JSON, ColumnType, TypeKind
 from services.ingestion import json_lines_reader
 from services.ingestion.json_lines_reader import parse_json_lines
-from services.ingestion.row_parser import META_ERROR, META_FILE, META_LINE, META_RAW, parse_file
+from common.ingest.row_parser import META_ERROR, META_FILE, META_LINE, META_RAW, parse_file
 
 LONG, STRING = ColumnType(TypeKind.LONG), ColumnType(TypeKind.STRING)
 SIGNATURE = [("ts", LONG), ("doc", JSON), ("s", STRING), ("arr", ColumnType(TypeKind.ARRAY, element=STRING))]
