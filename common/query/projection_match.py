@@ -583,20 +583,11 @@ def _aggregator_key(agg: Aggregator, names: dict[str, str]) -> dict:
     return walk(agg.to_json())
 
 
-_KEYS: dict[int, tuple[Aggregator, frozenset, dict]] = {}
-
-
 def _key_under(agg: Aggregator, names: dict[str, str]) -> dict:
-    """``_aggregator_key``; an aggregator that reads none of the renamed columns (most of them)
-    has one key, kept by identity: the matcher asks it for every candidate of every segment."""
-    hit = _KEYS.get(id(agg))
-    if hit is None or hit[0] is not agg:
-        if len(_KEYS) >= 4096:
-            _KEYS.clear()
-        hit = _KEYS[id(agg)] = (agg, frozenset(agg.columns()), _aggregator_key(agg, {}))
-    if names and not hit[1].isdisjoint(names):
+    """``_aggregator_key`` with the renamed columns applied only when the aggregator reads one."""
+    if names and not frozenset(agg.columns()).isdisjoint(names):
         return _aggregator_key(agg, names)
-    return hit[2]
+    return _aggregator_key(agg, {})
 
 
 def _same_key(query: Aggregator, stored: Aggregator, qkey: dict, skey: dict) -> bool:

@@ -28,6 +28,8 @@ from services.broker.core.sql_backend import StatementInfo, TableInfo
 from services.security.authorizer import ALLOW_ALL
 from services.broker.core.segment_facts import manifest_facts, projections_table
 from services.broker.core.task_table import tasks_table
+from services.broker.overlay_catalog import OverlayCatalog
+from services.broker.submitted_catalog import SubmittedCatalog
 from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog, require_all, require_ingestion,
                                               source_requirements)
 
@@ -436,9 +438,6 @@ class SqlService:
         """The catalog an INSERT/REPLACE is prepared from: the broker's, with each catalog entry it
         reads asked of the coordinator now rather than taken from the synced copy, which can lag
         a table defined a moment ago (services/broker/submitted_catalog.py)."""
-        from services.broker.overlay_catalog import OverlayCatalog
-        from services.broker.submitted_catalog import SubmittedCatalog
-
         client = self.ddl_client() if self.ddl_client is not None else None
         if client is None or not isinstance(self.catalog, OverlayCatalog):
             return self.catalog
