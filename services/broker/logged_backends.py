@@ -6,6 +6,11 @@ calls these, so no query path is left out of the log.
 ``LoggedNative`` wraps the scatter/gather executor for native JSON queries. A client picks its own
 query id with the context key ``sqlQueryId`` (SQL: ``SET sqlQueryId = 'x'; SELECT ..``) or
 ``queryId`` (native), as in Druid.
+
+A statement is registered before it is planned, so KILL QUERY also stops one that is still
+planning (the planner checks the kill flag where it checks its deadline, ``planning_stop``):
+``execute`` plans inside ``track``, and ``describe`` of a statement its call announced an id for
+(Flight SQL's GetFlightInfo, which plans what DoGet runs) plans inside ``registry.planning``.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from common.sql.kill_statement import kill_target
+from common.sql.planning_deadline import planning_stop
 from services.broker.core.sql_backend import StatementInfo
 from services.broker.query_origin import current_origin, sql_query_id
 
@@ -41,23 +47,36 @@ class LoggedSql:
                     running.record.result_rows = sent[0]
                     emit(piece, running.is_active)
 
-                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
-                                           emit=counted, **pinned)
+                with planning_stop(running.stop_if_killed):
+                    table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
+                                               emit=counted, **pinned)
             else:
-                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
-                                           **pinned)
+                with planning_stop(running.stop_if_killed):
+                    table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
+                                               **pinned)
             running.record.result_rows = sent[0] + table.num_rows
             return table
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None, **options):
-        """Preparing plans the statement: one that fails here never runs, so it is logged here."""
+        """Preparing plans the statement: one that fails here never runs, so it is logged here.
+        A statement its call announced an id for (it runs next) is registered while it plans."""
+        origin = current_origin()
+        announced = origin.query_id if origin is not None else None
         try:
             if kill_target(sql) is not None:
                 return StatementInfo(0, pa.schema([("result", pa.string())]))
-            return self.inner.describe(sql, context, user, **options)
         except Exception as exc:
             self.registry.log_failed("sql", sql, user, exc)
             raise
+        if announced is None:  # preparing a statement, or asking its schema: nothing runs yet
+            try:
+                return self.inner.describe(sql, context, user, **options)
+            except Exception as exc:
+                self.registry.log_failed("sql", sql, user, exc)
+                raise
+        with self.registry.planning("sql", sql, user, announced) as running:  # logs a failure itself
+            with planning_stop(running.stop_if_killed):
+                return self.inner.describe(sql, context, running.record.user, **options)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
