@@ -83,7 +83,8 @@ class _Tracked:
     """``QueryRegistry.track``'s context manager (a class: a generator-based one costs a query
     more than its bookkeeping does)."""
 
-    __slots__ = ("registry", "kind", "sql", "user", "query_id", "is_active", "running", "token", "log_success")
+    __slots__ = ("registry", "kind", "sql", "user", "query_id", "is_active", "running", "token", "log_success",
+                 "registered")
 
     def __init__(self, registry: QueryRegistry, kind: str, sql, user, query_id, is_active,
                  log_success: bool = True) -> None:
@@ -92,6 +93,7 @@ class _Tracked:
         self.log_success = log_success
         self.running: RunningQuery | None = None
         self.token = None
+        self.registered = False
 
     def __enter__(self) -> RunningQuery:
         outer = _CURRENT.get()
@@ -109,9 +111,13 @@ class _Tracked:
         running = RunningQuery(record, self.is_active, time.perf_counter())
         key = (user, qid)
         with registry._lock:
-            if key in registry._running:  # the user's own query: another user's id is free to use
-                raise ValidationError(f"query id '{qid}' is already running; choose another id (or none)")
-            registry._running[key] = running
+            if key not in registry._running:
+                registry._running[key] = running
+                self.registered = True
+        # The user's own query runs under the id (another user's id is free to use). A statement
+        # only planned now runs later, when that one may be over: it plans unregistered.
+        if not self.registered and self.log_success:
+            raise ValidationError(f"query id '{qid}' is already running; choose another id (or none)")
         if origin is not None and origin.reply is not None:
             origin.reply.query_id = qid
         self.token = _CURRENT.set(running)
@@ -128,8 +134,9 @@ class _Tracked:
             status, error = registry._status_of(running, exc), exc
         _CURRENT.reset(self.token)
         record = running.record
-        with registry._lock:
-            registry._running.pop((record.user, record.query_id), None)
+        if self.registered:
+            with registry._lock:
+                registry._running.pop((record.user, record.query_id), None)
         if exc is None and not self.log_success:
             return False  # planned, to be run (and logged) by a later call
         planning = None
