@@ -9,8 +9,8 @@ query id with the context key ``sqlQueryId`` (SQL: ``SET sqlQueryId = 'x'; SELEC
 
 A statement is registered before it is planned, so KILL QUERY also stops one that is still
 planning (the planner checks the kill flag where it checks its deadline, ``planning_stop``):
-``execute`` plans inside ``track``, and ``describe`` of a statement its call announced an id for
-(Flight SQL's GetFlightInfo, which plans what DoGet runs) plans inside ``registry.planning``.
+``execute`` plans inside ``track``, and ``describe`` (Flight SQL plans when a statement is prepared
+and in GetFlightInfo, then runs it in DoGet) inside ``registry.planning``.
 """
 
 from __future__ import annotations
@@ -58,23 +58,19 @@ class LoggedSql:
             return table
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None, **options):
-        """Preparing plans the statement: one that fails here never runs, so it is logged here.
-        A statement its call announced an id for (it runs next) is registered while it plans."""
-        origin = current_origin()
-        announced = origin.query_id if origin is not None else None
+        """Preparing plans the statement (Flight SQL: CreatePreparedStatement, GetFlightInfo): it is
+        registered while it plans, under the id its call announced or it chose (else a new one,
+        shown in sys.queries), so KILL QUERY stops it; logged here only when planning fails (one
+        that fails here never runs), else by its run."""
         try:
             if kill_target(sql) is not None:
                 return StatementInfo(0, pa.schema([("result", pa.string())]))
         except Exception as exc:
             self.registry.log_failed("sql", sql, user, exc)
             raise
-        if announced is None:  # preparing a statement, or asking its schema: nothing runs yet
-            try:
-                return self.inner.describe(sql, context, user, **options)
-            except Exception as exc:
-                self.registry.log_failed("sql", sql, user, exc)
-                raise
-        with self.registry.planning("sql", sql, user, announced) as running:  # logs a failure itself
+        origin = current_origin()
+        wanted = None if origin is not None and origin.query_id else sql_query_id(sql, context)
+        with self.registry.planning("sql", sql, user, wanted) as running:
             with planning_stop(running.stop_if_killed):
                 return self.inner.describe(sql, context, running.record.user, **options)
 

@@ -11,8 +11,8 @@ since partials come back merged.
 
 ``kill(id, user)`` sets the query's cancel flag; the executor sees it through ``is_active`` within
 its poll period and cancels the outstanding historical calls, and a statement still planning stops
-at the planner's next check (``planning(...)`` registers a Flight SQL statement while GetFlightInfo
-plans it; ``track`` registers before the statement is planned). A user kills and sees only their
+at the planner's next check (``track`` registers a statement before it is planned, ``planning``
+one that Flight SQL plans when preparing it or in GetFlightInfo, to run it in a later call). A user kills and sees only their
 own queries unless they are the admin (or authentication is off).
 
 Query ids are the clients' to choose (``SET sqlQueryId``), so running queries are kept per user
@@ -171,10 +171,10 @@ class QueryRegistry:
         queries), yields the outer one."""
         return _Tracked(self, kind, sql, user, query_id, is_active)
 
-    def planning(self, kind: str, sql: str | None, user: str | None, query_id: str) -> _Tracked:
-        """A statement planned now under the id its call announced and run by a later call (Flight
-        SQL: GetFlightInfo, then DoGet): registered while it plans, so KILL QUERY finds and stops
-        it; logged only when planning fails (the run logs it otherwise)."""
+    def planning(self, kind: str, sql: str | None, user: str | None, query_id: str | None = None) -> _Tracked:
+        """A statement planned now and run by a later call (Flight SQL: prepared, or planned by
+        GetFlightInfo, then run by DoGet): registered while it plans, so KILL QUERY finds and
+        stops it; logged only when planning fails (the run logs it otherwise)."""
         return _Tracked(self, kind, sql, user, query_id, None, log_success=False)
 
     def log_failed(self, kind: str, sql: str | None, user: str | None, error: BaseException) -> None:
