@@ -12,8 +12,8 @@ since partials come back merged.
 ``kill(id, user)`` sets the query's cancel flag; the executor sees it through ``is_active`` within
 its poll period and cancels the outstanding historical calls, and a statement still planning stops
 at the planner's next check (``track`` registers a statement before it is planned, ``planning``
-one that Flight SQL plans when preparing it or in GetFlightInfo, to run it in a later call). A user kills and sees only their
-own queries unless they are the admin (or authentication is off).
+one that Flight SQL plans when preparing it or in GetFlightInfo, to run it in a later call). A
+user kills and sees only their own queries unless they are the admin (or authentication is off).
 
 Query ids are the clients' to choose (``SET sqlQueryId``), so running queries are kept per user
 and id: another user's id answers exactly as an id nobody runs, whether killed (``no running
