@@ -118,7 +118,7 @@ class _Tracked:
         # only planned now runs later, when that one may be over: it plans unregistered.
         if not self.registered and self.log_success:
             raise ValidationError(f"query id '{qid}' is already running; choose another id (or none)")
-        if origin is not None and origin.reply is not None:
+        if origin is not None and origin.reply is not None and self.log_success:  # planning only: the run answers
             origin.reply.query_id = qid
         self.token = _CURRENT.set(running)
         self.running = running

@@ -238,7 +238,8 @@ def test_a_statement_is_killable_while_it_plans():
     t.join(10)
     assert isinstance(outcome.get("error"), Cancelled), outcome
     [logged] = registry.records()
-    assert (logged.query_id, logged.status, logged.error_message) == ("p1", "cancelled", "killed by an anonymous user (KILL QUERY)")
+    assert (logged.query_id, logged.status, logged.error_message) == \
+        ("p1", "cancelled", "killed by an anonymous user (KILL QUERY)")
 
 
 def test_a_statement_planned_for_a_later_run_is_logged_by_the_run_only():
