@@ -13,12 +13,16 @@ other threads each see their own. ``DeadlineTokenizer`` and ``DeadlineParser`` a
 dialect's tokenizer and parser with the check added (they build the same tokens and trees). The
 front door tokenizes a request once to classify it before the timeout starts; that first pass is
 linear in the text and its result is kept, so planning does not repeat it.
+
+The same checks also stop a statement that was killed while it plans: ``planning_stop(check)``
+sets a callable that ``check_deadline`` calls too (the broker's: raise if KILL QUERY flagged the
+statement). It must be cheap (a flag read): it runs per token.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import ClassVar
@@ -26,10 +30,12 @@ from typing import ClassVar
 from sqlglot.dialects.druid import Druid
 from sqlglot.errors import TokenError
 
-from common.errors import QueryTimeoutError
+from common.errors import QueryTimeoutError, StrataError
 
 # (monotonic deadline, the timeout in seconds for the message), or None: no deadline.
 _DEADLINE: ContextVar[tuple[float, float] | None] = ContextVar("strata_planning_deadline", default=None)
+# Raises when the statement must stop planning for another reason than time (KILL QUERY), or None.
+_STOP: ContextVar[Callable[[], None] | None] = ContextVar("strata_planning_stop", default=None)
 
 
 @contextmanager
@@ -44,11 +50,26 @@ def planning_deadline(timeout_s: float, started: float | None = None) -> Iterato
         _DEADLINE.reset(token)
 
 
+@contextmanager
+def planning_stop(check: Callable[[], None]) -> Iterator[None]:
+    """Run the block with ``check()`` called wherever planning checks its deadline; what it
+    raises (a StrataError) stops planning."""
+    token = _STOP.set(check)
+    try:
+        yield
+    finally:
+        _STOP.reset(token)
+
+
 def check_deadline() -> None:
-    """Raise QueryTimeoutError if the planning deadline has passed."""
+    """Raise QueryTimeoutError if the planning deadline has passed (or what the ``planning_stop``
+    check raises)."""
     deadline = _DEADLINE.get()
     if deadline is not None and time.monotonic() > deadline[0]:
         raise timeout_error(deadline[1])
+    stop = _STOP.get()
+    if stop is not None:
+        stop()
 
 
 def _checking_core(cls: type) -> type:
@@ -91,8 +112,9 @@ class DeadlineTokenizer(Druid.tokenizer_class):
         try:
             return super().tokenize(sql)
         except TokenError as exc:
-            # The tokenizer reports any exception in its loop as a TokenError "from" it.
-            if isinstance(exc.__cause__, QueryTimeoutError):
+            # The tokenizer reports any exception in its loop as a TokenError "from" it; the
+            # deadline's and the stop check's are strata's own.
+            if isinstance(exc.__cause__, StrataError):
                 raise exc.__cause__ from None
             raise
 
@@ -111,4 +133,5 @@ def timeout_error(timeout_s: float) -> QueryTimeoutError:
                              "IN list or fewer terms)")
 
 
-__all__ = ["DeadlineParser", "DeadlineTokenizer", "check_deadline", "planning_deadline", "timeout_error"]
+__all__ = ["DeadlineParser", "DeadlineTokenizer", "check_deadline", "planning_deadline", "planning_stop",
+           "timeout_error"]

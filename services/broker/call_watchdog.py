@@ -5,6 +5,13 @@ hand-off costs a thread switch, which on a busy machine is most of a small query
 thread blocks in the call, so it cannot ask whether the query was killed or its client left;
 the watchdog asks for it, every ``period_s``, and cancels the call, which ends the read with
 CANCELLED. Watching costs a dict insert, and one shared thread does the asking.
+
+The asking happens outside the lock (a slow check must not hold up every query's watch and
+unwatch), so a check may run just after its query unwatched and its RPC ended: an ``is_active``
+must be safe to call from any thread at any time, and never asks a Flight or gRPC call context
+itself. The broker's checks are plain flags and ``CallLiveness`` (``call_liveness``: the context
+is asked under a lock that its RPC closes before returning). A call unwatched meanwhile is left
+alone: its query is done with it.
 """
 
 from __future__ import annotations
@@ -45,8 +52,10 @@ class CallWatchdog:
                 except Exception:  # noqa: BLE001 - a broken liveness check must not stop the watchdog
                     active = True
                 if not active:
-                    call.cancel()
-                    self.unwatch(token)
+                    with self._lock:
+                        watched_still = self._calls.pop(token, None) is not None
+                    if watched_still:
+                        call.cancel()
 
     def close(self) -> None:
         self._wake.set()

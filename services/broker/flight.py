@@ -46,6 +46,7 @@ from common.json.json_text import loads_json
 from common.sql.statement_kind import classify
 from services.rpc.gen.arrow.flight import flight_session_pb2 as fsession
 from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
+from services.broker.call_liveness import CallLiveness
 from services.broker.core.flight_tickets import FlightTicket, FlightTickets
 from services.broker.core.result_prefetch import Prefetch, Prefetcher
 from services.broker.core.prepared_statements import PreparedStatement, PreparedStatements
@@ -280,9 +281,10 @@ class BrokerFlightServer(flight.FlightServerBase):
         self.statements = PreparedStatements(idle_timeout_s=statement_idle_timeout_s)
         self.streams = StreamSlots()  # open DoGet results per caller (flight_limits)
         self.prefetcher = Prefetcher(prefetch_workers)
-        # Ids of prefetched runs not yet over: a second ticket with the same client-chosen id runs
-        # in its DoGet, as without prefetch (two runs at once under one id would be refused).
-        self._prefetch_ids: set[str] = set()
+        # (user, id) of prefetched runs not yet over: a second ticket of the user with the same
+        # client-chosen id runs in its DoGet, as without prefetch (two runs at once under one id
+        # would be refused). Per user, as the query registry keeps ids: others' ids change nothing.
+        self._prefetch_ids: set[tuple[str | None, str]] = set()
         self._prefetch_ids_lock = threading.Lock()
         self._sql_info = sql_info_values(server_version or _strata_version(),
                                          int(statement_idle_timeout_s * 1000))
@@ -297,15 +299,22 @@ class BrokerFlightServer(flight.FlightServerBase):
     @_rpc
     def get_flight_info(self, context, descriptor):
         """Plan: the FlightInfo's schema is the plan's; DoGet runs it (or collects its prefetch)."""
+        with CallLiveness(context) as is_active:  # the context is not asked once this returns
+            return self._get_flight_info(context, descriptor, is_active)
+
+    def _get_flight_info(self, context, descriptor, is_active: CallLiveness):
         who = self._caller(context)
         request = self._request(descriptor, who)
         if isinstance(request, QueryRequest):
             request = announce_flight_query(context, request, who)  # query log: the id, sent back now
+            # The statement is registered under that id while it plans (KILL QUERY finds it), and
+            # one with effects runs under it here.
+            note_query_id(request.query_id)
         if isinstance(request, QueryRequest) and _has_effects(request):
             # CREATE/ALTER/DROP TABLE, INSERT/REPLACE run now: a client's execute() returns once
             # they are done (drivers fetch the stream in the background); their one-row answer
             # waits under the ticket.
-            table = self.front_door.run(request, _active(context)).table
+            table = self.front_door.run(request, is_active).table
             handle = self.tickets.put(table, table.schema, who.user)
             ticket = _pack(fsql.TicketStatementQuery(statement_handle=handle))
             return flight.FlightInfo(table.schema, descriptor, [flight.FlightEndpoint(ticket, [])],
@@ -325,6 +334,12 @@ class BrokerFlightServer(flight.FlightServerBase):
 
     @_rpc
     def do_get(self, context, ticket):
+        # The context is not asked once this returns: the stream is sent after, and a client gone
+        # mid-stream ends its reader instead (see call_liveness).
+        with CallLiveness(context) as is_active:
+            return self._do_get(context, ticket, is_active)
+
+    def _do_get(self, context, ticket, is_active: CallLiveness):
         who = self._caller(context)
         check_size(ticket.ticket, "DoGet ticket")
         owner = stream_owner(context, who.user)
@@ -339,7 +354,7 @@ class BrokerFlightServer(flight.FlightServerBase):
             raise bad_ticket
         if command is None:  # plain Flight: the ticket itself is the statement
             request = self._plain_request(ticket.ticket, who)
-            result = self.front_door.run(request, _active(context))
+            result = self.front_door.run(request, is_active)
             return _batch_stream(result.table.schema, self.streams.hold(owner, record_batches(result.table)))
         if not isinstance(command, fsql.TicketStatementQuery):
             raise ValidationError(f"a DoGet ticket must be the TicketStatementQuery from GetFlightInfo, "
@@ -353,13 +368,13 @@ class BrokerFlightServer(flight.FlightServerBase):
         if isinstance(entry.request, QueryRequest):
             note_query_id(entry.request.query_id)
             if entry.prefetch is not None:
-                return self._collect(entry, context, owner)
+                return self._collect(entry, is_active, owner)
             # An unordered scan streams: rows go out as historicals send them (front_door.stream).
-            streamed = self.front_door.stream(entry.request, expected_schema=entry.schema, is_active=_active(context))
+            streamed = self.front_door.stream(entry.request, expected_schema=entry.schema, is_active=is_active)
             if streamed is not None:
                 return _batch_stream(entry.schema, (piece for batch in streamed
                                                     for piece in _split(batch, MAX_BATCH_ROWS, MAX_BATCH_BYTES)))
-            table = self.front_door.run(entry.request, _active(context), expected_schema=entry.schema).table
+            table = self.front_door.run(entry.request, is_active, expected_schema=entry.schema).table
         elif isinstance(entry.request, pa.Table):  # a statement with effects, already run
             table = entry.request
         else:
@@ -419,11 +434,11 @@ class BrokerFlightServer(flight.FlightServerBase):
             return None
         owner = stream_owner(context, who.user)
         with self._prefetch_ids_lock:
-            if request.query_id in self._prefetch_ids:
+            if (request.user, request.query_id) in self._prefetch_ids:
                 return None
-            self._prefetch_ids.add(request.query_id)
+            self._prefetch_ids.add((request.user, request.query_id))
         if not self.streams.try_acquire(owner):
-            self._prefetch_ids.discard(request.query_id)
+            self._prefetch_ids.discard((request.user, request.query_id))
             return None
         prefetch = Prefetch(owner, functools.partial(self.streams.release, owner))
         origin = current_origin()
@@ -437,7 +452,7 @@ class BrokerFlightServer(flight.FlightServerBase):
 
         if not self.prefetcher.start(prefetch, run):
             prefetch.release_slot()
-            self._prefetch_ids.discard(request.query_id)
+            self._prefetch_ids.discard((request.user, request.query_id))
             return None
         return prefetch
 
@@ -447,7 +462,7 @@ class BrokerFlightServer(flight.FlightServerBase):
             return self.front_door.run(request, is_active, expected_schema=schema)
         finally:
             with self._prefetch_ids_lock:
-                self._prefetch_ids.discard(request.query_id)
+                self._prefetch_ids.discard((request.user, request.query_id))
 
     def _prefetched_for(self, command: Message | None, owner: str, who: CallIdentity) -> bool:
         """Whether the ticket's parsed ``command`` names a prefetch holding ``owner``'s slot."""
@@ -457,12 +472,12 @@ class BrokerFlightServer(flight.FlightServerBase):
         return (entry is not None and entry.prefetch is not None and entry.user == who.user
                 and entry.prefetch.owner == owner)
 
-    def _collect(self, entry: FlightTicket, context, owner: str) -> flight.RecordBatchStream:
+    def _collect(self, entry: FlightTicket, is_active: CallLiveness, owner: str) -> flight.RecordBatchStream:
         """DoGet of a prefetched query: its outcome, raised or streamed as DoGet's own run's."""
         prefetch = entry.prefetch
         timeout_s = entry.request.timeout_s if entry.request.timeout_s is not None else self.front_door.default_timeout_s
         try:
-            result = prefetch.wait(_active(context), timeout_s + PREFETCH_GRACE_S)
+            result = prefetch.wait(is_active, timeout_s + PREFETCH_GRACE_S)
         except BaseException:
             prefetch.release_slot()
             raise
@@ -617,11 +632,6 @@ def _has_effects(request: QueryRequest) -> bool:
 def _drop_ticket(entry: FlightTicket) -> None:
     if entry.prefetch is not None:
         entry.prefetch.cancel()
-
-
-def _active(context):
-    """A DoGet's liveness check: the query stops when the client cancels or goes away."""
-    return lambda: not context.is_cancelled()
 
 
 def _envelope(doc: dict) -> tuple[str, list, dict | None]:

@@ -9,6 +9,11 @@ through these until it is added here, deciding whether it is tracked, so none si
 log and KILL. A client picks its own
 query id with the context key ``sqlQueryId`` (SQL: ``SET sqlQueryId = 'x'; SELECT ..``) or
 ``queryId`` (native), as in Druid.
+
+A statement is registered before it is planned, so KILL QUERY also stops one that is still
+planning (the planner checks the kill flag where it checks its deadline, ``planning_stop``):
+``execute`` plans inside ``track``, and ``describe`` (Flight SQL plans when a statement is prepared
+and in GetFlightInfo, then runs it in DoGet) inside ``registry.planning``.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from common.sql.kill_statement import kill_target
+from common.sql.planning_deadline import planning_stop
 from services.broker.core.sql_backend import StatementInfo
 from services.broker.query_origin import current_origin, sql_query_id
 
@@ -44,23 +50,32 @@ class LoggedSql:
                     running.record.result_rows = sent[0]
                     emit(piece, running.is_active)
 
-                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
-                                           emit=counted, **pinned)
+                with planning_stop(running.stop_if_killed):
+                    table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
+                                               emit=counted, **pinned)
             else:
-                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
-                                           **pinned)
+                with planning_stop(running.stop_if_killed):
+                    table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
+                                               **pinned)
             running.record.result_rows = sent[0] + table.num_rows
             return table
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None, **options):
-        """Preparing plans the statement: one that fails here never runs, so it is logged here."""
+        """Preparing plans the statement (Flight SQL: CreatePreparedStatement, GetFlightInfo): it is
+        registered while it plans, under the id its call announced or it chose (else a new one,
+        shown in sys.queries), so KILL QUERY stops it; logged here only when planning fails (one
+        that fails here never runs), else by its run."""
         try:
             if kill_target(sql) is not None:
                 return StatementInfo(0, pa.schema([("result", pa.string())]))
-            return self.inner.describe(sql, context, user, **options)
         except Exception as exc:
             self.registry.log_failed("sql", sql, user, exc)
             raise
+        origin = current_origin()
+        wanted = None if origin is not None and origin.query_id else sql_query_id(sql, context)
+        with self.registry.planning("sql", sql, user, wanted) as running:
+            with planning_stop(running.stop_if_killed):
+                return self.inner.describe(sql, context, running.record.user, **options)
 
     # Flight SQL's catalog calls (GetCatalogs, GetDbSchemas, GetTables, GetTableTypes) read no
     # data: they are not queries, so they are not tracked.

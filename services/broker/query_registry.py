@@ -10,8 +10,14 @@ reason. That choice is recomputed on the broker from the segments' manifests (``
 since partials come back merged.
 
 ``kill(id, user)`` sets the query's cancel flag; the executor sees it through ``is_active`` within
-its poll period and cancels the outstanding historical calls. A user kills and sees only their
-own queries unless they are the admin (or authentication is off).
+its poll period and cancels the outstanding historical calls, and a statement still planning stops
+at the planner's next check (``track`` registers a statement before it is planned, ``planning``
+one that Flight SQL plans when preparing it or in GetFlightInfo, to run it in a later call). A
+user kills and sees only their own queries unless they are the admin (or authentication is off).
+
+Query ids are the clients' to choose (``SET sqlQueryId``), so running queries are kept per user
+and id: another user's id answers exactly as an id nobody runs, whether killed (``no running
+query``) or chosen again (the statement runs). Nothing tells a user which ids others run.
 """
 
 from __future__ import annotations
@@ -63,6 +69,11 @@ class RunningQuery:
         self.killed_by = by
         self._cancelled = True
 
+    def stop_if_killed(self) -> None:
+        """The planner's check (``planning_stop``): a killed statement stops planning."""
+        if self._cancelled:
+            raise Cancelled(f"query {self.record.query_id} was killed while it was being planned")
+
     @property
     def cancelled(self) -> bool:
         return self._cancelled
@@ -72,13 +83,17 @@ class _Tracked:
     """``QueryRegistry.track``'s context manager (a class: a generator-based one costs a query
     more than its bookkeeping does)."""
 
-    __slots__ = ("registry", "kind", "sql", "user", "query_id", "is_active", "running", "token")
+    __slots__ = ("registry", "kind", "sql", "user", "query_id", "is_active", "running", "token", "log_success",
+                 "registered")
 
-    def __init__(self, registry: QueryRegistry, kind: str, sql, user, query_id, is_active) -> None:
+    def __init__(self, registry: QueryRegistry, kind: str, sql, user, query_id, is_active,
+                 log_success: bool = True) -> None:
         self.registry, self.kind, self.sql, self.user = registry, kind, sql, user
         self.query_id, self.is_active = query_id, is_active
+        self.log_success = log_success
         self.running: RunningQuery | None = None
         self.token = None
+        self.registered = False
 
     def __enter__(self) -> RunningQuery:
         outer = _CURRENT.get()
@@ -94,11 +109,16 @@ class _Tracked:
         record = QueryRecord(qid, user, origin.remote_address if origin else None, origin.protocol if origin else "",
                              self.kind, self.sql, registry.clock_ms())
         running = RunningQuery(record, self.is_active, time.perf_counter())
+        key = (user, qid)
         with registry._lock:
-            if qid in registry._running:
-                raise ValidationError(f"query id '{qid}' is already running; choose another id (or none)")
-            registry._running[qid] = running
-        if origin is not None and origin.reply is not None:
+            if key not in registry._running:
+                registry._running[key] = running
+                self.registered = True
+        # The user's own query runs under the id (another user's id is free to use). A statement
+        # only planned now runs later, when that one may be over: it plans unregistered.
+        if not self.registered and self.log_success:
+            raise ValidationError(f"query id '{qid}' is already running; choose another id (or none)")
+        if origin is not None and origin.reply is not None and self.log_success:  # planning only: the run answers
             origin.reply.query_id = qid
         self.token = _CURRENT.set(running)
         self.running = running
@@ -114,8 +134,11 @@ class _Tracked:
             status, error = registry._status_of(running, exc), exc
         _CURRENT.reset(self.token)
         record = running.record
-        with registry._lock:
-            registry._running.pop(record.query_id, None)
+        if self.registered:
+            with registry._lock:
+                registry._running.pop((record.user, record.query_id), None)
+        if exc is None and not self.log_success:
+            return False  # planned, to be run (and logged) by a later call
         planning = None
         if running.first_native is not None:
             planning = int((running.first_native - running._started) * 1000)
@@ -137,7 +160,7 @@ class QueryRegistry:
         # Which table each segment read, from the manifests (SegmentId -> manifest JSON, or None).
         self.tables = TableChoice(manifest_of) if manifest_of is not None else None
         self.clock_ms = clock_ms
-        self._running: dict[str, RunningQuery] = {}
+        self._running: dict[tuple[str | None, str], RunningQuery] = {}  # by (user, query id)
         self._lock = threading.Lock()
 
     # ---- the query's lifetime ---------------------------------------------------------------------------
@@ -147,6 +170,12 @@ class QueryRegistry:
         RunningQuery). Nested inside a tracked query on the same thread (a statement's own native
         queries), yields the outer one."""
         return _Tracked(self, kind, sql, user, query_id, is_active)
+
+    def planning(self, kind: str, sql: str | None, user: str | None, query_id: str | None = None) -> _Tracked:
+        """A statement planned now and run by a later call (Flight SQL: prepared, or planned by
+        GetFlightInfo, then run by DoGet): registered while it plans, so KILL QUERY finds and
+        stops it; logged only when planning fails (the run logs it otherwise)."""
+        return _Tracked(self, kind, sql, user, query_id, None, log_success=False)
 
     def log_failed(self, kind: str, sql: str | None, user: str | None, error: BaseException) -> None:
         """A statement that failed before it could run (while being prepared)."""
@@ -207,14 +236,19 @@ class QueryRegistry:
 
     # ---- kill, and what sys.queries shows ---------------------------------------------------------------
     def kill(self, query_id: str, user: str | None) -> str:
+        """Kill the user's running query ``query_id`` (the admin's: every user's under that id).
+        Another user's query is answered exactly as an id nobody runs."""
+        admin = is_admin(self.authorizer, user)
         with self._lock:
-            running = self._running.get(query_id)
-        if running is None:
+            if admin:
+                targets = [r for (_, qid), r in self._running.items() if qid == query_id]
+            else:
+                mine = self._running.get((user, query_id))
+                targets = [mine] if mine is not None else []
+        if not targets:
             raise ValidationError(f"no running query '{query_id}'; sys.queries lists queries with status 'running'")
-        if running.record.user != user and not is_admin(self.authorizer, user):
-            raise PermissionError(f"user '{user}' may not kill query '{query_id}': users kill only their own "
-                                  f"queries unless they are the admin")
-        running.cancel(user)
+        for running in targets:
+            running.cancel(user)
         return f"query {query_id} is being killed"
 
     def running(self) -> list[QueryRecord]:

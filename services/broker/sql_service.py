@@ -25,6 +25,7 @@ from common.sql.planning_deadline import timeout_error as planning_timeout
 from common.sql.statement_kind import classify
 from common.ingest.discovered_schema import explain_ingestion
 from services.broker.core.sql_backend import StatementInfo, TableInfo
+from services.query_errors import QueryCancelledError
 from services.security.authorizer import ALLOW_ALL
 from services.broker.core.segment_facts import manifest_facts, projections_table
 from services.broker.core.task_table import tasks_table
@@ -484,7 +485,7 @@ class SqlService:
             try:
                 plan = plan_sql(sql, catalog, [None] * count, dict(context or {}))
                 return StatementInfo(plan.parameter_count, None)
-            except (PermissionError, QueryTimeoutError):
+            except (PermissionError, QueryTimeoutError, QueryCancelledError):  # killed while it planned
                 raise
             except Exception:  # planning may need the parameters' types: decide when they are bound
                 return StatementInfo(count, None)

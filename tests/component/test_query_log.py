@@ -174,6 +174,52 @@ def test_kill_query_ends_a_running_sql_query(cluster, conn):
     assert (row["status"], row["error_message"]) == ("cancelled", "killed by an anonymous user (KILL QUERY)")
 
 
+@pytest.mark.parametrize("protocol", ["flight", "grpc"])
+def test_kill_query_ends_a_statement_still_planning(cluster, conn, monkeypatch, protocol):
+    """Flight SQL plans in GetFlightInfo, gRPC inside the run: either way the statement is
+    registered before planning starts, and a KILL stops the planner at its next check."""
+    from common.sql.planning_deadline import check_deadline
+
+    sql_service = cluster.broker.sql
+    real_plan = sql_service._plan
+    planning, release = threading.Event(), threading.Event()
+
+    def slow_plan(sql, *args, **kwargs):  # planning that takes until released, checking as the planner does
+        if "/* slow plan */" in sql:
+            planning.set()
+            deadline = time.monotonic() + 60
+            while not release.wait(0.01) and time.monotonic() < deadline:
+                check_deadline()
+        return real_plan(sql, *args, **kwargs)
+
+    monkeypatch.setattr(sql_service, "_plan", slow_plan)
+    query_id = f"kill-while-planning-{protocol}"
+    sql = f"SET sqlQueryId = '{query_id}'; SELECT channel, COUNT(*) AS n FROM wiki GROUP BY 1 /* slow plan */"
+    if protocol == "flight":
+        def call():
+            other = adbc.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}", autocommit=True)
+            try:
+                return run(other, sql)
+            finally:
+                other.close()
+    else:
+        def call():
+            return cluster.client.sql(sql, timeout_s=120)
+    t, outcome = start(call)
+    try:
+        assert planning.wait(30), "the statement never started planning"
+        wait_running(cluster, query_id)
+        assert run(conn, f"KILL QUERY '{query_id}'").to_pylist() == [{"result": f"query {query_id} is being killed"}]
+        t.join(30)
+        assert not t.is_alive(), "the killed statement is still planning"
+    finally:
+        release.set()
+        t.join(30)
+    assert "error" in outcome and "cancel" in str(outcome["error"]).lower(), outcome
+    [row] = logged(cluster, f"query_id = '{query_id}'")
+    assert (row["status"], row["error_message"]) == ("cancelled", "killed by an anonymous user (KILL QUERY)")
+
+
 def test_the_cancel_rpc_ends_a_running_native_query(cluster):
     query = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-14"],
              "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]}

@@ -1,6 +1,7 @@
 """Who sees and ends which queries, and who gets projection advice, with [auth] on: a user sees and
 kills only their own queries (sys.queries, KILL QUERY over Flight SQL, the CancelQuery RPC) unless
-they are the admin; the advisor answers only about datasources the user may READ."""
+they are the admin, and learns nothing of others' query ids (answered as ids nobody runs); the
+advisor answers only about datasources the user may READ."""
 
 from __future__ import annotations
 
@@ -122,17 +123,33 @@ def held_query(cluster, user: str, query_id: str):
     return t, outcome
 
 
+def error_of(call) -> str:
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - the answer under test
+        return str(exc)
+    raise AssertionError("the call did not fail")
+
+
 def test_only_the_owner_or_the_admin_kills_a_query(cluster, conns):
     with BusyHistorical(cluster.historicals[0]):
         t, outcome = held_query(cluster, "alice", "alices-query")
-        with pytest.raises(adbc.Error, match="user 'bob' may not kill query 'alices-query'"):
-            rows(conns["bob"], "KILL QUERY 'alices-query'")
+        # Bob is answered exactly as for an id nobody runs: he cannot tell alice's query is running.
+        unknown = error_of(lambda: rows(conns["bob"], "KILL QUERY 'nobodys-query'"))
+        assert "no running query 'nobodys-query'" in unknown
+        assert error_of(lambda: rows(conns["bob"], "KILL QUERY 'alices-query'")) \
+            == unknown.replace("nobodys-query", "alices-query")
+        # Choosing alice's running id is answered as any free id: bob's statement runs.
+        assert rows(conns["bob"], "SET sqlQueryId = 'alices-query'; SELECT 1 AS one") == [{"one": 1}]
         bob = client(cluster, "bob")
         try:
-            with pytest.raises(ClusterError, match="PERMISSION_DENIED: user 'bob' may not kill"):
-                bob.cancel_query("alices-query")
+            unknown = error_of(lambda: bob.cancel_query("nobodys-query"))
+            assert "NOT_FOUND" in unknown
+            assert error_of(lambda: bob.cancel_query("alices-query")) == unknown.replace("nobodys-query",
+                                                                                         "alices-query")
         finally:
             bob.close()
+        assert t.is_alive() and not outcome  # alice's query runs on
         anonymous = client(cluster, None)
         try:
             with pytest.raises(ClusterError, match="UNAUTHENTICATED"):

@@ -47,3 +47,21 @@ def test_a_failing_liveness_check_does_not_stop_the_watchdog():
     assert good.cancelled.wait(5)
     assert not bad.cancelled.is_set()
     dog.close()
+
+
+def test_a_call_unwatched_while_its_check_ran_is_not_cancelled():
+    dog = CallWatchdog(period_s=0.01)
+    call, checked = Call(), threading.Event()
+    token = {}
+
+    def finished_meanwhile():  # the query ended (and unwatched) while the watchdog was asking
+        dog.unwatch(token["t"])
+        checked.set()
+        return False
+
+    token["t"] = dog.watch(call, finished_meanwhile)
+    other = Call()
+    dog.watch(other, lambda: False)
+    assert other.cancelled.wait(5) and checked.wait(5)
+    assert not call.cancelled.is_set()
+    dog.close()

@@ -166,19 +166,94 @@ def test_a_user_kills_their_own_query_and_it_is_logged_cancelled():
     assert (logged.status, logged.error_message) == ("cancelled", "killed by alice (KILL QUERY)")
 
 
-def test_others_may_not_kill_a_query_but_the_admin_may():
+def _kill_answer(registry, query_id, user) -> str:
+    try:
+        return registry.kill(query_id, user)
+    except Exception as exc:  # noqa: BLE001 - the answer under test, whichever it is
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_others_may_not_kill_a_query_and_are_answered_as_for_an_unknown_id_but_the_admin_may():
     registry = QueryRegistry(authorizer=AUTH)
     started, release, outcome = threading.Event(), threading.Event(), {}
     t = run_in_thread(registry, "alice", started, release, outcome)
     try:
-        with pytest.raises(PermissionError, match="user 'bob' may not kill query 'q1'"):
-            registry.kill("q1", "bob")
-        assert registry.running()[0].status == "running"
+        unknown = _kill_answer(registry, "q2", "bob")
+        assert unknown == "ValidationError: no running query 'q2'; sys.queries lists queries with status 'running'"
+        # Bob cannot tell alice's running q1 from an id nobody runs.
+        assert _kill_answer(registry, "q1", "bob") == unknown.replace("q2", "q1")
+        assert registry.running()[0].status == "running" and not registry.running()[0].error_message
         registry.kill("q1", "admin")
     finally:
         release.set()
         t.join(10)
     assert registry.records()[0].error_message == "killed by admin (KILL QUERY)"
+
+
+def test_another_users_running_id_can_be_chosen_again_and_kill_reaches_only_ones_own():
+    registry = QueryRegistry(authorizer=AUTH)
+    started, release, outcome = threading.Event(), threading.Event(), {}
+    t = run_in_thread(registry, "alice", started, release, outcome, query_id="shared")
+    try:
+        # Bob choosing alice's running id is answered as any free id: his statement runs.
+        with registry.track("sql", sql="SELECT 1", user="bob", query_id="shared") as bobs:
+            assert bobs.query_id == "shared"
+            assert registry.kill("shared", "bob") == "query shared is being killed"
+            assert not bobs.is_active()
+        assert registry.running()[0].user == "alice" and not outcome  # alice's query runs on
+        # The admin's KILL reaches every user's query under the id.
+        with registry.track("sql", sql="SELECT 2", user="bob", query_id="shared") as again:
+            registry.kill("shared", "admin")
+            assert not again.is_active()
+        t.join(10)
+        assert isinstance(outcome["error"], Cancelled)
+    finally:
+        release.set()
+        t.join(10)
+
+
+def test_a_statement_is_killable_while_it_plans():
+    from common.sql.planning_deadline import check_deadline, planning_stop
+
+    registry = QueryRegistry()
+    planning, killed, outcome = threading.Event(), threading.Event(), {}
+
+    def plan():  # a planner checking its deadline as it goes, as sqlglot's tokenizer and parser do
+        try:
+            with registry.planning("sql", "SELECT slow", None, "p1") as running:
+                with planning_stop(running.stop_if_killed):
+                    planning.set()
+                    assert killed.wait(10)
+                    check_deadline()
+            outcome["planned"] = True
+        except Exception as exc:  # noqa: BLE001 - asserted below
+            outcome["error"] = exc
+
+    t = threading.Thread(target=plan)
+    t.start()
+    assert planning.wait(10)
+    assert [r.query_id for r in registry.running()] == ["p1"]
+    assert registry.kill("p1", None) == "query p1 is being killed"
+    killed.set()
+    t.join(10)
+    assert isinstance(outcome.get("error"), Cancelled), outcome
+    [logged] = registry.records()
+    assert (logged.query_id, logged.status, logged.error_message) == \
+        ("p1", "cancelled", "killed by an anonymous user (KILL QUERY)")
+
+
+def test_a_statement_planned_for_a_later_run_is_logged_by_the_run_only():
+    registry = QueryRegistry()
+    with registry.planning("sql", "SELECT 1", "erin", "p2"):
+        assert [r.query_id for r in registry.running()] == ["p2"]
+    assert registry.records() == []  # planned fine: the run logs it
+    with registry.track("sql", sql="SELECT 1", user="erin", query_id="p2"):
+        pass
+    assert [(r.query_id, r.status) for r in registry.records()] == [("p2", "ok")]
+    with pytest.raises(ValidationError, match="bad plan"):
+        with registry.planning("sql", "SELECT nope", "erin", "p3"):
+            raise ValidationError("bad plan")
+    assert sorted((r.query_id, r.status) for r in registry.records()) == [("p2", "ok"), ("p3", "error")]
 
 
 def test_killing_an_unknown_or_finished_query_says_so():
