@@ -52,6 +52,8 @@ def _bucket_start(query: dict) -> str:
     intervals = query.get("intervals")
     if isinstance(intervals, dict):
         intervals = intervals.get("intervals")
+    if isinstance(intervals, str):
+        intervals = [intervals]
     if isinstance(intervals, list) and intervals and isinstance(intervals[0], str) and "/" in intervals[0]:
         try:
             return format_instant(parse_instant(intervals[0].split("/")[0]))

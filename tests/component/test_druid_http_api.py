@@ -1,0 +1,311 @@
+"""Druid's HTTP API on a real cluster's broker, through the clients Druid users bring: pydruid's
+DB-API cursor, its SQLAlchemy dialect (what Superset uses), PyDruid's native client with its
+pandas export, and the request shapes Grafana's Druid data source sends. Results are checked
+against DuckDB over the rows that were published; errors by status and Druid's JSON; a running
+query is cancelled by id; a timeout answers 504."""
+
+from __future__ import annotations
+
+import http.client
+import threading
+import time
+
+import duckdb
+import orjson
+import pyarrow as pa
+import pytest
+import requests
+import sqlalchemy as sa
+from pydruid.client import PyDruid
+from pydruid.db import connect
+from pydruid.utils.aggregators import count, longsum
+
+from common.demo import table as demo_table
+from services.broker.druid_http.result_format import ResultWriter
+from services.http_endpoint import HttpEndpoint
+from services.metrics import Metrics
+from services.query_errors import TIMEOUT, ClientError, QueryFailed
+from tests.harness.busy_historical import BusyHistorical
+from tests.harness.embedded_cluster import EmbeddedCluster
+from tests.harness.waiting import wait_until
+
+ROWS = 4_000
+INTERVAL = "2015-09-12/2015-09-14"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("druidhttp")), historicals=1)
+    try:
+        c.wiki = demo_table(ROWS, days=2)
+        c.segments = c.publish(c.wiki, "wiki")
+        c.wait_queryable("wiki", len(c.segments))
+        c.url = f"http://127.0.0.1:{c.broker.http.port}"
+        yield c
+    finally:
+        c.stop()
+
+
+def oracle(cluster, sql: str) -> list[tuple]:
+    wiki = cluster.wiki  # noqa: F841 - read by DuckDB
+    return duckdb.sql(sql).fetchall()
+
+
+def sql(cluster, body: dict | str, content_type: str = "application/json") -> requests.Response:
+    data = orjson.dumps(body) if isinstance(body, dict) else body
+    return requests.post(cluster.url + "/druid/v2/sql", data=data, headers={"Content-Type": content_type},
+                         timeout=60)
+
+
+# ---- pydruid: DB-API, SQLAlchemy, native -----------------------------------------------------------------
+def test_pydruid_dbapi_cursor(cluster):
+    conn = connect(host="127.0.0.1", port=cluster.broker.http.port, path="/druid/v2/sql/", scheme="http")
+    cur = conn.cursor()
+    cur.execute("SELECT channel, COUNT(*) AS n, SUM(added) AS added FROM wiki GROUP BY channel ORDER BY channel")
+    rows = [tuple(r) for r in cur.fetchall()]
+    assert [d[0] for d in cur.description] == ["channel", "n", "added"]
+    assert rows == oracle(cluster, "SELECT channel, COUNT(*), SUM(added) FROM wiki GROUP BY 1 ORDER BY 1")
+    cur.execute("SELECT __time, page FROM wiki ORDER BY __time LIMIT 1")
+    first = cluster.wiki.sort_by("__time").slice(0, 1).to_pylist()[0]
+    [row] = cur.fetchall()
+    assert row[0] == first["__time"].strftime("%Y-%m-%dT%H:%M:%S.") + \
+        f"{first['__time'].microsecond // 1000:03d}Z" and row.page == first["page"]
+    with pytest.raises(Exception, match=r"druidException \(INVALID_INPUT\): unknown column 'pag'"):
+        cur.execute("SELECT pag FROM wiki")
+
+
+def test_pydruid_header_cursor(cluster):
+    conn = connect(host="127.0.0.1", port=cluster.broker.http.port, path="/druid/v2/sql/", header=True)
+    cur = conn.cursor()
+    cur.execute("SELECT COUNT(*) AS n FROM wiki")
+    assert [d[0] for d in cur.description] == ["n"] and [tuple(r) for r in cur.fetchall()] == [(ROWS,)]
+
+
+def test_sqlalchemy_dialect_inspects_and_runs_superset_time_grains(cluster):
+    engine = sa.create_engine(f"druid://127.0.0.1:{cluster.broker.http.port}/druid/v2/sql/")
+    inspector = sa.inspect(engine)
+    assert "druid" in inspector.get_schema_names()
+    assert "wiki" in inspector.get_table_names(schema="druid")
+    columns = {c["name"]: c for c in inspector.get_columns("wiki", schema="druid")}
+    assert set(columns) == set(cluster.wiki.column_names)
+    assert isinstance(columns["__time"]["type"], sa.types.TIMESTAMP)
+    assert isinstance(columns["added"]["type"], sa.types.BigInteger)
+    assert isinstance(columns["channel"]["type"], sa.types.String)
+    with engine.connect() as conn:
+        weeks = conn.execute(sa.text("SELECT TIME_FLOOR(CAST(__time AS TIMESTAMP), 'P1W') AS w, COUNT(*) AS n "
+                                     "FROM wiki GROUP BY 1 ORDER BY 1")).fetchall()
+        assert sum(n for _, n in weeks) == ROWS and all(w.endswith("T00:00:00.000Z") for w, _ in weeks)
+        sunday_weeks = conn.execute(sa.text(
+            "SELECT TIME_SHIFT(TIME_FLOOR(TIME_SHIFT(CAST(__time AS TIMESTAMP), 'P1D', 1), 'P1W'), 'P1D', -1) AS w, "
+            "COUNT(*) AS n FROM wiki GROUP BY 1")).fetchall()
+        assert sum(n for _, n in sunday_weeks) == ROWS and {w for w, _ in sunday_weeks} == {"2015-09-06T00:00:00.000Z",
+                                                                                           "2015-09-13T00:00:00.000Z"}
+        [(stamp,)] = conn.execute(sa.text("SELECT MILLIS_TO_TIMESTAMP(1442016000 * 1000) AS t")).fetchall()
+        assert stamp == "2015-09-12T00:00:00.000Z"
+
+
+def test_pydruid_native_client_with_pandas(cluster):
+    client = PyDruid(cluster.url, "druid/v2")
+    ts = client.timeseries(datasource="wiki", granularity="day", intervals=INTERVAL,
+                           aggregations={"n": count("count"), "added": longsum("added")})
+    expected = oracle(cluster, "SELECT date_trunc('day', __time) AS d, COUNT(*), SUM(added) FROM wiki GROUP BY 1 "
+                               "ORDER BY 1")
+    assert [(r["result"]["n"], r["result"]["added"]) for r in ts.result] == [(n, a) for _, n, a in expected]
+    frame = client.export_pandas()
+    assert list(frame["n"]) == [n for _, n, _ in expected] and "timestamp" in frame.columns
+    top = client.topn(datasource="wiki", granularity="all", intervals=INTERVAL, dimension="channel",
+                      metric="n", threshold=3, aggregations={"n": count("count")})
+    assert [(r["channel"], r["n"]) for r in top.result[0]["result"]] == \
+        oracle(cluster, "SELECT channel, COUNT(*) n FROM wiki GROUP BY 1 ORDER BY n DESC, channel LIMIT 3")
+    grouped = client.groupby(datasource="wiki", granularity="all", intervals=INTERVAL, dimensions=["namespace"],
+                             aggregations={"n": count("count")})
+    assert sorted((r["event"]["namespace"], r["event"]["n"]) for r in grouped.result) == \
+        sorted(oracle(cluster, "SELECT namespace, COUNT(*) FROM wiki GROUP BY 1"))
+    assert all(r["version"] == "v1" and r["timestamp"] == "2015-09-12T00:00:00.000Z" for r in grouped.result)
+    assert len(client.export_pandas()) == len(grouped.result)
+
+
+def test_native_scan_shapes_and_errors(cluster):
+    query = {"queryType": "scan", "dataSource": "wiki", "intervals": [INTERVAL], "columns": ["__time", "channel"],
+             "limit": 3, "order": "ascending"}
+    r = requests.post(cluster.url + "/druid/v2", json=query, timeout=60)
+    [batch] = r.json()
+    assert batch["columns"] == ["__time", "channel"] and len(batch["events"]) == 3
+    assert isinstance(batch["events"][0]["__time"], int) and r.headers["X-Druid-Query-Id"]
+    compact = requests.post(cluster.url + "/druid/v2", json={**query, "resultFormat": "compactedList",
+                                                             "context": {"queryId": "scan-1"}}, timeout=60)
+    assert compact.json()[0]["events"] == [[e["__time"], e["channel"]] for e in batch["events"]]
+    assert compact.headers["X-Druid-Query-Id"] == "scan-1"
+    arrays = requests.post(cluster.url + "/druid/v2", json={
+        "queryType": "groupBy", "dataSource": "wiki", "intervals": [INTERVAL], "granularity": "day",
+        "dimensions": ["namespace"], "aggregations": [{"type": "count", "name": "n"}],
+        "context": {"resultAsArray": True}}, timeout=60).json()
+    assert sum(row[2] for row in arrays) == ROWS and all(isinstance(row[0], int) for row in arrays)
+    bad = requests.post(cluster.url + "/druid/v2", data=b"{nope", timeout=60)
+    assert bad.status_code == 400 and bad.json()["error"] == "Json parse failed"
+    unknown = requests.post(cluster.url + "/druid/v2", json={"queryType": "search", "dataSource": "wiki"}, timeout=60)
+    assert unknown.status_code == 400 and "unknown queryType 'search'" in unknown.json()["errorMessage"]
+
+
+# ---- the SQL endpoint as scripts and Grafana use it -----------------------------------------------------
+def test_grafana_request_shapes(cluster):
+    status = requests.get(cluster.url + "/status", timeout=60)
+    assert status.status_code == 200 and "version" in status.json() and "memory" in status.json()
+    r = sql(cluster, {"query": "SELECT channel, COUNT(*) AS n FROM wiki GROUP BY 1 ORDER BY 2 DESC LIMIT 2",
+                      "resultFormat": "array", "header": True, "context": {"sqlTimeZone": "Etc/UTC"}})
+    assert r.status_code == 200 and r.headers["X-Druid-SQL-Header-Included"] == "yes"
+    body = r.json()
+    assert body[0] == ["channel", "n"] and [tuple(x) for x in body[1:]] == \
+        oracle(cluster, "SELECT channel, COUNT(*) n FROM wiki GROUP BY 1 ORDER BY 2 DESC LIMIT 2")
+    lines = sql(cluster, {"query": "SELECT COUNT(*) AS n FROM wiki", "resultFormat": "objectLines"})
+    assert lines.headers["Content-Type"] == "text/plain" and lines.text == f'{{"n":{ROWS}}}\n\n'
+
+
+def test_every_format_of_a_streamed_scan_matches_the_rows(cluster):
+    query = "SELECT __time, channel, added FROM wiki WHERE added > 100"
+    expected = oracle(cluster, "SELECT strftime(__time, '%Y-%m-%dT%H:%M:%S.%gZ'), channel, added FROM wiki "
+                               "WHERE added > 100")
+    got = {}
+    for fmt in ("object", "array", "objectLines", "arrayLines", "csv"):
+        r = sql(cluster, {"query": query, "resultFormat": fmt})
+        assert r.status_code == 200, r.text
+        text = r.text
+        if fmt == "object":
+            rows = [tuple(x.values()) for x in orjson.loads(text)]
+        elif fmt == "array":
+            rows = [tuple(x) for x in orjson.loads(text)]
+        elif fmt == "csv":
+            assert text.endswith("\n\n")
+            rows = [(t, c, int(a)) for t, c, a in (line.rsplit(",", 2) for line in text[:-2].split("\n"))]
+        else:
+            assert text.endswith("\n\n")
+            rows = [tuple(x.values()) if fmt == "objectLines" else tuple(x)
+                    for x in map(orjson.loads, text[:-2].split("\n"))]
+        got[fmt] = sorted(rows)
+    assert all(rows == sorted(expected) for rows in got.values())
+
+
+def test_text_and_form_bodies_query_ids_and_parameters(cluster):
+    plain = sql(cluster, "SELECT 1 + 1 AS two", "text/plain")
+    assert plain.json() == [{"two": 2}] and plain.headers["X-Druid-SQL-Query-Id"]
+    form = sql(cluster, "SELECT%20%31%20AS%20one", "application/x-www-form-urlencoded")
+    assert form.json() == [{"one": 1}]
+    chosen = sql(cluster, {"query": "SELECT COUNT(*) AS n FROM wiki WHERE channel = ? AND added > ?",
+                           "parameters": [{"type": "VARCHAR", "value": "#en.wikipedia"},
+                                          {"type": "BIGINT", "value": 10}],
+                           "context": {"sqlQueryId": "http-chosen-id"}})
+    assert chosen.headers["X-Druid-SQL-Query-Id"] == "http-chosen-id"
+    assert chosen.json() == [{"n": oracle(cluster, "SELECT COUNT(*) FROM wiki WHERE channel = '#en.wikipedia' "
+                                                   "AND added > 10")[0][0]}]
+    logged = cluster.client.sql("SELECT protocol, status FROM sys.queries WHERE query_id = 'http-chosen-id'")[0]
+    assert logged.to_pylist() == [{"protocol": "http", "status": "ok"}]
+
+
+def test_errors_by_category(cluster):
+    bad_column = sql(cluster, {"query": "SELECT pag FROM wiki"})
+    assert bad_column.status_code == 400
+    assert bad_column.json() == {"error": "druidException", "errorCode": "invalidInput", "persona": "USER",
+                                 "category": "INVALID_INPUT", "context": {},
+                                 "errorMessage": "unknown column 'pag'; did you mean 'page'?"}
+    assert sql(cluster, "SELECT 1", "application/xml").status_code == 415
+    for body in (b"{oops", b'{"query": ""}', b'{"query": "SELECT 1", "resultFormat": "xml"}'):
+        r = sql(cluster, body)
+        assert r.status_code == 400 and isinstance(r.json()["error"], str), body
+    unsupported = sql(cluster, {"query": "SELECT * FROM wiki FOR UPDATE"})
+    assert unsupported.status_code in (400, 501) and isinstance(unsupported.json()["error"], str)
+    missing = requests.delete(cluster.url + "/druid/v2/sql/not-running", timeout=60)
+    assert missing.status_code == 404 and missing.json()["category"] == "NOT_FOUND"
+    assert requests.get(cluster.url + "/druid/v2/nothing/here", timeout=60).status_code == 404
+
+
+def _start(target):
+    outcome: dict = {}
+
+    def body():
+        try:
+            outcome["result"] = target()
+        except Exception as exc:  # noqa: BLE001 - asserted by the test
+            outcome["error"] = exc
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    return t, outcome
+
+
+def _running(cluster, query_id: str) -> bool:
+    table = cluster.client.sql(f"SELECT status FROM sys.queries WHERE query_id = '{query_id}'")[0]
+    return "running" in table.column("status").to_pylist()
+
+
+def test_cancel_a_running_query_by_id(cluster):
+    with BusyHistorical(cluster.historicals[0]):
+        t, outcome = _start(lambda: sql(cluster, {"query": "SELECT page, COUNT(*) AS n FROM wiki GROUP BY 1",
+                                                  "context": {"sqlQueryId": "http-cancel-me"}}))
+        wait_until(lambda: _running(cluster, "http-cancel-me"), 30, "the query to show as running")
+        r = requests.delete(cluster.url + "/druid/v2/sql/http-cancel-me", timeout=60)
+        assert r.status_code == 202 and r.content == b""
+        t.join(30)
+        assert not t.is_alive(), "the cancelled query is still running"
+    answer = outcome["result"]
+    assert answer.status_code == 500 and answer.json()["error"] == "Query cancelled"
+    assert answer.json()["errorClass"] == "org.apache.druid.query.QueryInterruptedException"
+
+
+def test_a_timeout_answers_504(cluster):
+    with BusyHistorical(cluster.historicals[0]):
+        r = sql(cluster, {"query": "SELECT COUNT(*) AS n FROM wiki", "context": {"timeout": 200}})
+    assert r.status_code == 504 and r.json()["error"] == "Query timeout"
+    assert r.json()["errorClass"] == "org.apache.druid.query.QueryTimeoutException"
+
+
+def test_datasource_metadata(cluster):
+    assert requests.get(cluster.url + "/druid/v2/datasources", timeout=60).json() == ["wiki"]
+    shape = requests.get(cluster.url + "/druid/v2/datasources/wiki", timeout=60).json()
+    assert set(shape["dimensions"]) == set(cluster.wiki.column_names) - {"__time"}
+    assert requests.get(cluster.url + "/druid/v2/datasources/nope", timeout=60).status_code == 404
+    assert requests.get(cluster.url + "/status/selfDiscovered/status", timeout=60).json() == {"selfDiscovered": True}
+
+
+# ---- truncation: an error after the first rows leaves a body a client can tell is cut short ----------------
+@pytest.mark.parametrize("fmt", ["object", "array", "objectLines", "arrayLines", "csv"])
+def test_a_mid_stream_error_truncates_the_body(fmt):
+    table = pa.table({"n": list(range(10))})
+
+    def failing():
+        yield table.to_batches()[0]
+        raise QueryFailed(ClientError(TIMEOUT, "query timed out"))
+
+    def handler(method, path, query, body, headers):
+        writer = ResultWriter(fmt, table.schema, header=True)
+        return 200, writer.content_type, writer.write_all(failing()), {"X-Druid-SQL-Query-Id": "x"}
+
+    endpoint = HttpEndpoint("127.0.0.1", 0, Metrics("test"), lambda: {"healthy": True})
+    endpoint.route("/druid/v2/sql", handler)
+    endpoint.start()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", endpoint.port, timeout=30)
+        conn.request("POST", "/druid/v2/sql", body=b"{}")
+        response = conn.getresponse()
+        assert response.status == 200
+        with pytest.raises(http.client.IncompleteRead) as cut:
+            response.read()
+        partial = cut.value.partial
+        assert partial and b"9" in partial  # the rows sent before the failure arrived
+        if fmt in ("object", "array"):
+            with pytest.raises(orjson.JSONDecodeError):
+                orjson.loads(partial)
+        else:
+            assert not partial.endswith(b"\n\n")
+        conn.close()
+    finally:
+        endpoint.stop()
+
+
+def test_many_rows_stream_in_chunks(cluster):
+    started = time.monotonic()
+    with requests.post(cluster.url + "/druid/v2/sql", json={"query": "SELECT * FROM wiki", "resultFormat": "arrayLines"},
+                       stream=True, timeout=60) as r:
+        assert r.headers.get("Transfer-Encoding") == "chunked"
+        lines = sum(chunk.count(b"\n") for chunk in r.iter_content(chunk_size=None))
+    assert lines == ROWS + 1  # one per row, then the blank line
+    assert time.monotonic() - started < 60
