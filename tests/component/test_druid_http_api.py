@@ -37,6 +37,7 @@ INTERVAL = "2015-09-12/2015-09-14"
 def cluster(tmp_path_factory):
     c = EmbeddedCluster(str(tmp_path_factory.mktemp("druidhttp")), historicals=1)
     try:
+        c.coordinator.task_runner.max_running = 0  # submitted INSERT tasks stay PENDING: no Spark here
         c.wiki = demo_table(ROWS, days=2)
         c.segments = c.publish(c.wiki, "wiki")
         c.wait_queryable("wiki", len(c.segments))
@@ -309,3 +310,33 @@ def test_many_rows_stream_in_chunks(cluster):
         lines = sum(chunk.count(b"\n") for chunk in r.iter_content(chunk_size=None))
     assert lines == ROWS + 1  # one per row, then the blank line
     assert time.monotonic() - started < 60
+
+
+# ---- SQL ingestion: tasks ---------------------------------------------------------------------------------
+EXTERN = """TABLE(EXTERN('{"type": "inline", "data": "2015-09-12T00:00:00Z,a\\n"}',
+    '{"type": "csv", "columns": ["ts", "s"]}', '[{"name": "ts", "type": "string"}, {"name": "s", "type": "string"}]'))"""
+INSERT = f"INSERT INTO fresh SELECT TIME_PARSE(ts) AS __time, s FROM {EXTERN} PARTITIONED BY DAY"
+
+
+def test_sql_task_submits_ingestion_and_the_task_api_follows_it(cluster):
+    submitted = sql(cluster, {"query": INSERT})
+    assert submitted.status_code == 200, submitted.text
+    task_id = submitted.json()["taskId"]
+    assert submitted.json() == {"taskId": task_id, "state": "RUNNING"}
+    status = requests.get(f"{cluster.url}/druid/indexer/v1/task/{task_id}/status", timeout=60).json()
+    assert status["task"] == task_id
+    assert (status["status"]["statusCode"], status["status"]["runnerStatusCode"], status["status"]["dataSource"]) == \
+        ("RUNNING", "PENDING", "fresh")
+    replace = f"REPLACE INTO fresh OVERWRITE ALL SELECT TIME_PARSE(ts) AS __time, s FROM {EXTERN} PARTITIONED BY DAY"
+    via_task = requests.post(cluster.url + "/druid/v2/sql/task", json={"query": replace}, timeout=60)
+    assert via_task.status_code == 200, via_task.text
+    pending = requests.get(cluster.url + "/druid/indexer/v1/tasks?state=pending", timeout=60).json()
+    assert {task_id, via_task.json()["taskId"]} <= {t["id"] for t in pending}
+    assert requests.get(cluster.url + "/druid/indexer/v1/tasks?state=complete", timeout=60).json() == []
+    report = requests.get(f"{cluster.url}/druid/indexer/v1/task/{task_id}/reports", timeout=60).json()
+    assert report["ingestionStatsAndErrors"]["taskId"] == task_id
+    assert requests.get(f"{cluster.url}/druid/indexer/v1/task/no-such-task/status", timeout=60).status_code == 404
+    select = requests.post(cluster.url + "/druid/v2/sql/task", json={"query": "SELECT 1"}, timeout=60)
+    assert select.status_code == 400 and "INSERT and REPLACE" in select.json()["errorMessage"]
+    bad = sql(cluster, {"query": INSERT.replace(" PARTITIONED BY DAY", "")})
+    assert bad.status_code == 400 and "PARTITIONED BY" in bad.json()["errorMessage"], bad.text

@@ -2,6 +2,7 @@
 
 - ``POST /druid/v2/sql`` (and ``/druid/v2/sql/``, pydruid's path), ``DELETE /druid/v2/sql/{id}``
   (sql_resource);
+- ``POST /druid/v2/sql/task`` and the task API under ``/druid/indexer/v1`` (task_resource);
 - ``POST /druid/v2`` native JSON queries, ``DELETE /druid/v2/{id}`` (native_resource);
 - ``GET /druid/v2/datasources``, ``/druid/v2/datasources/{ds}``, ``.../dimensions``, ``.../metrics``;
 - ``GET /status``, ``/status/properties``, ``/status/selfDiscovered/status`` (``/status/health``
@@ -22,6 +23,7 @@ from services import query_errors as qe
 from services.broker.druid_http.druid_errors import druid_error
 from services.broker.druid_http.native_resource import DruidNativeResource
 from services.broker.druid_http.sql_resource import DruidSqlResource
+from services.broker.druid_http.task_resource import DruidTaskResource
 from services.http_endpoint import USER_HEADER
 from services.security.secure_catalog import SecureSqlCatalog
 
@@ -45,8 +47,9 @@ class DruidHttpApi:
     ``/status/properties`` shows (no secrets)."""
 
     def __init__(self, front_door, catalog, authorizer, queries=None, host: str | None = None,
-                 properties: dict | None = None) -> None:
-        self.sql = DruidSqlResource(front_door, queries, host)
+                 properties: dict | None = None, coordinator=None) -> None:
+        self.tasks = DruidTaskResource(front_door, coordinator, authorizer, host)
+        self.sql = DruidSqlResource(front_door, queries, host, self.tasks)
         self.native = DruidNativeResource(front_door, queries, host)
         self.catalog = catalog
         self.authorizer = authorizer
@@ -56,6 +59,7 @@ class DruidHttpApi:
     def install(self, endpoint) -> None:
         endpoint.route("/druid/v2", self.handle)
         endpoint.route("/status", self.status)
+        endpoint.route("/druid/indexer/v1/", self.tasks.handle)
 
     # ---- /druid/v2 ----------------------------------------------------------------------------------
     def handle(self, method: str, path: str, query: dict, body: bytes, headers: dict):
@@ -66,6 +70,8 @@ class DruidHttpApi:
         if rest[:1] == ["sql"]:
             if len(rest) == 1 and method == "POST":
                 return self.sql.post(body, headers)
+            if rest == ["sql", "task"] and method == "POST":
+                return self.sql.post(body, headers, task=True)
             if len(rest) == 2 and method == "DELETE":
                 return self.sql.cancel(rest[1], headers)
         elif rest[:1] == ["datasources"] and method == "GET":

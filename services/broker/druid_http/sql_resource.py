@@ -26,6 +26,7 @@ from common.sql.statement_kind import classify
 from services import query_errors as qe
 from services.broker.druid_http.druid_errors import druid_error, invalid_input
 from services.broker.druid_http.result_format import ResultWriter, check_format
+from services.broker.druid_http.task_resource import is_ingestion
 from services.broker.front_door import QueryFrontDoor, QueryRequest
 from services.broker.query_origin import note_call, sql_query_id
 from services.http_endpoint import REMOTE_HEADER, USER_HEADER
@@ -187,8 +188,9 @@ def _chunks(pieces: Iterator[bytes]) -> Iterator[bytes]:
 
 
 class DruidSqlResource:
-    def __init__(self, front_door: QueryFrontDoor, queries=None, host: str | None = None) -> None:
+    def __init__(self, front_door: QueryFrontDoor, queries=None, host: str | None = None, tasks=None) -> None:
         self.front_door = front_door
+        self.tasks = tasks  # DruidTaskResource: INSERT/REPLACE answer with their task's id
         self.queries = queries  # the QueryRegistry: cancel by id
         self.host = host
 
@@ -196,7 +198,7 @@ class DruidSqlResource:
         status, body = druid_error(error, self.host)
         return status, "application/json", body, dict(extra or {})
 
-    def post(self, body: bytes, headers: dict):
+    def post(self, body: bytes, headers: dict, task: bool = False):
         try:
             query = parse_sql_request(body, header_value(headers, "content-type"))
         except UnsupportedMediaType as exc:
@@ -205,6 +207,8 @@ class DruidSqlResource:
         except ValidationError as exc:
             status, payload = invalid_input(str(exc))
             return status, "application/json", payload
+        if self.tasks is not None and (task or is_ingestion(query.query)):
+            return self.tasks.submit(query, headers)
         return self.run(query, headers)
 
     def run(self, query: SqlQuery, headers: dict):
