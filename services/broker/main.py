@@ -84,8 +84,9 @@ class BrokerProcess(NodeProcess):
         from services.broker.druid_http.druid_routes import DruidHttpApi
 
         # Druid's HTTP API (/druid/v2/sql, /druid/v2, /status, tasks) on the HTTP port, through the front door.
-        DruidHttpApi(self.front_door, self.catalog, self.authorizer, self.queries, config.advertise_host,
-                     self._status_properties(), self.node.coordinator_client).install(self.http)
+        self.druid_http = DruidHttpApi(self.front_door, self.catalog, self.authorizer, self.queries,
+                                       config.advertise_host, self._status_properties(), self.node.coordinator_client)
+        self.druid_http.install(self.http)
         self._flight_thread = threading.Thread(target=self.flight.serve, name="strata-flight", daemon=True)
 
     def _ddl_client(self):

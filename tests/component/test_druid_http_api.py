@@ -340,3 +340,57 @@ def test_sql_task_submits_ingestion_and_the_task_api_follows_it(cluster):
     assert select.status_code == 400 and "INSERT and REPLACE" in select.json()["errorMessage"]
     bad = sql(cluster, {"query": INSERT.replace(" PARTITIONED BY DAY", "")})
     assert bad.status_code == 400 and "PARTITIONED BY" in bad.json()["errorMessage"], bad.text
+
+
+# ---- asynchronous statements ---------------------------------------------------------------------------
+def _statement(cluster, query_id: str) -> dict:
+    return requests.get(f"{cluster.url}/druid/v2/sql/statements/{query_id}", timeout=60).json()
+
+
+def test_statements_run_poll_and_page(cluster, monkeypatch):
+    monkeypatch.setattr(cluster.broker.druid_http.statements, "page_rows", 1_000)
+    query = "SELECT __time, channel, added FROM wiki ORDER BY __time"
+    r = requests.post(cluster.url + "/druid/v2/sql/statements", json={"query": query}, timeout=60)
+    assert r.status_code == 200, r.text
+    submitted = r.json()
+    query_id = submitted["queryId"]
+    assert submitted["state"] == "RUNNING" and submitted["durationMs"] == -1
+    assert submitted["schema"] == [{"name": "__time", "type": "TIMESTAMP", "nativeType": "LONG"},
+                                   {"name": "channel", "type": "VARCHAR", "nativeType": "STRING"},
+                                   {"name": "added", "type": "BIGINT", "nativeType": "LONG"}]
+    done = wait_until(lambda: (s := _statement(cluster, query_id))["state"] != "RUNNING" and s, 60, "the statement")
+    assert done["state"] == "SUCCESS" and done["result"]["numTotalRows"] == ROWS
+    assert [p["numRows"] for p in done["result"]["pages"]] == [1_000] * (ROWS // 1_000)
+    expected = oracle(cluster, "SELECT strftime(__time, '%Y-%m-%dT%H:%M:%S.%gZ'), channel, added FROM wiki "
+                               "ORDER BY __time")
+    pages = []
+    for page in done["result"]["pages"]:
+        got = requests.get(f"{cluster.url}/druid/v2/sql/statements/{query_id}/results",
+                           params={"page": page["id"], "resultFormat": "array"}, timeout=60)
+        pages += [tuple(row) for row in got.json()]
+    assert sorted(pages) == sorted(expected)
+    everything = requests.get(f"{cluster.url}/druid/v2/sql/statements/{query_id}/results", timeout=60).json()
+    assert len(everything) == ROWS and set(everything[0]) == {"__time", "channel", "added"}
+    beyond = requests.get(f"{cluster.url}/druid/v2/sql/statements/{query_id}/results", params={"page": 99}, timeout=60)
+    assert beyond.status_code == 400 and "page 99 does not exist" in beyond.json()["errorMessage"]
+    assert requests.delete(f"{cluster.url}/druid/v2/sql/statements/{query_id}", timeout=60).status_code == 200
+    assert requests.get(f"{cluster.url}/druid/v2/sql/statements/{query_id}", timeout=60).status_code == 404
+
+
+def test_statements_refused_cancelled_and_ingestion(cluster):
+    bad = requests.post(cluster.url + "/druid/v2/sql/statements", json={"query": "SELECT nope FROM wiki"}, timeout=60)
+    assert bad.status_code == 400 and bad.json()["category"] == "INVALID_INPUT"
+    with BusyHistorical(cluster.historicals[0]):
+        r = requests.post(cluster.url + "/druid/v2/sql/statements", timeout=60, json={
+            "query": "SELECT page, COUNT(*) AS n FROM wiki GROUP BY 1", "context": {"sqlQueryId": "async-cancel"}})
+        assert r.json()["queryId"] == "async-cancel"
+        wait_until(lambda: _running(cluster, "async-cancel"), 30, "the statement to run")
+        early = requests.get(f"{cluster.url}/druid/v2/sql/statements/async-cancel/results", timeout=60)
+        assert early.status_code == 400 and "is RUNNING" in early.json()["errorMessage"]
+        assert requests.delete(f"{cluster.url}/druid/v2/sql/statements/async-cancel", timeout=60).status_code == 202
+        state = wait_until(lambda: (s := _statement(cluster, "async-cancel"))["state"] != "RUNNING" and s, 30,
+                           "the cancelled statement to end")
+    assert state["state"] == "CANCELED" and state["errorDetails"]["error"] == "Query cancelled"
+    ingest = requests.post(cluster.url + "/druid/v2/sql/statements", json={"query": INSERT}, timeout=60).json()
+    assert ingest["state"] == "ACCEPTED"
+    assert _statement(cluster, ingest["queryId"])["state"] == "ACCEPTED"  # the task waits: no Spark here

@@ -2,6 +2,7 @@
 
 - ``POST /druid/v2/sql`` (and ``/druid/v2/sql/``, pydruid's path), ``DELETE /druid/v2/sql/{id}``
   (sql_resource);
+- ``/druid/v2/sql/statements``, asynchronous SQL with paged results (statements_resource);
 - ``POST /druid/v2/sql/task`` and the task API under ``/druid/indexer/v1`` (task_resource);
 - ``POST /druid/v2`` native JSON queries, ``DELETE /druid/v2/{id}`` (native_resource);
 - ``GET /druid/v2/datasources``, ``/druid/v2/datasources/{ds}``, ``.../dimensions``, ``.../metrics``;
@@ -23,6 +24,7 @@ from services import query_errors as qe
 from services.broker.druid_http.druid_errors import druid_error
 from services.broker.druid_http.native_resource import DruidNativeResource
 from services.broker.druid_http.sql_resource import DruidSqlResource
+from services.broker.druid_http.statements_resource import DruidStatementsResource
 from services.broker.druid_http.task_resource import DruidTaskResource
 from services.http_endpoint import USER_HEADER
 from services.security.secure_catalog import SecureSqlCatalog
@@ -50,6 +52,7 @@ class DruidHttpApi:
                  properties: dict | None = None, coordinator=None) -> None:
         self.tasks = DruidTaskResource(front_door, coordinator, authorizer, host)
         self.sql = DruidSqlResource(front_door, queries, host, self.tasks)
+        self.statements = DruidStatementsResource(front_door, queries, authorizer, self.tasks, host)
         self.native = DruidNativeResource(front_door, queries, host)
         self.catalog = catalog
         self.authorizer = authorizer
@@ -72,6 +75,11 @@ class DruidHttpApi:
                 return self.sql.post(body, headers)
             if rest == ["sql", "task"] and method == "POST":
                 return self.sql.post(body, headers, task=True)
+            if rest == ["sql", "statements"] and method == "POST":
+                parsed = self.sql.parsed(body, headers)
+                return parsed if isinstance(parsed, tuple) else self.statements.submit(parsed, headers)
+            if rest[1:2] == ["statements"] and method in ("GET", "DELETE"):
+                return self.statements.handle(method, rest[2:], query, headers)
             if len(rest) == 2 and method == "DELETE":
                 return self.sql.cancel(rest[1], headers)
         elif rest[:1] == ["datasources"] and method == "GET":

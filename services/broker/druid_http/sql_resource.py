@@ -165,7 +165,7 @@ def _parameter(param, index: int):
                           f"DOUBLE, FLOAT, BOOLEAN, TIMESTAMP or DATE")
 
 
-def _time_zone(query: SqlQuery) -> str:
+def time_zone(query: SqlQuery) -> str:
     zone = (query.context or {}).get("sqlTimeZone")
     try:
         zone = classify(query.query).settings.get("sqlTimeZone", zone)
@@ -174,7 +174,7 @@ def _time_zone(query: SqlQuery) -> str:
     return str(zone) if zone else "UTC"
 
 
-def _chunks(pieces: Iterator[bytes]) -> Iterator[bytes]:
+def chunks(pieces: Iterator[bytes]) -> Iterator[bytes]:
     """Pieces coalesced to about CHUNK_BYTES (a small batch per HTTP chunk would cost a write each)."""
     pending, size = [], 0
     for piece in pieces:
@@ -198,15 +198,21 @@ class DruidSqlResource:
         status, body = druid_error(error, self.host)
         return status, "application/json", body, dict(extra or {})
 
-    def post(self, body: bytes, headers: dict, task: bool = False):
+    @staticmethod
+    def parsed(body: bytes, headers: dict):
+        """The request's SqlQuery, or the error response refusing it."""
         try:
-            query = parse_sql_request(body, header_value(headers, "content-type"))
+            return parse_sql_request(body, header_value(headers, "content-type"))
         except UnsupportedMediaType as exc:
-            status, payload = invalid_input(str(exc))
-            return 415, "application/json", payload
+            return 415, "application/json", invalid_input(str(exc))[1]
         except ValidationError as exc:
             status, payload = invalid_input(str(exc))
             return status, "application/json", payload
+
+    def post(self, body: bytes, headers: dict, task: bool = False):
+        query = self.parsed(body, headers)
+        if isinstance(query, tuple):
+            return query
         if self.tasks is not None and (task or is_ingestion(query.query)):
             return self.tasks.submit(query, headers)
         return self.run(query, headers)
@@ -235,8 +241,8 @@ class DruidSqlResource:
         except Exception as exc:  # noqa: BLE001 - never a traceback: classified (and logged) once
             return self._error(qe.client_error(exc), reply)
         writer = ResultWriter(query.result_format, schema, query.header, query.types_header,
-                              query.sql_types_header, _time_zone(query))
-        return 200, writer.content_type, _chunks(writer.write_all(batches)), reply
+                              query.sql_types_header, time_zone(query))
+        return 200, writer.content_type, chunks(writer.write_all(batches)), reply
 
     def cancel(self, query_id: str, headers: dict):
         """202 when the query is being cancelled; 404 for an unknown id or another user's query

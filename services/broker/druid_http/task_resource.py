@@ -83,7 +83,7 @@ class DruidTaskResource:
                                                                "is one running?"))
         return client
 
-    def _task(self, task_id: str, user):
+    def find_task(self, task_id: str, user):
         try:
             task = self._client().task(task_id)
         except qe.QueryFailed:
@@ -102,7 +102,7 @@ class DruidTaskResource:
         user = headers.get(USER_HEADER)
         try:
             if method == "GET" and len(rest) == 3 and rest[0] == "task" and rest[2] in ("status", "reports"):
-                task = self._task(rest[1], user)
+                task = self.find_task(rest[1], user)
                 if rest[2] == "status":
                     return 200, JSON, orjson.dumps({"task": task.id, "status": task_status(task)})
                 return 200, JSON, orjson.dumps(_reports(task))
