@@ -141,15 +141,60 @@ def _csv_column(column: pa.Array, field: pa.Field, tz: str) -> pa.Array:
     return pc.if_else(pc.match_substring_regex(column, '[",\r\n]'), quoted, column)
 
 
-def _csv_lines(columns: list[pa.Array]) -> bytes:
-    """The rows as CSV lines, each ending in a newline, joined in Arrow without a Python loop."""
-    lines = pc.binary_join_element_wise(*columns, ",", null_handling="replace", null_replacement="")
-    lines = pc.binary_join_element_wise(lines, "", "\n")  # each line followed by its newline
-    if len(lines) == 0:
+def _joined(rows: pa.Array, terminator: str) -> bytes:
+    """The rows (a string array without nulls), each followed by ``terminator``, as one byte string,
+    joined in Arrow without a Python loop."""
+    if len(rows) == 0:
         return b""
-    _, offsets, data = lines.buffers()
+    rows = pc.binary_join_element_wise(rows, "", terminator)
+    _, offsets, data = rows.buffers()
     bounds = np.frombuffer(offsets, dtype=np.int32)
-    return data.to_pybytes()[bounds[lines.offset]:bounds[lines.offset + len(lines)]]
+    return data.to_pybytes()[bounds[rows.offset]:bounds[rows.offset + len(rows)]]
+
+
+def _csv_lines(columns: list[pa.Array]) -> bytes:
+    """The rows as CSV lines, each ending in a newline."""
+    return _joined(pc.binary_join_element_wise(*columns, ",", null_handling="replace", null_replacement=""), "\n")
+
+
+_CONTROL = r"[\x00-\x1f]"
+_ESCAPED = r'[\x00-\x1f"\\]'
+
+
+def _json_strings(column: pa.Array) -> pa.Array:
+    """Strings as JSON string literals, escaped in Arrow (as orjson would: backslash and quote; a
+    column holding control characters goes through orjson value by value)."""
+    if pc.any(pc.match_substring_regex(column, _ESCAPED)).as_py():  # most columns need no escaping
+        if pc.any(pc.match_substring_regex(column, _CONTROL)).as_py():
+            return pa.array([None if v is None else orjson.dumps(v).decode() for v in column.to_pylist()],
+                            pa.string())
+        column = pc.replace_substring(pc.replace_substring(column, "\\", "\\\\"), '"', '\\"')
+    return pc.binary_join_element_wise('"', column, '"', "")
+
+
+def _json_tokens(column: pa.Array, field: pa.Field, tz: str) -> pa.Array:
+    """Each value of a column as its JSON text (``null`` for nulls), the same text ``json_values``
+    and orjson give, made mostly in Arrow: the per-value Python work of a large result."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if pa.types.is_dictionary(column.type):
+        column = column.dictionary_decode()
+    dtype = column.type
+    if pa.types.is_integer(dtype) or pa.types.is_boolean(dtype):
+        tokens = pc.cast(column, pa.string())
+    elif pa.types.is_timestamp(dtype):
+        tokens = pc.binary_join_element_wise('"', pa.array(_iso(column, tz), pa.string()), '"', "")
+    elif (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)) and _is_json(field):
+        tokens = column  # already JSON text
+    elif pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        tokens = _json_strings(column)
+    elif pa.types.is_floating(dtype):
+        # numbers and "NaN"-like strings hold no commas: one dumps, split at them
+        text = orjson.dumps(_floats(column))[1:-1].decode()
+        tokens = pa.array(text.split(",") if text else [], pa.string())
+    else:
+        tokens = pa.array([orjson.dumps(v).decode() for v in json_values(column, field, tz)], pa.string())
+    return pc.fill_null(tokens, "null")
 
 
 class ResultWriter:
@@ -217,16 +262,16 @@ class ResultWriter:
         if fmt == "csv":
             return _csv_lines([_csv_column(batch.column(i), field, self.time_zone)
                                for i, field in enumerate(self.schema)])
-        columns = [json_values(batch.column(i), field, self.time_zone) for i, field in enumerate(self.schema)]
-        rows = list(zip(*columns))
+        tokens = [_json_tokens(batch.column(i), field, self.time_zone) for i, field in enumerate(self.schema)]
         if fmt in ("object", "objectLines"):
-            names = self.names
-            items = [dict(zip(names, row)) for row in rows]
+            tokens = [pc.binary_join_element_wise(orjson.dumps(name).decode() + ":", t, "")
+                      for name, t in zip(self.names, tokens)]
+            rows = pc.binary_join_element_wise("{", pc.binary_join_element_wise(*tokens, ","), "}", "")
         else:
-            items = rows
+            rows = pc.binary_join_element_wise("[", pc.binary_join_element_wise(*tokens, ","), "]", "")
         if fmt in ("objectLines", "arrayLines"):
-            return b"\n".join(map(orjson.dumps, items)) + b"\n"
-        body = orjson.dumps(items)[1:-1]  # the rows without the list's brackets
+            return _joined(rows, "\n")
+        body = _joined(rows, ",")[:-1]  # the rows with commas between them
         if self._first:
             self._first = False
             return body

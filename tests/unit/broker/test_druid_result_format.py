@@ -164,3 +164,19 @@ def test_other_content_types_are_refused():
         parse_sql_request(b"<q/>", "application/xml")
     with pytest.raises(UnsupportedMediaType, match="'none'"):
         parse_sql_request(b"SELECT 1", None)
+
+
+@pytest.mark.parametrize("alphabet", ['ab"\\', 'ab"\\\n\t\x01', "aé€😀\u2028/", "plain"])
+def test_strings_round_trip_through_every_json_format(alphabet):
+    import random
+
+    rng = random.Random(len(alphabet))
+    values = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12))) for _ in range(300)] + [None, ""]
+    table = pa.table({"s": values, "n": list(range(len(values)))})
+    assert [r[0] for r in orjson.loads(written("array", table))] == values
+    assert [r["s"] for r in orjson.loads(written("object", table))] == values
+    lines = written("objectLines", table)
+    assert lines.endswith(b"}\n\n")
+    assert [orjson.loads(line)["s"] for line in lines.split(b"\n") if line] == values
+    # the same bytes orjson writes for each row
+    assert written("arrayLines", table) == b"".join(orjson.dumps([v, i]) + b"\n" for i, v in enumerate(values)) + b"\n"
