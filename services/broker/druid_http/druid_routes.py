@@ -53,7 +53,7 @@ class DruidHttpApi:
         self.tasks = DruidTaskResource(front_door, coordinator, authorizer, host)
         self.sql = DruidSqlResource(front_door, queries, host, self.tasks)
         self.statements = DruidStatementsResource(front_door, queries, authorizer, self.tasks, host)
-        self.native = DruidNativeResource(front_door, queries, host)
+        self.native = DruidNativeResource(front_door, queries, host, self._segments, authorizer)
         self.catalog = catalog
         self.authorizer = authorizer
         self.host = host
@@ -89,6 +89,13 @@ class DruidHttpApi:
         elif len(rest) == 1 and method == "DELETE":
             return self.native.cancel(rest[0], headers)
         return self._not_found(method, path)
+
+    def _segments(self, datasource: str) -> list:
+        node = getattr(getattr(self.catalog, "base", self.catalog), "node", None)
+        if node is None:
+            return []
+        with node.lock:
+            return [d for sid, d in node.view.descriptors.items() if sid.datasource == datasource]
 
     def _not_found(self, method: str, path: str):
         status, body = druid_error(qe.ClientError(qe.NOT_FOUND, f"no Druid API at {method} {path}"), self.host)

@@ -10,6 +10,10 @@ its result table is then reshaped the way Druid's clients (PyDruid, the console)
   arrays ``[timestamp millis (unless granularity is all), dimensions..., aggregators...]``
 - scan: ``[{"segmentId", "columns", "events"}]``, events objects (``list``) or arrays
   (``compactedList``), ``__time`` as epoch millis as Druid's scan returns it.
+
+timeBoundary and dataSourceMetadata run as the timeseries of the least and greatest ``__time``
+(through the front door, so grants and the query log apply); segmentMetadata answers from the
+broker's view of the served segments (their columns, types, sizes and rows), after a READ check.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.errors import ValidationError
-from common.types.interval import format_instant, parse_instant
+from common.types.interval import _ETERNITY_END, _ETERNITY_START, format_instant, parse_instant
 from services import query_errors as qe
 from services.broker.druid_http.druid_errors import druid_error
 from services.broker.druid_http.result_format import json_values
@@ -105,11 +109,61 @@ def druid_shape(query: dict, table: pa.Table) -> list:
     return table.to_pylist()
 
 
+def _time_bounds_query(query: dict) -> dict:
+    """The timeseries giving a datasource's least and greatest __time (timeBoundary, dataSourceMetadata)."""
+    out = {"queryType": "timeseries", "dataSource": query.get("dataSource"), "granularity": "all",
+           "intervals": query.get("intervals") or [f"{_ETERNITY_START}/{_ETERNITY_END}"],
+           "aggregations": [{"type": "longMin", "name": "minTime", "fieldName": TIME},
+                            {"type": "longMax", "name": "maxTime", "fieldName": TIME}]}
+    for key in ("filter", "context"):
+        if query.get(key) is not None:
+            out[key] = query[key]
+    return out
+
+
+def _time_bounds_shape(query: dict, table: pa.Table) -> list:
+    rows = table.to_pylist()
+    if not rows or rows[0].get("minTime") is None or rows[0].get("maxTime") is None:
+        return []
+    low, high = format_instant(rows[0]["minTime"]), format_instant(rows[0]["maxTime"])
+    if query.get("queryType") == "dataSourceMetadata":
+        return [{"timestamp": high, "result": {"maxIngestedEventTime": high}}]
+    bound = query.get("bound")
+    if bound == "minTime":
+        return [{"timestamp": low, "result": {"minTime": low}}]
+    if bound == "maxTime":
+        return [{"timestamp": high, "result": {"maxTime": high}}]
+    return [{"timestamp": low, "result": {"minTime": low, "maxTime": high}}]
+
+
+def segment_metadata(descriptors: list, merge: bool = False) -> list:
+    """Druid's segmentMetadata answer for served segments (one entry each, or one merged)."""
+    out = []
+    for d in sorted(descriptors, key=lambda d: str(d.id)):
+        columns = {name: {"typeSignature": t.native_name, "type": t.native_name, "hasMultipleValues": False,
+                          "hasNulls": name != TIME, "size": 0, "cardinality": None, "minValue": None,
+                          "maxValue": None, "errorMessage": None} for name, t in d.schema().items()}
+        out.append({"id": str(d.id), "intervals": [str(d.id.interval)], "columns": columns, "size": d.size,
+                    "numRows": d.num_rows, "aggregators": None, "projections": None, "timestampSpec": None,
+                    "queryGranularity": None, "rollup": None})
+    if merge and out:
+        merged = dict(out[0], id="merged", intervals=sorted({i for e in out for i in e["intervals"]}),
+                      size=sum(e["size"] for e in out), numRows=sum(e["numRows"] for e in out),
+                      columns={k: v for e in out for k, v in e["columns"].items()})
+        return [merged]
+    return out
+
+
 class DruidNativeResource:
-    def __init__(self, front_door: QueryFrontDoor, queries=None, host: str | None = None) -> None:
+    """``segments``: datasource -> the descriptors of its served segments (segmentMetadata)."""
+
+    def __init__(self, front_door: QueryFrontDoor, queries=None, host: str | None = None, segments=None,
+                 authorizer=None) -> None:
         self.front_door = front_door
         self.queries = queries
         self.host = host
+        self.segments = segments
+        self.authorizer = authorizer
 
     def post(self, body: bytes, headers: dict, params: dict | None = None):
         try:
@@ -124,10 +178,16 @@ class DruidNativeResource:
         user = headers.get(USER_HEADER)
         note_call("http", headers.get(REMOTE_HEADER), user, query_id)
         reply = {QUERY_ID_HEADER: query_id}
-        request = QueryRequest(user, native=query, query_id=query_id, protocol="http")
+        kind = query.get("queryType")
         try:
-            table = self.front_door.run(request).table
-            shaped = druid_shape(query, table)
+            if kind == "segmentMetadata":
+                shaped = self._segment_metadata(query, user)
+            elif kind in ("timeBoundary", "dataSourceMetadata"):
+                request = QueryRequest(user, native=_time_bounds_query(query), query_id=query_id, protocol="http")
+                shaped = _time_bounds_shape(query, self.front_door.run(request).table)
+            else:
+                request = QueryRequest(user, native=query, query_id=query_id, protocol="http")
+                shaped = druid_shape(query, self.front_door.run(request).table)
         except qe.QueryFailed as exc:
             status, payload = druid_error(exc.error, self.host)
             return status, JSON, payload, reply
@@ -137,6 +197,16 @@ class DruidNativeResource:
         if params and "pretty" in params:
             return 200, JSON, orjson.dumps(shaped, option=orjson.OPT_INDENT_2), reply
         return 200, JSON, orjson.dumps(shaped), reply
+
+    def _segment_metadata(self, query: dict, user) -> list:
+        datasource = query.get("dataSource")
+        if isinstance(datasource, dict) and datasource.get("type") == "table":
+            datasource = datasource.get("name")
+        if not isinstance(datasource, str) or self.segments is None:
+            raise qe.QueryFailed(qe.ClientError(qe.INVALID, "segmentMetadata needs a table dataSource (a name)"))
+        if self.authorizer is not None:
+            self.authorizer.require(user, "READ", "DATASOURCE", datasource)
+        return segment_metadata(self.segments(datasource), bool(query.get("merge")))
 
     def cancel(self, query_id: str, headers: dict):
         if self.queries is not None:
