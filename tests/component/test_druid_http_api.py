@@ -374,6 +374,9 @@ def test_sql_task_submits_ingestion_and_the_task_api_follows_it(cluster):
     report = requests.get(f"{cluster.url}/druid/indexer/v1/task/{task_id}/reports", timeout=60).json()
     assert report["ingestionStatsAndErrors"]["taskId"] == task_id
     assert requests.get(f"{cluster.url}/druid/indexer/v1/task/no-such-task/status", timeout=60).status_code == 404
+    [row] = sql(cluster, {"query": f"SELECT group_id, runner_status, status, error_msg FROM sys.tasks "
+                                   f"WHERE task_id = '{task_id}'"}).json()
+    assert row == {"group_id": task_id, "runner_status": "PENDING", "status": "PENDING", "error_msg": None}
     select = requests.post(cluster.url + "/druid/v2/sql/task", json={"query": "SELECT 1"}, timeout=60)
     assert select.status_code == 400 and "INSERT and REPLACE" in select.json()["errorMessage"]
     bad = sql(cluster, {"query": INSERT.replace(" PARTITIONED BY DAY", "")})
@@ -479,3 +482,34 @@ def test_the_sql_api_references_sample_response(cluster):
     header = {c: {"type": t, "sqlType": s} for c, t, s, _ in DOCUMENTED}
     row = {c: v for c, _, _, v in DOCUMENTED}
     assert r.content == orjson.dumps([header, row]) + b"\n"  # byte for byte, in Druid's compact JSON
+
+
+def test_druid_columns_of_the_sys_tables_and_routines(cluster):
+    def rows(query: str) -> list[dict]:
+        r = sql(cluster, {"query": query})
+        assert r.status_code == 200, r.text
+        return r.json()
+
+    segments = rows("SELECT segment_id, num_replicas, is_active, is_published, is_available, is_realtime, "
+                    "is_overshadowed, shard_spec, dimensions, metrics FROM sys.segments WHERE datasource = 'wiki'")
+    assert sorted(s["segment_id"] for s in segments) == sorted(str(d.id) for d in cluster.segments)
+    for s in segments:
+        assert (s["num_replicas"], s["is_active"], s["is_published"], s["is_available"], s["is_realtime"],
+                s["is_overshadowed"]) == (1, 1, 1, 1, 0, 0)
+        assert orjson.loads(s["shard_spec"])["type"] == "numbered"
+        assert set(orjson.loads(s["dimensions"])) == set(cluster.wiki.column_names) - {"__time"}
+    servers = rows("SELECT server, server_type, plaintext_port, tls_port, tier FROM sys.servers")
+    historical = next(s for s in servers if s["server_type"] == "historical")
+    assert historical["plaintext_port"] == cluster.historicals[0].http.port and historical["tier"] == "_default_tier"
+    broker = next(s for s in servers if s["server_type"] == "broker")
+    assert broker["plaintext_port"] == cluster.broker.http.port and broker["tls_port"] == -1
+    assert rows("SELECT * FROM sys.supervisors") == []
+    properties = rows("SELECT property, \"value\" FROM sys.server_properties WHERE service_name = 'strata/broker'")
+    assert {"property": "druid.plaintextPort", "value": str(cluster.broker.http.port)} in properties
+    routines = {r["ROUTINE_NAME"]: r["IS_AGGREGATOR"] for r in rows(
+        "SELECT ROUTINE_NAME, IS_AGGREGATOR FROM INFORMATION_SCHEMA.ROUTINES")}
+    assert routines["COUNT"] == "YES" and routines["TIME_FLOOR"] == "NO" and routines["APPROX_COUNT_DISTINCT"] == "YES"
+    columns = rows("SELECT COLUMN_NAME, IS_NULLABLE, JDBC_TYPE FROM INFORMATION_SCHEMA.COLUMNS "
+                   "WHERE TABLE_NAME = 'wiki' AND COLUMN_NAME IN ('__time', 'added')")
+    assert sorted((c["COLUMN_NAME"], c["IS_NULLABLE"], c["JDBC_TYPE"]) for c in columns) == \
+        [("__time", "NO", 93), ("added", "YES", -5)]

@@ -211,8 +211,8 @@ class DruidSqlResource:
 
     def post(self, body: bytes, headers: dict, task: bool = False):
         query = self.parsed(body, headers)
-        if isinstance(query, tuple):
-            return query
+        if isinstance(query, tuple):  # refused before it had an id: one anyway, as Druid always sends one
+            return (*query, {QUERY_ID_HEADER: str(uuid.uuid4())})
         if self.tasks is not None and (task or is_ingestion(query.query)):
             return self.tasks.submit(query, headers)
         return self.run(query, headers)
