@@ -81,8 +81,9 @@ class HttpEndpoint:
                     body = self.rfile.read(length) if length else b""
                     headers = {k: v for k, v in dict(self.headers).items() if k.lower() != REMOTE_HEADER}
                     headers[REMOTE_HEADER] = f"{self.client_address[0]}:{self.client_address[1]}"
-                    status, ctype, out, *rest = endpoint.dispatch(self.command, url.path, parse_qs(url.query),
-                                                                  body, headers)
+                    # Blank values kept: Druid's APIs take bare flags (?simple, ?full, ?pretty).
+                    query = parse_qs(url.query, keep_blank_values=True)
+                    status, ctype, out, *rest = endpoint.dispatch(self.command, url.path, query, body, headers)
                     extra = rest[0] if rest else {}
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)

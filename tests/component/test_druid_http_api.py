@@ -513,3 +513,17 @@ def test_druid_columns_of_the_sys_tables_and_routines(cluster):
                    "WHERE TABLE_NAME = 'wiki' AND COLUMN_NAME IN ('__time', 'added')")
     assert sorted((c["COLUMN_NAME"], c["IS_NULLABLE"], c["JDBC_TYPE"]) for c in columns) == \
         [("__time", "NO", 93), ("added", "YES", -5)]
+
+
+def test_coordinator_datasource_listings(cluster):
+    base = f"http://127.0.0.1:{cluster.coordinator.http.port}/druid/coordinator/v1"
+    assert "wiki" in requests.get(base + "/datasources", timeout=60).json()
+    summary = requests.get(base + "/datasources/wiki", timeout=60).json()["segments"]
+    assert summary["count"] == len(cluster.segments) and summary["minTime"] == "2015-09-12T00:00:00.000Z"
+    simple = {d["name"]: d for d in requests.get(base + "/datasources?simple", timeout=60).json()}
+    assert simple["wiki"]["properties"]["segments"]["count"] == len(cluster.segments)
+    assert "wiki" in requests.get(base + "/metadata/datasources", timeout=60).json()
+    full = requests.get(base + "/metadata/datasources/wiki", timeout=60).json()
+    assert sorted(s["identifier"] for s in full["segments"]) == sorted(str(d.id) for d in cluster.segments)
+    assert sum(s["numRows"] for s in full["segments"]) == ROWS
+    assert requests.get(base + "/datasources/nope", timeout=60).status_code == 404

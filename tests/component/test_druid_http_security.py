@@ -104,3 +104,11 @@ def test_only_the_owner_or_the_admin_cancels(cluster):
         assert not t.is_alive()
     assert outcome["r"].status_code == 500 and outcome["r"].json()["error"] == "Query cancelled"
     assert requests.delete(cluster.url + "/druid/v2/sql/admins-query", auth=ADMIN, timeout=60).status_code == 404
+
+
+def test_coordinator_listings_follow_grants(cluster):
+    base = f"http://127.0.0.1:{cluster.coordinator.http.port}/druid/coordinator/v1"
+    assert requests.get(base + "/datasources", auth=READER, timeout=60).json() == ["wiki"]
+    assert requests.get(base + "/metadata/datasources", auth=ADMIN, timeout=60).json() == ["secret", "wiki"]
+    assert requests.get(base + "/datasources/secret", auth=READER, timeout=60).status_code == 404
+    assert requests.get(base + "/datasources", timeout=60).status_code == 401
