@@ -161,8 +161,8 @@ class BrokerCatalog:
             i = s.info
             rows.append(dict(server=f"{i.host}:{i.grpc_port}", server_id=i.id, host=i.host, grpc_port=i.grpc_port,
                              http_port=i.http_port, flight_port=i.flight_port or None, server_type=i.role,
-                             curr_size=s.served_bytes, max_size=i.max_cache_bytes or None, start_time=_iso(i.started_ms),
-                             **server_columns(i.role, i.http_port, _version())))
+                             curr_size=s.served_bytes, max_size=i.max_cache_bytes or None,
+                             start_time=_iso(i.started_ms), **server_columns(i.role, i.http_port, _version())))
         return pa.Table.from_pylist(rows, schema=pa.schema([
             ("server", pa.string()), ("server_id", pa.string()), ("host", pa.string()), ("grpc_port", pa.int64()),
             ("http_port", pa.int64()), ("flight_port", pa.int64()), ("server_type", pa.string()),

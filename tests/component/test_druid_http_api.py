@@ -342,8 +342,8 @@ def test_a_mid_stream_error_truncates_the_body(fmt):
 
 def test_many_rows_stream_in_chunks(cluster):
     started = time.monotonic()
-    with requests.post(cluster.url + "/druid/v2/sql", json={"query": "SELECT * FROM wiki", "resultFormat": "arrayLines"},
-                       stream=True, timeout=60) as r:
+    body = {"query": "SELECT * FROM wiki", "resultFormat": "arrayLines"}
+    with requests.post(cluster.url + "/druid/v2/sql", json=body, stream=True, timeout=60) as r:
         assert r.headers.get("Transfer-Encoding") == "chunked"
         lines = sum(chunk.count(b"\n") for chunk in r.iter_content(chunk_size=None))
     assert lines == ROWS + 1  # one per row, then the blank line
@@ -352,7 +352,8 @@ def test_many_rows_stream_in_chunks(cluster):
 
 # ---- SQL ingestion: tasks ---------------------------------------------------------------------------------
 EXTERN = """TABLE(EXTERN('{"type": "inline", "data": "2015-09-12T00:00:00Z,a\\n"}',
-    '{"type": "csv", "columns": ["ts", "s"]}', '[{"name": "ts", "type": "string"}, {"name": "s", "type": "string"}]'))"""
+    '{"type": "csv", "columns": ["ts", "s"]}',
+    '[{"name": "ts", "type": "string"}, {"name": "s", "type": "string"}]'))"""
 INSERT = f"INSERT INTO fresh SELECT TIME_PARSE(ts) AS __time, s FROM {EXTERN} PARTITIONED BY DAY"
 
 

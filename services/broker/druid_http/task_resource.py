@@ -43,7 +43,8 @@ def task_status(task) -> dict:
     error = task.error or None
     if task.state == "CANCELED" and not error:
         error = "canceled by a user"
-    return {"id": task.id, "groupId": task.id, "type": f"strata_{task.type}", "createdTime": format_instant(task.created_ms),
+    return {"id": task.id, "groupId": task.id, "type": f"strata_{task.type}",
+            "createdTime": format_instant(task.created_ms),
             "queueInsertionTime": format_instant(task.created_ms), "statusCode": status, "status": status,
             "runnerStatusCode": runner, "duration": duration, "location": {"host": None, "port": -1, "tlsPort": -1},
             "dataSource": task.datasource, "errorMsg": error}
