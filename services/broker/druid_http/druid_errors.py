@@ -31,6 +31,14 @@ _LEGACY = {
     "capacity": (429, "Query capacity exceeded", "org.apache.druid.query.QueryCapacityExceededException"),
 }
 
+# Kinds the error taxonomy may define (common/errors.py): mapped when this strata has them.
+for _name, _entry in (("CONFLICT", (409, "CONFLICT", "conflict", "USER")),
+                      ("UNAVAILABLE", (503, "RUNTIME_FAILURE", "unavailable", "OPERATOR"))):
+    if getattr(qe, _name, None) is not None:
+        _CATEGORIES[getattr(qe, _name)] = _entry
+if getattr(qe, "LIMIT", None) is not None:  # a configured limit reached: Druid's capacity answer
+    _LEGACY[qe.LIMIT] = _LEGACY["capacity"]
+
 
 def druid_error(error: qe.ClientError, host: str | None = None) -> tuple[int, bytes]:
     """(HTTP status, JSON body) of a classified failure."""

@@ -43,6 +43,7 @@ JSON = "application/json"
 PAGE_ROWS = 100_000
 MAX_STATEMENTS = 100
 KEEP_S = 3600.0
+CAPACITY = getattr(qe, "LIMIT", "capacity")  # the error taxonomy's limit kind where it exists
 _TASK_STATES = {"PENDING": "ACCEPTED", "RUNNING": "RUNNING", "SUCCESS": "SUCCESS", "FAILED": "FAILED",
                 "CANCELED": "CANCELED"}
 
@@ -151,8 +152,8 @@ class DruidStatementsResource:
                 for old in done[:len(self._statements) - MAX_STATEMENTS + 1]:
                     del self._statements[old.query_id]
             if len(self._statements) >= MAX_STATEMENTS:
-                raise qe.QueryFailed(qe.ClientError("capacity", f"{MAX_STATEMENTS} statements are running; "
-                                                                f"wait for one to finish or DELETE one"))
+                raise qe.QueryFailed(qe.ClientError(CAPACITY, f"{MAX_STATEMENTS} statements are running; "
+                                                              f"wait for one to finish or DELETE one"))
             self._statements[statement.query_id] = statement
 
     # ---- read ------------------------------------------------------------------------------------------

@@ -180,3 +180,28 @@ def test_strings_round_trip_through_every_json_format(alphabet):
     assert [orjson.loads(line)["s"] for line in lines.split(b"\n") if line] == values
     # the same bytes orjson writes for each row
     assert written("arrayLines", table) == b"".join(orjson.dumps([v, i]) + b"\n" for i, v in enumerate(values)) + b"\n"
+
+
+@pytest.mark.parametrize("kind, status, shape", [
+    ("invalid", 400, ("druidException", "INVALID_INPUT")), ("not_found", 404, ("druidException", "NOT_FOUND")),
+    ("already_exists", 409, ("druidException", "CONFLICT")), ("unsupported", 501, ("druidException", "UNSUPPORTED")),
+    ("denied", 403, ("druidException", "FORBIDDEN")), ("unauthenticated", 401, ("druidException", "UNAUTHORIZED")),
+    ("internal", 500, ("druidException", "RUNTIME_FAILURE")), ("timeout", 504, ("Query timeout", None)),
+    ("cancelled", 500, ("Query cancelled", None)), ("capacity", 429, ("Query capacity exceeded", None)),
+])
+def test_error_json_by_kind(kind, status, shape):
+    from services import query_errors as qe
+    from services.broker.druid_http.druid_errors import druid_error
+
+    names = {"invalid": "INVALID", "not_found": "NOT_FOUND", "already_exists": "ALREADY_EXISTS",
+             "unsupported": "UNSUPPORTED", "denied": "DENIED", "unauthenticated": "UNAUTHENTICATED",
+             "internal": "INTERNAL", "timeout": "TIMEOUT", "cancelled": "CANCELLED"}
+    error_kind = getattr(qe, names[kind]) if kind in names else getattr(qe, "LIMIT", "capacity")
+    got_status, body = druid_error(qe.ClientError(error_kind, "the message", "abc123" if kind == "internal" else None))
+    doc = orjson.loads(body)
+    assert got_status == status and isinstance(doc["error"], str) and doc["errorMessage"] == "the message"
+    assert (doc["error"], doc.get("category")) == shape
+    if shape[1] is None:
+        assert doc["errorClass"].startswith("org.apache.druid.query.")
+    if kind == "internal":
+        assert doc["context"] == {"errorId": "abc123"}
