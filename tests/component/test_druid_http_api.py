@@ -236,6 +236,11 @@ def test_text_and_form_bodies_query_ids_and_parameters(cluster):
     assert chosen.headers["X-Druid-SQL-Query-Id"] == "http-chosen-id"
     assert chosen.json() == [{"n": oracle(cluster, "SELECT COUNT(*) FROM wiki WHERE channel = '#en.wikipedia' "
                                                    "AND added > 10")[0][0]}]
+    typed = sql(cluster, {"query": "SELECT COUNT(*) AS n FROM wiki WHERE __time >= ? AND added * ? > 10",
+                          "parameters": [{"type": "TIMESTAMP", "value": "2015-09-13 00:00:00"},
+                                         {"type": "DOUBLE", "value": 1.5}]})
+    assert typed.json() == [{"n": oracle(cluster, "SELECT COUNT(*) FROM wiki WHERE __time >= TIMESTAMPTZ "
+                                                  "'2015-09-13 00:00:00+00' AND added * 1.5 > 10")[0][0]}]
     logged = cluster.client.sql("SELECT protocol, status FROM sys.queries WHERE query_id = 'http-chosen-id'")[0]
     assert logged.to_pylist() == [{"protocol": "http", "status": "ok"}]
 
