@@ -533,3 +533,16 @@ def test_coordinator_datasource_listings(cluster):
     assert sorted(s["identifier"] for s in full["segments"]) == sorted(str(d.id) for d in cluster.segments)
     assert sum(s["numRows"] for s in full["segments"]) == ROWS
     assert requests.get(base + "/datasources/nope", timeout=60).status_code == 404
+
+
+def test_the_first_content_type_wins(cluster):
+    conn = http.client.HTTPConnection("127.0.0.1", cluster.broker.http.port, timeout=60)
+    body = b"SELECT 'first wins' AS x"
+    conn.putrequest("POST", "/druid/v2/sql")
+    conn.putheader("Content-Type", "text/plain")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(len(body)))
+    conn.endheaders(body)
+    response = conn.getresponse()
+    assert response.status == 200 and orjson.loads(response.read()) == [{"x": "first wins"}]
+    conn.close()
