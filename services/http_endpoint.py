@@ -8,7 +8,8 @@ answer is 401 with ``WWW-Authenticate: Basic realm="strata"``, before any route 
 looked at. Route handlers keep the signature ``handler(method, path, query, body, headers)``
 and find the authenticated user in ``headers["x-strata-user"]``: the endpoint always removes a
 client-sent ``X-Strata-User`` (any spelling) and, with authentication on, sets it to the user it
-authenticated, so handlers may trust it. Handlers authorize themselves
+authenticated, so handlers may trust it; likewise ``X-Strata-Remote-Address`` is always the
+peer's address. Handlers authorize themselves
 (``authorizer.require(user, ...)``); a PermissionError they raise becomes 403 and an
 Unauthenticated 401, each with ``{"error": message}``.
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -34,9 +36,14 @@ USER_HEADER = "x-strata-user"
 # for IDLE_TIMEOUT_S is closed, so slow or abandoned clients do not hold a thread each forever.
 MAX_BODY_BYTES = 8 << 20
 IDLE_TIMEOUT_S = 60.0
+REMOTE_HEADER = "x-strata-remote-address"
 # (method, path, query, body, headers) -> (status, content type, body bytes); headers carry the
 # authenticated user under USER_HEADER (absent when authentication is off: use headers.get).
-Handler = Callable[[str, str, dict, bytes, dict], tuple[int, str, bytes]]
+# A handler may add a fourth element, response headers (a dict), and answer with an iterator of
+# byte strings instead of bytes: the body is then sent chunked as the iterator yields it, and an
+# exception from the iterator ends the connection without the last chunk, so the client sees a
+# truncated body rather than a complete one.
+Handler = Callable[[str, str, dict, bytes, dict], tuple]
 
 
 class HttpEndpoint:
@@ -54,23 +61,59 @@ class HttpEndpoint:
             protocol_version = "HTTP/1.1"
             timeout = IDLE_TIMEOUT_S
 
+            def setup(self) -> None:
+                super().setup()
+                # Headers and body go out in separate writes: without TCP_NODELAY a small answer
+                # waits for the client's delayed ACK (Nagle's algorithm), some 40 ms a request.
+                try:
+                    self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                except OSError:
+                    pass
+
             def _serve(self) -> None:
                 url = urlparse(self.path)
                 length, refusal = _content_length(self.headers.get("Content-Length"))
                 if refusal is not None:
                     status, ctype, out = refusal
                     self.close_connection = True  # the unread body must not be taken for a request
+                    extra = {}
                 else:
                     body = self.rfile.read(length) if length else b""
-                    status, ctype, out = endpoint.dispatch(self.command, url.path, parse_qs(url.query), body,
-                                                           dict(self.headers))
+                    headers = {k: v for k, v in dict(self.headers).items() if k.lower() != REMOTE_HEADER}
+                    headers[REMOTE_HEADER] = f"{self.client_address[0]}:{self.client_address[1]}"
+                    # Blank values kept: Druid's APIs take bare flags (?simple, ?full, ?pretty).
+                    query = parse_qs(url.query, keep_blank_values=True)
+                    status, ctype, out, *rest = endpoint.dispatch(self.command, url.path, query, body, headers)
+                    extra = rest[0] if rest else {}
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(out)))
+                for name, value in extra.items():
+                    self.send_header(name, value)
                 if status == 401:
                     self.send_header("WWW-Authenticate", 'Basic realm="strata", charset="UTF-8"')
+                if isinstance(out, (bytes, bytearray)):
+                    self.send_header("Content-Length", str(len(out)))
+                    self.end_headers()
+                    self.wfile.write(out)
+                else:
+                    self._send_chunked(out)
+
+            def _send_chunked(self, chunks) -> None:
+                self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                self.wfile.write(out)
+                try:
+                    for chunk in chunks:
+                        if chunk:
+                            self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                except Exception:  # noqa: BLE001 - the body is cut short: no last chunk, the connection ends
+                    log.debug("HTTP response to %s cut short", self.client_address, exc_info=True)
+                    self.close_connection = True
+                    return
+                finally:
+                    close = getattr(chunks, "close", None)
+                    if close is not None:
+                        close()  # a generator's cleanup (the query it streams) runs now, not at GC
+                self.wfile.write(b"0\r\n\r\n")
 
             do_GET = do_POST = do_PUT = do_DELETE = _serve
 

@@ -130,7 +130,20 @@ INFORMATION_SCHEMA_FIELDS: dict[str, tuple[Field, ...]] = {
                        ("CHARACTER_OCTET_LENGTH", BIGINT), ("NUMERIC_PRECISION", BIGINT),
                        ("NUMERIC_PRECISION_RADIX", BIGINT), ("NUMERIC_SCALE", BIGINT), ("DATETIME_PRECISION", BIGINT),
                        ("CHARACTER_SET_NAME", VARCHAR), ("COLLATION_NAME", VARCHAR), ("JDBC_TYPE", BIGINT)),
+    # The functions SQL accepts, as Druid lists them (tools build their function pickers from it).
+    "ROUTINES": _fields(("ROUTINE_CATALOG", VARCHAR), ("ROUTINE_SCHEMA", VARCHAR), ("ROUTINE_NAME", VARCHAR),
+                        ("ROUTINE_TYPE", VARCHAR), ("IS_AGGREGATOR", VARCHAR), ("SIGNATURES", VARCHAR)),
 }
+
+
+def _routines() -> list[tuple]:
+    from common.sql.logical_plan import AGGREGATE_FUNCTIONS
+    from common.sql.scalar_translator import _AGGREGATE_NAMES, KNOWN_FUNCTIONS
+
+    aggregates = set(AGGREGATE_FUNCTIONS) | set(_AGGREGATE_NAMES)
+    names = sorted((set(KNOWN_FUNCTIONS) | aggregates) - {"CAST"})
+    return [(CATALOG_NAME, INFORMATION_SCHEMA, name, "FUNCTION", "YES" if name in aggregates else "NO", None)
+            for name in names]
 
 
 def _schema_name(name: str) -> str | None:
@@ -259,6 +272,8 @@ def information_schema_table(catalog: SqlCatalog, name: str) -> pa.Table:
     fields = INFORMATION_SCHEMA_FIELDS[name]
     if name == "SCHEMATA":
         return _table_of(fields, [(CATALOG_NAME, s, None, None, None, None, None) for s in SCHEMAS])
+    if name == "ROUTINES":
+        return _table_of(fields, _routines())
     tables = _all_tables(catalog)
     if name == "TABLES":
         rows = []

@@ -81,6 +81,12 @@ class BrokerProcess(NodeProcess):
         self.servicer = BrokerServicer(self.front_door, config.broker.query_timeout_ms, authorizer=self.authorizer)
         self.servicer.queries = self.queries
         add_to_server(self.grpc, self.servicer)
+        from services.broker.druid_http.druid_routes import DruidHttpApi
+
+        # Druid's HTTP API (/druid/v2/sql, /druid/v2, /status, tasks) on the HTTP port, through the front door.
+        self.druid_http = DruidHttpApi(self.front_door, self.catalog, self.authorizer, self.queries,
+                                       config.advertise_host, self._status_properties(), self.node.coordinator_client)
+        self.druid_http.install(self.http)
         self._flight_thread = threading.Thread(target=self.flight.serve, name="strata-flight", daemon=True)
 
     def _ddl_client(self):
@@ -98,6 +104,12 @@ class BrokerProcess(NodeProcess):
         if self._catalog_client is None or self._catalog_client[0] != target:
             self._catalog_client = (target, CatalogClient(target, auth, security=self.security))
         return self._catalog_client[1]
+
+    def _status_properties(self) -> dict:
+        """What Druid's /status/properties shows: where this broker listens (no credentials)."""
+        return {"druid.service": "strata/broker", "druid.host": self.config.advertise_host,
+                "druid.plaintextPort": self.http.port, "strata.grpcPort": self.grpc.port,
+                "strata.flightPort": self.flight.port, "druid.sql.enable": "true"}
 
     def _catalog_projections(self, datasource: str) -> list[dict]:
         spec = self.catalog_cache.spec("druid", datasource) or {}

@@ -28,6 +28,8 @@ from services.broker.core.sql_backend import StatementInfo, TableInfo
 from services.query_errors import QueryCancelledError
 from services.security.authorizer import ALLOW_ALL
 from services.broker.core.segment_facts import manifest_facts, projections_table
+from services.broker.core.druid_sys_columns import (SEGMENT_FIELDS, SERVER_FIELDS, SUPERVISORS_SCHEMA,
+                                                    add_segment_columns, server_columns, server_properties_table)
 from services.broker.core.task_table import tasks_table
 from services.broker.overlay_catalog import OverlayCatalog
 from services.broker.submitted_catalog import SubmittedCatalog
@@ -36,7 +38,7 @@ from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog
 
 CATALOG = "druid"
 SYS_TABLES = ("segments", "servers", "server_segments", "tasks", "projections", "queries", "projection_advice",
-              "schema_decisions")
+              "schema_decisions", "supervisors", "server_properties")
 
 
 def _like(pattern: str | None) -> re.Pattern | None:
@@ -144,11 +146,13 @@ class BrokerCatalog:
                                  end=_iso(sid.interval.end), version=sid.version, partition_num=sid.partition,
                                  size=d.size, num_rows=d.num_rows, is_published=0, is_available=1,
                                  replication=len(served.get(sid, ())), **_inside(d))
+        known = {r.id: r.descriptor for r in records if getattr(r, "descriptor", None) is not None}
+        add_segment_columns(rows, {**known, **descriptors})  # Druid's columns (num_replicas, shard_spec, ...)
         return pa.Table.from_pylist(list(rows.values()), schema=pa.schema([
             ("segment_id", pa.string()), ("datasource", pa.string()), ("start", pa.string()), ("end", pa.string()),
             ("version", pa.string()), ("partition_num", pa.int64()), ("size", pa.int64()), ("num_rows", pa.int64()),
             ("is_published", pa.int64()), ("is_available", pa.int64()), ("replication", pa.int64()),
-            ("projections", pa.string()), ("json_columns", pa.string())]))
+            ("projections", pa.string()), ("json_columns", pa.string()), *SEGMENT_FIELDS]))
 
     def _sys_projections(self) -> pa.Table:
         with self.node.lock:
@@ -169,11 +173,22 @@ class BrokerCatalog:
             i = s.info
             rows.append(dict(server=f"{i.host}:{i.grpc_port}", server_id=i.id, host=i.host, grpc_port=i.grpc_port,
                              http_port=i.http_port, flight_port=i.flight_port or None, server_type=i.role,
-                             curr_size=s.served_bytes, max_size=i.max_cache_bytes or None, start_time=_iso(i.started_ms)))
+                             curr_size=s.served_bytes, max_size=i.max_cache_bytes or None,
+                             start_time=_iso(i.started_ms), **server_columns(i.role, i.http_port, _version())))
         return pa.Table.from_pylist(rows, schema=pa.schema([
             ("server", pa.string()), ("server_id", pa.string()), ("host", pa.string()), ("grpc_port", pa.int64()),
             ("http_port", pa.int64()), ("flight_port", pa.int64()), ("server_type", pa.string()),
-            ("curr_size", pa.int64()), ("max_size", pa.int64()), ("start_time", pa.string())]))
+            ("curr_size", pa.int64()), ("max_size", pa.int64()), ("start_time", pa.string()), *SERVER_FIELDS]))
+
+    def _sys_supervisors(self) -> pa.Table:
+        return SUPERVISORS_SCHEMA.empty_table()  # no streaming ingestion (yet)
+
+    def _sys_server_properties(self) -> pa.Table:
+        servers = self.coordinator.servers().servers if self.coordinator is not None else []
+        return server_properties_table([
+            (f"{s.info.host}:{s.info.grpc_port}", s.info.role,
+             {"druid.host": s.info.host, "druid.plaintextPort": s.info.http_port, "strata.grpcPort": s.info.grpc_port,
+              **({"strata.flightPort": s.info.flight_port} if s.info.flight_port else {})}) for s in servers])
 
     def _sys_server_segments(self) -> pa.Table:
         # Servers are named host:port, as in sys.servers, so the two tables join.
@@ -248,6 +263,15 @@ def _context_key(context) -> str:
 
 def _info(plan: SqlPlan) -> StatementInfo:
     return StatementInfo(plan.parameter_count, plan.output_schema, plan)
+
+
+def _version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("strata")
+    except importlib.metadata.PackageNotFoundError:
+        return "0.0.0+unknown"
 
 
 def _iso(ms: int) -> str:
@@ -522,7 +546,8 @@ class SqlService:
         visible = SecureSqlCatalog(self.catalog, self.authorizer, user)  # lists only what the user may READ
         candidates = [("druid", name, "TABLE") for name in visible.datasource_names()]
         candidates += [("sys", name, "SYSTEM_TABLE") for name in SYS_TABLES]
-        candidates += [("INFORMATION_SCHEMA", name, "SYSTEM_TABLE") for name in ("SCHEMATA", "TABLES", "COLUMNS")]
+        candidates += [("INFORMATION_SCHEMA", name, "SYSTEM_TABLE")
+                       for name in ("SCHEMATA", "TABLES", "COLUMNS", "ROUTINES")]
         candidates += [("ext", name, "EXTERNAL") for name in visible.external_table_names()]
         for schema, name, kind in candidates:
             if (s_pat and not s_pat.match(schema)) or (t_pat and not t_pat.match(name)):

@@ -67,6 +67,9 @@ class CoordinatorProcess(NodeProcess):
                                  self.security.http_server_context() if self.security.serves_tls else None)
         self.id = self.node_id(self.grpc.port)
         install_catalog(self)  # the table catalog: gRPC CatalogService and the REST API on the HTTP port
+        from services.coordinator.druid_datasources import DruidDatasourcesApi
+
+        DruidDatasourcesApi(self.store, self.authorizer).install(self.http)  # Druid's datasource listings
         if config.coordinator.auto_compaction:
             from services.coordinator.compaction_scheduler import CompactionScheduler
 

@@ -14,12 +14,13 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from common.types.interval import format_instant
+from services.broker.core.druid_sys_columns import TASK_FIELDS, task_columns
 
 TASKS_SCHEMA = pa.schema([
     ("task_id", pa.string()), ("type", pa.string()), ("datasource", pa.string()), ("status", pa.string()),
     ("created_time", pa.string()), ("duration", pa.int64()), ("rows_read", pa.int64()),
     ("rows_written", pa.int64()), ("rows_filtered", pa.int64()), ("parse_exceptions", pa.int64()),
-    ("segments", pa.int64()), ("error", pa.string())])
+    ("segments", pa.int64()), ("error", pa.string()), *TASK_FIELDS])
 
 
 def _report(text: str) -> dict:
@@ -51,7 +52,7 @@ def task_row(task) -> dict:
                 rows_read=_count(report.get("rowsRead")), rows_written=_count(report.get("rowsWritten")),
                 rows_filtered=_count(report.get("rowsFiltered")),
                 parse_exceptions=_count(report.get("parseExceptions")),
-                segments=_count(report.get("segments")), error=task.error or None)
+                segments=_count(report.get("segments")), error=task.error or None, **task_columns(task))
 
 
 def tasks_table(tasks: Iterable) -> pa.Table:

@@ -1,0 +1,223 @@
+"""``POST /druid/v2``: Druid's native JSON queries (what ``strata query`` takes) answered in Druid's
+result shapes, and ``DELETE /druid/v2/{id}`` to cancel one.
+
+The query runs through the QueryFrontDoor like every other (grants, query registry, timeouts);
+its result table is then reshaped the way Druid's clients (PyDruid, the console) read it:
+
+- timeseries: ``[{"timestamp", "result": {aggregators...}}]``
+- topN: ``[{"timestamp", "result": [{dimension, aggregators...}, ...]}]``, one entry per bucket
+- groupBy: ``[{"version": "v1", "timestamp", "event": {...}}]``; with context ``resultAsArray``,
+  arrays ``[timestamp millis (unless granularity is all), dimensions..., aggregators...]``
+- scan: ``[{"segmentId", "columns", "events"}]``, events objects (``list``) or arrays
+  (``compactedList``), ``__time`` as epoch millis as Druid's scan returns it.
+
+timeBoundary and dataSourceMetadata run as the timeseries of the least and greatest ``__time``
+(through the front door, so grants and the query log apply); segmentMetadata answers from the
+broker's view of the served segments (their columns, types, sizes and rows), after a READ check.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from common.errors import ValidationError
+from common.types.interval import _ETERNITY_END, _ETERNITY_START, format_instant, parse_instant
+from services import query_errors as qe
+from services.broker.druid_http.druid_errors import druid_error
+from services.broker.druid_http.result_format import json_values
+from services.broker.front_door import QueryFrontDoor, QueryRequest
+from services.broker.query_origin import note_call
+from services.http_endpoint import REMOTE_HEADER, USER_HEADER
+
+JSON = "application/json"
+QUERY_ID_HEADER = "X-Druid-Query-Id"
+TIME = "__time"
+
+
+def _parse_failed(message: str) -> bytes:
+    return orjson.dumps({"error": "Json parse failed", "errorMessage": message,
+                         "errorClass": "com.fasterxml.jackson.core.JsonParseException", "host": None})
+
+
+def _columns(table: pa.Table, names: list[str], tz: str = "UTC") -> dict[str, list]:
+    return {name: json_values(table.column(name), table.schema.field(name), tz) for name in names}
+
+
+def _millis(table: pa.Table) -> list:
+    return pc.cast(table.column(TIME).cast(pa.timestamp("ms", tz="UTC")), pa.int64()).to_pylist()
+
+
+def _bucket_start(query: dict) -> str:
+    """The timestamp of a granularity-all result: the start of the query's first interval."""
+    intervals = query.get("intervals")
+    if isinstance(intervals, dict):
+        intervals = intervals.get("intervals")
+    if isinstance(intervals, str):
+        intervals = [intervals]
+    if isinstance(intervals, list) and intervals and isinstance(intervals[0], str) and "/" in intervals[0]:
+        try:
+            return format_instant(parse_instant(intervals[0].split("/")[0]))
+        except Exception:  # noqa: BLE001 - an interval written otherwise (a period): no better answer
+            pass
+    return format_instant(0)
+
+
+def druid_shape(query: dict, table: pa.Table) -> list:
+    """A native result table in the shape Druid answers ``query`` with."""
+    kind = query.get("queryType")
+    names = [n for n in table.column_names if n != TIME]
+    values = _columns(table, names)
+    rows = [dict(zip(names, row)) for row in zip(*(values[n] for n in names))] if names else \
+        [{} for _ in range(table.num_rows)]
+    has_time = TIME in table.column_names
+    stamps = json_values(table.column(TIME), table.schema.field(TIME), "UTC") if has_time else \
+        [_bucket_start(query)] * table.num_rows
+    if kind == "timeseries":
+        return [{"timestamp": t, "result": r} for t, r in zip(stamps, rows)]
+    if kind == "topN":
+        out: list = []
+        for t, r in zip(stamps, rows):
+            if not out or out[-1]["timestamp"] != t:
+                out.append({"timestamp": t, "result": []})
+            out[-1]["result"].append(r)
+        return out
+    if kind == "groupBy":
+        if (query.get("context") or {}).get("resultAsArray"):
+            arrays = [list(r.values()) for r in rows]
+            if has_time:
+                arrays = [[m, *a] for m, a in zip(_millis(table), arrays)]
+            return arrays
+        return [{"version": "v1", "timestamp": t, "event": r} for t, r in zip(stamps, rows)]
+    if kind == "scan":
+        columns = list(table.column_names)
+        if not table.num_rows:
+            return []
+        scan_values = dict(values)
+        if has_time:
+            scan_values[TIME] = _millis(table)
+        if query.get("resultFormat") == "compactedList":
+            events = [list(row) for row in zip(*(scan_values[c] for c in columns))]
+        else:
+            events = [dict(zip(columns, row)) for row in zip(*(scan_values[c] for c in columns))]
+        datasource = query.get("dataSource")
+        segment = datasource if isinstance(datasource, str) else "query"
+        return [{"segmentId": segment, "columns": columns, "events": events}]
+    return table.to_pylist()
+
+
+def _time_bounds_query(query: dict) -> dict:
+    """The timeseries giving a datasource's least and greatest __time (timeBoundary, dataSourceMetadata)."""
+    out = {"queryType": "timeseries", "dataSource": query.get("dataSource"), "granularity": "all",
+           "intervals": query.get("intervals") or [f"{_ETERNITY_START}/{_ETERNITY_END}"],
+           "aggregations": [{"type": "longMin", "name": "minTime", "fieldName": TIME},
+                            {"type": "longMax", "name": "maxTime", "fieldName": TIME}]}
+    for key in ("filter", "context"):
+        if query.get(key) is not None:
+            out[key] = query[key]
+    return out
+
+
+def _time_bounds_shape(query: dict, table: pa.Table) -> list:
+    rows = table.to_pylist()
+    if not rows or rows[0].get("minTime") is None or rows[0].get("maxTime") is None:
+        return []
+    low, high = format_instant(rows[0]["minTime"]), format_instant(rows[0]["maxTime"])
+    if query.get("queryType") == "dataSourceMetadata":
+        return [{"timestamp": high, "result": {"maxIngestedEventTime": high}}]
+    bound = query.get("bound")
+    if bound == "minTime":
+        return [{"timestamp": low, "result": {"minTime": low}}]
+    if bound == "maxTime":
+        return [{"timestamp": high, "result": {"maxTime": high}}]
+    return [{"timestamp": low, "result": {"minTime": low, "maxTime": high}}]
+
+
+def segment_metadata(descriptors: list, merge: bool = False) -> list:
+    """Druid's segmentMetadata answer for served segments (one entry each, or one merged)."""
+    out = []
+    for d in sorted(descriptors, key=lambda d: str(d.id)):
+        columns = {name: {"typeSignature": t.native_name, "type": t.native_name, "hasMultipleValues": False,
+                          "hasNulls": name != TIME, "size": 0, "cardinality": None, "minValue": None,
+                          "maxValue": None, "errorMessage": None} for name, t in d.schema().items()}
+        out.append({"id": str(d.id), "intervals": [str(d.id.interval)], "columns": columns, "size": d.size,
+                    "numRows": d.num_rows, "aggregators": None, "projections": None, "timestampSpec": None,
+                    "queryGranularity": None, "rollup": None})
+    if merge and out:
+        merged = dict(out[0], id="merged", intervals=sorted({i for e in out for i in e["intervals"]}),
+                      size=sum(e["size"] for e in out), numRows=sum(e["numRows"] for e in out),
+                      columns={k: v for e in out for k, v in e["columns"].items()})
+        return [merged]
+    return out
+
+
+class DruidNativeResource:
+    """``segments``: datasource -> the descriptors of its served segments (segmentMetadata)."""
+
+    def __init__(self, front_door: QueryFrontDoor, queries=None, host: str | None = None, segments=None,
+                 authorizer=None) -> None:
+        self.front_door = front_door
+        self.queries = queries
+        self.host = host
+        self.segments = segments
+        self.authorizer = authorizer
+
+    def post(self, body: bytes, headers: dict, params: dict | None = None):
+        try:
+            query = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            return 400, JSON, _parse_failed(f"the body is not valid JSON: {exc}")
+        if not isinstance(query, dict):
+            return 400, JSON, _parse_failed(f"a native query is a JSON object with a queryType, got a JSON "
+                                            f"{type(query).__name__}")
+        context = query.get("context") if isinstance(query.get("context"), dict) else {}
+        query_id = str(context.get("queryId") or uuid.uuid4())
+        user = headers.get(USER_HEADER)
+        note_call("http", headers.get(REMOTE_HEADER), user, query_id)
+        reply = {QUERY_ID_HEADER: query_id}
+        kind = query.get("queryType")
+        try:
+            if kind == "segmentMetadata":
+                shaped = self._segment_metadata(query, user)
+            elif kind in ("timeBoundary", "dataSourceMetadata"):
+                request = QueryRequest(user, native=_time_bounds_query(query), query_id=query_id, protocol="http")
+                shaped = _time_bounds_shape(query, self.front_door.run(request).table)
+            else:
+                request = QueryRequest(user, native=query, query_id=query_id, protocol="http")
+                shaped = druid_shape(query, self.front_door.run(request).table)
+        except qe.QueryFailed as exc:
+            status, payload = druid_error(exc.error, self.host)
+            return status, JSON, payload, reply
+        except Exception as exc:  # noqa: BLE001 - never a traceback
+            status, payload = druid_error(qe.client_error(exc), self.host)
+            return status, JSON, payload, reply
+        if params and "pretty" in params:
+            return 200, JSON, orjson.dumps(shaped, option=orjson.OPT_INDENT_2), reply
+        return 200, JSON, orjson.dumps(shaped), reply
+
+    def _segment_metadata(self, query: dict, user) -> list:
+        datasource = query.get("dataSource")
+        if isinstance(datasource, dict) and datasource.get("type") == "table":
+            datasource = datasource.get("name")
+        if not isinstance(datasource, str) or self.segments is None:
+            raise qe.QueryFailed(qe.ClientError(qe.INVALID, "segmentMetadata needs a table dataSource (a name)"))
+        if self.authorizer is not None:
+            self.authorizer.require(user, "READ", "DATASOURCE", datasource)
+        return segment_metadata(self.segments(datasource), bool(query.get("merge")))
+
+    def cancel(self, query_id: str, headers: dict):
+        if self.queries is not None:
+            try:
+                self.queries.kill(query_id, headers.get(USER_HEADER))
+                return 202, JSON, b""
+            except (PermissionError, ValidationError):
+                pass
+        status, payload = druid_error(qe.ClientError(qe.NOT_FOUND, f"no running query '{query_id}' of yours"),
+                                      self.host)
+        return status, JSON, payload
+
+
+__all__ = ["DruidNativeResource", "druid_shape"]

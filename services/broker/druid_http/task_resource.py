@@ -1,0 +1,144 @@
+"""SQL ingestion over Druid's HTTP API: ``POST /druid/v2/sql/task`` (and INSERT/REPLACE sent to
+``/druid/v2/sql``) submits the statement as strata's Spark task, through the front door like any
+statement (validated and authorized before a task exists), and answers ``{"taskId", "state"}``.
+The task is then followed with the Overlord's API Druid tools poll:
+``GET /druid/indexer/v1/task/{id}/status``, ``.../reports`` and ``GET /druid/indexer/v1/tasks``
+(``?state=`` running/pending/complete, ``?datasource=``), read from the coordinator and shown
+only to users who may READ the task's datasource.
+"""
+
+from __future__ import annotations
+
+import json
+
+import orjson
+
+from common.sql.statement_kind import classify
+from common.types.interval import format_instant
+from services import query_errors as qe
+from services.broker.druid_http.druid_errors import druid_error
+from services.broker.front_door import QueryRequest
+from services.broker.query_origin import note_call
+from services.http_endpoint import REMOTE_HEADER, USER_HEADER
+
+JSON = "application/json"
+# strata's task states -> Druid's (statusCode, runnerStatusCode)
+_STATES = {"PENDING": ("RUNNING", "PENDING"), "RUNNING": ("RUNNING", "RUNNING"), "SUCCESS": ("SUCCESS", "NONE"),
+           "FAILED": ("FAILED", "NONE"), "CANCELED": ("FAILED", "NONE")}
+_STATE_FILTERS = {"running": ("RUNNING",), "pending": ("PENDING",), "waiting": ("PENDING",),
+                  "complete": ("SUCCESS", "FAILED", "CANCELED")}
+
+
+def is_ingestion(sql: str) -> bool:
+    try:
+        return classify(sql).is_ingestion
+    except Exception:  # noqa: BLE001 - a statement that does not parse fails where it runs, with its message
+        return False
+
+
+def task_status(task) -> dict:
+    """A task as Druid's TaskStatusPlus."""
+    status, runner = _STATES.get(task.state, ("RUNNING", task.state))
+    duration = task.finished_ms - task.started_ms if task.finished_ms and task.started_ms else -1
+    error = task.error or None
+    if task.state == "CANCELED" and not error:
+        error = "canceled by a user"
+    return {"id": task.id, "groupId": task.id, "type": f"strata_{task.type}",
+            "createdTime": format_instant(task.created_ms),
+            "queueInsertionTime": format_instant(task.created_ms), "statusCode": status, "status": status,
+            "runnerStatusCode": runner, "duration": duration, "location": {"host": None, "port": -1, "tlsPort": -1},
+            "dataSource": task.datasource, "errorMsg": error}
+
+
+class DruidTaskResource:
+    def __init__(self, front_door, coordinator, authorizer, host: str | None = None) -> None:
+        self.front_door = front_door
+        self.coordinator = coordinator  # () -> CoordinatorClient or None
+        self.authorizer = authorizer
+        self.host = host
+
+    def _error(self, kind: str, message: str):
+        status, body = druid_error(qe.ClientError(kind, message), self.host)
+        return status, JSON, body
+
+    def submit(self, query, headers: dict):
+        """``query``: a parsed SqlQuery (sql_resource)."""
+        if not is_ingestion(query.query):
+            return self._error(qe.INVALID, "/druid/v2/sql/task runs INSERT and REPLACE statements; send a "
+                                           "SELECT to /druid/v2/sql")
+        user = headers.get(USER_HEADER)
+        note_call("http", headers.get(REMOTE_HEADER), user)
+        request = QueryRequest(user, sql=query.query, context=dict(query.context or {}), protocol="http")
+        try:
+            table = self.front_door.run(request).table
+        except qe.QueryFailed as exc:
+            status, body = druid_error(exc.error, self.host)
+            return status, JSON, body
+        task_id = table.column("task_id")[0].as_py()
+        return 200, JSON, orjson.dumps({"taskId": task_id, "state": "RUNNING"})
+
+    def _client(self):
+        client = self.coordinator() if callable(self.coordinator) else self.coordinator
+        if client is None:
+            raise qe.QueryFailed(qe.ClientError(qe.UNSUPPORTED, "no coordinator is reachable to read tasks from; "
+                                                               "is one running?"))
+        return client
+
+    def find_task(self, task_id: str, user):
+        try:
+            task = self._client().task(task_id)
+        except qe.QueryFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the coordinator's NOT_FOUND, or it being away
+            if "NOT_FOUND" in str(exc):
+                raise qe.QueryFailed(qe.ClientError(qe.NOT_FOUND, f"no task '{task_id}'")) from None
+            raise qe.QueryFailed(qe.client_error(exc)) from None
+        if not self.authorizer.can(user, "READ", "DATASOURCE", task.datasource):
+            raise qe.QueryFailed(qe.ClientError(qe.NOT_FOUND, f"no task '{task_id}'"))  # as if it did not exist
+        return task
+
+    def handle(self, method: str, path: str, query: dict, body: bytes, headers: dict):
+        parts = [p for p in path.split("/") if p]  # druid, indexer, v1, ...
+        rest = parts[3:]
+        user = headers.get(USER_HEADER)
+        try:
+            if method == "GET" and len(rest) == 3 and rest[0] == "task" and rest[2] in ("status", "reports"):
+                task = self.find_task(rest[1], user)
+                if rest[2] == "status":
+                    return 200, JSON, orjson.dumps({"task": task.id, "status": task_status(task)})
+                return 200, JSON, orjson.dumps(_reports(task))
+            if method == "GET" and rest == ["tasks"]:
+                return 200, JSON, orjson.dumps(self._tasks(query, user))
+        except qe.QueryFailed as exc:
+            status, out = druid_error(exc.error, self.host)
+            return status, JSON, out
+        return self._error(qe.NOT_FOUND, f"no Druid API at {method} {path}")
+
+    def _tasks(self, query: dict, user) -> list:
+        state = (query.get("state") or [""])[0].lower()
+        datasource = (query.get("datasource") or [""])[0]
+        if state and state not in _STATE_FILTERS:
+            raise qe.QueryFailed(qe.ClientError(qe.INVALID, f"state {state!r} is not one of "
+                                                            f"{', '.join(_STATE_FILTERS)}"))
+        try:
+            tasks = self._client().tasks(datasource)
+        except qe.QueryFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise qe.QueryFailed(qe.client_error(exc)) from None
+        wanted = _STATE_FILTERS.get(state)
+        return [task_status(t) for t in tasks if (wanted is None or t.state in wanted)
+                and self.authorizer.can(user, "READ", "DATASOURCE", t.datasource)]
+
+
+def _reports(task) -> dict:
+    try:
+        report = json.loads(task.report_json or "{}")
+    except ValueError:
+        report = {}
+    state = {"SUCCESS": "COMPLETED", "FAILED": "COMPLETED", "CANCELED": "COMPLETED"}.get(task.state, task.state)
+    return {"ingestionStatsAndErrors": {"type": "ingestionStatsAndErrors", "taskId": task.id, "payload": {
+        "ingestionState": state, "errorMsg": task.error or None, "report": report if isinstance(report, dict) else {}}}}
+
+
+__all__ = ["DruidTaskResource", "is_ingestion", "task_status"]

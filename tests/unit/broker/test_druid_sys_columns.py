@@ -1,0 +1,42 @@
+"""Druid's sys columns beside strata's: overshadowing by newer versions, shard specs, dimensions."""
+
+from __future__ import annotations
+
+import json
+
+from common.segment.segment_id import SegmentId
+from common.types.interval import Interval, parse_instant
+from services.broker.core.druid_sys_columns import add_segment_columns, server_properties_table, task_columns
+
+
+def sid(ds: str, start: str, end: str, version: str, partition: int = 0) -> SegmentId:
+    return SegmentId(ds, Interval(parse_instant(start), parse_instant(end)), version, partition)
+
+
+def test_a_newer_version_covering_the_interval_overshadows():
+    old_day = sid("wiki", "2015-09-12", "2015-09-13", "v1")
+    old_next = sid("wiki", "2015-09-13", "2015-09-14", "v1")
+    new_day = sid("wiki", "2015-09-12", "2015-09-13", "v2", 1)
+    other_ds = sid("other", "2015-09-12", "2015-09-13", "v0")
+    unpublished = sid("wiki", "2015-09-12", "2015-09-13", "v0")
+    rows = {s: {"is_published": 1, "replication": 2} for s in (old_day, old_next, new_day, other_ds)}
+    rows[unpublished] = {"is_published": 0, "replication": 1}
+    add_segment_columns(rows, {})
+    flags = {s: (r["is_overshadowed"], r["is_active"]) for s, r in rows.items()}
+    assert flags == {old_day: (1, 0), old_next: (0, 1), new_day: (0, 1), other_ds: (0, 1), unpublished: (0, 0)}
+    assert json.loads(rows[new_day]["shard_spec"]) == {"type": "numbered", "partitionNum": 1, "partitions": None}
+    assert rows[old_day]["num_replicas"] == 2 and rows[old_day]["is_realtime"] == 0
+    assert rows[old_day]["dimensions"] is None  # no descriptor known
+
+
+def test_task_and_server_property_columns():
+    class Task:
+        id, state, created_ms, error = "t1", "PENDING", 0, ""
+
+    assert task_columns(Task()) == {"group_id": "t1", "queue_insertion_time": "1970-01-01T00:00:00.000Z",
+                                    "runner_status": "PENDING", "location": None, "host": None,
+                                    "plaintext_port": -1, "tls_port": -1, "error_msg": None}
+    table = server_properties_table([("h:1", "broker", {"b": 2, "a": 1})])
+    assert table.to_pylist() == [
+        {"server": "h:1", "service_name": "strata/broker", "node_roles": '["broker"]', "property": "a", "value": "1"},
+        {"server": "h:1", "service_name": "strata/broker", "node_roles": '["broker"]', "property": "b", "value": "2"}]
