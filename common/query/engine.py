@@ -24,6 +24,7 @@ from common.query.projection_match import match_projection
 from common.query.row_source import RowSource, SegmentRowSource, TableRowSource
 from common.segment.scan_spec import ScanSpec
 from common.segment.segment import Segment
+from common.segment.segment_lease import leased
 from common.types.column_type import TIME_COLUMN, ColumnType
 
 
@@ -228,6 +229,11 @@ def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | N
         return execute_on_table(query, inner.table, inner.stats)
     # The same query text over the same segment objects has the same schema, passes the same
     # checks and chooses the same sources: kept, as a historical keeps its sources.
+    with leased(segments):  # an evicted or closed segment's file stays open until this run ends
+        return _execute_leased(query, text, segments, pool)
+
+
+def _execute_leased(query: Query, text: str | None, segments: Sequence[Segment], pool: Executor | None) -> Result:
     schema, sources = kept_queries.prepared(text, segments, lambda: _prepare(query, text, segments))
     if len(sources) > 1 and sum(src.num_rows for src in sources) > INLINE_ROWS:
         partials = list((pool or default_pool()).map(lambda src: run(query, src, schema), sources))

@@ -17,6 +17,7 @@ from common.segment.column_reader import ColumnReader
 from common.segment.container import Container
 from common.segment.encoding import StoredColumn, encoding_named
 from common.segment.manifest import ColumnManifest, ProjectionManifest, SegmentManifest
+from common.segment.segment_lease import SegmentLease
 from common.segment.scan_spec import ProjectionMatch, ScanSpec, SourceChoice
 from common.segment.segment_id import SegmentId
 from common.types.column_type import TIME_COLUMN, ColumnType
@@ -108,6 +109,8 @@ class Segment:
         self._base = SegmentTable(self, m.columns, m.num_rows, m.ordering)
         self._projections = {p.name: SegmentTable(self, p.columns, p.num_rows, p.ordering, p)
                              for p in m.projections}
+        # Every use holds the lease; ``close`` retires it, and the file closes after the last use.
+        self.lease = SegmentLease(self._close_now, str(m.segment_id))
         if verify:
             self._container.verify_all()
 
@@ -195,9 +198,15 @@ class Segment:
         self._container.check_unchanged()
 
     def close(self) -> None:
+        """Retire the segment (evicted, dropped, done with): no new lease, and its file and cached
+        parts go once the queries holding a lease finish."""
+        self.lease.retire()
+
+    def _close_now(self) -> None:
         for table in (self._base, *self._projections.values()):
             table.forget_columns()
         self._container.close()
+        self._container.release_file()
 
     def __repr__(self) -> str:
         return f"Segment({self.id}, rows={self.num_rows})"

@@ -88,14 +88,21 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
             asked = self.requests.get(request, data)
         except Exception as exc:  # noqa: BLE001 - every failure leaves with the status of its kind
             self._abort(context, exc, "bad query: ")
+        segments, missing = self.node.leases(asked.wanted)
+        try:  # every segment's file stays open until the query is done with it, evicted or not
+            if missing:
+                self.metrics.queries.labels(asked.query.datasource_name, asked.query.query_type,
+                                            "missing_segments").inc()
+                context.abort(grpc.StatusCode.NOT_FOUND,
+                              f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}")
+            return self._answer_leased(request, asked, segments, context, started)
+        finally:
+            for segment in segments:
+                segment.lease.release()
+
+    def _answer_leased(self, request, asked, segments, context, started):
         query = asked.query
         datasource, qtype = query.datasource_name, query.query_type
-        wanted = asked.wanted
-        segments, missing = self.node.segments(wanted)
-        if missing:
-            self.metrics.queries.labels(datasource, qtype, "missing_segments").inc()
-            context.abort(grpc.StatusCode.NOT_FOUND,
-                          f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}")
         schema = asked.schema or engine.union_schema(segments)
         try:
             budget = MemoryBudget.for_query(query.context, self.max_query_bytes, request.query_id,

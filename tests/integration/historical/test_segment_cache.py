@@ -338,12 +338,23 @@ def test_segments_in_use_survive_eviction(storage, built, tmp_path):
     assert segment._container.closed
     with cache.acquire(a) as missing:
         assert missing is None
-    # A plain get() holder is safe too: the file descriptor lives as long as the segment object.
+    # A plain get() holder takes no lease: holding the object does not keep the evicted file
+    # (its descriptor is closed and its blocks freed at eviction).
     held = load(cache, built.items[1])
-    held.column("channel")
+    fd = held._container._fd
     cache.drop(b)
     assert cache.evict(b) is True
-    assert totals(held) == expected(built, day_b)
+    assert held.lease.closed and held._container._fd == -1
+    with pytest.raises(OSError):
+        os.fstat(fd) if not os.path.exists(f"/proc/self/fd/{fd}") else _not_the_segment(fd, cache.path(b))
     # Evicted means gone: the next load pulls a fresh copy.
     load(cache, built.items[0])
     assert storage.pulls[deep_storage_key(a)] == 2
+
+
+def _not_the_segment(fd: int, path: str) -> None:
+    """Raise OSError unless ``fd`` (a number that may have been reused) still opens ``path``."""
+    target = os.readlink(f"/proc/self/fd/{fd}")
+    if target.startswith(path):
+        return
+    raise OSError(f"descriptor {fd} now opens {target}")
