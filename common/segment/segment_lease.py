@@ -2,8 +2,9 @@
 
 Every use of a segment's files holds a lease: ``acquire`` before, ``release`` after. Whoever owns
 the segment (a historical's cache, a caller of ``engine.execute``) ``retire``s it when it evicts or
-drops it; from then on no new lease is granted, and the file is closed when the last holder
-releases (at once when none does). Closing releases the descriptor, so an evicted file that was
+drops it; the file is closed when the last holder releases (at once when none does), and from
+then on no lease is granted. (Between the two, a holder may lease it again, say ``engine.execute``
+under a caller's lease; the owner no longer hands the segment to new queries.) Closing releases the descriptor, so an evicted file that was
 unlinked gives its disk blocks back as soon as the queries reading it finish, whatever still
 refers to the segment object (a prepared query, a plan kept for the next run): keeping the object
 is not keeping the file.
@@ -36,9 +37,9 @@ class SegmentLease:
         self._listeners: list[Callable[[], None]] = []
 
     def acquire(self) -> bool:
-        """Count one more use; False when the segment is retired (no new use may start)."""
+        """Count one more use; False when the segment's file is closed."""
         with self._lock:
-            if self._retired:
+            if self._closed:
                 return False
             self._holders += 1
             return True
@@ -77,7 +78,7 @@ class SegmentLease:
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
-        """A lease for the block; SegmentRetiredError if the segment was retired before it."""
+        """A lease for the block; SegmentRetiredError if the segment's file was closed before it."""
         if not self.acquire():
             raise SegmentRetiredError(f"segment {self.label} was evicted or dropped while the query started")
         try:
