@@ -8,6 +8,7 @@ serves a query is the segment's decision (``source_for``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Callable
@@ -26,6 +27,9 @@ from common.types.interval import Interval
 # A projection matcher answers, for one projection, one spec and the segment's interval, either
 # how the projection serves the spec or the reason it cannot.
 ProjectionMatcher = Callable[[ProjectionManifest, ScanSpec, Interval], ProjectionMatch | str]
+
+
+_GENERATIONS = itertools.count(1)
 
 
 class SegmentTable:
@@ -111,6 +115,8 @@ class Segment:
                              for p in m.projections}
         # Every use holds the lease; ``close`` retires it, and the file closes after the last use.
         self.lease = SegmentLease(self._close_now, str(m.segment_id))
+        # New at every open: what names this copy of the segment in a prepared query's key.
+        self.generation = next(_GENERATIONS)
         if verify:
             self._container.verify_all()
 

@@ -1,9 +1,9 @@
 """SegmentLease: a count of the queries using an open segment (Druid's ReferenceCountingSegment).
 
 Every use of a segment's files holds a lease: ``acquire`` before, ``release`` after. Whoever owns
-the segment (a historical's cache, a caller of ``engine.execute``) ``retire``s it when it evicts or
+the segment (a historical's cache, a caller of ``execute``) ``retire``s it when it evicts or
 drops it; the file is closed when the last holder releases (at once when none does), and from
-then on no lease is granted. (Between the two, a holder may lease it again, say ``engine.execute``
+then on no lease is granted. (Between the two, a holder may lease it again, say ``execute``
 under a caller's lease; the owner no longer hands the segment to new queries.) Closing releases the descriptor, so an evicted file that was
 unlinked gives its disk blocks back as soon as the queries reading it finish, whatever still
 refers to the segment object (a prepared query, a plan kept for the next run): keeping the object
