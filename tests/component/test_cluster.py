@@ -67,6 +67,29 @@ def test_broker_answers_like_the_in_process_engine(cluster, query):
 
 
 @pytest.mark.parametrize("query", QUERIES, ids=[q["queryType"] for q in QUERIES])
+def test_execute_and_a_historical_make_identical_partials_through_the_runner(cluster, query):
+    """One schedule: a historical's partial over its segments (bytes in, QueryRunner, bytes out)
+    is the in-process runner's partial over the same segments, rows and statistics alike."""
+    from common.query import query_runner
+    from common.query.engine import union_schema
+    from services.historical.client import HistoricalClient
+
+    node = cluster.historicals[0]
+    client = HistoricalClient(f"127.0.0.1:{node.grpc.port}")
+    try:
+        schema = union_schema(cluster.local_segments)
+        text = json.dumps(query)
+        remote = client.ask(text, "same-partials", [d.id for d in cluster.descriptors], schema, 30).read()
+    finally:
+        client.close()
+    prepared = query_runner.prepare(query, cluster.local_segments)
+    local = query_runner.QueryRunner().run(prepared)
+    assert remote.table.schema.names == local.table.schema.names
+    assert remote.table.to_pylist() == local.table.to_pylist()
+    assert remote.stats == local.stats
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=[q["queryType"] for q in QUERIES])
 def test_partials_too_large_for_one_message_are_streamed_without_running_twice(cluster, query, monkeypatch):
     import services.historical.server as historical_server
 
