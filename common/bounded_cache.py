@@ -21,10 +21,13 @@ _MISSING = object()
 
 class BoundedCache:
     def __init__(self, max_entries: int, max_bytes: int | None = None, ttl_s: float | None = None,
-                 on_evict: Callable[[Hashable, Any], None] | None = None) -> None:
+                 on_evict: Callable[[Hashable, Any], None] | None = None, *, sliding: bool = False,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.ttl_s = ttl_s
+        self.sliding = sliding  # a use moves an entry's expiry out by ``ttl_s`` again
+        self._clock = clock
         self._on_evict = on_evict  # called (outside the lock) for entries pushed out or expired
         self._entries: OrderedDict[Hashable, list] = OrderedDict()  # key -> [value, bytes, expires]
         self._bytes = 0
@@ -36,12 +39,15 @@ class BoundedCache:
             entry = self._entries.get(key)
             if entry is None:
                 return default
-            if entry[2] is not None and entry[2] < time.monotonic():
+            now = None if entry[2] is None else self._clock()
+            if now is not None and entry[2] <= now:
                 self._pop_locked(key)
                 gone = [(key, entry[0])]
             else:
                 if touch:
                     self._entries.move_to_end(key)
+                    if self.sliding and now is not None:
+                        entry[2] = now + self.ttl_s
                 return entry[0]
         self._evicted(gone)
         return default
@@ -55,7 +61,7 @@ class BoundedCache:
         if self.max_bytes is not None and nbytes > self.max_bytes:
             self.pop(key)
             return False
-        expires = None if self.ttl_s is None else time.monotonic() + self.ttl_s
+        expires = None if self.ttl_s is None else self._clock() + self.ttl_s
         with self._lock:
             self._pop_locked(key)
             self._entries[key] = [value, nbytes, expires]
@@ -75,6 +81,13 @@ class BoundedCache:
             gone = self._shrink_locked()
         self._evicted(gone)
 
+    def expire(self) -> int:
+        """Drop the expired entries now (their ``on_evict`` called); how many."""
+        with self._lock:
+            gone = self._shrink_locked()
+        self._evicted(gone)
+        return len(gone)
+
     def pop(self, key: Hashable, default=None):
         with self._lock:
             entry = self._pop_locked(key)
@@ -92,7 +105,7 @@ class BoundedCache:
             self._bytes = 0
 
     def items(self) -> Iterator[tuple[Hashable, Any]]:
-        """A snapshot of (key, value), least recent first (expired ones included until touched)."""
+        """A snapshot of (key, value), least recent first (expired ones included until dropped)."""
         with self._lock:
             return iter([(k, e[0]) for k, e in self._entries.items()])
 
@@ -111,9 +124,15 @@ class BoundedCache:
 
     def _shrink_locked(self) -> list:
         gone = []
-        now = time.monotonic() if self.ttl_s is not None else None
-        if now is not None:
-            for key in [k for k, e in self._entries.items() if e[2] < now]:
+        if self.ttl_s is not None:
+            # Entries are in the order of their last put (or use, when sliding), so with one TTL
+            # the expired ones are at the least recent end. (A use that only reorders may leave
+            # an expired one behind a live one: it is dropped when found, never returned.)
+            now = self._clock()
+            while self._entries:
+                key, entry = next(iter(self._entries.items()))
+                if entry[2] > now:
+                    break
                 gone.append((key, self._pop_locked(key)[0]))
         while self._entries and (len(self._entries) > self.max_entries
                                  or (self.max_bytes is not None and self._bytes > self.max_bytes)):

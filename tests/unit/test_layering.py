@@ -6,7 +6,9 @@
   allows (segment and types know nothing of queries, SQL or RPC);
 - roles talk to each other through per-role clients, never through the command line's
   ``ClusterClient`` (no module outside ``services/cli`` imports ``services.cli``);
-- no grab-bag modules (utils.py, helpers.py), and every package says what lives in it.
+- no grab-bag modules (utils.py, helpers.py), and every package says what lives in it;
+- no cache outside the runtime: no OrderedDict LRU, functools cache or id()-keyed state but in
+  the listed modules (common/bounded_cache.py is the one cache class).
 """
 
 from __future__ import annotations
@@ -117,3 +119,54 @@ def test_no_grab_bag_modules_and_every_package_says_what_it_holds():
                 if ast.get_docstring(ast.parse(f.read())) is None:
                     silent.append(m)
     assert silent == [], f"packages without a docstring saying what lives there: {silent}"
+
+
+# Where kept state may live (issue 24): the one bounded cache class, the node's memory budget of
+# decoded parts, the on-disk segment cache's plan; and memoized pure functions of their arguments
+# (parsing a time zone, an interval, a format), each listed here with its module.
+CACHE_MODULES = {"common/bounded_cache.py", "common/segment/part_cache.py", "services/historical/core/cache_plan.py"}
+MEMOIZED = {
+    "common/types/granularity.py", "common/types/interval.py", "common/types/time_zone.py",
+    "common/sql/statement_kind.py", "common/json/path_steps.py", "common/query/projection.py",
+    "common/demo/wikipedia.py", "common/expr/functions.py", "services/transport_security.py",
+}
+# ``id()`` of an object as a key keeps state that the object's identity, not its value, names: a
+# reused id answers for another object. Listed: a label (no state), and the projection matcher's
+# spec memo (to go: it belongs on the PreparedQuery).
+ID_CALLS = {"services/ingestion/spark_session.py", "common/query/projection.py"}
+
+
+def _cache_smells(path: str) -> list[str]:
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    out = []
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name == "OrderedDict" and path not in CACHE_MODULES:
+            out.append(f"{path}:{node.lineno} an OrderedDict (a hand-rolled LRU?): use common/bounded_cache.py")
+        if name in ("lru_cache", "cache") and isinstance(node, (ast.Name, ast.Attribute)) and \
+                (name == "lru_cache" or (isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == "functools")) \
+                and path not in MEMOIZED:
+            out.append(f"{path}:{node.lineno} functools.{name}: keep state in common/bounded_cache.py "
+                       f"(or list a pure function's memo in MEMOIZED)")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id" \
+                and path not in ID_CALLS:
+            out.append(f"{path}:{node.lineno} id(...): key kept state by a typed value, not an object's identity")
+    return out
+
+
+def test_no_cache_outside_the_runtime():
+    bad = [smell for m in COMMON + SERVICES for smell in _cache_smells(m)]
+    assert bad == [], "kept state outside the runtime's caches:\n" + "\n".join(bad)
+
+
+def test_the_cache_rule_catches_a_new_cache(tmp_path, monkeypatch):
+    monkeypatch.setitem(globals(), "ROOT", str(tmp_path))
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "kept.py").write_text(
+        "import functools\nfrom collections import OrderedDict\n_K = OrderedDict()\n"
+        "@functools.lru_cache(maxsize=8)\ndef f(x):\n    return x\n"
+        "def g(q, memo={}):\n    return memo.setdefault(id(q), q)\n")
+    found = _cache_smells("common/kept.py")
+    assert any("OrderedDict" in s for s in found)
+    assert any("functools.lru_cache" in s for s in found) and any("id(...)" in s for s in found)

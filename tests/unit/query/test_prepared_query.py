@@ -150,22 +150,26 @@ def test_a_real_segment_retired_drops_its_prepared_queries(segments, tmp_path):
 
 def test_bounded_cache_bounds_and_expiry():
     now = [0.0]
-    import common.bounded_cache as bounded
-
     gone = []
-    cache = BoundedCache(2, max_bytes=100, ttl_s=10, on_evict=lambda k, v: gone.append(k))
-    real = bounded.time.monotonic
-    bounded.time.monotonic = lambda: now[0]
-    try:
-        cache.put("a", 1, 10)
-        cache.put("b", 2, 10)
-        assert cache.get("a") == 1  # most recent now
-        cache.put("c", 3, 10)
-        assert "b" not in cache and gone == ["b"]
-        assert cache.put("d", 4, 1000) is False and "d" not in cache  # alone past the byte bound
-        cache.put("e", 5, 95)
-        assert list(k for k, _ in cache.items()) == ["e"] and cache.nbytes == 95
-        now[0] = 11.0
-        assert cache.get("e") is None and len(cache) == 0  # expired
-    finally:
-        bounded.time.monotonic = real
+    cache = BoundedCache(2, max_bytes=100, ttl_s=10, on_evict=lambda k, v: gone.append(k), clock=lambda: now[0])
+    cache.put("a", 1, 10)
+    cache.put("b", 2, 10)
+    assert cache.get("a") == 1  # most recent now
+    cache.put("c", 3, 10)
+    assert "b" not in cache and gone == ["b"]
+    assert cache.put("d", 4, 1000) is False and "d" not in cache  # alone past the byte bound
+    cache.put("e", 5, 95)
+    assert [k for k, _ in cache.items()] == ["e"] and cache.nbytes == 95
+    now[0] = 11.0
+    assert cache.get("e") is None and len(cache) == 0  # expired
+
+
+def test_bounded_cache_sliding_expiry():
+    now = [0.0]
+    cache = BoundedCache(10, ttl_s=10, sliding=True, clock=lambda: now[0])
+    cache.put("used", 1)
+    cache.put("idle", 2)
+    for t in (5.0, 12.0, 19.0):  # each use moves the expiry out
+        now[0] = t
+        assert cache.get("used") == 1
+    assert cache.expire() == 1 and "idle" not in cache and cache.get("used") == 1
