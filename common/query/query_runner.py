@@ -66,7 +66,7 @@ class QueryRunner:
         # Runs hold a slot, on the pool or on the caller's thread: the slots, not the pool, bound
         # how many segment scans run at once, so a one-segment query can run on the thread that
         # received it without lifting the bound.
-        self._slots = threading.BoundedSemaphore(slots) if slots else None
+        self.slots = threading.BoundedSemaphore(slots) if slots else None
 
     @property
     def pool(self) -> Executor:
@@ -141,15 +141,15 @@ class QueryRunner:
     @contextlib.contextmanager
     def _slot(self, deadline: Deadline):
         deadline.check()
-        if self._slots is None:
+        if self.slots is None:
             yield
             return
-        while not self._slots.acquire(timeout=SLOT_POLL_S):
+        while not self.slots.acquire(timeout=SLOT_POLL_S):
             deadline.check()
         try:
             yield
         finally:
-            self._slots.release()
+            self.slots.release()
 
 
 def _round_base(prepared: PreparedQuery) -> tuple:

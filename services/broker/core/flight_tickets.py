@@ -40,11 +40,18 @@ class FlightTickets:
     def __init__(self, ttl_s: float = 300.0, max_entries: int = 10_000,
                  clock: Callable[[], float] = time.monotonic,
                  on_drop: Callable[[FlightTicket], None] | None = None) -> None:
-        self.ttl_s = ttl_s
         self.on_drop = on_drop  # called, outside the lock, for each entry that leaves unfetched
         self.max_entries = max_entries
         self._clock = clock
         self._entries = BoundedCache(max_entries, ttl_s=ttl_s, clock=clock, on_evict=self._dropped)
+
+    @property
+    def ttl_s(self) -> float:
+        return self._entries.ttl_s
+
+    @ttl_s.setter
+    def ttl_s(self, value: float) -> None:
+        self._entries.ttl_s = value  # for tickets issued from now on
 
     def put(self, request: Any, schema: pa.Schema, user: str | None, prefetch: Any = None) -> bytes:
         handle = os.urandom(16)
