@@ -181,16 +181,6 @@ def run_together(query: Query, sources: Sequence[RowSource], schema: dict[str, C
     return partial
 
 
-def run_batch(query: Query, sources: Sequence[RowSource], schema: dict[str, ColumnType],
-              budget: MemoryBudget = UNLIMITED, prepared: PreparedQuery | None = None) -> list[Partial]:
-    """One batch's partials: one merged partial when it runs together, else one per source."""
-    if len(sources) > 1:
-        together = run_together(query, sources, schema, budget, prepared)
-        if together is not None:
-            return [together]
-    return [run(query, src, schema, budget, prepared) for src in sources]
-
-
 def merge(query: Query, partials: Sequence[Partial], budget: MemoryBudget = UNLIMITED) -> Partial:
     return _engine(query).merge(query, list(partials), budget)
 
@@ -215,5 +205,5 @@ def execute_on_table(query: Query, table: pa.Table, stats: RunStats | None = Non
     return Result(finalize(query, merged, source.schema), merged.stats)
 
 
-__all__ = ["Result", "batches", "execute_on_table", "finalize", "merge", "run", "run_batch",
+__all__ = ["Result", "batches", "execute_on_table", "finalize", "merge", "run",
            "run_together", "union_schema", "validate"]

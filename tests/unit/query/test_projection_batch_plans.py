@@ -18,9 +18,9 @@ import pytest
 
 from common.errors import SegmentCorruptError
 from common.query import engine, query_runner
-from common.query.prepared_query import PreparedCache, PreparedKey
-from common.query.model import query_from_json
+from common.query.prepared_query import PreparedCache
 from common.query.sketch_aggregators import HllSketch
+from tests.unit.query.test_prepared_query import _run as _prepared_run
 from common.segment.segment import Segment
 from common.types.column_type import ColumnType
 from tests.unit.query.test_projections import CORPUS, _same, segments  # noqa: F401 - segments is a fixture
@@ -123,30 +123,15 @@ def test_a_kept_plan_is_not_reused_under_another_declared_type(segments, declare
     base_query = {**query, "context": {"noProjections": True}}
     answers, kept = {}, {}
     for types in (schema, numeric, schema, numeric):
-        base, _ = _prepared_run(cache, base_query, segments, types)
-        got, prepared = _prepared_run(cache, query, segments, types)
+        base, _, _ = _prepared_run(cache, base_query, segments, types)
+        got, _, prepared = _prepared_run(cache, query, segments, types)
         assert _same(got, base), (declared, types["code"])
         projected = tuple(src for src in prepared.sources if src.pre_aggregated)
         assert len(projected) == 2 and prepared.kept("batch", projected) is not None  # kept for these types
         assert kept.setdefault(str(types["code"]), prepared) is prepared  # found again under the same types
         answers.setdefault(str(types["code"]), got)
     assert kept["STRING"] is not kept[declared]
-    assert query_from_json(query) is not None and not _same(answers["STRING"], answers[declared])
-
-
-def _prepared_run(cache, query: dict, segments, types):
-    """What a historical does: the query prepared under the declared ``types``, run, finalized."""
-    text = query_runner.fingerprint(query)
-    key = PreparedKey(text, tuple(types.items()), tuple(s.generation for s in segments))
-    prepared = cache.prepared(key, segments, lambda: _over(query, segments, types))
-    merged = query_runner.QueryRunner().run(prepared)
-    return engine.finalize(prepared.query, merged, types), prepared
-
-
-def _over(query: dict, segments, types):
-    made = query_runner.prepared_over(query_from_json(query), segments)
-    made.schema = types
-    return made
+    assert not _same(answers["STRING"], answers[declared])
 
 
 def test_hll_unions_per_source_match_one_union_and_are_made_again_each_run():

@@ -15,6 +15,7 @@ import pytest
 from common.query import engine
 from common.query.model import query_from_json
 from common.query.prepared_query import PreparedKey, PreparedQuery
+from common.query.query_runner import QueryRunner
 from common.types.column_type import ColumnType
 from tests.unit.query.test_projections import CORPUS, _same, segments  # noqa: F401 - segments is a fixture
 
@@ -28,9 +29,7 @@ def _historical_run(query, sources, schema):
     and finalized as the broker would."""
     key = PreparedKey(query.json_text(), tuple(schema.items()), ())
     prepared = _PREPARED.setdefault((key, tuple(sources)), PreparedQuery(key, query, schema, (), sources))
-    partials = [p for batch in engine.batches(query, sources)
-                for p in engine.run_batch(query, [sources[i] for i in batch], schema, prepared=prepared)]
-    merged = engine.merge(query, partials)
+    merged = QueryRunner().run(prepared)
     return engine.finalize(query, merged, schema), merged.stats
 
 
