@@ -92,10 +92,13 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
             key = PreparedKey(request.query_json, tuple(declared.items()), tuple(s.generation for s in segments))
             try:
                 prepared = self.prepared.prepared(key, segments, lambda: _prepare(request.query_json, declared, segments))
+            except Exception as exc:  # noqa: BLE001 - every failure leaves with the status of its kind
+                self._abort(context, exc, "bad query: ")
+            try:
                 budget = MemoryBudget.for_query(prepared.query.context, self.max_query_bytes, request.query_id,
                                                 f"historical {self.node.server_id}")
-            except Exception as exc:  # noqa: BLE001 - a bad query or maxBytesInMemory is the user's error
-                self._abort(context, exc, "bad query: ")
+            except Exception as exc:  # noqa: BLE001 - a bad maxBytesInMemory value is the user's error
+                self._abort(context, exc)
             return self._run(prepared, budget, request.query_id, context, started)
         finally:
             for segment in segments:
