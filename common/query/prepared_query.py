@@ -19,7 +19,8 @@ selections, coverage, batch plans); no aggregate's result is kept (a run always 
 intermediates and combines them). The cache is bounded in entries and bytes, its bytes are
 charged to the node's memory budget (the decoded-part cache's, ``part_cache.PROCESS_CACHE``), and
 a prepared query is dropped as soon as one of its segments is retired (``SegmentLease``), so it
-never outlives its segments' files.
+never outlives its segments' files. (It does keep the segment objects it was prepared over until
+then or until it is pushed out: a caller of ``execute`` closes the segments it is done with.)
 """
 
 from __future__ import annotations

@@ -16,7 +16,6 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-import grpc
 import pyarrow as pa
 
 from common.bounded_cache import BoundedCache
