@@ -3,23 +3,23 @@
 ``run(query, segment) -> Partial``, ``merge(query, partials) -> Partial`` and
 ``finalize(query, partial) -> pa.Table`` are the three steps the cluster splits between
 historicals (run, and merge of their own segments) and the broker (merge, finalize).
-``execute`` does all three in-process, running segments in parallel on a thread pool.
+``query_runner`` schedules them (``QueryRunner``) and ``query_runner.execute`` does all three
+in-process.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from common.errors import ValidationError, unknown_name_message
-from common.query import grouped_engine, kept_queries, scan_engine
+from common.query import grouped_engine, scan_engine
 from common.query.memory_budget import UNLIMITED, MemoryBudget
 from common.query.model import GroupByQuery, Query, ScanQuery, TimeseriesQuery, TopNQuery
 from common.query.partial import Partial, RunStats
+from common.query.prepared_query import PreparedQuery
 from common.query.projection_match import match_projection
 from common.query.row_source import RowSource, SegmentRowSource, TableRowSource
 from common.segment.scan_spec import ScanSpec
@@ -112,22 +112,20 @@ def source_for(query: Query, segment: Segment) -> SegmentRowSource:
     return src
 
 
-def _coverage(source: RowSource, query: Query):
-    memo = source.coverage_memo  # a kept source runs the same query again and again
-    if memo is not None and memo[0] is query:
-        return memo[1]
+def _coverage(source: RowSource, query: Query, prepared: PreparedQuery | None = None):
+    if prepared is not None:
+        return prepared.reuse("coverage", source, lambda: _coverage(source, query))
     if source.interval is not None:
         iv = source.interval
         spans = [(max(iv.start, q.start), min(iv.end, q.end)) for q in query.intervals if q.overlaps(iv)]
-        out = (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
-    else:
-        out = source.time_bounds()
-    source.coverage_memo = (query, out)
-    return out
+        return (min(s[0] for s in spans), max(s[1] for s in spans)) if spans else None
+    return source.time_bounds()
 
 
 def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType] | None = None,
-        budget: MemoryBudget = UNLIMITED) -> Partial:
+        budget: MemoryBudget = UNLIMITED, prepared: PreparedQuery | None = None) -> Partial:
+    """One segment's (or row source's) partial. ``prepared``: the query's preparation, whose kept
+    selections and coverage its sources reuse."""
     if isinstance(source, Segment):
         # A file changed on disk since it was opened fails the query (and is fetched again) even
         # when the parts it needs are already in memory.
@@ -135,7 +133,11 @@ def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType]
     src = source_for(query, source) if isinstance(source, Segment) else source
     if schema is None:
         schema = dict(src.schema)
-    partial = _engine(query).run(query, src, schema, _coverage(src, query), budget)
+    coverage = _coverage(src, query, prepared)
+    if isinstance(query, ScanQuery):
+        partial = scan_engine.run(query, src, schema, coverage, budget)
+    else:
+        partial = _engine(query).run(query, src, schema, coverage, budget, prepared)
     if isinstance(source, Segment):
         source.check_unchanged()  # and a file changed while the query read it gives no rows either
     partial.projection = src.projection
@@ -166,27 +168,17 @@ def batches(query: Query, sources: Sequence[RowSource]) -> list[list[int]]:
 
 
 def run_together(query: Query, sources: Sequence[RowSource], schema: dict[str, ColumnType],
-                 budget: MemoryBudget = UNLIMITED) -> Partial | None:
+                 budget: MemoryBudget = UNLIMITED, prepared: PreparedQuery | None = None) -> Partial | None:
     """The merged partial of one batch of projection sources (see ``batches``), or None when they
     must run one by one after all."""
     if isinstance(query, ScanQuery):
         return None
-    spans = [c for c in (_coverage(src, query) for src in sources) if c is not None]
+    spans = [c for c in (_coverage(src, query, prepared) for src in sources) if c is not None]
     coverage = (min(c[0] for c in spans), max(c[1] for c in spans)) if spans else None
-    partial = grouped_engine.run_together(query, list(sources), schema, coverage, budget)
+    partial = grouped_engine.run_together(query, list(sources), schema, coverage, budget, prepared)
     if partial is not None:
         partial.projection = sources[0].projection
     return partial
-
-
-def run_batch(query: Query, sources: Sequence[RowSource], schema: dict[str, ColumnType],
-              budget: MemoryBudget = UNLIMITED) -> list[Partial]:
-    """One batch's partials: one merged partial when it runs together, else one per source."""
-    if len(sources) > 1:
-        together = run_together(query, sources, schema, budget)
-        if together is not None:
-            return [together]
-    return [run(query, src, schema, budget) for src in sources]
 
 
 def merge(query: Query, partials: Sequence[Partial], budget: MemoryBudget = UNLIMITED) -> Partial:
@@ -203,53 +195,6 @@ class Result:
     stats: RunStats
 
 
-_POOL: ThreadPoolExecutor | None = None
-# Below this many rows to read in all (projection rows, small segments), segments run in the caller.
-INLINE_ROWS = 200_000
-
-
-def default_pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2), thread_name_prefix="strata-engine")
-    return _POOL
-
-
-def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | None = None) -> Result:
-    """Run a native query over segments in-process (what a one-node cluster does)."""
-    if isinstance(query, dict):
-        text = kept_queries.query_text(query)
-        query = kept_queries.parsed(query, text)
-    else:
-        text = kept_queries.text_of(query) if isinstance(query.datasource, str) else None
-        query = kept_queries.kept(text, query)
-    if not isinstance(query.datasource, str):
-        inner = execute(query.datasource, segments, pool)
-        return execute_on_table(query, inner.table, inner.stats)
-    # The same query text over the same segment objects has the same schema, passes the same
-    # checks and chooses the same sources: kept, as a historical keeps its sources.
-    schema, sources = kept_queries.prepared(text, segments, lambda: _prepare(query, text, segments))
-    if len(sources) > 1 and sum(src.num_rows for src in sources) > INLINE_ROWS:
-        partials = list((pool or default_pool()).map(lambda src: run(query, src, schema), sources))
-    else:
-        # A few thousand pre-aggregated rows take less time than handing them to worker threads,
-        # whose scheduling on a busy machine cost more than the work itself; the projection
-        # sources of one projection run as one pass.
-        partials = [p for batch in batches(query, sources) for p in run_batch(query, [sources[i] for i in batch], schema)]
-    merged = merge(query, partials)
-    return Result(finalize(query, merged, schema), merged.stats)
-
-
-def _prepare(query: Query, text: str | None, segments: Sequence[Segment]) -> tuple[dict, list[RowSource]]:
-    """The schema of the query's datasource over ``segments`` (the query checked against it) and
-    the row sources of the segments it reads."""
-    chosen = [s for s in segments if s.id.datasource == query.datasource
-              and any(iv.overlaps(s.interval) for iv in query.intervals)]
-    schema = union_schema(s for s in segments if s.id.datasource == query.datasource)
-    validate(query, schema)
-    return schema, [kept_queries.source(text, s, lambda s=s: source_for(query, s)) for s in chosen]
-
-
 def execute_on_table(query: Query, table: pa.Table, stats: RunStats | None = None) -> Result:
     """Run a query over an in-memory table (a subquery's result)."""
     source = TableRowSource(table, "subquery")
@@ -260,5 +205,5 @@ def execute_on_table(query: Query, table: pa.Table, stats: RunStats | None = Non
     return Result(finalize(query, merged, source.schema), merged.stats)
 
 
-__all__ = ["Result", "batches", "execute", "execute_on_table", "finalize", "merge", "run", "run_batch",
+__all__ = ["Result", "batches", "execute_on_table", "finalize", "merge", "run",
            "run_together", "union_schema", "validate"]

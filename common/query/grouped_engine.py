@@ -25,7 +25,8 @@ from common.query.memory_budget import UNLIMITED, MemoryBudget, group_bytes
 from common.query.model import GroupByQuery, TimeseriesQuery, TopNQuery, _Aggregating
 from common.query.ordering import SortKey, sort_table
 from common.query.partial import Partial, RunStats, decode_dictionaries, union_coverage
-from common.query.projection_batch import PLANS, BatchPlan
+from common.query.prepared_query import PreparedQuery
+from common.query.projection_batch import MAX_ROWS, BatchPlan
 from common.query.row_source import ColumnSource, RowSource, _int64
 from common.query.selection import evaluate_values, select, select_projection_rows
 from common.types.column_type import TIME_COLUMN, TIMESTAMP, ColumnType, TypeKind
@@ -64,16 +65,16 @@ def _dimension_codes(cols, name: str) -> KeyCodes:
     return codes_from_array(cols[name])
 
 
-def _select(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType]):
+def _select(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], prepared=None):
     flt = source.residual_filter if source.replaces_filter else query.filter
     if source.pre_aggregated:
-        return select_projection_rows(source, flt, query.intervals, query.virtual_columns, schema, query)
+        return select_projection_rows(source, flt, query.intervals, query.virtual_columns, schema, prepared)
     return select(source, flt, list(query.intervals), query.virtual_columns, schema)
 
 
 def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], coverage=None,
-        budget: MemoryBudget = UNLIMITED) -> Partial:
-    sel = _select(query, source, schema)
+        budget: MemoryBudget = UNLIMITED, prepared: PreparedQuery | None = None) -> Partial:
+    sel = _select(query, source, schema, prepared)
     cols = sel.columns
     n = cols.num_rows
     keys: list[KeyCodes] = []
@@ -109,28 +110,29 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
 
 
 def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str, ColumnType], coverage=None,
-                 budget: MemoryBudget = UNLIMITED) -> Partial | None:
+                 budget: MemoryBudget = UNLIMITED, prepared: PreparedQuery | None = None) -> Partial | None:
     """The merged partial of several projection sources (pre-aggregated rows of one projection, a
     few thousand per segment) in one pass: each source's rows are selected and keyed as ``run``
     does, then all of them are grouped and combined once, instead of one group-and-combine per
     segment and a merge of the partials (whose fixed costs were most of the time of a query over
     projection rows). None when the sources' keys or intermediates do not line up (different
     stored types, array keys): the caller runs them one by one. The selection and keying is kept
-    for the next runs of the same query over the same sources (``projection_batch``); the first
-    run that finds it prepares it for reading whole columns (``_kept``)."""
+    on the ``prepared`` query for its next runs (``projection_batch``); the first run that finds it
+    prepares it for reading whole columns (``_kept``)."""
     if any(source.aggregator_filters for source in sources):
         return None  # filtered aggregators over stored intermediates run one source at a time
-    plan = PLANS.get(query, sources, schema)
+    batch = tuple(sources)
+    plan = prepared.kept("batch", batch) if prepared is not None else None
     fresh = plan is None
     selected: list[ColumnSource] = []
     if fresh:
-        made = _plan_together(query, sources, schema)
+        made = _plan_together(query, sources, schema, prepared)
         if made is None:
             return None
         plan, selected = made
     elif not plan.kept:
         plan = _kept(plan, query, sources)  # a new object: runs holding the old one keep using it whole
-        PLANS.put(plan)
+        _keep(prepared, batch, plan)
     groups = plan.groups
     budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
                   f"the {groups.count:,} groups of a {query.query_type} over {len(sources)} segments' projection rows")
@@ -188,9 +190,18 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
         elif not direct and plan.reorder is not None:
             values = values.take(plan.reorder)  # the rows read one source at a time, in group order
         out[agg.name] = agg.combine_groups(values, groups)
-    if fresh:
-        PLANS.put(plan)
+    if fresh and prepared is not None:
+        _keep(prepared, batch, plan)
     return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
+
+
+def _keep(prepared: PreparedQuery, batch: tuple, plan: BatchPlan) -> None:
+    if plan.matched > MAX_ROWS:
+        return  # past this the query's own work dwarfs the keying
+    for arr in (plan.groups.gid, plan.groups.run_starts, *plan.rows):
+        if arr is not None:
+            arr.flags.writeable = False  # shared by every later run of the query
+    prepared.keep("batch", batch, plan, plan.nbytes)
 
 
 def _reads_as_stored(query: _Aggregating, sources: list[RowSource], schema: dict[str, ColumnType],
@@ -207,7 +218,7 @@ def _reads_as_stored(query: _Aggregating, sources: list[RowSource], schema: dict
     return all(isinstance(p, pa.Array) and not pa.types.is_dictionary(p.type) for parts in agg_parts for p in parts)
 
 
-def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[str, ColumnType]
+def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[str, ColumnType], prepared
                    ) -> tuple[BatchPlan, list[ColumnSource]] | None:
     """Each source's selected rows (and the view of them that read the keys) and the groups of all
     their keys (see ``run_together``)."""
@@ -217,17 +228,9 @@ def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[s
     dim_parts: list[list[KeyCodes]] = [[] for _ in dims]
     rows, selected, counts = [], [], []
     in_segments = after_prefilter = matched = 0
-    checked = {TIME_COLUMN, *(d.dimension for d in dims)}
-    if query.filter is not None:
-        checked |= query.filter.columns()
-    for vc in query.virtual_columns:
-        checked |= {vc.name, *vc.columns()}
     for source in sources:
-        sel = _select(query, source, schema)
+        sel = _select(query, source, schema, prepared)
         cols = sel.columns
-        if source.replaces_filter and source.residual_filter is not None:
-            checked |= source.residual_filter.columns()
-        checked |= {source.aggregator_columns[agg.name] for agg in query.aggregations}
         if timed:
             times.append(cols.time())  # bucketed once, below
         for parts, dim in zip(dim_parts, dims):
@@ -256,9 +259,7 @@ def _plan_together(query: _Aggregating, sources: list[RowSource], schema: dict[s
     if matched == 0:
         groups.count = 0
         groups.keys = [k.values.slice(0, 0) for k in keys]
-    order = tuple(sorted(checked))
-    plan = BatchPlan(query, tuple(sources), order, tuple(schema.get(n) for n in order), tuple(rows), (), (), names,
-                     groups, in_segments, after_prefilter, matched)
+    plan = BatchPlan(tuple(rows), (), (), names, groups, in_segments, after_prefilter, matched)
     ends = np.cumsum(counts)
     plan.gids = [groups.gid[end - count:end] for count, end in zip(counts, ends)]
     return plan, selected

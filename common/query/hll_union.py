@@ -22,12 +22,12 @@ back to the datasketches union.
 from __future__ import annotations
 
 import struct
-import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+
+from common.bounded_cache import BoundedCache
 
 _SER_VER = 1
 _FAMILY = 7
@@ -72,9 +72,6 @@ class _Decoded:
     row_regs: np.ndarray  # their registers, (len(hll_rows), k) uint8
     coupons: np.ndarray  # uint32 coupons of coupon-mode images
     coupon_rows: np.ndarray  # the row number of each coupon
-    # The union of every row, once computed: a query whose one group takes the whole column (a
-    # day bucket over a day segment's projection) asks it again at every run of a cached entry.
-    whole: list = field(default_factory=list, compare=False, repr=False)
 
     @property
     def nbytes(self) -> int:
@@ -92,11 +89,8 @@ class _DecodedCache:
 
     def __init__(self, max_bytes: int, max_seen: int = 4096) -> None:
         self.max_bytes = max_bytes
-        self.max_seen = max_seen
-        self._entries: OrderedDict = OrderedDict()
-        self._seen: OrderedDict = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
+        self._entries = BoundedCache(1 << 20, max_bytes)  # key -> (decoded, the buffers it came from)
+        self._seen = BoundedCache(max_seen)
 
     @staticmethod
     def key(values: pa.Array, lg_k: int) -> tuple:
@@ -105,29 +99,17 @@ class _DecodedCache:
 
     def get(self, values: pa.Array, lg_k: int) -> _Decoded | None:
         key = self.key(values, lg_k)
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None:
-                self._entries.move_to_end(key)
-                return hit[0]
-            again = key in self._seen
-            self._seen[key] = True
-            while len(self._seen) > self.max_seen:
-                self._seen.popitem(last=False)
+        hit = self._entries.get(key)
+        if hit is not None:
+            return hit[0]
+        again = key in self._seen
+        self._seen.put(key, True)
         decoded = _decode(values, lg_k)
         if decoded is None or not again:
             return decoded
         buffers = values.buffers()
         # What an entry costs: its arrays and the buffers it keeps alive.
-        cost = decoded.nbytes + sum(b.size for b in buffers if b is not None)
-        if cost <= self.max_bytes:
-            with self._lock:
-                if key not in self._entries:
-                    self._entries[key] = (decoded, buffers, cost)
-                    self._bytes += cost
-                    while self._bytes > self.max_bytes:
-                        _, (_, _, old) = self._entries.popitem(last=False)
-                        self._bytes -= old
+        self._entries.put(key, (decoded, buffers), decoded.nbytes + sum(b.size for b in buffers if b is not None))
         return decoded
 
 
@@ -218,14 +200,11 @@ def _merge(decoded: _Decoded, gid: np.ndarray, groups: int, lg_k: int) -> pa.Arr
     ints, row_of, hll_idx = decoded.coupons, decoded.coupon_rows, decoded.hll_rows
     if groups == 1 and len(hll_idx):
         # The whole column into one group that holds registers (a coarse bucket over a
-        # projection): no grouping work at all, and none the next time for a cached column.
-        if decoded.whole:
-            return decoded.whole[0]
+        # projection): no grouping work at all. Made again at every run: a kept union would be a
+        # result cache.
         regs = np.maximum.reduce(decoded.row_regs, axis=0)
         np.maximum.at(regs, (ints & (k - 1)).astype(np.intp), (ints >> 26).astype(np.uint8))
-        out = pa.array([_register_image(regs, lg_k)], pa.binary())
-        decoded.whole.append(out)
-        return out
+        return pa.array([_register_image(regs, lg_k)], pa.binary())
     # Registers of HLL-mode rows, merged per group by maximum.
     hll_gid = gid[hll_idx]
     hll_groups = np.unique(hll_gid)

@@ -48,9 +48,6 @@ class RowSource:
     # Sources whose rows ``engine.run_together`` may answer in one pass share this key (the same
     # projection, stored the same way); None for base rows and tables.
     batch_key: tuple | None = None
-    # A pre-aggregated source's rows selected for one query (``selection.select_projection_rows``).
-    selection_memo: tuple | None = None
-    coverage_memo: tuple | None = None  # (query, its time coverage of this source)
     interval: Interval | None = None  # the segment's interval, for time coverage
 
     def time(self) -> np.ndarray:

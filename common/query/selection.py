@@ -159,33 +159,28 @@ MEMO_MAX_ROWS = 16_384
 
 
 def select_projection_rows(source: RowSource, filter_: Filter | None, intervals, virtual_columns, expected,
-                           owner) -> Selection:
-    """``select`` for a projection's rows (a pre-aggregated source), remembered on the source for
-    the query object ``owner``: a historical keeps each segment's source for one query JSON
-    (services/historical/source_cache.py) and runs it again and again, and the filter's work on
-    projection rows (dictionary lookups, bitmap unions, a residual filter over the values) was
-    about 40% of a historical's time for the bench's 3-channel hourly query. The stored rows
-    never change, so the rows selected depend only on the query and on the declared types of
-    the columns the filter and virtual columns read, which are compared on every use. Bytes the
-    selection read are counted again on each run."""
-    memo = source.selection_memo
-    if memo is not None and memo[0] is owner:
-        _, names, types, rows, after_pre, touched, nbytes = memo
-        if types == tuple(expected.get(n) for n in names):
-            cols = ColumnSource(source, rows, virtual_columns, expected)
-            cols._touched.update(touched)
-            cols._bytes[0] = nbytes
-            return Selection(cols, after_pre)
+                           prepared=None) -> Selection:
+    """``select`` for a projection's rows (a pre-aggregated source), kept on the ``prepared`` query
+    (common/query/prepared_query.py) for its next runs: the filter's work on projection rows
+    (dictionary lookups, bitmap unions, a residual filter over the values) was about 40% of a
+    historical's time for the bench's 3-channel hourly query. The stored rows never change, so the
+    rows selected depend only on the query and the declared types, both in the prepared query's
+    key. Bytes the selection read are counted again on each run."""
+    memo = prepared.kept("selection", source) if prepared is not None else None
+    if memo is not None:
+        rows, after_pre, touched, nbytes = memo
+        cols = ColumnSource(source, rows, virtual_columns, expected)
+        cols._touched.update(touched)
+        cols._bytes[0] = nbytes
+        return Selection(cols, after_pre)
     sel = select(source, filter_, intervals, virtual_columns, expected)
-    names = set(filter_.columns()) if filter_ is not None else set()
-    for vc in virtual_columns:
-        names |= set(vc.columns())
-    names = tuple(sorted(names))
+    if prepared is None:
+        return sel
     rows = sel.columns.rows
     if rows is not None:
         if len(rows) > MEMO_MAX_ROWS:
             return sel
         rows.flags.writeable = False  # shared by every later run of the query
-    source.selection_memo = (owner, names, tuple(expected.get(n) for n in names), rows, sel.rows_after_prefilter,
-                             frozenset(sel.columns._touched), sel.columns.bytes_read)
+    prepared.keep("selection", source, (rows, sel.rows_after_prefilter, frozenset(sel.columns._touched),
+                                        sel.columns.bytes_read), 0 if rows is None else rows.nbytes)
     return sel

@@ -117,7 +117,7 @@ class HllSketch(Aggregator):
 
     def combine_parts(self, parts, gids, groups):
         """Each source's sketches unioned per group as one segment's run would (a stored column
-        is decoded once, and a column that is one whole group is unioned once: ``hll_union``),
+        is decoded once: ``hll_union``),
         then those unions per group, as a merge of the segments' partials would. Every run
         unions again: only the decoding is kept (``hll_union.DECODED``), never a union's result,
         so a repeated query costs what its first run's reading and merging cost."""

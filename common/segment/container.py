@@ -35,7 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from common.errors import SegmentCorruptError
+from common.errors import SegmentCorruptError, StrataError
 from common.segment.part_cache import PROCESS_CACHE, DecodedPartCache
 from common.segment.part_codec import CODECS, CodecError, PartCompression, decompress, parse_codec
 
@@ -152,10 +152,10 @@ class Container:
         self._closed = False
         self._entries: dict = {}
         try:
-            # One descriptor for the life of this object, closed when it is collected, not by
-            # close(): a reader still holding the segment after an eviction keeps reading the
-            # inode it verified (unlinked, or with a new copy renamed over its path), as a memory
-            # map would, and a descriptor number is never reused under a reader.
+            # One descriptor, closed by ``release_file`` (a Segment does it when its last lease
+            # ends, see segment_lease.py) or when this object is collected: a reader holding a
+            # lease after an eviction keeps reading the inode it verified (unlinked, or with a
+            # new copy renamed over its path), and the descriptor is never closed under it.
             fd = os.open(path, os.O_RDONLY)
         except OSError as exc:
             raise SegmentCorruptError(f"segment {self.label}: cannot open {path}: {exc}") from None
@@ -199,6 +199,9 @@ class Container:
         """``length`` bytes at ``offset`` into a fresh (64-byte aligned) buffer. Positioned reads
         instead of a memory map: a file truncated under a mapping kills the process with SIGBUS
         on the next touch of a page past its new end, while a short read is just an error."""
+        if self._fd < 0:
+            raise StrataError(f"segment {self.label}: read of {what} after its file was released: "
+                              f"the reader held no lease on the segment")
         buf = pa.allocate_buffer(length)
         view = memoryview(buf)
         done = 0
@@ -222,7 +225,7 @@ class Container:
         anyway (each part read is checked against its crc32 and a short read is an error); this
         makes a query fail, and the copy get fetched again, as soon as the change is visible,
         even when every part the query needs is already in memory."""
-        if self._closed:
+        if self._closed or self._fd < 0:
             # Evicted (its file unlinked by the cache) or replaced: no path leads to that inode
             # any more, and a reader still holding it reads what it verified.
             return
@@ -345,6 +348,11 @@ class Container:
         stay valid either way: they live in memory, not in the file."""
         self._closed = True
         self._cache.evict(self._token)
+
+    def release_file(self) -> None:
+        """Close the descriptor now (an unlinked file's blocks are freed); reads fail after it."""
+        self._fd = -1
+        self._finalizer()
 
 
 # Schema message bytes -> schema. A column's blocks repeat one schema message, and reading the

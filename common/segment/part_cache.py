@@ -43,6 +43,7 @@ class DecodedPartCache:
         self._entries: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._loading: dict[Hashable, _Loading] = {}
         self._bytes = 0
+        self._charged = 0  # bytes other caches of this node hold against the same budget (``charge``)
         self._hits = self._misses = self._evictions = 0
         self._lock = threading.Lock()
 
@@ -77,7 +78,7 @@ class DecodedPartCache:
         else:
             pending.value = value
             with self._lock:
-                if nbytes <= self.max_bytes:
+                if nbytes + self._charged <= self.max_bytes:
                     self._entries[key] = (value, nbytes)
                     self._bytes += nbytes
                     self._shrink()
@@ -98,8 +99,15 @@ class DecodedPartCache:
             self._hits += 1
             return hit[0]
 
+    def charge(self, nbytes: int) -> None:
+        """Count ``nbytes`` more (or fewer, when negative) held elsewhere against this budget: the
+        node's prepared queries (common/query/prepared_query.py) share it with decoded parts."""
+        with self._lock:
+            self._charged += nbytes
+            self._shrink()
+
     def _shrink(self) -> None:
-        while self._bytes > self.max_bytes and self._entries:
+        while self._bytes + self._charged > self.max_bytes and self._entries:
             _, (_, size) = self._entries.popitem(last=False)
             self._bytes -= size
             self._evictions += 1

@@ -8,6 +8,7 @@ serves a query is the segment's decision (``source_for``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from common.segment.column_reader import ColumnReader
 from common.segment.container import Container
 from common.segment.encoding import StoredColumn, encoding_named
 from common.segment.manifest import ColumnManifest, ProjectionManifest, SegmentManifest
+from common.segment.segment_lease import SegmentLease
 from common.segment.scan_spec import ProjectionMatch, ScanSpec, SourceChoice
 from common.segment.segment_id import SegmentId
 from common.types.column_type import TIME_COLUMN, ColumnType
@@ -26,6 +28,9 @@ from common.types.interval import Interval
 # how the projection serves the spec or the reason it cannot (any other object: its text is the
 # reason shown, see projection_match.Refusal).
 ProjectionMatcher = Callable[[ProjectionManifest, ScanSpec, Interval], object]
+
+
+_GENERATIONS = itertools.count(1)
 
 
 class SegmentTable:
@@ -109,6 +114,10 @@ class Segment:
         self._base = SegmentTable(self, m.columns, m.num_rows, m.ordering)
         self._projections = {p.name: SegmentTable(self, p.columns, p.num_rows, p.ordering, p)
                              for p in m.projections}
+        # Every use holds the lease; ``close`` retires it, and the file closes after the last use.
+        self.lease = SegmentLease(self._close_now, str(m.segment_id))
+        # New at every open: what names this copy of the segment in a prepared query's key.
+        self.generation = next(_GENERATIONS)
         if verify:
             self._container.verify_all()
 
@@ -196,9 +205,15 @@ class Segment:
         self._container.check_unchanged()
 
     def close(self) -> None:
+        """Retire the segment (evicted, dropped, done with): no new lease, and its file and cached
+        parts go once the queries holding a lease finish."""
+        self.lease.retire()
+
+    def _close_now(self) -> None:
         for table in (self._base, *self._projections.values()):
             table.forget_columns()
         self._container.close()
+        self._container.release_file()
 
     def __repr__(self) -> str:
         return f"Segment({self.id}, rows={self.num_rows})"

@@ -15,13 +15,12 @@ from __future__ import annotations
 import base64
 import binascii
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 
 import pyarrow.flight as flight
 
+from common.bounded_cache import BoundedCache
 from services.broker.query_origin import QUERY_ID_HEADER
 
 Authenticate = Callable[[str, str], bool]
@@ -34,33 +33,20 @@ class BearerTokens:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s = ttl_s
         self.max_tokens = max_tokens
-        self._clock = clock
-        self._tokens: OrderedDict[str, tuple[str | None, float]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._tokens = BoundedCache(max_tokens, ttl_s=ttl_s, sliding=True, clock=clock)  # token -> (user,)
 
     def issue(self, user: str | None) -> str:
         token = secrets.token_urlsafe(32)
-        with self._lock:
-            while len(self._tokens) >= self.max_tokens:
-                self._tokens.popitem(last=False)
-            self._tokens[token] = (user, self._clock() + self.ttl_s)
+        self._tokens.put(token, (user,))
         return token
 
     def user_of(self, token: str) -> tuple[bool, str | None]:
         """(valid, user); a valid token's expiry moves out by the TTL."""
-        with self._lock:
-            hit = self._tokens.get(token)
-            now = self._clock()
-            if hit is None or hit[1] <= now:
-                self._tokens.pop(token, None)
-                return False, None
-            self._tokens[token] = (hit[0], now + self.ttl_s)
-            self._tokens.move_to_end(token)
-            return True, hit[0]
+        hit = self._tokens.get(token)
+        return (False, None) if hit is None else (True, hit[0])
 
     def revoke(self, token: str) -> None:
-        with self._lock:
-            self._tokens.pop(token, None)
+        self._tokens.pop(token)
 
 
 class CallIdentity(flight.ServerMiddleware):

@@ -11,17 +11,17 @@ asks for base rows. Answers are cached per served-segment generation.
 from __future__ import annotations
 
 import json
-import threading
-from collections import OrderedDict
 
 import pyarrow as pa
 
+from common.bounded_cache import BoundedCache
 from common.query.projection import ProjectionSpec
 from common.types.interval import ETERNITY, format_instant
 from services.broker.core.projection_advisor import ADVICE_SCHEMA, Existing, SegmentFacts, advise, aggregator_key
 from services.broker.core.query_log import OK, QUERIES_SCHEMA, canonical_period, queries_table
 from services.broker.query_registry import ADVISOR_PROBE
 
+_UNKNOWN = object()
 _EMPTY = {"queries": QUERIES_SCHEMA, "projection_advice": ADVICE_SCHEMA}
 _CHUNKS = {3_600_000: "hour", 21_600_000: "six_hour", 86_400_000: "day", 604_800_000: "week"}
 
@@ -41,8 +41,7 @@ class QueryTables:
         self.node = node  # BrokerNode: view and lock
         self.executor = executor  # the scatter/gather executor, for the sketches
         self.timeout_s = timeout_s
-        self._sketches: OrderedDict = OrderedDict()
-        self._lock = threading.Lock()
+        self._sketches = BoundedCache(256)  # (datasource, columns, granularity, generation) -> answer
 
     def providers(self) -> dict:
         return {"queries": self.queries, "projection_advice": self.advice}
@@ -97,17 +96,14 @@ class QueryTables:
 
         def combos(columns: tuple[str, ...], granularity: str):
             key = (datasource, columns, granularity, generation)
-            with self._lock:
-                if key in self._sketches:
-                    return self._sketches[key]
+            known = self._sketches.get(key, _UNKNOWN)
+            if known is not _UNKNOWN:
+                return known
             try:
                 answer = self._sketch(datasource, columns, granularity, chunk)
             except Exception:  # noqa: BLE001 - no sketch: the advisor falls back to cardinalities
                 answer = None
-            with self._lock:
-                self._sketches[key] = answer
-                while len(self._sketches) > 256:
-                    self._sketches.popitem(last=False)
+            self._sketches.put(key, answer)
             return answer
 
         return combos

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import pyarrow as pa
 
+from common.bounded_cache import BoundedCache
 from common.catalog.catalog_errors import TableExistsError, TableNotFoundError
 from common.errors import QueryTimeoutError, UnsupportedError, ValidationError
 from common.sql import plan_sql
@@ -290,8 +289,7 @@ class SqlService:
         # (INFORMATION_SCHEMA, listings, sys rows) and reads only what it may READ.
         self.authorizer = authorizer
         self.executor = executor
-        self._plans: OrderedDict = OrderedDict()  # see _plan
-        self._plans_lock = threading.Lock()
+        self._plans = BoundedCache(self.PLAN_CACHE_SIZE)  # see _plan
         self.default_timeout_s = default_timeout_s
 
     def _timeout(self, context: dict) -> float:
@@ -324,11 +322,7 @@ class SqlService:
             key = (sql, user, _context_key(context), self._generation())
         except TypeError:
             return None
-        with self._plans_lock:
-            plan = self._plans.get(key)
-            if plan is not None:
-                self._plans.move_to_end(key)
-        return plan
+        return self._plans.get(key)
 
     def _plan(self, sql: str, user, parameters, context: dict):
         """Plans are reused while nothing they depend on changed: a Flight SQL client prepares
@@ -339,11 +333,9 @@ class SqlService:
         except TypeError:
             key = None
         if key is not None and not parameters:
-            with self._plans_lock:
-                plan = self._plans.get(key)
-                if plan is not None:
-                    self._plans.move_to_end(key)
-                    return plan
+            plan = self._plans.get(key)
+            if plan is not None:
+                return plan
         policy = {**context, **classify(sql).settings}.get("columnTypeMergePolicy")
         if policy is not None:
             from services.broker.core.schema_merge import check_policy
@@ -356,10 +348,7 @@ class SqlService:
         # The schemas the plan was made with run it too (see SecureSqlCatalog.schemas).
         plan.planned_schemas = catalog.schemas
         if key is not None and not parameters and plan.reusable:
-            with self._plans_lock:
-                self._plans[key] = plan
-                while len(self._plans) > self.PLAN_CACHE_SIZE:
-                    self._plans.popitem(last=False)
+            self._plans.put(key, plan)
         return plan
 
     def _ddl(self, sql: str, user: str | None) -> pa.Table:

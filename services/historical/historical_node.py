@@ -187,20 +187,16 @@ class HistoricalNode:
                 return None
         return self.cache.get(sid)
 
-    def segments(self, sids: list[SegmentId]) -> tuple[list[Segment], list[SegmentId]]:
-        """``segment`` of each of ``sids`` (a query's): the served ones, and the ids of those not
-        served. One look at the assignment state for all of them."""
+    def leases(self, sids: list[SegmentId]) -> tuple[list[Segment], list[SegmentId]]:
+        """The served ones of ``sids`` (a query's), each with a lease the caller releases
+        (``segment.lease.release()``), and the ids of those not served. One look at the
+        assignment state for all of them."""
         with self._lock:
             served = self.state.served
             unserved = {sid for sid in sids if sid not in served}
-        found, missing = [], []
-        get = self.cache.get
-        for sid in sids:
-            seg = None if sid in unserved else get(sid)
-            if seg is None:
-                missing.append(sid)
-            else:
-                found.append(seg)
+        found, missing = self.cache.leases([sid for sid in sids if sid not in unserved])
+        if unserved:
+            missing = [sid for sid in sids if sid in unserved or sid in set(missing)]
         return found, missing
 
     def status(self) -> dict:

@@ -8,46 +8,32 @@ fetched late is computed again rather than held without bound. Each is taken onc
 
 from __future__ import annotations
 
-import threading
 import time
-from collections import OrderedDict
+
+from common.bounded_cache import BoundedCache
 
 
 class ParkedPartials:
     def __init__(self, max_entries: int = 4, ttl_s: float = 10.0, clock=time.monotonic) -> None:
         self.max_entries = max_entries
         self.ttl_s = ttl_s
-        self._clock = clock
-        self._entries: OrderedDict = OrderedDict()  # key -> (expires at, query id, partial)
-        self._lock = threading.Lock()
+        self._entries = BoundedCache(max_entries, ttl_s=ttl_s, clock=clock)  # key -> (query id, partial)
 
     def put(self, key, partial, query_id: str) -> None:
-        with self._lock:
-            self._entries[key] = (self._clock() + self.ttl_s, query_id, partial)
-            self._entries.move_to_end(key)
-            self._expire()
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+        self._entries.put(key, (query_id, partial))
 
     def holds(self, query_id: str) -> bool:
         """Whether a partial of this query may be kept (cheap: no key is built for other queries)."""
-        if not self._entries:
+        if not len(self._entries):
             return False
-        with self._lock:
-            self._expire()
-            return any(entry[1] == query_id for entry in self._entries.values())
+        self._entries.expire()
+        return any(entry[0] == query_id for _, entry in self._entries.items())
 
     def take(self, key):
         """The partial kept under ``key`` (forgotten here), or None."""
-        with self._lock:
-            self._expire()
-            entry = self._entries.pop(key, None)
-        return entry[2] if entry is not None else None
-
-    def _expire(self) -> None:
-        now = self._clock()
-        for stale in [k for k, (expires, _, _) in self._entries.items() if expires < now]:
-            del self._entries[stale]
+        self._entries.expire()
+        entry = self._entries.pop(key)
+        return entry[1] if entry is not None else None
 
     def __len__(self) -> int:
         return len(self._entries)

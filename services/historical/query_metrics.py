@@ -8,6 +8,9 @@ back to ``labels()`` past a bound, so a flood of datasources cannot grow this wi
 
 from __future__ import annotations
 
+from common.query.projection_match import reason_kind
+from common.query.query_runner import RunObserver
+
 _MAX_SETS = 1024
 
 
@@ -30,7 +33,9 @@ class _QueryChildren:
         self.bytes_read = metrics.bytes_read.labels(datasource)
 
 
-class QueryMetrics:
+class QueryMetrics(RunObserver):
+    """Also the observer of the historical's QueryRunner: each run counted per table read."""
+
     def __init__(self, metrics) -> None:
         self.metrics = metrics
         self._tables: dict[tuple[str, str], _TableChildren] = {}
@@ -44,6 +49,20 @@ class QueryMetrics:
         """The per-query children of a query that answered (its count, latency, bytes read)."""
         return _kept(self._queries, (datasource, query_type),
                      lambda: _QueryChildren(self.metrics, datasource, query_type))
+
+
+    def ran(self, prepared, positions, partial, seconds: float) -> None:
+        datasource = prepared.query.datasource_name
+        counted = self.table(datasource, partial.projection or "base")
+        share = seconds / len(positions)  # a batch run together: its time in equal shares
+        for i in positions:
+            counted.segment_query_seconds.observe(share)
+            for name, reason in prepared.sources[i].rejected:
+                self.metrics.projection_misses.labels(datasource, name, reason_kind(reason)).inc()
+        counted.segments_queried.inc(len(positions))
+        counted.rows_scanned.inc(partial.stats.rows_scanned)
+        if partial.projection:  # what base rows the query would have read: the rows saved, per projection
+            counted.projection_base_rows.inc(sum(prepared.segments[i].num_rows for i in positions))
 
 
 def _kept(children: dict, key: tuple, make):

@@ -18,10 +18,9 @@
 - A sidecar ``<file>.json`` records each segment's deep storage key so a corrupt copy found after
   a restart can be pulled again.
 
-Segments handed to queries are never closed under them: eviction and replacement retire a
-segment, and it is closed only when the last ``acquire`` releases it. (A container also keeps its
-file descriptor until the object is collected, so even a ``get`` caller that does not acquire
-reads the inode it verified.) Evicted files are unlinked and copies replaced by rename, never
+Segments handed to queries are never closed under them: queries lease them (``leases``,
+``SegmentLease``), eviction and replacement retire a segment, and its file is closed when the last
+lease is released, whatever else still refers to the segment object. Evicted files are unlinked and copies replaced by rename, never
 changed in place; on POSIX an open file stays readable after it is unlinked. Files are read with
 pread, not mapped, so a copy truncated or rewritten from outside is a SegmentCorruptError at the
 next read (the historical then drops it and fetches it again), never a SIGBUS.
@@ -50,28 +49,9 @@ _TMP_PREFIX = ".tmp-"
 _SIDECAR_ROOM = 4096  # the sidecar takes a block of its own
 
 
-class _Handle:
-    """An open Segment with a count of readers; closed once retired and unused."""
-
-    def __init__(self, segment: Segment) -> None:
-        self.segment = segment
-        self.refs = 0
-        self.retired = False
-
-    def retire(self) -> None:
-        self.retired = True
-        if self.refs == 0:
-            self.segment.close()
-
-    def release(self) -> None:
-        self.refs -= 1
-        if self.retired and self.refs == 0:
-            self.segment.close()
-
-
 class _Held:
-    def __init__(self, handle: _Handle, key: str | None, verified: bool) -> None:
-        self.handle = handle
+    def __init__(self, segment: Segment, key: str | None, verified: bool) -> None:
+        self.segment = segment
         self.key = key
         self.verified = verified  # every checksum checked since this file was opened
 
@@ -153,22 +133,32 @@ class SegmentCache:
         """The served segment, or None (not loaded, or dropped). Counts as a use for LRU."""
         with self._lock:
             held = self._served_locked(segment_id)
-            return None if held is None else held.handle.segment
+            return None if held is None else held.segment
+
+    def leases(self, segment_ids) -> tuple[list[Segment], list[SegmentId]]:
+        """The served ones of ``segment_ids`` with a lease taken on each (the caller releases it:
+        ``segment.lease.release()``), and the ids of the others. Taken under the cache's lock, so
+        an eviction cannot close a segment between finding it and leasing it."""
+        found, missing = [], []
+        with self._lock:
+            for segment_id in segment_ids:
+                held = self._served_locked(segment_id)
+                if held is not None and held.segment.lease.acquire():
+                    found.append(held.segment)
+                else:
+                    missing.append(segment_id)
+        return found, missing
 
     @contextlib.contextmanager
     def acquire(self, segment_id: SegmentId) -> Iterator[Segment | None]:
-        """Like ``get``, but the segment stays open until the block exits even if it is evicted."""
-        with self._lock:
-            held = self._served_locked(segment_id)
-            handle = None if held is None else held.handle
-            if handle is not None:
-                handle.refs += 1
+        """Like ``get``, with a lease: the segment stays open until the block exits even if it is
+        evicted (``SegmentLease``)."""
+        found, _ = self.leases([segment_id])
         try:
-            yield None if handle is None else handle.segment
+            yield found[0] if found else None
         finally:
-            if handle is not None:
-                with self._lock:
-                    handle.release()
+            for segment in found:
+                segment.lease.release()
 
     def _served_locked(self, segment_id: SegmentId) -> _Held | None:
         held = self._held.get(segment_id)
@@ -191,7 +181,7 @@ class SegmentCache:
                     held.key = held.key or key
                     self._plan.mark_served(segment_id)
                     self._plan.touch(segment_id)
-                    return held.handle.segment
+                    return held.segment
                 pending = self._busy.get(segment_id)
                 if pending is None:
                     pending = self._busy[segment_id] = _Pending()
@@ -393,7 +383,7 @@ class SegmentCache:
                     self._remove_files(full)
                     continue
                 self._plan.admit(sid, segment.size, served=True)
-                self._held[sid] = _Held(_Handle(segment), key, verified=False)
+                self._held[sid] = _Held(segment, key, verified=False)
             admitted.append(sid)
         with self._lock:
             for sid in reversed(admitted):
@@ -404,7 +394,7 @@ class SegmentCache:
         """Close every segment (deferred for those still acquired). Files stay for the next start."""
         with self._lock:
             for held in self._held.values():
-                held.handle.retire()
+                held.segment.close()
             self._held.clear()
 
     # ---- internals -----------------------------------------------------------------------
@@ -458,16 +448,16 @@ class SegmentCache:
 
     def _install_locked(self, segment_id: SegmentId, segment: Segment, key: str | None) -> None:
         old = self._held.get(segment_id)
-        if old is not None and old.handle.segment is not segment:
-            old.handle.retire()
-        self._held[segment_id] = _Held(_Handle(segment), key, verified=True)
+        if old is not None and old.segment is not segment:
+            old.segment.close()
+        self._held[segment_id] = _Held(segment, key, verified=True)
         self._plan.touch(segment_id)
 
     def _evict_locked(self, segment_id: SegmentId) -> None:
         # Under the lock, so a concurrent load of the same segment cannot have its new file unlinked.
         held = self._held.pop(segment_id, None)
         if held is not None:
-            held.handle.retire()
+            held.segment.close()
         self._plan.remove(segment_id)
         self._remove_files(self.path(segment_id))
 

@@ -3,29 +3,26 @@ message (RunQueryOnce) when it is small, else streamed in chunks (RunQuery)."""
 
 from __future__ import annotations
 
-import functools
-import threading
+import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
 from common.errors import SegmentCorruptError
-from common.query import engine, topn_threshold
+from common.bounded_cache import BoundedCache
+from common.query import engine
 from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, MemoryBudget
-from common.query.projection_match import reason_kind
+from common.query.model import query_from_json
+from common.query.prepared_query import PreparedCache, PreparedKey, PreparedQuery
+from common.query.query_runner import Deadline, QueryRunner
 from services.historical.parked_partials import ParkedPartials
 from services.historical.query_metrics import QueryMetrics
-from services.historical.query_request import RequestCache
-from services.historical.round_cache import RoundCache
-from services.historical.source_cache import SourceCache
 from services.rpc.arrow_stream import table_to_chunks, table_to_message
-from services.rpc.convert import segment_id_to_proto
+from services.rpc.convert import schema_from_proto, segment_id_from_proto, segment_id_to_proto
 from services.rpc.gen.strata.v1 import historical_pb2, historical_pb2_grpc, types_pb2
 from services.query_errors import client_error, grpc_status
 
-# How often a query waiting for a query slot asks whether it is still wanted.
-_SLOT_POLL_S = 0.05
 # The largest partial RunQueryOnce sends in its one message; a larger one is streamed by RunQuery
 # in chunks, so neither side builds one huge message.
 ONE_MESSAGE_BYTES = 4 << 20
@@ -38,172 +35,87 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         self.metrics = metrics
         self.threads = threads
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="strata-query")
-        # Engine runs hold a slot, on the pool or on the gRPC thread: the slots, not the pool,
-        # bound how many segment scans run at once, so a one-segment query can run on the
-        # thread that received it (a pool hand-off is a thread switch, about 0.15 ms) without
-        # lifting the bound.
-        self.slots = threading.BoundedSemaphore(threads)
-        self.rounds = RoundCache()  # merged partials between the rounds of an exact topN
+        # At most ``threads`` segment scans at once, on the pool or on the gRPC thread.
+        self.runner = QueryRunner(self.pool, slots=threads)
+        self.prepared = PreparedCache()  # each query prepared once over its segments
+        # Merged partials between the rounds of an exact topN (a round follows the previous one
+        # within milliseconds): few, and short-lived.
+        self.rounds = BoundedCache(8, ttl_s=30.0)
         # Partials too large for RunQueryOnce's one message, until RunQuery streams them.
         self.parked = ParkedPartials()
-        self.sources = SourceCache()  # each segment's table for a query, chosen once
-        self.requests = RequestCache()  # each distinct request parsed once
-        self.children = QueryMetrics(metrics)  # label children, looked up once
+        self.children = QueryMetrics(metrics)  # label children, looked up once; observes the runs
 
     def RunQuery(self, request, context):
         # The tail of a RunQueryOnce whose partial was too large for one message, if still kept.
         merged = self.parked.take(_parked_key(request)) if self.parked.holds(request.query_id) else None
         if merged is None:
-            merged = self._answer(request, None, context)
+            merged = self._answer(request, context)
         yield from table_to_chunks(merged.table, merged.stats)
 
     def RunQueryOnce(self, request, context):
-        return self._once(request, None, context)
+        return self._once(request, context)
 
     def run_query_once_raw(self, data: bytes, context) -> bytes:
-        """RunQueryOnce as gRPC hands it over with no (de)serializer: the request's bytes in (they
-        also find the request's parse again, see query_request.py), the reply's bytes out."""
+        """RunQueryOnce as gRPC hands it over with no (de)serializer: the request's bytes in, the
+        reply's bytes out (gRPC's Python builds no message objects around the handler)."""
         try:
             request = historical_pb2.RunQueryRequest.FromString(data)
         except Exception as exc:  # noqa: BLE001 - DecodeError, or a string field that is not UTF-8
             context.abort(grpc.StatusCode.INVALID_ARGUMENT,
                           f"the request is not a valid strata.v1.RunQueryRequest protobuf message "
                           f"({type(exc).__name__}); send it with the generated client of protos/strata/v1")
-        return self._once(request, data, context).SerializeToString()
+        return self._once(request, context).SerializeToString()
 
-    def _once(self, request, data: bytes | None, context):
-        merged = self._answer(request, data, context)
+    def _once(self, request, context):
+        merged = self._answer(request, context)
         message = table_to_message(merged.table, merged.stats, ONE_MESSAGE_BYTES)
         if message is not None:
             return message
         self.parked.put(_parked_key(request), merged, request.query_id)
         return types_pb2.ArrowChunk(last=False)
 
-    def _answer(self, request, data: bytes | None, context):
+    def _answer(self, request, context):
         """The merged partial of the request's query over its segments (the call ends with the
-        status of the error's kind when it fails). ``data``: the request's bytes, when received
-        as bytes."""
+        status of the error's kind when it fails)."""
         started = time.perf_counter()
         try:
-            asked = self.requests.get(request, data)
+            wanted = [segment_id_from_proto(s) for s in request.segments]
+            declared = schema_from_proto(request.schema)
         except Exception as exc:  # noqa: BLE001 - every failure leaves with the status of its kind
             self._abort(context, exc, "bad query: ")
-        query = asked.query
-        datasource, qtype = query.datasource_name, query.query_type
-        wanted = asked.wanted
-        segments, missing = self.node.segments(wanted)
-        if missing:
-            self.metrics.queries.labels(datasource, qtype, "missing_segments").inc()
-            context.abort(grpc.StatusCode.NOT_FOUND,
-                          f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}")
-        schema = asked.schema or engine.union_schema(segments)
-        try:
-            budget = MemoryBudget.for_query(query.context, self.max_query_bytes, request.query_id,
-                                            f"historical {self.node.server_id}")
-        except Exception as exc:  # noqa: BLE001 - a bad maxBytesInMemory value is the user's error
-            self._abort(context, exc)
-
-        def wanted_still() -> None:
-            remaining = context.time_remaining()
-            if not context.is_active() or (remaining is not None and remaining <= 0):
-                raise TimeoutError("query cancelled")
-
-        def run_one(segment, source):
-            wanted_still()
-            while not self.slots.acquire(timeout=_SLOT_POLL_S):
-                wanted_still()
+        segments, missing = self.node.leases(wanted)
+        try:  # every segment's file stays open until the query is done with it, evicted or not
+            if missing:
+                self.metrics.queries.labels(*_labels_of(request), "missing_segments").inc()
+                context.abort(grpc.StatusCode.NOT_FOUND,
+                              f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}")
+            key = PreparedKey(request.query_json, tuple(declared.items()), tuple(s.generation for s in segments))
             try:
-                t0 = time.perf_counter()
-                partial = engine.run(query, source, schema, budget)
-            finally:
-                self.slots.release()
-            counted = self.children.table(datasource, partial.projection or "base")
-            counted.segment_query_seconds.observe(time.perf_counter() - t0)
-            counted.segments_queried.inc()
-            counted.rows_scanned.inc(partial.stats.rows_scanned)
-            if partial.projection:  # what base rows the query would have read: the rows saved, per projection
-                counted.projection_base_rows.inc(segment.num_rows)
-            for name, reason in partial.rejected:
-                self.metrics.projection_misses.labels(datasource, name, reason_kind(reason)).inc()
-            return partial
-
-        def run_together(batch_segments, batch_sources):
-            """Projection rows of several segments in one pass (engine.run_together), holding one
-            slot; None: they run one by one. Per-segment metrics get the batch's time in equal shares."""
-            wanted_still()
-            while not self.slots.acquire(timeout=_SLOT_POLL_S):
-                wanted_still()
+                prepared = self.prepared.prepared(key, segments, lambda: _prepare(request.query_json, declared, segments))
+            except Exception as exc:  # noqa: BLE001 - every failure leaves with the status of its kind
+                self._abort(context, exc, "bad query: ")
             try:
-                t0 = time.perf_counter()
-                partial = engine.run_together(query, batch_sources, schema, budget)
-            finally:
-                self.slots.release()
-            if partial is None:
-                return None
-            share = (time.perf_counter() - t0) / len(batch_sources)
-            counted = self.children.table(datasource, partial.projection)
-            for segment, source in zip(batch_segments, batch_sources):
-                counted.segment_query_seconds.observe(share)
-                for name, reason in source.rejected:
-                    self.metrics.projection_misses.labels(datasource, name, reason_kind(reason)).inc()
-            counted.segments_queried.inc(len(batch_sources))
-            counted.rows_scanned.inc(partial.stats.rows_scanned)
-            counted.projection_base_rows.inc(sum(s.num_rows for s in batch_segments))
-            return partial
+                budget = MemoryBudget.for_query(prepared.query.context, self.max_query_bytes, request.query_id,
+                                                f"historical {self.node.server_id}")
+            except Exception as exc:  # noqa: BLE001 - a bad maxBytesInMemory value is the user's error
+                self._abort(context, exc)
+            return self._run(prepared, budget, request.query_id, context, started)
+        finally:
+            for segment in segments:
+                segment.lease.release()
 
-        directive = query.context.get(topn_threshold.PHASE_KEY)
-        round_key = None
-        if isinstance(directive, dict) and topn_threshold.eligible(query):
-            round_key = (request.query_id, *asked.round_base())
-        futures = []
+    def _run(self, prepared, budget, query_id: str, context, started: float):
+        datasource, qtype = prepared.query.datasource_name, prepared.query.query_type
         try:
-            cached = self.rounds.get(round_key) if round_key is not None else None
-            sources = [] if cached is not None else [
-                self.sources.source(asked.query_json, s, functools.partial(engine.source_for, query, s))
-                for s in segments]
-            # One segment, or projection rows (a few thousand per segment), are read on this
-            # thread: handing them to the pool's threads costs more than the work. The projection
-            # rows of several segments run as one pass (engine.run_together). Several base
-            # segments go to the pool, to run in parallel. Either way a run holds a query slot.
-            pre_rows = sum(src.num_rows for src in sources if src.pre_aggregated)
-            here = [len(sources) == 1 or (src.pre_aggregated and pre_rows <= engine.INLINE_ROWS) for src in sources]
-            partials = []
-            if cached is not None:
-                partials = [cached]
-            else:
-                futures = [self.pool.submit(run_one, s, src) for s, src, h in zip(segments, sources, here) if not h]
-                mine = [i for i, h in enumerate(here) if h]
-                for batch in engine.batches(query, [sources[i] for i in mine]):
-                    batch = [mine[i] for i in batch]
-                    together = run_together([segments[i] for i in batch], [sources[i] for i in batch]) \
-                        if len(batch) > 1 else None
-                    partials.extend([together] if together is not None else
-                                    [run_one(segments[i], sources[i]) for i in batch])
-                for fut in futures:
-                    remaining = context.time_remaining()
-                    partials.append(fut.result(timeout=None if remaining is None else max(remaining, 0.001)))
-            if cached is not None:
-                merged = cached
-            elif len(partials) == 1 and len(sources) > 1:
-                merged = partials[0]  # one pass over several segments' projection rows: merged already
-            else:
-                merged = engine.merge(query, partials, budget)
-            if round_key is not None:
-                if cached is None:
-                    self.rounds.put(round_key, merged)
-                merged = topn_threshold.prune(query, merged, directive)
+            merged = self.runner.run(prepared, budget, _CallDeadline(context), self.children, self.rounds, query_id)
         except SegmentCorruptError as exc:
             self.node.report_corrupt(exc)
             self.metrics.queries.labels(datasource, qtype, "corrupt").inc()
             context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
         except TimeoutError:
-            for fut in futures:
-                fut.cancel()
             self.metrics.queries.labels(datasource, qtype, "timeout").inc()
             context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "query timed out on the historical")
         except Exception as exc:  # noqa: BLE001
-            for fut in futures:
-                fut.cancel()
             error = self._abort(context, exc)
             self.metrics.queries.labels(datasource, qtype, "invalid" if error.is_user_error else "error").inc()
         counted = self.children.query(datasource, qtype)
@@ -228,6 +140,38 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
             cache_bytes=status["cache_bytes"], max_cache_bytes=status["max_cache_bytes"])
 
 
+class _CallDeadline(Deadline):
+    """The call's: over when the broker cancelled it, went away or its deadline passed."""
+
+    def __init__(self, context) -> None:
+        self._context = context
+
+    def check(self) -> None:
+        remaining = self._context.time_remaining()
+        if not self._context.is_active() or (remaining is not None and remaining <= 0):
+            raise TimeoutError("query cancelled")
+
+    def remaining(self) -> float | None:
+        return self._context.time_remaining()
+
+
+def _prepare(query_json: str, declared: dict, segments) -> PreparedQuery:
+    """The request's query over its segments, under the broker's declared types (empty: the
+    segments' own), each segment's table chosen."""
+    query = query_from_json(json.loads(query_json))
+    schema = declared or engine.union_schema(segments)
+    return PreparedQuery(None, query, schema, segments, [engine.source_for(query, s) for s in segments])
+
+
+def _labels_of(request) -> tuple[str, str]:
+    """(datasource, query type) of a request whose query was not prepared, for its metrics."""
+    try:
+        obj = json.loads(request.query_json)
+        return str(obj.get("dataSource", "unknown")), str(obj.get("queryType", "unknown"))
+    except (ValueError, AttributeError):
+        return "unknown", "unknown"
+
+
 def _parked_key(request) -> bytes:
     return request.SerializeToString(deterministic=True)
 
@@ -237,8 +181,7 @@ _SERVICE = historical_pb2.DESCRIPTOR.services_by_name["HistoricalService"].full_
 
 def _register(servicer: HistoricalServicer, server) -> None:
     """The generated registration, but RunQueryOnce takes and returns bytes: gRPC's Python then
-    builds no request or reply message around the handler (and the request's bytes find its
-    parse again); the other methods are as generated."""
+    builds no request or reply message around the handler; the other methods are as generated."""
     handlers = {
         "RunQuery": grpc.unary_stream_rpc_method_handler(
             servicer.RunQuery, request_deserializer=historical_pb2.RunQueryRequest.FromString,

@@ -47,13 +47,12 @@ import hmac
 import logging
 import re
 import secrets
-import threading
 import time
 import tomllib
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from common.bounded_cache import BoundedCache
 from common.errors import ValidationError
 from services.security.authorizer import ALLOW_ALL, Action, Authorizer, ResourceType, Unauthenticated
 from services.security.password_hash import PasswordHash, VerifiedCache, hash_password
@@ -151,31 +150,18 @@ class Tokens:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s = ttl_s
         self.max_tokens = max_tokens
-        self._clock = clock
-        self._tokens: OrderedDict[str, tuple[str, float]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._tokens = BoundedCache(max_tokens, ttl_s=ttl_s, clock=clock)
 
     def issue(self, user: str) -> str:
         token = secrets.token_urlsafe(32)
-        with self._lock:
-            while len(self._tokens) >= self.max_tokens:
-                self._tokens.popitem(last=False)
-            self._tokens[token] = (user, self._clock() + self.ttl_s)
+        self._tokens.put(token, user)
         return token
 
     def user_of(self, token: str) -> str | None:
-        with self._lock:
-            hit = self._tokens.get(token)
-            if hit is None:
-                return None
-            if hit[1] <= self._clock():
-                del self._tokens[token]
-                return None
-            return hit[0]
+        return self._tokens.get(token, touch=False)  # oldest issued go first, used or not
 
     def revoke(self, token: str) -> None:
-        with self._lock:
-            self._tokens.pop(token, None)
+        self._tokens.pop(token)
 
     def __len__(self) -> int:
         return len(self._tokens)

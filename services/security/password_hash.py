@@ -16,12 +16,11 @@ import binascii
 import hashlib
 import hmac
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from common.bounded_cache import BoundedCache
 from common.errors import ValidationError
 
 SCHEME = "scrypt"
@@ -104,32 +103,17 @@ class VerifiedCache:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s = ttl_s
         self.max_entries = max_entries
-        self._clock = clock
         self._key = secrets.token_bytes(32)
-        self._entries: OrderedDict[bytes, float] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries = BoundedCache(max_entries, ttl_s=ttl_s, clock=clock)
 
     def _id(self, user: str, password: str) -> bytes:
         return hmac.new(self._key, user.encode("utf-8") + b"\0" + password.encode("utf-8"), "sha256").digest()
 
     def hit(self, user: str, password: str) -> bool:
-        key = self._id(user, password)
-        with self._lock:
-            expires = self._entries.get(key)
-            if expires is None:
-                return False
-            if expires < self._clock():
-                del self._entries[key]
-                return False
-            return True
+        return self._entries.get(self._id(user, password), touch=False) is not None
 
     def add(self, user: str, password: str) -> None:
-        key = self._id(user, password)
-        with self._lock:
-            self._entries[key] = self._clock() + self.ttl_s
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+        self._entries.put(self._id(user, password), True)
 
 
 __all__ = ["PasswordHash", "VerifiedCache", "hash_password"]

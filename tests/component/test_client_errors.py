@@ -222,7 +222,7 @@ def test_a_user_error_on_a_historical_is_not_retried(cluster, conn, monkeypatch)
     from common.errors import ValidationError
     from services.historical import server as historical_server
 
-    def refuse(query, segment, schema=None, budget=None):
+    def refuse(*args, **kwargs):
         raise ValidationError("column 'page' cannot be read that way here; read it as text")
 
     monkeypatch.setattr(historical_server.engine, "run", refuse)
@@ -236,7 +236,7 @@ def test_a_user_error_on_a_historical_is_not_retried(cluster, conn, monkeypatch)
 def test_an_internal_error_carries_an_id_the_logs_have(cluster, conn, monkeypatch, caplog):
     from services.historical import server as historical_server
 
-    def crash(query, segment, schema=None, budget=None):
+    def crash(*args, **kwargs):
         raise RuntimeError("bad pointer in /opt/strata/secret.py")
 
     monkeypatch.setattr(historical_server.engine, "run", crash)

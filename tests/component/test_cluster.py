@@ -67,6 +67,29 @@ def test_broker_answers_like_the_in_process_engine(cluster, query):
 
 
 @pytest.mark.parametrize("query", QUERIES, ids=[q["queryType"] for q in QUERIES])
+def test_execute_and_a_historical_make_identical_partials_through_the_runner(cluster, query):
+    """One schedule: a historical's partial over its segments (bytes in, QueryRunner, bytes out)
+    is the in-process runner's partial over the same segments, rows and statistics alike."""
+    from common.query import query_runner
+    from common.query.engine import union_schema
+    from services.historical.client import HistoricalClient
+
+    node = cluster.historicals[0]
+    client = HistoricalClient(f"127.0.0.1:{node.grpc.port}")
+    try:
+        schema = union_schema(cluster.local_segments)
+        text = json.dumps(query)
+        remote = client.ask(text, "same-partials", [d.id for d in cluster.descriptors], schema, 30).read()
+    finally:
+        client.close()
+    prepared = query_runner.prepare(query, cluster.local_segments)
+    local = query_runner.QueryRunner().run(prepared)
+    assert remote.table.schema.names == local.table.schema.names
+    assert remote.table.to_pylist() == local.table.to_pylist()
+    assert remote.stats == local.stats
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=[q["queryType"] for q in QUERIES])
 def test_partials_too_large_for_one_message_are_streamed_without_running_twice(cluster, query, monkeypatch):
     import services.historical.server as historical_server
 
@@ -84,14 +107,14 @@ def test_partials_too_large_for_one_message_are_streamed_without_running_twice(c
     assert all(len(h.servicer.parked) == 0 for h in cluster.historicals)
 
 
-def test_a_historical_answers_a_repeated_request_from_its_parse_and_alike(cluster):
-    """The broker writes a cached plan's request once (all but the query id); the historical finds
-    its parse again by those bytes, and answers every form of the request alike."""
+def test_a_historical_answers_a_repeated_request_from_its_preparation_and_alike(cluster):
+    """The broker writes a cached plan's request once (all but the query id, appended); the
+    historical finds its preparation again by the query, declared types and segments, and answers
+    every form of the request alike."""
     import dataclasses
 
     from common.query.engine import union_schema
-    from services.historical.client import HistoricalClient
-    from services.historical.query_request import query_id_field
+    from services.historical.client import HistoricalClient, query_id_field
     from services.rpc.arrow_stream import chunks_to_table
     from services.rpc.gen.strata.v1 import types_pb2
 
@@ -102,20 +125,20 @@ def test_a_historical_answers_a_repeated_request_from_its_parse_and_alike(cluste
         schema = union_schema(cluster.local_segments)
         text = json.dumps(QUERIES[0])
         first = client.ask(text, "repeat-1", sids, schema, 30).read()
-        kept = len(node.servicer.requests)
+        kept = {key: p for key, p in node.servicer.prepared.items() if key.fingerprint == text}
         assert client.request_bytes(text, "a", sids, schema)[:-1] == client.request_bytes(text, "b", sids, schema)[:-1]
         second = client.ask(text, "repeat-2", sids, schema, 30).read()
-        assert len(node.servicer.requests) == kept  # found again, not parsed again
+        assert {key: p for key, p in node.servicer.prepared.items() if key.fingerprint == text} == kept  # found again
         assert first.stats.segments == 7 and first.table.num_rows == 7 * 24
         assert second.table.equals(first.table) and second.stats == first.stats
         # Fewer segments: another request, another answer.
         fewer = client.ask(text, "repeat-3", sids[:3], schema, 30).read()
         assert fewer.stats.segments == 3
         # A request over very many segments is written every time, not kept.
-        kept = list(client._written[text])
+        written = len(client._written)
         many = [dataclasses.replace(sids[0], partition=p) for p in range(500)]
         assert client.request_bytes(text, "x", many, schema) == client.request_bytes(text, "x", many, schema)
-        assert client._written[text] == kept
+        assert len(client._written) == written
         # The query id written first, as another client may: the same answer.
         raw = client._channel.unary_unary("/strata.v1.HistoricalService/RunQueryOnce",
                                           response_deserializer=types_pb2.ArrowChunk.FromString)
@@ -125,13 +148,9 @@ def test_a_historical_answers_a_repeated_request_from_its_parse_and_alike(cluste
     finally:
         client.close()
 
-
-
-@pytest.mark.parametrize("one_batch", [True, False], ids=["one-batch call", "public stream"])
-def test_a_historical_call_answers_and_fails_alike_either_way(cluster, one_batch, monkeypatch):
-    """RunQueryOnce as one batch on gRPC's private call (the default) or as the public one-message
-    stream (another gRPC, or a channel adding the internal credential): the same reply, the same
-    errors with the same codes, cancellation."""
+def test_a_historical_call_answers_and_fails_with_the_status_of_each_error(cluster, monkeypatch):
+    """RunQueryOnce (a one-message stream on the public API): the reply, the errors with their
+    codes, cancellation."""
     import dataclasses
     import threading
 
@@ -142,9 +161,6 @@ def test_a_historical_call_answers_and_fails_alike_either_way(cluster, one_batch
     node = cluster.historicals[0]
     client = HistoricalClient(f"127.0.0.1:{node.grpc.port}")
     try:
-        assert client._raw is not None  # this gRPC has the pieces: the default is the one-batch call
-        if not one_batch:
-            client._raw = None
         sids = [d.id for d in cluster.descriptors]
         schema = union_schema(cluster.local_segments)
         text = json.dumps(QUERIES[0])

@@ -7,7 +7,7 @@ from __future__ import annotations
 class BusyHistorical:
     def __init__(self, historical, hold_s: float = 120.0) -> None:
         servicer = historical.servicer
-        self.slots = servicer.slots
+        self.slots = servicer.runner.slots
         self.held = 0
         for _ in range(servicer.threads):  # every engine run, inline or on the pool, needs a slot
             if not self.slots.acquire(timeout=hold_s):

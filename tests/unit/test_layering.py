@@ -15,7 +15,9 @@
 - a function-level import of strata's own modules says why beside it (a cycle, start-up cost);
 - nothing writes state into frozen query or segment objects (``object.__setattr__`` outside a
   constructor, ``setattr`` on another object, ``.memo(...)``), and no cache in the query path is
-  keyed by ``id()``: per-query state belongs in a prepared query, not on the objects.
+  keyed by ``id()``: per-query state belongs in a prepared query, not on the objects;
+- no cache outside the runtime: no OrderedDict LRU, functools cache or id()-keyed state but in
+  the listed modules (common/bounded_cache.py is the one cache class).
 
 The last rules name today's offenders in allow-lists; an entry that no longer offends fails too,
 so each list only shrinks.
@@ -43,6 +45,8 @@ ALLOWED_COMMON = {
     "demo": {"types"},
     "ingest": {"types", "sql", "json"},
 }
+# Leaf modules of common/ that every package may import (they import nothing of common).
+LEAVES = ("errors", "bounded_cache")
 IO_LIBRARIES = ("grpc", "asyncio", "pyspark")
 RPC_LIBRARIES = ("grpc", "grpc_tools", "grpc_health", "grpc_reflection", "google.protobuf")
 
@@ -113,7 +117,7 @@ def test_common_packages_import_only_what_they_may(package):
             continue
         for line, name in imports(m):
             segs = name.split(".")
-            if segs[0] == "common" and len(segs) > 1 and segs[1] not in allowed and segs[1] != "errors":
+            if segs[0] == "common" and len(segs) > 1 and segs[1] not in allowed and segs[1] not in LEAVES:
                 bad.append(f"{m}:{line} imports {name}")
     assert bad == [], f"common/{package} may import only {sorted(allowed)}:\n" + "\n".join(bad)
 
@@ -441,3 +445,55 @@ def test_no_id_keyed_caches_in_the_query_path():
     _allowed_or_stale(id_keys, paths, ID_KEYED_ALLOWED,
                       "a cache keyed by id() outlives or confuses the object it names; key it by a typed, "
                       "stable key in the prepared query")
+
+
+# ---- caches ------------------------------------------------------------------------------------------------
+# Where kept state may live (issue 24): the one bounded cache class, the node's memory budget of
+# decoded parts, the on-disk segment cache's plan; and memoized pure functions of their arguments
+# (parsing a time zone, an interval, a format), each listed here with its module.
+CACHE_MODULES = {"common/bounded_cache.py", "common/segment/part_cache.py", "services/historical/core/cache_plan.py"}
+MEMOIZED = {
+    "common/types/granularity.py", "common/types/interval.py", "common/types/time_zone.py",
+    "common/sql/statement_kind.py", "common/json/path_steps.py", "common/query/projection.py",
+    "common/demo/wikipedia.py", "common/expr/functions.py", "services/transport_security.py",
+}
+# ``id()`` of an object as a key keeps state that the object's identity, not its value, names: a
+# reused id answers for another object. Listed: a label (no state), and the projection matcher's
+# spec memo (to go: it belongs on the PreparedQuery).
+ID_CALLS = {"services/ingestion/spark_session.py", "common/query/projection.py"}
+
+
+def _cache_smells(path: str) -> list[str]:
+    with open(os.path.join(ROOT, path), encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    out = []
+    for node in ast.walk(tree):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        if name == "OrderedDict" and path not in CACHE_MODULES:
+            out.append(f"{path}:{node.lineno} an OrderedDict (a hand-rolled LRU?): use common/bounded_cache.py")
+        if name in ("lru_cache", "cache") and isinstance(node, (ast.Name, ast.Attribute)) and \
+                (name == "lru_cache" or (isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == "functools")) \
+                and path not in MEMOIZED:
+            out.append(f"{path}:{node.lineno} functools.{name}: keep state in common/bounded_cache.py "
+                       f"(or list a pure function's memo in MEMOIZED)")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id" \
+                and path not in ID_CALLS:
+            out.append(f"{path}:{node.lineno} id(...): key kept state by a typed value, not an object's identity")
+    return out
+
+
+def test_no_cache_outside_the_runtime():
+    bad = [smell for m in COMMON + SERVICES for smell in _cache_smells(m)]
+    assert bad == [], "kept state outside the runtime's caches:\n" + "\n".join(bad)
+
+
+def test_the_cache_rule_catches_a_new_cache(tmp_path, monkeypatch):
+    monkeypatch.setitem(globals(), "ROOT", str(tmp_path))
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "kept.py").write_text(
+        "import functools\nfrom collections import OrderedDict\n_K = OrderedDict()\n"
+        "@functools.lru_cache(maxsize=8)\ndef f(x):\n    return x\n"
+        "def g(q, memo={}):\n    return memo.setdefault(id(q), q)\n")
+    found = _cache_smells("common/kept.py")
+    assert any("OrderedDict" in s for s in found)
+    assert any("functools.lru_cache" in s for s in found) and any("id(...)" in s for s in found)

@@ -16,14 +16,14 @@ again instead.
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+
+from common.bounded_cache import BoundedCache
 
 
 @dataclass(frozen=True)
@@ -40,79 +40,55 @@ class FlightTickets:
     def __init__(self, ttl_s: float = 300.0, max_entries: int = 10_000,
                  clock: Callable[[], float] = time.monotonic,
                  on_drop: Callable[[FlightTicket], None] | None = None) -> None:
-        self.ttl_s = ttl_s
         self.on_drop = on_drop  # called, outside the lock, for each entry that leaves unfetched
         self.max_entries = max_entries
         self._clock = clock
-        self._entries: OrderedDict[bytes, FlightTicket] = OrderedDict()
-        self._lock = threading.Lock()
+        self._entries = BoundedCache(max_entries, ttl_s=ttl_s, clock=clock, on_evict=self._dropped)
+
+    @property
+    def ttl_s(self) -> float:
+        return self._entries.ttl_s
+
+    @ttl_s.setter
+    def ttl_s(self, value: float) -> None:
+        self._entries.ttl_s = value  # for tickets issued from now on
 
     def put(self, request: Any, schema: pa.Schema, user: str | None, prefetch: Any = None) -> bytes:
         handle = os.urandom(16)
-        with self._lock:
-            dropped = self._expire()
-            while len(self._entries) >= self.max_entries:
-                dropped.append(self._entries.popitem(last=False)[1])
-            self._entries[handle] = FlightTicket(request, schema, user, self._clock() + self.ttl_s, prefetch)
-        self._dropped(dropped)
+        self._entries.put(handle, FlightTicket(request, schema, user, self._clock() + self.ttl_s, prefetch))
         return handle
 
     def get(self, handle: bytes) -> FlightTicket | None:
-        with self._lock:
-            dropped = self._expire()
-            entry = self._entries.get(handle)
-        self._dropped(dropped)
-        return entry
+        self._entries.expire()
+        return self._entries.get(handle, touch=False)
 
     def take(self, handle: bytes) -> FlightTicket | None:
         """The entry, removed: its one DoGet is under way."""
-        with self._lock:
-            dropped = self._expire()
-            entry = self._entries.pop(handle, None)
-        self._dropped(dropped)
-        return entry
+        self._entries.expire()
+        return self._entries.pop(handle)
 
     def take_for(self, handle: bytes, user: str | None) -> FlightTicket | None:
         """``get`` and then ``take`` in one: the entry, removed when it is ``user``'s; left in
         place for its own user when it is another's (the caller refuses that one)."""
-        with self._lock:
-            dropped = self._expire()
-            entry = self._entries.get(handle)
-            if entry is not None and entry.user == user:
-                del self._entries[handle]
-        self._dropped(dropped)
+        entry = self.get(handle)
+        if entry is not None and entry.user == user:
+            return self._entries.pop(handle)  # None when another DoGet took it meanwhile
         return entry
 
     def expire(self) -> int:
         """Drop the expired entries now; how many were dropped."""
-        with self._lock:
-            dropped = self._expire()
-        self._dropped(dropped)
-        return len(dropped)
+        return self._entries.expire()
 
     def clear(self) -> None:
         """Drop every entry (the server is stopping)."""
-        with self._lock:
-            dropped = list(self._entries.values())
-            self._entries.clear()
-        self._dropped(dropped)
+        for handle, _ in self._entries.items():
+            entry = self._entries.pop(handle)
+            if entry is not None:
+                self._dropped(handle, entry)
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def _expire(self) -> list[FlightTicket]:
-        now = self._clock()
-        dropped = []
-        # Entries are in insertion order and share one TTL, so the expired ones are a prefix.
-        while self._entries:
-            handle, entry = next(iter(self._entries.items()))
-            if entry.expires_at > now:
-                break
-            del self._entries[handle]
-            dropped.append(entry)
-        return dropped
-
-    def _dropped(self, entries: list[FlightTicket]) -> None:
+    def _dropped(self, handle: bytes, entry: FlightTicket) -> None:
         if self.on_drop is not None:
-            for entry in entries:
-                self.on_drop(entry)
+            self.on_drop(entry)

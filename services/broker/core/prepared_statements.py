@@ -10,13 +10,13 @@ closing the session closes them.
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+
+from common.bounded_cache import BoundedCache
 
 
 @dataclass
@@ -36,50 +36,26 @@ class PreparedStatements:
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.idle_timeout_s = idle_timeout_s
         self.max_statements = max_statements
-        self._clock = clock
-        self._statements: OrderedDict[bytes, tuple[PreparedStatement, float]] = OrderedDict()
-        self._lock = threading.Lock()
+        # Least recently used first out; a use moves the idle timeout out again.
+        self._statements = BoundedCache(max_statements, ttl_s=idle_timeout_s, sliding=True, clock=clock)
 
     def create(self, sql: str, user: str | None, session: str | None, parameter_count: int,
                dataset_schema: pa.Schema | None) -> PreparedStatement:
         stmt = PreparedStatement(os.urandom(16), sql, user, session, parameter_count, dataset_schema)
-        with self._lock:
-            self._expire()
-            while len(self._statements) >= self.max_statements:
-                self._statements.popitem(last=False)
-            self._statements[stmt.handle] = (stmt, self._clock())
+        self._statements.put(stmt.handle, stmt)
         return stmt
 
     def get(self, handle: bytes) -> PreparedStatement | None:
         """The statement, or None when unknown, closed or idle too long; using it resets its timeout."""
-        with self._lock:
-            self._expire()
-            hit = self._statements.get(handle)
-            if hit is None:
-                return None
-            self._statements[handle] = (hit[0], self._clock())
-            self._statements.move_to_end(handle)
-            return hit[0]
+        self._statements.expire()
+        return self._statements.get(handle)
 
     def close(self, handle: bytes) -> bool:
-        with self._lock:
-            return self._statements.pop(handle, None) is not None
+        return self._statements.pop(handle) is not None
 
     def close_session(self, session: str) -> int:
-        with self._lock:
-            doomed = [h for h, (stmt, _) in self._statements.items() if stmt.session == session]
-            for h in doomed:
-                del self._statements[h]
-            return len(doomed)
+        return len(self._statements.pop_where(lambda handle, stmt: stmt.session != session))
 
     def __len__(self) -> int:
         return len(self._statements)
 
-    def _expire(self) -> None:
-        deadline = self._clock() - self.idle_timeout_s
-        # Kept in last-used order, so the idle ones are a prefix.
-        while self._statements:
-            handle, (_, used) = next(iter(self._statements.items()))
-            if used > deadline:
-                break
-            del self._statements[handle]

@@ -6,7 +6,6 @@ served stay readable."""
 
 from __future__ import annotations
 
-import gc
 import os
 import subprocess
 
@@ -87,10 +86,11 @@ def test_a_download_the_volume_cannot_hold_is_refused_before_writing(volume, seg
     assert not cache.is_cached(sid) and cache.used_bytes() == sum(item[2] for item in items[:4])
     assert [rows(s) for s in loaded] == [item[3] for item in items[:4]]
 
-    # A segment the coordinator dropped is evicted to make room on the volume. While something
-    # still maps it (here: this test holds it), unlinking frees no space, so the download runs out
-    # of room half-way: ENOSPC, and no partial file is left or counted.
+    # A segment the coordinator dropped is evicted to make room on the volume. While a query
+    # still reads it (here: this test holds a lease), unlinking frees no space, so the download
+    # runs out of room half-way: ENOSPC, and no partial file is left or counted.
     dropped = items[0][0]
+    (reading,), _ = cache.leases([dropped])
     assert cache.drop(dropped)
     with pytest.raises(DeepStorageError, match="No space left on device"):
         cache.load(sid, key, size)
@@ -99,8 +99,9 @@ def test_a_download_the_volume_cannot_hold_is_refused_before_writing(volume, seg
                                                           os.path.basename(cache.path(s)) + ".json"))
     assert not cache.is_cached(sid) and not cache.is_cached(dropped)
     assert cache.used_bytes() == sum(item[2] for item in items[1:4])
-    # Once nothing maps the evicted segment its pages are free, and the retried load succeeds.
-    del loaded
-    gc.collect()
+    # Once the last lease is released the file is closed and its blocks free (the segment object
+    # is still referenced, by ``loaded``), and the retried load succeeds.
+    reading.lease.release()
+    assert loaded[0] is reading and reading.lease.closed
     assert rows(cache.load(sid, key, size)) == items[4][3]
     assert cache.served() == sorted(item[0] for item in items[1:])

@@ -120,7 +120,7 @@ CONSTANT = ["SELECT 1", "SELECT 1 + 1 AS v, 'x' AS s, NULL AS n", "SELECT 2 AS a
 def test_a_constant_plan_answers_later_runs_with_its_first_result(sql):
     service = _service()
     first = service.execute(sql)
-    plan = next(iter(service._plans.values()))
+    plan = next(plan for _, plan in service._plans.items())
     assert plan._constant
     # Every later run is the same table, equal to what a fresh plan of the text computes.
     assert service.execute(sql) is first

@@ -111,5 +111,4 @@ def test_the_decoded_cache_stays_within_its_bound():
         cache.get(col, 12)
         cache.get(col, 12)  # second sighting: cached if it fits
     assert 0 < len(cache._entries) < len(columns)
-    assert cache._bytes <= cache.max_bytes
-    assert cache._bytes == sum(cost for _, _, cost in cache._entries.values())
+    assert 0 < cache._entries.nbytes <= cache.max_bytes

@@ -1,9 +1,9 @@
 """What the engine keeps between runs of one query over projection rows (issue 11).
 
-``engine.execute`` keeps, per query text, the parsed query, the schema and each segment's chosen
-source (``kept_queries``); ``grouped_engine.run_together`` keeps the selection and keying of a
-batch of projection sources (``projection_batch``); no aggregate's result is kept (a sketch
-union is made again on every run). Every run must still answer exactly what base rows answer, with
+``execute`` prepares each query text once over a set of segment objects (``PreparedQuery``: the
+parsed query, the schema, each segment's chosen source); ``grouped_engine.run_together`` keeps the
+selection and keying of a batch of projection sources on it (``projection_batch``); no aggregate's
+result is kept (a sketch union is made again on every run). Every run must still answer exactly what base rows answer, with
 the same stats, fail when a segment file changed on disk, and not reuse what was kept under
 other declared types or for other segment objects.
 """
@@ -17,17 +17,17 @@ import pyarrow as pa
 import pytest
 
 from common.errors import SegmentCorruptError
-from common.query import engine, kept_queries
-from common.query.grouping import Groups
-from common.query.projection_batch import BatchPlan, BatchPlans
+from common.query import engine, query_runner
+from common.query.prepared_query import PreparedCache
 from common.query.sketch_aggregators import HllSketch
+from tests.unit.query.test_prepared_query import _run as _prepared_run
 from common.segment.segment import Segment
 from common.types.column_type import ColumnType
 from tests.unit.query.test_projections import CORPUS, _same, segments  # noqa: F401 - segments is a fixture
 
 
 def _run(query: dict, segs, **context):
-    result = engine.execute(dict(query, context={**query.get("context", {}), **context}), segs)
+    result = query_runner.execute(dict(query, context={**query.get("context", {}), **context}), segs)
     return result.table, result.stats
 
 
@@ -40,7 +40,7 @@ def test_every_run_of_a_kept_query_answers_what_base_rows_answer(segments, query
         assert _same(again, base), (query, again.to_pylist()[:5], base.to_pylist()[:5])
         assert _same(again, first)
         assert stats == first_stats
-    kept_queries.clear()
+    query_runner.PREPARED.clear()
     fresh, fresh_stats = _run(query, segments)  # chosen again from scratch: the same
     assert _same(fresh, first) and fresh_stats == first_stats
 
@@ -50,32 +50,30 @@ HOURLY = {"queryType": "timeseries", "dataSource": "events", "intervals": ["2020
                                                   {"type": "longSum", "name": "a", "fieldName": "added"}]}
 
 
-def test_execute_keeps_the_query_and_sources_per_text_and_segment_object(segments):
-    kept_queries.clear()
-    engine.execute(HOURLY, segments)
-    text = kept_queries.query_text(HOURLY)
-    query = kept_queries.parsed(HOURLY, text)
-    kept = [kept_queries.source(text, s, lambda: pytest.fail("the source was not kept")) for s in segments]
-    engine.execute(dict(HOURLY), segments)  # an equal dict: the same text
-    assert kept_queries.parsed(dict(HOURLY), text) is query
-    assert [kept_queries.source(text, s, lambda: None) for s in segments] == kept
-    # Another object for the same file chooses again; 1 and 1.0 are different texts.
+def test_execute_prepares_once_per_text_and_segment_objects(segments):
+    query_runner.PREPARED.clear()
+    query_runner.execute(HOURLY, segments)
+    prepared = query_runner.prepare(HOURLY, segments)
+    assert query_runner.prepare(dict(HOURLY), segments) is prepared  # an equal dict: the same text
+    sources = list(prepared.sources)
+    query_runner.execute(dict(HOURLY), segments)
+    assert query_runner.prepare(HOURLY, segments).sources == sources
+    # Another object for the same file (a new generation) prepares again; 1 and 1.0 are other texts.
     other = Segment.open(segments[0].path)
     try:
-        made = []
-        kept_queries.source(text, other, lambda: made.append(1) or "new")
-        assert made == [1]
+        again = query_runner.prepare(HOURLY, [other, *segments[1:]])
+        assert again is not prepared and again.sources[0] is not sources[0]
     finally:
         other.close()
-    assert kept_queries.query_text({"a": 1}) != kept_queries.query_text({"a": 1.0})
-    assert kept_queries.query_text({"a": object()}) is None  # not plain JSON: nothing kept
+    assert query_runner.fingerprint({"a": 1}) != query_runner.fingerprint({"a": 1.0})
+    assert query_runner.fingerprint({"a": object()}) is None  # not plain JSON: nothing kept
 
 
 def test_a_bad_query_fails_on_every_run(segments):
     bad = dict(HOURLY, aggregations=[{"type": "longSum", "name": "a", "fieldName": "no_such_column"}])
     for _ in range(2):
         with pytest.raises(Exception, match="no_such_column"):
-            engine.execute(bad, segments)
+            query_runner.execute(bad, segments)
 
 
 def _copies(segments, tmp_path):
@@ -113,10 +111,6 @@ def test_a_segment_file_changed_on_disk_fails_a_kept_query(segments, tmp_path, q
 
 @pytest.mark.parametrize("declared", ["LONG", "DOUBLE"])
 def test_a_kept_plan_is_not_reused_under_another_declared_type(segments, declared):
-    from common.query.model import query_from_json
-    from common.query.projection_batch import PLANS
-    from tests.unit.query.test_projection_reruns import _historical_run
-
     # Grouped by 'code' (text such as "1", "10", "-3.5", "abc") over the filtered projection:
     # declared a number, its values group as numbers, so the kept keys must not serve that run.
     query = {"queryType": "groupBy", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"],
@@ -125,19 +119,18 @@ def test_a_kept_plan_is_not_reused_under_another_declared_type(segments, declare
              "aggregations": [{"type": "count", "name": "c"}, {"type": "longSum", "name": "a", "fieldName": "added"}]}
     schema = engine.union_schema(segments)
     numeric = {**schema, "code": ColumnType.parse(declared)}
-    q = query_from_json(query)
-    sources = [engine.source_for(q, s) for s in segments]
-    projected = [src for src in sources if src.pre_aggregated]
-    assert len(projected) == 2
-    base_query = query_from_json({**query, "context": {"noProjections": True}})
-    base_sources = [engine.source_for(base_query, s) for s in segments]
-    answers = {}
+    cache = PreparedCache(memory=None)
+    base_query = {**query, "context": {"noProjections": True}}
+    answers, kept = {}, {}
     for types in (schema, numeric, schema, numeric):
-        base, _ = _historical_run(base_query, base_sources, types)
-        got, _ = _historical_run(q, sources, types)
+        base, _, _ = _prepared_run(cache, base_query, segments, types)
+        got, _, prepared = _prepared_run(cache, query, segments, types)
         assert _same(got, base), (declared, types["code"])
-        assert PLANS.get(q, projected, types) is not None  # kept for these types
+        projected = tuple(src for src in prepared.sources if src.pre_aggregated)
+        assert len(projected) == 2 and prepared.kept("batch", projected) is not None  # kept for these types
+        assert kept.setdefault(str(types["code"]), prepared) is prepared  # found again under the same types
         answers.setdefault(str(types["code"]), got)
+    assert kept["STRING"] is not kept[declared]
     assert not _same(answers["STRING"], answers[declared])
 
 
@@ -166,36 +159,12 @@ def test_hll_unions_per_source_match_one_union_and_are_made_again_each_run():
     assert [agg._estimate(x) for x in other.to_pylist()] == [agg._estimate(x) for x in want.to_pylist()]
 
 
-def _plan(query, rows: int) -> BatchPlan:
-    gid = np.zeros(rows, np.int64)
-    return BatchPlan(query, (object(),), (), (), (None,), (frozenset(),), (0,), [], Groups(gid, 1, []), rows, rows,
-                     rows)
-
-
-def test_kept_plans_are_bounded_in_number_and_bytes():
-    plans = BatchPlans(max_plans=3, max_bytes=10_000)
-    made = [_plan(object(), 100) for _ in range(5)]  # 800 bytes each
-    for p in made:
-        plans.put(p)
-    assert len(plans) == 3
-    assert plans.get(made[0].query, made[0].live_sources(), {}) is None
-    assert plans.get(made[4].query, made[4].live_sources(), {}) is made[4]
-    big = _plan(object(), 1_000)  # 8,000 bytes: the oldest plan makes room
-    plans.put(big)
-    assert len(plans) == 3 and plans.get(big.query, big.live_sources(), {}) is big
-    assert plans.get(made[2].query, made[2].live_sources(), {}) is None
-    plans.put(_plan(object(), 10_000))  # larger than the whole budget: not kept
-    assert len(plans) == 3
-    with pytest.raises(ValueError):
-        made[4].groups.gid[0] = 1  # shared by every later run: read-only
-
-
 def test_threads_running_the_same_queries_get_the_same_answers(segments):
     from concurrent.futures import ThreadPoolExecutor
 
     queries = CORPUS[::17]
     expected = [_run(q, segments) for q in queries]
-    kept_queries.clear()
+    query_runner.PREPARED.clear()
 
     def one(i: int):
         q = queries[i % len(queries)]
@@ -204,24 +173,3 @@ def test_threads_running_the_same_queries_get_the_same_answers(segments):
     with ThreadPoolExecutor(max_workers=4) as pool:
         for i, (table, stats) in pool.map(one, range(20 * len(queries))):
             assert _same(table, expected[i][0]) and stats == expected[i][1], queries[i]
-
-
-def test_a_kept_plan_does_not_keep_its_sources_alive():
-    import gc
-    import weakref
-
-    class Source:
-        pass
-
-    plans = BatchPlans()
-    source = Source()
-    query = object.__new__(type("Q", (), {}))
-    gid = np.zeros(3, np.int64)
-    plan = BatchPlan(query, (source,), (), (), (None,), (frozenset(),), (0,), [], Groups(gid, 1, []), 3, 3, 3)
-    plans.put(plan)
-    assert plans.get(query, (source,), {}) is plan
-    ref = weakref.ref(source)
-    del source
-    gc.collect()
-    assert ref() is None, "a kept plan held the source (and its segment's files) alive"
-    assert plan.live_sources() == (None,)

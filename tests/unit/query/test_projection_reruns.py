@@ -1,10 +1,11 @@
 """Projection sources kept and run again, as a historical runs them (issue 11).
 
-A historical makes each segment's source once per query JSON and runs it on every repeat of the
-query (services/historical/source_cache.py); the rows a filter selects from projection rows are
-remembered on the source (``selection.select_projection_rows``). Over the projections corpus,
-every run of the kept sources gives what base rows give, with the same stats each time, and a
-remembered selection is not reused when the declared type of a filtered column changes.
+A historical prepares each query once over its segments (``PreparedQuery``: each segment's
+source) and runs it on every repeat of the query; the rows a filter selects from projection rows
+are kept on the prepared query (``selection.select_projection_rows``). Over the projections
+corpus, every run of the kept sources gives what base rows give, with the same stats each time,
+and a kept selection is not reused when the declared type of a filtered column changes (another
+declaration is another prepared query).
 """
 
 from __future__ import annotations
@@ -13,16 +14,22 @@ import pytest
 
 from common.query import engine
 from common.query.model import query_from_json
+from common.query.prepared_query import PreparedKey, PreparedQuery
+from common.query.query_runner import QueryRunner
 from common.types.column_type import ColumnType
 from tests.unit.query.test_projections import CORPUS, _same, segments  # noqa: F401 - segments is a fixture
 
 
+_PREPARED: dict = {}
+
+
 def _historical_run(query, sources, schema):
-    """What a historical does with its sources: projection sources of one projection in one pass,
-    the others one by one; then merged and finalized as the broker would."""
-    partials = [p for batch in engine.batches(query, sources)
-                for p in engine.run_batch(query, [sources[i] for i in batch], schema)]
-    merged = engine.merge(query, partials)
+    """What a historical does with its sources: prepared once per query, sources and declared
+    types; projection sources of one projection in one pass, the others one by one; then merged
+    and finalized as the broker would."""
+    key = PreparedKey(query.json_text(), tuple(schema.items()), ())
+    prepared = _PREPARED.setdefault((key, tuple(sources)), PreparedQuery(key, query, schema, (), sources))
+    merged = QueryRunner().run(prepared)
     return engine.finalize(query, merged, schema), merged.stats
 
 
@@ -78,7 +85,8 @@ def test_a_large_selection_is_not_kept(segments, monkeypatch):
     sources = [s for s in _sources(query, segments) if s.pre_aggregated]
     assert sources
     first, _ = _historical_run(query, sources, schema)
-    assert all(src.selection_memo is None for src in sources)  # more than 3 rows each: made again every run
+    prepared = [p for (key, srcs), p in _PREPARED.items() if srcs == tuple(sources)]
+    assert len(prepared) == 1 and all(prepared[0].kept("selection", src) is None for src in sources)  # made again
     again, _ = _historical_run(query, sources, schema)
     assert _same(again, first) and first.num_rows > 0
 

@@ -346,10 +346,12 @@ def _batched(query: dict, segments):
 @pytest.mark.parametrize("query", CORPUS[::5], ids=[f"q{i}" for i in range(0, len(CORPUS), 5)])
 def test_projection_rows_of_several_segments_in_one_pass_equal_their_merged_partials(segments, query):
     from common.query import engine
+    from common.query.prepared_query import PreparedQuery
+    from common.query.query_runner import QueryRunner
 
     q, schema, sources, batches = _batched(query, segments)
     one_by_one = engine.merge(q, [engine.run(q, src, schema) for src in sources])
-    together = engine.merge(q, [p for b in batches for p in engine.run_batch(q, [sources[i] for i in b], schema)])
+    together = QueryRunner().run(PreparedQuery(None, q, schema, (), sources))  # batches run together
     assert _same(engine.finalize(q, together, schema), engine.finalize(q, one_by_one, schema))
     assert together.stats == one_by_one.stats
 
