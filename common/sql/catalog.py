@@ -137,8 +137,9 @@ INFORMATION_SCHEMA_FIELDS: dict[str, tuple[Field, ...]] = {
 
 
 def _routines() -> list[tuple]:
+    # cycle: the planner's modules import this catalog
     from common.sql.logical_plan import AGGREGATE_FUNCTIONS
-    from common.sql.scalar_translator import _AGGREGATE_NAMES, KNOWN_FUNCTIONS
+    from common.sql.scalar_translator import _AGGREGATE_NAMES, KNOWN_FUNCTIONS  # cycle, as above
 
     aggregates = set(AGGREGATE_FUNCTIONS) | set(_AGGREGATE_NAMES)
     names = sorted((set(KNOWN_FUNCTIONS) | aggregates) - {"CAST"})

@@ -22,6 +22,7 @@ from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
 from services.node_process import NodeProcess
 from services.security.authorizer import Authorizer, authorizer_from_config
+from services.broker.druid_http.druid_routes import DruidHttpApi
 
 
 # Read queries Flight SQL may start at GetFlightInfo at once (more run at DoGet, as without prefetch).
@@ -81,8 +82,6 @@ class BrokerProcess(NodeProcess):
         self.servicer = BrokerServicer(self.front_door, config.broker.query_timeout_ms, authorizer=self.authorizer)
         self.servicer.queries = self.queries
         add_to_server(self.grpc, self.servicer)
-        from services.broker.druid_http.druid_routes import DruidHttpApi
-
         # Druid's HTTP API (/druid/v2/sql, /druid/v2, /status, tasks) on the HTTP port, through the front door.
         self.druid_http = DruidHttpApi(self.front_door, self.catalog, self.authorizer, self.queries,
                                        config.advertise_host, self._status_properties(), self.node.coordinator_client)

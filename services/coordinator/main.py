@@ -23,6 +23,7 @@ from services.node_process import NodeProcess
 from services.rpc.gen.strata.v1 import discovery_pb2
 from services.transport_security import task_env
 from services.security.authorizer import Unauthenticated, authorizer_from_config, is_admin
+from services.coordinator.druid_datasources import DruidDatasourcesApi
 
 
 class CoordinatorProcess(NodeProcess):
@@ -67,8 +68,6 @@ class CoordinatorProcess(NodeProcess):
                                  self.security.http_server_context() if self.security.serves_tls else None)
         self.id = self.node_id(self.grpc.port)
         install_catalog(self)  # the table catalog: gRPC CatalogService and the REST API on the HTTP port
-        from services.coordinator.druid_datasources import DruidDatasourcesApi
-
         DruidDatasourcesApi(self.store, self.authorizer).install(self.http)  # Druid's datasource listings
         if config.coordinator.auto_compaction:
             from services.coordinator.compaction_scheduler import CompactionScheduler

@@ -371,7 +371,6 @@ CONSTRUCTORS = ("__init__", "__post_init__", "__new__", "__setstate__")
 # module -> what it does today; the runtime work of issue #24 (PreparedQuery) removes these.
 FROZEN_WRITES_ALLOWED = {
     "common/query/model.py": "Query.memo writes into the frozen query with object.__setattr__",
-    "common/query/kept_queries.py": "setattr of kept sources on a Segment",
     "common/query/grouped_engine.py": "query.memo('wanted_buckets')",
     "services/broker/table_choice.py": "query.memo('table_choice')",
     "services/broker/sql_service.py": "plan.memo('streamed_scan' / 'statement_info')",
@@ -380,9 +379,6 @@ FROZEN_WRITES_ALLOWED = {
 QUERY_PATH = ("common/query", "common/sql", "common/segment", "common/expr", "services/broker", "services/historical")
 ID_KEYED_ALLOWED = {
     "common/query/projection.py": "_SPECS_BY_OBJECT keyed by id() of the projection object",
-    "common/query/projection_batch.py": "PLANS keyed by id() of the query and its sources",
-    "services/historical/source_cache.py": "SourceCache keyed by id() of the segment",
-    "common/query/kept_queries.py": "_PREPARED keyed by the query text and id() of its segments",
 }
 
 
@@ -456,6 +452,7 @@ MEMOIZED = {
     "common/types/granularity.py", "common/types/interval.py", "common/types/time_zone.py",
     "common/sql/statement_kind.py", "common/json/path_steps.py", "common/query/projection.py",
     "common/demo/wikipedia.py", "common/expr/functions.py", "services/transport_security.py",
+    "common/query/projection_match.py",
 }
 # ``id()`` of an object as a key keeps state that the object's identity, not its value, names: a
 # reused id answers for another object. Listed: a label (no state), and the projection matcher's

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 import pyarrow as pa
+from common.types.interval import format_instant
 
 SEGMENT_FIELDS = [("num_replicas", pa.int64()), ("is_active", pa.int64()), ("is_realtime", pa.int64()),
                   ("is_overshadowed", pa.int64()), ("shard_spec", pa.string()), ("dimensions", pa.string()),
@@ -69,7 +70,6 @@ def server_columns(role: str, http_port: int, version: str) -> dict:
 
 def task_columns(task) -> dict:
     """Druid's sys.tasks columns of a task (a Task message's fields)."""
-    from common.types.interval import format_instant
 
     return {"group_id": task.id, "queue_insertion_time": format_instant(task.created_ms),
             "runner_status": _RUNNER.get(task.state, "NONE"), "location": None, "host": None,

@@ -30,6 +30,7 @@ from services.broker.druid_http.task_resource import is_ingestion
 from services.broker.front_door import QueryFrontDoor, QueryRequest
 from services.broker.query_origin import note_call, sql_query_id
 from services.http_endpoint import REMOTE_HEADER, USER_HEADER
+from common.types.interval import parse_instant
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,6 @@ def _parameter(param, index: int):
                 return value
             raise ValueError(value)
         if kind in _TIMES:
-            from common.types.interval import parse_instant
 
             millis = int(value) if isinstance(value, (int, float)) else parse_instant(str(value))
             return dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(milliseconds=millis)
