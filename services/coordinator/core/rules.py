@@ -24,6 +24,7 @@ Pure: no I/O. The metadata store keeps the lists as the JSON this module writes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -41,6 +42,7 @@ class RuleError(ValidationError):
     """A rule list that cannot be used; the message names the rule (position and type) and field."""
 
 
+@functools.lru_cache(maxsize=4096)  # one duty run asks the same (now, period) for every segment
 def minus_period(ms: int, period: Period) -> int:
     """``ms - period`` as Joda subtracts a period from a UTC DateTime: field by field, largest
     first (so Feb 29 2024 - P1Y1M is Jan 28 2023, not Jan 29)."""
