@@ -4,7 +4,8 @@
     [discovery]       mode = "embedded" | "etcd"; etcd = "http://host:2379"; coordinator = "host:port"
     [metadata]        url = "sqlite:///path.db" | "postgresql+psycopg://user:pw@host/db"
     [deep_storage]    url = "file:///dir" | "s3://bucket/prefix"; endpoint; region
-    [historical]      cache_dir; max_cache_bytes; query_threads; decompressed_cache_bytes; max_query_bytes
+    [historical]      cache_dir; max_cache_bytes; query_threads; decompressed_cache_bytes; max_query_bytes;
+                      tier (default "_default_tier"; retention rules place replicas per tier)
     [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks;
                       warm_task_drivers; give_up_expiry_ms;
                       auto_compaction; max_compaction_tasks
@@ -95,6 +96,8 @@ class HistoricalSection:
     # What one query may hold here (groups, scanned rows, partials); a query's maxBytesInMemory
     # context key may lower it, never raise it (common/query/memory_budget.py).
     max_query_bytes: int = 2 << 30
+    # The tier this historical belongs to: load rules say how many replicas each tier holds.
+    tier: str = "_default_tier"
 
 
 @dataclass(frozen=True)

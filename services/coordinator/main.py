@@ -9,6 +9,7 @@ import os
 from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import DutyRunner
+from services.coordinator.rule_store import RuleStore
 from services.coordinator.server import CoordinatorServicer, add_to_server
 from services.coordinator.store import SegmentStore
 from services.coordinator.task_metrics import TaskMetrics
@@ -47,8 +48,9 @@ class CoordinatorProcess(NodeProcess):
         self.discovery = discovery_from_config(config, local_store=self.memory_store)
         if self.memory_store is not None:
             self.journal = AssignmentJournal(config.coordinator.state_dir, self.memory_store, self.discovery)
+        self.rules = RuleStore(self.store, config.coordinator.replication)
         self.runner = DutyRunner(self.store, self.discovery, self.metrics, config.coordinator.replication,
-                                 config.coordinator.duty_period_ms, config.coordinator.give_up_expiry_ms)
+                                 config.coordinator.duty_period_ms, config.coordinator.give_up_expiry_ms, self.rules)
         self.task_metrics = TaskMetrics(self.metrics)
         self.tasks = TaskStore(self.store, on_final=self.task_metrics.on_final)
         self.task_metrics.tasks = self.tasks

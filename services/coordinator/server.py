@@ -87,11 +87,13 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
         for server, served in state.served.items():
             for sid in served:
                 where.setdefault(sid, []).append(server)
-        wanted = self.runner.replication or (2 if len(state.historicals) >= 2 else 1)
+        records = self.store.list(request.datasource or None)
+        # What each segment's retention rule wants, capped by the servers of each tier.
+        params = self.runner.snapshot({r.id: r.descriptor() for r in records}, state)
         out = []
-        for r in self.store.list(request.datasource or None):
+        for r in records:
             out.append(coordinator_pb2.SegmentLoad(id=segment_id_to_proto(r.id), servers=sorted(where.get(r.id, [])),
-                                                   wanted_replicas=wanted))
+                                                   wanted_replicas=params.achievable(r.id)))
         return coordinator_pb2.LoadStatusResponse(segments=out)
 
 
