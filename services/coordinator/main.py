@@ -9,6 +9,8 @@ import os
 from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import DutyRunner
+from services.coordinator import rules_http
+from services.coordinator.core.rules import DEFAULT_TIER
 from services.coordinator.rule_store import RuleStore
 from services.coordinator.server import CoordinatorServicer, add_to_server
 from services.coordinator.store import SegmentStore
@@ -16,6 +18,7 @@ from services.coordinator.task_metrics import TaskMetrics
 from services.coordinator.task_runner import TaskRunner
 from services.coordinator.task_store import TaskStore
 from services.discovery import Announcer, LeaderElection, MemoryStore, discovery_from_config, node_key
+from services.discovery.keys import nodes_prefix
 from services.discovery import embedded_service
 from services.grpc_server import GrpcServer
 from services.http_endpoint import HttpEndpoint
@@ -69,6 +72,7 @@ class CoordinatorProcess(NodeProcess):
                                  self.security.http_server_context() if self.security.serves_tls else None)
         self.id = self.node_id(self.grpc.port)
         install_catalog(self)  # the table catalog: gRPC CatalogService and the REST API on the HTTP port
+        rules_http.register(self.http, self.rules, self.authorizer, self._tiers)
         if config.coordinator.auto_compaction:
             from services.coordinator.compaction_scheduler import CompactionScheduler
 
@@ -103,6 +107,11 @@ class CoordinatorProcess(NodeProcess):
         self.task_runner.set_leader(is_leader)
         if not is_leader:
             self.task_metrics.clear()
+
+    def _tiers(self) -> set[str]:
+        """The tiers historicals announce right now."""
+        return {str(json.loads(v).get("tier") or DEFAULT_TIER)
+                for v in self.discovery.get_prefix(nodes_prefix("historical")).values()}
 
     def health(self) -> dict:
         leader = self.runner.is_leader and self.runner.leadership_fresh()  # not a stale lease after a pause
