@@ -62,8 +62,9 @@ class HttpEndpoint:
                     self.close_connection = True  # the unread body must not be taken for a request
                 else:
                     body = self.rfile.read(length) if length else b""
-                    status, ctype, out = endpoint.dispatch(self.command, url.path, parse_qs(url.query), body,
-                                                           dict(self.headers))
+                    # Blank values kept: Druid's flag parameters are bare (``?full``, ``?simple``).
+                    query = parse_qs(url.query, keep_blank_values=True)
+                    status, ctype, out = endpoint.dispatch(self.command, url.path, query, body, dict(self.headers))
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(out)))

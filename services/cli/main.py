@@ -371,6 +371,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_catalog(sub, DEFAULT_DIR)
 
+    from services.cli.rules_command import register as register_rules
+
+    register_rules(sub, DEFAULT_DIR)
+
     for role in ("coordinator", "broker", "historical"):
         p = sub.add_parser(role, help=f"run a {role} in the foreground")
         p.add_argument("--config", help="TOML config file (env STRATA_<SECTION>_<KEY> overrides)")
