@@ -6,6 +6,7 @@ Authentication: given an ``authorizer`` that is enabled, every request except ``
 must carry ``Authorization: Basic ...`` or a bearer token the authorizer issued; otherwise the
 answer is 401 with ``WWW-Authenticate: Basic realm="strata"``, before any route (or 404) is
 looked at. Route handlers keep the signature ``handler(method, path, query, body, headers)``
+(returning None passes the request on to the next route whose prefix matches)
 and find the authenticated user in ``headers["x-strata-user"]``: the endpoint always removes a
 client-sent ``X-Strata-User`` (any spelling) and, with authentication on, sets it to the user it
 authenticated, so handlers may trust it. Handlers authorize themselves
@@ -106,7 +107,11 @@ class HttpEndpoint:
                 headers[USER_HEADER] = self.authorizer.user_from_headers(headers)
             for prefix, handler in self._routes:
                 if path.startswith(prefix):
-                    return handler(method, path, query, body, headers)
+                    # A handler answers None for a path under its prefix it does not serve, so
+                    # two modules can share a prefix (/druid/coordinator/v1/datasources).
+                    answer = handler(method, path, query, body, headers)
+                    if answer is not None:
+                        return answer
         except Unauthenticated as exc:
             return _error(401, exc)
         except PermissionError as exc:

@@ -9,7 +9,8 @@ import os
 from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import DutyRunner
-from services.coordinator import rules_http
+from services.coordinator import rules_http, segment_lifecycle_http
+from services.coordinator.segment_lifecycle import SegmentLifecycle
 from services.coordinator.core.rules import DEFAULT_TIER
 from services.coordinator.rule_store import RuleStore
 from services.coordinator.server import CoordinatorServicer, add_to_server
@@ -73,6 +74,8 @@ class CoordinatorProcess(NodeProcess):
         self.id = self.node_id(self.grpc.port)
         install_catalog(self)  # the table catalog: gRPC CatalogService and the REST API on the HTTP port
         rules_http.register(self.http, self.rules, self.authorizer, self._tiers)
+        self.lifecycle = SegmentLifecycle(self.store, lambda: _deep_storage(config))
+        segment_lifecycle_http.register(self.http, self.lifecycle, self.authorizer)
         if config.coordinator.auto_compaction:
             from services.coordinator.compaction_scheduler import CompactionScheduler
 

@@ -406,6 +406,20 @@ class SegmentStore:
                 changed += result.rowcount
         return changed
 
+    def mark_used(self, ids: Iterable[SegmentId]) -> int:
+        """Marks unused segments used again (they must still be in deep storage: not killed);
+        returns how many changed."""
+        keys = sorted({str(i) for i in ids})
+        changed = 0
+        with self._write() as conn:
+            now = self._clock()
+            for part in _chunks(keys):
+                result = conn.execute(update(segments_table)
+                                      .where(segments_table.c.id.in_(part), segments_table.c.used == false())
+                                      .values(used=True, used_status_updated_ms=now))
+                changed += result.rowcount
+        return changed
+
     def mark_unused_in_interval(self, datasource: str, interval: Interval) -> int:
         """Marks unused every used segment of ``datasource`` lying wholly inside ``interval``
         (as Druid: a segment that only overlaps it keeps serving its other part)."""

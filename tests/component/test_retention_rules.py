@@ -10,6 +10,7 @@ import urllib.request
 import pyarrow as pa
 import pytest
 
+from services.cli.cluster_client import ClusterError
 from tests.harness.embedded_cluster import EmbeddedCluster
 
 DAY = 86_400_000
@@ -134,3 +135,62 @@ def test_strata_rules_cli(cluster, capsys, tmp_path):
     assert main(["rules", *url, "set", "other", "--rules", '[{"type": "loadForever", "tieredReplicants": '
                  '{"warm": 1}}]']) == 0
     assert "tier 'warm' has no historicals" in capsys.readouterr().err
+
+
+def life_table() -> pa.Table:
+    days = [TODAY - 3 * DAY, TODAY - 2 * DAY]
+    times = [d + i * 60_000 for d in days for i in range(4)]
+    return pa.table({"__time": pa.array(times, pa.timestamp("ms", tz="UTC")), "age": ["x"] * len(times),
+                     "value": pa.array(range(len(times)), pa.int64())})
+
+
+def life_count(cluster) -> int:
+    query = {"queryType": "timeseries", "dataSource": "life", "intervals": ALL_TIME, "granularity": "all",
+             "aggregations": [{"type": "count", "name": "n"}]}
+    try:
+        rows = cluster.client.native(query)[0].to_pylist()
+    except ClusterError as exc:
+        if "unknown datasource 'life'" in str(exc):
+            return 0  # no segment of it served (yet, or any more)
+        raise
+    return rows[0]["n"] if rows else 0
+
+
+def test_mark_unused_mark_used_and_kill(cluster):
+    base = "/druid/coordinator/v1/datasources/life"
+    assert http(cluster, "POST", "/druid/coordinator/v1/rules/life",
+                [{"type": "loadForever", "tieredReplicants": {"hot": 1}}])[0] == 200
+    descriptors = sorted(cluster.publish(life_table(), "life"), key=lambda d: d.id)
+    older, newer = descriptors
+    cluster.wait_until(lambda: life_count(cluster) == 8, what="both days queryable")
+    day = f"{older.id.interval}".replace("/", "_")
+
+    # By interval: only segments wholly inside it.
+    assert http(cluster, "POST", f"{base}/markUnused", {"interval": str(older.id.interval)}) == (
+        200, {"numChangedSegments": 1})
+    cluster.wait_until(lambda: life_count(cluster) == 4, what="the unused day gone from queries")
+    assert cluster.storage().exists(older.location)  # unused is not deleted
+
+    # Kill deletes only unused segments: the used one in a wider interval is kept.
+    status, out = http(cluster, "DELETE", f"{base}/intervals/1900-01-01_2200-01-01")
+    assert status == 200 and out["killed"] == 1 and out["fileErrors"] == []
+    assert cluster.coordinator.store.get(older.id) is None and not cluster.storage().exists(older.location)
+    assert cluster.coordinator.store.get(newer.id).used and cluster.storage().exists(newer.location)
+    assert life_count(cluster) == 4
+
+    # By id (Druid spells partition 0 without its suffix), and used again by id.
+    druid_id = str(newer.id).removesuffix("_0")
+    assert http(cluster, "POST", f"{base}/markUnused", {"segmentIds": [druid_id]}) == (200, {"numChangedSegments": 1})
+    cluster.wait_until(lambda: life_count(cluster) == 0, what="no day left in queries")
+    assert http(cluster, "POST", f"{base}/markUsed", {"segmentIds": [str(newer.id)]}) == (
+        200, {"numChangedSegments": 1})
+    cluster.wait_until(lambda: life_count(cluster) == 4, what="the day served again")
+    assert http(cluster, "DELETE", f"{base}/intervals/{day}")[1]["killed"] == 0  # already gone
+
+    # Bad bodies and ids are named.
+    status, out = http(cluster, "POST", f"{base}/markUnused", {"interval": "2020/2021", "segmentIds": ["a"]})
+    assert status == 400 and "exactly one of 'interval' and 'segmentIds'" in out["error"]
+    status, out = http(cluster, "POST", f"{base}/markUsed", {"segmentIds": ["life_nope"]})
+    assert status == 400 and "has no segment 'life_nope'" in out["error"]
+    assert http(cluster, "GET", f"{base}/markUsed")[0] == 405
+    assert http(cluster, "DELETE", f"{base}/intervals/not-an-interval")[0] == 400
