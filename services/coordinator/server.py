@@ -69,6 +69,14 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "MarkUnused needs segment ids, or a datasource and interval")
         return coordinator_pb2.MarkUnusedResponse(marked=marked)
 
+    def ListRules(self, request, context):
+        from services.coordinator.core.rules import DEFAULT_DATASOURCE, default_rules, rules_to_json
+
+        stored = self.runner.rules.all() if self.runner.rules is not None else {
+            DEFAULT_DATASOURCE: default_rules(self.runner.replication)}
+        return coordinator_pb2.ListRulesResponse(
+            rules_json=json.dumps({ds: rules_to_json(r) for ds, r in sorted(stored.items())}))
+
     def ListServers(self, request, context):
         state = ClusterState(self.discovery)
         out = []

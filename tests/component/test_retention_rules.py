@@ -105,6 +105,22 @@ def test_hot_cold_tiers_and_period_drop(cluster):
     assert [(len(s.servers), s.wanted_replicas) for s in cluster.client.load_status("wiki")] == [(1, 1)]
 
 
+def test_sys_rules_lists_every_rule_in_order(cluster):
+    got, _ = cluster.client.sql("SELECT rule_order, rule_type, period, include_future, tiered_replicants "
+                                "FROM sys.rules WHERE datasource = 'wiki' ORDER BY rule_order")
+    assert got.to_pylist() == [
+        {"rule_order": 0, "rule_type": "dropBeforeByPeriod", "period": "P30D", "include_future": None,
+         "tiered_replicants": None},
+        {"rule_order": 1, "rule_type": "loadByPeriod", "period": "P30D", "include_future": True,
+         "tiered_replicants": '{"hot": 1}'},
+        {"rule_order": 2, "rule_type": "loadByPeriod", "period": "P365D", "include_future": True,
+         "tiered_replicants": '{"cold": 1}'},
+        {"rule_order": 3, "rule_type": "dropForever", "period": None, "include_future": None,
+         "tiered_replicants": None}]
+    default, _ = cluster.client.sql("SELECT rule_type, tiered_replicants FROM sys.rules WHERE datasource = '_default'")
+    assert default.to_pylist() == [{"rule_type": "loadForever", "tiered_replicants": '{"_default_tier": 2}'}]
+
+
 def test_bad_rules_are_refused_with_the_rule_and_field(cluster):
     status, out = http(cluster, "POST", "/druid/coordinator/v1/rules/wiki",
                        [{"type": "loadForever", "tieredReplicants": {"hot": -1}}])
