@@ -128,7 +128,8 @@ def test_table_listings_are_filtered(service, user, expected):
     assert {t.name for t in sql.tables(user=user) if t.schema == "sys"} == {"segments", "servers",
                                                                                 "server_segments", "tasks",
                                                                                 "projections", "queries",
-                                                                                "projection_advice", "schema_decisions"}
+                                                                                "projection_advice", "schema_decisions",
+                                                                                "rules"}
 
 
 def test_without_an_authorizer_nothing_changes():
