@@ -3,11 +3,13 @@
     POST   /druid/coordinator/v1/datasources/{ds}/markUnused   {"interval": i} | {"segmentIds": [...]}
     POST   /druid/coordinator/v1/datasources/{ds}/markUsed     {"interval": i} | {"segmentIds": [...]}
            -> {"numChangedSegments": n}
+    DELETE /druid/coordinator/v1/datasources/{ds}   -> {"numChangedSegments": n}: every segment unused
     DELETE /druid/coordinator/v1/datasources/{ds}/intervals/{interval}   (``_`` for ``/`` in the interval)
            -> {"killed": n, "keptUsed": n, "fileErrors": [...]}: kill, deleting the unused segments
            wholly inside the interval from deep storage and the metadata store
 
-Other paths under ``/datasources`` are passed on (None) to the module that lists datasources.
+Other paths and methods under ``/datasources`` are passed on (None) to the module that lists
+datasources.
 Marking needs WRITE on the datasource; a kill too (it deletes only what is already unused).
 """
 
@@ -17,7 +19,7 @@ import json
 from urllib.parse import unquote
 
 from common.errors import StrataError, ValidationError
-from common.types.interval import Interval
+from common.types.interval import ETERNITY, Interval
 from services.security.authorizer import Unauthenticated
 
 BASE = "/druid/coordinator/v1/datasources/"
@@ -38,7 +40,8 @@ class SegmentLifecycleHttp:
         parts = [unquote(p) for p in path[len(BASE):].strip("/").split("/")]
         mark = len(parts) == 2 and parts[1] in ("markUnused", "markUsed")
         kill = len(parts) == 3 and parts[1] == "intervals"
-        if not (mark or kill) or not parts[0]:
+        drop = len(parts) == 1 and method == "DELETE"
+        if not (mark or kill or drop) or not parts[0]:
             return None
         user = next((v for k, v in (headers or {}).items() if k.lower() == USER_HEADER), None)
         datasource = parts[0]
@@ -47,6 +50,8 @@ class SegmentLifecycleHttp:
                 return _reply(405, {"error": f"method {method} is not allowed on {path}; use "
                                              f"{'POST' if mark else 'DELETE'}"})
             self.authorizer.require(user, "WRITE", "DATASOURCE", datasource)
+            if drop:
+                return _reply(200, {"numChangedSegments": self.lifecycle.mark_unused(datasource, ETERNITY)})
             if kill:
                 interval = Interval.parse(parts[2].replace("_", "/"))
                 report = self.lifecycle.kill(datasource, interval)

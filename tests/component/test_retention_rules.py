@@ -203,6 +203,13 @@ def test_mark_unused_mark_used_and_kill(cluster):
     cluster.wait_until(lambda: life_count(cluster) == 4, what="the day served again")
     assert http(cluster, "DELETE", f"{base}/intervals/{day}")[1]["killed"] == 0  # already gone
 
+    # Dropping the whole datasource marks every segment unused; markUsed by interval brings it back.
+    assert http(cluster, "DELETE", base) == (200, {"numChangedSegments": 1})
+    cluster.wait_until(lambda: life_count(cluster) == 0, what="the dropped datasource gone from queries")
+    assert http(cluster, "POST", f"{base}/markUsed", {"interval": "1900-01-01/2200-01-01"}) == (
+        200, {"numChangedSegments": 1})
+    cluster.wait_until(lambda: life_count(cluster) == 4, what="the datasource served again")
+
     # Bad bodies and ids are named.
     status, out = http(cluster, "POST", f"{base}/markUnused", {"interval": "2020/2021", "segmentIds": ["a"]})
     assert status == 400 and "exactly one of 'interval' and 'segmentIds'" in out["error"]
