@@ -373,7 +373,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_catalog(sub, DEFAULT_DIR)
 
-    from services.cli.rules_command import register as register_rules
+    from services.cli.rules_command import register as register_rules  # lazy, as every command: fast start-up
 
     register_rules(sub, DEFAULT_DIR)
 

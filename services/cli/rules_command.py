@@ -63,7 +63,7 @@ def _read_rules(text: str) -> list:
 def client_from_args(args) -> RulesRestClient:
     url = getattr(args, "coordinator_http", None)
     if not url:
-        from services.cli.local_cluster import LocalCluster
+        from services.cli.local_cluster import LocalCluster  # needed only without --coordinator-http
 
         url = LocalCluster(args.dir).endpoints().get("coordinator_http")
         if not url:

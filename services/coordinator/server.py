@@ -12,6 +12,7 @@ from common.json.json_text import loads_json
 from common.segment.time_partitioner import new_version
 from common.segment.timeline import TimelineSegment
 from services.coordinator.core.allocation import PartitionLedger
+from services.coordinator.core.rules import DEFAULT_DATASOURCE, default_rules, rules_to_json
 from services.coordinator.duty_runner import ClusterState
 from services.coordinator.store import SegmentRecord
 from services.discovery.keys import leader_key, nodes_prefix
@@ -70,8 +71,6 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
         return coordinator_pb2.MarkUnusedResponse(marked=marked)
 
     def ListRules(self, request, context):
-        from services.coordinator.core.rules import DEFAULT_DATASOURCE, default_rules, rules_to_json
-
         stored = self.runner.rules.all() if self.runner.rules is not None else {
             DEFAULT_DATASOURCE: default_rules(self.runner.replication)}
         return coordinator_pb2.ListRulesResponse(
