@@ -64,7 +64,12 @@ def segment_days(cluster, index: int) -> set[str]:
 def visible_counts(cluster) -> dict[str, int]:
     query = {"queryType": "groupBy", "dataSource": "wiki", "intervals": ALL_TIME, "granularity": "all",
              "dimensions": ["age"], "aggregations": [{"type": "count", "name": "n"}]}
-    got, _ = cluster.client.native(query)
+    try:
+        got, _ = cluster.client.native(query)
+    except ClusterError as exc:
+        if "no replica left" in str(exc):
+            return {}  # a query racing a drop (see life_count): not settled yet
+        raise
     return {row["age"]: row["n"] for row in got.to_pylist()}
 
 
@@ -168,6 +173,10 @@ def life_count(cluster) -> int:
     except ClusterError as exc:
         if "unknown datasource 'life'" in str(exc):
             return 0  # no segment of it served (yet, or any more)
+        if "no replica left" in str(exc):
+            # A query racing a drop: the historical dropped the segment before the broker saw it
+            # unannounced (see the report of issue #27). Not settled yet; the wait asks again.
+            return -1
         raise
     return rows[0]["n"] if rows else 0
 
@@ -217,3 +226,31 @@ def test_mark_unused_mark_used_and_kill(cluster):
     assert status == 400 and "has no segment 'life_nope'" in out["error"]
     assert http(cluster, "GET", f"{base}/markUsed")[0] == 405
     assert http(cluster, "DELETE", f"{base}/intervals/not-an-interval")[0] == 400
+
+
+def metric(cluster, name: str, datasource: str) -> float | None:
+    url = f"http://127.0.0.1:{cluster.coordinator.http.port}/metrics"
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        text = resp.read().decode()
+    for line in text.splitlines():
+        if line.startswith(f'{name}{{datasource="{datasource}"}}'):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_segments_no_rule_matches_raise_the_alert_metric(cluster, caplog):
+    assert http(cluster, "POST", "/druid/coordinator/v1/rules/lonely",
+                [{"type": "loadByInterval", "interval": "2000-01-01/2001-01-01", "tieredReplicants": {"hot": 1}}])[0] == 200
+    assert http(cluster, "POST", "/druid/coordinator/v1/rules/_default", [])[0] == 200
+    try:
+        with caplog.at_level("WARNING", logger="strata.coordinator"):
+            cluster.publish(life_table(), "lonely")
+            cluster.wait_until(lambda: metric(cluster, "strata_segments_unmatched", "lonely") == 2.0,
+                               what="the unmatched gauge for lonely")
+        assert any("2 used segments of datasource 'lonely' match no retention rule" in r.getMessage()
+                   for r in caplog.records)
+    finally:
+        assert http(cluster, "POST", "/druid/coordinator/v1/rules/_default",
+                    [{"type": "loadForever", "tieredReplicants": {"hot": 1}}])[0] == 200
+    cluster.wait_until(lambda: metric(cluster, "strata_segments_unmatched", "lonely") is None,
+                       what="the gauge removed once a rule matches")
