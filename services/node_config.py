@@ -7,7 +7,8 @@
     [historical]      cache_dir; max_cache_bytes; query_threads; decompressed_cache_bytes; max_query_bytes;
                       tier (default "_default_tier"; retention rules place replicas per tier)
     [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks;
-                      warm_task_drivers; give_up_expiry_ms;
+                      warm_task_drivers; give_up_expiry_ms; kill_unused_after_ms (0 = no automatic kill);
+                      max_kill_per_run; kill_period_ms;
                       auto_compaction; max_compaction_tasks
     [broker]          query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
                       query_log_file_bytes; query_log_file_backups; max_query_bytes; prefetch_results
@@ -115,6 +116,11 @@ class CoordinatorSection:
     # A historical that failed a segment 3 times in a row (the segment then moved elsewhere) is
     # passed over for it this long after its last failure; then it may be given it again.
     give_up_expiry_ms: int = 300_000
+    # Automatic kill (0 = off, as Druid's default): delete segments unused for this long from deep
+    # storage and the metadata store, at most max_kill_per_run each kill_period_ms.
+    kill_unused_after_ms: int = 0
+    max_kill_per_run: int = 100
+    kill_period_ms: int = 3_600_000
 
 
 @dataclass(frozen=True)

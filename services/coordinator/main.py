@@ -10,7 +10,7 @@ from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import DutyRunner
 from services.coordinator import rules_http, segment_lifecycle_http
-from services.coordinator.segment_lifecycle import SegmentLifecycle
+from services.coordinator.segment_lifecycle import AutoKill, SegmentLifecycle
 from services.coordinator.core.rules import DEFAULT_TIER
 from services.coordinator.rule_store import RuleStore
 from services.coordinator.server import CoordinatorServicer, add_to_server
@@ -76,6 +76,10 @@ class CoordinatorProcess(NodeProcess):
         rules_http.register(self.http, self.rules, self.authorizer, self._tiers)
         self.lifecycle = SegmentLifecycle(self.store, lambda: _deep_storage(config))
         segment_lifecycle_http.register(self.http, self.lifecycle, self.authorizer)
+        if config.coordinator.kill_unused_after_ms > 0:
+            self.runner.extra_duties.append(AutoKill(self.lifecycle, config.coordinator.kill_unused_after_ms,
+                                                     config.coordinator.max_kill_per_run,
+                                                     config.coordinator.kill_period_ms))
         if config.coordinator.auto_compaction:
             from services.coordinator.compaction_scheduler import CompactionScheduler
 

@@ -10,6 +10,7 @@ marked used again while a kill runs keeps both its row and its file.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from common.errors import ValidationError
 from common.segment.segment_id import SegmentId
 from common.segment.timeline import Timeline, TimelineSegment
 from common.types.interval import Interval
+from services.coordinator.core.kill_plan import segments_to_kill
 from services.coordinator.store import SegmentRecord, SegmentStore
 
 log = logging.getLogger("strata.coordinator")
@@ -79,6 +81,22 @@ class SegmentLifecycle:
         """Deletes the unused segments of ``datasource`` wholly inside ``interval``."""
         candidates = self._select(datasource, [r for r in self.store.list(datasource, include_unused=True)
                                                if not r.used], interval, None)
+        report = self._delete(candidates)
+        log.info("killed %d unused segments of %s in %s (%d kept: used again)", len(report.killed), datasource,
+                 interval, report.skipped_used)
+        return report
+
+    def kill_unused(self, now_ms: int, after_ms: int, limit: int) -> KillReport:
+        """Automatic kill: segments unused for at least ``after_ms``, at most ``limit`` of them."""
+        unused = [r for r in self.store.list(include_unused=True) if not r.used]
+        chosen = set(segments_to_kill(((r.id, r.used_status_updated_ms) for r in unused), now_ms, after_ms, limit))
+        report = self._delete([r for r in unused if r.id in chosen])
+        if report.killed or report.skipped_used:
+            log.info("automatic kill deleted %d segments unused for %d ms or more (%d kept: used again)",
+                     len(report.killed), after_ms, report.skipped_used)
+        return report
+
+    def _delete(self, candidates: list[SegmentRecord]) -> KillReport:
         if not candidates:
             return KillReport((), 0)
         storage = self._storage_factory()
@@ -93,6 +111,25 @@ class SegmentLifecycle:
             except Exception as exc:  # the row is gone; report the orphaned file, go on
                 log.warning("kill of %s deleted its metadata row but not its file %s: %s", r.id, r.location, exc)
                 errors.append(f"{r.location}: {exc}")
-        log.info("killed %d unused segments of %s in %s (%d kept: used again)", len(killed), datasource, interval,
-                 skipped)
         return KillReport(tuple(killed), skipped, tuple(errors))
+
+
+class AutoKill:
+    """The leader's automatic-kill duty (one of DutyRunner.extra_duties): every ``period_ms`` at
+    most, kills up to ``limit`` segments unused for ``after_ms`` or more."""
+
+    def __init__(self, lifecycle: SegmentLifecycle, after_ms: int, limit: int, period_ms: int,
+                 clock: Callable[[], int] = lambda: time.time_ns() // 1_000_000) -> None:
+        if after_ms <= 0 or limit < 1 or period_ms < 0:
+            raise ValidationError(f"[coordinator] automatic kill needs kill_unused_after_ms > 0 (got {after_ms}), "
+                                  f"max_kill_per_run >= 1 (got {limit}) and kill_period_ms >= 0 (got {period_ms})")
+        self.lifecycle, self.after_ms, self.limit, self.period_ms = lifecycle, after_ms, limit, period_ms
+        self._clock = clock
+        self._last_ms: int | None = None
+
+    def __call__(self) -> KillReport | None:
+        now = self._clock()
+        if self._last_ms is not None and now - self._last_ms < self.period_ms:
+            return None
+        self._last_ms = now
+        return self.lifecycle.kill_unused(now, self.after_ms, self.limit)

@@ -254,3 +254,16 @@ def test_segments_no_rule_matches_raise_the_alert_metric(cluster, caplog):
                     [{"type": "loadForever", "tieredReplicants": {"hot": 1}}])[0] == 200
     cluster.wait_until(lambda: metric(cluster, "strata_segments_unmatched", "lonely") is None,
                        what="the gauge removed once a rule matches")
+
+
+def test_automatic_kill_on_a_cluster(tmp_path):
+    c = EmbeddedCluster(str(tmp_path), historicals=1,
+                        coordinator={"kill_unused_after_ms": 1, "kill_period_ms": 0, "max_kill_per_run": 10})
+    try:
+        [older, newer] = sorted(c.publish(life_table(), "life"), key=lambda d: d.id)
+        c.coordinator.store.mark_unused([older.id])
+        c.wait_until(lambda: c.coordinator.store.get(older.id) is None, what="the unused segment killed")
+        assert not c.storage().exists(older.location)
+        assert c.coordinator.store.get(newer.id).used and c.storage().exists(newer.location)
+    finally:
+        c.stop()

@@ -94,3 +94,28 @@ def test_mark_used_skips_overshadowed_versions(backends, tmp_path):
         life = SegmentLifecycle(store, lambda: storage)
         assert life.mark_used("wiki", Interval(0, DAY)) == 0  # v2 hides v1: it would be unused again
         assert not store.get(old.id).used
+
+
+def test_automatic_kill_is_bounded_and_spaced(backends, tmp_path):
+    from services.coordinator.segment_lifecycle import AutoKill
+
+    url, storage = backends
+    clock = {"now": 1_000 * DAY}
+    with SegmentStore(url, clock=lambda: clock["now"]) as store:
+        records = [publish(store, storage, tmp_path, day) for day in range(4)]
+        store.mark_unused([r.id for r in records[:3]])  # unused at 1000 days; the last stays used
+        kill = AutoKill(SegmentLifecycle(store, lambda: storage), after_ms=30 * DAY, limit=2, period_ms=DAY,
+                        clock=lambda: clock["now"])
+        clock["now"] += 29 * DAY
+        assert kill().killed == ()  # not unused long enough yet
+        clock["now"] += DAY // 2
+        assert kill() is None  # the period has not passed since the last run
+        clock["now"] += DAY // 2
+        assert kill().killed == (records[0].id, records[1].id)  # 30 days unused now; at most 2 a run
+        clock["now"] += DAY
+        assert kill().killed == (records[2].id,)
+        assert [r.id for r in store.list(include_unused=True)] == [records[3].id]
+        assert storage.exists(records[3].location)
+        assert not any(storage.exists(r.location) for r in records[:3])
+    with pytest.raises(ValidationError, match="kill_unused_after_ms > 0"):
+        AutoKill(None, 0, 1, 1)
