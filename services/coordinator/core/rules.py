@@ -77,7 +77,7 @@ class Rule:
 
 
 @dataclass(frozen=True)
-class _LoadRule(Rule):
+class LoadRule(Rule):
     """A load rule: ``tiered_replicants`` tier -> replicas (0: the tier holds none; the segment
     stays in deep storage, used but unloaded there)."""
 
@@ -99,7 +99,7 @@ def _replicants(tiers: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
 
 
 @dataclass(frozen=True)
-class LoadForever(_LoadRule):
+class LoadForever(LoadRule):
     kind: ClassVar[str] = "loadForever"
 
     def applies_to(self, interval: Interval, now_ms: int) -> bool:
@@ -107,7 +107,7 @@ class LoadForever(_LoadRule):
 
 
 @dataclass(frozen=True)
-class LoadByInterval(_LoadRule):
+class LoadByInterval(LoadRule):
     kind: ClassVar[str] = "loadByInterval"
     interval: Interval = field(default=Interval(0, 0), kw_only=True)
 
@@ -119,7 +119,7 @@ class LoadByInterval(_LoadRule):
 
 
 @dataclass(frozen=True)
-class LoadByPeriod(_LoadRule):
+class LoadByPeriod(LoadRule):
     kind: ClassVar[str] = "loadByPeriod"
     period: Period = field(default=Period(days=1), kw_only=True)
     include_future: bool = field(default=True, kw_only=True)
@@ -132,7 +132,7 @@ class LoadByPeriod(_LoadRule):
                 **_load_fields(self)}
 
 
-def _load_fields(rule: _LoadRule) -> dict:
+def _load_fields(rule: LoadRule) -> dict:
     return {"tieredReplicants": dict(rule.tiered_replicants), "useDefaultTierForNull": rule.use_default_tier_for_null}
 
 
@@ -335,7 +335,7 @@ def check_tiers(rules: Sequence[Rule], known: Iterable[str]) -> list[str]:
     known = set(known)
     out = []
     for i, rule in enumerate(rules):
-        if isinstance(rule, _LoadRule):
+        if isinstance(rule, LoadRule):
             for tier, count in rule.tiered_replicants:
                 if tier not in known and count > 0:
                     out.append(f"rule {i} ({rule.kind}): tier '{tier}' has no historicals; "
@@ -368,14 +368,13 @@ def matching_rule(rules: Iterable[Rule], interval: Interval, now_ms: int) -> Rul
 def wanted_replicas(rule: Rule | None, tiers: Mapping[str, int]) -> dict[str, int]:
     """tier -> replicas a segment under ``rule`` should have, given ``tiers`` (tier -> servers).
     Broadcast: every server of every tier. Drop or no rule: none."""
-    if isinstance(rule, _LoadRule):
+    if isinstance(rule, LoadRule):
         return {t: n for t, n in rule.tiered_replicants}
     if rule is not None and rule.action == "broadcast":
         return dict(tiers)
     return {}
 
 
-LoadRule = _LoadRule
 
 __all__ = ["BroadcastByInterval", "BroadcastByPeriod", "BroadcastForever", "DEFAULT_DATASOURCE", "DEFAULT_REPLICANTS",
            "DEFAULT_TIER", "DropBeforeByPeriod", "DropByInterval", "DropByPeriod", "DropForever", "LoadByInterval",
