@@ -10,7 +10,7 @@
                       warm_task_drivers; give_up_expiry_ms; kill_unused_after_ms (0 = no automatic kill);
                       max_kill_per_run; kill_period_ms;
                       auto_compaction; max_compaction_tasks
-    [broker]          query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
+    [broker]          tier_preference ("hot,cold": read from replicas on these tiers first); query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
                       query_log_file_bytes; query_log_file_backups; max_query_bytes; prefetch_results
     [auth]            enabled; admin_user; admin_password; users_file; token_ttl_s; internal_secret
     [tls]             cert; key; ca (PEM text; as cert_file/key_file/ca_file: read from those files); mtls
@@ -137,6 +137,9 @@ class BrokerSection:
     query_log_file_bytes: int = 64 << 20
     query_log_file_backups: int = 5
     column_type_merge_policy: str = "leastRestrictive"  # or latestInterval, fail (segments that disagree on a type)
+    # Tiers queries prefer, most preferred first ("hot,cold"): a segment is read from a replica on
+    # the first listed tier holding it; "" reads from any replica.
+    tier_preference: str = ""
     schema_conflicts: str = "widen"  # ingestion default of schemaConflicts: widen, or fail on ambiguous input types
     # Flight SQL: start a read query at GetFlightInfo (at most 8 at once), not at DoGet, so the
     # client's round trip overlaps the historicals' work. Off by default: on an idle machine the

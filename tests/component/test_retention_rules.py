@@ -267,3 +267,26 @@ def test_automatic_kill_on_a_cluster(tmp_path):
         assert c.coordinator.store.get(newer.id).used and c.storage().exists(newer.location)
     finally:
         c.stop()
+
+
+def test_broker_prefers_a_tier(tmp_path):
+    c = EmbeddedCluster(str(tmp_path), historicals=2, tiers=["hot", "cold"], broker={"tier_preference": "cold,hot"})
+
+    def segments_run(h) -> float:
+        return sum(s.value for m in h.metrics.segments_queried.collect() for s in m.samples
+                   if s.name.endswith("_total"))
+
+    try:
+        assert http(c, "POST", "/druid/coordinator/v1/rules/life",
+                    [{"type": "loadForever", "tieredReplicants": {"hot": 1, "cold": 1}}])[0] == 200
+        c.publish(life_table(), "life")
+        c.wait_queryable("life", 2, replicas=2)
+        c.wait_until(lambda: all(len(c.broker.node.view.replicas.get(s, ())) == 2
+                                 for s in list(c.broker.node.view.replicas)), what="the broker sees both replicas")
+        hot, cold = c.historicals
+        before = segments_run(hot), segments_run(cold)
+        for _ in range(4):  # every rotation of the replicas
+            assert life_count(c) == 8
+        assert segments_run(hot) == before[0] and segments_run(cold) == before[1] + 8
+    finally:
+        c.stop()
