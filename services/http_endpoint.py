@@ -6,7 +6,8 @@ Authentication: given an ``authorizer`` that is enabled, every request except ``
 must carry ``Authorization: Basic ...`` or a bearer token the authorizer issued; otherwise the
 answer is 401 with ``WWW-Authenticate: Basic realm="strata"``, before any route (or 404) is
 looked at. Route handlers keep the signature ``handler(method, path, query, body, headers)``
-(returning None passes the request on to the next route whose prefix matches)
+(returning None passes the request on to the next route whose prefix matches; longer prefixes
+are asked first)
 and find the authenticated user in ``headers["x-strata-user"]``: the endpoint always removes a
 client-sent ``X-Strata-User`` (any spelling) and, with authentication on, sets it to the user it
 authenticated, so handlers may trust it. Handlers authorize themselves
@@ -88,7 +89,10 @@ class HttpEndpoint:
         self._thread = threading.Thread(target=self._server.serve_forever, name="strata-http", daemon=True)
 
     def route(self, prefix: str, handler) -> None:
+        # Longest prefix first, whatever the order modules register in: a module serving
+        # /datasources/{ds}/markUnused sees its requests before the one listing /datasources.
         self._routes.append((prefix, handler))
+        self._routes.sort(key=lambda route: -len(route[0]))
 
     def dispatch(self, method: str, path: str, query: dict, body: bytes, headers: dict) -> tuple[int, str, bytes]:
         if path == "/status/live" and method == "GET":

@@ -290,3 +290,29 @@ def test_broker_prefers_a_tier(tmp_path):
         assert segments_run(hot) == before[0] and segments_run(cold) == before[1] + 8
     finally:
         c.stop()
+
+
+def test_http_routes_longest_prefix_first_and_pass_on_none():
+    from services.http_endpoint import HttpEndpoint
+    from services.metrics import Metrics
+
+    endpoint = HttpEndpoint("127.0.0.1", 0, Metrics("test"), lambda: {"healthy": True})
+    try:
+        seen = []
+
+        def listing(method, path, query, body, headers):
+            seen.append("listing")
+            return 200, "application/json", b'"listing"'
+
+        def lifecycle(method, path, query, body, headers):
+            seen.append("lifecycle")
+            return (200, "application/json", b'"lifecycle"') if path.endswith("/markUnused") else None
+
+        endpoint.route("/druid/coordinator/v1/datasources", listing)  # registered first, shorter prefix
+        endpoint.route("/druid/coordinator/v1/datasources/", lifecycle)
+        assert endpoint.dispatch("POST", "/druid/coordinator/v1/datasources/wiki/markUnused", {}, b"", {})[2] == \
+            b'"lifecycle"'
+        assert endpoint.dispatch("GET", "/druid/coordinator/v1/datasources/wiki", {}, b"", {})[2] == b'"listing"'
+        assert seen == ["lifecycle", "lifecycle", "listing"]
+    finally:
+        endpoint._server.server_close()

@@ -110,3 +110,4 @@ def test_permissions(api):
     assert set(api("GET", "", headers=eve, authorizer=auth)[1]) == {"_default"}
     assert api("GET", "/wiki", headers=eve, authorizer=auth)[0] == 403
     assert {h["key"] for h in api("GET", "/history", headers=ann, authorizer=auth)[1]} == {"wiki", "_default"}
+
