@@ -126,6 +126,11 @@ def test_sys_rules_lists_every_rule_in_order(cluster):
     assert default.to_pylist() == [{"rule_type": "loadForever", "tiered_replicants": '{"_default_tier": 2}'}]
 
 
+def test_servers_carry_their_tier(cluster):
+    tiers = {s.info.id: s.info.tier for s in cluster.client.servers().servers if s.info.role == "historical"}
+    assert tiers == {"historical-1": "hot", "historical-2": "cold"}
+
+
 def test_bad_rules_are_refused_with_the_rule_and_field(cluster):
     status, out = http(cluster, "POST", "/druid/coordinator/v1/rules/wiki",
                        [{"type": "loadForever", "tieredReplicants": {"hot": -1}}])
