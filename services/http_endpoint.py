@@ -6,6 +6,8 @@ Authentication: given an ``authorizer`` that is enabled, every request except ``
 must carry ``Authorization: Basic ...`` or a bearer token the authorizer issued; otherwise the
 answer is 401 with ``WWW-Authenticate: Basic realm="strata"``, before any route (or 404) is
 looked at. Route handlers keep the signature ``handler(method, path, query, body, headers)``
+(returning None passes the request on to the next route whose prefix matches; longer prefixes
+are asked first)
 and find the authenticated user in ``headers["x-strata-user"]``: the endpoint always removes a
 client-sent ``X-Strata-User`` (any spelling) and, with authentication on, sets it to the user it
 authenticated, so handlers may trust it; likewise ``X-Strata-Remote-Address`` is always the
@@ -129,7 +131,10 @@ class HttpEndpoint:
         self._thread = threading.Thread(target=self._server.serve_forever, name="strata-http", daemon=True)
 
     def route(self, prefix: str, handler) -> None:
+        # Longest prefix first, whatever the order modules register in: a module serving
+        # /datasources/{ds}/markUnused sees its requests before the one listing /datasources.
         self._routes.append((prefix, handler))
+        self._routes.sort(key=lambda route: -len(route[0]))
 
     def dispatch(self, method: str, path: str, query: dict, body: bytes, headers: dict) -> tuple[int, str, bytes]:
         if path == "/status/live" and method == "GET":
@@ -148,7 +153,11 @@ class HttpEndpoint:
                 headers[USER_HEADER] = self.authorizer.user_from_headers(headers)
             for prefix, handler in self._routes:
                 if path.startswith(prefix):
-                    return handler(method, path, query, body, headers)
+                    # A handler answers None for a path under its prefix it does not serve, so
+                    # two modules can share a prefix (/druid/coordinator/v1/datasources).
+                    answer = handler(method, path, query, body, headers)
+                    if answer is not None:
+                        return answer
         except Exception as exc:  # noqa: BLE001 - every failure answers with its kind's status (common/errors.py)
             status, reply = http_error(exc, "http")  # a handler bug answers with an id the log has
             return status, "application/json", json.dumps(reply).encode()

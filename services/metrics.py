@@ -57,6 +57,9 @@ class Metrics:
                                                "Used segments served by fewer historicals than the replication "
                                                "factor, unavailable ones included (the leader's view)",
                                                ["datasource"], registry=r)
+        self.segments_unmatched = Gauge("strata_segments_unmatched",
+                                        "Used segments no retention rule applies to (the leader's view; alert)",
+                                        ["datasource"], registry=r)
         self.tasks = Gauge("strata_tasks", "Ingestion tasks in the metadata store, by state (the leader's view)",
                            ["state"], registry=r)
         self.tasks_finished = Counter("strata_tasks_finished", "Ingestion tasks that reached a final state",

@@ -4,11 +4,13 @@
     [discovery]       mode = "embedded" | "etcd"; etcd = "http://host:2379"; coordinator = "host:port"
     [metadata]        url = "sqlite:///path.db" | "postgresql+psycopg://user:pw@host/db"
     [deep_storage]    url = "file:///dir" | "s3://bucket/prefix"; endpoint; region
-    [historical]      cache_dir; max_cache_bytes; query_threads; decompressed_cache_bytes; max_query_bytes
+    [historical]      cache_dir; max_cache_bytes; query_threads; decompressed_cache_bytes; max_query_bytes;
+                      tier (default "_default_tier"; retention rules place replicas per tier)
     [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks;
-                      warm_task_drivers; give_up_expiry_ms;
+                      warm_task_drivers; give_up_expiry_ms; kill_unused_after_ms (0 = no automatic kill);
+                      max_kill_per_run; kill_period_ms;
                       auto_compaction; max_compaction_tasks
-    [broker]          query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
+    [broker]          tier_preference ("hot,cold": read from replicas on these tiers first); query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
                       query_log_file_bytes; query_log_file_backups; max_query_bytes; prefetch_results
     [auth]            enabled; admin_user; admin_password; users_file; token_ttl_s; internal_secret
     [tls]             cert; key; ca (PEM text; as cert_file/key_file/ca_file: read from those files); mtls
@@ -95,6 +97,8 @@ class HistoricalSection:
     # What one query may hold here (groups, scanned rows, partials); a query's maxBytesInMemory
     # context key may lower it, never raise it (common/query/memory_budget.py).
     max_query_bytes: int = 2 << 30
+    # The tier this historical belongs to: load rules say how many replicas each tier holds.
+    tier: str = "_default_tier"
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,11 @@ class CoordinatorSection:
     # A historical that failed a segment 3 times in a row (the segment then moved elsewhere) is
     # passed over for it this long after its last failure; then it may be given it again.
     give_up_expiry_ms: int = 300_000
+    # Automatic kill (0 = off, as Druid's default): delete segments unused for this long from deep
+    # storage and the metadata store, at most max_kill_per_run each kill_period_ms.
+    kill_unused_after_ms: int = 0
+    max_kill_per_run: int = 100
+    kill_period_ms: int = 3_600_000
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,9 @@ class BrokerSection:
     query_log_file_bytes: int = 64 << 20
     query_log_file_backups: int = 5
     column_type_merge_policy: str = "leastRestrictive"  # or latestInterval, fail (segments that disagree on a type)
+    # Tiers queries prefer, most preferred first ("hot,cold"): a segment is read from a replica on
+    # the first listed tier holding it; "" reads from any replica.
+    tier_preference: str = ""
     schema_conflicts: str = "widen"  # ingestion default of schemaConflicts: widen, or fail on ambiguous input types
     # Flight SQL: start a read query at GetFlightInfo (at most 8 at once), not at DoGet, so the
     # client's round trip overlaps the historicals' work. Off by default: on an idle machine the

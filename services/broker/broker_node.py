@@ -59,6 +59,7 @@ class BrokerNode:
             else:
                 self.historicals.pop(server, None)
                 self._historical_clients.pop(server, None)
+            self.view.set_tiers({s: str(info.get("tier") or "_default_tier") for s, info in self.historicals.items()})
 
     def _on_served(self, event) -> None:
         try:

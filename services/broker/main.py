@@ -57,6 +57,9 @@ class BrokerProcess(NodeProcess):
         from services.broker.core.schema_merge import check_policy
 
         self.node.view.merge_policy = check_policy(config.broker.column_type_merge_policy)
+        with self.node.lock:
+            self.node.view.set_tier_preference(
+                tuple(t.strip() for t in config.broker.tier_preference.split(",") if t.strip()))
         credentials = (config.auth.admin_user, config.auth.admin_password) if config.auth.enabled else None
         self.catalog_cache = CatalogCache(self.discovery, self.node.coordinator_http, credentials,
                                           tls_context=security.http_client_context())

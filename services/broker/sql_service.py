@@ -37,7 +37,7 @@ from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog
 
 CATALOG = "druid"
 SYS_TABLES = ("segments", "servers", "server_segments", "tasks", "projections", "queries", "projection_advice",
-              "schema_decisions", "supervisors", "server_properties")
+              "schema_decisions", "supervisors", "server_properties", "rules")
 
 
 def _like(pattern: str | None) -> re.Pattern | None:
@@ -188,6 +188,19 @@ class BrokerCatalog:
             (f"{s.info.host}:{s.info.grpc_port}", s.info.role,
              {"druid.host": s.info.host, "druid.plaintextPort": s.info.http_port, "strata.grpcPort": s.info.grpc_port,
               **({"strata.flightPort": s.info.flight_port} if s.info.flight_port else {})}) for s in servers])
+
+    def _sys_rules(self) -> pa.Table:
+        """Retention rules, one row per rule in the order they apply (the _default ones too)."""
+        rules = self.coordinator.rules() if self.coordinator is not None else {}
+        rows = [dict(datasource=ds, rule_order=i, rule_type=r["type"], period=r.get("period"),
+                     interval=r.get("interval"), include_future=r.get("includeFuture"),
+                     tiered_replicants=json.dumps(r["tieredReplicants"]) if "tieredReplicants" in r else None,
+                     rule=json.dumps(r))
+                for ds, listed in sorted(rules.items()) for i, r in enumerate(listed)]
+        return pa.Table.from_pylist(rows, schema=pa.schema([
+            ("datasource", pa.string()), ("rule_order", pa.int64()), ("rule_type", pa.string()),
+            ("period", pa.string()), ("interval", pa.string()), ("include_future", pa.bool_()),
+            ("tiered_replicants", pa.string()), ("rule", pa.string())]))
 
     def _sys_server_segments(self) -> pa.Table:
         # Servers are named host:port, as in sys.servers, so the two tables join.

@@ -60,7 +60,7 @@ class CatalogRestClient:
         self.authorization = authorization
         self.timeout_s = timeout_s
 
-    def request(self, method: str, path: str, query: dict | None = None, body=None):
+    def request(self, method: str, path: str, query: dict | None = None, body=None, headers: dict | None = None):
         url = self.base + "/" + path.lstrip("/")
         params = {k: v for k, v in (query or {}).items() if v is not None}
         if params:
@@ -71,6 +71,8 @@ class CatalogRestClient:
             req.add_header("Content-Type", "application/json")
         if self.authorization:
             req.add_header("Authorization", self.authorization)
+        for name, value in (headers or {}).items():
+            req.add_header(name, value)
         try:
             # https: trust the CA in STRATA_TLS_CA_FILE (else the system's roots).
             context = transport_security_from_env().http_client_context() if url.startswith("https:") else None

@@ -153,11 +153,18 @@ class LocalCluster:
     def up(self, historicals: int = 2, etcd: str | None = None, timeout_s: float = 90.0,
            max_cache_bytes: int = 10 * 1024**3, *, metadata_url: str | None = None, deep_storage: str | None = None,
            deep_storage_endpoint: str = "", lease_ttl_s: int = 10, duty_period_ms: int = 1000,
-           replication: int = 0, ports: str = "fixed", warm_task_drivers: int = 0) -> dict:
+           replication: int = 0, ports: str = "fixed", warm_task_drivers: int = 0,
+           tiers: list[str] | None = None) -> dict:
         """Starts the cluster; returns its state. ``ports="fixed"`` (the default) uses the
         documented ports and refuses to start, naming each taken port and its holder, when one is
         in use; ``"auto"`` replaces a taken one by a free one. ``warm_task_drivers`` long-lived
-        Spark drivers take ingestion tasks without a JVM start each (``strata up`` keeps one)."""
+        Spark drivers take ingestion tasks without a JVM start each (``strata up`` keeps one).
+        ``tiers``: the ``[historical] tier`` of each historical in order (see ``parse_tiers``);
+        unlisted ones are in ``_default_tier``."""
+        if tiers:
+            if len(tiers) != historicals:
+                raise StrataError(f"--tiers names {len(tiers)} historicals but --historicals is {historicals}; "
+                                  f"make them agree (e.g. --historicals {len(tiers)})")
         if historicals < 1:
             raise StrataError("a cluster needs at least one historical (--historicals 1)")
         state = self.state()
@@ -190,7 +197,8 @@ class LocalCluster:
             hist_ports = historical_ports[i - 1]
             nodes.append((f"historical-{i}", "historical", {
                 **common, "node": {"id": f"historical-{i}", "host": "127.0.0.1", **hist_ports},
-                "historical": {"cache_dir": os.path.join(self.dir, f"cache-{i}"), "max_cache_bytes": max_cache_bytes}}))
+                "historical": {"cache_dir": os.path.join(self.dir, f"cache-{i}"), "max_cache_bytes": max_cache_bytes,
+                               **({"tier": tiers[i - 1]} if tiers else {})}}))
         records = []
         configs = {name: config for name, _, config in nodes}
 
@@ -393,3 +401,17 @@ def _alive(pid: int) -> bool:
         return True
     return True
 
+
+def parse_tiers(text: str) -> list[str]:
+    """``hot=1,cold=2`` -> ["hot", "cold", "cold"]: the tier of each historical, in order."""
+    out: list[str] = []
+    for part in (p.strip() for p in text.split(",")):
+        name, sep, count = part.partition("=")
+        name = name.strip()
+        if not sep or not name or not count.strip().isdigit() or int(count) < 1:
+            raise StrataError(f"--tiers takes tier=count pairs such as hot=1,cold=1; '{part}' is not one "
+                              "(a count is a whole number of historicals, at least 1)")
+        if name in out:
+            raise StrataError(f"--tiers names tier '{name}' twice; give each tier once with its count")
+        out.extend([name] * int(count))
+    return out

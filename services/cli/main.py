@@ -195,12 +195,14 @@ def cmd_kill(args) -> int:
 
 
 def cmd_up(args) -> int:
-    from services.cli.local_cluster import LocalCluster
+    from services.cli.local_cluster import LocalCluster, parse_tiers
 
     cluster = LocalCluster(args.dir)
     started = time.perf_counter()
-    state = cluster.up(args.historicals, args.etcd, max_cache_bytes=args.max_cache_bytes, ports=args.ports,
-                       warm_task_drivers=args.warm_drivers)
+    tiers = parse_tiers(args.tiers) if args.tiers else None
+    historicals = args.historicals if args.historicals is not None else (len(tiers) if tiers else 2)
+    state = cluster.up(historicals, args.etcd, max_cache_bytes=args.max_cache_bytes, ports=args.ports,
+                       warm_task_drivers=args.warm_drivers, tiers=tiers)
     print(f"strata cluster up in {time.perf_counter() - started:.1f}s ({len(state['nodes'])} nodes, logs in "
           f"{os.path.join(cluster.dir, 'logs')})")
     for name, value in cluster.endpoints().items():
@@ -371,6 +373,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_catalog(sub, DEFAULT_DIR)
 
+    from services.cli.rules_command import register as register_rules  # lazy, as every command: fast start-up
+
+    register_rules(sub, DEFAULT_DIR)
+
     for role in ("coordinator", "broker", "historical"):
         p = sub.add_parser(role, help=f"run a {role} in the foreground")
         p.add_argument("--config", help="TOML config file (env STRATA_<SECTION>_<KEY> overrides)")
@@ -378,7 +384,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("up", help="start a local cluster in background processes")
     p.add_argument("--dir", default=DEFAULT_DIR)
-    p.add_argument("--historicals", type=int, default=2)
+    p.add_argument("--historicals", type=int, default=None, help="how many historicals (default 2, or as --tiers)")
+    p.add_argument("--tiers", default=None, help="historicals per tier, e.g. hot=1,cold=1 (retention rules place "
+                                                  "replicas per tier); default: all in _default_tier")
     p.add_argument("--etcd", default=None, help="use etcd at this URL instead of embedded discovery")
     p.add_argument("--max-cache-bytes", type=int, default=10 * 1024**3)
     p.add_argument("--ports", choices=["fixed", "auto"], default="fixed",

@@ -89,6 +89,10 @@ class CoordinatorClient:
     def servers(self):
         return self._call("ListServers", coordinator_pb2.ListServersRequest(), 10)
 
+    def rules(self) -> dict:
+        """datasource -> its retention rules as Druid JSON (``_default`` included)."""
+        return json.loads(self._call("ListRules", coordinator_pb2.ListRulesRequest(), 10).rules_json)
+
     # ---- tasks -------------------------------------------------------------------------------
     def submit_task(self, datasource: str, type_: str, statement: str, spec: dict | None = None):
         request = coordinator_pb2.SubmitTaskRequest(datasource=datasource, type=type_, statement=statement,

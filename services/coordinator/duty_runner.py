@@ -3,7 +3,8 @@
 Each run snapshots the metadata store (used segments) and discovery (historicals, what they
 serve, what they are assigned, which loads failed), runs the duties, and applies the commands: a
 Load puts an assignment key, a RetryLoad puts it again (the historical sees a new assignment), a
-Drop deletes it, a ForgetLoadFailure deletes the historical's failure record (the historical
+Drop deletes it, an Unmatched (segments no retention rule applies to) logs a warning and sets
+the ``strata_segments_unmatched`` gauge an alert watches, a ForgetLoadFailure deletes the historical's failure record (the historical
 watches its records and forgets the attempt count with it), MarkUnused updates the store. The
 clock of the pure duties is the ``now_ms`` each run passes in. Served segments without an
 assignment key (after a coordinator restart with a fresh embedded store) are adopted by
@@ -21,7 +22,8 @@ from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from services.coordinator.core.duties import (DEFAULT_GIVE_UP_EXPIRY_MS, Drop, DutyParams, ForgetLoadFailure, Load,
                                               LoadFailure, MarkUnused, RetryLoad, RetrySent, SegmentEntry, ServerView,
-                                              run_duties)
+                                              Unmatched, run_duties)
+from services.coordinator.core.rules import DEFAULT_TIER
 from services.coordinator.core.replication_status import replication_status
 from services.discovery.keys import (assignment_key, assignments_prefix, load_failure_key, load_failures_prefix,
                                      nodes_prefix, parse_assignment_key, parse_load_failure_key, parse_node_key,
@@ -61,8 +63,9 @@ class ClusterState:
 
 class DutyRunner:
     def __init__(self, store, discovery, metrics, replication: int = 0, period_ms: int = 1000,
-                 give_up_expiry_ms: int = DEFAULT_GIVE_UP_EXPIRY_MS) -> None:
+                 give_up_expiry_ms: int = DEFAULT_GIVE_UP_EXPIRY_MS, rules=None) -> None:
         self.store = store
+        self.rules = rules  # a RuleStore; None: no stored rules (the seeded default only)
         self.discovery = discovery
         self.metrics = metrics
         self.replication = replication
@@ -78,6 +81,7 @@ class DutyRunner:
         # More duties the leader runs after the segment duties (each a callable; auto-compaction).
         self.extra_duties: list = []
         self._gauge_datasources: set[str] = set()
+        self._unmatched_datasources: set[str] = set()
         self._gauge_roles: set[str] = set()
         self._gauge_lock = threading.Lock()  # leadership changes arrive on the election's thread
         # () -> bool: whether leadership still holds right now (the election's lease is fresh);
@@ -117,28 +121,38 @@ class DutyRunner:
                         log.exception("coordinator duty %s failed", getattr(duty, "__qualname__", duty))
             self._stop.wait(self.period_s)
 
-    def run_once(self) -> list:
-        started = time.perf_counter()
-        used = {r.id: r.descriptor() for r in self.store.used_segments()}
-        self.metrics.used_segments.set(len(used))
-        state = ClusterState(self.discovery)
+    def snapshot(self, used: dict | None = None, state: ClusterState | None = None) -> DutyParams:
+        """The duties' input now: used segments, servers (with their tiers), stored rules."""
+        if used is None:
+            used = {r.id: r.descriptor() for r in self.store.used_segments()}
+        state = state if state is not None else ClusterState(self.discovery)
         servers = {}
         unused: dict[SegmentId, SegmentEntry] = {}
         for server, info in state.historicals.items():
             loaded = frozenset(state.served.get(server, {}))
             loading = frozenset(s for s in state.assigned.get(server, {}) if s not in loaded)
-            servers[server] = ServerView(int(info.get("max_cache_bytes", 0)), loaded, loading)
+            servers[server] = ServerView(int(info.get("max_cache_bytes", 0)), loaded, loading,
+                                         str(info.get("tier") or DEFAULT_TIER))
             for sid, d in state.served.get(server, {}).items():
                 if sid not in used:
                     unused[sid] = SegmentEntry(sid, d.size, d.num_partitions)
+        return DutyParams(used=tuple(SegmentEntry(d.id, d.size, d.num_partitions) for d in used.values()),
+                          servers=servers, unused=tuple(unused.values()), now_ms=int(time.time() * 1000),
+                          replication=self.replication, load_failures=state.load_failures,
+                          give_up_expiry_ms=self.give_up_expiry_ms, retries_sent=self._retries_sent,
+                          rules=self.rules.stored() if self.rules is not None else {})
+
+    def run_once(self) -> list:
+        started = time.perf_counter()
+        used = {r.id: r.descriptor() for r in self.store.used_segments()}
+        self.metrics.used_segments.set(len(used))
+        state = ClusterState(self.discovery)
         self._retries_sent = {k: v for k, v in self._retries_sent.items() if k in state.load_failures}
-        params = DutyParams(used=tuple(SegmentEntry(d.id, d.size, d.num_partitions) for d in used.values()),
-                            servers=servers, unused=tuple(unused.values()), now_ms=int(time.time() * 1000),
-                            replication=self.replication, load_failures=state.load_failures,
-                            give_up_expiry_ms=self.give_up_expiry_ms, retries_sent=self._retries_sent)
+        params = self.snapshot(used, state)
         with self._gauge_lock:
-            self._set_cluster_gauges(state, used, params.effective_replication)
+            self._set_cluster_gauges(state, used, params.achievable)
         commands = run_duties(params)
+        self._report_unmatched([c for c in commands if isinstance(c, Unmatched)])
         dropped: set[tuple[str, SegmentId]] = set()
         for command in commands:
             if isinstance(command, Load):
@@ -172,7 +186,20 @@ class DutyRunner:
         self.last_run_ms = int(time.time() * 1000)
         return commands
 
-    def _set_cluster_gauges(self, state: ClusterState, used: dict, wanted: int) -> None:
+    def _report_unmatched(self, unmatched: list[Unmatched]) -> None:
+        """The alert for segments no rule applies to: a warning naming datasource and count,
+        and a gauge per datasource (removed once every segment matches again)."""
+        for u in unmatched:
+            log.warning("%d used segments of datasource '%s' match no retention rule (nor the _default rules): "
+                        "they are left as they are; add a rule that covers them (e.g. loadForever or dropForever "
+                        "last) via POST /druid/coordinator/v1/rules/%s", u.count, u.datasource, u.datasource)
+            self.metrics.segments_unmatched.labels(u.datasource).set(u.count)
+        now = {u.datasource for u in unmatched}
+        for ds in self._unmatched_datasources - now:
+            self.metrics.segments_unmatched.remove(ds)
+        self._unmatched_datasources = now
+
+    def _set_cluster_gauges(self, state: ClusterState, used: dict, wanted) -> None:
         """Nodes by role and per-datasource replication, from this run's snapshot."""
         roles: dict[str, int] = defaultdict(int)
         for key in self.discovery.get_prefix(nodes_prefix()):
@@ -198,7 +225,9 @@ class DutyRunner:
         for ds in self._gauge_datasources:
             self.metrics.segments_unavailable.remove(ds)
             self.metrics.segments_under_replicated.remove(ds)
-        self._gauge_roles, self._gauge_datasources = set(), set()
+        for ds in self._unmatched_datasources:
+            self.metrics.segments_unmatched.remove(ds)
+        self._gauge_roles, self._gauge_datasources, self._unmatched_datasources = set(), set(), set()
 
     def _drop(self, state: ClusterState, server: str, sid: SegmentId) -> None:
         key = state.assigned.get(server, {}).get(sid)

@@ -9,12 +9,17 @@ import os
 from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import DutyRunner
+from services.coordinator import rules_http, segment_lifecycle_http
+from services.coordinator.segment_lifecycle import AutoKill, SegmentLifecycle
+from services.coordinator.core.rules import DEFAULT_TIER
+from services.coordinator.rule_store import RuleStore
 from services.coordinator.server import CoordinatorServicer, add_to_server
 from services.coordinator.store import SegmentStore
 from services.coordinator.task_metrics import TaskMetrics
 from services.coordinator.task_runner import TaskRunner
 from services.coordinator.task_store import TaskStore
 from services.discovery import Announcer, LeaderElection, MemoryStore, discovery_from_config, node_key
+from services.discovery.keys import nodes_prefix
 from services.discovery import embedded_service
 from services.grpc_server import GrpcServer
 from services.http_endpoint import HttpEndpoint
@@ -48,8 +53,9 @@ class CoordinatorProcess(NodeProcess):
         self.discovery = discovery_from_config(config, local_store=self.memory_store)
         if self.memory_store is not None:
             self.journal = AssignmentJournal(config.coordinator.state_dir, self.memory_store, self.discovery)
+        self.rules = RuleStore(self.store, config.coordinator.replication)
         self.runner = DutyRunner(self.store, self.discovery, self.metrics, config.coordinator.replication,
-                                 config.coordinator.duty_period_ms, config.coordinator.give_up_expiry_ms)
+                                 config.coordinator.duty_period_ms, config.coordinator.give_up_expiry_ms, self.rules)
         self.task_metrics = TaskMetrics(self.metrics)
         self.tasks = TaskStore(self.store, on_final=self.task_metrics.on_final)
         self.task_metrics.tasks = self.tasks
@@ -69,6 +75,13 @@ class CoordinatorProcess(NodeProcess):
         self.id = self.node_id(self.grpc.port)
         install_catalog(self)  # the table catalog: gRPC CatalogService and the REST API on the HTTP port
         DruidDatasourcesApi(self.store, self.authorizer).install(self.http)  # Druid's datasource listings
+        rules_http.register(self.http, self.rules, self.authorizer, self._tiers)
+        self.lifecycle = SegmentLifecycle(self.store, lambda: _deep_storage(config))
+        segment_lifecycle_http.register(self.http, self.lifecycle, self.authorizer)
+        if config.coordinator.kill_unused_after_ms > 0:
+            self.runner.extra_duties.append(AutoKill(self.lifecycle, config.coordinator.kill_unused_after_ms,
+                                                     config.coordinator.max_kill_per_run,
+                                                     config.coordinator.kill_period_ms))
         if config.coordinator.auto_compaction:
             from services.coordinator.compaction_scheduler import CompactionScheduler
 
@@ -103,6 +116,11 @@ class CoordinatorProcess(NodeProcess):
         self.task_runner.set_leader(is_leader)
         if not is_leader:
             self.task_metrics.clear()
+
+    def _tiers(self) -> set[str]:
+        """The tiers historicals announce right now."""
+        return {str(json.loads(v).get("tier") or DEFAULT_TIER)
+                for v in self.discovery.get_prefix(nodes_prefix("historical")).values()}
 
     def health(self) -> dict:
         leader = self.runner.is_leader and self.runner.leadership_fresh()  # not a stale lease after a pause

@@ -14,6 +14,7 @@ from common.json.json_text import loads_json
 from common.segment.time_partitioner import new_version
 from common.segment.timeline import TimelineSegment
 from services.coordinator.core.allocation import PartitionLedger
+from services.coordinator.core.rules import DEFAULT_DATASOURCE, default_rules, rules_to_json
 from services.coordinator.duty_runner import ClusterState
 from services.coordinator.store import SegmentRecord
 from services.discovery.keys import leader_key, nodes_prefix
@@ -68,6 +69,12 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
             raise ValidationError("MarkUnused needs segment ids, or a datasource and interval")
         return coordinator_pb2.MarkUnusedResponse(marked=marked)
 
+    def ListRules(self, request, context):
+        stored = self.runner.rules.all() if self.runner.rules is not None else {
+            DEFAULT_DATASOURCE: default_rules(self.runner.replication)}
+        return coordinator_pb2.ListRulesResponse(
+            rules_json=json.dumps({ds: rules_to_json(r) for ds, r in sorted(stored.items())}))
+
     def ListServers(self, request, context):
         state = ClusterState(self.discovery)
         out = []
@@ -86,11 +93,13 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
         for server, served in state.served.items():
             for sid in served:
                 where.setdefault(sid, []).append(server)
-        wanted = self.runner.replication or (2 if len(state.historicals) >= 2 else 1)
+        records = self.store.list(request.datasource or None)
+        # What each segment's retention rule wants, capped by the servers of each tier.
+        params = self.runner.snapshot({r.id: r.descriptor() for r in records}, state)
         out = []
-        for r in self.store.list(request.datasource or None):
+        for r in records:
             out.append(coordinator_pb2.SegmentLoad(id=segment_id_to_proto(r.id), servers=sorted(where.get(r.id, [])),
-                                                   wanted_replicas=wanted))
+                                                   wanted_replicas=params.achievable(r.id)))
         return coordinator_pb2.LoadStatusResponse(segments=out)
 
 

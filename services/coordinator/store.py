@@ -178,6 +178,29 @@ catalog_tables_table = Table(
 )
 
 
+# Retention rules (services/coordinator/rule_store.py): the current list per datasource
+# (``_default`` the cluster's), and an audit row per change, as Druid's druid_rules/druid_audit.
+rules_table = Table(
+    "strata_rules", metadata,
+    Column("datasource", Text, primary_key=True),
+    Column("payload", Text, nullable=False),  # the rule list as Druid JSON
+    Column("updated_ms", BigInteger, nullable=False),
+)
+
+audit_table = Table(
+    "strata_audit", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("audit_key", Text, nullable=False),  # the datasource, for rules
+    Column("type", Text, nullable=False),  # "rules"
+    Column("author", Text, nullable=False),
+    Column("comment", Text, nullable=False),
+    Column("ip", Text, nullable=False),
+    Column("payload", Text, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Index("strata_audit_type_key_time", "type", "audit_key", "created_ms"),
+)
+
+
 def _create_segments(conn: Connection) -> None:
     segments_table.create(conn)  # with its indexes
 
@@ -190,10 +213,16 @@ def _create_catalog_tables(conn: Connection) -> None:
     catalog_tables_table.create(conn)
 
 
+def _create_rules(conn: Connection) -> None:
+    rules_table.create(conn)
+    audit_table.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "create strata_segments", _create_segments),
     Migration(2, "create strata_tasks", _create_tasks),
     Migration(3, "create strata_tables (table catalog)", _create_catalog_tables),
+    Migration(4, "create strata_rules and strata_audit (retention rules)", _create_rules),
 )
 
 
@@ -374,6 +403,20 @@ class SegmentStore:
                 result = conn.execute(update(segments_table)
                                       .where(segments_table.c.id.in_(part), segments_table.c.used == true())
                                       .values(used=False, used_status_updated_ms=now))
+                changed += result.rowcount
+        return changed
+
+    def mark_used(self, ids: Iterable[SegmentId]) -> int:
+        """Marks unused segments used again (they must still be in deep storage: not killed);
+        returns how many changed."""
+        keys = sorted({str(i) for i in ids})
+        changed = 0
+        with self._write() as conn:
+            now = self._clock()
+            for part in _chunks(keys):
+                result = conn.execute(update(segments_table)
+                                      .where(segments_table.c.id.in_(part), segments_table.c.used == false())
+                                      .values(used=True, used_status_updated_ms=now))
                 changed += result.rowcount
         return changed
 

@@ -38,7 +38,11 @@ class HistoricalProcess(NodeProcess):
         self.http = HttpEndpoint(config.node.host, config.node.http_port, self.metrics, self.health,
                                  tls_context=self.security.http_server_context() if self.security.serves_tls else None)
         self.id = self.node_id(self.grpc.port)
-        info = self.server_info(self.id, self.grpc.port, self.http.port, max_cache_bytes=section.max_cache_bytes)
+        if not section.tier.strip():
+            raise ValidationError("[historical] tier is empty; name the tier (e.g. hot, cold) or leave it unset "
+                                  "for _default_tier")
+        info = self.server_info(self.id, self.grpc.port, self.http.port, max_cache_bytes=section.max_cache_bytes,
+                                tier=section.tier)
         self.node = HistoricalNode(self.id, info, self.discovery, self.cache, self.metrics,
                                    config.discovery.lease_ttl_s)
         threads = section.query_threads or max(2, os.cpu_count() or 2)

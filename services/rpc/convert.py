@@ -54,7 +54,7 @@ def descriptor_from_proto(msg: types_pb2.SegmentDescriptor) -> SegmentDescriptor
 
 def server_info_to_proto(info: dict) -> types_pb2.ServerInfo:
     fields = {k: info[k] for k in ("id", "role", "host", "grpc_port", "http_port", "flight_port", "max_cache_bytes",
-                                   "started_ms") if k in info}
+                                   "started_ms", "tier") if k in info}
     return types_pb2.ServerInfo(**fields)
 
 

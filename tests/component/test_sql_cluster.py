@@ -114,7 +114,7 @@ def test_get_objects_lists_datasources_with_columns_and_system_tables(conn):
     assert (types["__time"], types["page"], types["added"]) == ("TIMESTAMP", "VARCHAR", "BIGINT")
     assert {t["table_name"]: t["table_type"] for t in schemas["sys"]} == dict.fromkeys(
         ("segments", "servers", "server_segments", "tasks", "projections", "queries", "projection_advice",
-         "schema_decisions", "supervisors", "server_properties"), "SYSTEM_TABLE")
+         "schema_decisions", "supervisors", "server_properties", "rules"), "SYSTEM_TABLE")
     assert {t["table_name"] for t in schemas["INFORMATION_SCHEMA"]} == {"SCHEMATA", "TABLES", "COLUMNS", "ROUTINES"}
     sys_segments = {t["table_name"]: t for t in schemas["sys"]}["segments"]
     assert {"segment_id", "datasource", "num_rows", "replication"} <= \

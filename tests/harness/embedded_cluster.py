@@ -30,7 +30,7 @@ class EmbeddedCluster:
                  metadata_url: str | None = None, deep_storage: str | None = None, deep_storage_endpoint: str = "",
                  max_cache_bytes: int = 1 << 30, replication: int = 0, duty_period_ms: int = 100,
                  lease_ttl_s: int = 2, auth: dict | None = None, coordinator: dict | None = None,
-                 broker: dict | None = None, tls: dict | None = None) -> None:
+                 broker: dict | None = None, tls: dict | None = None, tiers: list[str] | None = None) -> None:
         self.dir = directory
         os.makedirs(directory, exist_ok=True)
         self.deep_storage_url = deep_storage or os.path.join(directory, "deep-storage")
@@ -49,6 +49,7 @@ class EmbeddedCluster:
         if tls:  # [tls] for every role: {"cert": PEM, "key": PEM, "ca": PEM}
             self.common["tls"] = dict(tls)
         self.max_cache_bytes = max_cache_bytes
+        self.tiers = list(tiers or [])  # [historical] tier of historical i (default tier when unlisted)
         self.coordinator: CoordinatorProcess | None = None
         self.broker: BrokerProcess | None = None
         self.historicals: list[HistoricalProcess] = []
@@ -74,10 +75,10 @@ class EmbeddedCluster:
 
     def add_historical(self, index: int | None = None) -> HistoricalProcess:
         index = len(self.historicals) if index is None else index
-        config = self._config("historical", {
-            "node": {"id": f"historical-{index + 1}"},
-            "historical": {"cache_dir": os.path.join(self.dir, f"cache-{index + 1}"),
-                           "max_cache_bytes": self.max_cache_bytes}})
+        section = {"cache_dir": os.path.join(self.dir, f"cache-{index + 1}"), "max_cache_bytes": self.max_cache_bytes}
+        if index < len(self.tiers):
+            section["tier"] = self.tiers[index]
+        config = self._config("historical", {"node": {"id": f"historical-{index + 1}"}, "historical": section})
         node = HistoricalProcess(config).start()
         if index < len(self.historicals):
             self.historicals[index] = node

@@ -95,7 +95,7 @@ def test_corpus_is_big_enough():
 _SQL_TYPE = {"string": "VARCHAR", "int": "BIGINT", "float": "DOUBLE", "timestamp": "TIMESTAMP", "bool": "BOOLEAN"}
 TABLES = ([("druid", name) for name in datasets.DATASETS]
           + [("sys", name) for name in ("segments", "servers", "server_segments", "tasks", "projections", "queries",
-                                        "projection_advice", "schema_decisions")]
+                                        "projection_advice", "schema_decisions", "rules")]
           + [("INFORMATION_SCHEMA", name) for name in ("SCHEMATA", "TABLES", "COLUMNS")])
 
 

@@ -50,6 +50,10 @@ class ServedView:
         # times. Dropped for a datasource whenever a replica of one of its segments comes or goes.
         self._plans: dict[tuple[str, tuple[Interval, ...]], tuple[int, dict[tuple[bool, int], Plan]]] = {}
         self.merge_policy = DEFAULT_POLICY  # the broker's columnTypeMergePolicy
+        # [broker] tier_preference: queries go to replicas on the first of these tiers that holds
+        # the segment (other tiers only when none of them does); empty: every replica alike.
+        self._tier_preference: tuple[str, ...] = ()
+        self._tier_of: dict[str, str] = {}  # historical -> its tier, from its announcement
         self._turn = 0
         self.generation = 0
 
@@ -89,6 +93,27 @@ class ServedView:
         for key in [k for k in self._lookups if k[0] == datasource]:
             del self._lookups[key]
         self._forget_plans(datasource)
+
+    def set_tiers(self, tier_of: dict[str, str]) -> None:
+        """Historicals' tiers, as announced; cached plans go with any change."""
+        if tier_of != self._tier_of:
+            self._tier_of = dict(tier_of)
+            self._plans.clear()
+
+    def set_tier_preference(self, preference: tuple[str, ...]) -> None:
+        if tuple(preference) != self._tier_preference:
+            self._tier_preference = tuple(preference)
+            self._plans.clear()
+
+    def _holders(self, sid: SegmentId) -> set[str]:
+        """The replicas a query may use: all of them, or those on the most preferred tier."""
+        holders = self.replicas.get(sid, set())
+        if not self._tier_preference or not holders:
+            return holders
+        rank = {t: i for i, t in enumerate(self._tier_preference)}
+        unranked = len(rank)
+        best = min(rank.get(self._tier_of.get(s, ""), unranked) for s in holders)
+        return {s for s in holders if rank.get(self._tier_of.get(s, ""), unranked) == best}
 
     def _forget_plans(self, datasource: str) -> None:
         for key in [k for k in self._plans if k[0] == datasource]:
@@ -141,7 +166,7 @@ class ServedView:
             # replica count): it repeats with the least common multiple of those counts.
             period = 1
             for sid in segments:
-                period = math.lcm(period, len(self.replicas.get(sid, ())) or 1)
+                period = math.lcm(period, len(self._holders(sid)) or 1)
             if len(self._plans) >= 4096:
                 self._plans.clear()
             known = self._plans[key] = (period, {})
@@ -164,7 +189,9 @@ class ServedView:
         for sid in segments:
             if only is not None and sid not in only:
                 continue
-            candidates = sorted(self.replicas.get(sid, set()) - exclude.get(sid, set()))
+            # Excluded (failed) replicas leave the preferred tier: then the next tier is used.
+            candidates = sorted(self._holders(sid) - exclude.get(sid, set())) or \
+                sorted(self.replicas.get(sid, set()) - exclude.get(sid, set()))
             if not candidates:
                 plan.unavailable.append(sid)
                 continue

@@ -42,6 +42,7 @@ from typing import Protocol
 from common.errors import ValidationError
 from common.segment.segment_id import SegmentId
 from common.segment.timeline import Timeline, TimelineSegment
+from services.coordinator.core.rules import DEFAULT_TIER, Rule, default_rules, matching_rule, rules_for, wanted_replicas
 
 DEFAULT_MAX_MOVES = 10
 DEFAULT_MAX_LOAD_ATTEMPTS = 3  # failed loads on one server before the segment goes elsewhere
@@ -77,11 +78,13 @@ class SegmentEntry:
 
 @dataclass(frozen=True)
 class ServerView:
-    """One historical as last reported: its capacity, what it serves and what it is loading."""
+    """One historical as last reported: its capacity, what it serves and what it is loading, and
+    the tier it belongs to (``[historical] tier``)."""
 
     max_bytes: int
     loaded: frozenset[SegmentId] = frozenset()
     loading: frozenset[SegmentId] = frozenset()
+    tier: str = DEFAULT_TIER
 
 
 @dataclass(frozen=True)
@@ -144,11 +147,20 @@ class MarkUnused:
 
 
 @dataclass(frozen=True)
+class Unmatched:
+    """``count`` used segments of ``datasource`` that no rule (the datasource's nor the cluster
+    default's) applies to: they are left as they are, and the edge raises an alert."""
+
+    datasource: str
+    count: int
+
+
+@dataclass(frozen=True)
 class Noop:
     """The whole result of a run that found nothing to do: the cluster has converged."""
 
 
-Command = Load | Drop | MarkUnused | RetryLoad | ForgetLoadFailure | Noop
+Command = Load | Drop | MarkUnused | RetryLoad | ForgetLoadFailure | Unmatched | Noop
 
 
 @dataclass(frozen=True)
@@ -158,8 +170,11 @@ class DutyParams:
     ``used``: the used segments (metadata store). ``unused``: segments marked unused that some
     historical may still hold; they are needed only for their sizes. A loaded segment in
     neither list is unknown: it is dropped, and counted as 0 bytes until then.
-    ``replication``: replicas per used segment; 0 means 2 when two or more historicals are up,
-    else 1 (as ``[coordinator] replication`` in the node config).
+    ``rules``: datasource -> its retention/load rules as stored (``_default`` the cluster's);
+    each segment follows the first that applies at ``now_ms`` (see ``rules.py``). Without a
+    stored ``_default``, the default is ``loadForever`` with ``replication`` replicas on
+    ``_default_tier`` (``[coordinator] replication``; 0 means 2). A tier never holds two copies
+    on one server, so 2 replicas on a one-historical tier is one copy.
     ``max_moves``: balancing moves in flight at most, counting those of earlier runs.
     ``load_failures``: (server, segment) -> the failure that server reported; retried after
     ``load_backoff_ms * 2**(attempts - 1)`` (at most ``max_load_backoff_ms``), and after
@@ -183,8 +198,12 @@ class DutyParams:
     max_load_backoff_ms: int = DEFAULT_MAX_LOAD_BACKOFF_MS
     give_up_expiry_ms: int = DEFAULT_GIVE_UP_EXPIRY_MS
     retries_sent: Mapping[tuple[str, SegmentId], RetrySent] = field(default_factory=dict)
+    rules: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
     commands: tuple[Command, ...] = ()
     _by_id: dict[SegmentId, DutySegment] = field(init=False, repr=False, compare=False)
+    _rule_of: dict[SegmentId, Rule | None] = field(init=False, repr=False, compare=False)
+    _tier_sizes: dict[str, int] = field(init=False, repr=False, compare=False)
+    _chains: dict[str, list[Rule]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         set_ = object.__setattr__  # frozen: normalise inputs once, here
@@ -219,12 +238,48 @@ class DutyParams:
                     f"segment {desc.id} is listed as both used and unused; pass it in one list only"
                 )
         set_(self, "_by_id", by_id)
+        set_(self, "rules", {ds: tuple(r) for ds, r in self.rules.items()})
+        tier_sizes: dict[str, int] = defaultdict(int)
+        for view in self.servers.values():
+            tier_sizes[view.tier] += 1
+        set_(self, "_tier_sizes", dict(tier_sizes))
+        set_(self, "_rule_of", {})  # filled as duties ask (each duty's params start afresh)
+        set_(self, "_chains", {})
 
     @property
     def effective_replication(self) -> int:
+        """The replicas the seeded default rule wants on a cluster of these servers (before rules,
+        this was the one replication factor)."""
         if self.replication > 0:
             return self.replication
         return 2 if len(self.servers) >= 2 else 1
+
+    def tier_of(self, server: str) -> str:
+        return self.servers[server].tier
+
+    @property
+    def tier_sizes(self) -> dict[str, int]:
+        """tier -> historicals in it."""
+        return dict(self._tier_sizes)
+
+    def rule(self, segment: SegmentId) -> Rule | None:
+        """The first rule that applies to a used segment at ``now_ms``; None if none does."""
+        if segment not in self._rule_of:
+            chain = self._chains.get(segment.datasource)
+            if chain is None:
+                chain = self._chains[segment.datasource] = rules_for(segment.datasource, self.rules,
+                                                                     default_rules(self.replication))
+            self._rule_of[segment] = matching_rule(chain, segment.interval, self.now_ms)
+        return self._rule_of[segment]
+
+    def wanted(self, segment: SegmentId) -> dict[str, int]:
+        """tier -> replicas a used segment should have (no entry: none there)."""
+        return {t: n for t, n in wanted_replicas(self.rule(segment), self._tier_sizes).items() if n > 0}
+
+    def achievable(self, segment: SegmentId) -> int:
+        """Replicas the segment can have at most: what its rule wants, capped by each tier's
+        servers (for the under-replication gauge)."""
+        return sum(min(n, self._tier_sizes.get(t, 0)) for t, n in self.wanted(segment).items())
 
     def descriptor(self, segment: SegmentId) -> DutySegment | None:
         return self._by_id.get(segment)
@@ -289,7 +344,7 @@ class _Cluster:
         if isinstance(command, MarkUnused):
             self.marked_unused.add(command.segment)
             return
-        if isinstance(command, (Noop, RetryLoad, ForgetLoadFailure)):
+        if isinstance(command, (Noop, RetryLoad, ForgetLoadFailure, Unmatched)):
             return
         server, seg = command.server, command.segment
         if server not in self.holds:
@@ -400,6 +455,7 @@ class RetryFailedLoads:
             # would leave this server a candidate again at once, and Assign could put it back.
             if params.gave_up(server, seg):
                 elsewhere = [s for s in cluster.holds if s != server and seg not in cluster.holds[s]
+                             and params.tier_of(s) == params.tier_of(server)
                              and not params.gave_up(s, seg) and cluster.free(s) >= desc.size]
                 if elsewhere:
                     command = Drop(server, seg)
@@ -411,33 +467,63 @@ class RetryFailedLoads:
         return params.with_commands(commands)
 
 
-class Assign:
-    """Unassigned and under-replicated segments go to the servers with the most free bytes
-    that do not already hold them (nor gave up on them), newest intervals first, never past
-    ``max_bytes``."""
+class RunRules:
+    """Retention rules (see ``rules.py``): a live segment whose first matching rule is a drop
+    rule becomes unused and leaves every server; it stays in deep storage and in the metadata
+    store (unused) until a kill deletes it. Segments no rule applies to are left as they are
+    and reported, one Unmatched per datasource, for the edge to alert on. Load and broadcast
+    rules are carried out by Assign, DropUnneeded and Balance through ``params.wanted``."""
 
     def run(self, params: DutyParams) -> DutyParams:
         cluster = _Cluster(params)
-        want = params.effective_replication
+        commands: list[Command] = []
+        unmatched: dict[str, int] = defaultdict(int)
+        for desc in sorted(_live(params, cluster), key=lambda d: d.id):
+            rule = params.rule(desc.id)
+            if rule is None:
+                unmatched[desc.id.datasource] += 1
+            elif rule.action == "drop":
+                commands.append(MarkUnused(desc.id))
+                commands.extend(Drop(server, desc.id) for server in sorted(cluster.holders[desc.id]))
+        commands.extend(Unmatched(ds, n) for ds, n in sorted(unmatched.items()))
+        return params.with_commands(commands)
+
+
+def _in_tier(params: DutyParams, servers: Iterable[str], tier: str) -> set[str]:
+    return {s for s in servers if params.tier_of(s) == tier}
+
+
+class Assign:
+    """Unassigned and under-replicated segments go, tier by tier as their rule wants, to the
+    servers of that tier with the most free bytes that do not already hold them (nor gave up on
+    them), newest intervals first, never past ``max_bytes``."""
+
+    def run(self, params: DutyParams) -> DutyParams:
+        cluster = _Cluster(params)
         commands: list[Command] = []
         newest_first = sorted(_live(params, cluster), key=lambda d: (-d.id.interval.end, -d.id.interval.start, d.id))
         for desc in newest_first:
-            for _ in range(want - len(cluster.holders[desc.id])):
-                targets = [s for s in cluster.holds
-                           if desc.id not in cluster.holds[s] and cluster.free(s) >= desc.size
-                           and not params.gave_up(s, desc.id)]
-                if not targets:
-                    break  # no room anywhere: retried next run, after drops free space
-                target = min(targets, key=lambda s: (-cluster.free(s), s))
-                command = Load(target, desc.id)
-                cluster.apply(command)
-                commands.append(command)
+            for tier, want in sorted(params.wanted(desc.id).items()):
+                for _ in range(want - len(_in_tier(params, cluster.holders[desc.id], tier))):
+                    targets = [s for s in cluster.holds
+                               if params.tier_of(s) == tier and desc.id not in cluster.holds[s]
+                               and cluster.free(s) >= desc.size and not params.gave_up(s, desc.id)]
+                    if not targets:
+                        break  # no room in the tier: retried next run, after drops free space
+                    target = min(targets, key=lambda s: (-cluster.free(s), s))
+                    command = Load(target, desc.id)
+                    cluster.apply(command)
+                    commands.append(command)
         return params.with_commands(commands)
 
 
 class DropUnneeded:
-    """Drops what no one needs: segments that are unused or unknown, and loaded replicas
-    beyond the replication factor (taken off the holders that are fullest for their size)."""
+    """Drops what no one needs: segments that are unused or unknown, loaded replicas beyond what
+    the rule wants in a tier (taken off the holders that are fullest for their size), and copies
+    in tiers the rule does not want; those only once every wanted tier serves all it can, so a
+    segment moving from a hot tier to a cold one stays queryable (and never while a wanted tier
+    has no servers at all). Segments no rule applies to
+    are left alone."""
 
     def run(self, params: DutyParams) -> DutyParams:
         cluster = _Cluster(params)
@@ -449,12 +535,23 @@ class DropUnneeded:
                     commands.append(Drop(server, seg))
         for command in commands:
             cluster.apply(command)
-        want = params.effective_replication
+        sizes = params.tier_sizes
         for seg in sorted(wanted):
-            surplus = len(cluster.loaded_by[seg]) - want
-            if surplus <= 0:
+            if params.rule(seg) is None:
                 continue
-            for server in cluster.drop_order(seg, cluster.loaded_by[seg])[:surplus]:
+            want = params.wanted(seg)
+            drops: list[str] = []
+            # A wanted tier with no servers (unknown, or all down) can never be ready: the copies
+            # elsewhere stay, rather than leave the segment unavailable for nothing.
+            ready = all(sizes.get(t, 0) > 0 and len(_in_tier(params, cluster.loaded_by[seg], t)) >= min(n, sizes[t])
+                        for t, n in want.items())
+            if ready:
+                drops.extend(sorted(s for s in cluster.holders[seg] if params.tier_of(s) not in want))
+            for tier, n in sorted(want.items()):
+                loaded = _in_tier(params, cluster.loaded_by[seg], tier)
+                if len(loaded) > n:
+                    drops.extend(cluster.drop_order(seg, loaded)[:len(loaded) - n])
+            for server in drops:
                 command = Drop(server, seg)
                 cluster.apply(command)
                 commands.append(command)
@@ -462,56 +559,72 @@ class DropUnneeded:
 
 
 class Balance:
-    """Moves segments from the fullest server (by fraction of capacity) to the emptiest, at most
-    ``max_moves`` in flight. A move is made only if it lowers sum(bytes^2 / capacity) over the
-    servers (with equal capacities: only if target + size < source), so no move can undo an
-    earlier one and balancing settles instead of sending segments back and forth."""
+    """Within each tier, moves segments from the fullest server (by fraction of capacity) to the
+    emptiest, at most ``max_moves`` in flight over all tiers. A move is made only if it lowers
+    sum(bytes^2 / capacity) over the tier's servers (with equal capacities: only if target +
+    size < source), so no move can undo an earlier one and balancing settles instead of sending
+    segments back and forth."""
 
     def run(self, params: DutyParams) -> DutyParams:
         cluster = _Cluster(params)
-        want = params.effective_replication
         live = {d.id: d for d in _live(params, cluster)}
-        # A live segment still loading somewhere while fully replicated is a move under way.
-        in_flight = sum(1 for seg in live if cluster.is_loading(seg) and len(cluster.loaded_by[seg]) >= want)
-        servers = sorted(s for s in cluster.holds if cluster.max_bytes[s] > 0)
-        # Balance on what each server will hold once pending drops and moves are done (a move
-        # under way will cost a copy to the holder DropUnneeded is going to pick); capacity
-        # checks still use committed bytes, since a source keeps its copy until the target has
-        # loaded it.
-        projected = {s: cluster.held_bytes[s] for s in servers}
-        for seg in sorted(live):
-            surplus = len(cluster.holders[seg]) - want
-            if surplus > 0 and len(cluster.loaded_by[seg]) >= want:
-                for loser in cluster.drop_order(seg, cluster.loaded_by[seg])[:surplus]:
-                    if loser in projected:
-                        projected[loser] -= live[seg].size
+        wants = {seg: params.wanted(seg) for seg in live}
+
+        def counts(seg: SegmentId, tier: str) -> tuple[int, int]:
+            return (len(_in_tier(params, cluster.holders[seg], tier)),
+                    len(_in_tier(params, cluster.loaded_by[seg], tier)))
+
+        # A live segment still loading in a tier where it is fully replicated is a move under way.
+        in_flight = 0
+        for seg, want in wants.items():
+            for tier, n in want.items():
+                held, loaded = counts(seg, tier)
+                in_flight += held > loaded and loaded >= n
+        budget = params.max_moves - in_flight
         commands: list[Command] = []
-        for _ in range(params.max_moves - in_flight):
-            if len(servers) < 2:
-                break
-            share = {s: Fraction(projected[s], cluster.max_bytes[s]) for s in servers}
-            source = min(servers, key=lambda s: (-share[s], s))
-            target = min(servers, key=lambda s: (share[s], s))
-            desc = self._pick(cluster, live, want, source, target, projected, params)
-            if desc is None:
-                break
-            command = Load(target, desc.id)
-            cluster.apply(command)
-            commands.append(command)
-            projected[target] += desc.size
-            projected[source] -= desc.size
+        for tier in sorted({params.tier_of(s) for s in cluster.holds}):
+            servers = sorted(s for s in cluster.holds if params.tier_of(s) == tier and cluster.max_bytes[s] > 0)
+            # Balance on what each server will hold once pending drops and moves are done (a
+            # move under way will cost a copy to the holder DropUnneeded is going to pick);
+            # capacity checks still use committed bytes, since a source keeps its copy until
+            # the target has loaded it.
+            projected = {s: cluster.held_bytes[s] for s in servers}
+            for seg in sorted(live):
+                n = wants[seg].get(tier, 0)
+                held, loaded = counts(seg, tier)
+                if n and held > n and loaded >= n:
+                    for loser in cluster.drop_order(seg, _in_tier(params, cluster.loaded_by[seg], tier))[:held - n]:
+                        if loser in projected:
+                            projected[loser] -= live[seg].size
+            while budget > 0 and len(servers) >= 2:
+                share = {s: Fraction(projected[s], cluster.max_bytes[s]) for s in servers}
+                source = min(servers, key=lambda s: (-share[s], s))
+                target = min(servers, key=lambda s: (share[s], s))
+                desc = self._pick(cluster, live, wants, tier, source, target, projected, params)
+                if desc is None:
+                    break
+                command = Load(target, desc.id)
+                cluster.apply(command)
+                commands.append(command)
+                projected[target] += desc.size
+                projected[source] -= desc.size
+                budget -= 1
         return params.with_commands(commands)
 
     @staticmethod
-    def _pick(cluster: _Cluster, live: Mapping[SegmentId, DutySegment], want: int, source: str,
-              target: str, projected: Mapping[str, int], params: DutyParams) -> DutySegment | None:
+    def _pick(cluster: _Cluster, live: Mapping[SegmentId, DutySegment], wants: Mapping[SegmentId, dict[str, int]],
+              tier: str, source: str, target: str, projected: Mapping[str, int],
+              params: DutyParams) -> DutySegment | None:
         src_cap, dst_cap = cluster.max_bytes[source], cluster.max_bytes[target]
         best: DutySegment | None = None
         for seg in cluster.loaded[source]:
             desc = live.get(seg)
-            if (desc is None or desc.size <= 0 or seg in cluster.holds[target] or cluster.is_loading(seg)
-                    or len(cluster.loaded_by[seg]) < want or desc.size > cluster.free(target)
-                    or params.gave_up(target, seg)):
+            if desc is None:
+                continue
+            want = wants[seg].get(tier, 0)
+            if (want == 0 or desc.size <= 0 or seg in cluster.holds[target] or cluster.is_loading(seg)
+                    or len(_in_tier(params, cluster.loaded_by[seg], tier)) < want
+                    or desc.size > cluster.free(target) or params.gave_up(target, seg)):
                 continue
             # Moving s bytes from u to t changes sum(b^2/cap) by s(2t+s)/dst_cap - s(2u-s)/src_cap.
             if (2 * projected[target] + desc.size) * src_cap >= (2 * projected[source] - desc.size) * dst_cap:
@@ -521,7 +634,7 @@ class Balance:
         return best
 
 
-DUTIES = (MarkOvershadowed(), RetryFailedLoads(), Assign(), DropUnneeded(), Balance())
+DUTIES = (MarkOvershadowed(), RunRules(), RetryFailedLoads(), Assign(), DropUnneeded(), Balance())
 
 
 def run_duties(params: DutyParams, duties=DUTIES) -> list[Command]:

@@ -7,7 +7,7 @@ serves), so counting costs no extra metadata or discovery reads.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from common.segment.segment_id import SegmentId
@@ -21,9 +21,13 @@ class ReplicationStatus:
 
 
 def replication_status(used: Iterable[SegmentId], served: Mapping[str, Iterable[SegmentId]],
-                       wanted: int) -> dict[str, ReplicationStatus]:
+                       wanted: int | Callable[[SegmentId], int]) -> dict[str, ReplicationStatus]:
     """datasource -> status. ``served`` maps each historical to the segments it announces;
-    a replica still loading does not count (it cannot answer a query yet)."""
+    a replica still loading does not count (it cannot answer a query yet). ``wanted``: the
+    replicas every segment should have, or a function of the segment (its rule's, capped by
+    the servers of each tier). A segment its rule keeps unloaded (0 wanted) is not counted
+    unavailable."""
+    want = wanted if callable(wanted) else (lambda _sid: wanted)
     replicas: dict[SegmentId, int] = {}
     for segments in served.values():
         for sid in set(segments):
@@ -31,9 +35,10 @@ def replication_status(used: Iterable[SegmentId], served: Mapping[str, Iterable[
     counts: dict[str, list[int]] = {}
     for sid in used:
         n = replicas.get(sid, 0)
+        w = want(sid)
         c = counts.setdefault(sid.datasource, [0, 0, 0])
-        c[0] += n == 0
-        c[1] += n < wanted
+        c[0] += n == 0 and w > 0
+        c[1] += n < w
         c[2] += 1
     return {ds: ReplicationStatus(*c) for ds, c in counts.items()}
 

@@ -129,3 +129,32 @@ def test_remembered_plans_equal_plans_worked_out_afresh_as_replicas_come_and_go(
                 assert (got.by_server, got.unavailable, got.coverage) == \
                        (fresh.by_server, fresh.unavailable, fresh.coverage), step
                 got.by_server.clear()  # callers own their copy: the next plan is whole again
+
+
+def test_tier_preference_reads_from_the_preferred_tier_and_falls_back() -> None:
+    view = ServedView()
+    days = [_descriptor(d) for d in range(3)]
+    for d in days:
+        view.served("cold1", d)
+    view.served("hot1", days[0])
+    view.served("hot2", days[1])
+    everything = [Interval(0, 3 * DAY)]
+    view.set_tiers({"hot1": "hot", "hot2": "hot", "cold1": "cold"})
+    view.set_tier_preference(("hot", "cold"))
+    for _ in range(4):  # every rotation: hot replicas first, cold only for what hot lacks
+        assert _planned(view, everything) == {"hot1": [days[0].id], "hot2": [days[1].id], "cold1": [days[2].id]}
+    # A failed hot replica falls back to the next tier.
+    retry = _planned(view, everything, exclude={days[0].id: {"hot1"}}, only={days[0].id})
+    assert retry == {"cold1": [days[0].id]}
+    # Preferring cold sends everything there; no preference spreads over every replica.
+    view.set_tier_preference(("cold",))
+    assert _planned(view, everything) == {"cold1": [d.id for d in days]}
+    view.set_tier_preference(())
+    seen = set()
+    for _ in range(4):
+        seen |= set(_planned(view, everything))
+    assert seen == {"hot1", "hot2", "cold1"}
+    # A historical that changes tier changes the plans at once.
+    view.set_tier_preference(("hot",))
+    view.set_tiers({"hot1": "cold", "hot2": "hot", "cold1": "cold"})
+    assert _planned(view, [Interval(0, DAY)]) in ({"hot1": [days[0].id]}, {"cold1": [days[0].id]})

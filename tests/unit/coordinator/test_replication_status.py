@@ -33,3 +33,10 @@ def test_fully_replicated_and_unused_segments():
 def test_a_segment_announced_twice_by_one_historical_is_one_replica():
     a0 = _sid("a", 0)
     assert replication_status([a0], {"h1": [a0, a0]}, wanted=2) == {"a": ReplicationStatus(0, 1, 1)}
+
+
+def test_wanted_per_segment_and_zero_wanted_is_not_unavailable():
+    a0, a1 = _sid("a", 0), _sid("a", 1)
+    wanted = {a0: 0, a1: 3}
+    got = replication_status([a0, a1], {"h1": [a1], "h2": [a1]}, wanted=wanted.__getitem__)
+    assert got == {"a": ReplicationStatus(unavailable=0, under_replicated=1, segments=2)}

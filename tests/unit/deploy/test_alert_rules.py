@@ -20,7 +20,7 @@ RULE_FILE = RULES / "strata-alerts.rules.yml"
 TEST_FILE = RULES / "strata-alerts.test.yml"
 EXPECTED = {"StrataHistoricalDown", "StrataNoHistoricalAnnounced", "StrataSegmentsUnavailable",
             "StrataSegmentsUnderReplicated", "StrataQueryErrorRatioHigh", "StrataQueryLatencyP99High",
-            "StrataIngestionTaskFailed", "StrataProjectionHitRatioDropAfterDeploy"}
+            "StrataIngestionTaskFailed", "StrataProjectionHitRatioDropAfterDeploy", "StrataSegmentsUnmatched"}
 
 
 def _promtool() -> str:

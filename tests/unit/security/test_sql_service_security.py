@@ -129,7 +129,7 @@ def test_table_listings_are_filtered(service, user, expected):
                                                                                 "server_segments", "tasks",
                                                                                 "projections", "queries",
                                                                                 "projection_advice", "schema_decisions",
-                                                                                "supervisors", "server_properties"}
+                                                                                "supervisors", "server_properties", "rules"}
 
 
 def test_without_an_authorizer_nothing_changes():

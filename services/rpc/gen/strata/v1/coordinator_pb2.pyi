@@ -210,3 +210,13 @@ class UpdateTaskRequest(_message.Message):
     report_json: str
     error: str
     def __init__(self, id: _Optional[str] = ..., state: _Optional[str] = ..., report_json: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ListRulesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListRulesResponse(_message.Message):
+    __slots__ = ("rules_json",)
+    RULES_JSON_FIELD_NUMBER: _ClassVar[int]
+    rules_json: str
+    def __init__(self, rules_json: _Optional[str] = ...) -> None: ...

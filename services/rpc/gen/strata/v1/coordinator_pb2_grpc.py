@@ -59,6 +59,11 @@ class CoordinatorServiceStub:
                 request_serializer=strata_dot_v1_dot_coordinator__pb2.LoadStatusRequest.SerializeToString,
                 response_deserializer=strata_dot_v1_dot_coordinator__pb2.LoadStatusResponse.FromString,
                 _registered_method=True)
+        self.ListRules = channel.unary_unary(
+                '/strata.v1.CoordinatorService/ListRules',
+                request_serializer=strata_dot_v1_dot_coordinator__pb2.ListRulesRequest.SerializeToString,
+                response_deserializer=strata_dot_v1_dot_coordinator__pb2.ListRulesResponse.FromString,
+                _registered_method=True)
         self.AllocateSegments = channel.unary_unary(
                 '/strata.v1.CoordinatorService/AllocateSegments',
                 request_serializer=strata_dot_v1_dot_coordinator__pb2.AllocateSegmentsRequest.SerializeToString,
@@ -122,6 +127,13 @@ class CoordinatorServiceServicer:
 
     def GetLoadStatus(self, request, context):
         """Where each used segment is loaded and how many replicas it has.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListRules(self, request, context):
+        """Retention rules by datasource (``_default`` included), as Druid's GET /rules (for sys.rules).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -193,6 +205,11 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.GetLoadStatus,
                     request_deserializer=strata_dot_v1_dot_coordinator__pb2.LoadStatusRequest.FromString,
                     response_serializer=strata_dot_v1_dot_coordinator__pb2.LoadStatusResponse.SerializeToString,
+            ),
+            'ListRules': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListRules,
+                    request_deserializer=strata_dot_v1_dot_coordinator__pb2.ListRulesRequest.FromString,
+                    response_serializer=strata_dot_v1_dot_coordinator__pb2.ListRulesResponse.SerializeToString,
             ),
             'AllocateSegments': grpc.unary_unary_rpc_method_handler(
                     servicer.AllocateSegments,
@@ -360,6 +377,33 @@ class CoordinatorService:
             '/strata.v1.CoordinatorService/GetLoadStatus',
             strata_dot_v1_dot_coordinator__pb2.LoadStatusRequest.SerializeToString,
             strata_dot_v1_dot_coordinator__pb2.LoadStatusResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListRules(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.v1.CoordinatorService/ListRules',
+            strata_dot_v1_dot_coordinator__pb2.ListRulesRequest.SerializeToString,
+            strata_dot_v1_dot_coordinator__pb2.ListRulesResponse.FromString,
             options,
             channel_credentials,
             insecure,

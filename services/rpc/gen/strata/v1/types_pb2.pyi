@@ -42,7 +42,7 @@ class SegmentDescriptor(_message.Message):
     def __init__(self, id: _Optional[_Union[SegmentId, _Mapping]] = ..., size_bytes: _Optional[int] = ..., num_rows: _Optional[int] = ..., location: _Optional[str] = ..., manifest_json: _Optional[bytes] = ..., num_partitions: _Optional[int] = ...) -> None: ...
 
 class ServerInfo(_message.Message):
-    __slots__ = ("id", "role", "host", "grpc_port", "http_port", "flight_port", "max_cache_bytes", "started_ms")
+    __slots__ = ("id", "role", "host", "grpc_port", "http_port", "flight_port", "max_cache_bytes", "started_ms", "tier")
     ID_FIELD_NUMBER: _ClassVar[int]
     ROLE_FIELD_NUMBER: _ClassVar[int]
     HOST_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +51,7 @@ class ServerInfo(_message.Message):
     FLIGHT_PORT_FIELD_NUMBER: _ClassVar[int]
     MAX_CACHE_BYTES_FIELD_NUMBER: _ClassVar[int]
     STARTED_MS_FIELD_NUMBER: _ClassVar[int]
+    TIER_FIELD_NUMBER: _ClassVar[int]
     id: str
     role: str
     host: str
@@ -59,7 +60,8 @@ class ServerInfo(_message.Message):
     flight_port: int
     max_cache_bytes: int
     started_ms: int
-    def __init__(self, id: _Optional[str] = ..., role: _Optional[str] = ..., host: _Optional[str] = ..., grpc_port: _Optional[int] = ..., http_port: _Optional[int] = ..., flight_port: _Optional[int] = ..., max_cache_bytes: _Optional[int] = ..., started_ms: _Optional[int] = ...) -> None: ...
+    tier: str
+    def __init__(self, id: _Optional[str] = ..., role: _Optional[str] = ..., host: _Optional[str] = ..., grpc_port: _Optional[int] = ..., http_port: _Optional[int] = ..., flight_port: _Optional[int] = ..., max_cache_bytes: _Optional[int] = ..., started_ms: _Optional[int] = ..., tier: _Optional[str] = ...) -> None: ...
 
 class QueryStats(_message.Message):
     __slots__ = ("segments", "rows_in_segments", "rows_after_prefilter", "rows_scanned", "rows_matched", "bytes_read")

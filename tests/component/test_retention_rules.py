@@ -1,0 +1,323 @@
+"""Retention rules on a real cluster (in-process servers): hot and cold tiers, period drop rules
+that take old segments off the historicals and out of query results, the rules REST API."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+
+import pyarrow as pa
+import pytest
+
+from services.cli.cluster_client import ClusterError
+from tests.harness.embedded_cluster import EmbeddedCluster
+
+DAY = 86_400_000
+# Day-aligned instants relative to the real clock: the rules judge segments by the coordinator's now.
+TODAY = int(time.time() * 1000) // DAY * DAY
+AGES = {"recent": 2, "old": 100, "ancient": 800}  # days ago
+ROWS_PER_DAY = {"recent": 5, "old": 7, "ancient": 11}
+ALL_TIME = ["1900-01-01/2200-01-01"]
+
+
+def table() -> pa.Table:
+    times, names, values = [], [], []
+    for name, age in AGES.items():
+        for i in range(ROWS_PER_DAY[name]):
+            times.append(TODAY - age * DAY + i * 60_000)
+            names.append(name)
+            values.append(i)
+    return pa.table({"__time": pa.array(times, pa.timestamp("ms", tz="UTC")), "age": names,
+                     "value": pa.array(values, pa.int64())})
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("rules")), historicals=2, tiers=["hot", "cold"])
+    yield c
+    c.stop()
+
+
+def http(cluster, method: str, path: str, body=None, headers=None):
+    url = f"http://127.0.0.1:{cluster.coordinator.http.port}{path}"
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json",
+                                                                          **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def served(cluster, index: int) -> set[str]:
+    return {f"{sid.interval.start}" for sid in cluster.historicals[index].node.status()["served"]}
+
+
+def segment_days(cluster, index: int) -> set[str]:
+    """Which of recent/old/ancient historical ``index`` serves."""
+    by_start = {str(TODAY - age * DAY): name for name, age in AGES.items()}
+    return {by_start[s] for s in served(cluster, index)}
+
+
+def visible_counts(cluster) -> dict[str, int]:
+    query = {"queryType": "groupBy", "dataSource": "wiki", "intervals": ALL_TIME, "granularity": "all",
+             "dimensions": ["age"], "aggregations": [{"type": "count", "name": "n"}]}
+    try:
+        got, _ = cluster.client.native(query)
+    except ClusterError as exc:
+        if "no replica left" in str(exc):
+            return {}  # a query racing a drop (see life_count): not settled yet
+        raise
+    return {row["age"]: row["n"] for row in got.to_pylist()}
+
+
+def test_hot_cold_tiers_and_period_drop(cluster):
+    rules = [{"type": "loadByPeriod", "period": "P30D", "tieredReplicants": {"hot": 1}},
+             {"type": "loadByPeriod", "period": "P365D", "tieredReplicants": {"cold": 1}},
+             {"type": "dropForever"}]
+    status, out = http(cluster, "POST", "/druid/coordinator/v1/rules/wiki", rules,
+                       {"X-Druid-Author": "ops", "X-Druid-Comment": "30 days hot, a year cold"})
+    assert (status, out) == (200, {})
+    descriptors = cluster.publish(table(), "wiki")
+    assert len(descriptors) == 3
+    ancient = next(d.id for d in descriptors if d.id.interval.start == TODAY - AGES["ancient"] * DAY)
+
+    # New segments on the hot tier, old ones on the cold tier, the ancient one dropped (unused).
+    cluster.wait_until(lambda: segment_days(cluster, 0) == {"recent"} and segment_days(cluster, 1) == {"old"},
+                       what="recent on hot, old on cold")
+    cluster.wait_until(lambda: cluster.coordinator.store.get(ancient) is not None
+                       and not cluster.coordinator.store.get(ancient).used, what="the ancient segment marked unused")
+    assert cluster.coordinator.store.get(ancient) is not None  # unused, not deleted
+    cluster.wait_until(lambda: visible_counts(cluster) == {"recent": 5, "old": 7}, what="queries see recent+old")
+
+    # A period drop rule first: the old segment leaves the cold historical and query results.
+    status, _ = http(cluster, "POST", "/druid/coordinator/v1/rules/wiki",
+                     [{"type": "dropBeforeByPeriod", "period": "P30D"}, *rules], {"X-Druid-Author": "ops"})
+    assert status == 200
+    cluster.wait_until(lambda: segment_days(cluster, 1) == set(), what="the old segment dropped from the cold tier")
+    cluster.wait_until(lambda: visible_counts(cluster) == {"recent": 5}, what="queries stop seeing the old segment")
+    assert segment_days(cluster, 0) == {"recent"}
+
+    status, history = http(cluster, "GET", "/druid/coordinator/v1/rules/wiki/history")
+    assert status == 200 and [h["auditInfo"]["author"] for h in history] == ["ops", "ops"]
+    assert history[1]["auditInfo"]["comment"] == "30 days hot, a year cold"
+    status, full = http(cluster, "GET", "/druid/coordinator/v1/rules/wiki?full")
+    assert [r["type"] for r in full] == ["dropBeforeByPeriod", "loadByPeriod", "loadByPeriod", "dropForever",
+                                         "loadForever"]
+    # Load status (used segments only) wants what the rule wants: one replica for the recent one.
+    assert [(len(s.servers), s.wanted_replicas) for s in cluster.client.load_status("wiki")] == [(1, 1)]
+
+
+def test_sys_rules_lists_every_rule_in_order(cluster):
+    got, _ = cluster.client.sql("SELECT rule_order, rule_type, period, include_future, tiered_replicants "
+                                "FROM sys.rules WHERE datasource = 'wiki' ORDER BY rule_order")
+    assert got.to_pylist() == [
+        {"rule_order": 0, "rule_type": "dropBeforeByPeriod", "period": "P30D", "include_future": None,
+         "tiered_replicants": None},
+        {"rule_order": 1, "rule_type": "loadByPeriod", "period": "P30D", "include_future": True,
+         "tiered_replicants": '{"hot": 1}'},
+        {"rule_order": 2, "rule_type": "loadByPeriod", "period": "P365D", "include_future": True,
+         "tiered_replicants": '{"cold": 1}'},
+        {"rule_order": 3, "rule_type": "dropForever", "period": None, "include_future": None,
+         "tiered_replicants": None}]
+    default, _ = cluster.client.sql("SELECT rule_type, tiered_replicants FROM sys.rules WHERE datasource = '_default'")
+    assert default.to_pylist() == [{"rule_type": "loadForever", "tiered_replicants": '{"_default_tier": 2}'}]
+
+
+def test_servers_carry_their_tier(cluster):
+    tiers = {s.info.id: s.info.tier for s in cluster.client.servers().servers if s.info.role == "historical"}
+    assert tiers == {"historical-1": "hot", "historical-2": "cold"}
+
+
+def test_bad_rules_are_refused_with_the_rule_and_field(cluster):
+    status, out = http(cluster, "POST", "/druid/coordinator/v1/rules/wiki",
+                       [{"type": "loadForever", "tieredReplicants": {"hot": -1}}])
+    assert status == 400 and "rule 0 (loadForever): field 'tieredReplicants.hot'" in out["error"]
+
+
+def test_strata_rules_cli(cluster, capsys, tmp_path):
+    from services.cli.main import main
+
+    url = ["--coordinator-http", f"http://127.0.0.1:{cluster.coordinator.http.port}"]
+    rules_file = tmp_path / "rules.json"
+    rules_file.write_text(json.dumps([{"type": "loadByInterval", "interval": "2020-01-01/2021-01-01",
+                                       "tieredReplicants": {"cold": 1}}, {"type": "dropForever"}]))
+    assert main(["rules", *url, "set", "other", "--rules", str(rules_file), "--author", "cli",
+                 "--comment", "2020 only"]) == 0
+    assert "set the rules of other" in capsys.readouterr().out
+    assert main(["rules", *url, "get", "other", "--full"]) == 0
+    assert [r["type"] for r in json.loads(capsys.readouterr().out)] == ["loadByInterval", "dropForever",
+                                                                        "loadForever"]
+    assert main(["rules", *url, "history", "other", "--count", "5"]) == 0
+    history = json.loads(capsys.readouterr().out)
+    assert [(h["auditInfo"]["author"], h["auditInfo"]["comment"]) for h in history] == [("cli", "2020 only")]
+    assert main(["rules", *url, "list"]) == 0
+    assert {"_default", "wiki", "other"} <= set(json.loads(capsys.readouterr().out))
+    # A mistake is named before the round trip; a tier nobody has is a warning.
+    assert main(["rules", *url, "set", "other", "--rules", '[{"type": "dropByPeriod", "period": "P1X"}]']) == 2
+    assert "rule 0 (dropByPeriod): field 'period'" in capsys.readouterr().err
+    assert main(["rules", *url, "set", "other", "--rules", '[{"type": "loadForever", "tieredReplicants": '
+                 '{"warm": 1}}]']) == 0
+    assert "tier 'warm' has no historicals" in capsys.readouterr().err
+
+
+def life_table() -> pa.Table:
+    days = [TODAY - 3 * DAY, TODAY - 2 * DAY]
+    times = [d + i * 60_000 for d in days for i in range(4)]
+    return pa.table({"__time": pa.array(times, pa.timestamp("ms", tz="UTC")), "age": ["x"] * len(times),
+                     "value": pa.array(range(len(times)), pa.int64())})
+
+
+def life_count(cluster) -> int:
+    query = {"queryType": "timeseries", "dataSource": "life", "intervals": ALL_TIME, "granularity": "all",
+             "aggregations": [{"type": "count", "name": "n"}]}
+    try:
+        rows = cluster.client.native(query)[0].to_pylist()
+    except ClusterError as exc:
+        if "unknown datasource 'life'" in str(exc):
+            return 0  # no segment of it served (yet, or any more)
+        if "no replica left" in str(exc):
+            # A query racing a drop: the historical dropped the segment before the broker saw it
+            # unannounced (see the report of issue #27). Not settled yet; the wait asks again.
+            return -1
+        raise
+    return rows[0]["n"] if rows else 0
+
+
+def test_mark_unused_mark_used_and_kill(cluster):
+    base = "/druid/coordinator/v1/datasources/life"
+    assert http(cluster, "POST", "/druid/coordinator/v1/rules/life",
+                [{"type": "loadForever", "tieredReplicants": {"hot": 1}}])[0] == 200
+    descriptors = sorted(cluster.publish(life_table(), "life"), key=lambda d: d.id)
+    older, newer = descriptors
+    cluster.wait_until(lambda: life_count(cluster) == 8, what="both days queryable")
+    day = f"{older.id.interval}".replace("/", "_")
+
+    # By interval: only segments wholly inside it.
+    assert http(cluster, "POST", f"{base}/markUnused", {"interval": str(older.id.interval)}) == (
+        200, {"numChangedSegments": 1})
+    cluster.wait_until(lambda: life_count(cluster) == 4, what="the unused day gone from queries")
+    assert cluster.storage().exists(older.location)  # unused is not deleted
+
+    # Kill deletes only unused segments: the used one in a wider interval is kept.
+    status, out = http(cluster, "DELETE", f"{base}/intervals/1900-01-01_2200-01-01")
+    assert status == 200 and out["killed"] == 1 and out["fileErrors"] == []
+    assert cluster.coordinator.store.get(older.id) is None and not cluster.storage().exists(older.location)
+    assert cluster.coordinator.store.get(newer.id).used and cluster.storage().exists(newer.location)
+    assert life_count(cluster) == 4
+
+    # By id (Druid spells partition 0 without its suffix), and used again by id.
+    druid_id = str(newer.id).removesuffix("_0")
+    assert http(cluster, "POST", f"{base}/markUnused", {"segmentIds": [druid_id]}) == (200, {"numChangedSegments": 1})
+    cluster.wait_until(lambda: life_count(cluster) == 0, what="no day left in queries")
+    assert http(cluster, "POST", f"{base}/markUsed", {"segmentIds": [str(newer.id)]}) == (
+        200, {"numChangedSegments": 1})
+    cluster.wait_until(lambda: life_count(cluster) == 4, what="the day served again")
+    assert http(cluster, "DELETE", f"{base}/intervals/{day}")[1]["killed"] == 0  # already gone
+
+    # Dropping the whole datasource marks every segment unused; markUsed by interval brings it back.
+    assert http(cluster, "DELETE", base) == (200, {"numChangedSegments": 1})
+    cluster.wait_until(lambda: life_count(cluster) == 0, what="the dropped datasource gone from queries")
+    assert http(cluster, "POST", f"{base}/markUsed", {"interval": "1900-01-01/2200-01-01"}) == (
+        200, {"numChangedSegments": 1})
+    cluster.wait_until(lambda: life_count(cluster) == 4, what="the datasource served again")
+
+    # Bad bodies and ids are named.
+    status, out = http(cluster, "POST", f"{base}/markUnused", {"interval": "2020/2021", "segmentIds": ["a"]})
+    assert status == 400 and "exactly one of 'interval' and 'segmentIds'" in out["error"]
+    status, out = http(cluster, "POST", f"{base}/markUsed", {"segmentIds": ["life_nope"]})
+    assert status == 400 and "has no segment 'life_nope'" in out["error"]
+    assert http(cluster, "GET", f"{base}/markUsed")[0] == 405
+    assert http(cluster, "DELETE", f"{base}/intervals/not-an-interval")[0] == 400
+
+
+def metric(cluster, name: str, datasource: str) -> float | None:
+    url = f"http://127.0.0.1:{cluster.coordinator.http.port}/metrics"
+    with urllib.request.urlopen(url, timeout=30) as resp:
+        text = resp.read().decode()
+    for line in text.splitlines():
+        if line.startswith(f'{name}{{datasource="{datasource}"}}'):
+            return float(line.rsplit(" ", 1)[1])
+    return None
+
+
+def test_segments_no_rule_matches_raise_the_alert_metric(cluster, caplog):
+    assert http(cluster, "POST", "/druid/coordinator/v1/rules/lonely",
+                [{"type": "loadByInterval", "interval": "2000-01-01/2001-01-01", "tieredReplicants": {"hot": 1}}])[0] == 200
+    assert http(cluster, "POST", "/druid/coordinator/v1/rules/_default", [])[0] == 200
+    try:
+        with caplog.at_level("WARNING", logger="strata.coordinator"):
+            cluster.publish(life_table(), "lonely")
+            cluster.wait_until(lambda: metric(cluster, "strata_segments_unmatched", "lonely") == 2.0,
+                               what="the unmatched gauge for lonely")
+        assert any("2 used segments of datasource 'lonely' match no retention rule" in r.getMessage()
+                   for r in caplog.records)
+    finally:
+        assert http(cluster, "POST", "/druid/coordinator/v1/rules/_default",
+                    [{"type": "loadForever", "tieredReplicants": {"hot": 1}}])[0] == 200
+    cluster.wait_until(lambda: metric(cluster, "strata_segments_unmatched", "lonely") is None,
+                       what="the gauge removed once a rule matches")
+
+
+def test_automatic_kill_on_a_cluster(tmp_path):
+    c = EmbeddedCluster(str(tmp_path), historicals=1,
+                        coordinator={"kill_unused_after_ms": 1, "kill_period_ms": 0, "max_kill_per_run": 10})
+    try:
+        [older, newer] = sorted(c.publish(life_table(), "life"), key=lambda d: d.id)
+        c.coordinator.store.mark_unused([older.id])
+        c.wait_until(lambda: c.coordinator.store.get(older.id) is None, what="the unused segment killed")
+        assert not c.storage().exists(older.location)
+        assert c.coordinator.store.get(newer.id).used and c.storage().exists(newer.location)
+    finally:
+        c.stop()
+
+
+def test_broker_prefers_a_tier(tmp_path):
+    c = EmbeddedCluster(str(tmp_path), historicals=2, tiers=["hot", "cold"], broker={"tier_preference": "cold,hot"})
+
+    def segments_run(h) -> float:
+        return sum(s.value for m in h.metrics.segments_queried.collect() for s in m.samples
+                   if s.name.endswith("_total"))
+
+    try:
+        assert http(c, "POST", "/druid/coordinator/v1/rules/life",
+                    [{"type": "loadForever", "tieredReplicants": {"hot": 1, "cold": 1}}])[0] == 200
+        c.publish(life_table(), "life")
+        c.wait_queryable("life", 2, replicas=2)
+        c.wait_until(lambda: all(len(c.broker.node.view.replicas.get(s, ())) == 2
+                                 for s in list(c.broker.node.view.replicas)), what="the broker sees both replicas")
+        hot, cold = c.historicals
+        before = segments_run(hot), segments_run(cold)
+        for _ in range(4):  # every rotation of the replicas
+            assert life_count(c) == 8
+        assert segments_run(hot) == before[0] and segments_run(cold) == before[1] + 8
+    finally:
+        c.stop()
+
+
+def test_http_routes_longest_prefix_first_and_pass_on_none():
+    from services.http_endpoint import HttpEndpoint
+    from services.metrics import Metrics
+
+    endpoint = HttpEndpoint("127.0.0.1", 0, Metrics("test"), lambda: {"healthy": True})
+    try:
+        seen = []
+
+        def listing(method, path, query, body, headers):
+            seen.append("listing")
+            return 200, "application/json", b'"listing"'
+
+        def lifecycle(method, path, query, body, headers):
+            seen.append("lifecycle")
+            return (200, "application/json", b'"lifecycle"') if path.endswith("/markUnused") else None
+
+        endpoint.route("/druid/coordinator/v1/datasources", listing)  # registered first, shorter prefix
+        endpoint.route("/druid/coordinator/v1/datasources/", lifecycle)
+        assert endpoint.dispatch("POST", "/druid/coordinator/v1/datasources/wiki/markUnused", {}, b"", {})[2] == \
+            b'"lifecycle"'
+        assert endpoint.dispatch("GET", "/druid/coordinator/v1/datasources/wiki", {}, b"", {})[2] == b'"listing"'
+        assert seen == ["lifecycle", "lifecycle", "listing"]
+    finally:
+        endpoint._server.server_close()
