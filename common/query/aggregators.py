@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from common.errors import ValidationError
 from common.query.filters import Filter, filter_from_json, filter_to_json
@@ -338,6 +339,51 @@ class AnyValue(Aggregator):
 
 
 @dataclass(frozen=True)
+class StringMinMax(Aggregator):
+    """MIN/MAX of text (Druid's ``stringMin``/``stringMax``): the smallest or largest value in
+    code point order (UTF-8 byte order, as DuckDB and Arrow sort); NULLs are skipped. The
+    intermediate is the chosen text itself, so combining is the same reduction again."""
+
+    field_name: str = ""
+    largest: bool = False
+
+    def columns(self):
+        return frozenset([self.field_name])
+
+    def result_type(self, types):
+        return STRING
+
+    def _reduce(self, arr, gid, groups):
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if pa.types.is_dictionary(arr.type):
+            # Rank the (small) dictionary once and look the rows' ranks up through their indices.
+            values = _as_arrow_type(arr.dictionary, pa.string())
+            dict_rank = pc.rank(values, sort_keys="ascending", tiebreaker="dense").to_numpy(zero_copy_only=False)
+            indices = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
+            rank = dict_rank.astype(np.int64)[indices] if len(dict_rank) else np.zeros(len(arr), dtype=np.int64)
+            valid = arr.is_valid().to_numpy(zero_copy_only=False) & values.is_valid().to_numpy(
+                zero_copy_only=False)[indices] if len(dict_rank) else np.zeros(len(arr), dtype=bool)
+            arr = arr.cast(arr.type.value_type)
+        else:
+            arr = _as_arrow_type(arr, pa.string())
+            rank = pc.rank(arr, sort_keys="ascending", tiebreaker="dense").to_numpy(zero_copy_only=False)
+            rank = rank.astype(np.int64)
+            valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        arr = _as_arrow_type(arr, pa.string())
+        return _take_or_null(arr, _first_index(gid, valid, groups, rank, earliest=not self.largest))
+
+    def accumulate(self, cols, gid, groups):
+        return self._reduce(cols[self.field_name], gid, groups)
+
+    combine = _reduce
+
+    def to_json(self):
+        return {"type": "stringMax" if self.largest else "stringMin", "name": self.name,
+                "fieldName": self.field_name}
+
+
+@dataclass(frozen=True)
 class EarliestLatest(Aggregator):
     """Value at the smallest (earliest) or largest (latest) ``__time``; intermediate keeps the time."""
 
@@ -507,6 +553,10 @@ def aggregator_from_json(obj: dict) -> Aggregator:
         raise ValidationError(f"aggregator of type '{kind}' needs a 'name'")
     if kind == "count":
         return Count(name)
+    if kind in ("stringMin", "stringMax"):
+        if not obj.get("fieldName"):
+            raise ValidationError(f"aggregator '{name}' ({kind}) needs 'fieldName'")
+        return StringMinMax(name, obj["fieldName"], kind == "stringMax")
     if kind == "arrayConcat":
         return ArrayConcat(name, obj.get("fieldName") or "", bool(obj.get("distinct", False)))
     if kind in ("HLLSketchBuild", "HLLSketch", "approxCountDistinct"):
@@ -525,9 +575,9 @@ def aggregator_from_json(obj: dict) -> Aggregator:
             return EarliestLatest(name, obj["fieldName"], prefix, kind.endswith("Last"), obj.get("timeColumn", "__time"))
     valid = ["count", "longSum", "doubleSum", "floatSum", "longMin", "longMax", "doubleMin", "doubleMax", "floatMin",
              "floatMax", "stringAny", "longAny", "doubleAny", "stringFirst", "stringLast", "longFirst", "longLast",
-             "doubleFirst", "doubleLast", "filtered", "HLLSketchBuild", "arrayConcat"]
+             "doubleFirst", "doubleLast", "stringMin", "stringMax", "filtered", "HLLSketchBuild", "arrayConcat"]
     raise ValidationError(f"unknown aggregator type '{kind}'; valid types: {', '.join(valid)}")
 
 
-__all__ = ["Aggregator", "AnyValue", "ArrayConcat", "Count", "EarliestLatest", "Filtered", "Max", "Min", "Sum",
+__all__ = ["Aggregator", "AnyValue", "ArrayConcat", "Count", "EarliestLatest", "Filtered", "Max", "Min", "StringMinMax", "Sum",
            "aggregator_from_json"]

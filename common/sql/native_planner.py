@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from common.errors import UnsupportedError
-from common.query.aggregators import AnyValue, ArrayConcat, Count, EarliestLatest, Filtered, Max, Min, Sum
+from common.query.aggregators import (AnyValue, ArrayConcat, Count, EarliestLatest, Filtered, Max, Min, StringMinMax,
+                                      Sum)
 from common.query.filters import FalseFilter, Filter, Not, NullFilter
 from common.query.model import (DimensionSpec, GroupByQuery, LimitSpec, OrderByColumn, ScanQuery, TimeseriesQuery,
                                 TopNMetric, TopNQuery)
@@ -370,6 +371,8 @@ class NativePlanner:
         func = call.func
         if func == "COUNT":
             out = Count(name) if field is None else Filtered(name, Not(NullFilter(field)), Count(name))
+        elif func in ("MIN", "MAX") and call.type == VARCHAR:
+            out = StringMinMax(name, field, func == "MAX")
         elif func in ("SUM", "MIN", "MAX"):
             cls = {"SUM": Sum, "MIN": Min, "MAX": Max}[func]
             out = cls(name, field, None, _AGG_KIND.get(call.type.name, "double"))

@@ -577,9 +577,11 @@ class Translator:
             out_type = DOUBLE if name == "AVG" or t == NULL else t
             return AggCall(name, (arg,), out_type, distinct, filter_expr)
         if name in ("MIN", "MAX"):
+            if t == VARCHAR:
+                return AggCall(name, (arg,), VARCHAR, False, filter_expr)
             if not (t.is_numeric or t in (TIMESTAMP, NULL)):
                 raise ValidationError(f"cannot apply {name} to {t} expression '{arg_text}' in '{text}'; "
-                                      "MIN and MAX take numbers and timestamps")
+                                      "MIN and MAX take numbers, timestamps and text")
             return AggCall(name, (arg,), DOUBLE if t == NULL else t, False, filter_expr)
         if name == "ARRAY_CONCAT_AGG":
             if t.column_type is None or not t.column_type.is_array:
