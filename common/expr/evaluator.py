@@ -231,6 +231,10 @@ def compare(op: str, a: Value, b: Value) -> Value:
     kinds = {t.kind for t in (ta, tb) if t is not None}
     if not kinds:  # null against null
         a, b = a.cast(pa.int64()), b.cast(pa.int64())
+    elif TypeKind.ARRAY in kinds:
+        from common.expr.array_functions import compare_arrays
+
+        return compare_arrays(op, a, b, ta, tb)
     elif kinds == {TypeKind.TIMESTAMP, TypeKind.STRING}:
         a, b = to_timestamp(a), to_timestamp(b)
     elif kinds == {TypeKind.STRING}:
@@ -544,7 +548,7 @@ for _op in ("+", "-", "*", "/", "%", "^"):
         _op, 2, 2, "a", _arithmetic_infer, lambda args, types, out, node: arithmetic(node.op, args[0], args[1], out))
 for _op in COMPARISONS:
     BINARY_OPERATORS[_op] = Function(
-        _op, 2, 2, "a", lambda node, types: LONG, lambda args, types, out, node: compare(node.op, args[0], args[1]),
+        _op, 2, 2, "x", lambda node, types: LONG, lambda args, types, out, node: compare(node.op, args[0], args[1]),
         boolean=True)
 for _op in LOGICAL:
     BINARY_OPERATORS[_op] = Function(_op, 2, 2, "a", lambda node, types: LONG, _logic, strict=False)

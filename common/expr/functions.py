@@ -341,13 +341,19 @@ def _isnull(args, types, out, call):
 # ---- casts and math ----------------------------------------------------------------------------
 def _cast_infer(call: Call, types: list[Type]) -> Type:
     target = ColumnType.parse(str(call.args[1].value))
-    if target.kind in (TypeKind.ARRAY, TypeKind.COMPLEX):
+    if target.kind is TypeKind.COMPLEX:
         raise UnsupportedError(f"cast to {target} is not supported in '{call.to_string()}'")
+    if target.kind is not TypeKind.ARRAY and types and types[0] is not None and types[0].kind is TypeKind.ARRAY:
+        raise ValidationError(f"cannot cast {types[0].sql_name} to {target.sql_name} in '{call.to_string()}'")
     return target
 
 
-@register("cast", args=(2, 2), kinds="al", out=_cast_infer, doc="cast(expr, 'LONG'|'DOUBLE'|'STRING'|...)")
+@register("cast", args=(2, 2), kinds="xl", out=_cast_infer, doc="cast(expr, 'LONG'|'DOUBLE'|'STRING'|'ARRAY<LONG>'|...)")
 def _cast(args, types, out, call):
+    if out.kind is TypeKind.ARRAY:
+        from common.expr.array_functions import cast_array
+
+        return cast_array(args[0], out)
     return cast_value(args[0], out)
 
 

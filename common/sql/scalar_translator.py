@@ -19,6 +19,7 @@ from sqlglot import exp
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
 from common.query.filter_values import check_like
 from common.sql import functions
+from common.sql.array_translator import array_call_nodes, array_type_of, cast_to_array
 from common.sql.planning_deadline import check_deadline
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_literals import literal_value, parameter_literal, parse_timestamp
@@ -205,6 +206,8 @@ class ScalarTranslator:
         """Make two operands comparable, as SQL's implicit casts do."""
         if a.type == b.type or NULL in (a.type, b.type):
             return a, b
+        if all(t.column_type is not None and t.column_type.is_array for t in (a.type, b.type)):
+            return a, b  # whole arrays compare after widening their elements (native compare)
         if a.type.is_numeric and b.type.is_numeric:
             return a, b
         if a.type == BOOLEAN and b.type.is_numeric or b.type == BOOLEAN and a.type.is_numeric:
@@ -503,6 +506,9 @@ class ScalarTranslator:
         to = node.args["to"]
         if isinstance(node.this, exp.JSONValue) and not node.this.args.get("returning"):
             return self._json_value(node.this, to)
+        array_target = array_type_of(to, sql_text(node))
+        if array_target is not None:
+            return cast_to_array(self.translate(node.this), array_target, node)
         type_name = to.this.name if isinstance(to.this, exp.DataType.Type) else str(to.this).upper()
         target = CAST_TARGETS.get(type_name)
         if target is None:
@@ -560,6 +566,9 @@ class ScalarTranslator:
         return [self.translate(n) for n in nodes if n is not None]
 
     def _function(self, node: exp.Expression) -> Scalar:
+        array_call = array_call_nodes(node)
+        if array_call is not None:
+            return self.call(array_call[0], self._args(array_call[1]), node, array_call[1])
         cls = type(node)
         if cls in _SIMPLE_FUNCTIONS:
             nodes = [node.this] + [node.args.get(k) for k in ("expression", "replacement", "times")
