@@ -185,8 +185,10 @@ def _array_contains(args, types, out, call):
     for values, needle in zip(hay, needles):
         if values is None:
             result.append(None)
+        elif needle is None:
+            result.append(None)  # an unknown element may or may not be there, as SQL reads NULL
         elif as_array:
-            result.append(None if needle is None else all(x in values for x in needle))
+            result.append(all(x in values for x in needle))
         else:
             result.append(needle in values)
     return pa.array(result, pa.bool_())
@@ -322,8 +324,9 @@ def _string_to_array(args, types, out, call):
             result.append(None)
             continue
         parts = regex.split(s) if s else [s]
-        while len(parts) > 1 and parts[-1] == "":  # Java's String.split drops trailing empty strings
-            parts.pop()
+        if len(parts) > 1:  # as Java's String.split: a split text loses its trailing empty strings
+            while parts and parts[-1] == "":
+                parts.pop()
         result.append(parts)
     return pa.array(result, out.to_arrow())
 
