@@ -533,6 +533,60 @@ class ArrayConcat(Aggregator):
         return {"type": "arrayConcat", "name": self.name, "fieldName": self.field_name, "distinct": self.distinct}
 
 
+@dataclass(frozen=True)
+class ArrayAgg(ArrayConcat):
+    """ARRAY_AGG: the values of a group (nulls included) as one array, in row order; with
+    ``distinct``, each value once, sorted with null first. A group that saw no rows is null. The
+    intermediate is that array, so merging partials is ARRAY_CONCAT_AGG's reduction."""
+
+    def result_type(self, types):
+        t = types.get(self.field_name) if hasattr(types, "get") else None
+        if t is None or t.is_string:
+            from common.types.column_type import STRING_ARRAY
+
+            return STRING_ARRAY
+        element = "LONG" if t.kind.value in ("TIMESTAMP", "LONG") else "DOUBLE"
+        return ColumnType.parse(f"ARRAY<{element}>")
+
+    def accumulate(self, cols, gid, groups):
+        values = cols[self.field_name]
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+            raise ValidationError(f"aggregator '{self.name}' (ARRAY_AGG) needs single values, but "
+                                  f"'{self.field_name}' is an array; use arrayConcat")
+        if pa.types.is_timestamp(values.type) or pa.types.is_boolean(values.type):
+            values = values.cast(pa.int64())
+        target = self.result_type(cols.types() if hasattr(cols, "types") else {}).element.to_arrow()
+        values = _as_arrow_type(values, target)
+        offsets = pa.array(np.arange(len(values) + 1, dtype=np.int32))
+        return self._reduce(pa.ListArray.from_arrays(offsets, values), gid, groups)
+
+    def _reduce(self, values, gid, groups):
+        if not self.distinct:
+            return super()._reduce(values, gid, groups)
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        has = np.zeros(groups, dtype=bool)
+        has[gid[values.is_valid().to_numpy(zero_copy_only=False)]] = True
+        parents = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
+        g = gid[parents] if len(parents) else np.zeros(0, np.int64)
+        table = pa.table({"g": pa.array(g, pa.int64()), "v": pc.list_flatten(values)})
+        table = table.group_by(["g", "v"], use_threads=False).aggregate([])
+        table = table.sort_by([("g", "ascending"), ("v", "ascending", "at_start")])
+        counts = np.bincount(table.column("g").to_numpy(), minlength=groups) if table.num_rows else \
+            np.zeros(groups, dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+        out = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), table.column("v").combine_chunks(),
+                                       mask=pa.array(~has))
+        return out.cast(values.type) if out.type != values.type else out
+
+    def to_json(self):
+        return {"type": "arrayAgg", "name": self.name, "fieldName": self.field_name, "distinct": self.distinct}
+
+
 _SIMPLE = {"Sum": Sum, "Min": Min, "Max": Max}
 
 
@@ -557,6 +611,8 @@ def aggregator_from_json(obj: dict) -> Aggregator:
         if not obj.get("fieldName"):
             raise ValidationError(f"aggregator '{name}' ({kind}) needs 'fieldName'")
         return StringMinMax(name, obj["fieldName"], kind == "stringMax")
+    if kind == "arrayAgg":
+        return ArrayAgg(name, obj.get("fieldName") or "", bool(obj.get("distinct", False)))
     if kind == "arrayConcat":
         return ArrayConcat(name, obj.get("fieldName") or "", bool(obj.get("distinct", False)))
     if kind in ("HLLSketchBuild", "HLLSketch", "approxCountDistinct"):
@@ -575,9 +631,9 @@ def aggregator_from_json(obj: dict) -> Aggregator:
             return EarliestLatest(name, obj["fieldName"], prefix, kind.endswith("Last"), obj.get("timeColumn", "__time"))
     valid = ["count", "longSum", "doubleSum", "floatSum", "longMin", "longMax", "doubleMin", "doubleMax", "floatMin",
              "floatMax", "stringAny", "longAny", "doubleAny", "stringFirst", "stringLast", "longFirst", "longLast",
-             "doubleFirst", "doubleLast", "stringMin", "stringMax", "filtered", "HLLSketchBuild", "arrayConcat"]
+             "doubleFirst", "doubleLast", "stringMin", "stringMax", "filtered", "HLLSketchBuild", "arrayConcat", "arrayAgg"]
     raise ValidationError(f"unknown aggregator type '{kind}'; valid types: {', '.join(valid)}")
 
 
-__all__ = ["Aggregator", "AnyValue", "ArrayConcat", "Count", "EarliestLatest", "Filtered", "Max", "Min", "StringMinMax", "Sum",
+__all__ = ["Aggregator", "AnyValue", "ArrayAgg", "ArrayConcat", "Count", "EarliestLatest", "Filtered", "Max", "Min", "StringMinMax", "Sum",
            "aggregator_from_json"]

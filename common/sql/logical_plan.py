@@ -133,7 +133,7 @@ class Project(RelNode):
 
 
 AGGREGATE_FUNCTIONS = ("COUNT", "SUM", "MIN", "MAX", "AVG", "APPROX_COUNT_DISTINCT", "ANY_VALUE", "EARLIEST", "LATEST",
-                       "ARRAY_CONCAT_AGG", "ARRAY_CONCAT_AGG_DISTINCT")
+                       "ARRAY_CONCAT_AGG", "ARRAY_CONCAT_AGG_DISTINCT", "ARRAY_AGG", "ARRAY_AGG_DISTINCT")
 
 
 @dataclass(frozen=True)

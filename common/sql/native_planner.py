@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from common.errors import UnsupportedError
-from common.query.aggregators import (AnyValue, ArrayConcat, Count, EarliestLatest, Filtered, Max, Min, StringMinMax,
+from common.query.aggregators import (AnyValue, ArrayAgg, ArrayConcat, Count, EarliestLatest, Filtered, Max, Min, StringMinMax,
                                       Sum)
 from common.query.filters import FalseFilter, Filter, Not, NullFilter
 from common.query.model import (DimensionSpec, GroupByQuery, LimitSpec, OrderByColumn, ScanQuery, TimeseriesQuery,
@@ -380,6 +380,8 @@ class NativePlanner:
             out = HllSketch(name, field, None, 12, True)
         elif func == "ANY_VALUE":
             out = AnyValue(name, field, _AGG_KIND.get(call.type.name, "string"))
+        elif func in ("ARRAY_AGG", "ARRAY_AGG_DISTINCT"):
+            out = ArrayAgg(name, field, func.endswith("_DISTINCT"))
         elif func in ("ARRAY_CONCAT_AGG", "ARRAY_CONCAT_AGG_DISTINCT"):
             out = ArrayConcat(name, field, func.endswith("_DISTINCT"))
         elif func in ("EARLIEST", "LATEST"):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from sqlglot import exp
 
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
+from common.sql import functions
 from common.sql.broker_ops import unique_names
 from common.sql.catalog import SqlCatalog, resolve_table
 from common.sql.logical_plan import (AGGREGATE_FUNCTIONS, AggCall, Aggregate, Field, Filter, Join, Project, RelNode,
@@ -548,10 +549,10 @@ class Translator:
                 arg_nodes = [inner] if inner is not None else []
                 arg_nodes += list(node.expressions) if isinstance(node, exp.Count) else []
         name = {"APPROXDISTINCT": "APPROX_COUNT_DISTINCT", "APPROX_COUNT_DISTINCT_DS_HLL": "APPROX_COUNT_DISTINCT",
-                "ANYVALUE": "ANY_VALUE", "ARRAYCONCATAGG": "ARRAY_CONCAT_AGG"}.get(name, name)
+                "ANYVALUE": "ANY_VALUE", "ARRAYCONCATAGG": "ARRAY_CONCAT_AGG", "ARRAYAGG": "ARRAY_AGG"}.get(name, name)
         if name not in AGGREGATE_FUNCTIONS:
             raise UnsupportedError(f"aggregate function {name} is not supported; supported: COUNT, SUM, MIN, MAX, AVG, "
-                                   "APPROX_COUNT_DISTINCT, ANY_VALUE, EARLIEST, LATEST, ARRAY_CONCAT_AGG")
+                                   "APPROX_COUNT_DISTINCT, ANY_VALUE, EARLIEST, LATEST, ARRAY_AGG, ARRAY_CONCAT_AGG")
         for a in arg_nodes:
             if contains_aggregate(a):
                 raise ValidationError(f"aggregate functions cannot be nested: '{text}'")
@@ -588,6 +589,13 @@ class Translator:
                 raise ValidationError(f"ARRAY_CONCAT_AGG needs an array, but '{arg_text}' is {t} in '{text}'")
             # DISTINCT is a set kept by the aggregator itself, not a regrouping on the argument.
             return AggCall("ARRAY_CONCAT_AGG_DISTINCT" if distinct else name, (arg,), t, False, filter_expr)
+        if name == "ARRAY_AGG":
+            if not (t.is_scalar or t == NULL):
+                raise ValidationError(f"ARRAY_AGG needs a single value, but '{arg_text}' is {t} in '{text}'; "
+                                      "use ARRAY_CONCAT_AGG to join arrays")
+            out_type = functions.result_type("ARRAY", [t], text)
+            # DISTINCT is a set kept by the aggregator itself, not a regrouping on the argument.
+            return AggCall("ARRAY_AGG_DISTINCT" if distinct else name, (arg,), out_type, False, filter_expr)
         if name == "APPROX_COUNT_DISTINCT":
             if not t.is_scalar:
                 raise ValidationError(f"cannot apply {name} to {t} expression '{arg_text}'")

@@ -141,6 +141,18 @@ CASES = [
      "array_to_string(list_transform(al, lambda x: coalesce(CAST(x AS VARCHAR), 'null')), ', ') FROM t"),
     ("SELECT STRING_TO_ARRAY(csv, ','), ARRAY_LENGTH(STRING_TO_ARRAY(csv, ',')) FROM t",
      "SELECT string_split(csv, ','), len(string_split(csv, ',')) FROM t"),
+    # aggregates making arrays
+    ("SELECT ARRAY_AGG(s), ARRAY_AGG(n), ARRAY_AGG(DISTINCT s), ARRAY_AGG(DISTINCT n) FROM t",
+     "SELECT list(s ORDER BY __time), list(n ORDER BY __time), list_sort(list(DISTINCT s), 'ASC', 'NULLS FIRST'), "
+     "list_sort(list(DISTINCT n), 'ASC', 'NULLS FIRST') FROM t"),
+    ("SELECT n, ARRAY_AGG(DISTINCT s), ARRAY_AGG(DISTINCT ARRAY_LENGTH(al)) FROM t GROUP BY n",
+     "SELECT n, list_sort(list(DISTINCT s), 'ASC', 'NULLS FIRST'), "
+     "list_sort(list(DISTINCT len(al)), 'ASC', 'NULLS FIRST') FROM t GROUP BY n"),
+    ("SELECT ARRAY_AGG(s) FILTER (WHERE s = 'none'), ARRAY_AGG(DISTINCT s) FILTER (WHERE n = 2) FROM t",
+     "SELECT list(s) FILTER (WHERE s = 'none'), list_sort(list(DISTINCT s) FILTER (WHERE n = 2), 'ASC', "
+     "'NULLS FIRST') FROM t"),
+    ("SELECT MIN(s), MAX(s), MIN(ARRAY_TO_STRING(astr, ',')) FROM t",
+     "SELECT MIN(s), MAX(s), MIN(array_to_string(list_transform(astr, lambda x: coalesce(x, 'null')), ',')) FROM t"),
     # aggregates over arrays
     ("SELECT ARRAY_CONCAT_AGG(al) FROM t WHERE ARRAY_LENGTH(al) = 1",
      "SELECT flatten(list(al ORDER BY __time)) FROM t WHERE len(al) = 1"),
