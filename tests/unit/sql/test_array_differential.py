@@ -125,6 +125,12 @@ CASES = [
      "SELECT list_has_any(al, [3, -5]), list_has_any(astr, ['', 'zz']) FROM t"),
     ("SELECT COUNT(*) FROM t WHERE ARRAY_OVERLAP(al, ARRAY[0, 1]) AND NOT ARRAY_CONTAINS(astr, 'a')",
      "SELECT COUNT(*) FROM t WHERE list_has_any(al, [0, 1]) AND NOT list_contains(astr, 'a')"),
+    # planned as arrayContainsElement filters (AND for contains, OR for overlap), NOT keeps null arrays out
+    ("SELECT COUNT(*) FROM t WHERE ARRAY_CONTAINS(ad, -0.0) OR ARRAY_CONTAINS(al, 2.0)",
+     "SELECT COUNT(*) FROM t WHERE list_contains(ad, -0.0) OR list_contains(al, 2)"),
+    ("SELECT COUNT(*) FROM t WHERE NOT ARRAY_OVERLAP(astr, ARRAY['é', 'ключ']) AND ARRAY_CONTAINS(al, ARRAY[0, 1])",
+     "SELECT COUNT(*) FROM t WHERE NOT list_has_any(astr, ['é', 'ключ']) AND list_has_all(al, [0, 1])"),
+    ("SELECT s FROM t WHERE NOT ARRAY_CONTAINS(astr, '')", "SELECT s FROM t WHERE NOT list_contains(astr, '')"),
     ("SELECT ARRAY_OFFSET_OF(al, 2), ARRAY_ORDINAL_OF(astr, 'a'), ARRAY_ORDINAL_OF(ad, 1.5) FROM t",
      "SELECT list_position(al, 2) - 1, list_position(astr, 'a'), list_position(ad, 1.5) FROM t"),
     # building arrays
@@ -183,3 +189,14 @@ def test_array_errors_name_the_argument(env):
         _strata(env, "SELECT ARRAY[1, 'a'] FROM t")
     with pytest.raises(ValidationError, match="cannot compare ARRAY<BIGINT> with VARCHAR"):
         _strata(env, "SELECT al = 'a' FROM t")
+
+
+def test_array_contains_element_filter_json_round_trip_and_errors():
+    from common.errors import ValidationError
+    from common.query.filters import ArrayContainsElement, filter_from_json, filter_to_json
+
+    obj = {"type": "arrayContainsElement", "column": "al", "elementMatchValueType": "LONG", "elementMatchValue": 2}
+    f = filter_from_json(obj)
+    assert f == ArrayContainsElement("al", 2, "LONG") and filter_to_json(f) == obj
+    with pytest.raises(ValidationError, match="needs a single non-null 'elementMatchValue'"):
+        filter_from_json({"type": "arrayContainsElement", "column": "al", "elementMatchValue": [1]})
