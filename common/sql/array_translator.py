@@ -70,3 +70,38 @@ def cast_to_array(value: Scalar, target: SqlType, node: exp.Expression) -> Scala
     if not (value.type.is_scalar or (value.type.column_type is not None and value.type.column_type.is_array)):
         raise ValidationError(f"cannot CAST {value.type} to {target} in '{sql_text(node)}'")
     return Call("CAST", (value,), target)
+
+
+def json_value_of_plain(tr, value: Scalar, node: exp.Expression, target: SqlType) -> Scalar:
+    """JSON_VALUE over a column that is not JSON answers as Druid's does: path ``$`` is the value
+    itself, ``$[n]`` of an array its element n (from the end when negative), any other path null;
+    the result converts to the RETURNING type as CAST would."""
+    from common.json.path_steps import parse_path
+
+    path = node.args["path"]
+    text = path.sql(dialect="druid") if isinstance(path, exp.Expression) else str(path)
+    if len(text) >= 2 and text[0] == text[-1] == "'":
+        text = text[1:-1].replace("''", "'")
+    parts = parse_path(text)
+    ctype = value.type.column_type
+    is_array = ctype is not None and ctype.is_array
+    if not parts:
+        picked = value
+    elif len(parts) == 1 and isinstance(parts[0], int) and is_array:
+        index = parts[0]
+        if index < 0:
+            length = Call("ARRAY_LENGTH", (value,), from_column_type(ColumnType.parse("LONG")))
+            offset: Scalar = Call("+", (length, Literal(index, from_column_type(ColumnType.parse("LONG")))),
+                                  from_column_type(ColumnType.parse("LONG")))
+        else:
+            offset = Literal(index, from_column_type(ColumnType.parse("LONG")))
+        picked = Call("ARRAY_OFFSET", (value, offset), from_column_type(ctype.element))
+    else:
+        return Literal(None, target)
+    if picked.type == target:
+        return picked
+    if target.column_type is not None and target.column_type.is_array:
+        return cast_to_array(picked, target, node)
+    if picked.type.column_type is not None and picked.type.column_type.is_array:
+        return Literal(None, target)  # an array is not a single value: null, as for JSON arrays
+    return tr.cast_to(picked, target)

@@ -19,7 +19,7 @@ from sqlglot import exp
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
 from common.query.filter_values import check_like
 from common.sql import functions
-from common.sql.array_translator import array_call_nodes, array_type_of, cast_to_array
+from common.sql.array_translator import array_call_nodes, array_type_of, cast_to_array, json_value_of_plain
 from common.sql.planning_deadline import check_deadline
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_literals import literal_value, parameter_literal, parse_timestamp
@@ -430,14 +430,16 @@ class ScalarTranslator:
         target = VARCHAR
         if returning is not None:
             type_name = returning.this.name if isinstance(returning.this, exp.DataType.Type) else str(returning.this).upper()
-            target = CAST_TARGETS.get(type_name)
-            if target is None or target in (TIMESTAMP, BOOLEAN):
+            target = array_type_of(returning, sql_text(node)) or CAST_TARGETS.get(type_name)
+            if target is None or target == TIMESTAMP:
                 raise ValidationError(f"JSON_VALUE cannot return {sql_text(returning)} in '{sql_text(node)}'; "
-                                      "valid: BIGINT, DOUBLE, FLOAT, VARCHAR")
+                                      "valid: BIGINT, DOUBLE, FLOAT, VARCHAR, BOOLEAN, ARRAY<BIGINT|DOUBLE|VARCHAR>")
         value = self.translate(node.this)
         if value.type.column_type is None or value.type.column_type.complex_name != "json":
-            raise ValidationError(f"JSON_VALUE needs a COMPLEX<json> value, but '{sql_text(node.this)}' is "
-                                  f"{value.type}; declare the column as COMPLEX<json> or wrap text in PARSE_JSON()")
+            if value.type == INTERVAL or value.type.column_type is None and value.type != NULL:
+                raise ValidationError(f"JSON_VALUE needs a COMPLEX<json> value, but '{sql_text(node.this)}' is "
+                                      f"{value.type}; declare the column as COMPLEX<json> or wrap text in PARSE_JSON()")
+            return json_value_of_plain(self, value, node, target)
         path = node.args["path"]
         text = path.sql(dialect="druid") if isinstance(path, exp.Expression) else str(path)
         if len(text) >= 2 and text[0] == text[-1] == "'":
@@ -456,8 +458,8 @@ class ScalarTranslator:
             target = numeric_type(stored)
         if has_wildcard(parts):  # [*] and ..name reach many values: an array of them
             target = from_column_type(value_type_for(parts, target.native))
-        return Call("JSON_VALUE", (value, Literal(canonical, VARCHAR), Literal(target.native.native_name, VARCHAR)),
-                    target)
+        native_target = "LONG" if target == BOOLEAN else target.native.native_name
+        return Call("JSON_VALUE", (value, Literal(canonical, VARCHAR), Literal(native_target, VARCHAR)), target)
 
     def _json_path_text(self, path: exp.Expression | None, node: exp.Expression) -> str:
         from common.json.path_steps import parse_path, path_text

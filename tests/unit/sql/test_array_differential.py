@@ -147,6 +147,12 @@ CASES = [
      "array_to_string(list_transform(al, lambda x: coalesce(CAST(x AS VARCHAR), 'null')), ', ') FROM t"),
     ("SELECT STRING_TO_ARRAY(csv, ','), ARRAY_LENGTH(STRING_TO_ARRAY(csv, ',')) FROM t",
      "SELECT string_split(csv, ','), len(string_split(csv, ',')) FROM t"),
+    # JSON_VALUE answers on plain columns: '$' is the value, '$[n]' an array's element, other paths null
+    ("SELECT JSON_VALUE(s, '$'), JSON_VALUE(n, '$' RETURNING DOUBLE), JSON_VALUE(s, '$.a') FROM t",
+     "SELECT s, CAST(n AS DOUBLE), NULL FROM t"),
+    ("SELECT JSON_VALUE(al, '$[1]' RETURNING BIGINT), JSON_VALUE(astr, '$[0]'), "
+     "JSON_VALUE(ad, '$' RETURNING DOUBLE ARRAY), JSON_VALUE(al, '$') FROM t",
+     "SELECT al[2], astr[1], ad, NULL FROM t"),
     # aggregates making arrays
     ("SELECT ARRAY_AGG(s), ARRAY_AGG(n), ARRAY_AGG(DISTINCT s), ARRAY_AGG(DISTINCT n) FROM t",
      "SELECT list(s ORDER BY __time), list(n ORDER BY __time), list_sort(list(DISTINCT s), 'ASC', 'NULLS FIRST'), "
@@ -200,3 +206,17 @@ def test_array_contains_element_filter_json_round_trip_and_errors():
     assert f == ArrayContainsElement("al", 2, "LONG") and filter_to_json(f) == obj
     with pytest.raises(ValidationError, match="needs a single non-null 'elementMatchValue'"):
         filter_from_json({"type": "arrayContainsElement", "column": "al", "elementMatchValue": [1]})
+
+
+def test_json_value_returning_boolean(tmp_path):
+    from common.types.column_type import JSON
+
+    docs = [{"b": True}, {"b": False}, {"b": None}, None, {"b": 1}, {"b": 0}, {}]
+    table = pa.table({"__time": pa.array([1577836800000 + i for i in range(len(docs))], pa.int64()),
+                      "j": pa.array([None if d is None else json.dumps(d) for d in docs])})
+    path = str(tmp_path / "j.sseg")
+    build_segment(table, path, SegmentId("j", Interval.of("2020-01-01/2020-01-02"), "v1", 0), column_types={"j": JSON})
+    segments = [Segment.open(path)]
+    got = execute_sql("SELECT JSON_VALUE(j, '$.b' RETURNING BOOLEAN) AS b FROM j", FakeCatalog({"j": union_schema(
+        segments)}), lambda q: execute(q, segments).table, (), {})
+    assert got.column("b").to_pylist() == [True, False, None, None, True, False, None]
