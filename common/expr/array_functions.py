@@ -117,7 +117,8 @@ def _array(args, types, out, call):
 def cast_array(v, target: ColumnType) -> pa.Array:
     """cast(x, 'ARRAY<...>'): elements converted as single values are (text that is not a number
     becomes null)."""
-    return to_list_array(v, target.element)
+    out = to_list_array(v, target.element)
+    return out[0] if is_scalar(v) else out  # a constant stays a scalar, as the evaluator keeps constants
 
 
 # ---- element access --------------------------------------------------------------------------

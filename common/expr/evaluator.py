@@ -187,7 +187,11 @@ def cast_value(v: Value, t: Type) -> Value:
         return to_string(v)
     if kind is TypeKind.TIMESTAMP:
         return to_timestamp(v)
-    raise UnsupportedError(f"cannot cast to {t}; expressions support LONG, DOUBLE, FLOAT, STRING and TIMESTAMP")
+    if kind is TypeKind.ARRAY:
+        from common.expr.array_functions import cast_array
+
+        return cast_array(v, t)
+    raise UnsupportedError(f"cannot cast to {t}; expressions support LONG, DOUBLE, FLOAT, STRING, TIMESTAMP and arrays")
 
 
 def truthy(v: Value) -> Value:

@@ -48,6 +48,8 @@ _RENAMED = {
 
 def literal(value, sql_type) -> ELiteral:
     if value is None:
+        if sql_type is not None and sql_type.column_type is not None and sql_type.column_type.is_array:
+            return ECall("cast", (ELiteral(None), ELiteral(sql_type.native.native_name)))  # a typed null array
         return ELiteral(None)
     if isinstance(value, list):  # a folded ARRAY[..]: the constructor again, typed by a cast
         native = sql_type.native if sql_type is not None and sql_type.column_type is not None else None

@@ -84,7 +84,10 @@ def _element_of(t: SqlType) -> SqlType:
 def _array_constructor(types: list[SqlType], text: str) -> SqlType:
     out = NULL
     for t in types:
-        unified = common_type(out, _element_of(t) if t.column_type is not None and t.column_type.is_array else t)
+        if t.column_type is not None and t.column_type.is_array:
+            raise ValidationError(f"ARRAY elements must be single values, got {t} in '{text}'; nested arrays are "
+                                  "not supported (use ARRAY_CONCAT to join arrays)")
+        unified = common_type(out, t)
         if unified is None:
             raise ValidationError(f"ARRAY elements must share a type, got {out} and {t} in '{text}'; CAST one of them")
         out = unified
@@ -100,6 +103,8 @@ def _array_arg(position: int) -> Rule:
         t = types[position]
         if t == NULL:
             other = types[1 - position] if len(types) == 2 else NULL
+            if other.column_type is not None and other.column_type.is_array:
+                return other
             return _array_constructor([other], text)
         return t
     return rule

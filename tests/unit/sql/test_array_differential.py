@@ -97,6 +97,10 @@ CASES = [
     ("SELECT CAST(al AS ARRAY<DOUBLE>), CAST(al AS VARCHAR ARRAY), CAST(ad AS BIGINT ARRAY) FROM t",
      "SELECT CAST(al AS DOUBLE[]), CAST(al AS VARCHAR[]), "
      "list_transform(ad, lambda x: CAST(trunc(x) AS BIGINT)) FROM t"),
+    ("SELECT COALESCE(al, ARRAY[0]), NULLIF(astr, ARRAY['a']), CASE WHEN n > 1 THEN al ELSE ARRAY[9] END, "
+     "al IS NULL, CAST(NULL AS ARRAY<BIGINT>) FROM t",
+     "SELECT COALESCE(al, [0]), NULLIF(astr, ['a']), CASE WHEN n > 1 THEN al ELSE [9] END, al IS NULL, "
+     "CAST(NULL AS BIGINT[]) FROM t"),
     # comparison and grouping on whole arrays
     ("SELECT al FROM t WHERE al = ARRAY[1, 2]", "SELECT al FROM t WHERE al = [1, 2]"),
     ("SELECT astr FROM t WHERE astr <> ARRAY['a']", "SELECT astr FROM t WHERE astr <> ['a']"),
@@ -193,6 +197,8 @@ def test_array_errors_name_the_argument(env):
         _strata(env, "SELECT ARRAY_LENGTH(s) FROM t")
     with pytest.raises(ValidationError, match="ARRAY elements must share a type"):
         _strata(env, "SELECT ARRAY[1, 'a'] FROM t")
+    with pytest.raises(ValidationError, match="nested arrays are not supported"):
+        _strata(env, "SELECT ARRAY[al] FROM t")
     with pytest.raises(ValidationError, match="cannot compare ARRAY<BIGINT> with VARCHAR"):
         _strata(env, "SELECT al = 'a' FROM t")
 
