@@ -353,3 +353,14 @@ def compare_arrays(op: str, a, b, ta: Type, tb: Type):
     out = [None if x is None or y is None else fn(_sort_key(x), _sort_key(y)) for x, y in zip(left, right)]
     result = pa.array(out, pa.bool_())
     return result[0] if is_scalar(a) and is_scalar(b) else result
+
+
+@register("mv_filter_only", "mv_filter_none", args=(2, 2), kinds="xk", out=_first_array_infer,
+          doc="mv_filter_only(arr, values): the elements of arr in values (mv_filter_none: not in values)")
+def _mv_filter(args, types, out, call):
+    _check_array(call, types, [0, 1])
+    n = _length(args)
+    keep_listed = call.name.lower() == "mv_filter_only"
+    listed = set(_list_rows(args[1], out.element, 1)[0] or [])
+    arrays = _list_rows(args[0], out.element, n)
+    return _from_rows([None if a is None else [x for x in a if (x in listed) == keep_listed] for a in arrays], out)

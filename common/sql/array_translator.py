@@ -13,6 +13,18 @@ from common.sql.sql_text import sql_text
 from common.sql.sql_types import CAST_TARGETS, NULL, SqlType, from_column_type
 from common.types.column_type import ColumnType, TypeKind
 
+# Druid's multi-value string functions over the array functions: a VARCHAR argument is read as a
+# one-element array (as Druid reads a single-valued string), results are arrays.
+MV_FUNCTIONS = {"MV_LENGTH": "ARRAY_LENGTH", "MV_OFFSET": "ARRAY_OFFSET", "MV_ORDINAL": "ARRAY_ORDINAL",
+                "MV_CONTAINS": "ARRAY_CONTAINS", "MV_OVERLAP": "ARRAY_OVERLAP", "MV_OFFSET_OF": "ARRAY_OFFSET_OF",
+                "MV_ORDINAL_OF": "ARRAY_ORDINAL_OF", "MV_APPEND": "ARRAY_APPEND", "MV_PREPEND": "ARRAY_PREPEND",
+                "MV_CONCAT": "ARRAY_CONCAT", "MV_SLICE": "ARRAY_SLICE", "MV_TO_STRING": "ARRAY_TO_STRING",
+                "STRING_TO_MV": "STRING_TO_ARRAY", "MV_FILTER_ONLY": "MV_FILTER_ONLY", "MV_FILTER_NONE": "MV_FILTER_NONE",
+                "MV_TO_ARRAY": None}
+# the arguments that are arrays, by function (ARRAY_PREPEND takes the element first)
+_ARRAY_POSITIONS = {"ARRAY_PREPEND": (1,), "ARRAY_CONCAT": (0, 1), "ARRAY_OVERLAP": (0, 1), "STRING_TO_ARRAY": (),
+                    "MV_FILTER_ONLY": (0, 1), "MV_FILTER_NONE": (0, 1)}
+
 ARRAY_FUNCTIONS = ("ARRAY_LENGTH", "ARRAY_OFFSET", "ARRAY_ORDINAL", "ARRAY_CONTAINS", "ARRAY_OVERLAP",
                    "ARRAY_OFFSET_OF", "ARRAY_ORDINAL_OF", "ARRAY_APPEND", "ARRAY_PREPEND", "ARRAY_CONCAT",
                    "ARRAY_SLICE", "ARRAY_TO_STRING", "STRING_TO_ARRAY")
@@ -105,3 +117,30 @@ def json_value_of_plain(tr, value: Scalar, node: exp.Expression, target: SqlType
     if picked.type.column_type is not None and picked.type.column_type.is_array:
         return Literal(None, target)  # an array is not a single value: null, as for JSON arrays
     return tr.cast_to(picked, target)
+
+
+def _as_array(value: Scalar, node: exp.Expression) -> Scalar:
+    ctype = value.type.column_type
+    if value.type == NULL or (ctype is not None and ctype.is_array):
+        return value
+    if not value.type.is_scalar:
+        raise ValidationError(f"{value.type} is not a multi-value string or an array in '{sql_text(node)}'")
+    return cast_to_array(value, from_column_type(ColumnType(TypeKind.ARRAY, ColumnType.parse("STRING"))), node)
+
+
+def mv_call(tr, node: exp.Expression) -> Scalar | None:
+    """An MV_* call (or STRING_TO_MV / MV_TO_ARRAY) as the array function it stands for."""
+    if not isinstance(node, exp.Anonymous) or str(node.this).upper() not in MV_FUNCTIONS:
+        return None
+    name = str(node.this).upper()
+    nodes = list(node.expressions)
+    args = [tr.translate(n) for n in nodes]
+    target = MV_FUNCTIONS[name]
+    if target is None:  # MV_TO_ARRAY
+        if len(args) != 1:
+            raise ValidationError(f"MV_TO_ARRAY takes 1 argument, got {len(args)} in '{sql_text(node)}'")
+        return _as_array(args[0], node)
+    for i in _ARRAY_POSITIONS.get(target, (0,)):
+        if i < len(args):
+            args[i] = _as_array(args[i], node)
+    return tr.call(target, args, node, nodes)

@@ -42,7 +42,7 @@ _RENAMED = {
     "ARRAY_CONTAINS": "array_contains", "ARRAY_OVERLAP": "array_overlap", "ARRAY_OFFSET_OF": "array_offset_of",
     "ARRAY_ORDINAL_OF": "array_ordinal_of", "ARRAY_APPEND": "array_append", "ARRAY_PREPEND": "array_prepend",
     "ARRAY_CONCAT": "array_concat", "ARRAY_SLICE": "array_slice", "ARRAY_TO_STRING": "array_to_string",
-    "STRING_TO_ARRAY": "string_to_array",
+    "STRING_TO_ARRAY": "string_to_array", "MV_FILTER_ONLY": "mv_filter_only", "MV_FILTER_NONE": "mv_filter_none",
 }
 
 

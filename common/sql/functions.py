@@ -122,6 +122,7 @@ SIGNATURES: dict[str, Signature] = {
     "ARRAY_SLICE": Signature(2, 3, "rn", _array_arg(0)),
     "ARRAY_TO_STRING": Signature(2, 2, "rs", VARCHAR),
     "STRING_TO_ARRAY": Signature(2, 2, "sk", lambda types, text: _array_of(VARCHAR)),
+    "MV_FILTER_ONLY": Signature(2, 2, "r", _array_arg(0)), "MV_FILTER_NONE": Signature(2, 2, "r", _array_arg(0)),
     # operators
     "+": Signature(2, 2, "n", _numeric_result),
     "-": Signature(2, 2, "n", _numeric_result),

@@ -19,7 +19,8 @@ from sqlglot import exp
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
 from common.query.filter_values import check_like
 from common.sql import functions
-from common.sql.array_translator import array_call_nodes, array_type_of, cast_to_array, json_value_of_plain
+from common.sql.array_translator import (array_call_nodes, array_type_of, cast_to_array, json_value_of_plain,
+                                         mv_call)
 from common.sql.planning_deadline import check_deadline
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_literals import literal_value, parameter_literal, parse_timestamp
@@ -568,6 +569,9 @@ class ScalarTranslator:
         return [self.translate(n) for n in nodes if n is not None]
 
     def _function(self, node: exp.Expression) -> Scalar:
+        mv = mv_call(self, node)
+        if mv is not None:
+            return mv
         array_call = array_call_nodes(node)
         if array_call is not None:
             return self.call(array_call[0], self._args(array_call[1]), node, array_call[1])

@@ -151,6 +151,15 @@ CASES = [
      "array_to_string(list_transform(al, lambda x: coalesce(CAST(x AS VARCHAR), 'null')), ', ') FROM t"),
     ("SELECT STRING_TO_ARRAY(csv, ','), ARRAY_LENGTH(STRING_TO_ARRAY(csv, ',')) FROM t",
      "SELECT string_split(csv, ','), len(string_split(csv, ',')) FROM t"),
+    # multi-value string functions: a VARCHAR reads as a one-element array, arrays as themselves
+    ("SELECT MV_LENGTH(s), MV_TO_ARRAY(s), MV_CONTAINS(s, 'a'), MV_OFFSET(astr, 0), MV_ORDINAL(al, 2), "
+     "MV_OVERLAP(astr, ARRAY['b', 'zz']) FROM t",
+     "SELECT CASE WHEN s IS NOT NULL THEN 1 END, CASE WHEN s IS NOT NULL THEN [s] END, s = 'a', astr[1], al[2], "
+     "list_has_any(astr, ['b', 'zz']) FROM t"),
+    ("SELECT MV_FILTER_ONLY(astr, ARRAY['a', 'é']), MV_FILTER_NONE(al, ARRAY[0, 1]) FROM t",
+     "SELECT list_filter(astr, lambda x: x IN ('a', 'é')), list_filter(al, lambda x: x IS NULL OR x NOT IN (0, 1)) "
+     "FROM t"),
+    ("SELECT s FROM t WHERE MV_CONTAINS(astr, 'ключ')", "SELECT s FROM t WHERE list_contains(astr, 'ключ')"),
     # JSON_VALUE answers on plain columns: '$' is the value, '$[n]' an array's element, other paths null
     ("SELECT JSON_VALUE(s, '$'), JSON_VALUE(n, '$' RETURNING DOUBLE), JSON_VALUE(s, '$.a') FROM t",
      "SELECT s, CAST(n AS DOUBLE), NULL FROM t"),
