@@ -11,6 +11,7 @@ starting past the end is null).
 from __future__ import annotations
 
 import json
+import os
 import random
 
 import pyarrow as pa
@@ -235,3 +236,39 @@ def test_json_value_returning_boolean(tmp_path):
     got = execute_sql("SELECT JSON_VALUE(j, '$.b' RETURNING BOOLEAN) AS b FROM j", FakeCatalog({"j": union_schema(
         segments)}), lambda q: execute(q, segments).table, (), {})
     assert got.column("b").to_pylist() == [True, False, None, None, True, False, None]
+
+
+ARRAY_EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "docs_inline",
+                             "array_example.json")
+
+
+def test_druid_array_docs_example(tmp_path):
+    """Druid's arrays doc data set (array_example, 5 rows) with the results its doc shows: equality
+    with an ARRAY literal, ARRAY_CONTAINS, and GROUP BY grouping whole arrays (null and [] apart)."""
+    with open(ARRAY_EXAMPLE, encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f if line.strip()]
+    table = pa.table({
+        "__time": pa.array([1672531200000] * len(docs), pa.int64()),
+        "label": pa.array([d["label"] for d in docs]),
+        "arrayString": pa.array([d["arrayString"] for d in docs], pa.list_(pa.string())),
+        "arrayLong": pa.array([d["arrayLong"] for d in docs], pa.list_(pa.int64())),
+        "arrayDouble": pa.array([d["arrayDouble"] for d in docs], pa.list_(pa.float64())),
+    })
+    path = str(tmp_path / "array_example.sseg")
+    build_segment(table, path, SegmentId("array_example", Interval.of("2023-01-01/2023-01-02"), "v1", 0))
+    segments = [Segment.open(path)]
+    catalog = FakeCatalog({"array_example": union_schema(segments)})
+
+    def sql(text):
+        return execute_sql(text, catalog, lambda q: execute(q, segments).table, (), {}).to_pylist()
+
+    assert [r["label"] for r in sql("SELECT label FROM array_example WHERE arrayLong = ARRAY[1, 2, 3] "
+                                    "ORDER BY label")] == ["row3", "row4"]
+    assert [r["label"] for r in sql("SELECT label FROM array_example WHERE ARRAY_CONTAINS(arrayString, 'a') "
+                                    "ORDER BY label")] == ["row1", "row4"]
+    groups = sql("SELECT arrayString, COUNT(*) AS c FROM array_example GROUP BY arrayString")
+    assert sorted((json.dumps(r["arrayString"]), r["c"]) for r in groups) == sorted(
+        [('["a", "b"]', 2), ('[null, "b"]', 1), ("[]", 1), ("null", 1)])
+    assert sql("SELECT ARRAY_LENGTH(arrayDouble) AS n, ARRAY_OFFSET(arrayDouble, 0) AS first FROM array_example "
+               "ORDER BY label") == [{"n": 3, "first": 1.1}, {"n": 3, "first": 999.0}, {"n": 3, "first": None},
+                                     {"n": 0, "first": None}, {"n": None, "first": None}]
