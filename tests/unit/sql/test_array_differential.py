@@ -272,3 +272,20 @@ def test_druid_array_docs_example(tmp_path):
     assert sql("SELECT ARRAY_LENGTH(arrayDouble) AS n, ARRAY_OFFSET(arrayDouble, 0) AS first FROM array_example "
                "ORDER BY label") == [{"n": 3, "first": 1.1}, {"n": 3, "first": 999.0}, {"n": 3, "first": None},
                                      {"n": 0, "first": None}, {"n": None, "first": None}]
+
+
+def test_json_keys_of_arrays_and_literals_as_druid(tmp_path):
+    """Druid's json_keys: an array's indexes as text, an empty array or object no keys, a literal null."""
+    from common.types.column_type import JSON
+
+    docs = [{"x": [1, 2, 3], "y": {"a": 1, "b": 2}}, {"x": [], "y": {}}, {"x": 5, "y": "s"}, None]
+    table = pa.table({"__time": pa.array([1577836800000 + i for i in range(len(docs))], pa.int64()),
+                      "nester": pa.array([None if d is None else json.dumps(d) for d in docs])})
+    path = str(tmp_path / "k.sseg")
+    build_segment(table, path, SegmentId("k", Interval.of("2020-01-01/2020-01-02"), "v1", 0),
+                  column_types={"nester": JSON})
+    segments = [Segment.open(path)]
+    got = execute_sql("SELECT JSON_KEYS(nester, '$.x') AS x, JSON_KEYS(nester, '$.y') AS y FROM k",
+                      FakeCatalog({"k": union_schema(segments)}), lambda q: execute(q, segments).table, (), {})
+    assert got.to_pylist() == [{"x": ["0", "1", "2"], "y": ["a", "b"]}, {"x": [], "y": []},
+                               {"x": None, "y": None}, {"x": None, "y": None}]
