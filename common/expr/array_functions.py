@@ -136,6 +136,15 @@ def _element_infer(call, types):
 def _element_at(args, out, base: int):
     arrays, index = plain(args[0]), args[1]
     n = len(arrays)
+    if is_scalar(index) and index.is_valid:
+        # One position for every row: gather it from the flat values through the offsets.
+        arrays = to_list_array(arrays, out)
+        k = int(index.as_py()) - base
+        offsets = arrays.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+        lengths = offsets[1:] - offsets[:-1]
+        ok = (k >= 0) & (k < lengths) & arrays.is_valid().to_numpy(zero_copy_only=False)
+        at = np.where(ok, offsets[:-1] + k, 0)
+        return arrays.values.take(pa.array(at, mask=~ok)).cast(out.to_arrow())
     lists = arrays.to_pylist()
     idx = _rows(index, n)
     result = []
@@ -179,9 +188,11 @@ def _array_contains(args, types, out, call):
     _check_array(call, types, [0])
     n = _length(args)
     element = _element_type(types[:1])
+    as_array = types[1] is not None and types[1].kind is TypeKind.ARRAY
+    if not as_array and is_scalar(args[1]) and not is_scalar(args[0]):
+        return _contains_constant(plain(args[0]), args[1], element)
     hay = _list_rows(args[0], element, n)
     needles = _needles(args[1], types[1], element, n)
-    as_array = types[1] is not None and types[1].kind is TypeKind.ARRAY
     result = []
     for values, needle in zip(hay, needles):
         if values is None:
@@ -193,6 +204,18 @@ def _array_contains(args, types, out, call):
         else:
             result.append(needle in values)
     return pa.array(result, pa.bool_())
+
+
+def _contains_constant(arrays: pa.Array, needle: pa.Scalar, element: ColumnType) -> pa.Array:
+    """array_contains(column, constant) without a Python loop: compare the flattened elements once."""
+    target = cast_value(pa.repeat(needle, 1), element).cast(element.to_arrow())[0]
+    if not target.is_valid:
+        return pa.nulls(len(arrays), pa.bool_())
+    arrays = to_list_array(arrays, element)
+    hit = pc.equal(pc.list_flatten(arrays), target).fill_null(False).to_numpy(zero_copy_only=False)
+    found = np.zeros(len(arrays), dtype=bool)
+    found[pc.list_parent_indices(arrays).to_numpy(zero_copy_only=False)[hit]] = True
+    return pa.array(found, mask=arrays.is_null().to_numpy(zero_copy_only=False))
 
 
 @register("array_overlap", args=(2, 2), kinds="x", out=LONG, boolean=True,
