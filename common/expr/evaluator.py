@@ -188,7 +188,7 @@ def cast_value(v: Value, t: Type) -> Value:
     if kind is TypeKind.TIMESTAMP:
         return to_timestamp(v)
     if kind is TypeKind.ARRAY:
-        from common.expr.array_functions import cast_array
+        from common.expr.array_functions import cast_array  # a cycle: array_functions imports this module
 
         return cast_array(v, t)
     raise UnsupportedError(f"cannot cast to {t}; expressions support LONG, DOUBLE, FLOAT, STRING, TIMESTAMP and arrays")
@@ -236,6 +236,7 @@ def compare(op: str, a: Value, b: Value) -> Value:
     if not kinds:  # null against null
         a, b = a.cast(pa.int64()), b.cast(pa.int64())
     elif TypeKind.ARRAY in kinds:
+        # array_functions builds on this module: imported here, not at the top, to avoid a cycle
         from common.expr.array_functions import compare_arrays
 
         return compare_arrays(op, a, b, ta, tb)

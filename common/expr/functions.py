@@ -351,7 +351,7 @@ def _cast_infer(call: Call, types: list[Type]) -> Type:
 @register("cast", args=(2, 2), kinds="xl", out=_cast_infer, doc="cast(expr, 'LONG'|'DOUBLE'|'STRING'|'ARRAY<LONG>'|...)")
 def _cast(args, types, out, call):
     if out.kind is TypeKind.ARRAY:
-        from common.expr.array_functions import cast_array
+        from common.expr.array_functions import cast_array  # a cycle: both register through the evaluator
 
         return cast_array(args[0], out)
     return cast_value(args[0], out)

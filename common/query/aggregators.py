@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from common.errors import ValidationError
 from common.query.filters import Filter, filter_from_json, filter_to_json
-from common.types.column_type import DOUBLE, FLOAT, LONG, STRING, ColumnType
+from common.types.column_type import DOUBLE, FLOAT, LONG, STRING, STRING_ARRAY, ColumnType
 from common.types.number_parsing import strings_to_double
 
 
@@ -542,8 +542,6 @@ class ArrayAgg(ArrayConcat):
     def result_type(self, types):
         t = types.get(self.field_name) if hasattr(types, "get") else None
         if t is None or t.is_string:
-            from common.types.column_type import STRING_ARRAY
-
             return STRING_ARRAY
         element = "LONG" if t.kind.value in ("TIMESTAMP", "LONG") else "DOUBLE"
         return ColumnType.parse(f"ARRAY<{element}>")

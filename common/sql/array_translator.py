@@ -8,6 +8,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from common.errors import UnsupportedError, ValidationError
+from common.json.path_steps import parse_path
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_text import sql_text
 from common.sql.sql_types import CAST_TARGETS, NULL, SqlType, from_column_type
@@ -88,8 +89,6 @@ def json_value_of_plain(tr, value: Scalar, node: exp.Expression, target: SqlType
     """JSON_VALUE over a column that is not JSON answers as Druid's does: path ``$`` is the value
     itself, ``$[n]`` of an array its element n (from the end when negative), any other path null;
     the result converts to the RETURNING type as CAST would."""
-    from common.json.path_steps import parse_path
-
     path = node.args["path"]
     text = path.sql(dialect="druid") if isinstance(path, exp.Expression) else str(path)
     if len(text) >= 2 and text[0] == text[-1] == "'":

@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from common.errors import ValidationError
-from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType, common_type
+from common.sql.sql_types import (BIGINT, BOOLEAN, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType, common_type,
+                                  from_column_type)
+from common.types.column_type import ColumnType, TypeKind
 
 Rule = Callable[[list[SqlType], str], SqlType]
 
@@ -63,9 +65,6 @@ def _extremum(types: list[SqlType], text: str) -> SqlType:
 
 
 def _array_of(element: SqlType) -> SqlType:
-    from common.sql.sql_types import from_column_type
-    from common.types.column_type import ColumnType, TypeKind
-
     native = element.native if element not in (NULL, BOOLEAN, TIMESTAMP) else (
         VARCHAR.native if element == NULL else BIGINT.native)
     if native.kind is TypeKind.FLOAT:
@@ -74,8 +73,6 @@ def _array_of(element: SqlType) -> SqlType:
 
 
 def _element_of(t: SqlType) -> SqlType:
-    from common.sql.sql_types import from_column_type
-
     if t.column_type is not None and t.column_type.is_array:
         return from_column_type(t.column_type.element)
     return t

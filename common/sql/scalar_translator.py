@@ -19,8 +19,8 @@ from sqlglot import exp
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
 from common.query.filter_values import check_like
 from common.sql import functions
-from common.sql.array_translator import (array_call_nodes, array_type_of, cast_to_array, json_value_of_plain,
-                                         mv_call)
+from common.sql.array_translator import (MV_FUNCTIONS, array_call_nodes, array_type_of, cast_to_array,
+                                         json_value_of_plain, mv_call)
 from common.sql.planning_deadline import check_deadline
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_literals import literal_value, parameter_literal, parse_timestamp
@@ -72,7 +72,8 @@ _OPERATORS = {"+", "-", "*", "/", "NEG", "=", "<>", "<", "<=", ">", ">=", "AND",
 KNOWN_FUNCTIONS = sorted(
     (set(functions.SIGNATURES) - _OPERATORS) | set(_TIME_FUNCTIONS)
     | {"EXTRACT", "DATE_TRUNC", "POSITION", "SUBSTR", "NULLIF", "NVL", "BTRIM", "STRLEN", "CAST", "TRUNCATE", "DIV",
-       "COUNT", "SUM", "MIN", "MAX", "AVG", "APPROX_COUNT_DISTINCT", "ANY_VALUE", "EARLIEST", "LATEST"})
+       "COUNT", "SUM", "MIN", "MAX", "AVG", "APPROX_COUNT_DISTINCT", "ANY_VALUE", "EARLIEST", "LATEST"}
+    | set(MV_FUNCTIONS))
 
 
 def is_aggregate(node: exp.Expression) -> bool:
