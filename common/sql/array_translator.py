@@ -118,7 +118,8 @@ def json_value_of_plain(tr, value: Scalar, node: exp.Expression, target: SqlType
     return tr.cast_to(picked, target)
 
 
-def _as_array(value: Scalar, node: exp.Expression) -> Scalar:
+def as_array(value: Scalar, node: exp.Expression) -> Scalar:
+    """``value`` as an array: arrays and NULL as they are, a single value as a one-element array."""
     ctype = value.type.column_type
     if value.type == NULL or (ctype is not None and ctype.is_array):
         return value
@@ -138,8 +139,8 @@ def mv_call(tr, node: exp.Expression) -> Scalar | None:
     if target is None:  # MV_TO_ARRAY
         if len(args) != 1:
             raise ValidationError(f"MV_TO_ARRAY takes 1 argument, got {len(args)} in '{sql_text(node)}'")
-        return _as_array(args[0], node)
+        return as_array(args[0], node)
     for i in _ARRAY_POSITIONS.get(target, (0,)):
         if i < len(args):
-            args[i] = _as_array(args[i], node)
+            args[i] = as_array(args[i], node)
     return tr.call(target, args, node, nodes)

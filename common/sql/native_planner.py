@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from common.errors import UnsupportedError
-from common.query.aggregators import (AnyValue, ArrayAgg, ArrayConcat, Count, EarliestLatest, Filtered, Max, Min, StringMinMax,
-                                      Sum)
+from common.query.aggregators import (AnyValue, ArrayAgg, ArrayConcat, Count, EarliestLatest, Filtered, Max, Min,
+                                      StringMinMax, Sum)
 from common.query.filters import FalseFilter, Filter, Not, NullFilter
 from common.query.model import (DimensionSpec, GroupByQuery, LimitSpec, OrderByColumn, ScanQuery, TimeseriesQuery,
                                 TopNMetric, TopNQuery)
@@ -33,13 +33,13 @@ from common.query.nested_field import NestedFieldColumn
 from common.query.virtual_column import VirtualColumn
 from common.sql.broker_ops import unique_names
 from common.sql.druid_expression import druid_text
-from common.sql.logical_plan import (AggCall, Aggregate, Field, Join, Project, RelNode, Sort, TableScan, Union,
+from common.sql.logical_plan import (AggCall, Aggregate, Field, Join, Project, RelNode, Sort, TableScan, Union, Unnest,
                                      Values)
 from common.sql.logical_plan import Filter as FilterNode
 from common.sql.native_filter import to_filter
 from common.sql.scalar import Call, Literal, Ref, Scalar
 from common.sql.sql_types import VARCHAR
-from common.sql.stages import (BROKER_INPUT, JoinStage, NativeStage, SelectStage, SortStage, Stage, TableStage,
+from common.sql.stages import (BROKER_INPUT, JoinStage, NativeStage, SelectStage, SortStage, Stage, TableStage, UnnestStage,
                                UnionStage, ValuesStage)
 from common.sql.time_intervals import split_time_condition
 from common.types.column_type import TIME_COLUMN, ColumnType
@@ -167,6 +167,14 @@ class NativePlanner:
             return UnionStage(tuple(self.plan(i) for i in node.union_inputs), fields, columns)
         if isinstance(node, Join):
             return self._join(node, fields, columns)
+        if isinstance(node, Unnest):
+            # The array is computed beside the input's columns, then exploded on the broker.
+            n = len(node.input.fields)
+            refs = tuple(Ref(i, f.type) for i, f in enumerate(node.input.fields))
+            names = tuple(f.name for f in node.input.fields)
+            taken = set(names)
+            inner = Project(node.input, refs + (node.expr,), names + (fresh_name("unnest", 0, taken),))
+            return UnnestStage(self.plan(inner), n, fields, columns)
         return self._block(node)
 
     def _join(self, node: Join, fields, columns) -> Stage:

@@ -66,3 +66,9 @@ def test_array_filters_and_aggregates(conn):
     got = _sql(conn, "SELECT s, ARRAY_AGG(DISTINCT ARRAY_LENGTH(al)) AS lens, MIN(ARRAY_TO_STRING(astr, '+')) AS lo "
                      "FROM arrays GROUP BY s ORDER BY s")
     assert got.to_pylist() == [{"s": "x", "lens": [None, 2], "lo": ""}, {"s": "y", "lens": [0, 1, 2], "lo": "a"}]
+
+
+def test_unnest_through_the_cluster(conn):
+    got = _sql(conn, "SELECT x, COUNT(*) AS c FROM arrays CROSS JOIN UNNEST(astr) AS u(x) GROUP BY x ORDER BY x")
+    # per day: 'a' three times, 'é' and 'b' once, one null element; [] and null arrays give no rows
+    assert got.to_pylist() == [{"x": None, "c": 2}, {"x": "a", "c": 6}, {"x": "b", "c": 2}, {"x": "é", "c": 2}]

@@ -261,3 +261,29 @@ SELECT s, ARRAY_AGG(DISTINCT ARRAY_LENGTH(arrayLong)), ARRAY_AGG(s) FROM arrays 
 --     ]
 --   }
 -- ]
+
+-- name: unnest_column_then_group_on_the_broker
+SELECT x, COUNT(*) FROM arrays CROSS JOIN UNNEST(arrayLong) AS u(x) WHERE s = 'a' GROUP BY x;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "columns": [
+--       "__time",
+--       "s",
+--       "arrayLong",
+--       "arrayDouble",
+--       "arrayString"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: unnest_array_literal
+SELECT x FROM UNNEST(ARRAY['a', 'b']) AS u(x);
+-- native:
+-- []

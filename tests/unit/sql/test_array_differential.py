@@ -167,6 +167,16 @@ CASES = [
     ("SELECT JSON_VALUE(al, '$[1]' RETURNING BIGINT), JSON_VALUE(astr, '$[0]'), "
      "JSON_VALUE(ad, '$' RETURNING DOUBLE ARRAY), JSON_VALUE(al, '$') FROM t",
      "SELECT al[2], astr[1], ad, NULL FROM t"),
+    # UNNEST: one row per element (null elements kept), null and empty arrays give no rows
+    ("SELECT s, x FROM t CROSS JOIN UNNEST(al) AS u(x)", "SELECT s, unnest(al) AS x FROM t"),
+    ("SELECT x, COUNT(*), SUM(n) FROM t, UNNEST(astr) AS u(x) WHERE x <> 'a' GROUP BY x",
+     "SELECT x, COUNT(*), SUM(n) FROM (SELECT n, unnest(astr) AS x FROM t) WHERE x <> 'a' GROUP BY x"),
+    ("SELECT u.d FROM t CROSS JOIN UNNEST(ad) AS u(d) WHERE t.n = 2 AND u.d > 0",
+     "SELECT d FROM (SELECT n, unnest(ad) AS d FROM t) WHERE n = 2 AND d > 0"),
+    ("SELECT x FROM UNNEST(ARRAY[3, 1, NULL, 2]) AS u(x)", "SELECT unnest([3, 1, NULL, 2]) AS x"),
+    ("SELECT x, COUNT(*) FROM t CROSS JOIN UNNEST(ARRAY_APPEND(al, n)) AS u(x) GROUP BY x",
+     "SELECT x, COUNT(*) FROM (SELECT unnest(list_append(al, n)) AS x FROM t WHERE al IS NOT NULL) GROUP BY x"),
+    ("SELECT s, x FROM t CROSS JOIN UNNEST(s) AS u(x)", "SELECT s, s FROM t WHERE s IS NOT NULL"),
     # aggregates making arrays
     ("SELECT ARRAY_AGG(s), ARRAY_AGG(n), ARRAY_AGG(DISTINCT s), ARRAY_AGG(DISTINCT n) FROM t",
      "SELECT list(s ORDER BY __time), list(n ORDER BY __time), list_sort(list(DISTINCT s), 'ASC', 'NULLS FIRST'), "
