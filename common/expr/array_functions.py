@@ -76,9 +76,11 @@ def to_list_array(v, element: ColumnType) -> pa.Array:
         v = pa.repeat(v, 1)
     if not (pa.types.is_list(v.type) or pa.types.is_large_list(v.type)):
         # A single value becomes a one-element array (null stays a null array), as Druid casts.
-        values = cast_value(v, element)
-        offsets = pa.array(np.arange(len(v) + 1, dtype=np.int32))
-        return pa.ListArray.from_arrays(offsets, values, mask=v.is_null()).cast(target)
+        # A null row spans no values, so flattening and parent indices agree.
+        valid = v.is_valid().to_numpy(zero_copy_only=False)
+        values = cast_value(v.filter(pa.array(valid)), element)
+        offsets = pa.array(np.concatenate(([0], np.cumsum(valid))).astype(np.int32))
+        return pa.ListArray.from_arrays(offsets, values, mask=pa.array(~valid)).cast(target)
     if v.type == target:
         return v
     if v.offset or pa.types.is_large_list(v.type):

@@ -235,6 +235,8 @@ class UnnestStage(Stage):
 
         table = self.input.execute(ctx)
         arrays = table.column(self.position).combine_chunks()
+        if len(pc.list_flatten(arrays)) != len(pc.list_parent_indices(arrays)):
+            arrays = pa.array(arrays.to_pylist(), arrays.type)  # null rows spanning values: rebuild them empty
         parents = pc.list_parent_indices(arrays)
         rows = table.take(parents)
         kept = [rows.column(i) for i in range(table.num_columns) if i != self.position]

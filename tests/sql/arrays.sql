@@ -272,12 +272,14 @@ SELECT x, COUNT(*) FROM arrays CROSS JOIN UNNEST(arrayLong) AS u(x) WHERE s = 'a
 --     "intervals": [
 --       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
 --     ],
+--     "filter": {
+--       "type": "equals",
+--       "column": "s",
+--       "matchValue": "a",
+--       "matchValueType": "STRING"
+--     },
 --     "columns": [
---       "__time",
---       "s",
---       "arrayLong",
---       "arrayDouble",
---       "arrayString"
+--       "arrayLong"
 --     ],
 --     "resultFormat": "compactedList"
 --   }
