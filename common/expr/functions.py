@@ -348,7 +348,8 @@ def _cast_infer(call: Call, types: list[Type]) -> Type:
     return target
 
 
-@register("cast", args=(2, 2), kinds="xl", out=_cast_infer, doc="cast(expr, 'LONG'|'DOUBLE'|'STRING'|'ARRAY<LONG>'|...)")
+@register("cast", args=(2, 2), kinds="xl", out=_cast_infer,
+          doc="cast(expr, 'LONG'|'DOUBLE'|'STRING'|'ARRAY<LONG>'|...)")
 def _cast(args, types, out, call):
     if out.kind is TypeKind.ARRAY:
         from common.expr.array_functions import cast_array  # a cycle: both register through the evaluator

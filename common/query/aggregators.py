@@ -629,9 +629,10 @@ def aggregator_from_json(obj: dict) -> Aggregator:
             return EarliestLatest(name, obj["fieldName"], prefix, kind.endswith("Last"), obj.get("timeColumn", "__time"))
     valid = ["count", "longSum", "doubleSum", "floatSum", "longMin", "longMax", "doubleMin", "doubleMax", "floatMin",
              "floatMax", "stringAny", "longAny", "doubleAny", "stringFirst", "stringLast", "longFirst", "longLast",
-             "doubleFirst", "doubleLast", "filtered", "HLLSketchBuild", "arrayConcat", "arrayAgg", "stringMin", "stringMax"]
+             "doubleFirst", "doubleLast", "filtered", "HLLSketchBuild", "arrayConcat", "arrayAgg", "stringMin",
+             "stringMax"]
     raise ValidationError(f"unknown aggregator type '{kind}'; valid types: {', '.join(valid)}")
 
 
-__all__ = ["Aggregator", "AnyValue", "ArrayAgg", "ArrayConcat", "Count", "EarliestLatest", "Filtered", "Max", "Min", "StringMinMax", "Sum",
-           "aggregator_from_json"]
+__all__ = ["Aggregator", "AnyValue", "ArrayAgg", "ArrayConcat", "Count", "EarliestLatest", "Filtered", "Max", "Min",
+           "StringMinMax", "Sum", "aggregator_from_json"]

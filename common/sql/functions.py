@@ -174,7 +174,8 @@ SIGNATURES: dict[str, Signature] = {
     "TIMESTAMP_TO_MILLIS": Signature(1, 1, "t", BIGINT),
 }
 
-_KIND_NAMES = {"r": "an ARRAY", "n": "a number", "s": "VARCHAR", "t": "a TIMESTAMP", "b": "a BOOLEAN", "i": "an INTERVAL"}
+_KIND_NAMES = {"r": "an ARRAY", "n": "a number", "s": "VARCHAR", "t": "a TIMESTAMP", "b": "a BOOLEAN",
+               "i": "an INTERVAL"}
 
 
 def _accepts(kind: str, t: SqlType) -> bool:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from common.query.filters import (And, ArrayContainsElement, Equals, ExpressionFilter, FalseFilter, Filter, In, Like, Not, NullFilter, Or,
-                                  Range, Regex, TrueFilter)
+from common.query.filters import (And, ArrayContainsElement, Equals, ExpressionFilter, FalseFilter, Filter, In, Like,
+                                  Not, NullFilter, Or, Range, Regex, TrueFilter)
 from common.sql.druid_expression import druid_text
 from common.sql.scalar import Call, Literal, Ref, Scalar
 from common.sql.sql_types import BIGINT, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, SqlType

@@ -39,8 +39,8 @@ from common.sql.logical_plan import Filter as FilterNode
 from common.sql.native_filter import to_filter
 from common.sql.scalar import Call, Literal, Ref, Scalar
 from common.sql.sql_types import VARCHAR
-from common.sql.stages import (BROKER_INPUT, JoinStage, NativeStage, SelectStage, SortStage, Stage, TableStage, UnnestStage,
-                               UnionStage, ValuesStage)
+from common.sql.stages import (BROKER_INPUT, JoinStage, NativeStage, SelectStage, SortStage, Stage, TableStage,
+                               UnionStage, UnnestStage, ValuesStage)
 from common.sql.time_intervals import split_time_condition
 from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.granularity import ALL, NONE, Granularity, Period

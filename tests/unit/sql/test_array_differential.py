@@ -113,7 +113,8 @@ CASES = [
      "SELECT REPLACE(array_to_string(list_transform(ad, lambda x: coalesce(CAST(x AS VARCHAR), 'null')), ','), "
      "'-0.0', '0.0') AS g, c FROM (SELECT ad, COUNT(*) AS c FROM t WHERE len(ad) < 3 GROUP BY ad)"),
     # element access
-    ("SELECT ARRAY_LENGTH(al), ARRAY_LENGTH(astr), ARRAY_LENGTH(ad) FROM t", "SELECT len(al), len(astr), len(ad) FROM t"),
+    ("SELECT ARRAY_LENGTH(al), ARRAY_LENGTH(astr), ARRAY_LENGTH(ad) FROM t",
+     "SELECT len(al), len(astr), len(ad) FROM t"),
     ("SELECT ARRAY_OFFSET(al, 0), ARRAY_OFFSET(astr, 2), ARRAY_ORDINAL(ad, 1), ARRAY_ORDINAL(al, 200) FROM t",
      "SELECT al[1], astr[3], ad[1], al[200] FROM t"),
     ("SELECT ARRAY_OFFSET(al, n), ARRAY_ORDINAL(astr, n) FROM t",
@@ -133,7 +134,8 @@ CASES = [
     # planned as arrayContainsElement filters (AND for contains, OR for overlap), NOT keeps null arrays out
     ("SELECT COUNT(*) FROM t WHERE ARRAY_CONTAINS(ad, -0.0) OR ARRAY_CONTAINS(al, 2.0)",
      "SELECT COUNT(*) FROM t WHERE list_contains(ad, -0.0) OR list_contains(al, 2)"),
-    ("SELECT COUNT(*) FROM t WHERE NOT ARRAY_OVERLAP(astr, ARRAY['é', 'ключ']) AND ARRAY_CONTAINS(al, ARRAY[0, 1])",
+    ("SELECT COUNT(*) FROM t WHERE NOT ARRAY_OVERLAP(astr, ARRAY['é', 'ключ']) "
+     "AND ARRAY_CONTAINS(al, ARRAY[0, 1])",
      "SELECT COUNT(*) FROM t WHERE NOT list_has_any(astr, ['é', 'ключ']) AND list_has_all(al, [0, 1])"),
     ("SELECT s FROM t WHERE NOT ARRAY_CONTAINS(astr, '')", "SELECT s FROM t WHERE NOT list_contains(astr, '')"),
     ("SELECT ARRAY_OFFSET_OF(al, 2), ARRAY_ORDINAL_OF(astr, 'a'), ARRAY_ORDINAL_OF(ad, 1.5) FROM t",
