@@ -8,6 +8,7 @@ built-in function library, which registers itself with the evaluator when this p
 
 from common.expr import functions as _builtin_functions  # noqa: F401  (fills the function registry)
 from common.expr import json_functions as _json_functions  # noqa: F401  (the JSON functions)
+from common.expr import array_functions as _array_functions  # noqa: F401  (the array functions)
 from common.expr.evaluator import (
     FUNCTIONS,
     Function,

@@ -168,7 +168,11 @@ def cast_value(v: Value, t: Type) -> Value:
         return to_string(v)
     if kind is TypeKind.TIMESTAMP:
         return to_timestamp(v)
-    raise UnsupportedError(f"cannot cast to {t}; expressions support LONG, DOUBLE, FLOAT, STRING and TIMESTAMP")
+    if kind is TypeKind.ARRAY:
+        from common.expr.array_functions import cast_array  # a cycle: array_functions imports this module
+
+        return cast_array(v, t)
+    raise UnsupportedError(f"cannot cast to {t}; expressions support LONG, DOUBLE, FLOAT, STRING, TIMESTAMP and arrays")
 
 
 def truthy(v: Value) -> Value:
@@ -212,6 +216,11 @@ def compare(op: str, a: Value, b: Value) -> Value:
     kinds = {t.kind for t in (ta, tb) if t is not None}
     if not kinds:  # null against null
         a, b = a.cast(pa.int64()), b.cast(pa.int64())
+    elif TypeKind.ARRAY in kinds:
+        # array_functions builds on this module: imported here, not at the top, to avoid a cycle
+        from common.expr.array_functions import compare_arrays
+
+        return compare_arrays(op, a, b, ta, tb)
     elif kinds == {TypeKind.TIMESTAMP, TypeKind.STRING}:
         a, b = to_timestamp(a), to_timestamp(b)
     elif kinds == {TypeKind.STRING}:
@@ -525,7 +534,7 @@ for _op in ("+", "-", "*", "/", "%", "^"):
         _op, 2, 2, "a", _arithmetic_infer, lambda args, types, out, node: arithmetic(node.op, args[0], args[1], out))
 for _op in COMPARISONS:
     BINARY_OPERATORS[_op] = Function(
-        _op, 2, 2, "a", lambda node, types: LONG, lambda args, types, out, node: compare(node.op, args[0], args[1]),
+        _op, 2, 2, "x", lambda node, types: LONG, lambda args, types, out, node: compare(node.op, args[0], args[1]),
         boolean=True)
 for _op in LOGICAL:
     BINARY_OPERATORS[_op] = Function(_op, 2, 2, "a", lambda node, types: LONG, _logic, strict=False)

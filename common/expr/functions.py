@@ -289,30 +289,30 @@ def _coalesce(values: list[Value], out: Type) -> Value:
     return pc.coalesce(*(cast_value(plain(v), out) for v in values))
 
 
-@register("nvl", args=(2, 2), kinds="a", out=_unify_args(lambda n: [0, 1]), strict=False, doc="nvl(expr, fallback)")
+@register("nvl", args=(2, 2), kinds="x", out=_unify_args(lambda n: [0, 1]), strict=False, doc="nvl(expr, fallback)")
 def _nvl(args, types, out, call):
     return _coalesce(args, out)
 
 
-@register("coalesce", args=(1, None), kinds="a", out=_unify_args(lambda n: list(range(n))), strict=False,
+@register("coalesce", args=(1, None), kinds="x", out=_unify_args(lambda n: list(range(n))), strict=False,
           doc="coalesce(expr, expr...)")
 def _coalesce_fn(args, types, out, call):
     return _coalesce(args, out)
 
 
-@register("nullif", args=(2, 2), kinds="a", out=lambda call, types: types[0], strict=False, doc="nullif(expr, value)")
+@register("nullif", args=(2, 2), kinds="x", out=lambda call, types: types[0], strict=False, doc="nullif(expr, value)")
 def _nullif(args, types, out, call):
     same = pc.fill_null(compare("==", args[0], args[1]), False)
     return pc.if_else(same, null_of(out), cast_value(plain(args[0]), out) if out else args[0])
 
 
-@register("if", args=(3, 3), kinds="a", out=_unify_args(lambda n: [1, 2]), strict=False,
+@register("if", args=(3, 3), kinds="x", out=_unify_args(lambda n: [1, 2]), strict=False,
           doc="if(condition, then, else)")
 def _if(args, types, out, call):
     return _choose([args[1], args[2]], out, [args[0]])
 
 
-@register("case_searched", args=(2, None), kinds="a", strict=False,
+@register("case_searched", args=(2, None), kinds="x", strict=False,
           out=_unify_args(lambda n: list(range(1, n, 2)) + ([n - 1] if n % 2 else [])),
           doc="case_searched(cond1, value1, cond2, value2, ..., else)")
 def _case_searched(args, types, out, call):
@@ -321,7 +321,7 @@ def _case_searched(args, types, out, call):
     return _choose(list(values) + [fallback], out, list(conds))
 
 
-@register("case_simple", args=(3, None), kinds="a", strict=False,
+@register("case_simple", args=(3, None), kinds="x", strict=False,
           out=_unify_args(lambda n: list(range(2, n, 2)) + ([n - 1] if n % 2 == 0 else [])),
           doc="case_simple(expr, key1, value1, key2, value2, ..., else)")
 def _case_simple(args, types, out, call):
@@ -332,7 +332,7 @@ def _case_simple(args, types, out, call):
     return _choose(list(values) + [fallback], out, conds)
 
 
-@register("isnull", "notnull", args=(1, 1), kinds="a", out=LONG, strict=False, doc="isnull(expr)")
+@register("isnull", "notnull", args=(1, 1), kinds="x", out=LONG, strict=False, doc="isnull(expr)")
 def _isnull(args, types, out, call):
     nulls = pc.is_null(plain(args[0]))
     return nulls if call.name.lower() == "isnull" else pc.invert(nulls)
@@ -341,13 +341,20 @@ def _isnull(args, types, out, call):
 # ---- casts and math ----------------------------------------------------------------------------
 def _cast_infer(call: Call, types: list[Type]) -> Type:
     target = ColumnType.parse(str(call.args[1].value))
-    if target.kind in (TypeKind.ARRAY, TypeKind.COMPLEX):
+    if target.kind is TypeKind.COMPLEX:
         raise UnsupportedError(f"cast to {target} is not supported in '{call.to_string()}'")
+    if target.kind is not TypeKind.ARRAY and types and types[0] is not None and types[0].kind is TypeKind.ARRAY:
+        raise ValidationError(f"cannot cast {types[0].sql_name} to {target.sql_name} in '{call.to_string()}'")
     return target
 
 
-@register("cast", args=(2, 2), kinds="al", out=_cast_infer, doc="cast(expr, 'LONG'|'DOUBLE'|'STRING'|...)")
+@register("cast", args=(2, 2), kinds="xl", out=_cast_infer,
+          doc="cast(expr, 'LONG'|'DOUBLE'|'STRING'|'ARRAY<LONG>'|...)")
 def _cast(args, types, out, call):
+    if out.kind is TypeKind.ARRAY:
+        from common.expr.array_functions import cast_array  # a cycle: both register through the evaluator
+
+        return cast_array(args[0], out)
     return cast_value(args[0], out)
 
 

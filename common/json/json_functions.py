@@ -57,12 +57,16 @@ def json_query_array(values: pa.Array, path: str) -> pa.Array:
 
 
 def json_keys(values: pa.Array, path: str) -> pa.Array:
-    """Field names of the object at path, in document order; null when it is not an object."""
+    """Field names of the object at path, in document order; an array's indexes as text ("0",
+    "1", ..., as Druid lists them); null for a literal or a missing path."""
     parts = parse_path(path)
     out = []
     for d in _docs(values, "JSON_KEYS"):
         v = None if d is None else walk(d, parts)
-        out.append(list(v.keys()) if isinstance(v, dict) else None)
+        if isinstance(v, list):
+            out.append([str(i) for i in range(len(v))])
+        else:
+            out.append(list(v.keys()) if isinstance(v, dict) else None)
     return pa.array(out, LIST_OF_STRINGS)
 
 

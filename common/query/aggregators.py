@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from common.errors import ValidationError
 from common.query.filters import Filter, filter_from_json, filter_to_json
-from common.types.column_type import DOUBLE, FLOAT, LONG, STRING, ColumnType
+from common.types.column_type import DOUBLE, FLOAT, LONG, STRING, STRING_ARRAY, ColumnType
 from common.types.number_parsing import strings_to_double
 
 
@@ -338,6 +339,51 @@ class AnyValue(Aggregator):
 
 
 @dataclass(frozen=True)
+class StringMinMax(Aggregator):
+    """MIN/MAX of text (Druid's ``stringMin``/``stringMax``): the smallest or largest value in
+    code point order (UTF-8 byte order, as DuckDB and Arrow sort); NULLs are skipped. The
+    intermediate is the chosen text itself, so combining is the same reduction again."""
+
+    field_name: str = ""
+    largest: bool = False
+
+    def columns(self):
+        return frozenset([self.field_name])
+
+    def result_type(self, types):
+        return STRING
+
+    def _reduce(self, arr, gid, groups):
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if pa.types.is_dictionary(arr.type):
+            # Rank the (small) dictionary once and look the rows' ranks up through their indices.
+            values = _as_arrow_type(arr.dictionary, pa.string())
+            dict_rank = pc.rank(values, sort_keys="ascending", tiebreaker="dense").to_numpy(zero_copy_only=False)
+            indices = arr.indices.fill_null(0).to_numpy(zero_copy_only=False)
+            rank = dict_rank.astype(np.int64)[indices] if len(dict_rank) else np.zeros(len(arr), dtype=np.int64)
+            valid = arr.is_valid().to_numpy(zero_copy_only=False) & values.is_valid().to_numpy(
+                zero_copy_only=False)[indices] if len(dict_rank) else np.zeros(len(arr), dtype=bool)
+            arr = arr.cast(arr.type.value_type)
+        else:
+            arr = _as_arrow_type(arr, pa.string())
+            rank = pc.rank(arr, sort_keys="ascending", tiebreaker="dense").to_numpy(zero_copy_only=False)
+            rank = rank.astype(np.int64)
+            valid = arr.is_valid().to_numpy(zero_copy_only=False)
+        arr = _as_arrow_type(arr, pa.string())
+        return _take_or_null(arr, _first_index(gid, valid, groups, rank, earliest=not self.largest))
+
+    def accumulate(self, cols, gid, groups):
+        return self._reduce(cols[self.field_name], gid, groups)
+
+    combine = _reduce
+
+    def to_json(self):
+        return {"type": "stringMax" if self.largest else "stringMin", "name": self.name,
+                "fieldName": self.field_name}
+
+
+@dataclass(frozen=True)
 class EarliestLatest(Aggregator):
     """Value at the smallest (earliest) or largest (latest) ``__time``; intermediate keeps the time."""
 
@@ -487,6 +533,58 @@ class ArrayConcat(Aggregator):
         return {"type": "arrayConcat", "name": self.name, "fieldName": self.field_name, "distinct": self.distinct}
 
 
+@dataclass(frozen=True)
+class ArrayAgg(ArrayConcat):
+    """ARRAY_AGG: the values of a group (nulls included) as one array, in row order; with
+    ``distinct``, each value once, sorted with null first. A group that saw no rows is null. The
+    intermediate is that array, so merging partials is ARRAY_CONCAT_AGG's reduction."""
+
+    def result_type(self, types):
+        t = types.get(self.field_name) if hasattr(types, "get") else None
+        if t is None or t.is_string:
+            return STRING_ARRAY
+        element = "LONG" if t.kind.value in ("TIMESTAMP", "LONG") else "DOUBLE"
+        return ColumnType.parse(f"ARRAY<{element}>")
+
+    def accumulate(self, cols, gid, groups):
+        values = cols[self.field_name]
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(values.type.value_type)
+        if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+            raise ValidationError(f"aggregator '{self.name}' (ARRAY_AGG) needs single values, but "
+                                  f"'{self.field_name}' is an array; use arrayConcat")
+        if pa.types.is_timestamp(values.type) or pa.types.is_boolean(values.type):
+            values = values.cast(pa.int64())
+        target = self.result_type(cols.types() if hasattr(cols, "types") else {}).element.to_arrow()
+        values = _as_arrow_type(values, target)
+        offsets = pa.array(np.arange(len(values) + 1, dtype=np.int32))
+        return self._reduce(pa.ListArray.from_arrays(offsets, values), gid, groups)
+
+    def _reduce(self, values, gid, groups):
+        if not self.distinct:
+            return super()._reduce(values, gid, groups)
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks()
+        has = np.zeros(groups, dtype=bool)
+        has[gid[values.is_valid().to_numpy(zero_copy_only=False)]] = True
+        parents = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
+        g = gid[parents] if len(parents) else np.zeros(0, np.int64)
+        table = pa.table({"g": pa.array(g, pa.int64()), "v": pc.list_flatten(values)})
+        table = table.group_by(["g", "v"], use_threads=False).aggregate([])
+        table = table.sort_by([("g", "ascending"), ("v", "ascending", "at_start")])
+        counts = np.bincount(table.column("g").to_numpy(), minlength=groups) if table.num_rows else \
+            np.zeros(groups, dtype=np.int64)
+        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+        out = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), table.column("v").combine_chunks(),
+                                       mask=pa.array(~has))
+        return out.cast(values.type) if out.type != values.type else out
+
+    def to_json(self):
+        return {"type": "arrayAgg", "name": self.name, "fieldName": self.field_name, "distinct": self.distinct}
+
+
 _SIMPLE = {"Sum": Sum, "Min": Min, "Max": Max}
 
 
@@ -507,6 +605,12 @@ def aggregator_from_json(obj: dict) -> Aggregator:
         raise ValidationError(f"aggregator of type '{kind}' needs a 'name'")
     if kind == "count":
         return Count(name)
+    if kind in ("stringMin", "stringMax"):
+        if not obj.get("fieldName"):
+            raise ValidationError(f"aggregator '{name}' ({kind}) needs 'fieldName'")
+        return StringMinMax(name, obj["fieldName"], kind == "stringMax")
+    if kind == "arrayAgg":
+        return ArrayAgg(name, obj.get("fieldName") or "", bool(obj.get("distinct", False)))
     if kind == "arrayConcat":
         return ArrayConcat(name, obj.get("fieldName") or "", bool(obj.get("distinct", False)))
     if kind in ("HLLSketchBuild", "HLLSketch", "approxCountDistinct"):
@@ -525,9 +629,10 @@ def aggregator_from_json(obj: dict) -> Aggregator:
             return EarliestLatest(name, obj["fieldName"], prefix, kind.endswith("Last"), obj.get("timeColumn", "__time"))
     valid = ["count", "longSum", "doubleSum", "floatSum", "longMin", "longMax", "doubleMin", "doubleMax", "floatMin",
              "floatMax", "stringAny", "longAny", "doubleAny", "stringFirst", "stringLast", "longFirst", "longLast",
-             "doubleFirst", "doubleLast", "filtered", "HLLSketchBuild", "arrayConcat"]
+             "doubleFirst", "doubleLast", "filtered", "HLLSketchBuild", "arrayConcat", "arrayAgg", "stringMin",
+             "stringMax"]
     raise ValidationError(f"unknown aggregator type '{kind}'; valid types: {', '.join(valid)}")
 
 
-__all__ = ["Aggregator", "AnyValue", "ArrayConcat", "Count", "EarliestLatest", "Filtered", "Max", "Min", "Sum",
-           "aggregator_from_json"]
+__all__ = ["Aggregator", "AnyValue", "ArrayAgg", "ArrayConcat", "Count", "EarliestLatest", "Filtered", "Max", "Min",
+           "StringMinMax", "Sum", "aggregator_from_json"]

@@ -353,8 +353,50 @@ class ExpressionFilter(Filter):
         return to_mask(evaluate_predicate(parse(self.expression), cols, cols.num_rows), include_unknown)
 
 
+@dataclass(frozen=True)
+class ArrayContainsElement(Filter):
+    """Druid's ``arrayContainsElement``: rows whose array holds ``value`` (compared in the array's
+    element type; numbers by value, so 2 matches 2.0). A null array is unknown. Plain ARRAY
+    columns keep no per-element index, so this answers from values."""
+
+    column: str
+    value: Any  # never None
+    value_type: str | None = None  # STRING, LONG, DOUBLE
+
+    def columns(self) -> frozenset[str]:
+        return frozenset([self.column])
+
+    def matches(self, cols, include_unknown) -> np.ndarray:
+        arr = cols[self.column]
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        n = len(arr)
+        if not (pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type)):
+            raise ValidationError(f"'arrayContainsElement' filter needs an array column, but '{self.column}' is "
+                                  f"{arr.type}; use an 'equals' filter on single values")
+        flat = pc.list_flatten(arr)
+        parents = pc.list_parent_indices(arr).to_numpy(zero_copy_only=False)
+        if pa.types.is_string(flat.type) or pa.types.is_large_string(flat.type):
+            hit = pc.equal(flat, pa.scalar(str(self.value)))
+        else:
+            try:
+                number = float(self.value)
+            except (TypeError, ValueError):
+                return np.zeros(n, dtype=bool) | (include_unknown & ~arr.is_valid().to_numpy(zero_copy_only=False))
+            if pa.types.is_integer(flat.type) and isinstance(self.value, int) and not isinstance(self.value, bool):
+                hit = pc.equal(flat, pa.scalar(self.value, pa.int64()))
+            else:
+                hit = pc.equal(flat.cast(pa.float64()), pa.scalar(number))
+        hit = hit.fill_null(False).to_numpy(zero_copy_only=False)
+        out = np.zeros(n, dtype=bool)
+        out[parents[hit]] = True
+        if include_unknown:
+            out |= ~arr.is_valid().to_numpy(zero_copy_only=False)
+        return out
+
+
 FILTER_TYPES = ("true", "false", "equals", "selector", "in", "inType", "range", "bound", "like", "regex",
-                "null", "and", "or", "not", "expression")
+                "null", "and", "or", "not", "expression", "arrayContainsElement")
 
 
 def _column(obj: dict, kind: str) -> str:
@@ -416,6 +458,11 @@ def filter_from_json(obj: dict | None) -> Filter | None:
         if obj.get("field") is None:
             raise ValidationError("'not' filter needs a filter in 'field'")
         return Not(filter_from_json(obj.get("field")))
+    if kind == "arrayContainsElement":
+        if obj.get("elementMatchValue") is None or isinstance(obj["elementMatchValue"], (list, dict)):
+            raise ValidationError("'arrayContainsElement' filter needs a single non-null 'elementMatchValue', got "
+                                  f"{obj.get('elementMatchValue')!r:.200}")
+        return ArrayContainsElement(_column(obj, kind), obj["elementMatchValue"], obj.get("elementMatchValueType"))
     if kind == "expression":
         from common.expr import parse
 
@@ -467,6 +514,9 @@ def filter_to_json(f: Filter | None) -> dict | None:
         return {"type": "not", "field": filter_to_json(f.field)}
     if isinstance(f, ExpressionFilter):
         return {"type": "expression", "expression": f.expression}
+    if isinstance(f, ArrayContainsElement):
+        return {"type": "arrayContainsElement", "column": f.column,
+                "elementMatchValueType": f.value_type or _infer_type_name(f.value), "elementMatchValue": f.value}
     raise ValidationError(f"cannot serialize filter {f!r}")
 
 

@@ -90,7 +90,10 @@ def codes_from_lists(arr: pa.Array) -> KeyCodes:
     dense element codes packed into one binary key, so equal arrays get equal keys (a null
     element is a code of its own; an empty array and a null array differ)."""
     n = len(arr)
-    elements = pc.dictionary_encode(arr.flatten(), null_encoding="encode").indices
+    flat = arr.flatten()
+    if pa.types.is_floating(flat.type):
+        flat = pc.add(flat, 0.0)  # -0.0 + 0.0 is 0.0: the two zeros group together, as scalar doubles do
+    elements = pc.dictionary_encode(flat, null_encoding="encode").indices
     packed = elements.to_numpy(zero_copy_only=False).astype(np.int32).tobytes()
     lengths = pc.list_value_length(arr).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
     offsets = np.concatenate(([0], np.cumsum(lengths) * 4)).astype(np.int64)

@@ -129,7 +129,9 @@ INFORMATION_SCHEMA_FIELDS: dict[str, tuple[Field, ...]] = {
                        ("IS_NULLABLE", VARCHAR), ("DATA_TYPE", VARCHAR), ("CHARACTER_MAXIMUM_LENGTH", BIGINT),
                        ("CHARACTER_OCTET_LENGTH", BIGINT), ("NUMERIC_PRECISION", BIGINT),
                        ("NUMERIC_PRECISION_RADIX", BIGINT), ("NUMERIC_SCALE", BIGINT), ("DATETIME_PRECISION", BIGINT),
-                       ("CHARACTER_SET_NAME", VARCHAR), ("COLLATION_NAME", VARCHAR), ("JDBC_TYPE", BIGINT)),
+                       ("CHARACTER_SET_NAME", VARCHAR), ("COLLATION_NAME", VARCHAR), ("JDBC_TYPE", BIGINT),
+                       # Druid's DATA_TYPE of an array column is just ARRAY; its element type is here.
+                       ("ELEMENT_TYPE", VARCHAR)),
     # The functions SQL accepts, as Druid lists them (tools build their function pickers from it).
     "ROUTINES": _fields(("ROUTINE_CATALOG", VARCHAR), ("ROUTINE_SCHEMA", VARCHAR), ("ROUTINE_NAME", VARCHAR),
                         ("ROUTINE_TYPE", VARCHAR), ("IS_AGGREGATOR", VARCHAR), ("SIGNATURES", VARCHAR)),
@@ -301,6 +303,10 @@ def information_schema_table(catalog: SqlCatalog, name: str) -> pa.Table:
         for i, f in enumerate(cols):
             precision, radix, scale, dt_precision, charset, jdbc = _column_facts(f.type)
             nullable = "NO" if schema == DRUID and f.name == TIME_COLUMN else "YES"
-            rows.append((CATALOG_NAME, schema, table, f.name, i + 1, None, nullable, f.type.name, None, None,
-                         precision, radix, scale, dt_precision, charset, None, jdbc))
+            ctype = f.type.column_type
+            is_array = ctype is not None and ctype.is_array
+            data_type = "ARRAY" if is_array else f.type.name
+            element = sql_types.from_column_type(ctype.element).name if is_array else None
+            rows.append((CATALOG_NAME, schema, table, f.name, i + 1, None, nullable, data_type, None, None,
+                         precision, radix, scale, dt_precision, charset, None, jdbc, element))
     return _table_of(fields, rows)

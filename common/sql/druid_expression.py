@@ -17,7 +17,7 @@ from common.expr.node import Call as ECall
 from common.expr.node import Literal as ELiteral
 from common.sql.planning_deadline import check_deadline
 from common.sql.scalar import Call, Literal, Ref, Scalar
-from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, FLOAT, TIMESTAMP, VARCHAR
+from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, from_column_type
 from common.types.column_type import DOUBLE as NATIVE_DOUBLE
 from common.types.column_type import LONG as NATIVE_LONG
 
@@ -38,12 +38,24 @@ _RENAMED = {
     "JSON_VALUE": "json_value", "JSON_QUERY": "json_query", "JSON_QUERY_ARRAY": "json_query_array",
     "JSON_KEYS": "json_keys", "JSON_PATHS": "json_paths", "JSON_OBJECT": "json_object", "JSON_MERGE": "json_merge",
     "PARSE_JSON": "parse_json", "TRY_PARSE_JSON": "try_parse_json", "TO_JSON_STRING": "to_json_string",
+    "ARRAY": "array", "ARRAY_LENGTH": "array_length", "ARRAY_OFFSET": "array_offset", "ARRAY_ORDINAL": "array_ordinal",
+    "ARRAY_CONTAINS": "array_contains", "ARRAY_OVERLAP": "array_overlap", "ARRAY_OFFSET_OF": "array_offset_of",
+    "ARRAY_ORDINAL_OF": "array_ordinal_of", "ARRAY_APPEND": "array_append", "ARRAY_PREPEND": "array_prepend",
+    "ARRAY_CONCAT": "array_concat", "ARRAY_SLICE": "array_slice", "ARRAY_TO_STRING": "array_to_string",
+    "STRING_TO_ARRAY": "string_to_array", "MV_FILTER_ONLY": "mv_filter_only", "MV_FILTER_NONE": "mv_filter_none",
 }
 
 
 def literal(value, sql_type) -> ELiteral:
     if value is None:
+        if sql_type is not None and sql_type.column_type is not None and sql_type.column_type.is_array:
+            return ECall("cast", (ELiteral(None), ELiteral(sql_type.native.native_name)))  # a typed null array
         return ELiteral(None)
+    if isinstance(value, list):  # a folded ARRAY[..]: the constructor again, typed by a cast
+        native = sql_type.native if sql_type is not None and sql_type.column_type is not None else None
+        element = from_column_type(native.element) if native is not None and native.is_array else None
+        built = ECall("array", tuple(literal(x, element) for x in value))
+        return ECall("cast", (built, ELiteral(native.native_name))) if element is not None else built
     if sql_type == BOOLEAN or isinstance(value, bool):
         return ELiteral(1 if value else 0)
     if sql_type in (BIGINT, TIMESTAMP):
@@ -120,6 +132,8 @@ def _cast(expr: Call, arg: Expr) -> Expr:
     if source == BOOLEAN and target == VARCHAR:
         return ECall("case_searched", (ECall("isnull", (arg,)), ELiteral(None), arg, ELiteral("true"),
                                        ELiteral("false")))
+    if target.column_type is not None and target.column_type.is_array:
+        return ECall("cast", (arg, ELiteral(target.native.native_name)))
     names = {"BIGINT": "LONG", "DOUBLE": "DOUBLE", "FLOAT": "FLOAT", "VARCHAR": "STRING", "TIMESTAMP": "LONG"}
     name = names.get(target.name)
     if name is None:

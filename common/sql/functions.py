@@ -12,7 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from common.errors import ValidationError
-from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType, common_type
+from common.sql.sql_types import (BIGINT, BOOLEAN, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType, common_type,
+                                  from_column_type)
+from common.types.column_type import ColumnType, TypeKind
 
 Rule = Callable[[list[SqlType], str], SqlType]
 
@@ -62,7 +64,62 @@ def _extremum(types: list[SqlType], text: str) -> SqlType:
     return _unified(lambda n: list(range(n)))(types, text)
 
 
+def _array_of(element: SqlType) -> SqlType:
+    native = element.native if element not in (NULL, BOOLEAN, TIMESTAMP) else (
+        VARCHAR.native if element == NULL else BIGINT.native)
+    if native.kind is TypeKind.FLOAT:
+        native = DOUBLE.native
+    return from_column_type(ColumnType(TypeKind.ARRAY, native))
+
+
+def _element_of(t: SqlType) -> SqlType:
+    if t.column_type is not None and t.column_type.is_array:
+        return from_column_type(t.column_type.element)
+    return t
+
+
+def _array_constructor(types: list[SqlType], text: str) -> SqlType:
+    out = NULL
+    for t in types:
+        if t.column_type is not None and t.column_type.is_array:
+            raise ValidationError(f"ARRAY elements must be single values, got {t} in '{text}'; nested arrays are "
+                                  "not supported (use ARRAY_CONCAT to join arrays)")
+        unified = common_type(out, t)
+        if unified is None:
+            raise ValidationError(f"ARRAY elements must share a type, got {out} and {t} in '{text}'; CAST one of them")
+        out = unified
+    return _array_of(out)
+
+
+def _element_result(types: list[SqlType], text: str) -> SqlType:
+    return _element_of(types[0]) if types[0] != NULL else VARCHAR
+
+
+def _array_arg(position: int) -> Rule:
+    def rule(types: list[SqlType], text: str) -> SqlType:
+        t = types[position]
+        if t == NULL:
+            other = types[1 - position] if len(types) == 2 else NULL
+            if other.column_type is not None and other.column_type.is_array:
+                return other
+            return _array_constructor([other], text)
+        return t
+    return rule
+
+
 SIGNATURES: dict[str, Signature] = {
+    # arrays ('r' an array, 'a' anything: a scalar or an array)
+    "ARRAY": Signature(0, None, "a", _array_constructor),
+    "ARRAY_LENGTH": Signature(1, 1, "r", BIGINT),
+    "ARRAY_OFFSET": Signature(2, 2, "rn", _element_result), "ARRAY_ORDINAL": Signature(2, 2, "rn", _element_result),
+    "ARRAY_CONTAINS": Signature(2, 2, "ra", BOOLEAN), "ARRAY_OVERLAP": Signature(2, 2, "r", BOOLEAN),
+    "ARRAY_OFFSET_OF": Signature(2, 2, "ra", BIGINT), "ARRAY_ORDINAL_OF": Signature(2, 2, "ra", BIGINT),
+    "ARRAY_APPEND": Signature(2, 2, "ra", _array_arg(0)), "ARRAY_PREPEND": Signature(2, 2, "ar", _array_arg(1)),
+    "ARRAY_CONCAT": Signature(2, 2, "r", _array_arg(0)),
+    "ARRAY_SLICE": Signature(2, 3, "rn", _array_arg(0)),
+    "ARRAY_TO_STRING": Signature(2, 2, "rs", VARCHAR),
+    "STRING_TO_ARRAY": Signature(2, 2, "sk", lambda types, text: _array_of(VARCHAR)),
+    "MV_FILTER_ONLY": Signature(2, 2, "r", _array_arg(0)), "MV_FILTER_NONE": Signature(2, 2, "r", _array_arg(0)),
     # operators
     "+": Signature(2, 2, "n", _numeric_result),
     "-": Signature(2, 2, "n", _numeric_result),
@@ -117,12 +174,17 @@ SIGNATURES: dict[str, Signature] = {
     "TIMESTAMP_TO_MILLIS": Signature(1, 1, "t", BIGINT),
 }
 
-_KIND_NAMES = {"n": "a number", "s": "VARCHAR", "t": "a TIMESTAMP", "b": "a BOOLEAN", "i": "an INTERVAL"}
+_KIND_NAMES = {"r": "an ARRAY", "n": "a number", "s": "VARCHAR", "t": "a TIMESTAMP", "b": "a BOOLEAN",
+               "i": "an INTERVAL"}
 
 
 def _accepts(kind: str, t: SqlType) -> bool:
+    if kind == "r":
+        return t == NULL or (t.column_type is not None and t.column_type.is_array)
     if t == NULL or kind in "ak":
         return t != INTERVAL or kind == "i"
+    if t.column_type is not None and t.column_type.is_array:
+        return False
     if kind == "n":
         return t.is_numeric
     if kind == "s":

@@ -133,7 +133,7 @@ class Project(RelNode):
 
 
 AGGREGATE_FUNCTIONS = ("COUNT", "SUM", "MIN", "MAX", "AVG", "APPROX_COUNT_DISTINCT", "ANY_VALUE", "EARLIEST", "LATEST",
-                       "ARRAY_CONCAT_AGG", "ARRAY_CONCAT_AGG_DISTINCT")
+                       "ARRAY_CONCAT_AGG", "ARRAY_CONCAT_AGG_DISTINCT", "ARRAY_AGG", "ARRAY_AGG_DISTINCT")
 
 
 @dataclass(frozen=True)
@@ -213,6 +213,36 @@ class Sort(RelNode):
     def _label(self):
         keys = ", ".join(f"${k.index}{' DESC' if k.descending else ''}" for k in self.keys)
         return f"Sort([{keys}], limit={self.limit}, offset={self.offset})"
+
+
+@dataclass(frozen=True)
+class Unnest(RelNode):
+    """UNNEST: one row per element of the array ``expr`` (over the input's fields) in each input
+    row, the input's columns repeated beside it as ``name``; a null or empty array gives no rows,
+    as Druid's UNNEST."""
+
+    input: RelNode
+    expr: Scalar
+    name: str
+
+    @property
+    def fields(self):
+        from common.sql.sql_types import from_column_type  # a cycle: sql_types is imported by the scalars
+
+        element = from_column_type(self.expr.type.column_type.element)
+        return self.input.fields + (Field(self.name, element),)
+
+    def inputs(self):
+        return (self.input,)
+
+    def with_inputs(self, inputs):
+        return replace(self, input=inputs[0])
+
+    def map_scalars(self, fn):
+        return replace(self, expr=fn(self.expr))
+
+    def _label(self):
+        return f"Unnest({show(self.expr)} AS {self.name})"
 
 
 @dataclass(frozen=True)

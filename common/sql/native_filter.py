@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from common.query.filters import (And, Equals, ExpressionFilter, FalseFilter, Filter, In, Like, Not, NullFilter, Or,
-                                  Range, Regex, TrueFilter)
+from common.query.filters import (And, ArrayContainsElement, Equals, ExpressionFilter, FalseFilter, Filter, In, Like,
+                                  Not, NullFilter, Or, Range, Regex, TrueFilter)
 from common.sql.druid_expression import druid_text
 from common.sql.scalar import Call, Literal, Ref, Scalar
 from common.sql.sql_types import BIGINT, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, SqlType
@@ -75,6 +75,30 @@ def _comparison(call: Call, columns: Sequence[str], virtual=None) -> Filter | No
     return Range(column, upper=value, upper_open=op == "<", value_type=value_type)
 
 
+def _array_membership(call: Call, columns: Sequence[str]) -> Filter | None:
+    """ARRAY_CONTAINS(col, constant) and ARRAY_OVERLAP(col, constant array) as Druid plans them:
+    one arrayContainsElement per element, all of them (contains) or any (overlap)."""
+    ref, value = call.args
+    ctype = ref.type.column_type
+    if ctype is None or not ctype.is_array or not isinstance(value, Literal) or value.value is None:
+        return None
+    elements = value.value if isinstance(value.value, list) else [value.value]
+    if call.op == "ARRAY_OVERLAP" and not isinstance(value.value, list):
+        return None
+    if not elements or any(v is None or isinstance(v, (bool, list)) for v in elements):
+        return None  # empty or null-holding constants keep the expression's exact rules
+    kind = {"LONG": "LONG", "DOUBLE": "DOUBLE", "STRING": "STRING"}.get(ctype.element.native_name, "STRING")
+    if kind == "STRING" and not all(isinstance(v, str) for v in elements):
+        return None
+    if kind != "STRING" and not all(isinstance(v, (int, float)) for v in elements):
+        return None
+    column = columns[ref.index]
+    parts = tuple(ArrayContainsElement(column, v, kind) for v in dict.fromkeys(elements))
+    if len(parts) == 1:
+        return parts[0]
+    return And(parts) if call.op == "ARRAY_CONTAINS" else Or(parts)
+
+
 def to_filter(expr: Scalar, columns: Sequence[str], virtual=None) -> Filter:
     """A native filter equivalent to ``expr`` over the input columns named ``columns``. With
     ``virtual`` (the planner's virtual columns), JSON paths filter through nested-field columns."""
@@ -93,6 +117,10 @@ def to_filter(expr: Scalar, columns: Sequence[str], virtual=None) -> Filter:
             if out is not None:
                 return out
         arg = expr.args[0] if expr.args else None
+        if op in ("ARRAY_CONTAINS", "ARRAY_OVERLAP") and isinstance(arg, Ref):
+            out = _array_membership(expr, columns)
+            if out is not None:
+                return out
         if arg is not None and _is_column(arg, virtual):
             column = _column_name(arg, columns, virtual)
             if op == "IS_NULL":

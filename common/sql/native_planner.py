@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from common.errors import UnsupportedError
-from common.query.aggregators import AnyValue, ArrayConcat, Count, EarliestLatest, Filtered, Max, Min, Sum
+from common.query.aggregators import (AnyValue, ArrayAgg, ArrayConcat, Count, EarliestLatest, Filtered, Max, Min,
+                                      StringMinMax, Sum)
 from common.query.filters import FalseFilter, Filter, Not, NullFilter
 from common.query.model import (DimensionSpec, GroupByQuery, LimitSpec, OrderByColumn, ScanQuery, TimeseriesQuery,
                                 TopNMetric, TopNQuery)
@@ -32,14 +33,14 @@ from common.query.nested_field import NestedFieldColumn
 from common.query.virtual_column import VirtualColumn
 from common.sql.broker_ops import unique_names
 from common.sql.druid_expression import druid_text
-from common.sql.logical_plan import (AggCall, Aggregate, Field, Join, Project, RelNode, Sort, TableScan, Union,
+from common.sql.logical_plan import (AggCall, Aggregate, Field, Join, Project, RelNode, Sort, TableScan, Union, Unnest,
                                      Values)
 from common.sql.logical_plan import Filter as FilterNode
 from common.sql.native_filter import to_filter
 from common.sql.scalar import Call, Literal, Ref, Scalar
 from common.sql.sql_types import VARCHAR
 from common.sql.stages import (BROKER_INPUT, JoinStage, NativeStage, SelectStage, SortStage, Stage, TableStage,
-                               UnionStage, ValuesStage)
+                               UnionStage, UnnestStage, ValuesStage)
 from common.sql.time_intervals import split_time_condition
 from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.granularity import ALL, NONE, Granularity, Period
@@ -166,6 +167,14 @@ class NativePlanner:
             return UnionStage(tuple(self.plan(i) for i in node.union_inputs), fields, columns)
         if isinstance(node, Join):
             return self._join(node, fields, columns)
+        if isinstance(node, Unnest):
+            # The array is computed beside the input's columns, then exploded on the broker.
+            n = len(node.input.fields)
+            refs = tuple(Ref(i, f.type) for i, f in enumerate(node.input.fields))
+            names = tuple(f.name for f in node.input.fields)
+            taken = set(names)
+            inner = Project(node.input, refs + (node.expr,), names + (fresh_name("unnest", 0, taken),))
+            return UnnestStage(self.plan(inner), n, fields, columns)
         return self._block(node)
 
     def _join(self, node: Join, fields, columns) -> Stage:
@@ -370,6 +379,8 @@ class NativePlanner:
         func = call.func
         if func == "COUNT":
             out = Count(name) if field is None else Filtered(name, Not(NullFilter(field)), Count(name))
+        elif func in ("MIN", "MAX") and call.type == VARCHAR:
+            out = StringMinMax(name, field, func == "MAX")
         elif func in ("SUM", "MIN", "MAX"):
             cls = {"SUM": Sum, "MIN": Min, "MAX": Max}[func]
             out = cls(name, field, None, _AGG_KIND.get(call.type.name, "double"))
@@ -377,6 +388,8 @@ class NativePlanner:
             out = HllSketch(name, field, None, 12, True)
         elif func == "ANY_VALUE":
             out = AnyValue(name, field, _AGG_KIND.get(call.type.name, "string"))
+        elif func in ("ARRAY_AGG", "ARRAY_AGG_DISTINCT"):
+            out = ArrayAgg(name, field, func.endswith("_DISTINCT"))
         elif func in ("ARRAY_CONCAT_AGG", "ARRAY_CONCAT_AGG_DISTINCT"):
             out = ArrayConcat(name, field, func.endswith("_DISTINCT"))
         elif func in ("EARLIEST", "LATEST"):

@@ -19,6 +19,8 @@ from sqlglot import exp
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
 from common.query.filter_values import check_like
 from common.sql import functions
+from common.sql.array_translator import (MV_FUNCTIONS, array_call_nodes, array_type_of, cast_to_array,
+                                         json_value_of_plain, mv_call)
 from common.sql.planning_deadline import check_deadline
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_literals import literal_value, parameter_literal, parse_timestamp
@@ -70,7 +72,8 @@ _OPERATORS = {"+", "-", "*", "/", "NEG", "=", "<>", "<", "<=", ">", ">=", "AND",
 KNOWN_FUNCTIONS = sorted(
     (set(functions.SIGNATURES) - _OPERATORS) | set(_TIME_FUNCTIONS)
     | {"EXTRACT", "DATE_TRUNC", "POSITION", "SUBSTR", "NULLIF", "NVL", "BTRIM", "STRLEN", "CAST", "TRUNCATE", "DIV",
-       "COUNT", "SUM", "MIN", "MAX", "AVG", "APPROX_COUNT_DISTINCT", "ANY_VALUE", "EARLIEST", "LATEST"})
+       "COUNT", "SUM", "MIN", "MAX", "AVG", "APPROX_COUNT_DISTINCT", "ANY_VALUE", "EARLIEST", "LATEST"}
+    | set(MV_FUNCTIONS))
 
 
 def is_aggregate(node: exp.Expression) -> bool:
@@ -206,6 +209,8 @@ class ScalarTranslator:
         """Make two operands comparable, as SQL's implicit casts do."""
         if a.type == b.type or NULL in (a.type, b.type):
             return a, b
+        if all(t.column_type is not None and t.column_type.is_array for t in (a.type, b.type)):
+            return a, b  # whole arrays compare after widening their elements (native compare)
         if a.type.is_numeric and b.type.is_numeric:
             return a, b
         if a.type == BOOLEAN and b.type.is_numeric or b.type == BOOLEAN and a.type.is_numeric:
@@ -428,14 +433,16 @@ class ScalarTranslator:
         target = VARCHAR
         if returning is not None:
             type_name = returning.this.name if isinstance(returning.this, exp.DataType.Type) else str(returning.this).upper()
-            target = CAST_TARGETS.get(type_name)
-            if target is None or target in (TIMESTAMP, BOOLEAN):
+            target = array_type_of(returning, sql_text(node)) or CAST_TARGETS.get(type_name)
+            if target is None or target == TIMESTAMP:
                 raise ValidationError(f"JSON_VALUE cannot return {sql_text(returning)} in '{sql_text(node)}'; "
-                                      "valid: BIGINT, DOUBLE, FLOAT, VARCHAR")
+                                      "valid: BIGINT, DOUBLE, FLOAT, VARCHAR, BOOLEAN, ARRAY<BIGINT|DOUBLE|VARCHAR>")
         value = self.translate(node.this)
         if value.type.column_type is None or value.type.column_type.complex_name != "json":
-            raise ValidationError(f"JSON_VALUE needs a COMPLEX<json> value, but '{sql_text(node.this)}' is "
-                                  f"{value.type}; declare the column as COMPLEX<json> or wrap text in PARSE_JSON()")
+            if value.type == INTERVAL or value.type.column_type is None and value.type != NULL:
+                raise ValidationError(f"JSON_VALUE needs a COMPLEX<json> value, but '{sql_text(node.this)}' is "
+                                      f"{value.type}; declare the column as COMPLEX<json> or wrap text in PARSE_JSON()")
+            return json_value_of_plain(self, value, node, target)
         path = node.args["path"]
         text = path.sql(dialect="druid") if isinstance(path, exp.Expression) else str(path)
         if len(text) >= 2 and text[0] == text[-1] == "'":
@@ -454,8 +461,8 @@ class ScalarTranslator:
             target = numeric_type(stored)
         if has_wildcard(parts):  # [*] and ..name reach many values: an array of them
             target = from_column_type(value_type_for(parts, target.native))
-        return Call("JSON_VALUE", (value, Literal(canonical, VARCHAR), Literal(target.native.native_name, VARCHAR)),
-                    target)
+        native_target = "LONG" if target == BOOLEAN else target.native.native_name
+        return Call("JSON_VALUE", (value, Literal(canonical, VARCHAR), Literal(native_target, VARCHAR)), target)
 
     def _json_path_text(self, path: exp.Expression | None, node: exp.Expression) -> str:
         from common.json.path_steps import parse_path, path_text
@@ -504,6 +511,9 @@ class ScalarTranslator:
         to = node.args["to"]
         if isinstance(node.this, exp.JSONValue) and not node.this.args.get("returning"):
             return self._json_value(node.this, to)
+        array_target = array_type_of(to, sql_text(node))
+        if array_target is not None:
+            return cast_to_array(self.translate(node.this), array_target, node)
         type_name = to.this.name if isinstance(to.this, exp.DataType.Type) else str(to.this).upper()
         target = CAST_TARGETS.get(type_name)
         if target is None:
@@ -561,6 +571,12 @@ class ScalarTranslator:
         return [self.translate(n) for n in nodes if n is not None]
 
     def _function(self, node: exp.Expression) -> Scalar:
+        mv = mv_call(self, node)
+        if mv is not None:
+            return mv
+        array_call = array_call_nodes(node)
+        if array_call is not None:
+            return self.call(array_call[0], self._args(array_call[1]), node, array_call[1])
         cls = type(node)
         if cls in _SIMPLE_FUNCTIONS:
             nodes = [node.this] + [node.args.get(k) for k in ("expression", "replacement", "times")

@@ -218,6 +218,36 @@ class JoinStage(Stage):
 
 
 @dataclass
+class UnnestStage(Stage):
+    """UNNEST on the broker: the input's rows repeated once per element of its array column at
+    ``position`` (which is dropped), the element appended; null and empty arrays give no rows."""
+
+    input: Stage
+    position: int
+    fields: tuple[Field, ...]
+    columns: tuple[str, ...]
+
+    def children(self):
+        return (self.input,)
+
+    def execute(self, ctx):
+        import pyarrow.compute as pc
+
+        table = self.input.execute(ctx)
+        arrays = table.column(self.position).combine_chunks()
+        if len(pc.list_flatten(arrays)) != len(pc.list_parent_indices(arrays)):
+            arrays = pa.array(arrays.to_pylist(), arrays.type)  # null rows spanning values: rebuild them empty
+        parents = pc.list_parent_indices(arrays)
+        rows = table.take(parents)
+        kept = [rows.column(i) for i in range(table.num_columns) if i != self.position]
+        element = pc.list_flatten(arrays).cast(self.fields[-1].type.to_arrow())
+        return pa.Table.from_arrays(kept + [element], names=list(self.columns))
+
+    def _explain_entry(self):
+        return {"brokerOperation": "unnest", "column": self.columns[-1]}
+
+
+@dataclass
 class UnionStage(Stage):
     inputs: tuple[Stage, ...]
     fields: tuple[Field, ...]

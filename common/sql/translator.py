@@ -15,10 +15,11 @@ from dataclasses import dataclass, replace
 from sqlglot import exp
 
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
+from common.sql import functions
 from common.sql.broker_ops import unique_names
 from common.sql.catalog import SqlCatalog, resolve_table
 from common.sql.logical_plan import (AGGREGATE_FUNCTIONS, AggCall, Aggregate, Field, Filter, Join, Project, RelNode,
-                                     Sort, SortKey, TableScan, Union, Values)
+                                     Sort, SortKey, TableScan, Union, Unnest, Values)
 from common.sql.scalar import Call, Literal, Ref, Scalar, remap
 from common.sql.scalar_translator import (ScalarTranslator, Scope, Session, contains_aggregate, is_aggregate,
                                           literal_value, sql_text, unify_types)
@@ -229,8 +230,10 @@ class Translator:
             rel = self.query(node.this)
             rel = self._ordered(node, rel)
             qualifier = alias_name
-        elif isinstance(node, (exp.Unnest, exp.Lateral)):
-            raise UnsupportedError(f"{node.key.upper()} is not supported")
+        elif isinstance(node, exp.Unnest):
+            return self._unnest(Values(((),)), [], node)
+        elif isinstance(node, exp.Lateral):
+            raise UnsupportedError("LATERAL is not supported; use CROSS JOIN UNNEST(array) AS t(x)")
         elif isinstance(node, exp.Values):
             raise UnsupportedError("VALUES lists are not supported; use SELECT ... UNION ALL SELECT ...")
         else:
@@ -243,6 +246,27 @@ class Translator:
         json_fields = self._json_fields(rel) if isinstance(rel, TableScan) else {}
         return rel, [ScopeColumn(qualifier, f.name, i, f.type, json_fields=json_fields.get(f.name))
                      for i, f in enumerate(rel.fields)]
+
+    def _unnest(self, left: RelNode, lcols: list[ScopeColumn], node: exp.Unnest) -> tuple[RelNode, list[ScopeColumn]]:
+        """UNNEST(array) AS t(x) beside ``left``: the array is an expression over left's columns; a
+        VARCHAR reads as a one-element array (a single-valued string, as Druid unnests it)."""
+        from common.sql.array_translator import as_array  # a cycle: array_translator is part of translation
+
+        if len(node.expressions) != 1 or node.args.get("offset"):
+            raise UnsupportedError(f"UNNEST takes one array (WITH ORDINALITY/OFFSET is not supported): "
+                                   f"'{sql_text(node)}'")
+        tr = ScalarTranslator(self.session, RelationScope(lcols, "UNNEST"))
+        value = as_array(tr.translate(node.expressions[0]), node)
+        if value.type.column_type is None:  # UNNEST(NULL): no rows
+            raise ValidationError(f"UNNEST needs an array, got {value.type} in '{sql_text(node)}'")
+        alias = node.args.get("alias")
+        qualifier = alias.name if alias is not None and alias.name else None
+        names = [c.name for c in alias.args.get("columns") or []] if alias is not None else []
+        if len(names) > 1:
+            raise ValidationError(f"UNNEST gives one column, but '{sql_text(alias)}' names {len(names)}")
+        name = names[0] if names else "EXPR$0"
+        rel = Unnest(left, value, name)
+        return rel, lcols + [ScopeColumn(qualifier, name, len(left.fields), rel.fields[-1].type)]
 
     def _json_fields(self, scan: TableScan) -> dict:
         """Stored field types of the datasource's nested JSON columns, from its segment manifests."""
@@ -283,6 +307,10 @@ class Translator:
             raise UnsupportedError("NATURAL JOIN is not supported; use JOIN ... USING (columns) or JOIN ... ON")
         if kind in ("SEMI", "ANTI", "ASOF") or join.args.get("match_condition") is not None:
             raise UnsupportedError(f"{kind or 'this'} JOIN is not supported")
+        if isinstance(join.this, exp.Unnest):
+            if side or kind not in ("", "CROSS", "INNER") or join.args.get("on") is not None:
+                raise UnsupportedError("UNNEST joins only as CROSS JOIN UNNEST(array) AS t(x) (or a comma join)")
+            return self._unnest(left, lcols, join.this)
         right, rcols_raw = self.relation(join.this)
         n = len(left.fields)
         rcols = [ScopeColumn(c.qualifier, c.name, c.index + n, c.type) for c in rcols_raw]
@@ -549,11 +577,11 @@ class Translator:
                 arg_nodes = [inner] if inner is not None else []
                 arg_nodes += list(node.expressions) if isinstance(node, exp.Count) else []
         name = {"APPROXDISTINCT": "APPROX_COUNT_DISTINCT", "APPROX_COUNT_DISTINCT_DS_HLL": "APPROX_COUNT_DISTINCT",
-                "ANYVALUE": "ANY_VALUE", "ARRAYCONCATAGG": "ARRAY_CONCAT_AGG"}.get(name, name)
+                "ANYVALUE": "ANY_VALUE", "ARRAYCONCATAGG": "ARRAY_CONCAT_AGG", "ARRAYAGG": "ARRAY_AGG"}.get(name, name)
         shown = written_name(node, name)  # messages name the function as the user wrote it
         if name not in AGGREGATE_FUNCTIONS:
             raise UnsupportedError(f"aggregate function {shown} is not supported; supported: COUNT, SUM, MIN, MAX, AVG, "
-                                   "APPROX_COUNT_DISTINCT, ANY_VALUE, EARLIEST, LATEST, ARRAY_CONCAT_AGG")
+                                   "APPROX_COUNT_DISTINCT, ANY_VALUE, EARLIEST, LATEST, ARRAY_AGG, ARRAY_CONCAT_AGG")
         for a in arg_nodes:
             if contains_aggregate(a):
                 raise ValidationError(f"aggregate functions cannot be nested: '{text}'")
@@ -579,15 +607,24 @@ class Translator:
             out_type = DOUBLE if name == "AVG" or t == NULL else t
             return AggCall(name, (arg,), out_type, distinct, filter_expr)
         if name in ("MIN", "MAX"):
+            if t == VARCHAR:
+                return AggCall(name, (arg,), VARCHAR, False, filter_expr)
             if not (t.is_numeric or t in (TIMESTAMP, NULL)):
                 raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}' in '{text}'; "
-                                      "MIN and MAX take numbers and timestamps")
+                                      "MIN and MAX take numbers, timestamps and text")
             return AggCall(name, (arg,), DOUBLE if t == NULL else t, False, filter_expr)
         if name == "ARRAY_CONCAT_AGG":
             if t.column_type is None or not t.column_type.is_array:
                 raise ValidationError(f"{shown} needs an array, but '{arg_text}' is {t} in '{text}'")
             # DISTINCT is a set kept by the aggregator itself, not a regrouping on the argument.
             return AggCall("ARRAY_CONCAT_AGG_DISTINCT" if distinct else name, (arg,), t, False, filter_expr)
+        if name == "ARRAY_AGG":
+            if not (t.is_scalar or t == NULL):
+                raise ValidationError(f"ARRAY_AGG needs a single value, but '{arg_text}' is {t} in '{text}'; "
+                                      "use ARRAY_CONCAT_AGG to join arrays")
+            out_type = functions.result_type("ARRAY", [t], text)
+            # DISTINCT is a set kept by the aggregator itself, not a regrouping on the argument.
+            return AggCall("ARRAY_AGG_DISTINCT" if distinct else name, (arg,), out_type, False, filter_expr)
         if name == "APPROX_COUNT_DISTINCT":
             if not t.is_scalar:
                 raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}'")

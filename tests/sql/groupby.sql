@@ -660,3 +660,37 @@ SELECT channel, COUNT(DISTINCT page), COUNT(DISTINCT "user"), SUM(added) FROM wi
 --     ]
 --   }
 -- ]
+
+-- name: min_max_of_text
+SELECT channel, MIN(page), MAX(page) FROM wiki GROUP BY channel;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "wiki",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "stringMin",
+--         "name": "a0",
+--         "fieldName": "page"
+--       },
+--       {
+--         "type": "stringMax",
+--         "name": "a1",
+--         "fieldName": "page"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "channel",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]

@@ -16,10 +16,12 @@ from common.sql.rules.avg_to_sum_count import avg_to_sum_count
 from common.sql.rules.equi_join import equi_join
 from common.sql.rules.exact_count_distinct import exact_count_distinct
 from common.sql.rules.filter_through_project import filter_through_project
+from common.sql.rules.filter_through_unnest import filter_through_unnest
 from common.sql.rules.fold_constants import fold_constants
 from common.sql.rules.merge_filters import merge_filters
 from common.sql.rules.merge_projects import merge_projects
 from common.sql.rules.prune_join_columns import prune_join_columns
+from common.sql.rules.prune_unnest_columns import prune_unnest_columns
 from common.sql.rules.push_filter_into_join import push_filter_into_join
 from common.sql.rules.remove_identity_project import remove_identity_project
 from common.sql.rules.split_distinct_aggregates import split_distinct_aggregates
@@ -31,9 +33,11 @@ RULES = (
     fold_constants,
     merge_filters,
     filter_through_project,
+    filter_through_unnest,
     push_filter_into_join,
     equi_join,
     prune_join_columns,
+    prune_unnest_columns,
     merge_projects,
     aggregate_through_project,
     remove_identity_project,

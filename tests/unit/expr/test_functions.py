@@ -5,7 +5,7 @@ import pytest
 
 from common.errors import UnsupportedError, ValidationError
 from common.expr import FUNCTIONS, evaluate, infer_type, parse
-from common.types.column_type import DOUBLE, FLOAT, LONG, STRING, TIMESTAMP
+from common.types.column_type import DOUBLE, FLOAT, LONG, STRING, TIMESTAMP, ColumnType
 
 COLUMNS = {
     "s": pa.array(["Hello", "  pad  ", None, "café", ""]),
@@ -159,8 +159,13 @@ def test_cast_types_and_errors():
     assert ev("cast(cast(1.0, 'STRING'), 'DOUBLE')") == [1.0] * 5
     with pytest.raises(ValidationError, match="unknown type 'WIDGET'"):
         infer_type(parse("cast(l, 'WIDGET')"), TYPES)
-    with pytest.raises(UnsupportedError, match="cast to ARRAY<LONG> is not supported"):
-        infer_type(parse("cast(l, 'ARRAY<LONG>')"), TYPES)
+    with pytest.raises(UnsupportedError, match="cast to COMPLEX<json> is not supported"):
+        infer_type(parse("cast(l, 'COMPLEX<json>')"), TYPES)
+    # A single value casts to a one-element array (null to a null array), as in Druid.
+    assert infer_type(parse("cast(l, 'ARRAY<LONG>')"), TYPES) == ColumnType.parse("ARRAY<LONG>")
+    assert ev("cast(1.5, 'ARRAY<LONG>')") == [[1]] * 5
+    with pytest.raises(ValidationError, match="cannot cast ARRAY<BIGINT> to BIGINT"):
+        infer_type(parse("cast(array(1), 'LONG')"), TYPES)
 
 
 @pytest.mark.parametrize(

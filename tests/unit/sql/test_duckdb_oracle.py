@@ -115,6 +115,16 @@ CASES = [
     ("SELECT COUNT(*) FROM wiki GROUP BY channel HAVING COUNT(*) > 1000", None),
     ("SELECT COUNT(*) AS c FROM wiki HAVING COUNT(*) > 5", None),
     ("SELECT COUNT(*) AS c FROM wiki WHERE added < 0 HAVING COUNT(*) = 0", None),
+    # ---- MIN/MAX of text (ClickBench's Druid queries use them) -----------------------------------
+    ("SELECT MIN(page), MAX(page), MIN(channel), MAX(cityName) FROM wiki", None),
+    ("SELECT channel, MIN(page) AS lo, MAX(page) AS hi, COUNT(*) FROM wiki GROUP BY channel", None),
+    ("SELECT g, MIN(s), MAX(s) FROM nulls GROUP BY g", None),
+    ("SELECT MIN(s), MAX(s) FROM nulls WHERE s IS NULL", None),
+    ("SELECT MIN(s) FILTER (WHERE n > 3), MAX(s) FILTER (WHERE n < 0) FROM nulls", None),
+    ("SELECT MIN(UPPER(s)), MAX(s || g) FROM nulls", None),
+    ("SELECT MIN(CAST(n AS VARCHAR)), MAX(CAST(d AS VARCHAR)) FROM nulls",
+     "SELECT MIN(CAST(n AS VARCHAR)), MAX(CASE WHEN d = 0 THEN '0.0' ELSE CAST(d AS VARCHAR) END) FROM nulls"),
+    ("SELECT channel, MAX(page) AS hi FROM wiki GROUP BY channel ORDER BY hi DESC, channel LIMIT 5", None),
     # ---- expressions --------------------------------------------------------------------------
     ("SELECT SUBSTRING(page, 2, 4), CHAR_LENGTH(page), STRPOS(page, 'a'), LPAD(channel, 16, '*'), "
      "RPAD(namespace, 6, '-'), TRIM(BOTH '#' FROM channel), REVERSE(namespace), REPLACE(channel, 'wiki', 'W') "

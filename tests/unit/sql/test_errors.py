@@ -32,7 +32,7 @@ CASES = [
     # types
     ("SELECT SUM(page) FROM wiki", V, "cannot apply SUM to VARCHAR expression 'page'"),
     ("SELECT AVG(__time) FROM wiki", V, "cannot apply AVG to TIMESTAMP expression '__time'"),
-    ("SELECT MIN(page) FROM wiki", V, "cannot apply MIN to VARCHAR expression 'page'"),
+    ("SELECT MIN(page = 'x') FROM wiki", V, "cannot apply MIN to BOOLEAN expression"),
     ("SELECT page + 1 FROM wiki", V, "cannot apply '+' to VARCHAR expression 'page'"),
     ("SELECT __time * 2 FROM wiki", V, "cannot apply '*' to TIMESTAMP expression '__time'"),
     ("SELECT LOWER(added) FROM wiki", V, "LOWER needs VARCHAR for 'added', got BIGINT"),

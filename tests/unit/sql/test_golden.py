@@ -40,7 +40,11 @@ def golden_catalog() -> FakeCatalog:
     segments = pa.table({"segment_id": pa.array([], pa.string()), "datasource": pa.array([], pa.string()),
                          "num_rows": pa.array([], pa.int64()), "size": pa.array([], pa.int64())})
     servers = pa.table({"server": pa.array([], pa.string()), "server_type": pa.array([], pa.string())})
-    return FakeCatalog({"wiki": wiki, "countries": countries}, {"segments": segments, "servers": servers})
+    arrays = {"__time": ColumnType.parse("TIMESTAMP"), "s": ColumnType.parse("STRING"),
+              "arrayLong": ColumnType.parse("ARRAY<LONG>"), "arrayDouble": ColumnType.parse("ARRAY<DOUBLE>"),
+              "arrayString": ColumnType.parse("ARRAY<STRING>")}
+    return FakeCatalog({"wiki": wiki, "countries": countries, "arrays": arrays},
+                       {"segments": segments, "servers": servers})
 
 
 @dataclass

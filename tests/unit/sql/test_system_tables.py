@@ -76,13 +76,25 @@ def test_columns_of_a_datasource():
     ]
 
 
+def test_array_columns_are_data_type_array_with_their_element_type():
+    got = plan_sql("SELECT COLUMN_NAME, DATA_TYPE, ELEMENT_TYPE, JDBC_TYPE FROM INFORMATION_SCHEMA.COLUMNS "
+                   "WHERE TABLE_NAME = 'arrays' ORDER BY ORDINAL_POSITION", golden_catalog()).execute(None)
+    assert got.to_pylist() == [
+        {"COLUMN_NAME": "__time", "DATA_TYPE": "TIMESTAMP", "ELEMENT_TYPE": None, "JDBC_TYPE": 93},
+        {"COLUMN_NAME": "s", "DATA_TYPE": "VARCHAR", "ELEMENT_TYPE": None, "JDBC_TYPE": 12},
+        {"COLUMN_NAME": "arrayLong", "DATA_TYPE": "ARRAY", "ELEMENT_TYPE": "BIGINT", "JDBC_TYPE": 2003},
+        {"COLUMN_NAME": "arrayDouble", "DATA_TYPE": "ARRAY", "ELEMENT_TYPE": "DOUBLE", "JDBC_TYPE": 2003},
+        {"COLUMN_NAME": "arrayString", "DATA_TYPE": "ARRAY", "ELEMENT_TYPE": "VARCHAR", "JDBC_TYPE": 2003},
+    ]
+
+
 def test_columns_of_system_tables_and_counts():
     got = plan_sql("SELECT TABLE_SCHEMA, TABLE_NAME, COUNT(*) AS n FROM INFORMATION_SCHEMA.COLUMNS "
                    "GROUP BY 1, 2 ORDER BY 1, 2", golden_catalog()).execute(None)
     rows = {(r["TABLE_SCHEMA"], r["TABLE_NAME"]): r["n"] for r in got.to_pylist()}
     assert rows[("sys", "segments")] == 4
     assert rows[("druid", "wiki")] == 19
-    assert rows[("INFORMATION_SCHEMA", "COLUMNS")] == 17
+    assert rows[("INFORMATION_SCHEMA", "COLUMNS")] == 18
 
 
 def test_information_schema_is_computed_when_run():

@@ -1,0 +1,291 @@
+-- name: array_contains_scalar_is_array_contains_element
+SELECT COUNT(*) FROM arrays WHERE ARRAY_CONTAINS(arrayLong, 1);
+-- native:
+-- [
+--   {
+--     "queryType": "timeseries",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "arrayContainsElement",
+--       "column": "arrayLong",
+--       "elementMatchValueType": "LONG",
+--       "elementMatchValue": 1
+--     },
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: array_contains_array_is_and_of_elements
+SELECT s FROM arrays WHERE ARRAY_CONTAINS(arrayString, ARRAY['a', 'b']);
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "and",
+--       "fields": [
+--         {
+--           "type": "arrayContainsElement",
+--           "column": "arrayString",
+--           "elementMatchValueType": "STRING",
+--           "elementMatchValue": "a"
+--         },
+--         {
+--           "type": "arrayContainsElement",
+--           "column": "arrayString",
+--           "elementMatchValueType": "STRING",
+--           "elementMatchValue": "b"
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "s"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: array_overlap_is_or_of_elements
+SELECT s FROM arrays WHERE ARRAY_OVERLAP(arrayDouble, ARRAY[1.5, 2]);
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "or",
+--       "fields": [
+--         {
+--           "type": "arrayContainsElement",
+--           "column": "arrayDouble",
+--           "elementMatchValueType": "DOUBLE",
+--           "elementMatchValue": 1.5
+--         },
+--         {
+--           "type": "arrayContainsElement",
+--           "column": "arrayDouble",
+--           "elementMatchValueType": "DOUBLE",
+--           "elementMatchValue": 2.0
+--         }
+--       ]
+--     },
+--     "columns": [
+--       "s"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: array_contains_null_element_stays_an_expression
+SELECT s FROM arrays WHERE ARRAY_CONTAINS(arrayLong, ARRAY[1, NULL]);
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "expression",
+--       "expression": "array_contains(arrayLong, cast(array(1, null), 'ARRAY<LONG>'))"
+--     },
+--     "columns": [
+--       "s"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: group_by_whole_array
+SELECT arrayLong, COUNT(*) FROM arrays GROUP BY arrayLong ORDER BY arrayLong;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "arrayLong",
+--         "outputName": "d0",
+--         "outputType": "ARRAY<LONG>"
+--       }
+--     ],
+--     "limitSpec": {
+--       "type": "default",
+--       "columns": [
+--         {
+--           "dimension": "d0",
+--           "direction": "ascending",
+--           "dimensionOrder": "numeric"
+--         }
+--       ]
+--     }
+--   }
+-- ]
+
+-- name: array_functions_as_virtual_columns
+SELECT ARRAY_LENGTH(arrayLong), ARRAY_OFFSET(arrayString, 0), ARRAY_APPEND(arrayDouble, 1), CAST(arrayLong AS ARRAY<DOUBLE>) FROM arrays;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "array_length(arrayLong)",
+--         "outputType": "LONG"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v1",
+--         "expression": "array_offset(arrayString, 0)",
+--         "outputType": "STRING"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v2",
+--         "expression": "array_append(arrayDouble, 1)",
+--         "outputType": "ARRAY<DOUBLE>"
+--       },
+--       {
+--         "type": "expression",
+--         "name": "v3",
+--         "expression": "cast(arrayLong, 'ARRAY<DOUBLE>')",
+--         "outputType": "ARRAY<DOUBLE>"
+--       }
+--     ],
+--     "columns": [
+--       "v0",
+--       "v1",
+--       "v2",
+--       "v3"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: array_literal_compare
+SELECT s FROM arrays WHERE arrayLong = ARRAY[1, 2];
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "expression",
+--       "expression": "arrayLong == cast(array(1, 2), 'ARRAY<LONG>')"
+--     },
+--     "columns": [
+--       "s"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: array_agg_distinct
+SELECT s, ARRAY_AGG(DISTINCT ARRAY_LENGTH(arrayLong)), ARRAY_AGG(s) FROM arrays GROUP BY s;
+-- native:
+-- [
+--   {
+--     "queryType": "groupBy",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "array_length(arrayLong)",
+--         "outputType": "LONG"
+--       }
+--     ],
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "arrayAgg",
+--         "name": "a0",
+--         "fieldName": "v0",
+--         "distinct": true
+--       },
+--       {
+--         "type": "arrayAgg",
+--         "name": "a1",
+--         "fieldName": "s",
+--         "distinct": false
+--       }
+--     ],
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "s",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
+--   }
+-- ]
+
+-- name: unnest_column_then_group_on_the_broker
+SELECT x, COUNT(*) FROM arrays CROSS JOIN UNNEST(arrayLong) AS u(x) WHERE s = 'a' GROUP BY x;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "equals",
+--       "column": "s",
+--       "matchValue": "a",
+--       "matchValueType": "STRING"
+--     },
+--     "columns": [
+--       "arrayLong"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: unnest_array_literal
+SELECT x FROM UNNEST(ARRAY['a', 'b']) AS u(x);
+-- native:
+-- []
