@@ -78,7 +78,8 @@ def test_hot_cold_tiers_and_period_drop(cluster):
              {"type": "loadByPeriod", "period": "P365D", "tieredReplicants": {"cold": 1}},
              {"type": "dropForever"}]
     status, out = http(cluster, "POST", "/druid/coordinator/v1/rules/wiki", rules,
-                       {"X-Druid-Author": "ops", "X-Druid-Comment": "30 days hot, a year cold"})
+                       {"X-Druid-Author": "ops", "X-Druid-Comment": "30 days hot, a year cold",
+                        "X-Strata-Remote-Address": "6.6.6.6:1"})  # forged: the endpoint replaces it
     assert (status, out) == (200, {})
     descriptors = cluster.publish(table(), "wiki")
     assert len(descriptors) == 3
@@ -92,6 +93,18 @@ def test_hot_cold_tiers_and_period_drop(cluster):
     assert cluster.coordinator.store.get(ancient) is not None  # unused, not deleted
     cluster.wait_until(lambda: visible_counts(cluster) == {"recent": 5, "old": 7}, what="queries see recent+old")
 
+    # Druid's views of it: sys.segments.replication_factor is what the rule wants (the ancient,
+    # unused segment none); the datasource's tiers name where its segments are served.
+    got, _ = cluster.client.sql("SELECT \"start\", replication_factor, num_replicas FROM sys.segments "
+                                "WHERE datasource = 'wiki' ORDER BY \"start\"")
+    assert [(r["replication_factor"], r["num_replicas"]) for r in got.to_pylist()] == [(0, 0), (1, 1), (1, 1)]
+    status, summary = http(cluster, "GET", "/druid/coordinator/v1/datasources/wiki")
+    sizes = {d.id.interval.start: d.size for d in descriptors}
+    recent, old = (sizes[TODAY - AGES[n] * DAY] for n in ("recent", "old"))
+    assert status == 200 and summary["tiers"] == {
+        "cold": {"segmentCount": 1, "size": old, "replicatedSize": old},
+        "hot": {"segmentCount": 1, "size": recent, "replicatedSize": recent}}
+
     # A period drop rule first: the old segment leaves the cold historical and query results.
     status, _ = http(cluster, "POST", "/druid/coordinator/v1/rules/wiki",
                      [{"type": "dropBeforeByPeriod", "period": "P30D"}, *rules], {"X-Druid-Author": "ops"})
@@ -103,6 +116,7 @@ def test_hot_cold_tiers_and_period_drop(cluster):
     status, history = http(cluster, "GET", "/druid/coordinator/v1/rules/wiki/history")
     assert status == 200 and [h["auditInfo"]["author"] for h in history] == ["ops", "ops"]
     assert history[1]["auditInfo"]["comment"] == "30 days hot, a year cold"
+    assert {h["auditInfo"]["ip"] for h in history} == {"127.0.0.1"}  # the peer, not what the client said
     status, full = http(cluster, "GET", "/druid/coordinator/v1/rules/wiki?full")
     assert [r["type"] for r in full] == ["dropBeforeByPeriod", "loadByPeriod", "loadByPeriod", "dropForever",
                                          "loadForever"]
@@ -129,6 +143,9 @@ def test_sys_rules_lists_every_rule_in_order(cluster):
 def test_servers_carry_their_tier(cluster):
     tiers = {s.info.id: s.info.tier for s in cluster.client.servers().servers if s.info.role == "historical"}
     assert tiers == {"historical-1": "hot", "historical-2": "cold"}
+    got, _ = cluster.client.sql("SELECT server_id, tier FROM sys.servers ORDER BY server_id")
+    assert {r["server_id"]: r["tier"] for r in got.to_pylist() if r["server_id"].startswith("historical")} == tiers
+    assert {r["tier"] for r in got.to_pylist() if not r["server_id"].startswith("historical")} == {None}
 
 
 def test_bad_rules_are_refused_with_the_rule_and_field(cluster):
