@@ -310,6 +310,18 @@ def test_broker_prefers_a_tier(tmp_path):
         for _ in range(4):  # every rotation of the replicas
             assert life_count(c) == 8
         assert segments_run(hot) == before[0] and segments_run(cold) == before[1] + 8
+        # A query's brokerTier context comes first, over the broker's preference.
+        query = {"queryType": "timeseries", "dataSource": "life", "intervals": ALL_TIME, "granularity": "all",
+                 "aggregations": [{"type": "count", "name": "n"}], "context": {"brokerTier": "hot"}}
+        for _ in range(4):
+            assert c.client.native(query)[0].to_pylist()[0]["n"] == 8
+        assert segments_run(hot) == before[0] + 8 and segments_run(cold) == before[1] + 8
+        # The same from SQL: the statement's context reaches its native queries.
+        got, _ = c.client.sql("SELECT COUNT(*) AS n FROM life", context={"brokerTier": "hot"})
+        assert got.to_pylist() == [{"n": 8}]
+        assert segments_run(hot) == before[0] + 10 and segments_run(cold) == before[1] + 8
+        with pytest.raises(ClusterError, match="'brokerTier' must be a tier name"):
+            c.client.native({**query, "context": {"brokerTier": 7}})
     finally:
         c.stop()
 
