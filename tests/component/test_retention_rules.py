@@ -98,6 +98,13 @@ def test_hot_cold_tiers_and_period_drop(cluster):
     got, _ = cluster.client.sql("SELECT \"start\", replication_factor, num_replicas FROM sys.segments "
                                 "WHERE datasource = 'wiki' ORDER BY \"start\"")
     assert [(r["replication_factor"], r["num_replicas"]) for r in got.to_pylist()] == [(0, 0), (1, 1), (1, 1)]
+    # The retention metrics: one replica on each tier, the ancient segment unused but in deep storage.
+    cluster.wait_until(lambda: (metric(cluster, "strata_tier_segments_loaded", "hot", "tier"),
+                                metric(cluster, "strata_tier_segments_loaded", "cold", "tier"),
+                                metric(cluster, "strata_segments_unused", "wiki")) == (1.0, 1.0, 1.0),
+                       what="the tier and unused gauges")
+    assert metric(cluster, "strata_deep_storage_bytes", "wiki") == sum(d.size for d in descriptors)
+    assert metric(cluster, "strata_tier_segments_assigned_total", "hot", "tier") >= 1.0
     status, summary = http(cluster, "GET", "/druid/coordinator/v1/datasources/wiki")
     sizes = {d.id.interval.start: d.size for d in descriptors}
     recent, old = (sizes[TODAY - AGES[n] * DAY] for n in ("recent", "old"))
@@ -250,12 +257,12 @@ def test_mark_unused_mark_used_and_kill(cluster):
     assert http(cluster, "DELETE", f"{base}/intervals/not-an-interval")[0] == 400
 
 
-def metric(cluster, name: str, datasource: str) -> float | None:
+def metric(cluster, name: str, datasource: str, label: str = "datasource") -> float | None:
     url = f"http://127.0.0.1:{cluster.coordinator.http.port}/metrics"
     with urllib.request.urlopen(url, timeout=30) as resp:
         text = resp.read().decode()
     for line in text.splitlines():
-        if line.startswith(f'{name}{{datasource="{datasource}"}}'):
+        if line.startswith(f'{name}{{{label}="{datasource}"}}'):
             return float(line.rsplit(" ", 1)[1])
     return None
 
