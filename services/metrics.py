@@ -60,6 +60,25 @@ class Metrics:
         self.segments_unmatched = Gauge("strata_segments_unmatched",
                                         "Used segments no retention rule applies to (the leader's view; alert)",
                                         ["datasource"], registry=r)
+        # Retention by tier (the leader's view): Druid's segment/assigned, segment/dropped per tier.
+        self.tier_segments_loaded = Gauge("strata_tier_segments_loaded",
+                                          "Segment replicas the historicals of a tier serve (the leader's view)",
+                                          ["tier"], registry=r)
+        self.tier_bytes_loaded = Gauge("strata_tier_bytes_loaded",
+                                       "Bytes of the segment replicas a tier serves (the leader's view)",
+                                       ["tier"], registry=r)
+        self.tier_segments_assigned = Counter("strata_tier_segments_assigned",
+                                              "Segment loads the coordinator assigned to a tier's historicals",
+                                              ["tier"], registry=r)
+        self.tier_segments_dropped = Counter("strata_tier_segments_dropped",
+                                             "Segment replicas the coordinator dropped from a tier's historicals",
+                                             ["tier"], registry=r)
+        self.segments_unused = Gauge("strata_segments_unused",
+                                     "Unused segments still in the metadata store and deep storage (not killed)",
+                                     ["datasource"], registry=r)
+        self.deep_storage_bytes = Gauge("strata_deep_storage_bytes",
+                                        "Bytes of a datasource's segments in deep storage, used and unused "
+                                        "(the metadata store's sizes; the leader's view)", ["datasource"], registry=r)
         self.tasks = Gauge("strata_tasks", "Ingestion tasks in the metadata store, by state (the leader's view)",
                            ["state"], registry=r)
         self.tasks_finished = Counter("strata_tasks_finished", "Ingestion tasks that reached a final state",

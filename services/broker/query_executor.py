@@ -29,6 +29,7 @@ from common.query.partial import Partial, RunStats
 from common.segment.segment_id import SegmentId
 from services.broker.call_watchdog import CallWatchdog
 from services.broker.core.schema_merge import check_policy
+from services.broker.core.served_view import context_tiers
 from services.query_errors import QueryCancelledError, kind_of_code
 
 # Errors after which another replica may succeed: the internal and unavailable kinds
@@ -150,7 +151,7 @@ class QueryExecutor:
         engine.validate(query, schema)
         query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
         with self.view_lock:
-            plan = self.view.plan(query.datasource, list(query.intervals))
+            plan = self.view.plan(query.datasource, list(query.intervals), tiers=context_tiers(query.context))
         if plan.unavailable:
             raise UnsupportedError(f"segments not available on any historical: {', '.join(map(str, plan.unavailable))}")
         if self.watch is not None:
@@ -279,7 +280,7 @@ class QueryExecutor:
             choice = self.tables.of(query, query.datasource, segments)  # outside the lock: may read manifests
             spread = choice.rows is None or choice.rows > self.gather_rows
         with self.view_lock:
-            plan = self.view.plan(query.datasource, intervals, spread=spread)
+            plan = self.view.plan(query.datasource, intervals, spread=spread, tiers=context_tiers(query.context))
         coverage = plan.coverage
         if plan.unavailable:
             raise UnsupportedError(f"segments not available on any historical: {', '.join(map(str, plan.unavailable))}")
@@ -490,7 +491,8 @@ class QueryExecutor:
         for sid in segments:
             exclude.setdefault(sid, set()).add(server)
         with self.view_lock:
-            retry = self.view.plan(query.datasource, list(query.intervals), exclude, set(segments))
+            retry = self.view.plan(query.datasource, list(query.intervals), exclude, set(segments),
+                                   tiers=context_tiers(query.context))
         if retry.unavailable:
             raise StrataError(
                 f"no replica left for {', '.join(map(str, retry.unavailable))}; the last one, on {server}, "

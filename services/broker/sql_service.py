@@ -30,6 +30,7 @@ from services.broker.core.segment_facts import manifest_facts, projections_table
 from services.broker.core.druid_sys_columns import (SEGMENT_FIELDS, SERVER_FIELDS, SUPERVISORS_SCHEMA,
                                                     add_segment_columns, server_columns, server_properties_table)
 from services.broker.core.task_table import tasks_table
+from services.rpc.convert import segment_id_from_proto
 from services.broker.overlay_catalog import OverlayCatalog
 from services.broker.submitted_catalog import SubmittedCatalog
 from services.security.secure_catalog import (IngestionCatalog, SecureSqlCatalog, require_all, require_ingestion,
@@ -146,7 +147,10 @@ class BrokerCatalog:
                                  size=d.size, num_rows=d.num_rows, is_published=0, is_available=1,
                                  replication=len(served.get(sid, ())), **_inside(d))
         known = {r.id: r.descriptor for r in records if getattr(r, "descriptor", None) is not None}
-        add_segment_columns(rows, {**known, **descriptors})  # Druid's columns (num_replicas, shard_spec, ...)
+        wanted = {r.id: 0 for r in records if not r.used}  # no rule loads an unused segment
+        if self.coordinator is not None:
+            wanted.update((segment_id_from_proto(s.id), s.wanted_replicas) for s in self.coordinator.load_status())
+        add_segment_columns(rows, {**known, **descriptors}, wanted)  # Druid's columns (num_replicas, shard_spec, ...)
         return pa.Table.from_pylist(list(rows.values()), schema=pa.schema([
             ("segment_id", pa.string()), ("datasource", pa.string()), ("start", pa.string()), ("end", pa.string()),
             ("version", pa.string()), ("partition_num", pa.int64()), ("size", pa.int64()), ("num_rows", pa.int64()),
@@ -173,7 +177,7 @@ class BrokerCatalog:
             rows.append(dict(server=f"{i.host}:{i.grpc_port}", server_id=i.id, host=i.host, grpc_port=i.grpc_port,
                              http_port=i.http_port, flight_port=i.flight_port or None, server_type=i.role,
                              curr_size=s.served_bytes, max_size=i.max_cache_bytes or None,
-                             start_time=_iso(i.started_ms), **server_columns(i.role, i.http_port, _version())))
+                             start_time=_iso(i.started_ms), **server_columns(i.role, i.http_port, _version(), i.tier)))
         return pa.Table.from_pylist(rows, schema=pa.schema([
             ("server", pa.string()), ("server_id", pa.string()), ("host", pa.string()), ("grpc_port", pa.int64()),
             ("http_port", pa.int64()), ("flight_port", pa.int64()), ("server_type", pa.string()),

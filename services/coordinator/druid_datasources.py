@@ -3,7 +3,9 @@ Coordinator API (the web console, scripts, Superset's Druid discovery):
 
 - ``GET /druid/coordinator/v1/datasources``: names of datasources with used segments;
   ``?simple`` gives each with its segment count, size and time range;
-- ``GET /druid/coordinator/v1/datasources/{ds}``: ``{"tiers", "segments": {count, size, minTime, maxTime}}``;
+- ``GET /druid/coordinator/v1/datasources/{ds}``: ``{"tiers", "segments": {count, size, minTime, maxTime}}``,
+  ``tiers`` naming each tier whose historicals serve some of its segments (``segmentCount``, ``size``,
+  ``replicatedSize``);
 - ``GET /druid/coordinator/v1/metadata/datasources``: the same names from the metadata store
   (``?includeUnused`` adds datasources whose segments are all unused; ``?full`` gives the segments);
 - ``GET /druid/coordinator/v1/metadata/datasources/{ds}``: ``{"name", "properties", "segments"}``.
@@ -29,20 +31,36 @@ def _segment(r) -> dict:
             "size": r.size_bytes, "identifier": str(r.id), "numRows": r.num_rows}
 
 
-def _summary(records: list) -> dict:
+def _tiers(records: list, replicas: dict) -> dict:
+    """Druid's per-tier figures of the datasource's used segments that historicals serve:
+    ``segmentCount`` and ``size`` count each segment once per tier, ``replicatedSize`` every copy.
+    ``replicas``: SegmentId -> [tier of each historical serving it]."""
+    out: dict = {}
+    for r in records:
+        tiers = replicas.get(r.id, ())
+        for tier in set(tiers):
+            t = out.setdefault(tier, {"segmentCount": 0, "size": 0, "replicatedSize": 0})
+            t["segmentCount"] += 1
+            t["size"] += r.size_bytes
+            t["replicatedSize"] += r.size_bytes * tiers.count(tier)
+    return dict(sorted(out.items()))
+
+
+def _summary(records: list, replicas: dict) -> dict:
     if not records:
         return {"tiers": {}, "segments": {"count": 0, "size": 0, "minTime": None, "maxTime": None}}
     size = sum(r.size_bytes for r in records)
-    return {"tiers": {"_default_tier": {"segmentCount": len(records), "size": size}},
+    return {"tiers": _tiers(records, replicas),
             "segments": {"count": len(records), "size": size,
                          "minTime": format_instant(min(r.id.interval.start for r in records)),
                          "maxTime": format_instant(max(r.id.interval.end for r in records))}}
 
 
 class DruidDatasourcesApi:
-    def __init__(self, store, authorizer) -> None:
+    def __init__(self, store, authorizer, replicas=lambda: {}) -> None:
         self.store = store  # the segment metadata store (datasources(), list())
         self.authorizer = authorizer
+        self.replicas = replicas  # () -> {SegmentId: [tier of each historical serving it]}
 
     def install(self, endpoint) -> None:
         endpoint.route(PREFIX + "datasources", self.handle)
@@ -62,12 +80,15 @@ class DruidDatasourcesApi:
             if "full" in query:
                 return self._json([self._full(n, unused) for n in names])
             if "simple" in query:
-                return self._json([{"name": n, "properties": _summary(self.store.list(n))} for n in names])
+                replicas = self.replicas()
+                return self._json([{"name": n, "properties": _summary(self.store.list(n), replicas)} for n in names])
             return self._json(names)
         name = rest[0]
         if name not in names:
             return self._missing(f"datasource '{name}' has no used segments (or is not yours to read)")
-        return self._json(self._full(name, unused) if metadata else _summary(self.store.list(name)))
+        if metadata:
+            return self._json(self._full(name, unused))
+        return self._json(_summary(self.store.list(name), self.replicas()))
 
     def _full(self, name: str, unused: bool) -> dict:
         return {"name": name, "properties": {},

@@ -25,6 +25,7 @@ from services.coordinator.core.duties import (DEFAULT_GIVE_UP_EXPIRY_MS, Drop, D
                                               Unmatched, run_duties)
 from services.coordinator.core.rules import DEFAULT_TIER
 from services.coordinator.core.replication_status import replication_status
+from services.coordinator.segment_metrics import SegmentMetrics
 from services.discovery.keys import (assignment_key, assignments_prefix, load_failure_key, load_failures_prefix,
                                      nodes_prefix, parse_assignment_key, parse_load_failure_key, parse_node_key,
                                      parse_served_key, served_prefix)
@@ -83,6 +84,7 @@ class DutyRunner:
         self._gauge_datasources: set[str] = set()
         self._unmatched_datasources: set[str] = set()
         self._gauge_roles: set[str] = set()
+        self.segment_metrics = SegmentMetrics(metrics)  # per tier and deep storage
         self._gauge_lock = threading.Lock()  # leadership changes arrive on the election's thread
         # () -> bool: whether leadership still holds right now (the election's lease is fresh);
         # checked before each run, so a leader resumed after a pause past its TTL runs nothing.
@@ -153,6 +155,9 @@ class DutyRunner:
             self._set_cluster_gauges(state, used, params.achievable)
         commands = run_duties(params)
         self._report_unmatched([c for c in commands if isinstance(c, Unmatched)])
+        with self._gauge_lock:
+            self.segment_metrics.observe(state.served, {s: params.tier_of(s) for s in params.servers}, commands)
+            self.segment_metrics.observe_store(self.store.usage())
         dropped: set[tuple[str, SegmentId]] = set()
         for command in commands:
             if isinstance(command, Load):
@@ -228,6 +233,7 @@ class DutyRunner:
         for ds in self._unmatched_datasources:
             self.metrics.segments_unmatched.remove(ds)
         self._gauge_roles, self._gauge_datasources, self._unmatched_datasources = set(), set(), set()
+        self.segment_metrics.clear()
 
     def _drop(self, state: ClusterState, server: str, sid: SegmentId) -> None:
         key = state.assigned.get(server, {}).get(sid)

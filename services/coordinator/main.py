@@ -8,7 +8,7 @@ import os
 
 from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.catalog_server import install_catalog
-from services.coordinator.duty_runner import DutyRunner
+from services.coordinator.duty_runner import ClusterState, DutyRunner
 from services.coordinator import rules_http, segment_lifecycle_http
 from services.coordinator.segment_lifecycle import AutoKill, SegmentLifecycle
 from services.coordinator.core.rules import DEFAULT_TIER
@@ -74,7 +74,7 @@ class CoordinatorProcess(NodeProcess):
                                  self.security.http_server_context() if self.security.serves_tls else None)
         self.id = self.node_id(self.grpc.port)
         install_catalog(self)  # the table catalog: gRPC CatalogService and the REST API on the HTTP port
-        DruidDatasourcesApi(self.store, self.authorizer).install(self.http)  # Druid's datasource listings
+        DruidDatasourcesApi(self.store, self.authorizer, self._replica_tiers).install(self.http)  # Druid's datasource listings
         rules_http.register(self.http, self.rules, self.authorizer, self._tiers)
         self.lifecycle = SegmentLifecycle(self.store, lambda: _deep_storage(config))
         segment_lifecycle_http.register(self.http, self.lifecycle, self.authorizer)
@@ -116,6 +116,16 @@ class CoordinatorProcess(NodeProcess):
         self.task_runner.set_leader(is_leader)
         if not is_leader:
             self.task_metrics.clear()
+
+    def _replica_tiers(self) -> dict:
+        """SegmentId -> the tier of each historical serving it, from what discovery says now."""
+        state = ClusterState(self.discovery)
+        out: dict = {}
+        for server, served in state.served.items():
+            tier = str(state.historicals.get(server, {}).get("tier") or DEFAULT_TIER)
+            for sid in served:
+                out.setdefault(sid, []).append(tier)
+        return out
 
     def _tiers(self) -> set[str]:
         """The tiers historicals announce right now."""

@@ -21,6 +21,7 @@ from urllib.parse import unquote
 from common.errors import ValidationError
 from common.types.interval import Interval
 from services.coordinator.core.rules import DEFAULT_DATASOURCE, check_tiers, rules_for, rules_from_json, rules_to_json
+from services.http_endpoint import REMOTE_HEADER
 from services.security.authorizer import Unauthenticated, is_admin
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,13 @@ def _header(headers: dict, name: str) -> str:
         if key.lower() == name:
             return value
     return ""
+
+
+def _peer_ip(headers: dict) -> str:
+    """The client's address as Druid's audit records it (no port), from the header the HTTP
+    endpoint always sets to the peer (a client-sent one is replaced, so it cannot be forged)."""
+    address = _header(headers, REMOTE_HEADER)
+    return address.rsplit(":", 1)[0] if ":" in address else address
 
 
 class RulesHttp:
@@ -117,7 +125,7 @@ class RulesHttp:
                 raise ValidationError(f"the rules are not valid JSON: {e}") from None
             rules = rules_from_json(value)
             self.rules.set(datasource, rules, author=_header(headers, "x-druid-author"),
-                           comment=_header(headers, "x-druid-comment"), ip=_header(headers, "x-forwarded-for"))
+                           comment=_header(headers, "x-druid-comment"), ip=_peer_ip(headers))
             warnings = check_tiers(rules, self.tiers())
             for w in warnings:
                 log.warning("rules of datasource '%s': %s", datasource, w)

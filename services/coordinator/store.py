@@ -474,6 +474,15 @@ class SegmentStore:
         with self._read() as conn:
             return list(conn.scalars(query))
 
+    def usage(self) -> dict[tuple[str, bool], tuple[int, int]]:
+        """(datasource, used) -> (segments, bytes) of every segment the metadata store knows: all
+        of them are in deep storage until killed, used or not."""
+        t = segments_table
+        query = select(t.c.datasource, t.c.used, func.count(), func.coalesce(func.sum(t.c.size_bytes), 0)) \
+            .group_by(t.c.datasource, t.c.used)
+        with self._read() as conn:
+            return {(ds, bool(used)): (int(n), int(size)) for ds, used, n, size in conn.execute(query)}
+
     # --- internals --------------------------------------------------------------------------
 
     @staticmethod

@@ -497,11 +497,12 @@ def test_druid_columns_of_the_sys_tables_and_routines(cluster):
         return r.json()
 
     segments = rows("SELECT segment_id, num_replicas, is_active, is_published, is_available, is_realtime, "
-                    "is_overshadowed, shard_spec, dimensions, metrics FROM sys.segments WHERE datasource = 'wiki'")
+                    "is_overshadowed, shard_spec, dimensions, metrics, replication_factor FROM sys.segments "
+                    "WHERE datasource = 'wiki'")
     assert sorted(s["segment_id"] for s in segments) == sorted(str(d.id) for d in cluster.segments)
     for s in segments:
         assert (s["num_replicas"], s["is_active"], s["is_published"], s["is_available"], s["is_realtime"],
-                s["is_overshadowed"]) == (1, 1, 1, 1, 0, 0)
+                s["is_overshadowed"], s["replication_factor"]) == (1, 1, 1, 1, 0, 0, 1)  # one historical
         assert orjson.loads(s["shard_spec"])["type"] == "numbered"
         assert set(orjson.loads(s["dimensions"])) == set(cluster.wiki.column_names) - {"__time"}
     servers = rows("SELECT server, server_type, plaintext_port, tls_port, tier FROM sys.servers")
@@ -524,8 +525,12 @@ def test_druid_columns_of_the_sys_tables_and_routines(cluster):
 def test_coordinator_datasource_listings(cluster):
     base = f"http://127.0.0.1:{cluster.coordinator.http.port}/druid/coordinator/v1"
     assert "wiki" in requests.get(base + "/datasources", timeout=60).json()
-    summary = requests.get(base + "/datasources/wiki", timeout=60).json()["segments"]
+    listing = requests.get(base + "/datasources/wiki", timeout=60).json()
+    summary = listing["segments"]
     assert summary["count"] == len(cluster.segments) and summary["minTime"] == "2015-09-12T00:00:00.000Z"
+    size = sum(d.size for d in cluster.segments)
+    assert listing["tiers"] == {"_default_tier": {"segmentCount": len(cluster.segments), "size": size,
+                                                  "replicatedSize": size}}
     simple = {d["name"]: d for d in requests.get(base + "/datasources?simple", timeout=60).json()}
     assert simple["wiki"]["properties"]["segments"]["count"] == len(cluster.segments)
     assert "wiki" in requests.get(base + "/metadata/datasources", timeout=60).json()

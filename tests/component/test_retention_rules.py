@@ -78,7 +78,8 @@ def test_hot_cold_tiers_and_period_drop(cluster):
              {"type": "loadByPeriod", "period": "P365D", "tieredReplicants": {"cold": 1}},
              {"type": "dropForever"}]
     status, out = http(cluster, "POST", "/druid/coordinator/v1/rules/wiki", rules,
-                       {"X-Druid-Author": "ops", "X-Druid-Comment": "30 days hot, a year cold"})
+                       {"X-Druid-Author": "ops", "X-Druid-Comment": "30 days hot, a year cold",
+                        "X-Strata-Remote-Address": "6.6.6.6:1"})  # forged: the endpoint replaces it
     assert (status, out) == (200, {})
     descriptors = cluster.publish(table(), "wiki")
     assert len(descriptors) == 3
@@ -92,6 +93,25 @@ def test_hot_cold_tiers_and_period_drop(cluster):
     assert cluster.coordinator.store.get(ancient) is not None  # unused, not deleted
     cluster.wait_until(lambda: visible_counts(cluster) == {"recent": 5, "old": 7}, what="queries see recent+old")
 
+    # Druid's views of it: sys.segments.replication_factor is what the rule wants (the ancient,
+    # unused segment none); the datasource's tiers name where its segments are served.
+    got, _ = cluster.client.sql("SELECT \"start\", replication_factor, num_replicas FROM sys.segments "
+                                "WHERE datasource = 'wiki' ORDER BY \"start\"")
+    assert [(r["replication_factor"], r["num_replicas"]) for r in got.to_pylist()] == [(0, 0), (1, 1), (1, 1)]
+    # The retention metrics: one replica on each tier, the ancient segment unused but in deep storage.
+    cluster.wait_until(lambda: (metric(cluster, "strata_tier_segments_loaded", "hot", "tier"),
+                                metric(cluster, "strata_tier_segments_loaded", "cold", "tier"),
+                                metric(cluster, "strata_segments_unused", "wiki")) == (1.0, 1.0, 1.0),
+                       what="the tier and unused gauges")
+    assert metric(cluster, "strata_deep_storage_bytes", "wiki") == sum(d.size for d in descriptors)
+    assert metric(cluster, "strata_tier_segments_assigned_total", "hot", "tier") >= 1.0
+    status, summary = http(cluster, "GET", "/druid/coordinator/v1/datasources/wiki")
+    sizes = {d.id.interval.start: d.size for d in descriptors}
+    recent, old = (sizes[TODAY - AGES[n] * DAY] for n in ("recent", "old"))
+    assert status == 200 and summary["tiers"] == {
+        "cold": {"segmentCount": 1, "size": old, "replicatedSize": old},
+        "hot": {"segmentCount": 1, "size": recent, "replicatedSize": recent}}
+
     # A period drop rule first: the old segment leaves the cold historical and query results.
     status, _ = http(cluster, "POST", "/druid/coordinator/v1/rules/wiki",
                      [{"type": "dropBeforeByPeriod", "period": "P30D"}, *rules], {"X-Druid-Author": "ops"})
@@ -103,6 +123,7 @@ def test_hot_cold_tiers_and_period_drop(cluster):
     status, history = http(cluster, "GET", "/druid/coordinator/v1/rules/wiki/history")
     assert status == 200 and [h["auditInfo"]["author"] for h in history] == ["ops", "ops"]
     assert history[1]["auditInfo"]["comment"] == "30 days hot, a year cold"
+    assert {h["auditInfo"]["ip"] for h in history} == {"127.0.0.1"}  # the peer, not what the client said
     status, full = http(cluster, "GET", "/druid/coordinator/v1/rules/wiki?full")
     assert [r["type"] for r in full] == ["dropBeforeByPeriod", "loadByPeriod", "loadByPeriod", "dropForever",
                                          "loadForever"]
@@ -129,6 +150,9 @@ def test_sys_rules_lists_every_rule_in_order(cluster):
 def test_servers_carry_their_tier(cluster):
     tiers = {s.info.id: s.info.tier for s in cluster.client.servers().servers if s.info.role == "historical"}
     assert tiers == {"historical-1": "hot", "historical-2": "cold"}
+    got, _ = cluster.client.sql("SELECT server_id, tier FROM sys.servers ORDER BY server_id")
+    assert {r["server_id"]: r["tier"] for r in got.to_pylist() if r["server_id"].startswith("historical")} == tiers
+    assert {r["tier"] for r in got.to_pylist() if not r["server_id"].startswith("historical")} == {None}
 
 
 def test_bad_rules_are_refused_with_the_rule_and_field(cluster):
@@ -233,12 +257,12 @@ def test_mark_unused_mark_used_and_kill(cluster):
     assert http(cluster, "DELETE", f"{base}/intervals/not-an-interval")[0] == 400
 
 
-def metric(cluster, name: str, datasource: str) -> float | None:
+def metric(cluster, name: str, datasource: str, label: str = "datasource") -> float | None:
     url = f"http://127.0.0.1:{cluster.coordinator.http.port}/metrics"
     with urllib.request.urlopen(url, timeout=30) as resp:
         text = resp.read().decode()
     for line in text.splitlines():
-        if line.startswith(f'{name}{{datasource="{datasource}"}}'):
+        if line.startswith(f'{name}{{{label}="{datasource}"}}'):
             return float(line.rsplit(" ", 1)[1])
     return None
 
@@ -293,6 +317,18 @@ def test_broker_prefers_a_tier(tmp_path):
         for _ in range(4):  # every rotation of the replicas
             assert life_count(c) == 8
         assert segments_run(hot) == before[0] and segments_run(cold) == before[1] + 8
+        # A query's brokerTier context comes first, over the broker's preference.
+        query = {"queryType": "timeseries", "dataSource": "life", "intervals": ALL_TIME, "granularity": "all",
+                 "aggregations": [{"type": "count", "name": "n"}], "context": {"brokerTier": "hot"}}
+        for _ in range(4):
+            assert c.client.native(query)[0].to_pylist()[0]["n"] == 8
+        assert segments_run(hot) == before[0] + 8 and segments_run(cold) == before[1] + 8
+        # The same from SQL: the statement's context reaches its native queries.
+        got, _ = c.client.sql("SELECT COUNT(*) AS n FROM life", context={"brokerTier": "hot"})
+        assert got.to_pylist() == [{"n": 8}]
+        assert segments_run(hot) == before[0] + 10 and segments_run(cold) == before[1] + 8
+        with pytest.raises(ClusterError, match="'brokerTier' must be a tier name"):
+            c.client.native({**query, "context": {"brokerTier": 7}})
     finally:
         c.stop()
 

@@ -453,6 +453,7 @@ MEMOIZED = {
     "common/sql/statement_kind.py", "common/json/path_steps.py", "common/query/projection.py",
     "common/demo/wikipedia.py", "common/expr/functions.py", "services/transport_security.py",
     "common/query/projection_match.py",
+    "services/coordinator/core/rules.py",  # minus_period: Joda period arithmetic, pure in (instant, period)
 }
 # ``id()`` of an object as a key keeps state that the object's identity, not its value, names: a
 # reused id answers for another object. Listed: a label (no state), and the projection matcher's

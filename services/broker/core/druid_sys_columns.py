@@ -44,9 +44,12 @@ def _overshadowed(rows: dict) -> set:
     return out
 
 
-def add_segment_columns(rows: dict, descriptors: dict) -> None:
+def add_segment_columns(rows: dict, descriptors: dict, wanted: dict | None = None) -> None:
     """``rows``: SegmentId -> sys.segments row (strata's columns), given Druid's columns in place;
-    ``descriptors``: SegmentId -> SegmentDescriptor, where known."""
+    ``descriptors``: SegmentId -> SegmentDescriptor, where known; ``wanted``: SegmentId -> the
+    replicas the coordinator's retention rules want for each segment (its load status; 0 for an
+    unused one, which no rule loads)."""
+    wanted = wanted or {}
     hidden = _overshadowed(rows)
     for sid, row in rows.items():
         d = descriptors.get(sid)
@@ -59,13 +62,16 @@ def add_segment_columns(rows: dict, descriptors: dict) -> None:
         row["shard_spec"] = json.dumps({"type": "numbered", "partitionNum": sid.partition, "partitions": partitions})
         row["dimensions"] = json.dumps([c for c in schema if c != "__time"]) if d is not None else None
         row["metrics"] = "[]" if d is not None else None  # segments do not record rolled-up metrics
-        row["replication_factor"] = -1  # the coordinator's rules are not strata's: unknown, as Druid says
+        # As Druid: -1 for a segment the rules have not judged (not published, or published
+        # after the load status was read).
+        row["replication_factor"] = wanted.get(sid, -1)
         row["last_compaction_state"] = None
 
 
-def server_columns(role: str, http_port: int, version: str) -> dict:
+def server_columns(role: str, http_port: int, version: str, tier: str = "") -> dict:
+    """``tier``: the tier a historical announces (ServerInfo.tier); other roles have none (null)."""
     return {"plaintext_port": http_port or -1, "tls_port": -1,
-            "tier": "_default_tier" if role == "historical" else None, "is_leader": None, "version": version}
+            "tier": (tier or "_default_tier") if role == "historical" else None, "is_leader": None, "version": version}
 
 
 def task_columns(task) -> dict:

@@ -13,6 +13,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from common.errors import ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from common.segment.timeline import Timeline, TimelineSegment
@@ -34,6 +35,22 @@ class Plan:
     @property
     def segments(self) -> list[SegmentId]:
         return [s for segs in self.by_server.values() for s in segs]
+
+
+def context_tiers(context: dict | None) -> tuple[str, ...]:
+    """The tiers a query's ``brokerTier`` context prefers: a tier name, a comma-separated list,
+    or a JSON list of names; none: the broker's own preference alone."""
+    value = (context or {}).get("brokerTier")
+    if value is None or value == "":
+        return ()
+    if isinstance(value, str):
+        names = value.split(",")
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        names = value
+    else:
+        raise ValidationError(f"query context 'brokerTier' must be a tier name or a list of tier names "
+                              f"(e.g. \"hot\" or [\"hot\", \"cold\"]), got {value!r:.80}")
+    return tuple(dict.fromkeys(n.strip() for n in names if n.strip()))
 
 
 class ServedView:
@@ -105,12 +122,17 @@ class ServedView:
             self._tier_preference = tuple(preference)
             self._plans.clear()
 
-    def _holders(self, sid: SegmentId) -> set[str]:
+    def _preference(self, tiers: tuple[str, ...]) -> tuple[str, ...]:
+        """A query's own tiers (its ``brokerTier``) first, then the broker's tier_preference."""
+        return tiers + tuple(t for t in self._tier_preference if t not in tiers) if tiers else self._tier_preference
+
+    def _holders(self, sid: SegmentId, tiers: tuple[str, ...] = ()) -> set[str]:
         """The replicas a query may use: all of them, or those on the most preferred tier."""
         holders = self.replicas.get(sid, set())
-        if not self._tier_preference or not holders:
+        preference = self._preference(tiers)
+        if not preference or not holders:
             return holders
-        rank = {t: i for i, t in enumerate(self._tier_preference)}
+        rank = {t: i for i, t in enumerate(preference)}
         unranked = len(rank)
         best = min(rank.get(self._tier_of.get(s, ""), unranked) for s in holders)
         return {s for s in holders if rank.get(self._tier_of.get(s, ""), unranked) == best}
@@ -150,15 +172,17 @@ class ServedView:
         return cached
 
     def plan(self, datasource: str, intervals: list[Interval], exclude: dict[SegmentId, set[str]] | None = None,
-             only: set[SegmentId] | None = None, spread: bool = True) -> Plan:
+             only: set[SegmentId] | None = None, spread: bool = True, tiers: tuple[str, ...] = ()) -> Plan:
         """The visible segments over ``intervals`` (``only`` those, when given) and one replica each,
         skipping the replicas ``exclude`` names. ``spread``: each segment to the least-loaded of its
         replicas, so historicals work in parallel; else on as few historicals as hold them (a query
-        that reads little pays more for each historical it asks than it gains from parallelism)."""
+        that reads little pays more for each historical it asks than it gains from parallelism).
+        ``tiers``: the query's preferred tiers (its ``brokerTier`` context), ahead of the broker's."""
         self._turn += 1
+        tiers = tuple(tiers)
         if exclude or only is not None:
-            return self._plan(datasource, intervals, exclude or {}, only, spread)
-        key = (datasource, tuple(intervals))
+            return self._plan(datasource, intervals, exclude or {}, only, spread, tiers)
+        key = (datasource, tuple(intervals), tiers)
         known = self._plans.get(key)
         if known is None:
             segments, _ = self._visible(datasource, intervals)
@@ -166,23 +190,23 @@ class ServedView:
             # replica count): it repeats with the least common multiple of those counts.
             period = 1
             for sid in segments:
-                period = math.lcm(period, len(self._holders(sid)) or 1)
+                period = math.lcm(period, len(self._holders(sid, tiers)) or 1)
             if len(self._plans) >= 4096:
                 self._plans.clear()
             known = self._plans[key] = (period, {})
         period, by_turn = known
         if period > _MAX_PERIOD:
-            return self._plan(datasource, intervals, {}, None, spread)
+            return self._plan(datasource, intervals, {}, None, spread, tiers)
         turn = (spread, self._turn % period)
         cached = by_turn.get(turn)
         if cached is None:
-            cached = by_turn[turn] = self._plan(datasource, intervals, {}, None, spread)
+            cached = by_turn[turn] = self._plan(datasource, intervals, {}, None, spread, tiers)
         # A copy: callers own the plan they get.
         return Plan({server: list(segs) for server, segs in cached.by_server.items()}, list(cached.unavailable),
                     cached.coverage)
 
     def _plan(self, datasource: str, intervals: list[Interval], exclude: dict[SegmentId, set[str]],
-              only: set[SegmentId] | None, spread: bool) -> Plan:
+              only: set[SegmentId] | None, spread: bool, tiers: tuple[str, ...] = ()) -> Plan:
         plan = Plan()
         segments, plan.coverage = self._visible(datasource, intervals)
         holders: dict[SegmentId, list[str]] = {}
@@ -190,7 +214,7 @@ class ServedView:
             if only is not None and sid not in only:
                 continue
             # Excluded (failed) replicas leave the preferred tier: then the next tier is used.
-            candidates = sorted(self._holders(sid) - exclude.get(sid, set())) or \
+            candidates = sorted(self._holders(sid, tiers) - exclude.get(sid, set())) or \
                 sorted(self.replicas.get(sid, set()) - exclude.get(sid, set()))
             if not candidates:
                 plan.unavailable.append(sid)

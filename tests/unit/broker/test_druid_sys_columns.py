@@ -6,7 +6,8 @@ import json
 
 from common.segment.segment_id import SegmentId
 from common.types.interval import Interval, parse_instant
-from services.broker.core.druid_sys_columns import add_segment_columns, server_properties_table, task_columns
+from services.broker.core.druid_sys_columns import (add_segment_columns, server_columns, server_properties_table,
+                                                    task_columns)
 
 
 def sid(ds: str, start: str, end: str, version: str, partition: int = 0) -> SegmentId:
@@ -27,6 +28,17 @@ def test_a_newer_version_covering_the_interval_overshadows():
     assert json.loads(rows[new_day]["shard_spec"]) == {"type": "numbered", "partitionNum": 1, "partitions": None}
     assert rows[old_day]["num_replicas"] == 2 and rows[old_day]["is_realtime"] == 0
     assert rows[old_day]["dimensions"] is None  # no descriptor known
+    assert {r["replication_factor"] for r in rows.values()} == {-1}  # no load status: not judged
+
+
+def test_replication_factor_is_what_the_rules_want_and_tier_what_the_server_announces():
+    loaded, unused, unjudged = (sid("wiki", f"2015-09-{d}", f"2015-09-{d + 1}", "v1") for d in (12, 13, 14))
+    rows = {loaded: {"is_published": 1}, unused: {"is_published": 0}, unjudged: {"is_published": 1}}
+    add_segment_columns(rows, {}, {loaded: 3, unused: 0})
+    assert [rows[s]["replication_factor"] for s in (loaded, unused, unjudged)] == [3, 0, -1]
+    assert server_columns("historical", 8081, "1", "cold")["tier"] == "cold"
+    assert server_columns("historical", 8081, "1", "")["tier"] == "_default_tier"
+    assert server_columns("broker", 8082, "1", "")["tier"] is None
 
 
 def test_task_and_server_property_columns():

@@ -3,10 +3,13 @@ intervals remembered until the datasource's segments change."""
 
 from __future__ import annotations
 
+import pytest
+
+from common.errors import ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from common.types.interval import Interval
-from services.broker.core.served_view import ServedView
+from services.broker.core.served_view import ServedView, context_tiers
 
 DAY = 86_400_000
 
@@ -158,3 +161,34 @@ def test_tier_preference_reads_from_the_preferred_tier_and_falls_back() -> None:
     view.set_tier_preference(("hot",))
     view.set_tiers({"hot1": "cold", "hot2": "hot", "cold1": "cold"})
     assert _planned(view, [Interval(0, DAY)]) in ({"hot1": [days[0].id]}, {"cold1": [days[0].id]})
+
+
+def test_a_query_broker_tier_comes_before_the_brokers_preference() -> None:
+    view = ServedView()
+    days = [_descriptor(d) for d in range(3)]
+    for d in days:
+        view.served("cold1", d)
+    view.served("hot1", days[0])
+    view.served("hot2", days[1])
+    everything = [Interval(0, 3 * DAY)]
+    view.set_tiers({"hot1": "hot", "hot2": "hot", "cold1": "cold"})
+    view.set_tier_preference(("hot", "cold"))
+    cold = context_tiers({"brokerTier": "cold"})
+    for _ in range(4):  # the query's tier wins over the broker's; plans without it are unchanged
+        assert _planned(view, everything, tiers=cold) == {"cold1": [d.id for d in days]}
+        assert _planned(view, everything) == {"hot1": [days[0].id], "hot2": [days[1].id], "cold1": [days[2].id]}
+    # A tier holding none of a segment falls back to the broker's order; a failed replica of the
+    # query's tier to the others.
+    warm_then_hot = context_tiers({"brokerTier": ["warm", "hot"]})
+    assert _planned(view, everything, tiers=warm_then_hot) == {"hot1": [days[0].id], "hot2": [days[1].id],
+                                                               "cold1": [days[2].id]}
+    assert _planned(view, everything, tiers=cold, exclude={days[0].id: {"cold1"}}, only={days[0].id}) == \
+        {"hot1": [days[0].id]}
+
+
+def test_broker_tier_context_values() -> None:
+    assert context_tiers(None) == () and context_tiers({}) == () and context_tiers({"brokerTier": ""}) == ()
+    assert context_tiers({"brokerTier": " hot , cold,hot"}) == ("hot", "cold")
+    assert context_tiers({"brokerTier": ["cold"]}) == ("cold",)
+    with pytest.raises(ValidationError, match="query context 'brokerTier' must be a tier name"):
+        context_tiers({"brokerTier": 3})
