@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -122,6 +123,27 @@ class LocalPod(ServerProcess):
         except subprocess.TimeoutExpired:
             self.stop()
             raise TimeoutError(f"{self.name} did not finish within {timeout_s}s; log:\n{self.log_tail()}") from None
+
+    def stop(self) -> None:
+        """Terminate the process group (a role's own children too: Spark drivers, tasks), then kill
+        what is left after the grace period."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        for sig, wait_s in ((signal.SIGTERM, self.stop_grace_s), (signal.SIGKILL, 10.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=wait_s)
+                if sig == signal.SIGTERM:
+                    os.killpg(proc.pid, signal.SIGKILL)  # any child the leader left behind
+                break
+            except subprocess.TimeoutExpired:
+                continue
+            except ProcessLookupError:
+                break
 
     def exited(self) -> int | None:
         return None if self._proc is None else self._proc.poll()

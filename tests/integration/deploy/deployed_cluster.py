@@ -66,38 +66,37 @@ def check_cluster(*, coordinator_grpc: str, flight: str, user: str, password: st
     assert set(historicals.values()) == TIERS
 
     client = ClusterClient(coordinator_grpc, None, credentials=(user, password))
-
-    def coordinator_sees():
-        infos = [s.info for s in client.servers().servers]
-        seen = {i.id: i.tier for i in infos if i.role == "historical"}
-        if seen != historicals:
-            raise ValueError(f"the coordinator lists historicals {seen}")
-        return infos
-
-    infos = wait_for(coordinator_sees, f"the coordinator listing the historicals by tier {historicals}")
-    assert {"coordinator", "broker"} <= {i.role for i in infos}, infos
-
-    def broker_sees():
-        rows = flight_sql(flight, user, password, "SELECT server_id, server_type FROM sys.servers").to_pylist()
-        seen = {r["server_id"] for r in rows if r["server_type"] == "historical"}
-        if seen != set(historicals):
-            raise ValueError(f"sys.servers says {rows}")
-        return rows
-
-    # sys.servers.tier is not checked: the broker fills it with _default_tier whatever the
-    # server announces (reported; the broker's tier code is being changed elsewhere).
-    wait_for(broker_sees, f"the broker's sys.servers listing the historicals {sorted(historicals)}")
-
-    def default_rules():
-        table = flight_sql(flight, user, password, "SELECT tiered_replicants FROM sys.rules WHERE datasource = '_default'")
-        return "hot" in str(table.to_pylist()) and "cold" in str(table.to_pylist())
-
-    wait_for(default_rules, "the _default rules naming tiers hot and cold (set by the one-shot rules container)")
-
-    today = datetime.now(timezone.utc).date()
-    recent = demo_table(3_000, start=(today - timedelta(days=3)).isoformat(), days=2)
-    old = demo_table(2_000, start="2015-09-12", days=2)
     try:
+        def coordinator_sees():
+            infos = [s.info for s in client.servers().servers]
+            seen = {i.id: i.tier for i in infos if i.role == "historical"}
+            if seen != historicals:
+                raise ValueError(f"the coordinator lists historicals {seen}")
+            return infos
+
+        infos = wait_for(coordinator_sees, f"the coordinator listing the historicals by tier {historicals}")
+        assert {"coordinator", "broker"} <= {i.role for i in infos}, infos
+
+        def broker_sees():
+            rows = flight_sql(flight, user, password, "SELECT server_id, server_type FROM sys.servers").to_pylist()
+            seen = {r["server_id"] for r in rows if r["server_type"] == "historical"}
+            if seen != set(historicals):
+                raise ValueError(f"sys.servers says {rows}")
+            return rows
+
+        # sys.servers.tier is not checked: the broker fills it with _default_tier whatever the
+        # server announces (reported; the broker's tier code is being changed elsewhere).
+        wait_for(broker_sees, f"the broker's sys.servers listing the historicals {sorted(historicals)}")
+
+        def default_rules():
+            table = flight_sql(flight, user, password, "SELECT tiered_replicants FROM sys.rules WHERE datasource = '_default'")
+            return "hot" in str(table.to_pylist()) and "cold" in str(table.to_pylist())
+
+        wait_for(default_rules, "the _default rules naming tiers hot and cold (set by the one-shot rules container)")
+
+        today = datetime.now(timezone.utc).date()
+        recent = demo_table(3_000, start=(today - timedelta(days=3)).isoformat(), days=2)
+        old = demo_table(2_000, start="2015-09-12", days=2)
         storage = deep_storage_from_url(deep_storage_url, s3_endpoint)
         new = client.build_and_publish(recent, "deploy_events", storage)
         aged = client.build_and_publish(old, "deploy_events", storage)
@@ -115,18 +114,18 @@ def check_cluster(*, coordinator_grpc: str, flight: str, user: str, password: st
             return got
 
         wait_for(placed, "recent segments on hot and cold, old ones on cold only")
+
+        everything = pa.concat_tables([recent, old])
+        duck.register("events", everything)
+        expected = duck.execute("SELECT COUNT(*) AS n, SUM(added) AS added FROM events").fetchall()[0]
+
+        def answered():
+            got = flight_sql(flight, user, password,
+                             "SELECT COUNT(*) AS n, SUM(added) AS added FROM deploy_events").to_pylist()[0]
+            if (got["n"], got["added"]) != expected:
+                raise ValueError(f"broker says {got}")
+            return got
+
+        wait_for(answered, f"the broker answering COUNT(*), SUM(added) = {expected}")
     finally:
         client.close()
-
-    everything = pa.concat_tables([recent, old])
-    duck.register("events", everything)
-    expected = duck.execute("SELECT COUNT(*) AS n, SUM(added) AS added FROM events").fetchall()[0]
-
-    def answered():
-        got = flight_sql(flight, user, password,
-                         "SELECT COUNT(*) AS n, SUM(added) AS added FROM deploy_events").to_pylist()[0]
-        if (got["n"], got["added"]) != expected:
-            raise ValueError(f"broker says {got}")
-        return got
-
-    wait_for(answered, f"the broker answering COUNT(*), SUM(added) = {expected}")
