@@ -249,3 +249,21 @@ def _run_job(job: LocalPod, deadline: float) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"Job {job.name} kept failing (exit {code}); log:\n{job.log_tail()}")
         time.sleep(1)  # Kubernetes' back-off between restarts, shortened
+
+
+def test_a_wrong_port_in_the_manifests_is_caught(rendered, tmp_path):
+    """Guard against a mapping that hides mistakes: a probe or a Service aimed at a port the
+    config does not serve must fail here, not pass by accident."""
+    import copy
+
+    objs = copy.deepcopy(rendered)
+    coordinator = _by_kind(objs, "Deployment")["coordinator"]
+    [container] = coordinator["spec"]["template"]["spec"]["containers"]
+    container["readinessProbe"]["httpGet"]["port"] = 9999
+    plan = _PodPlan(objs, coordinator, 0, tmp_path)
+    readiness = next(p for p in plan.pod(HostMap()).probes if p.kind == "readiness")
+    assert "served by no config port" in plan.pod(HostMap()).probe_once(readiness)
+
+    _by_kind(objs, "Service")["coordinator"]["spec"]["ports"][0]["targetPort"] = 9998
+    with pytest.raises(AssertionError, match="Service coordinator port .* serves no such port"):
+        _host_map(objs, [plan])
