@@ -47,7 +47,11 @@ K8S_ROLES = {"coordinator": ("Deployment", "coordinator"),
 # Ports that docker-compose.yml publishes, by service (the defaults of node_config and Prometheus).
 COMPOSE_PUBLISHED = {"coordinator": {8081}, "broker": {8815, 8082}, "prometheus": {9090}, "grafana": {3000}}
 COMPOSE_STRATA = {"coordinator": "coordinator", "broker": "broker",
-                  "historical-1": "historical", "historical-2": "historical"}
+                  "historical-hot": "historical", "historical-cold": "historical"}
+# One-shot strata containers (no server): the one that sets the _default load rules.
+COMPOSE_STRATA_ONESHOT = {"rules"}
+# The historical tiers ([historical] tier) both deployments run, a StatefulSet each on Kubernetes.
+TIERS = {"hot", "cold"}
 COMPOSE_INFRA_HEALTHCHECKED = ("etcd", "postgres", "minio", "prometheus", "grafana")
 
 
@@ -163,13 +167,15 @@ def _object_id(obj: dict) -> str:
     return f"{obj['kind']}/{obj['metadata']['name']}"
 
 
-def _strata_workload(objs: list[dict], role: str) -> dict:
+def _strata_workloads(objs: list[dict], role: str) -> list[dict]:
+    """The workloads of a role: one, except historicals (a StatefulSet per tier)."""
     kind, _ = K8S_ROLES[role]
     matches = [o for o in objs if o["kind"] == kind
                and o["spec"]["template"]["metadata"]["labels"].get("app.kubernetes.io/component") == role
                and o["spec"]["template"]["metadata"]["labels"].get("app.kubernetes.io/name") == "strata"]
-    assert len(matches) == 1, f"expected one {kind} for role {role}, found {[_object_id(m) for m in matches]}"
-    return matches[0]
+    expected = len(TIERS) if role == "historical" else 1
+    assert len(matches) == expected, f"expected {expected} {kind} for role {role}, found {[_object_id(m) for m in matches]}"
+    return matches
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,7 +295,11 @@ def test_every_pod_runs_as_non_root_with_resources(rendered):
 
 @pytest.mark.parametrize("role", ROLES)
 def test_strata_role_workload(rendered, role):
-    workload = _strata_workload(rendered, role)
+    for workload in _strata_workloads(rendered, role):
+        _check_strata_workload(rendered, role, workload)
+
+
+def _check_strata_workload(rendered, role, workload):
     template = workload["spec"]["template"]
     spec = template["spec"]
     config = load_config(role, str(K8S / "config" / f"{role}.toml"), env={})
@@ -357,8 +367,15 @@ def test_broker_service_ports(rendered):
 
 
 def test_historicals_keep_their_cache_on_a_volume_claim(rendered):
-    sts = _strata_workload(rendered, "historical")
-    assert sts["spec"]["replicas"] >= 2
+    tiers = set()
+    for sts in _strata_workloads(rendered, "historical"):
+        tiers.add(_check_historical_statefulset(rendered, sts))
+    assert tiers == TIERS
+
+
+def _check_historical_statefulset(rendered, sts) -> str:
+    """Checks one tier's StatefulSet; returns its tier."""
+    assert sts["spec"]["replicas"] >= 1
     config = load_config("historical", str(K8S / "config" / "historical.toml"), env={})
     [container] = sts["spec"]["template"]["spec"]["containers"]
     mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
@@ -372,6 +389,11 @@ def test_historicals_keep_their_cache_on_a_volume_claim(rendered):
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["STRATA_NODE_ID"] == "$(POD_NAME)"
     assert env["STRATA_NODE_ADVERTISE_HOST"] == f"$(POD_NAME).{service['metadata']['name']}"
+    tier = env["STRATA_HISTORICAL_TIER"]
+    assert sts["metadata"]["name"] == f"historical-{tier}"
+    assert sts["spec"]["template"]["metadata"]["labels"]["strata.io/tier"] == tier
+    assert sts["spec"]["selector"]["matchLabels"]["strata.io/tier"] == tier, "the tiers' selectors overlap"
+    return tier
 
 
 def test_statefulsets_have_headless_services(rendered):
@@ -380,7 +402,7 @@ def test_statefulsets_have_headless_services(rendered):
         service = services.get(sts["spec"]["serviceName"])
         assert service is not None, f"StatefulSet/{name}: no Service {sts['spec']['serviceName']}"
         assert service["spec"].get("clusterIP") == "None", f"StatefulSet/{name}: Service is not headless"
-    for name in ("etcd", "postgres", "historical"):
+    for name in ("etcd", "postgres", "historical-hot", "historical-cold"):
         assert name in _by_kind(rendered, "StatefulSet"), f"{name} should be a StatefulSet"
     for name in ("coordinator", "broker", "minio", "prometheus"):
         assert name in _by_kind(rendered, "Deployment"), f"{name} should be a Deployment"
@@ -679,7 +701,7 @@ def _published(service: dict) -> list[tuple[int, int]]:
 def test_compose_strata_services(compose):
     services = compose["services"]
     strata = {n for n, s in services.items() if s.get("image", "").startswith("strata:")}
-    assert strata == set(COMPOSE_STRATA)
+    assert strata == set(COMPOSE_STRATA) | COMPOSE_STRATA_ONESHOT
     for name, role in COMPOSE_STRATA.items():
         service = services[name]
         command = service["command"]
@@ -866,3 +888,46 @@ def test_dockerfile_builds_one_non_root_image_for_every_role():
         assert not needed & set(ignore)
     for heavy in (".git", ".venv"):
         assert "*" in ignore or heavy in ignore, f".dockerignore lets {heavy} into the build context"
+
+
+# ---------------------------------------------------------------------------------------------
+# Tiers: the historicals of each deployment and the _default rules that place segments on them
+# ---------------------------------------------------------------------------------------------
+
+def _rule_tiers(path: Path) -> set[str]:
+    from services.coordinator.core.rules import rules_from_json
+
+    rules = json.loads(path.read_text(encoding="utf-8"))
+    rules_from_json(rules)  # valid, or the error names the rule and field
+    return {t for r in rules for t in r.get("tieredReplicants", {})}
+
+
+def test_compose_runs_a_historical_per_tier_and_sets_rules_for_them(compose):
+    tiers = {_compose_config(compose, n).historical.tier for n, r in COMPOSE_STRATA.items() if r == "historical"}
+    assert tiers == TIERS
+    rules = compose["services"]["rules"]
+    command = rules["command"]
+    assert command[0] == "rules" and "set" in command and "_default" in command
+    assert command[command.index("--coordinator-http") + 1] == "http://coordinator:8081"
+    rules_file = command[command.index("--rules") + 1]
+    host_path = _bind_mounts(rules)[rules_file]
+    assert _rule_tiers(ROOT / host_path) == TIERS, "the _default rules must place segments on the tiers run"
+    assert rules["depends_on"]["coordinator"]["condition"] == "service_healthy"
+    assert rules["restart"] == "no"
+    assert rules["environment"]["STRATA_PASSWORD"] == compose["services"]["coordinator"]["environment"][
+        "STRATA_AUTH_ADMIN_PASSWORD"]
+
+
+def test_k8s_default_rules_job_names_the_tiers_run(rendered):
+    job = _by_kind(rendered, "Job")["strata-default-rules"]
+    [container] = job["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    assert args[0] == "rules" and args[args.index("--coordinator-http") + 1] == "http://coordinator:8081"
+    rules_file = Path(args[args.index("--rules") + 1])
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volume = next(v for v in job["spec"]["template"]["spec"]["volumes"] if v["name"] == mounts[str(rules_file.parent)])
+    data = _by_kind(rendered, "ConfigMap")[volume["configMap"]["name"]]["data"]
+    assert json.loads(data[rules_file.name]) == json.loads((K8S / "config" / "default-rules.json").read_text())
+    assert _rule_tiers(K8S / "config" / "default-rules.json") == TIERS
+    # The compose and k8s rule files say the same.
+    assert (K8S / "config" / "default-rules.json").read_text() == (DEPLOY / "compose" / "default-rules.json").read_text()
