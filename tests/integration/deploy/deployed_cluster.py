@@ -78,15 +78,13 @@ def check_cluster(*, coordinator_grpc: str, flight: str, user: str, password: st
         assert {"coordinator", "broker"} <= {i.role for i in infos}, infos
 
         def broker_sees():
-            rows = flight_sql(flight, user, password, "SELECT server_id, server_type FROM sys.servers").to_pylist()
-            seen = {r["server_id"] for r in rows if r["server_type"] == "historical"}
-            if seen != set(historicals):
+            rows = flight_sql(flight, user, password, "SELECT server_id, server_type, tier FROM sys.servers").to_pylist()
+            seen = {r["server_id"]: r["tier"] for r in rows if r["server_type"] == "historical"}
+            if seen != historicals:
                 raise ValueError(f"sys.servers says {rows}")
             return rows
 
-        # sys.servers.tier is not checked: the broker fills it with _default_tier whatever the
-        # server announces (reported; the broker's tier code is being changed elsewhere).
-        wait_for(broker_sees, f"the broker's sys.servers listing the historicals {sorted(historicals)}")
+        wait_for(broker_sees, f"the broker's sys.servers listing the historicals by tier {historicals}")
 
         def default_rules():
             table = flight_sql(flight, user, password, "SELECT tiered_replicants FROM sys.rules WHERE datasource = '_default'")
