@@ -27,6 +27,7 @@ import threading
 import time
 import uuid
 
+from common.bounded_cache import BoundedCache
 from common.errors import QueryTimeoutError, ValidationError
 from services.broker.core.query_log import (CANCELLED, DENIED, ERROR, OK, TIMEOUT, QueryLog, QueryRecord, TableUse,
                                             query_shape)
@@ -36,6 +37,7 @@ from services.broker.table_choice import TableChoice
 from services.security.authorizer import ALLOW_ALL, is_admin
 
 _CURRENT: contextvars.ContextVar[RunningQuery | None] = contextvars.ContextVar("strata_running_query", default=None)
+MAX_SHAPES = 1024  # query shapes kept, by query text
 ADVISOR_PROBE = "strataAdvisorProbe"  # context key of the advisor's own sketch queries: not workload
 
 
@@ -160,6 +162,9 @@ class QueryRegistry:
         # Which table each segment read, from the manifests (SegmentId -> manifest JSON, or None).
         self.tables = TableChoice(manifest_of) if manifest_of is not None else None
         self.clock_ms = clock_ms
+        # Each native query's shape (the projection advisor's input), by the query's text: a
+        # cached SQL plan runs the same query again and again.
+        self._shapes = BoundedCache(MAX_SHAPES)
         self._running: dict[tuple[str | None, str], RunningQuery] = {}  # by (user, query id)
         self._lock = threading.Lock()
 
@@ -220,7 +225,12 @@ class QueryRegistry:
         datasource = query.datasource if isinstance(query.datasource, str) else None
         shape = None
         if not (query.context or {}).get(ADVISOR_PROBE):
-            shape = query.memo("query_shape", lambda: query_shape(query.to_json()))
+            text = query.json_text()
+            kept = self._shapes.get(text)
+            if kept is None:
+                kept = (query_shape(query.to_json()),)  # in a tuple: None (no shape) is kept too
+                self._shapes.put(text, kept)
+            shape = kept[0]
         tables = self._tables(query, datasource, segment_ids) if datasource else []
         if shape is not None:
             on_base = sum(t.segments for t in tables if t.projection == "base") if tables else stats.segments

@@ -368,14 +368,9 @@ def test_function_level_imports_say_why():
 
 # ---- state on frozen objects, id()-keyed caches ------------------------------------------------------------
 CONSTRUCTORS = ("__init__", "__post_init__", "__new__", "__setstate__")
-# module -> what it does today; the runtime work of issue #24 (PreparedQuery) removes these.
-FROZEN_WRITES_ALLOWED = {
-    "common/query/model.py": "Query.memo writes into the frozen query with object.__setattr__",
-    "common/query/grouped_engine.py": "query.memo('wanted_buckets')",
-    "services/broker/table_choice.py": "query.memo('table_choice')",
-    "services/broker/sql_service.py": "plan.memo('streamed_scan' / 'statement_info')",
-    "services/broker/query_registry.py": "query.memo('query_shape')",
-}
+# module -> why it writes into a frozen object; empty since issue #24's runtime work (per-query
+# state is made at construction, kept on the PreparedQuery or the plan, or cached by value).
+FROZEN_WRITES_ALLOWED: dict[str, str] = {}
 QUERY_PATH = ("common/query", "common/sql", "common/segment", "common/expr", "services/broker", "services/historical")
 ID_KEYED_ALLOWED = {
     "common/query/projection.py": "_SPECS_BY_OBJECT keyed by id() of the projection object",
