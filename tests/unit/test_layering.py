@@ -372,9 +372,7 @@ CONSTRUCTORS = ("__init__", "__post_init__", "__new__", "__setstate__")
 # state is made at construction, kept on the PreparedQuery or the plan, or cached by value).
 FROZEN_WRITES_ALLOWED: dict[str, str] = {}
 QUERY_PATH = ("common/query", "common/sql", "common/segment", "common/expr", "services/broker", "services/historical")
-ID_KEYED_ALLOWED = {
-    "common/query/projection.py": "_SPECS_BY_OBJECT keyed by id() of the projection object",
-}
+ID_KEYED_ALLOWED: dict[str, str] = {}
 
 
 def _enclosing_function(parents, node):
@@ -450,9 +448,8 @@ MEMOIZED = {
     "common/query/projection_match.py",
 }
 # ``id()`` of an object as a key keeps state that the object's identity, not its value, names: a
-# reused id answers for another object. Listed: a label (no state), and the projection matcher's
-# spec memo (to go: it belongs on the PreparedQuery).
-ID_CALLS = {"services/ingestion/spark_session.py", "common/query/projection.py"}
+# reused id answers for another object. Listed: a label (no state).
+ID_CALLS = {"services/ingestion/spark_session.py"}
 
 
 def _cache_smells(path: str) -> list[str]:
