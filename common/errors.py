@@ -29,6 +29,7 @@ class ErrorKind(str, enum.Enum):
     TIMEOUT = "timeout"
     CANCELLED = "cancelled"
     UNAVAILABLE = "unavailable"  # a node or replica cannot answer now; another attempt may
+    DATA_LOSS = "data_loss"  # a stored file failed an integrity check (a corrupt segment); another replica may serve it
     INTERNAL = "internal"  # a bug or a broken invariant; the log has it under an error id
 
     def __str__(self) -> str:
@@ -57,6 +58,7 @@ STATUSES: dict[ErrorKind, ErrorStatus] = {
     ErrorKind.TIMEOUT: ErrorStatus("DEADLINE_EXCEEDED", "TIMED_OUT", 504),
     ErrorKind.CANCELLED: ErrorStatus("CANCELLED", "CANCELLED", 499),  # 499: nginx's "client closed request"
     ErrorKind.UNAVAILABLE: ErrorStatus("UNAVAILABLE", "UNAVAILABLE", 503, retryable=True, user_error=False),
+    ErrorKind.DATA_LOSS: ErrorStatus("DATA_LOSS", "INTERNAL", 500, retryable=True, user_error=False),
     ErrorKind.INTERNAL: ErrorStatus("INTERNAL", "INTERNAL", 500, retryable=True, user_error=False),
 }
 
@@ -120,6 +122,8 @@ class SegmentCorruptError(StrataError):
     """A segment file failed an integrity check; it names the segment and the check. ``segment_id``
     is the SegmentId when it is known (after the manifest was read), so callers match it exactly
     instead of searching the message."""
+
+    kind = ErrorKind.DATA_LOSS
 
     def __init__(self, message: str, segment_id=None) -> None:
         super().__init__(message)

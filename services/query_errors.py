@@ -35,6 +35,7 @@ DENIED = ErrorKind.UNAUTHORIZED
 UNAUTHENTICATED = ErrorKind.UNAUTHENTICATED
 LIMIT = ErrorKind.LIMIT
 UNAVAILABLE = ErrorKind.UNAVAILABLE
+DATA_LOSS = ErrorKind.DATA_LOSS
 INTERNAL = ErrorKind.INTERNAL
 
 USER_KINDS = frozenset(k for k in ErrorKind if status_of(k).user_error)
@@ -104,7 +105,6 @@ def grpc_status(error: ClientError) -> grpc.StatusCode:
 
 
 _KIND_OF_CODE = {grpc_code(k): k for k in reversed(list(ErrorKind))}
-_KIND_OF_CODE[grpc.StatusCode.DATA_LOSS] = ErrorKind.INTERNAL
 _KIND_OF_CODE[grpc.StatusCode.OUT_OF_RANGE] = ErrorKind.USER
 
 

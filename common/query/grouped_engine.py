@@ -18,6 +18,7 @@ import pyarrow as pa
 
 import pyarrow.compute as pc
 
+from common.bounded_cache import BoundedCache
 from common.query.aggregators import Count, Sum
 from common.query.grouping import (Groups, KeyCodes, canonical_floats, codes_from_array, codes_from_dictionary,
                                    codes_from_int64, group)
@@ -437,12 +438,16 @@ def _timeseries_fill(query: TimeseriesQuery, partial: Partial, schema) -> pa.Tab
     return pa.concat_tables([table, filler.select(table.column_names).cast(table.schema)])
 
 
+# Bucket starts of zero-filled timeseries, by value: (granularity, intervals, coverage). A cached
+# SQL plan runs the same query again and again over the same segments and asks the same starts.
+_WANTED = BoundedCache(256, 16 << 20)
+
+
 def _wanted_buckets(query: TimeseriesQuery, coverage: tuple[int, int]) -> np.ndarray:
     """The bucket starts a zero-filled timeseries shows: every bucket of its intervals within the
-    segments' coverage, sorted, each once. Kept on the query per coverage (a cached SQL plan runs
-    the same query object again and again over the same segments)."""
-    known = query.memo("wanted_buckets", dict)
-    wanted = known.get(coverage)
+    segments' coverage, sorted, each once (shared, read-only)."""
+    key = (query.granularity, query.intervals, coverage)
+    wanted = _WANTED.get(key)
     if wanted is None:
         lo, hi = coverage
         starts: list[int] = []
@@ -451,10 +456,8 @@ def _wanted_buckets(query: TimeseriesQuery, coverage: tuple[int, int]) -> np.nda
             if clip[0] < clip[1]:
                 starts.extend(query.granularity.buckets(clip[0], clip[1]))
         wanted = np.unique(np.array(starts, np.int64))
-        wanted.flags.writeable = False  # shared by every run of the query
-        if len(known) >= 8:
-            known.clear()
-        known[coverage] = wanted
+        wanted.flags.writeable = False  # shared by every run asking the same buckets
+        _WANTED.put(key, wanted, wanted.nbytes)
     return wanted
 
 

@@ -151,22 +151,21 @@ class Query:
     def datasource_name(self) -> str:
         return self.datasource if isinstance(self.datasource, str) else self.datasource.datasource_name
 
-    def json_text(self) -> str:
-        """``json.dumps(self.to_json())``, made once per query object: queries are never changed
-        after they are made (``dataclasses.replace`` makes a new one), and a cached SQL plan sends
-        the same object on every run, so the text is not rebuilt per execution."""
-        return self.memo("json_text", lambda: json.dumps(self.to_json()))
+    def __post_init__(self) -> None:
+        # The JSON text, made once where the query is made: queries are never changed after
+        # (``dataclasses.replace`` makes a new one), and a cached SQL plan sends the same object on
+        # every run, so the text is not rebuilt per execution. A query whose JSON cannot be made
+        # (a context value JSON cannot hold) keeps None and ``json_text`` raises the error then.
+        try:
+            text = json.dumps(self.to_json())
+        except Exception:  # noqa: BLE001 - raised again, where the text is asked for
+            text = None
+        object.__setattr__(self, "_json_text", text)
 
-    def memo(self, key: str, make):
-        """``make()``'s value kept on this (immutable) query under ``key``: per-query work that
-        depends only on the query (its JSON, its shape) done once per query object."""
-        cache = self.__dict__.get("_memo")
-        if cache is None:
-            cache = {}
-            object.__setattr__(self, "_memo", cache)
-        if key not in cache:
-            cache[key] = make()
-        return cache[key]
+    def json_text(self) -> str:
+        """``json.dumps(self.to_json())``, made when the query was."""
+        text = self._json_text
+        return text if text is not None else json.dumps(self.to_json())
 
     def _base_json(self) -> dict:
         ds = self.datasource if isinstance(self.datasource, str) else {"type": "query", "query": self.datasource.to_json()}

@@ -191,21 +191,16 @@ def _parse_cached(text: str) -> ProjectionSpec:
     return ProjectionSpec.from_json(json.loads(text))
 
 
-_SPECS_BY_OBJECT: dict[int, tuple[dict, ProjectionSpec]] = {}
-
-
 def spec_of(obj: dict) -> ProjectionSpec:
-    """A stored projection spec, parsed once per distinct definition. A manifest's spec dict
-    (never changed once read) is also remembered by identity: writing it out as JSON to find
-    its definition took longer than the rest of matching it against a query."""
-    hit = _SPECS_BY_OBJECT.get(id(obj))
-    if hit is not None and hit[0] is obj:
-        return hit[1]
-    spec = _parse_cached(json.dumps(obj, sort_keys=True))
-    if len(_SPECS_BY_OBJECT) >= 4096:
-        _SPECS_BY_OBJECT.clear()  # segments come and go; a fresh start costs one JSON dump each
-    _SPECS_BY_OBJECT[id(obj)] = (obj, spec)
-    return spec
+    """A projection spec given as its JSON object, parsed once per distinct definition."""
+    return _parse_cached(json.dumps(obj, sort_keys=True))
+
+
+def spec_of_text(text: str) -> ProjectionSpec:
+    """A stored projection spec by its canonical text (``ProjectionManifest.spec_text``, made
+    with the manifest), parsed once per distinct definition: writing the spec out as JSON per
+    query took longer than matching it against the query."""
+    return _parse_cached(text)
 
 
 def projection_rows(spec: ProjectionSpec, rows: pa.Table, schema: dict[str, ColumnType] | None = None) -> ProjectionTable:

@@ -35,7 +35,7 @@ from common.errors import ValidationError
 from common.query.aggregators import Aggregator, Filtered
 from common.expr import BinaryOp, Identifier, Literal, parse
 from common.query.filters import And, Equals, ExpressionFilter, Filter, In, Not, Or, Range
-from common.query.projection import ProjectionSpec, spec_of, time_floor_of
+from common.query.projection import ProjectionSpec, spec_of_text, time_floor_of
 from common.query.sketch_aggregators import HllSketch
 from common.query.virtual_column import VirtualColumn
 from common.segment.manifest import ProjectionManifest
@@ -102,7 +102,7 @@ def _granularity_of(p: ProjectionSpec, time_column: str | None) -> Granularity |
 
 class _Matcher:
     def __init__(self, proj: ProjectionManifest, spec: ScanSpec, interval: Interval) -> None:
-        self.p = p = spec_of(proj.spec)
+        self.p = p = spec_of_text(proj.spec_text)
         self.proj = proj
         self.spec = spec
         self.interval = interval

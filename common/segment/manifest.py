@@ -117,6 +117,13 @@ class ProjectionManifest:
     columns: tuple[ColumnManifest, ...]
     time_column: str | None = None
     time_column_known: bool = False
+    # The definition as canonical JSON text (keys sorted), made with the manifest: the value that
+    # names the definition, so a reader parses each distinct definition once (query's
+    # projection.spec_of_text) without writing it out again per query.
+    spec_text: str = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "spec_text", json.dumps(self.spec, sort_keys=True))
 
     def column(self, name: str) -> ColumnManifest | None:
         for col in self.columns:

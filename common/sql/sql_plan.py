@@ -57,19 +57,12 @@ class SqlPlan:
         # run: the first run's table (immutable) answers the later ones without the engine.
         self._constant = kind == "query" and bound and not self.volatile_reasons and _reads_nothing(stage)
         self._constant_result: pa.Table | None = None
-        self._memo: dict = {}
+        # The one scan a streamed run sends, and how its rows become the statement's (or None),
+        # worked out here once: a cached plan runs many times.
+        self.streamed = self._streamed_scan()
         # Datasource -> the schema planning saw, set by whoever planned it (the broker): the plan
         # runs with these, not with the schemas current when it runs.
         self.planned_schemas: dict | None = None
-
-    def memo(self, key: str, make):
-        """``make()``'s value kept on this plan under ``key``: what a caller derives from a plan it
-        reuses (a cached plan runs many times), worked out once."""
-        try:
-            return self._memo[key]
-        except KeyError:
-            value = self._memo[key] = make()
-            return value
 
     @property
     def reusable(self) -> bool:
@@ -125,7 +118,7 @@ class SqlPlan:
         return table
 
 
-    def streamed_scan(self) -> tuple[Query, Callable[[pa.Table], pa.Table]] | None:
+    def _streamed_scan(self) -> tuple[Query, Callable[[pa.Table], pa.Table]] | None:
         """When the statement is one scan pushed to the cluster (in no order or by time; under
         renames and column choices only): that scan, and what turns each piece of its rows into rows of this
         statement, so the broker can send rows as they come instead of holding them all; else None."""

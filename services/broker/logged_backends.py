@@ -40,6 +40,7 @@ class LoggedSql:
         # The id the call fixed (Flight: announced at GetFlightInfo) wins; else the statement's own.
         wanted = None if origin is not None and origin.query_id else sql_query_id(sql, context)
         with self.registry.track("sql", sql=sql, user=user, query_id=wanted, is_active=is_active) as running:
+            running.stop_if_killed_pending()  # killed after GetFlightInfo planned it, before this run
             target = kill_target(sql)
             sent = [0]
             if target is not None:

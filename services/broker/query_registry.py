@@ -27,6 +27,7 @@ import threading
 import time
 import uuid
 
+from common.bounded_cache import BoundedCache
 from common.errors import QueryTimeoutError, ValidationError
 from services.broker.core.query_log import (CANCELLED, DENIED, ERROR, OK, TIMEOUT, QueryLog, QueryRecord, TableUse,
                                             query_shape)
@@ -36,6 +37,9 @@ from services.broker.table_choice import TableChoice
 from services.security.authorizer import ALLOW_ALL, is_admin
 
 _CURRENT: contextvars.ContextVar[RunningQuery | None] = contextvars.ContextVar("strata_running_query", default=None)
+MAX_SHAPES = 1024  # query shapes kept, by query text
+MAX_PENDING = 4096  # statements planned, not yet run, that KILL QUERY can still stop
+PENDING_TTL_S = 1800.0  # as long as a Flight SQL prepared statement lives idle
 ADVISOR_PROBE = "strataAdvisorProbe"  # context key of the advisor's own sketch queries: not workload
 
 
@@ -73,6 +77,12 @@ class RunningQuery:
         """The planner's check (``planning_stop``): a killed statement stops planning."""
         if self._cancelled:
             raise Cancelled(f"query {self.record.query_id} was killed while it was being planned")
+
+    def stop_if_killed_pending(self) -> None:
+        """A run whose statement was killed after it was planned and before it ran (Flight SQL:
+        between GetFlightInfo and DoGet) does not start."""
+        if self._cancelled:
+            raise Cancelled(f"query {self.record.query_id} was killed (KILL QUERY) before it ran")
 
     @property
     def cancelled(self) -> bool:
@@ -118,6 +128,12 @@ class _Tracked:
         # only planned now runs later, when that one may be over: it plans unregistered.
         if not self.registered and self.log_success:
             raise ValidationError(f"query id '{qid}' is already running; choose another id (or none)")
+        if self.log_success:
+            # The run of a statement planned earlier under this id: a KILL QUERY that came between
+            # (it found the statement pending) stops the run before it starts.
+            pending = registry._pending.pop(key)
+            if pending is not None and pending.cancelled:
+                running.cancel(pending.killed_by)
         if origin is not None and origin.reply is not None and self.log_success:  # planning only: the run answers
             origin.reply.query_id = qid
         self.token = _CURRENT.set(running)
@@ -138,7 +154,11 @@ class _Tracked:
             with registry._lock:
                 registry._running.pop((record.user, record.query_id), None)
         if exc is None and not self.log_success:
-            return False  # planned, to be run (and logged) by a later call
+            # Planned, to be run (and logged) by a later call under the same id: pending until
+            # then, so KILL QUERY finds it between the two calls too.
+            if self.registered:
+                registry._pending.put((record.user, record.query_id), running)
+            return False
         planning = None
         if running.first_native is not None:
             planning = int((running.first_native - running._started) * 1000)
@@ -160,7 +180,13 @@ class QueryRegistry:
         # Which table each segment read, from the manifests (SegmentId -> manifest JSON, or None).
         self.tables = TableChoice(manifest_of) if manifest_of is not None else None
         self.clock_ms = clock_ms
+        # Each native query's shape (the projection advisor's input), by the query's text: a
+        # cached SQL plan runs the same query again and again.
+        self._shapes = BoundedCache(MAX_SHAPES)
         self._running: dict[tuple[str | None, str], RunningQuery] = {}  # by (user, query id)
+        # Statements planned and not yet run (Flight SQL: GetFlightInfo done, DoGet to come), by
+        # (user, query id); a run takes its entry, one never run leaves with the tickets' time.
+        self._pending = BoundedCache(MAX_PENDING, ttl_s=PENDING_TTL_S)
         self._lock = threading.Lock()
 
     # ---- the query's lifetime ---------------------------------------------------------------------------
@@ -220,7 +246,12 @@ class QueryRegistry:
         datasource = query.datasource if isinstance(query.datasource, str) else None
         shape = None
         if not (query.context or {}).get(ADVISOR_PROBE):
-            shape = query.memo("query_shape", lambda: query_shape(query.to_json()))
+            text = query.json_text()
+            kept = self._shapes.get(text)
+            if kept is None:
+                kept = (query_shape(query.to_json()),)  # in a tuple: None (no shape) is kept too
+                self._shapes.put(text, kept)
+            shape = kept[0]
         tables = self._tables(query, datasource, segment_ids) if datasource else []
         if shape is not None:
             on_base = sum(t.segments for t in tables if t.projection == "base") if tables else stats.segments
@@ -245,6 +276,12 @@ class QueryRegistry:
             else:
                 mine = self._running.get((user, query_id))
                 targets = [mine] if mine is not None else []
+        # Planned and not yet running (between GetFlightInfo and DoGet): its run will not start.
+        if admin:
+            targets += [r for (_, qid), r in self._pending.items() if qid == query_id]
+        else:
+            pending = self._pending.get((user, query_id))
+            targets += [pending] if pending is not None else []
         if not targets:
             raise ValidationError(f"no running query '{query_id}'; sys.queries lists queries with status 'running'")
         for running in targets:

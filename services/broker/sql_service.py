@@ -399,7 +399,7 @@ class SqlService:
             return False
         if plan is None:
             plan = self._cached(sql, user, context)
-        scan = plan.memo("streamed_scan", plan.streamed_scan) if plan is not None else None
+        scan = plan.streamed if plan is not None else None
         return scan is not None and self.executor.streams(scan[0])
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
@@ -436,7 +436,7 @@ class SqlService:
 
         schemas = plan.planned_schemas
 
-        scan = plan.memo("streamed_scan", plan.streamed_scan) if emit is not None else None
+        scan = plan.streamed if emit is not None else None
         if scan is not None and self.executor.streams(scan[0]):
             query, shape = scan
             remaining = deadline - time.monotonic()
@@ -492,7 +492,7 @@ class SqlService:
                  parameters: Sequence | None = None) -> StatementInfo:
         plan = self._cached(sql, user, context) if not parameters else None
         if plan is not None:  # a statement without parameters, planned before: what it said then
-            return plan.memo("statement_info", lambda: _info(plan))
+            return _info(plan)
         head = classify(sql)
         if head.is_ddl:
             return StatementInfo(0, pa.schema([("result", pa.string())]))
@@ -510,7 +510,7 @@ class SqlService:
             if count == 0 or parameters is not None:
                 plan = self._plan(sql, user, tuple(parameters or ()), dict(context or {}))
                 if count == 0 and plan.reusable:
-                    return plan.memo("statement_info", lambda: _info(plan))
+                    return _info(plan)
                 return StatementInfo(plan.parameter_count, plan.output_schema)
             try:
                 plan = plan_sql(sql, catalog, [None] * count, dict(context or {}))

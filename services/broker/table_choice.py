@@ -6,7 +6,7 @@ The query log records the choice per group of segments (partials come back merge
 cannot see it otherwise), and the executor uses the row count to send a query that reads little
 to as few historicals as hold its segments. A cached SQL plan runs the same query object over the
 same segments again and again and the answer is the same each time (a segment id names one
-immutable manifest), so it is remembered per query object and segment list; each manifest is
+immutable manifest), so it is remembered per query text and segment list; each manifest is
 parsed once.
 """
 
@@ -16,6 +16,7 @@ import json
 import threading
 from dataclasses import dataclass
 
+from common.bounded_cache import BoundedCache
 from common.errors import ValidationError
 from common.query.engine import scan_spec_for
 from common.query.projection_match import match_projection
@@ -25,6 +26,8 @@ from services.broker.core.query_log import TableUse
 
 # Parsed manifests kept (the oldest parsed goes first past this).
 MAX_MANIFESTS = 20_000
+# Choices kept, per query text and segment list.
+MAX_CHOICES = 1024
 
 
 @dataclass(frozen=True)
@@ -38,17 +41,17 @@ class TableChoice:
         self.manifest_of = manifest_of  # SegmentId -> manifest JSON (or None)
         self._lock = threading.Lock()
         self._manifests: dict = {}  # SegmentId -> (manifest, signature), parsed once
+        self._choices = BoundedCache(MAX_CHOICES)  # (query text, segment ids) -> Choice
 
     def of(self, query, datasource: str, segment_ids) -> Choice:
-        key = tuple(segment_ids)
-        known = query.memo("table_choice", dict)
-        hit = known.get(key)
+        # Keyed by the query's text (made once, with the query) and the segments: a cached SQL
+        # plan asks the same pair on every run.
+        key = (query.json_text(), tuple(segment_ids))
+        hit = self._choices.get(key)
         if hit is None:
             hit, complete = self._decide(query, datasource, segment_ids)
             if complete:  # a manifest not known yet is not remembered as missing
-                if len(known) >= 8:
-                    known.clear()
-                known[key] = hit
+                self._choices.put(key, hit)
         return hit
 
     def _decide(self, query, datasource: str, segment_ids) -> tuple[Choice, bool]:

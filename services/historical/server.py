@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from common.errors import SegmentCorruptError
+from common.errors import NotFoundError, QueryTimeoutError, SegmentCorruptError, ValidationError
 from common.bounded_cache import BoundedCache
 from common.query import engine
 from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, MemoryBudget
@@ -61,9 +61,9 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         try:
             request = historical_pb2.RunQueryRequest.FromString(data)
         except Exception as exc:  # noqa: BLE001 - DecodeError, or a string field that is not UTF-8
-            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
-                          f"the request is not a valid strata.v1.RunQueryRequest protobuf message "
-                          f"({type(exc).__name__}); send it with the generated client of protos/strata/v1")
+            self._abort(context, ValidationError(
+                f"the request is not a valid strata.v1.RunQueryRequest protobuf message "
+                f"({type(exc).__name__}); send it with the generated client of protos/strata/v1"))
         return self._once(request, context).SerializeToString()
 
     def _once(self, request, context):
@@ -87,8 +87,9 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         try:  # every segment's file stays open until the query is done with it, evicted or not
             if missing:
                 self.metrics.queries.labels(*_labels_of(request), "missing_segments").inc()
-                context.abort(grpc.StatusCode.NOT_FOUND,
-                              f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}")
+                # NOT_FOUND: the broker asks another replica (its view was behind this node's).
+                self._abort(context, NotFoundError(
+                    f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}"))
             key = PreparedKey(request.query_json, tuple(declared.items()), tuple(s.generation for s in segments))
             try:
                 prepared = self.prepared.prepared(key, segments, lambda: _prepare(request.query_json, declared, segments))
@@ -108,13 +109,13 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         datasource, qtype = prepared.query.datasource_name, prepared.query.query_type
         try:
             merged = self.runner.run(prepared, budget, _CallDeadline(context), self.children, self.rounds, query_id)
-        except SegmentCorruptError as exc:
+        except SegmentCorruptError as exc:  # DATA_LOSS: the broker asks another replica
             self.node.report_corrupt(exc)
             self.metrics.queries.labels(datasource, qtype, "corrupt").inc()
-            context.abort(grpc.StatusCode.DATA_LOSS, str(exc))
+            self._abort(context, exc)
         except TimeoutError:
             self.metrics.queries.labels(datasource, qtype, "timeout").inc()
-            context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, "query timed out on the historical")
+            self._abort(context, QueryTimeoutError("query timed out on the historical"))
         except Exception as exc:  # noqa: BLE001
             error = self._abort(context, exc)
             self.metrics.queries.labels(datasource, qtype, "invalid" if error.is_user_error else "error").inc()
@@ -125,9 +126,10 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         return merged
 
     def _abort(self, context, exc: BaseException, prefix: str = ""):
-        """End the call with the status of the error's kind: INVALID_ARGUMENT or UNIMPLEMENTED for
-        the user's errors (the broker reports them at once), INTERNAL with an error id logged here
-        for anything else (the broker tries another replica)."""
+        """End the call with the status of the error's kind (common/errors.STATUSES): INVALID_ARGUMENT,
+        NOT_FOUND, DEADLINE_EXCEEDED or UNIMPLEMENTED for the user's errors (the broker reports
+        them at once; NOT_FOUND, a segment not served, it asks elsewhere), DATA_LOSS (a corrupt
+        segment) and INTERNAL with an error id logged here (the broker tries another replica)."""
         error = client_error(exc, where=f"historical {self.node.server_id}")
         context.abort(grpc_status(error), prefix + error.message if error.is_user_error else error.message)
         return error  # not reached: abort raises

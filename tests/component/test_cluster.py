@@ -193,6 +193,22 @@ def test_a_historical_call_answers_and_fails_with_the_status_of_each_error(clust
         finally:
             release.set()
             monkeypatch.undo()
+        # A corrupt segment: DATA_LOSS (the broker asks another replica), through the taxonomy.
+        from common.errors import SegmentCorruptError
+
+        def corrupt(*args, **kwargs):
+            raise SegmentCorruptError("segment x: part 'page' failed its checksum")
+
+        reported = []
+        monkeypatch.setattr(historical_server.engine, "run", corrupt)
+        monkeypatch.setattr(node.node, "report_corrupt", reported.append)
+        try:
+            with pytest.raises(grpc.RpcError) as err:
+                client.ask(text, "either-6", sids[:1], schema, 30).read()
+            assert err.value.code() == grpc.StatusCode.DATA_LOSS and "checksum" in err.value.details()
+            assert "Traceback" not in err.value.details() and len(reported) == 1
+        finally:
+            monkeypatch.undo()
         bad = json.dumps({**QUERIES[0], "granularity": "fortnightly"})
         with pytest.raises(grpc.RpcError) as err:
             client.ask(bad, "either-5", sids, schema, 30).read()

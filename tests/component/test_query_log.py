@@ -220,6 +220,33 @@ def test_kill_query_ends_a_statement_still_planning(cluster, conn, monkeypatch, 
     assert (row["status"], row["error_message"]) == ("cancelled", "killed by an anonymous user (KILL QUERY)")
 
 
+def test_kill_query_stops_a_statement_planned_and_not_yet_run(cluster, conn):
+    """Flight SQL: GetFlightInfo plans the statement under its id, DoGet runs it later. A KILL
+    between the two finds the pending statement, and DoGet fails as cancelled instead of running."""
+    from google.protobuf import any_pb2
+
+    from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
+
+    query_id = "kill-pending"
+    command = any_pb2.Any()
+    command.Pack(fsql.CommandStatementQuery(
+        query=f"SET sqlQueryId = '{query_id}'; SELECT channel, COUNT(*) AS n FROM wiki GROUP BY 1 /* pending */"))
+    client = flight.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}")
+    try:
+        info = client.get_flight_info(flight.FlightDescriptor.for_command(command.SerializeToString()))
+        assert run(conn, f"KILL QUERY '{query_id}'").to_pylist() == [{"result": f"query {query_id} is being killed"}]
+        with pytest.raises(flight.FlightError, match="(?i)cancel") as raised:
+            client.do_get(info.endpoints[0].ticket).read_all()
+        assert "killed" in str(raised.value) and "Traceback" not in str(raised.value)
+    finally:
+        client.close()
+    [row] = logged(cluster, f"query_id = '{query_id}'")
+    assert (row["status"], row["error_message"]) == ("cancelled", "killed by an anonymous user (KILL QUERY)")
+    # The kill is spent: the id names nothing now.
+    with pytest.raises(Exception, match=f"no running query '{query_id}'"):
+        run(conn, f"KILL QUERY '{query_id}'")
+
+
 def test_the_cancel_rpc_ends_a_running_native_query(cluster):
     query = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-14"],
              "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]}

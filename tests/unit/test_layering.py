@@ -368,18 +368,11 @@ def test_function_level_imports_say_why():
 
 # ---- state on frozen objects, id()-keyed caches ------------------------------------------------------------
 CONSTRUCTORS = ("__init__", "__post_init__", "__new__", "__setstate__")
-# module -> what it does today; the runtime work of issue #24 (PreparedQuery) removes these.
-FROZEN_WRITES_ALLOWED = {
-    "common/query/model.py": "Query.memo writes into the frozen query with object.__setattr__",
-    "common/query/grouped_engine.py": "query.memo('wanted_buckets')",
-    "services/broker/table_choice.py": "query.memo('table_choice')",
-    "services/broker/sql_service.py": "plan.memo('streamed_scan' / 'statement_info')",
-    "services/broker/query_registry.py": "query.memo('query_shape')",
-}
+# module -> why it writes into a frozen object; empty since issue #24's runtime work (per-query
+# state is made at construction, kept on the PreparedQuery or the plan, or cached by value).
+FROZEN_WRITES_ALLOWED: dict[str, str] = {}
 QUERY_PATH = ("common/query", "common/sql", "common/segment", "common/expr", "services/broker", "services/historical")
-ID_KEYED_ALLOWED = {
-    "common/query/projection.py": "_SPECS_BY_OBJECT keyed by id() of the projection object",
-}
+ID_KEYED_ALLOWED: dict[str, str] = {}
 
 
 def _enclosing_function(parents, node):
@@ -456,9 +449,8 @@ MEMOIZED = {
     "services/coordinator/core/rules.py",  # minus_period: Joda period arithmetic, pure in (instant, period)
 }
 # ``id()`` of an object as a key keeps state that the object's identity, not its value, names: a
-# reused id answers for another object. Listed: a label (no state), and the projection matcher's
-# spec memo (to go: it belongs on the PreparedQuery).
-ID_CALLS = {"services/ingestion/spark_session.py", "common/query/projection.py"}
+# reused id answers for another object. Listed: a label (no state).
+ID_CALLS = {"services/ingestion/spark_session.py"}
 
 
 def _cache_smells(path: str) -> list[str]:

@@ -50,7 +50,7 @@ def test_internal_errors_get_an_id_the_log_has(caplog):
 
 def test_strata_internal_errors_keep_their_words_without_server_paths():
     error = qe.client_error(SegmentCorruptError("segment s: cannot open /var/lib/strata/cache/s.sseg: gone"))
-    assert error.kind == qe.INTERNAL
+    assert error.kind == qe.DATA_LOSS and error.error_id is not None  # logged under an id, as internal ones
     assert "segment s: cannot open <server path>: gone" in error.message and "/var/lib" not in error.message
     kept = qe.client_error(StrataError("no replica left for wiki_2015-09-12/2015-09-13 on grpc://h:1/x/y"))
     assert "wiki_2015-09-12/2015-09-13 on grpc://h:1/x/y" in kept.message
@@ -65,7 +65,8 @@ def test_a_classified_failure_passes_through_unchanged(caplog):
 
 # ---- the taxonomy: one table from kind to gRPC, Flight and HTTP status ---------------------------
 
-from common.errors import (STATUSES, ErrorKind, LimitError, NotFoundError, UnavailableError,  # noqa: E402
+from common.errors import (STATUSES, ErrorKind, LimitError, NotFoundError, SegmentCorruptError,  # noqa: E402
+                           UnavailableError,
                            kind_of, status_of)
 from common.catalog.catalog_errors import SchemaNotFoundError, VersionConflictError  # noqa: E402
 
@@ -85,22 +86,23 @@ def test_every_kind_has_one_status_of_each_protocol():
     (ErrorKind.UNAUTHENTICATED, "UNAUTHENTICATED", 401), (ErrorKind.UNAUTHORIZED, "PERMISSION_DENIED", 403),
     (ErrorKind.LIMIT, "RESOURCE_EXHAUSTED", 429), (ErrorKind.TIMEOUT, "DEADLINE_EXCEEDED", 504),
     (ErrorKind.UNSUPPORTED, "UNIMPLEMENTED", 501), (ErrorKind.UNAVAILABLE, "UNAVAILABLE", 503),
-    (ErrorKind.INTERNAL, "INTERNAL", 500),
+    (ErrorKind.DATA_LOSS, "DATA_LOSS", 500), (ErrorKind.INTERNAL, "INTERNAL", 500),
 ])
 def test_the_status_table(kind, grpc_code, http):
     assert (status_of(kind).grpc, status_of(kind).http) == (grpc_code, http)
 
 
-def test_only_unavailable_and_internal_are_retried_and_they_are_not_user_errors():
-    assert {k for k in ErrorKind if status_of(k).retryable} == {ErrorKind.UNAVAILABLE, ErrorKind.INTERNAL}
-    assert {k for k in ErrorKind if not status_of(k).user_error} == {ErrorKind.UNAVAILABLE, ErrorKind.INTERNAL}
+def test_only_unavailable_data_loss_and_internal_are_retried_and_they_are_not_user_errors():
+    server_side = {ErrorKind.UNAVAILABLE, ErrorKind.DATA_LOSS, ErrorKind.INTERNAL}
+    assert {k for k in ErrorKind if status_of(k).retryable} == server_side
+    assert {k for k in ErrorKind if not status_of(k).user_error} == server_side
 
 
 @pytest.mark.parametrize("exc,kind", [
     (NotFoundError("no task 'x'"), ErrorKind.NOT_FOUND), (LimitError("too many rows"), ErrorKind.LIMIT),
     (UnavailableError("no replica"), ErrorKind.UNAVAILABLE), (SchemaNotFoundError("x", ["druid"]), ErrorKind.NOT_FOUND),
     (VersionConflictError(TABLE, 1, 2), ErrorKind.CONFLICT), (TimeoutError("slow"), ErrorKind.TIMEOUT),
-    (KeyError("k"), ErrorKind.INTERNAL), (StrataError("relayed", kind=ErrorKind.NOT_FOUND), ErrorKind.NOT_FOUND),
+    (KeyError("k"), ErrorKind.INTERNAL), (SegmentCorruptError("seg x: checksum"), ErrorKind.DATA_LOSS), (StrataError("relayed", kind=ErrorKind.NOT_FOUND), ErrorKind.NOT_FOUND),
 ])
 def test_each_error_says_its_kind(exc, kind):
     assert kind_of(exc) is kind

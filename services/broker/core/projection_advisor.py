@@ -25,16 +25,21 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 
 from common.errors import ValidationError
 from common.query.projection_match import finer_or_equal
+from common.types.column_type import TIME_COLUMN
 from common.types.granularity import Granularity
+from common.types.interval import ETERNITY, Interval
 from services.broker.core.query_log import canonical_period
 
 _PERIOD_MS = {"PT1S": 1_000, "PT1M": 60_000, "PT5M": 300_000, "PT15M": 900_000, "PT30M": 1_800_000,
               "PT1H": 3_600_000, "PT6H": 21_600_000, "P1D": 86_400_000, "P1W": 604_800_000,
               "P1M": 2_592_000_000, "P3M": 7_776_000_000, "P1Y": 31_536_000_000}
+# Interval edges at or past these are open ends (eternity's), not cuts through the data.
+MIN_EDGE, MAX_EDGE = ETERNITY.start, ETERNITY.end
 MIN_FACTOR = 2.0  # a projection that does not at least halve the rows read is not worth its bytes
 
 
@@ -115,8 +120,40 @@ def covers(coarse: str, fine: str) -> bool:
         return coarse == fine
 
 
-def candidates(shapes: list[dict]) -> tuple[list[Candidate], list[str]]:
-    """One candidate per (columns, granularity) of the advisable shapes, and why others were left out."""
+def time_need(shape: dict, segments: list[SegmentFacts] = ()) -> str:
+    """How finely a projection must keep time to serve ``shape``, by the matcher's time rule
+    (common/query/projection_match.py): the shape's granularity when every interval edge that cuts
+    a segment lies on one of its bucket edges, else "none" (raw ``__time``); "none" too when the
+    shape filters on ``__time`` itself (the filter compares raw timestamps). A floor projection
+    proposed for such a shape would be refused for it."""
+    if TIME_COLUMN in shape.get("filter_columns", ()):
+        return "none"
+    g = canonical_period(shape["granularity"])
+    if g == "none":
+        return g
+    try:
+        granularity = Granularity.parse(g) if g != "all" else None
+        edges = {e for text in shape.get("intervals", ()) for iv in [Interval.of(text)] for e in (iv.start, iv.end)}
+    except (ValidationError, ValueError, OverflowError):
+        return "none"  # a time the advisor cannot read: only raw time is sure to serve it
+    for edge in edges:
+        if segments and not any(seg.start < edge < seg.end for seg in segments):
+            continue  # cuts no segment: every row of each segment is in or out alike
+        if not segments and (edge <= MIN_EDGE or edge >= MAX_EDGE):
+            continue  # an open end (eternity's) cuts nothing
+        if granularity is None:
+            return "none"
+        try:
+            if int(granularity.bucket_start(np.array([edge], np.int64))[0]) != edge:
+                return "none"
+        except (ValidationError, OverflowError, ValueError):
+            return "none"
+    return g
+
+
+def candidates(shapes: list[dict], segments: list[SegmentFacts] = ()) -> tuple[list[Candidate], list[str]]:
+    """One candidate per (columns, granularity) of the advisable shapes, and why others were left out.
+    A shape that reads raw ``__time`` (``time_need``) makes a raw-time candidate, never a floor one."""
     found: dict[tuple, Candidate] = {}
     skipped: list[str] = []
     for shape in shapes:
@@ -127,20 +164,20 @@ def candidates(shapes: list[dict]) -> tuple[list[Candidate], list[str]]:
             bad = [a.get("type") for a in shape["aggregators"] if aggregator_sql(a) is None]
             skipped.append(f"aggregators the advisor cannot write in SQL: {', '.join(map(str, bad))}")
             continue
-        columns = tuple(sorted(set(shape["grouping"]) | set(shape["filter_columns"])))
-        key = (shape["datasource"], columns, canonical_period(shape["granularity"]))
+        columns = tuple(sorted((set(shape["grouping"]) | set(shape["filter_columns"])) - {TIME_COLUMN}))
+        key = (shape["datasource"], columns, time_need(shape, segments))
         cand = found.setdefault(key, Candidate(shape["datasource"], columns, key[2]))
         for agg in shape["aggregators"]:
             cand.aggregators.setdefault(aggregator_key(agg), agg)
     return list(found.values()), skipped
 
 
-def serves(cand: Candidate, shape: dict) -> bool:
+def serves(cand: Candidate, shape: dict, segments: list[SegmentFacts] = ()) -> bool:
     if not shape.get("advisable", True) or shape["datasource"] != cand.datasource:
         return False
-    if not set(shape["grouping"]) | set(shape["filter_columns"]) <= set(cand.columns):
+    if not (set(shape["grouping"]) | set(shape["filter_columns"])) - {TIME_COLUMN} <= set(cand.columns):
         return False
-    if not covers(shape["granularity"], cand.granularity):
+    if not covers(time_need(shape, segments), cand.granularity):
         return False
     return all(aggregator_key(a) in cand.aggregators for a in shape["aggregators"])
 
@@ -204,7 +241,7 @@ def evaluate(cand: Candidate, shapes: list[dict], segments: list[SegmentFacts],
     ratio = total / max(cand.base_rows, 1)
     cand.queries, cand.rows_without, cand.rows_with = 0, 0, 0.0
     for shape in shapes:
-        if not serves(cand, shape):
+        if not serves(cand, shape, segments):
             continue
         scanned = int(shape.get("rows_scanned", 0))
         segs = max(int(shape.get("segments", 0)), 1)
@@ -279,7 +316,7 @@ def advise(datasource: str, shapes: list[dict], segments: list[SegmentFacts], co
     candidate an ``existing`` projection already stores is not proposed again (compacting is the
     remedy there), and proposals never take an existing projection's name."""
     shapes = [s for s in shapes if s.get("datasource") == datasource]
-    found, _ = candidates(shapes)
+    found, _ = candidates(shapes, segments)
     scored = []
     for cand in found:
         if any(e.covers(cand) for e in existing):
@@ -305,4 +342,4 @@ def advise(datasource: str, shapes: list[dict], segments: list[SegmentFacts], co
 
 
 __all__ = ["ADVICE_SCHEMA", "Candidate", "Existing", "SegmentFacts", "advise", "aggregator_key", "aggregator_sql", "candidates",
-           "covers", "evaluate", "serves", "statement"]
+           "covers", "evaluate", "serves", "statement", "time_need"]

@@ -123,3 +123,42 @@ def test_statements_plan_back_into_the_projection_proposed(sql):
         sorted(aggregator_key(a) for a in shape(sql)["aggregators"])
     if row["granularity"] != "all":
         assert str(spec.granularity.period) == row["granularity"]
+
+
+# An hourly query whose interval starts mid-hour inside the first segment: an hourly projection
+# would be refused for it (the edge is not on a PT1H bucket edge), so none may be proposed.
+HALF_HOUR_START = ("SELECT TIME_FLOOR(__time, 'PT1H') AS h, COUNT(*) AS n FROM wiki "
+                   "WHERE __time >= TIMESTAMP '1970-01-01 00:30:00' GROUP BY 1")
+ON_THE_HOUR = ("SELECT TIME_FLOOR(__time, 'PT1H') AS h, COUNT(*) AS n FROM wiki "
+               "WHERE __time >= TIMESTAMP '1970-01-01 03:00:00' GROUP BY 1")
+RAW_TIME_FILTER = "SELECT channel, COUNT(*) AS n FROM wiki WHERE __time = TIMESTAMP '1970-01-01 00:30:00' OR channel = 'x' GROUP BY 1"
+RAW_TIME_GROUPS = "SELECT __time, COUNT(*) AS n FROM wiki GROUP BY 1"
+
+
+@pytest.mark.parametrize("sql", [HALF_HOUR_START, RAW_TIME_FILTER, RAW_TIME_GROUPS])
+def test_shapes_reading_raw_time_get_no_floor_projection(sql):
+    from services.broker.core.projection_advisor import time_need
+
+    s = shape(sql)
+    assert time_need(s, SEGMENTS) == "none"
+    found, _ = candidates([s], SEGMENTS)
+    assert [c.granularity for c in found] == ["none"] and all("__time" not in c.columns for c in found)
+    for row in advise("wiki", [s] * 5, SEGMENTS):  # a raw-time projection saves nothing here
+        assert "TIME_FLOOR" not in row["statement"] and row["granularity"] == "none"
+
+
+def test_a_floor_projection_serves_only_shapes_whose_edges_are_on_its_buckets():
+    from services.broker.core.projection_advisor import time_need
+
+    hourly = shape(ON_THE_HOUR)
+    assert time_need(hourly, SEGMENTS) == "PT1H"  # an edge on the hour, inside the first segment
+    [cand] = candidates([hourly], SEGMENTS)[0]
+    assert cand.granularity == "PT1H" and serves(cand, hourly, SEGMENTS)
+    assert not serves(cand, shape(HALF_HOUR_START), SEGMENTS)
+    assert not serves(cand, shape(RAW_TIME_FILTER.replace("channel, ", "").replace(" GROUP BY 1", "")), SEGMENTS)
+    # An edge that cuts no segment (the data starts later) does not need raw time.
+    later = [SegmentFacts(s.rows, s.start + 10 * DAY, s.end + 10 * DAY, s.cardinality, s.types) for s in SEGMENTS]
+    assert time_need(shape(HALF_HOUR_START), later) == "PT1H"
+    # The aligned workload still gets its hourly projection.
+    rows = advise("wiki", [hourly] * 5, SEGMENTS)
+    assert rows and rows[0]["granularity"] == "PT1H" and "TIME_FLOOR(__time, 'PT1H')" in rows[0]["statement"]

@@ -1,4 +1,4 @@
-"""SqlPlan.streamed_scan: which statements the broker may stream (one scan, in no order or by time,
+"""SqlPlan.streamed: which statements the broker may stream (one scan, in no order or by time,
 under renames and column choices) and that shaping the scan's rows piece by piece gives exactly
 the rows ``execute`` gives; ``take_in_time_order`` merges time-sorted streams into one order."""
 
@@ -32,7 +32,7 @@ def run_native(query):
 ])
 def test_unordered_scans_stream_and_give_the_rows_execute_gives(sql):
     plan = plan_sql(sql, CATALOG)
-    scan = plan.streamed_scan()
+    scan = plan.streamed
     assert scan is not None, plan.explain()
     query, shape = scan
     schema = dict(SCHEMA)
@@ -59,7 +59,7 @@ def test_unordered_scans_stream_and_give_the_rows_execute_gives(sql):
     "EXPLAIN PLAN FOR SELECT page FROM wiki",
 ])
 def test_other_statements_do_not_stream(sql):
-    assert plan_sql(sql, CATALOG).streamed_scan() is None
+    assert plan_sql(sql, CATALOG).streamed is None
 
 
 @pytest.mark.parametrize("descending", [False, True])

@@ -1,4 +1,5 @@
-"""A query's JSON text and other per-query values are made once per (immutable) query object."""
+"""A query's JSON text is made once, where the (immutable) query is made; nothing is written into
+the query later."""
 
 import dataclasses
 import json
@@ -29,14 +30,23 @@ def test_a_replaced_query_gets_its_own_text():
     assert json.loads(query.json_text())["context"] == {"timeout": 5000}
 
 
-def test_memo_runs_its_maker_once_per_key():
+def test_the_text_is_made_with_the_query_and_nothing_is_added_later():
     query = query_from_json(DOC)
-    calls = []
-    assert query.memo("k", lambda: calls.append(1) or "v") == "v"
-    assert query.memo("k", lambda: calls.append(1) or "w") == "v"
-    assert query.memo("other", lambda: 3) == 3
-    assert calls == [1]
-    assert query == query_from_json(DOC)  # the memo is no part of equality
+    before = dict(query.__dict__)
+    query.json_text()
+    assert query.__dict__ == before  # asking for the text writes nothing into the frozen query
+    assert not hasattr(query, "memo")
+    assert query == query_from_json(DOC)  # the text is no part of equality
+
+
+def test_a_context_json_cannot_hold_fails_where_the_text_is_asked():
+    query = dataclasses.replace(query_from_json(DOC), context={"x": object()})
+    try:
+        query.json_text()
+    except TypeError as exc:
+        assert "object" in str(exc)
+    else:
+        raise AssertionError("json_text of a query whose context JSON cannot hold must raise")
 
 
 def test_cached_instant_formatting_takes_numpy_and_float_millis():
