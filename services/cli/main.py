@@ -107,7 +107,7 @@ def cmd_node(args) -> int:
     elif args.command == "broker":
         from services.broker.main import BrokerProcess as Process
     elif args.command == "router":
-        from services.router.main import RouterProcess as Process
+        from services.router.main import RouterProcess as Process  # lazy: each role loads only its own modules
     else:
         from services.historical.main import HistoricalProcess as Process
     return Process(config).run_forever()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+from urllib.parse import urlencode
 
 from services.router.core.route_table import (
     cross_site_refusal, forwarded_headers, returned_headers, route_for,
@@ -73,8 +74,6 @@ def _stream(conn, answer):
 
 def _query_text(query: dict) -> str:
     # HttpEndpoint parsed the query string (blank values kept); put it back as it came.
-    from urllib.parse import urlencode
-
     if not query:
         return ""
     return "?" + urlencode([(k, v) for k, values in query.items() for v in values])
