@@ -63,8 +63,13 @@ function errorMessage(status, value) {
 export async function sql(query, context = {}, signal = undefined) {
   const { value, headers } = await request("POST", "/druid/v2/sql",
     { query, resultFormat: "array", header: true, context }, {}, signal);
+  const queryId = headers.get("X-Druid-SQL-Query-Id");
+  if (value && !Array.isArray(value) && value.taskId) {
+    // INSERT/REPLACE: Druid's answer is the ingestion task it started, not rows.
+    return { columns: ["taskId", "state"], rows: [[value.taskId, value.state]], queryId, task: value.taskId };
+  }
   const [columns, ...rows] = value || [[]];
-  return { columns: columns || [], rows, queryId: headers.get("X-Druid-SQL-Query-Id") };
+  return { columns: columns || [], rows, queryId };
 }
 
 export async function cancelSql(queryId) {
@@ -72,7 +77,8 @@ export async function cancelSql(queryId) {
 }
 
 // Rows as objects, for the views reading sys tables.
+// Their ids start console-meta-, which the history leaves out.
 export async function sqlObjects(query) {
-  const { columns, rows } = await sql(query);
+  const { columns, rows } = await sql(query, { sqlQueryId: newQueryId().replace("console-", "console-meta-") });
   return rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row[i]])));
 }

@@ -51,6 +51,12 @@ export function queryView() {
       const ms = Math.round(performance.now() - started);
       state.result = { ...result, explain };
       state.page = 0;
+      if (result.task) {
+        status.textContent = `submitted ingestion task ${result.task} in ${ms} ms`;
+        replace(output, el("p", { id: "submitted-task" }, "Task ", el("a", { href: "#ingestion" }, result.task),
+          " started; the Ingestion view follows it."));
+        return;
+      }
       status.textContent = `${result.rows.length} rows in ${ms} ms · query id ${result.queryId || queryId}`;
       render();
       if (!explain) scanned(result.queryId || queryId, status.textContent);
@@ -129,6 +135,25 @@ export function queryView() {
     setTimeout(() => URL.revokeObjectURL(url), 10_000);
   }
 
+  async function showHistory() {
+    // The query log (sys.queries): the admin sees everyone's, other users their own.
+    try {
+      const entries = await sqlObjects("SELECT query_id, start_time, status, duration_ms, rows_scanned, \"sql\" " +
+        "FROM sys.queries WHERE kind = 'sql' AND query_id NOT LIKE 'console-meta-%' ORDER BY start_time DESC LIMIT 50");
+      const grid = table(["started", "status", "ms", "rows scanned", "sql"], entries.map((q) =>
+        [q.start_time, q.status, q.duration_ms, q.rows_scanned, q.sql]));
+      grid.id = "history-table";
+      grid.querySelectorAll("tbody tr").forEach((tr, i) => {
+        tr.lastChild.classList.add("link");
+        tr.lastChild.addEventListener("click", () => { editor.value = entries[i].sql; });
+      });
+      replace(output, el("h3", {}, "History"), el("div", { class: "table-wrap" }, grid));
+      status.textContent = `${entries.length} recent queries (click one to edit it)`;
+    } catch (error) {
+      replace(output, errorBox(error));
+    }
+  }
+
   async function loadTree() {
     try {
       const columns = await sqlObjects("SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE FROM INFORMATION_SCHEMA.COLUMNS " +
@@ -155,6 +180,7 @@ export function queryView() {
     el("aside", {}, el("h3", {}, "Datasources"), tree),
     el("div", { class: "query-main" }, editor,
       el("div", { class: "toolbar" }, runButton, cancelButton, explainButton,
+        el("button", { id: "query-history", onclick: showHistory }, "History"),
         el("label", {}, "context ", contextInput), el("span", { class: "spacer" }), "Download ", csvButton, jsonButton),
       status, output));
 }

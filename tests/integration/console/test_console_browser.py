@@ -39,6 +39,9 @@ type = "DATASOURCE"
 pattern = "wiki"
 '''
 TIMEOUT_MS = 30_000
+EXTERN = """TABLE(EXTERN('{"type": "inline", "data": "2015-09-12T00:00:00Z,a\\n"}',
+    '{"type": "csv", "columns": ["ts", "s"]}',
+    '[{"name": "ts", "type": "string"}, {"name": "s", "type": "string"}]'))"""
 
 pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed "
                                 "(scripts/test.sh installs it: apt-get install chromium)")
@@ -52,6 +55,7 @@ def cluster(tmp_path_factory):
     c = EmbeddedCluster(str(directory / "cluster"), historicals=1,
                         auth={"enabled": True, "admin_password": ADMIN[1], "users_file": str(users)})
     try:
+        c.coordinator.task_runner.max_running = 0  # submitted INSERT tasks stay PENDING: no Spark here
         c.wiki = demo_table(3_000, days=1)
         c.wait_queryable("wiki", len(c.publish(c.wiki, "wiki")))
         hostile = pa.table({"__time": pa.array([1_600_000_000_000, 1_600_000_060_000], pa.timestamp("ms")),
@@ -264,4 +268,34 @@ def test_reader_never_sees_the_datasource_it_may_not_read(browser, cluster):
     page.click("#nav-retention")
     page.wait_for_selector("#rules-list tbody tr, #rules-list .error")
     assert "secret" not in page.text_content("#rules-list")
+    page.close()
+
+
+def test_insert_from_the_query_view_shows_its_task_in_ingestion(browser, cluster):
+    page = signed_in(browser, cluster, ADMIN)
+    run_query(page, f"INSERT INTO fresh SELECT TIME_PARSE(ts) AS __time, s FROM {EXTERN} PARTITIONED BY DAY")
+    task_id = page.text_content("#submitted-task a")
+    assert task_id and task_id in page.text_content("#query-status")
+    page.click("#submitted-task a")
+    page.wait_for_selector(f"#tasks-table td:text-is('{task_id}')")
+    row = page.eval_on_selector(f"#tasks-table tr:has(td:text-is('{task_id}'))",
+                                "r => Array.from(r.cells, c => c.textContent)")
+    expected = flight_sql(cluster, ADMIN, f"SELECT type, datasource, status FROM sys.tasks WHERE task_id = '{task_id}'")
+    assert tuple(row[1:4]) == expected[0] and expected[0][1] == "fresh"
+    page.click(f"#tasks-table td:text-is('{task_id}')")
+    page.wait_for_selector("#task-report pre")
+    assert task_id in page.text_content("#task-report pre")
+    page.close()
+
+
+def test_history_lists_the_users_queries_not_the_consoles_own(browser, cluster):
+    page = signed_in(browser, cluster, READER)
+    run_query(page, "SELECT COUNT(*) AS history_probe FROM wiki")
+    page.click("#query-history")
+    page.wait_for_selector("#history-table")
+    sqls = page.eval_on_selector_all("#history-table tbody tr td:last-child", "cs => cs.map(c => c.textContent)")
+    assert sqls[0] == "SELECT COUNT(*) AS history_probe FROM wiki"
+    assert not any("INFORMATION_SCHEMA" in s or "sys.queries" in s for s in sqls)
+    page.click("#history-table tbody tr td:last-child")
+    assert page.input_value("#sql-editor") == sqls[0]
     page.close()
