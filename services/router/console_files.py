@@ -22,16 +22,30 @@ SECURITY_HEADERS = {
 }
 
 
+VENDOR_FILES = {"/vendor/uPlot.esm.js": "uplot/dist/uPlot.esm.js", "/vendor/uPlot.min.css": "uplot/dist/uPlot.min.css"}
+
+
 class ConsoleFiles:
     def __init__(self, directory: str = CONSOLE_DIR) -> None:
         self._dir = directory
         # The set of files is fixed at start: a request names one of them or gets 404.
         self._files = {}
-        for root, _, names in os.walk(directory):
+        for root, dirs, names in os.walk(directory):
+            dirs[:] = [d for d in dirs if d != "node_modules"]  # only the vendor files below are served
             for name in names:
                 full = os.path.join(root, name)
                 if os.path.splitext(name)[1] in _TYPES:
                     self._files["/" + os.path.relpath(full, directory).replace(os.sep, "/")] = full
+
+        # The charting library, when scripts/bootstrap.sh (ensure_console_deps) installed it from npm.
+        for served, installed in VENDOR_FILES.items():
+            full = os.path.join(directory, "node_modules", installed)
+            if os.path.isfile(full):
+                self._files[served] = full
+
+    @property
+    def has_charts(self) -> bool:
+        return all(path in self._files for path in VENDOR_FILES)
 
     def handle(self, method: str, path: str, query: dict, body: bytes, headers: dict):
         if method != "GET":

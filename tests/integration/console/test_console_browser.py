@@ -84,6 +84,10 @@ def signed_in(browser, cluster, user) -> object:
     page.set_default_timeout(TIMEOUT_MS)
     page.dialogs = []
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    # Uncaught script errors and Content-Security-Policy refusals: a view must cause neither.
+    page.faults = []
+    page.on("pageerror", lambda e: page.faults.append(str(e)))
+    page.on("console", lambda m: page.faults.append(m.text) if "Content Security Policy" in m.text else None)
     page.goto(cluster.url)
     page.fill("#login-user", user[0])
     page.fill("#login-password", user[1])
@@ -192,7 +196,7 @@ def test_markup_in_data_is_text(browser, cluster):
     assert page.query_selector("#query-output img") is None
     page.goto(cluster.url + "#segments/secret")  # a hash change: no reload, the session stays
     page.wait_for_selector("#segments-table tbody tr")
-    assert page.dialogs == []
+    assert page.dialogs == [] and page.faults == []
     page.close()
 
 
@@ -214,6 +218,11 @@ def test_each_view_renders(browser, cluster):
     assert page.input_value("#segments-datasource") == "wiki"
     statuses = page.eval_on_selector_all("#segments-table tbody tr td:last-child", "cs => cs.map(c => c.textContent)")
     assert statuses and set(statuses) == {"available"}
+    if cluster.router.files.has_charts:  # uPlot from npm (scripts/bootstrap.sh ensure_console_deps)
+        page.wait_for_selector("#segments-chart canvas")
+        assert "rows" in page.text_content("#segments-chart .u-legend")
+    else:
+        assert "no chart" in page.text_content("#segments-chart")
     shot(page, "segments")
     page.click("#nav-ingestion")
     page.wait_for_selector("#tasks-table p, #tasks-table table")
@@ -229,7 +238,7 @@ def test_each_view_renders(browser, cluster):
     page.click("#rules-list tr:has(td:text-is('_default')) button.edit-rules")
     page.wait_for_selector("#rules-json")
     shot(page, "retention")
-    assert page.dialogs == []
+    assert page.dialogs == [] and page.faults == []
     page.close()
 
 
