@@ -54,6 +54,7 @@ def test_console_files_served_with_a_strict_policy(cluster):
     assert requests.get(cluster.url + "/console.js", timeout=30).headers["Content-Type"].startswith("text/javascript")
     assert requests.get(cluster.url + "/../services/router/main.py", timeout=30).status_code == 404
     assert requests.get(cluster.url + "/status/health", timeout=30).json()["role"] == "router"
+    assert b"process_resident_memory_bytes" in requests.get(cluster.url + "/metrics", timeout=30).content
 
 
 def test_sql_through_the_router_applies_the_callers_grants(cluster):
