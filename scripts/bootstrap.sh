@@ -48,6 +48,17 @@ ensure_compiler() {
   fi
 }
 
+# The web console's JavaScript dependencies (uPlot, for its charts) from the npm registry, exactly
+# as services/router/console/package-lock.json pins them; the console works without them (no charts).
+ensure_console_deps() {
+  local dir="services/router/console"
+  command -v npm >/dev/null || ensure_debian_packages npm
+  # npm writes node_modules/.package-lock.json on install: newer than the lock file = up to date.
+  if [ ! "$dir/node_modules/.package-lock.json" -nt "$dir/package-lock.json" ]; then
+    (cd "$dir" && npm ci --no-audit --no-fund --ignore-scripts --silent)
+  fi
+}
+
 ensure_venv() {
   local extras="${1:-}"
   ensure_python

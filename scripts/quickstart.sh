@@ -6,6 +6,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
 ensure_java
 ensure_venv
+ensure_console_deps
 ROWS="${STRATA_DEMO_ROWS:-500000}"
 CLUSTER="${STRATA_CLUSTER_DIR:-var/cluster}"
 DATA="${STRATA_DEMO_DIR:-var/demo}"

@@ -4,9 +4,10 @@
 # Extra arguments go to pytest, e.g. `bash scripts/test.sh tests/unit -k segment`.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/bootstrap.sh"
-ensure_debian_packages etcd-server postgresql prometheus  # prometheus: promtool and a real Prometheus for the dashboards
+ensure_debian_packages etcd-server postgresql prometheus chromium  # prometheus: promtool and a real Prometheus for the dashboards; chromium: the console's browser tests (Playwright drives it; never `playwright install`)
 ensure_java
 ensure_venv test
+ensure_console_deps
 echo "running tests with $(.venv/bin/python --version)"
 log="$(mktemp)"
 set +e

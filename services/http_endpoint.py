@@ -90,8 +90,9 @@ class HttpEndpoint:
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
                 for name, value in extra.items():
-                    self.send_header(name, value)
-                if status == 401:
+                    if value is not None:  # None: the handler asks that this header not be sent
+                        self.send_header(name, value)
+                if status == 401 and "WWW-Authenticate" not in extra:
                     self.send_header("WWW-Authenticate", 'Basic realm="strata", charset="UTF-8"')
                 if isinstance(out, (bytes, bytearray)):
                     self.send_header("Content-Length", str(len(out)))

@@ -47,13 +47,14 @@ from dataclasses import dataclass, field, fields, replace
 
 from common.errors import ValidationError
 
-ROLES = ("coordinator", "broker", "historical")
+ROLES = ("coordinator", "broker", "historical", "router")
 
 # Druid's HTTP ports where Druid has them; gRPC and Flight next to them.
 DEFAULT_PORTS = {
     "coordinator": {"grpc_port": 8091, "http_port": 8081, "flight_port": 0},
     "broker": {"grpc_port": 8082, "http_port": 8092, "flight_port": 8815},
     "historical": {"grpc_port": 8083, "http_port": 8093, "flight_port": 0},
+    "router": {"grpc_port": 0, "http_port": 8888, "flight_port": 0},  # HTTP only: the console and proxy
 }
 
 

@@ -31,7 +31,8 @@ _RESPAWNS = 3
 # historical's gRPC/HTTP (the next historicals count up from there).
 DOCUMENTED_PORTS = {"coordinator": {"grpc_port": 8091, "http_port": 8081},
                     "broker": {"grpc_port": 8082, "http_port": 8092, "flight_port": 8815},
-                    "historical": {"grpc_port": 8083, "http_port": 8093}}
+                    "historical": {"grpc_port": 8083, "http_port": 8093},
+                    "router": {"http_port": 8888}}
 PORT_MODES = ("fixed", "auto")
 
 
@@ -175,6 +176,7 @@ class LocalCluster:
         picker = _Ports(ports)
         coord = {k: picker.pick(v, f"coordinator {k[:-5]}") for k, v in DOCUMENTED_PORTS["coordinator"].items()}
         broker = {k: picker.pick(v, f"broker {k[:-5]}") for k, v in DOCUMENTED_PORTS["broker"].items()}
+        router = {k: picker.pick(v, f"router {k[:-5]}") for k, v in DOCUMENTED_PORTS["router"].items()}
         historical_ports = [{k: picker.pick(v + i - 1, f"historical-{i} {k[:-5]}")
                              for k, v in DOCUMENTED_PORTS["historical"].items()} for i in range(1, historicals + 1)]
         picker.check()  # before anything is started
@@ -199,6 +201,8 @@ class LocalCluster:
                 **common, "node": {"id": f"historical-{i}", "host": "127.0.0.1", **hist_ports},
                 "historical": {"cache_dir": os.path.join(self.dir, f"cache-{i}"), "max_cache_bytes": max_cache_bytes,
                                **({"tier": tiers[i - 1]} if tiers else {})}}))
+        # The router (the web console) last: it forwards to the others.
+        nodes.append(("router", "router", {**common, "node": {"id": "router", "host": "127.0.0.1", **router}}))
         records = []
         configs = {name: config for name, _, config in nodes}
 
@@ -359,6 +363,8 @@ class LocalCluster:
                 out["broker"] = f"127.0.0.1:{rec['grpc_port']}"
                 out["flight"] = f"grpc://127.0.0.1:{rec['flight_port']}"
                 out["broker_http"] = f"http://127.0.0.1:{rec['http_port']}"
+            if rec["role"] == "router":
+                out["console"] = f"http://127.0.0.1:{rec['http_port']}/"
         return out
 
 

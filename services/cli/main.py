@@ -106,6 +106,8 @@ def cmd_node(args) -> int:
         from services.coordinator.main import CoordinatorProcess as Process
     elif args.command == "broker":
         from services.broker.main import BrokerProcess as Process
+    elif args.command == "router":
+        from services.router.main import RouterProcess as Process  # lazy: each role loads only its own modules
     else:
         from services.historical.main import HistoricalProcess as Process
     return Process(config).run_forever()
@@ -377,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_rules(sub, DEFAULT_DIR)
 
-    for role in ("coordinator", "broker", "historical"):
+    for role in ("coordinator", "broker", "historical", "router"):
         p = sub.add_parser(role, help=f"run a {role} in the foreground")
         p.add_argument("--config", help="TOML config file (env STRATA_<SECTION>_<KEY> overrides)")
         p.set_defaults(func=cmd_node)

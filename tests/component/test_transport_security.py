@@ -96,6 +96,22 @@ def test_https_status_health_on_every_node(cluster, certs):
         urllib.request.urlopen(f"http://127.0.0.1:{cluster.broker.http.port}/status/health", timeout=10).read()
 
 
+def test_router_serves_https_and_forwards_over_tls(cluster, certs):
+    router = cluster.router or cluster.start_router()
+    context = ssl.create_default_context(cadata=certs["ca"].decode())
+    assert router.console_url().startswith("https://127.0.0.1:")
+    with urllib.request.urlopen(router.console_url(), timeout=10, context=context) as page:
+        assert b"console.js" in page.read()
+    auth = {"Authorization": basic_header("admin", ADMIN_PASSWORD), "Content-Type": "application/json"}
+    query = urllib.request.Request(router.console_url() + "druid/v2/sql", headers=auth,
+                                   data=json.dumps({"query": "SELECT COUNT(*) AS n FROM wiki"}).encode())
+    with urllib.request.urlopen(query, timeout=30, context=context) as answer:  # router -> broker over https
+        assert json.loads(answer.read()) == [{"n": cluster.rows}]
+    listing = urllib.request.Request(router.console_url() + "druid/coordinator/v1/datasources", headers=auth)
+    with urllib.request.urlopen(listing, timeout=30, context=context) as answer:  # -> the coordinator over https
+        assert json.loads(answer.read()) == ["wiki"]
+
+
 def _run_query(cluster, historical: HistoricalClient, once: bool = False):
     sids = [s for s in cluster.historicals[0].node.status()["served"] if s.datasource == "wiki"]
     schema = cluster.broker.catalog.datasource_schema("wiki")

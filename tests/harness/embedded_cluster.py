@@ -54,6 +54,7 @@ class EmbeddedCluster:
         self.broker: BrokerProcess | None = None
         self.historicals: list[HistoricalProcess] = []
         self._client: ClusterClient | None = None
+        self.router = None
         self.start_coordinator()
         for i in range(historicals):
             self.add_historical(i)
@@ -66,6 +67,13 @@ class EmbeddedCluster:
         if self.common["discovery"]["mode"] == "embedded" and self.coordinator is not None:
             sections["discovery"]["coordinator"] = f"127.0.0.1:{self.coordinator.grpc.port}"
         return load_config(role, None, env=_env(sections))
+
+    def start_router(self):
+        """A router (the web console and Druid's proxy paths) over this cluster, stopped by stop()."""
+        from services.router.main import RouterProcess
+
+        self.router = RouterProcess(self._config("router", {"node": {"id": "router"}})).start()
+        return self.router
 
     def start_coordinator(self, grpc_port: int = 0) -> CoordinatorProcess:
         self.coordinator = None
@@ -129,7 +137,7 @@ class EmbeddedCluster:
 
     def stop(self) -> None:
         self.reset_client()
-        for node in [self.broker, *self.historicals, self.coordinator]:
+        for node in [self.router, self.broker, *self.historicals, self.coordinator]:
             if node is not None:
                 try:
                     node.stop()

@@ -5,11 +5,13 @@
 from __future__ import annotations
 
 import errno
+import json
 import os
 import signal
 import socket
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 
@@ -35,10 +37,11 @@ def _free_ports(n: int) -> list[int]:
 @pytest.fixture
 def documented(monkeypatch) -> dict:
     """Free ports stand in for the documented ones, which other clusters on this host may hold."""
-    p = _free_ports(7)
+    p = _free_ports(8)
     ports = {"coordinator": {"grpc_port": p[0], "http_port": p[1]},
              "broker": {"grpc_port": p[2], "http_port": p[3], "flight_port": p[4]},
-             "historical": {"grpc_port": p[5], "http_port": p[6]}}
+             "historical": {"grpc_port": p[5], "http_port": p[6]},
+             "router": {"http_port": p[7]}}
     monkeypatch.setattr(local_cluster, "DOCUMENTED_PORTS", ports)
     return ports
 
@@ -105,6 +108,15 @@ def test_down_waits_for_every_process_and_up_gets_the_same_ports_again(tmp_path,
     try:
         coordinator = cluster.node("coordinator")
         assert coordinator["grpc_port"] == documented["coordinator"]["grpc_port"]
+        # The router serves the console at the URL `strata up` prints and reaches the broker.
+        console = cluster.endpoints()["console"]
+        assert console == f"http://127.0.0.1:{documented['router']['http_port']}/"
+        with urllib.request.urlopen(console, timeout=10) as page:
+            assert b"console.js" in page.read()
+        with urllib.request.urlopen(urllib.request.Request(
+                console + "druid/v2/sql", data=b'{"query": "SELECT 1 AS one"}',
+                headers={"Content-Type": "application/json"}), timeout=30) as answer:
+            assert json.loads(answer.read()) == [{"one": 1}]
         # A task process that outlived its coordinator (as after a SIGKILL): down stops it too.
         tasks = os.path.join(cluster.dir, "coordinator", "tasks")
         os.makedirs(tasks, exist_ok=True)
@@ -141,7 +153,7 @@ def test_ports_auto_steps_around_a_taken_port(tmp_path, documented):
             coordinator = cluster.node("coordinator")
             assert coordinator["http_port"] != taken
             assert coordinator["grpc_port"] == documented["coordinator"]["grpc_port"]
-            assert len(state["nodes"]) == 3
+            assert len(state["nodes"]) == 4  # coordinator, broker, historical, router
         finally:
             cluster.down()
 
@@ -162,6 +174,6 @@ def test_ports_auto_starts_a_node_again_when_its_port_is_taken_between_probe_and
             broker = cluster.node("broker")
             assert broker["http_port"] != squatted and broker["respawns"] == 1
             assert local_cluster.health(broker)[1]["pid"] == broker["pid"]
-            assert [n["name"] for n in state["nodes"]] == ["coordinator", "broker", "historical-1"]
+            assert [n["name"] for n in state["nodes"]] == ["coordinator", "broker", "historical-1", "router"]
         finally:
             cluster.down()

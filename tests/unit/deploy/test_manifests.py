@@ -43,10 +43,12 @@ WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job"}
 # The strata roles on Kubernetes: role -> (workload kind, Service name).
 K8S_ROLES = {"coordinator": ("Deployment", "coordinator"),
              "broker": ("Deployment", "broker"),
-             "historical": ("StatefulSet", "historical")}
+             "historical": ("StatefulSet", "historical"),
+             "router": ("Deployment", "router")}
 # Ports that docker-compose.yml publishes, by service (the defaults of node_config and Prometheus).
-COMPOSE_PUBLISHED = {"coordinator": {8081}, "broker": {8815, 8082}, "prometheus": {9090}, "grafana": {3000}}
-COMPOSE_STRATA = {"coordinator": "coordinator", "broker": "broker",
+COMPOSE_PUBLISHED = {"coordinator": {8081}, "broker": {8815, 8082}, "router": {8888}, "prometheus": {9090},
+                     "grafana": {3000}}
+COMPOSE_STRATA = {"coordinator": "coordinator", "broker": "broker", "router": "router",
                   "historical-hot": "historical", "historical-cold": "historical"}
 # One-shot strata containers (no server): the one that sets the _default load rules.
 COMPOSE_STRATA_ONESHOT = {"rules"}
@@ -321,7 +323,7 @@ def _check_strata_workload(rendered, role, workload):
     config_path = Path(args[2])
 
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-    assert ports["http"] == http and ports["grpc"] == config.node.grpc_port
+    assert ports["http"] == http and ports.get("grpc", 0) == config.node.grpc_port  # the router has no gRPC
     if config.node.flight_port:
         assert ports["flight"] == config.node.flight_port
     for probe, path in (("readinessProbe", HEALTH_PATH), ("livenessProbe", LIVE_PATH)):
@@ -336,6 +338,10 @@ def _check_strata_workload(rendered, role, workload):
     assert config_path.name in configmaps[volume["configMap"]["name"]]["data"]
 
     env = {e["name"]: e for e in container["env"]}
+    if role == ROUTER:  # only its identity: it holds no store, storage or credentials
+        assert {"STRATA_NODE_ID", "STRATA_NODE_ADVERTISE_HOST"} <= set(env)
+        assert not any("secretKeyRef" in e.get("valueFrom", {}) for e in env.values())
+        return
     for name in ("STRATA_NODE_ID", "STRATA_NODE_ADVERTISE_HOST", "STRATA_METADATA_URL",
                  "STRATA_AUTH_ADMIN_USER", "STRATA_AUTH_ADMIN_PASSWORD", "AWS_ACCESS_KEY_ID",
                  "AWS_SECRET_ACCESS_KEY"):
@@ -494,6 +500,16 @@ def test_dev_credentials_are_marked(rendered):
     assert len(data["minio-root-password"]) >= 8, "MinIO refuses root passwords under 8 characters"
 
 
+ROUTER = "router"
+
+
+def _assert_router_config(config, addresses: dict) -> None:
+    """The router forwards HTTP only: it finds nodes in etcd and holds no store, storage or
+    credentials (each request's own Authorization goes through)."""
+    assert config.discovery.mode == "etcd" and addresses["discovery.etcd"].hostname == "etcd"
+    assert config.auth.admin_password == "" and config.node.http_port == 8888
+
+
 def _service_ports(objs) -> dict[str, set[int]]:
     return {name: {p["port"] for p in s["spec"]["ports"]} for name, s in _by_kind(objs, "Service").items()}
 
@@ -507,6 +523,9 @@ def _assert_hosts_resolve(config, hosts: dict[str, set[int]], where: str) -> Non
         "metadata.url": urlsplit(config.metadata.url),
         "deep_storage.endpoint": urlsplit(config.deep_storage.endpoint),
     }
+    if config.role == ROUTER:
+        _assert_router_config(config, addresses)
+        return
     default_ports = {"postgresql+psycopg": 5432, "http": 80, "https": 443}
     for field_name, url in addresses.items():
         port = url.port or default_ports.get(url.scheme)
@@ -715,6 +734,9 @@ def test_compose_strata_services(compose):
 
         env = _env_dict(service)
         _assert_strata_env_names_are_config_keys(env)
+        if role == ROUTER:  # no store, storage or credentials: nothing to pass it
+            assert not any(k.startswith(("STRATA_METADATA", "STRATA_AUTH", "AWS_")) for k in env), name
+            continue
         for var in ("STRATA_METADATA_URL", "STRATA_AUTH_ADMIN_PASSWORD", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
             assert env.get(var), f"{name}: {var} is not set"
         config = _compose_config(compose, name)

@@ -1,0 +1,126 @@
+"""The router (services/router/) over a real in-process cluster with authentication on: the
+console's files at /, Druid's API forwarded to the broker and the leading coordinator with the
+caller's credentials (grants apply as on the broker itself), streamed SQL results, query cancel
+by id through the router, and cross-site writes refused."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import requests
+
+from common.demo import table as demo_table
+from tests.harness.busy_historical import BusyHistorical
+from tests.harness.embedded_cluster import EmbeddedCluster
+from tests.harness.waiting import wait_until
+
+ADMIN = ("admin", "admin-pw")
+READER = ("reader", "reader-pw")
+USERS_FILE = '''
+[[users]]
+name = "reader"
+password = "reader-pw"
+[[users.grants]]
+action = "READ"
+type = "DATASOURCE"
+pattern = "wiki"
+'''
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("router")
+    users = directory / "users.toml"
+    users.write_text(USERS_FILE)
+    c = EmbeddedCluster(str(directory / "cluster"), historicals=1,
+                        auth={"enabled": True, "admin_password": ADMIN[1], "users_file": str(users)})
+    try:
+        c.wiki = demo_table(2_000, days=1)
+        c.wait_queryable("wiki", len(c.publish(c.wiki, "wiki")))
+        c.wait_queryable("secret", len(c.publish(demo_table(300, days=1), "secret")))
+        c.start_router()
+        c.url = f"http://127.0.0.1:{c.router.http.port}"
+        yield c
+    finally:
+        c.stop()
+
+
+def test_console_files_served_with_a_strict_policy(cluster):
+    page = requests.get(cluster.url + "/", timeout=30)
+    assert page.status_code == 200 and page.headers["Content-Type"].startswith("text/html")
+    assert "script-src 'self'" in page.headers["Content-Security-Policy"]
+    assert '<script src="console.js"' in page.text
+    assert requests.get(cluster.url + "/console.js", timeout=30).headers["Content-Type"].startswith("text/javascript")
+    assert requests.get(cluster.url + "/../services/router/main.py", timeout=30).status_code == 404
+    assert requests.get(cluster.url + "/status/health", timeout=30).json()["role"] == "router"
+    assert b"process_resident_memory_bytes" in requests.get(cluster.url + "/metrics", timeout=30).content
+
+
+def test_sql_through_the_router_applies_the_callers_grants(cluster):
+    r = requests.post(cluster.url + "/druid/v2/sql", auth=ADMIN, timeout=60,
+                      json={"query": "SELECT COUNT(*) AS n FROM wiki"})
+    assert r.status_code == 200 and r.json() == [{"n": cluster.wiki.num_rows}]
+    assert requests.post(cluster.url + "/druid/v2/sql", timeout=60, json={"query": "SELECT 1"}).status_code == 401
+    denied = requests.post(cluster.url + "/druid/v2/sql", auth=READER, timeout=60,
+                           json={"query": "SELECT COUNT(*) FROM secret"})
+    assert denied.status_code == 403
+    # The browser must not pop its own login dialog over the console's.
+    console = requests.get(cluster.url + "/druid/v2/datasources", timeout=30, headers={"X-Requested-With": "x"})
+    assert console.status_code == 401 and "WWW-Authenticate" not in console.headers
+    assert "WWW-Authenticate" in requests.get(cluster.url + "/druid/v2/datasources", timeout=30).headers
+    assert requests.get(cluster.url + "/druid/v2/datasources", auth=READER, timeout=30).json() == ["wiki"]
+    tables = requests.post(cluster.url + "/druid/v2/sql", auth=READER, timeout=60, json={
+        "query": "SELECT TABLE_NAME FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = 'druid'"}).json()
+    assert [t["TABLE_NAME"] for t in tables] == ["wiki"]
+
+
+def test_large_result_streams_through_whole(cluster):
+    r = requests.post(cluster.url + "/druid/v2/sql", auth=ADMIN, timeout=60, stream=True,
+                      json={"query": "SELECT __time, page, added FROM wiki", "resultFormat": "arrayLines"})
+    assert r.status_code == 200 and r.headers.get("Transfer-Encoding") == "chunked"
+    lines = [line for line in r.iter_lines() if line]
+    assert len(lines) == cluster.wiki.num_rows
+
+
+def test_coordinator_routes_and_proxy_paths(cluster):
+    direct = requests.get(f"http://127.0.0.1:{cluster.coordinator.http.port}/druid/coordinator/v1/datasources",
+                          auth=ADMIN, timeout=30).json()
+    assert requests.get(cluster.url + "/druid/coordinator/v1/datasources", auth=ADMIN, timeout=30).json() == direct
+    assert requests.get(cluster.url + "/proxy/coordinator/druid/coordinator/v1/datasources", auth=READER,
+                        timeout=30).json() == ["wiki"]
+    simple = requests.get(cluster.url + "/druid/coordinator/v1/datasources?simple", auth=ADMIN, timeout=30).json()
+    assert {d["name"] for d in simple} == {"wiki", "secret"}
+    rules = requests.get(cluster.url + "/druid/coordinator/v1/rules", auth=ADMIN, timeout=30)
+    assert rules.status_code == 200 and "_default" in rules.json()
+    tasks = requests.get(cluster.url + "/proxy/overlord/druid/indexer/v1/tasks", auth=ADMIN, timeout=30)
+    assert tasks.status_code == 200 and isinstance(tasks.json(), list)
+
+
+def test_cross_site_writes_refused_same_origin_pass(cluster):
+    rule = [{"type": "loadForever", "tieredReplicants": {"_default_tier": 1}}]
+    evil = requests.post(cluster.url + "/druid/coordinator/v1/rules/wiki", auth=ADMIN, json=rule, timeout=30,
+                         headers={"Origin": "http://evil.example"})
+    assert evil.status_code == 403 and "evil.example" in evil.json()["error"]
+    ok = requests.post(cluster.url + "/druid/coordinator/v1/rules/wiki", auth=ADMIN, json=rule, timeout=30,
+                       headers={"Origin": cluster.url, "X-Requested-With": "XMLHttpRequest"})
+    assert ok.status_code == 200, ok.text
+    [stored] = requests.get(cluster.url + "/druid/coordinator/v1/rules/wiki", auth=ADMIN, timeout=30).json()
+    assert (stored["type"], stored["tieredReplicants"]) == ("loadForever", {"_default_tier": 1})
+
+
+def test_cancel_through_the_router(cluster):
+    outcome = {}
+
+    def run():
+        outcome["r"] = requests.post(cluster.url + "/druid/v2/sql", auth=ADMIN, timeout=60, json={
+            "query": "SELECT page, COUNT(*) AS n FROM wiki GROUP BY 1", "context": {"sqlQueryId": "via-router"}})
+
+    with BusyHistorical(cluster.historicals[0]):
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        wait_until(lambda: requests.delete(cluster.url + "/druid/v2/sql/via-router", auth=ADMIN,
+                                           timeout=30).status_code == 202, 30, "the query to be cancelled")
+        thread.join(30)
+        assert not thread.is_alive()
+    assert outcome["r"].status_code == 500 and outcome["r"].json()["error"] == "Query cancelled"
