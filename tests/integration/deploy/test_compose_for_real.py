@@ -138,7 +138,7 @@ def test_compose_services_run(compose, tmp_path, etcd_server, postgres_url, s3_s
     order = _start_order(services)
     plans = {name: _ServicePlan(name, services[name], tmp_path) for name in order}
     assert sorted(p.args[0] for p in plans.values() if not p.one_shot) == \
-        ["broker", "coordinator", "historical", "historical"]
+        ["broker", "coordinator", "historical", "historical", "router"]
 
     hosts = HostMap()
     for name, plan in plans.items():  # every container port is reachable by the service's name

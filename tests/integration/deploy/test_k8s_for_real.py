@@ -207,7 +207,7 @@ def test_k8s_manifests_run(rendered, tmp_path, etcd_server, postgres_url, s3_ser
     plans = [_PodPlan(rendered, w, i, tmp_path) for w in workloads
              for i in range(w["spec"].get("replicas", 1) if w["kind"] != "Job" else 1)]
     roles = sorted(p.role for p in plans if not p.is_job)
-    assert roles == ["broker", "coordinator", "historical", "historical"], roles
+    assert roles == ["broker", "coordinator", "historical", "historical", "router"], roles
 
     hosts = _host_map(rendered, plans)
     secret = next(iter(_by_kind(rendered, "Secret").values()))
