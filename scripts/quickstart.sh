@@ -27,6 +27,9 @@ strata is running from $CLUSTER (logs in $CLUSTER/logs). Connect with:
   native JSON: .venv/bin/strata query --dir $CLUSTER '{"queryType":"timeseries","dataSource":"wikipedia",
                "intervals":["2015-09-12/2015-09-19"],"granularity":"hour","aggregations":[{"type":"count","name":"edits"}]}'
   ingest:      .venv/bin/strata sql --dir $CLUSTER --file my_insert.sql   (INSERT/REPLACE ... PARTITIONED BY, runs on Spark)
+  console:     http://127.0.0.1:8888/   (the router: web console and Druid's HTTP API paths)
+  Druid HTTP:  curl -s -XPOST -H 'Content-Type: application/json' http://127.0.0.1:8092/druid/v2/sql \
+                 -d '{"query":"SELECT COUNT(*) FROM wikipedia","resultFormat":"array"}'
   metrics:     curl http://127.0.0.1:8092/metrics   (broker; coordinator 8081, historicals 8093, 8094)
 Stop it with: .venv/bin/strata down --dir $CLUSTER
 MSG

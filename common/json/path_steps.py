@@ -306,14 +306,12 @@ def literal_array(values: list, out_type: ColumnType) -> pa.Array:
         element = out_type.element
         conv = []
         for v in values:
-            if v is None:
+            if not isinstance(v, list):  # null, or a literal where an array was asked for: null, as in Druid
                 conv.append(None)
             elif element.is_string:
                 conv.append([e if e is None or isinstance(e, str) else json.dumps(e) for e in v])
-            elif element.kind is TypeKind.LONG:  # numbers as RETURNING BIGINT converts them; text is null
-                conv.append(_longs([None if isinstance(e, str) else e for e in v]).to_pylist())
-            else:
-                conv.append([None if e is None or isinstance(e, str) else float(e) for e in v])
+            else:  # each element as RETURNING BIGINT / DOUBLE converts a literal (texts that are numbers parse)
+                conv.append(literal_array(v, element).to_pylist())
         return pa.array(conv, target)
     if out_type.is_string:
         return pa.array([None if v is None else _text(v) for v in values], pa.string())

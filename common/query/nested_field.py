@@ -88,7 +88,10 @@ class NestedFieldColumn:
         if has_wildcard(self._parts):
             return None
         reader = source.nested_field(self.column, self.path)
-        if reader is None or (reader.type.is_array and not (self.expected_type and self.expected_type.is_array)):
+        wants_array = bool(self.expected_type and self.expected_type.is_array)
+        # A field of arrays and literals together reads as text with its arrays as null: when an
+        # array is asked for, the documents answer (they have the arrays; a literal there is null).
+        if reader is None or reader.type.is_array != wants_array:
             return None
         return reader
 
@@ -138,11 +141,12 @@ def _as_type(values: pa.Array, out_type: ColumnType) -> pa.Array:
             values = strings_to_double(values)
         return values.cast(target, safe=False)
     if out_type.is_array and (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
-        if out_type.element.kind is TypeKind.LONG and pa.types.is_floating(values.type.value_type):
-            values = values.cast(pa.list_(pa.float64()))  # doubles saturate, as RETURNING BIGINT converts them
-            longs = to_long_values(values.values)
-            return pa.ListArray.from_arrays(values.offsets, longs, mask=values.is_null()).cast(target)
-        return values.cast(target, safe=False)
+        if out_type.element.is_string or values.type.value_type == out_type.element.to_arrow():
+            return values.cast(target, safe=False)
+        # Each element as RETURNING <element> converts a literal: doubles saturate into BIGINT,
+        # texts (a field holding any string stores its arrays as text) parse or are null.
+        elements = _as_type(values.values, out_type.element)
+        return pa.ListArray.from_arrays(values.offsets, elements, mask=values.is_null()).cast(target)
     return pa.nulls(len(values), target)
 
 

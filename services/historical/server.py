@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import grpc
 
-from common.errors import NotFoundError, QueryTimeoutError, SegmentCorruptError, ValidationError
+from common.errors import NotFoundError, QueryTimeoutError, SegmentCorruptError, StrataError, ValidationError
 from common.bounded_cache import BoundedCache
 from common.query import engine
 from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, MemoryBudget
@@ -47,10 +47,12 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
 
     def RunQuery(self, request, context):
         # The tail of a RunQueryOnce whose partial was too large for one message, if still kept.
-        merged = self.parked.take(_parked_key(request)) if self.parked.holds(request.query_id) else None
-        if merged is None:
-            merged = self._answer(request, context)
-        yield from table_to_chunks(merged.table, merged.stats)
+        parked = self.parked.take(_parked_key(request)) if self.parked.holds(request.query_id) else None
+        merged, budget = parked if parked is not None else self._answer(request, context)
+        try:
+            yield from table_to_chunks(merged.table, merged.stats, budget)
+        except StrataError as exc:  # a slice over the query's memory limit, or a row over one message
+            self._abort(context, exc)
 
     def RunQueryOnce(self, request, context):
         return self._once(request, context)
@@ -67,16 +69,16 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         return self._once(request, context).SerializeToString()
 
     def _once(self, request, context):
-        merged = self._answer(request, context)
+        merged, budget = self._answer(request, context)
         message = table_to_message(merged.table, merged.stats, ONE_MESSAGE_BYTES)
         if message is not None:
             return message
-        self.parked.put(_parked_key(request), merged, request.query_id)
+        self.parked.put(_parked_key(request), (merged, budget), request.query_id)
         return types_pb2.ArrowChunk(last=False)
 
     def _answer(self, request, context):
-        """The merged partial of the request's query over its segments (the call ends with the
-        status of the error's kind when it fails)."""
+        """The merged partial of the request's query over its segments and the budget it was
+        charged to (the call ends with the status of the error's kind when it fails)."""
         started = time.perf_counter()
         try:
             wanted = [segment_id_from_proto(s) for s in request.segments]
@@ -100,7 +102,7 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                                                 f"historical {self.node.server_id}")
             except Exception as exc:  # noqa: BLE001 - a bad maxBytesInMemory value is the user's error
                 self._abort(context, exc)
-            return self._run(prepared, budget, request.query_id, context, started)
+            return self._run(prepared, budget, request.query_id, context, started), budget
         finally:
             for segment in segments:
                 segment.lease.release()

@@ -12,11 +12,22 @@ from collections.abc import Iterable, Iterator
 
 import pyarrow as pa
 
+from common.errors import ValidationError
+from common.query.memory_budget import UNLIMITED, MemoryBudget
 from common.query.partial import RunStats
 from services.rpc.gen.strata.v1 import types_pb2
 
 MAX_CHUNK_BYTES = 1 << 20
 MAX_BATCH_ROWS = 65_536
+# The largest chunk a peer takes in (services/grpc_server.MAX_MESSAGE_BYTES, less room for the
+# IPC framing and the message's own fields). Rows are never split, so one row over it cannot go.
+MAX_SENDABLE_BYTES = (64 << 20) - (64 << 10)
+
+
+class RowTooLargeError(ValidationError):
+    """Rows of a result too large for one message (a row is never split across chunks). The
+    user's to fix, as a memory limit is: it is the same on every replica, so it is never retried
+    (the broker retries RESOURCE_EXHAUSTED, a historical's stream limit, hence not the LIMIT kind)."""
 
 
 # The end-of-stream marker of the Arrow IPC stream format (a continuation token, then length 0).
@@ -54,7 +65,11 @@ def _slices(table: pa.Table) -> Iterator[pa.RecordBatch]:
         per_row = max(1, batch.nbytes // max(batch.num_rows, 1))
         step = max(1, min(batch.num_rows, MAX_CHUNK_BYTES // per_row))
         for start in range(0, batch.num_rows, step):
-            yield batch.slice(start, step)
+            piece = batch.slice(start, step)
+            if piece.num_rows > 1 and piece.nbytes > MAX_CHUNK_BYTES:  # a few rows far over the average
+                yield from (piece.slice(i, 1) for i in range(piece.num_rows))
+            else:
+                yield piece
 
 
 def stats_to_proto(stats: RunStats) -> types_pb2.QueryStats:
@@ -69,11 +84,32 @@ def stats_from_proto(msg: types_pb2.QueryStats) -> RunStats:
                     msg.bytes_read)
 
 
-def table_to_chunks(table: pa.Table, stats: RunStats | None = None) -> Iterator[types_pb2.ArrowChunk]:
-    """Chunks for ``table``; the last carries ``stats``. An empty table still sends its schema."""
+def _widest(batch: pa.RecordBatch) -> str:
+    name, column = max(zip(batch.schema.names, batch.columns), key=lambda nc: nc[1].nbytes)
+    return f"column '{name}' holds {column.nbytes:,} bytes of them"
+
+
+def _check_sendable(batch: pa.RecordBatch, budget: MemoryBudget, max_bytes: int) -> None:
+    """Refuse a slice whose serialized copy would pass the query's memory limit (it is held next
+    to the partial while it goes), or that is larger than one message even when it is one row."""
+    if batch.nbytes <= MAX_CHUNK_BYTES:
+        return  # the usual slice: nothing to refuse, no message to build
+    rows = f"{batch.num_rows:,} row{'s' if batch.num_rows != 1 else ''}"
+    budget.check(batch.nbytes, f"serializing {rows} of {batch.nbytes:,} bytes to send them ({_widest(batch)})")
+    if batch.nbytes > max_bytes:
+        raise RowTooLargeError(
+            f"a result row of {batch.nbytes:,} bytes ({_widest(batch)}) is larger than the {max_bytes:,} bytes "
+            f"one message between strata nodes carries; select less of it (e.g. LEFT(value, n)) or filter it out")
+
+
+def table_to_chunks(table: pa.Table, stats: RunStats | None = None, budget: MemoryBudget = UNLIMITED,
+                    max_bytes: int = MAX_SENDABLE_BYTES) -> Iterator[types_pb2.ArrowChunk]:
+    """Chunks for ``table``; the last carries ``stats``. An empty table still sends its schema.
+    A slice over the query's ``budget`` or over ``max_bytes`` raises (a StrataError of its kind)."""
     pending: list[pa.RecordBatch] = []
     size = 0
     for batch in _slices(table):
+        _check_sendable(batch, budget, max_bytes)
         if pending and size + batch.nbytes > MAX_CHUNK_BYTES:
             yield types_pb2.ArrowChunk(ipc_stream=_ipc(table.schema, pending))
             pending, size = [], 0

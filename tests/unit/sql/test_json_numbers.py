@@ -167,3 +167,63 @@ def test_an_array_of_bigint_saturates_its_elements(tmp_path, kind):
     got = execute(query, [Segment.open(path)]).table
     assert got.column("d").to_pylist() == [[INT64_MAX, INT64_MIN, 2, None], None, None, [7]]
     assert got.column("l").to_pylist() == [None, [12345678901234567, -3], None, [7]]
+
+
+# A path holding arrays in some rows and literals in others: the nested column stores one field of
+# both types (it reads as text, its arrays null); asked for an ARRAY the arrays come back with
+# each element converted as RETURNING BIGINT / DOUBLE converts a literal, and a literal is null.
+MIXED = ['{"a": [1, 2, 3]}', '{"a": 5}', '{"a": [1.9, -2.5, "7", "x", null, 1e20]}', '{"a": "t"}', None, '{"b": 1}',
+         '{"a": [[1], 2]}', '{"a": {"x": 1}}', '{"a": []}', '{"a": [-9223372036854775808, null]}', '{"a": true}']
+MIXED_BIGINT = [[1, 2, 3], None, [1, -2, 7, None, None, INT64_MAX], None, None, None, None, None, [], [INT64_MIN, None],
+                None]
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory):
+    table = pa.table({"__time": pa.array([1577836800000 + i for i in range(len(MIXED))], pa.int64()),
+                      "doc": pa.array(MIXED, pa.string()), "raw": pa.array(MIXED, pa.string())})
+    path = str(tmp_path_factory.mktemp("jm") / "m.sseg")
+    build_segment(table, path, SegmentId("t", Interval.of("2020-01-01/2020-01-02"), "v1", 0),
+                  column_types={"doc": JSON})
+    segment = Segment.open(path)
+    assert segment.column("doc").field_types("$.a") is not None  # a stored field, not only documents
+    return FakeCatalog({"t": union_schema([segment])}), [segment]
+
+
+@pytest.mark.parametrize("source", ["doc", "PARSE_JSON(raw)"], ids=["nested-field", "parsed-text"])
+def test_returning_bigint_array_over_arrays_and_literals_at_one_path(mixed, source):
+    got = _by_row(run(mixed, f"SELECT __time AS t, JSON_VALUE({source}, '$.a' RETURNING BIGINT ARRAY) AS v FROM t"), "v")
+    assert got == MIXED_BIGINT
+    doubles = _by_row(run(mixed, f"SELECT __time AS t, JSON_VALUE({source}, '$.a' RETURNING DOUBLE ARRAY) AS v FROM t"),
+                      "v")
+    assert doubles[2] == [1.9, -2.5, 7.0, None, None, 1e20] and doubles[1] is None and doubles[0] == [1.0, 2.0, 3.0]
+    # The scalar reading of the same path: literals convert, arrays are null.
+    scalars = _by_row(run(mixed, f"SELECT __time AS t, JSON_VALUE({source}, '$.a' RETURNING BIGINT) AS v FROM t"), "v")
+    assert scalars == [None, 5, None, None, None, None, None, None, None, None, 1]
+
+
+def test_bigint_arrays_of_integers_agree_with_duckdb(mixed):
+    con = duck_connect()
+    try:
+        con.execute("CREATE TABLE d (i INTEGER, j JSON)")
+        con.executemany("INSERT INTO d VALUES (?, ?)", [[i, t] for i, t in enumerate(MIXED)])
+        # Comparable rows: arrays whose elements are all integers or nulls (DuckDB rounds fractions
+        # and errors on text where BIGINT truncates or nulls).
+        want = dict(con.execute(
+            "SELECT i, CAST(j->'$.a' AS BIGINT[]) FROM d WHERE json_type(j, '$.a') = 'ARRAY' AND "
+            "NOT EXISTS (SELECT 1 FROM unnest(CAST(j->'$.a' AS JSON[])) AS e(x) "
+            "            WHERE x IS NOT NULL AND json_type(x) NOT IN ('BIGINT', 'UBIGINT', 'NULL'))").fetchall())
+    finally:
+        con.close()
+    assert sorted(want) == [0, 8, 9]
+    got = _by_row(run(mixed, "SELECT __time AS t, JSON_VALUE(doc, '$.a' RETURNING BIGINT ARRAY) AS v FROM t"), "v")
+    for i, v in want.items():
+        assert got[i] == v, MIXED[i]
+
+
+def test_literal_array_gives_null_for_a_literal_where_an_array_is_asked():
+    from common.json.path_steps import literal_array
+    from common.types.column_type import ColumnType
+
+    got = literal_array([5, "t", None, [1, "2", 2.9], True, [None]], ColumnType.parse("ARRAY<LONG>"))
+    assert got.to_pylist() == [None, None, None, [1, 2, 2], None, [None]]
