@@ -21,7 +21,7 @@ from common.types.granularity import Granularity, Period
 
 # Druid's supervisor ids become deep-storage folder names and URL path parts.
 _ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,254}$")
-_TIMESTAMP_FORMATS = ("auto", "iso", "millis", "posix", "micro", "nano")
+_TIMESTAMP_FORMATS = ("auto", "iso", "millis", "posix")
 _DIMENSION_TYPES = ("string", "long", "float", "double", "json", "auto")
 
 
