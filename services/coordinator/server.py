@@ -17,6 +17,7 @@ from services.coordinator.core.allocation import PartitionLedger
 from services.coordinator.core.rules import DEFAULT_DATASOURCE, default_rules, rules_to_json
 from services.coordinator.duty_runner import ClusterState
 from services.coordinator.store import SegmentRecord
+from services.coordinator.supervisor_http import state_of as supervisor_state
 from services.coordinator.supervisor_store import SupervisorStore
 from services.discovery.keys import leader_key, nodes_prefix
 from services.rpc.convert import (descriptor_from_proto, descriptor_to_proto, interval_from_proto, interval_to_proto,
@@ -83,6 +84,16 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
             DEFAULT_DATASOURCE: default_rules(self.runner.replication)}
         return coordinator_pb2.ListRulesResponse(
             rules_json=json.dumps({ds: rules_to_json(r) for ds, r in sorted(stored.items())}))
+
+    def ListSupervisors(self, request, context):
+        rows = []
+        for r in SupervisorStore(self.store).list():
+            active = [t for t in self.tasks.list(r.id) if t.type == "kafka" and not t.is_final] if self.tasks else []
+            state, detailed = supervisor_state(r, len(active))
+            rows.append({"supervisor_id": r.id, "state": state, "detailed_state": detailed, "healthy": 1,
+                         "type": "kafka", "source": r.spec.topic, "suspended": int(r.suspended),
+                         "spec": json.dumps(r.spec.to_json())})
+        return coordinator_pb2.ListSupervisorsResponse(supervisors_json=json.dumps(rows))
 
     def ListServers(self, request, context):
         state = ClusterState(self.discovery)

@@ -23,7 +23,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from common.errors import ValidationError
-from services.coordinator.core.supervisor_spec import SupervisorSpec, parse_supervisor_spec
+from common.ingest.supervisor_spec import SupervisorSpec, parse_supervisor_spec
 from services.coordinator.store import SegmentRecord, SegmentStore, stream_offsets_table, supervisors_table
 
 RUNNING, SUSPENDED, TERMINATED = "RUNNING", "SUSPENDED", "TERMINATED"

@@ -34,7 +34,7 @@ import orjson
 
 from common.errors import ValidationError
 from common.ingest.statement import parse_ingestion
-from services.coordinator.core.supervisor_spec import SupervisorSpec
+from common.ingest.supervisor_spec import SupervisorSpec
 from services.ingestion.ingestion_report import IngestionReport
 from services.ingestion.kafka_reader import KafkaMessage, KafkaReader
 from services.ingestion.spark_job import IngestionJob, run_ingestion

@@ -13,7 +13,7 @@ from sqlalchemy import create_engine
 from common.errors import ValidationError
 from common.segment.segment_id import SegmentId
 from common.types.interval import Interval
-from services.coordinator.core.supervisor_spec import parse_supervisor_spec
+from common.ingest.supervisor_spec import parse_supervisor_spec
 from services.coordinator.store import PublishConflictError, SegmentRecord, SegmentStore
 from services.coordinator.supervisor_store import (RUNNING, SUSPENDED, TERMINATED, OffsetsConflictError,
                                                     SupervisorNotFoundError, SupervisorStore)

@@ -18,7 +18,7 @@ from common.query import execute
 from common.segment import Segment
 from common.segment.timeline import TimelineSegment
 from services.coordinator.core.allocation import PartitionLedger
-from services.coordinator.core.supervisor_spec import parse_supervisor_spec
+from common.ingest.supervisor_spec import parse_supervisor_spec
 from services.coordinator.store import SegmentRecord, SegmentStore
 from services.coordinator.supervisor_store import SupervisorStore
 from services.deep_storage import LocalDeepStorage

@@ -239,6 +239,16 @@ class UpdateTaskRequest(_message.Message):
     error: str
     def __init__(self, id: _Optional[str] = ..., state: _Optional[str] = ..., report_json: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
 
+class ListSupervisorsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSupervisorsResponse(_message.Message):
+    __slots__ = ("supervisors_json",)
+    SUPERVISORS_JSON_FIELD_NUMBER: _ClassVar[int]
+    supervisors_json: str
+    def __init__(self, supervisors_json: _Optional[str] = ...) -> None: ...
+
 class ListRulesRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...

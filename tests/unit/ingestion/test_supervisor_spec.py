@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from services.coordinator.core.supervisor_spec import Dimension, SupervisorSpecError, parse_supervisor_spec
+from common.ingest.supervisor_spec import Dimension, SupervisorSpecError, parse_supervisor_spec
 
 SPEC = {
     "type": "kafka",
