@@ -22,6 +22,7 @@ from services.discovery import Announcer, LeaderElection, MemoryStore, discovery
 from services.discovery.keys import nodes_prefix
 from services.discovery import embedded_service
 from services.grpc_server import GrpcServer
+from services.coordinator.supervisor_manager import SupervisorManager
 from services.coordinator.supervisor_store import SupervisorStore
 from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
@@ -82,6 +83,7 @@ class CoordinatorProcess(NodeProcess):
         self.supervisors = SupervisorStore(self.store)
         supervisor_http.register(self.http, self.supervisors, self.authorizer,
                                  lambda ds: [t for t in self.tasks.list(ds) if t.type == "kafka" and not t.is_final])
+        self.runner.extra_duties.append(SupervisorManager(self.supervisors, self.tasks, self.task_runner).run_once)
         if config.coordinator.kill_unused_after_ms > 0:
             self.runner.extra_duties.append(AutoKill(self.lifecycle, config.coordinator.kill_unused_after_ms,
                                                      config.coordinator.max_kill_per_run,

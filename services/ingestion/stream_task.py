@@ -159,8 +159,10 @@ class StreamTask:
         self.parse_exceptions = 0
         self.samples: list[StreamParseException] = []
         self.batches = 0
+        self.rows = 0
 
-    def run_micro_batch(self, start: Mapping[int, int], idle_s: float = 0.5) -> MicroBatchResult:
+    def run_micro_batch(self, start: Mapping[int, int], idle_s: float = 0.5,
+                        cancel_event: threading.Event | None = None) -> MicroBatchResult:
         """Reads from ``start`` and publishes what it read with its end offsets; returns them.
         Nothing read: nothing published, the end is the start."""
         start = {int(p): int(o) for p, o in start.items()}
@@ -196,10 +198,12 @@ class StreamTask:
                                context={"rowsPerSegment": self.spec.max_rows_per_segment, "maxParseExceptions": -1})
             if self.job_defaults is not None:
                 job = self.job_defaults(job)
-            result.report = run_ingestion(self.spark, job, self.storage_url, self.storage_endpoint, publisher)
+            result.report = run_ingestion(self.spark, job, self.storage_url, self.storage_endpoint, publisher,
+                                          cancel_event=cancel_event)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         result.rows = result.report.rows_written
+        self.rows += result.rows
         # Rows the job itself could not parse (a timestamp TIME_PARSE refuses) count against the
         # limit too; they are known only after the publish, so the limit stops the next batch.
         self.parse_exceptions += result.report.parse_exceptions
@@ -220,14 +224,42 @@ class StreamTask:
                 + (f"; last at partition {last.partition}, offset {last.offset}: {last.reason}" if last else "")
                 + ". Nothing of this micro-batch was published")
 
-    def run(self, start: Mapping[int, int], stop: threading.Event, duration_s: float | None = None) -> dict[int, int]:
+    def status(self) -> dict:
+        """What the task reports (sys.tasks' report, the supervisor status)."""
+        return {"type": "kafka", "supervisor": self.spec.id, "topic": self.spec.topic, "microBatches": self.batches,
+                "rowsWritten": self.rows, "parseExceptions": self.parse_exceptions,
+                "parseExceptionSamples": [e.to_json() for e in self.samples]}
+
+    def run(self, start: Mapping[int, int], stop: threading.Event, duration_s: float | None = None,
+            progress: Callable[[dict], None] | None = None) -> dict[int, int]:
         """Micro-batches until ``stop`` is set or ``duration_s`` (taskDuration) passes; returns
         the offsets the last publish ended at. A refused publish raises (the task ends)."""
         until = time.monotonic() + (duration_s if duration_s is not None else self.spec.task_duration_ms / 1000)
         offsets = dict(start)
         while not stop.is_set() and time.monotonic() < until:
-            offsets = self.run_micro_batch(offsets).end
+            result = self.run_micro_batch(offsets, cancel_event=stop)
+            offsets = result.end
+            if result.messages and progress is not None:
+                progress({**self.status(), "offsets": {str(p): o for p, o in sorted(offsets.items())}})
         return offsets
 
     def close(self) -> None:
         self.reader.close()
+
+
+def run_supervisor_task(spark, task_id: str, spec: Mapping, publisher, storage_url: str, storage_endpoint: str,
+                        cancel_event: threading.Event, progress: Callable[[dict], None] | None = None) -> dict:
+    """A ``kafka`` task (services/coordinator/supervisor_manager.py) in its process: micro-batches
+    from the committed offsets it was given until taskDuration or a cancel; returns its report."""
+    from common.ingest.supervisor_spec import parse_supervisor_spec
+
+    supervisor = parse_supervisor_spec(spec["supervisor"])
+    task = StreamTask(spark, supervisor, task_id, publisher, storage_url, storage_endpoint)
+    try:
+        committed = {int(p): int(o) for p, o in (spec.get("startOffsets") or {}).items()}
+        start = task.reader.start_offsets(supervisor.topic, committed, supervisor.use_earliest_offset)
+        end = task.run(start, cancel_event, progress=progress)
+        return {**task.status(), "startOffsets": {str(p): o for p, o in sorted(start.items())},
+                "endOffsets": {str(p): o for p, o in sorted(end.items())}}
+    finally:
+        task.close()
