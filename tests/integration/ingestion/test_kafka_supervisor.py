@@ -7,6 +7,8 @@ and duplicate nothing."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 
 import pytest
@@ -35,12 +37,12 @@ def events(first: int, n: int) -> list[dict]:
              "added": i / 2 if i % 2 else i} for i in range(first, first + n)]
 
 
-def wait_for(cluster, want_count: int, want_sum: int) -> None:
+def wait_for(cluster, want_count: int, want_sum: int, datasource: str = "stream_wiki") -> None:
     deadline = time.monotonic() + DEADLINE_S
     got = None
     while time.monotonic() < deadline:
         try:
-            got = rows(cluster, "SELECT COUNT(*) AS c, SUM(id) AS s, COUNT(DISTINCT id) AS d FROM stream_wiki")
+            got = rows(cluster, f"SELECT COUNT(*) AS c, SUM(id) AS s, COUNT(DISTINCT id) AS d FROM {datasource}")
             if got == [{"c": want_count, "s": want_sum, "d": want_count}]:
                 return
             assert got[0]["c"] <= want_count, f"more rows than produced: {got}"  # a duplicate never heals
@@ -49,10 +51,45 @@ def wait_for(cluster, want_count: int, want_sum: int) -> None:
         except Exception as exc:  # noqa: BLE001 - the datasource is not served yet
             got = exc
         time.sleep(0.5)
-    status = requests.get(f"{cluster.supervisor_url}/stream_wiki/status", timeout=30).json()
-    tasks = [(t.id, t.state, t.error[:500]) for t in cluster.client.tasks("stream_wiki")]
+    status = requests.get(f"{cluster.supervisor_url}/{datasource}/status", timeout=30).json()
+    tasks = [(t.id, t.state, t.error[:500]) for t in cluster.client.tasks(datasource)]
     raise AssertionError(f"wanted {want_count} rows (id sum {want_sum}), last got {got}; status {status}; "
                          f"tasks {tasks}")
+
+
+def spec_for(datasource: str, topic: str, bootstrap: str) -> dict:
+    return {"type": "kafka", "spec": {
+        "dataSchema": {"dataSource": datasource, "timestampSpec": {"column": "ts", "format": "iso"},
+                       "granularitySpec": {"segmentGranularity": "DAY"}},
+        "ioConfig": {"topic": topic, "consumerProperties": {"bootstrap.servers": bootstrap},
+                     "useEarliestOffset": True, "taskDuration": "PT1H"},
+        "tuningConfig": {"type": "kafka", "maxRowsInMemory": 50}}}
+
+
+def test_task_killed_mid_stream_loses_and_duplicates_nothing(cluster, kafka_broker):  # noqa: F811
+    kafka_broker.create_topic("killed", 2)
+    produced = events(0, 100)
+    kafka_broker.produce("killed", [(e["id"] % 2, json.dumps(e).encode()) for e in produced])
+    response = requests.post(cluster.supervisor_url, json=spec_for("killed_wiki", "killed", kafka_broker.bootstrap),
+                             timeout=30)
+    assert response.status_code == 200, response.text
+    wait_for(cluster, 100, sum(e["id"] for e in produced), "killed_wiki")
+    # Many small micro-batches (maxRowsInMemory 50) are under way when the task is SIGKILLed.
+    more = events(100, 400)
+    kafka_broker.produce("killed", [(e["id"] % 2, json.dumps(e).encode()) for e in more])
+    produced += more
+    [task] = [t for t in cluster.client.tasks("killed_wiki") if t.state not in FINAL]
+    pid = cluster.coordinator.task_runner.pid(task.id)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + DEADLINE_S
+    while cluster.client.task(task.id).state not in FINAL:
+        assert time.monotonic() < deadline, "the killed task was not settled"
+        time.sleep(0.2)
+    # The coordinator starts the next task from the committed offsets (after its retry pause).
+    wait_for(cluster, len(produced), sum(e["id"] for e in produced), "killed_wiki")
+    assert len(cluster.client.tasks("killed_wiki")) >= 2
+    requests.post(f"{cluster.supervisor_url}/killed_wiki/terminate", timeout=30)
 
 
 def test_supervisor_streams_exactly_once_across_suspend_and_resume(cluster, kafka_broker):  # noqa: F811
