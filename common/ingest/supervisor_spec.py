@@ -256,6 +256,10 @@ def _io_config(obj: dict, path: str) -> dict:
     if fmt.get("flattenSpec"):
         raise SupervisorSpecError(f"{path}.inputFormat.flattenSpec is not supported yet; nested objects are stored "
                                   "as JSON columns")
+    for key in ("taskCount", "replicas"):
+        if _int(obj, key, path, 1) > 1:
+            raise SupervisorSpecError(f"{path}.{key} above 1 is not supported yet (one task reads every partition); "
+                                      "set it to 1 or leave it out")
     return {"topic": topic, "bootstrap_servers": servers,
             "consumer_properties": {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()},
             "task_count": _int(obj, "taskCount", path, 1), "replicas": _int(obj, "replicas", path, 1),

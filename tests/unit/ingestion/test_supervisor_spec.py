@@ -70,6 +70,8 @@ def test_flat_form_and_defaults():
     ("spec.ioConfig.taskDuration", "P1M", "positive fixed period"),
     ("spec.ioConfig.taskDuration", "ten minutes", "ISO-8601 period"),
     ("spec.ioConfig.taskCount", 0, "taskCount must be an integer >= 1"),
+    ("spec.ioConfig.taskCount", 3, "taskCount above 1 is not supported yet"),
+    ("spec.ioConfig.replicas", 2, "replicas above 1 is not supported yet"),
     ("spec.ioConfig.useEarliestOffset", "yes", "useEarliestOffset must be true or false"),
     ("spec.dataSchema.dataSource", "../x", "dataSource '../x'"),
     ("spec.dataSchema.metricsSpec", [{"type": "count", "name": "n"}], "metricsSpec is not supported yet"),
