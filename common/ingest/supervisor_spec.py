@@ -23,6 +23,7 @@ from common.types.granularity import Granularity, Period
 _ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,254}$")
 _TIMESTAMP_FORMATS = ("auto", "iso", "millis", "posix")
 _DIMENSION_TYPES = ("string", "long", "float", "double", "json", "auto")
+_SECRET = re.compile(r"password|secret|jaas|\.key$|token|credential", re.IGNORECASE)
 
 
 class SupervisorSpecError(ValidationError):
@@ -64,6 +65,17 @@ class SupervisorSpec:
 
     def to_json(self) -> dict:
         return json.loads(json.dumps(self.raw))
+
+    def redacted_json(self) -> dict:
+        """The spec with secret-looking consumer properties (passwords, JAAS configs, keys)
+        masked, for places read by more people than may change it (sys.supervisors)."""
+        out = self.to_json()
+        io = (out.get("spec") or out).get("ioConfig") or {}
+        props = io.get("consumerProperties") or {}
+        for key in props:
+            if _SECRET.search(key):
+                props[key] = "<redacted>"
+        return out
 
 
 def _object(value, path: str) -> dict:

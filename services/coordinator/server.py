@@ -92,7 +92,7 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
             state, detailed = supervisor_state(r, len(active))
             rows.append({"supervisor_id": r.id, "state": state, "detailed_state": detailed, "healthy": 1,
                          "type": "kafka", "source": r.spec.topic, "suspended": int(r.suspended),
-                         "spec": json.dumps(r.spec.to_json())})
+                         "spec": json.dumps(r.spec.redacted_json())})
         return coordinator_pb2.ListSupervisorsResponse(supervisors_json=json.dumps(rows))
 
     def ListServers(self, request, context):

@@ -92,3 +92,13 @@ def test_missing_sections():
         parse_supervisor_spec({"type": "kafka", "spec": {"dataSchema": {"dataSource": "d"}}})
     with pytest.raises(SupervisorSpecError, match="must be a JSON object"):
         parse_supervisor_spec([1])
+
+
+def test_redacted_json_masks_secrets_only():
+    spec = _with("spec.ioConfig.consumerProperties", {
+        "bootstrap.servers": "h:1", "sasl.password": "hunter2", "sasl.jaas.config": "x required password=y;",
+        "ssl.key.password": "k", "security.protocol": "SASL_SSL"})
+    props = parse_supervisor_spec(spec).redacted_json()["spec"]["ioConfig"]["consumerProperties"]
+    assert props == {"bootstrap.servers": "h:1", "sasl.password": "<redacted>", "sasl.jaas.config": "<redacted>",
+                     "ssl.key.password": "<redacted>", "security.protocol": "SASL_SSL"}
+    assert parse_supervisor_spec(spec).to_json() == spec  # the stored spec keeps them
