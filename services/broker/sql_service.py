@@ -184,7 +184,8 @@ class BrokerCatalog:
             ("curr_size", pa.int64()), ("max_size", pa.int64()), ("start_time", pa.string()), *SERVER_FIELDS]))
 
     def _sys_supervisors(self) -> pa.Table:
-        return SUPERVISORS_SCHEMA.empty_table()  # no streaming ingestion (yet)
+        rows = self.coordinator.supervisors() if self.coordinator is not None else []
+        return pa.Table.from_pylist(rows, schema=SUPERVISORS_SCHEMA)
 
     def _sys_server_properties(self) -> pa.Table:
         servers = self.coordinator.servers().servers if self.coordinator is not None else []

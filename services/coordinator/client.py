@@ -93,6 +93,10 @@ class CoordinatorClient:
         """datasource -> its retention rules as Druid JSON (``_default`` included)."""
         return json.loads(self._call("ListRules", coordinator_pb2.ListRulesRequest(), 10).rules_json)
 
+    def supervisors(self) -> list[dict]:
+        """Kafka supervisors not terminated, as sys.supervisors rows."""
+        return json.loads(self._call("ListSupervisors", coordinator_pb2.ListSupervisorsRequest(), 10).supervisors_json)
+
     # ---- tasks -------------------------------------------------------------------------------
     def submit_task(self, datasource: str, type_: str, statement: str, spec: dict | None = None):
         request = coordinator_pb2.SubmitTaskRequest(datasource=datasource, type=type_, statement=statement,

@@ -9,7 +9,7 @@ import os
 from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import ClusterState, DutyRunner
-from services.coordinator import rules_http, segment_lifecycle_http
+from services.coordinator import rules_http, segment_lifecycle_http, supervisor_http
 from services.coordinator.segment_lifecycle import AutoKill, SegmentLifecycle
 from services.coordinator.core.rules import DEFAULT_TIER
 from services.coordinator.rule_store import RuleStore
@@ -22,6 +22,8 @@ from services.discovery import Announcer, LeaderElection, MemoryStore, discovery
 from services.discovery.keys import nodes_prefix
 from services.discovery import embedded_service
 from services.grpc_server import GrpcServer
+from services.coordinator.supervisor_manager import SupervisorManager
+from services.coordinator.supervisor_store import SupervisorStore
 from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
 from services.node_process import NodeProcess
@@ -78,6 +80,10 @@ class CoordinatorProcess(NodeProcess):
         rules_http.register(self.http, self.rules, self.authorizer, self._tiers)
         self.lifecycle = SegmentLifecycle(self.store, lambda: _deep_storage(config))
         segment_lifecycle_http.register(self.http, self.lifecycle, self.authorizer)
+        self.supervisors = SupervisorStore(self.store)
+        supervisor_http.register(self.http, self.supervisors, self.authorizer,
+                                 lambda ds: [t for t in self.tasks.list(ds) if t.type == "kafka" and not t.is_final])
+        self.runner.extra_duties.append(SupervisorManager(self.supervisors, self.tasks, self.task_runner).run_once)
         if config.coordinator.kill_unused_after_ms > 0:
             self.runner.extra_duties.append(AutoKill(self.lifecycle, config.coordinator.kill_unused_after_ms,
                                                      config.coordinator.max_kill_per_run,

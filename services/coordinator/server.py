@@ -17,6 +17,8 @@ from services.coordinator.core.allocation import PartitionLedger
 from services.coordinator.core.rules import DEFAULT_DATASOURCE, default_rules, rules_to_json
 from services.coordinator.duty_runner import ClusterState
 from services.coordinator.store import SegmentRecord
+from services.coordinator.supervisor_http import state_of as supervisor_state
+from services.coordinator.supervisor_store import SupervisorStore
 from services.discovery.keys import leader_key, nodes_prefix
 from services.rpc.convert import (descriptor_from_proto, descriptor_to_proto, interval_from_proto, interval_to_proto,
                                   segment_id_from_proto, segment_id_to_proto, server_info_to_proto, task_to_proto)
@@ -46,7 +48,15 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
             replace = None
             if request.replace_datasource:
                 replace = (request.replace_datasource, [interval_from_proto(i) for i in request.replace_intervals])
-            published = self.store.publish(records, replace=replace, task_id=request.task_id or None)
+            if request.HasField("stream"):
+                if replace is not None:
+                    raise ValidationError("a stream publish cannot replace intervals; it only appends")
+                stream = request.stream
+                published = SupervisorStore(self.store).publish_with_offsets(
+                    records, stream.datasource, stream.topic, dict(stream.start), dict(stream.end),
+                    task_id=request.task_id or None)
+            else:
+                published = self.store.publish(records, replace=replace, task_id=request.task_id or None)
         except StrataError as exc:  # leaves with its kind's status (services/grpc_server.ErrorStatusInterceptor)
             self.metrics.publishes.labels("rejected" if status_of(exc.kind).user_error else "failed").inc()
             raise
@@ -74,6 +84,16 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
             DEFAULT_DATASOURCE: default_rules(self.runner.replication)}
         return coordinator_pb2.ListRulesResponse(
             rules_json=json.dumps({ds: rules_to_json(r) for ds, r in sorted(stored.items())}))
+
+    def ListSupervisors(self, request, context):
+        rows = []
+        for r in SupervisorStore(self.store).list():
+            active = [t for t in self.tasks.list(r.id) if t.type == "kafka" and not t.is_final] if self.tasks else []
+            state, detailed = supervisor_state(r, len(active))
+            rows.append({"supervisor_id": r.id, "state": state, "detailed_state": detailed, "healthy": 1,
+                         "type": "kafka", "source": r.spec.topic, "suspended": int(r.suspended),
+                         "spec": json.dumps(r.spec.redacted_json())})
+        return coordinator_pb2.ListSupervisorsResponse(supervisors_json=json.dumps(rows))
 
     def ListServers(self, request, context):
         state = ClusterState(self.discovery)

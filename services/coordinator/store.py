@@ -201,6 +201,28 @@ audit_table = Table(
 )
 
 
+# Kafka supervisors (services/coordinator/supervisor_store.py): the spec and desired state of each,
+# and per datasource the stream offsets its published segments end at, as Druid's
+# druid_supervisors and druid_dataSource. The offsets row is only written in the transaction that
+# publishes the segments, with compare-and-swap on the previous offsets (exactly once).
+supervisors_table = Table(
+    "strata_supervisors", metadata,
+    Column("id", Text, primary_key=True),
+    Column("spec", Text, nullable=False),  # the spec as given, JSON
+    Column("state", Text, nullable=False),  # RUNNING | SUSPENDED | TERMINATED
+    Column("created_ms", BigInteger, nullable=False),
+    Column("updated_ms", BigInteger, nullable=False),
+)
+
+stream_offsets_table = Table(
+    "strata_stream_offsets", metadata,
+    Column("datasource", Text, primary_key=True),
+    Column("topic", Text, nullable=False),
+    Column("offsets", Text, nullable=False),  # {"partition": next offset to read} as JSON
+    Column("updated_ms", BigInteger, nullable=False),
+)
+
+
 def _create_segments(conn: Connection) -> None:
     segments_table.create(conn)  # with its indexes
 
@@ -218,11 +240,17 @@ def _create_rules(conn: Connection) -> None:
     audit_table.create(conn)
 
 
+def _create_supervisors(conn: Connection) -> None:
+    supervisors_table.create(conn)
+    stream_offsets_table.create(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(1, "create strata_segments", _create_segments),
     Migration(2, "create strata_tasks", _create_tasks),
     Migration(3, "create strata_tables (table catalog)", _create_catalog_tables),
     Migration(4, "create strata_rules and strata_audit (retention rules)", _create_rules),
+    Migration(5, "create strata_supervisors and strata_stream_offsets (Kafka supervisors)", _create_supervisors),
 )
 
 
@@ -337,27 +365,34 @@ class SegmentStore:
         batch = self._dedupe(records)
         if not batch and replace is None:
             return 0
+        with self._write() as conn:
+            return self.publish_in(conn, batch.values(), replace, task_id)
+
+    def publish_in(self, conn: Connection, records: Iterable[SegmentRecord],
+                   replace: tuple[str, Sequence[Interval]] | None = None, task_id: str | None = None) -> int:
+        """``publish`` inside the caller's write transaction (which commits it or rolls it back),
+        so other metadata, such as a supervisor's stream offsets, changes with the segments."""
+        batch = self._dedupe(records)
         now = self._clock()
         rows = [self._row(r, now) for r in batch.values()]
         insert = (postgresql.insert if self._dialect == "postgresql" else sqlite.insert)(segments_table)
         stmt = insert.on_conflict_do_nothing(index_elements=["id"]).returning(segments_table.c.id)
-        with self._write() as conn:
-            if task_id:
-                self._check_task_open(conn, task_id)
-            inserted: set[str] = set()
-            for part in _chunks(rows):
-                inserted.update(conn.scalars(stmt, list(part)))
-            clashes = [key for key in batch if key not in inserted]
-            for key, stored in self._fetch(conn, clashes).items():
-                if not stored.same_descriptor(batch[key]):
-                    raise PublishConflictError(
-                        f"segment {key} is already published with a different descriptor "
-                        f"({_difference(stored, batch[key])}); nothing in this batch of {len(batch)} was "
-                        "published. Publish changed data under a new version instead of reusing the id"
-                    )
-            self._check_partition_counts(conn, batch.values())
-            if replace is not None:
-                self._retire_replaced(conn, replace[0], list(replace[1]), list(batch.values()))
+        if task_id:
+            self._check_task_open(conn, task_id)
+        inserted: set[str] = set()
+        for part in _chunks(rows):
+            inserted.update(conn.scalars(stmt, list(part)))
+        clashes = [key for key in batch if key not in inserted]
+        for key, stored in self._fetch(conn, clashes).items():
+            if not stored.same_descriptor(batch[key]):
+                raise PublishConflictError(
+                    f"segment {key} is already published with a different descriptor "
+                    f"({_difference(stored, batch[key])}); nothing in this batch of {len(batch)} was "
+                    "published. Publish changed data under a new version instead of reusing the id"
+                )
+        self._check_partition_counts(conn, batch.values())
+        if replace is not None:
+            self._retire_replaced(conn, replace[0], list(replace[1]), list(batch.values()))
         return len(inserted)
 
     @staticmethod

@@ -33,9 +33,17 @@ class CoordinatorPublisher:
             out[iv] = Allocation(iv, a.version, a.first_partition, a.core_partitions)
         return out
 
-    def publish(self, descriptors: list[SegmentDescriptor], replace_intervals: list[Interval] | None) -> None:
+    def publish(self, descriptors: list[SegmentDescriptor], replace_intervals: list[Interval] | None,
+                stream: dict | None = None) -> None:
+        """``stream``: {"datasource", "topic", "start", "end"} of a Kafka task, committed with the
+        segments only if the stored offsets still equal ``start`` (see SupervisorStore)."""
         request = coordinator_pb2.PublishSegmentsRequest(segments=[descriptor_to_proto(d) for d in descriptors],
                                                          task_id=self.task_id)
+        if stream is not None:
+            request.stream.datasource = stream["datasource"]
+            request.stream.topic = stream["topic"]
+            request.stream.start.update(stream["start"])
+            request.stream.end.update(stream["end"])
         if replace_intervals is not None:
             request.replace_datasource = self.datasource
             request.replace_intervals.extend(interval_to_proto(i) for i in replace_intervals)

@@ -98,6 +98,8 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spar
     spec = json.loads(task.spec_json or "{}")
     cleanups: list = []
     try:
+        if task.type == "kafka":
+            return _run_stream(stub, task_id, spec, cancel_event, spark)
         if task.type == "compact":
             statement, spec = _compaction(stub, coordinator, task, spec, cleanups)
         else:
@@ -148,6 +150,31 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spar
     finally:
         for cleanup in cleanups:
             cleanup()
+
+
+def _run_stream(stub, task_id: str, spec: dict, cancel_event: threading.Event, spark) -> int:
+    """A Kafka supervisor's task: micro-batches until taskDuration, a cancel (suspend, terminate)
+    or a refused publish; each micro-batch is published with its offsets (stream_task.py)."""
+    from services.ingestion.coordinator_publisher import CoordinatorPublisher
+    from services.ingestion.spark_session import get_or_create_session
+    from services.ingestion.stream_task import run_supervisor_task
+
+    if spark is None:
+        spark = get_or_create_session(f"strata-{task_id}")
+    datasource = spec["supervisor"]["spec"]["dataSchema"]["dataSource"] if "spec" in spec["supervisor"] else \
+        spec["supervisor"]["dataSchema"]["dataSource"]
+
+    def progress(report: dict) -> None:
+        try:
+            _update(stub, task_id, "RUNNING", report)
+        except Exception:  # progress is best effort; the final update is not
+            log.warning("progress update failed", exc_info=True)
+
+    report = run_supervisor_task(spark, task_id, spec, CoordinatorPublisher(stub, task_id, datasource),
+                                 os.environ.get("STRATA_DEEP_STORAGE_URL", "var/strata/deep-storage"),
+                                 os.environ.get("STRATA_DEEP_STORAGE_ENDPOINT", ""), cancel_event, progress)
+    _update(stub, task_id, "CANCELED" if cancel_event.is_set() else "SUCCESS", report)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

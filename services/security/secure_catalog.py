@@ -9,7 +9,8 @@ on every datasource a statement resolves):
     for a datasource the user may not READ, whether or not it exists, so a SELECT naming it
     fails with a message saying who lacks what, and existence does not leak;
   - input tables (schema ``ext``) likewise, with READ on EXTERNAL ``name``;
-  - sys.segments, sys.tasks (rows with a ``datasource``) and sys.server_segments (by the
+  - sys.segments, sys.tasks (rows with a ``datasource``), sys.supervisors (by supervisor id, a
+    Kafka supervisor's datasource) and sys.server_segments (by the
     segment id's datasource) keep only rows of readable datasources; sys.servers is not per
     datasource and stays whole; sys.queries keeps only the user's own queries unless they are the
     admin, and sys.projection_advice only rows of datasources they may READ.
@@ -109,6 +110,8 @@ class SecureSqlCatalog:
             return table.filter(pa.array(mask, pa.bool_()))
         if "datasource" in table.column_names:
             return self._keep_rows(table, table.column("datasource").to_pylist())
+        if name.lower() == "supervisors":  # a Kafka supervisor's id is its datasource
+            return self._keep_rows(table, table.column("supervisor_id").to_pylist())
         if "segment_id" in table.column_names:
             # From the typed ids the inner catalog holds: a segment id's text cannot be split
             # reliably (datasource names may hold '_' and even what looks like an interval).

@@ -1,6 +1,6 @@
 """Druid's columns of the sys tables, beside strata's own (pure): what Druid's web console and
 scripts written for Druid select from sys.segments, sys.servers and sys.tasks, and the tables
-strata has nothing for yet (sys.supervisors, empty until streaming ingestion exists) or derives
+strata has nothing for yet or derives
 (sys.server_properties). Values strata has no notion of take Druid's "unknown" (-1 ports, null).
 """
 

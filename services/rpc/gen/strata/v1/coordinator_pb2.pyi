@@ -8,16 +8,44 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class PublishSegmentsRequest(_message.Message):
-    __slots__ = ("segments", "replace_datasource", "replace_intervals", "task_id")
+    __slots__ = ("segments", "replace_datasource", "replace_intervals", "task_id", "stream")
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     REPLACE_DATASOURCE_FIELD_NUMBER: _ClassVar[int]
     REPLACE_INTERVALS_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    STREAM_FIELD_NUMBER: _ClassVar[int]
     segments: _containers.RepeatedCompositeFieldContainer[_types_pb2.SegmentDescriptor]
     replace_datasource: str
     replace_intervals: _containers.RepeatedCompositeFieldContainer[_types_pb2.Interval]
     task_id: str
-    def __init__(self, segments: _Optional[_Iterable[_Union[_types_pb2.SegmentDescriptor, _Mapping]]] = ..., replace_datasource: _Optional[str] = ..., replace_intervals: _Optional[_Iterable[_Union[_types_pb2.Interval, _Mapping]]] = ..., task_id: _Optional[str] = ...) -> None: ...
+    stream: StreamCommit
+    def __init__(self, segments: _Optional[_Iterable[_Union[_types_pb2.SegmentDescriptor, _Mapping]]] = ..., replace_datasource: _Optional[str] = ..., replace_intervals: _Optional[_Iterable[_Union[_types_pb2.Interval, _Mapping]]] = ..., task_id: _Optional[str] = ..., stream: _Optional[_Union[StreamCommit, _Mapping]] = ...) -> None: ...
+
+class StreamCommit(_message.Message):
+    __slots__ = ("datasource", "topic", "start", "end")
+    class StartEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    class EndEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: int
+        value: int
+        def __init__(self, key: _Optional[int] = ..., value: _Optional[int] = ...) -> None: ...
+    DATASOURCE_FIELD_NUMBER: _ClassVar[int]
+    TOPIC_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    END_FIELD_NUMBER: _ClassVar[int]
+    datasource: str
+    topic: str
+    start: _containers.ScalarMap[int, int]
+    end: _containers.ScalarMap[int, int]
+    def __init__(self, datasource: _Optional[str] = ..., topic: _Optional[str] = ..., start: _Optional[_Mapping[int, int]] = ..., end: _Optional[_Mapping[int, int]] = ...) -> None: ...
 
 class PublishSegmentsResponse(_message.Message):
     __slots__ = ("published",)
@@ -210,6 +238,16 @@ class UpdateTaskRequest(_message.Message):
     report_json: str
     error: str
     def __init__(self, id: _Optional[str] = ..., state: _Optional[str] = ..., report_json: _Optional[str] = ..., error: _Optional[str] = ...) -> None: ...
+
+class ListSupervisorsRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class ListSupervisorsResponse(_message.Message):
+    __slots__ = ("supervisors_json",)
+    SUPERVISORS_JSON_FIELD_NUMBER: _ClassVar[int]
+    supervisors_json: str
+    def __init__(self, supervisors_json: _Optional[str] = ...) -> None: ...
 
 class ListRulesRequest(_message.Message):
     __slots__ = ()

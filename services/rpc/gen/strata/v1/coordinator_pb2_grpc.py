@@ -64,6 +64,11 @@ class CoordinatorServiceStub:
                 request_serializer=strata_dot_v1_dot_coordinator__pb2.ListRulesRequest.SerializeToString,
                 response_deserializer=strata_dot_v1_dot_coordinator__pb2.ListRulesResponse.FromString,
                 _registered_method=True)
+        self.ListSupervisors = channel.unary_unary(
+                '/strata.v1.CoordinatorService/ListSupervisors',
+                request_serializer=strata_dot_v1_dot_coordinator__pb2.ListSupervisorsRequest.SerializeToString,
+                response_deserializer=strata_dot_v1_dot_coordinator__pb2.ListSupervisorsResponse.FromString,
+                _registered_method=True)
         self.AllocateSegments = channel.unary_unary(
                 '/strata.v1.CoordinatorService/AllocateSegments',
                 request_serializer=strata_dot_v1_dot_coordinator__pb2.AllocateSegmentsRequest.SerializeToString,
@@ -134,6 +139,13 @@ class CoordinatorServiceServicer:
 
     def ListRules(self, request, context):
         """Retention rules by datasource (``_default`` included), as Druid's GET /rules (for sys.rules).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListSupervisors(self, request, context):
+        """Kafka supervisors that are not terminated, one JSON object each with sys.supervisors' columns.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -210,6 +222,11 @@ def add_CoordinatorServiceServicer_to_server(servicer, server):
                     servicer.ListRules,
                     request_deserializer=strata_dot_v1_dot_coordinator__pb2.ListRulesRequest.FromString,
                     response_serializer=strata_dot_v1_dot_coordinator__pb2.ListRulesResponse.SerializeToString,
+            ),
+            'ListSupervisors': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListSupervisors,
+                    request_deserializer=strata_dot_v1_dot_coordinator__pb2.ListSupervisorsRequest.FromString,
+                    response_serializer=strata_dot_v1_dot_coordinator__pb2.ListSupervisorsResponse.SerializeToString,
             ),
             'AllocateSegments': grpc.unary_unary_rpc_method_handler(
                     servicer.AllocateSegments,
@@ -404,6 +421,33 @@ class CoordinatorService:
             '/strata.v1.CoordinatorService/ListRules',
             strata_dot_v1_dot_coordinator__pb2.ListRulesRequest.SerializeToString,
             strata_dot_v1_dot_coordinator__pb2.ListRulesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListSupervisors(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/strata.v1.CoordinatorService/ListSupervisors',
+            strata_dot_v1_dot_coordinator__pb2.ListSupervisorsRequest.SerializeToString,
+            strata_dot_v1_dot_coordinator__pb2.ListSupervisorsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,265 @@
+"""StreamTask: a Kafka supervisor's task, as a Spark batch per micro-batch over an offset range.
+
+Each micro-batch:
+
+    read the assigned partitions from the task's current offsets (KafkaReader: assign + seek)
+      -> check each message is a JSON object with its timestamp (else a parse exception naming
+         partition, offset and reason)
+      -> the good ones as JSON lines in a work file -> the ordinary INSERT path of spark_job
+         (schema discovery or the spec's dimensions, the catalog's projections and types, segment
+         builder, deep storage)
+      -> publish the segments and the end offsets in ONE coordinator transaction, refused unless
+         the committed offsets still equal the start offsets (SupervisorStore, exactly once)
+
+So rows are neither lost nor duplicated whatever dies when: a task killed before the publish
+leaves the committed offsets where they were and the next task reads that range again; a task
+whose start offsets are stale (another task published that range) is refused and stops.
+
+Messages are read on the driver, not by the executors: a micro-batch is small (bounded by
+``maxRowsInMemory``) and reading it is cheap next to building segments; the Spark job that builds
+them is the one batch ingestion runs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import orjson
+
+from common.errors import ValidationError
+from common.ingest.statement import parse_ingestion
+from common.ingest.supervisor_spec import SupervisorSpec
+from services.ingestion.ingestion_report import IngestionReport
+from services.ingestion.kafka_reader import KafkaMessage, KafkaReader
+from services.ingestion.spark_job import IngestionJob, run_ingestion
+
+# How many parse exception samples a task keeps for its status (as Druid's maxSavedParseExceptions).
+MAX_SAMPLES = 20
+
+
+class TooManyStreamParseExceptions(ValidationError):
+    """More unparseable messages than ioConfig/tuningConfig maxParseExceptions allow."""
+
+
+@dataclass(frozen=True)
+class StreamParseException:
+    partition: int
+    offset: int
+    reason: str
+
+    def to_json(self) -> dict:
+        return {"partition": self.partition, "offset": self.offset, "reason": self.reason}
+
+
+@dataclass
+class MicroBatchResult:
+    start: dict[int, int]
+    end: dict[int, int]
+    messages: int
+    rows: int
+    parse_exceptions: list[StreamParseException] = field(default_factory=list)
+    report: IngestionReport | None = None
+
+
+class _StreamPublisher:
+    """The coordinator publisher with the micro-batch's offsets attached to its publish."""
+
+    def __init__(self, inner, stream: dict) -> None:
+        self.inner = inner
+        self.stream = stream
+        self.published = False
+
+    def allocate(self, datasource, intervals, mode, partitions=None):
+        return self.inner.allocate(datasource, intervals, mode, partitions)
+
+    def publish(self, descriptors, replace_intervals) -> None:
+        if replace_intervals is not None:
+            raise ValidationError("a stream task only appends; it never replaces intervals")
+        self.inner.publish(list(descriptors), None, stream=self.stream)
+        self.published = True
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _time_expression(spec: SupervisorSpec) -> str:
+    column = _quote(spec.timestamp_column)
+    if spec.timestamp_format == "millis":
+        return f"MILLIS_TO_TIMESTAMP(CAST({column} AS BIGINT))"
+    if spec.timestamp_format == "posix":
+        return f"MILLIS_TO_TIMESTAMP(CAST({column} AS BIGINT) * 1000)"
+    return f"TIME_PARSE(CAST({column} AS VARCHAR))"
+
+
+_SQL_TYPES = {"string": "VARCHAR", "long": "BIGINT", "float": "DOUBLE", "double": "DOUBLE",
+              "json": "TYPE('COMPLEX<json>')"}
+
+
+def micro_batch_sql(spec: SupervisorSpec, path: str) -> str:
+    """The INSERT a micro-batch runs over its JSON lines file."""
+    args = [f"files => ARRAY[{_literal(path)}]", "format => 'json'"]
+    if spec.dimension_exclusions:
+        args.append(f"exclude => ARRAY[{', '.join(_literal(c) for c in spec.dimension_exclusions)}]")
+    source = f"TABLE(localfiles({', '.join(args)}))"
+    if spec.schema_discovery:
+        declared = [d for d in spec.dimensions if d.type in _SQL_TYPES]
+        select = f"{_time_expression(spec)} AS __time, *"
+        if declared:
+            source += " PARTIAL (" + ", ".join(f"{_quote(d.name)} {_SQL_TYPES[d.type]}" for d in declared) + ")"
+    else:
+        ts_type = "BIGINT" if spec.timestamp_format in ("millis", "posix") else "VARCHAR"
+        extend = [f"{_quote(spec.timestamp_column)} {ts_type}"]
+        extend += [f"{_quote(d.name)} {_SQL_TYPES.get(d.type, 'VARCHAR')}" for d in spec.dimensions]
+        source += " EXTEND (" + ", ".join(extend) + ")"
+        select = f"{_time_expression(spec)} AS __time, " + ", ".join(_quote(d.name) for d in spec.dimensions)
+    return (f"INSERT INTO {_quote(spec.datasource)} SELECT {select} FROM {source} "
+            f"PARTITIONED BY {spec.segment_granularity}")
+
+
+def _check(spec: SupervisorSpec, m: KafkaMessage) -> tuple[bytes | None, str | None]:
+    """The message as one JSON line, or the reason it is a parse exception."""
+    if not m.value:
+        return None, "empty message (no value)"
+    try:
+        row = orjson.loads(m.value)
+    except orjson.JSONDecodeError as e:
+        return None, f"not JSON: {e}"
+    if not isinstance(row, dict):
+        return None, f"a JSON {type(row).__name__}, not an object"
+    if row.get(spec.timestamp_column) is None:
+        return None, f"no timestamp: field '{spec.timestamp_column}' is missing or null"
+    return orjson.dumps(row), None
+
+
+class StreamTask:
+    """One task of a supervisor: micro-batches from ``start`` until stopped or refused."""
+
+    def __init__(self, spark, spec: SupervisorSpec, task_id: str, publisher, storage_url: str,
+                 storage_endpoint: str = "", reader: KafkaReader | None = None,
+                 job_defaults: Callable[[IngestionJob], IngestionJob] | None = None) -> None:
+        self.spark = spark
+        self.spec = spec
+        self.task_id = task_id
+        self.publisher = publisher
+        self.storage_url = storage_url
+        self.storage_endpoint = storage_endpoint
+        self.reader = reader or KafkaReader(spec.bootstrap_servers, spec.consumer_properties)
+        self.job_defaults = job_defaults  # the catalog's projections/types for the datasource, as for INSERT
+        self.parse_exceptions = 0
+        self.samples: list[StreamParseException] = []
+        self.batches = 0
+        self.rows = 0
+
+    def run_micro_batch(self, start: Mapping[int, int], idle_s: float = 0.5,
+                        cancel_event: threading.Event | None = None) -> MicroBatchResult:
+        """Reads from ``start`` and publishes what it read with its end offsets; returns them.
+        Nothing read: nothing published, the end is the start."""
+        start = {int(p): int(o) for p, o in start.items()}
+        messages = self.reader.read(self.spec.topic, start, self.spec.max_rows_in_memory, idle_s=idle_s)
+        end = dict(start)
+        for m in messages:
+            end[m.partition] = max(end[m.partition], m.offset + 1)
+        result = MicroBatchResult(start, end, len(messages), 0)
+        if not messages:
+            return result
+        lines = []
+        for m in messages:
+            line, reason = _check(self.spec, m)
+            if reason is not None:
+                result.parse_exceptions.append(StreamParseException(m.partition, m.offset, reason))
+            else:
+                lines.append(line)
+        self._count(result.parse_exceptions)
+        stream = {"datasource": self.spec.datasource, "topic": self.spec.topic, "start": start, "end": end}
+        publisher = _StreamPublisher(self.publisher, stream)
+        if not lines:
+            # Only bad messages: the offsets still move past them, or every task would reread them.
+            self.publisher.publish([], None, stream=stream)
+            self.batches += 1
+            return result
+        work = tempfile.mkdtemp(prefix=f"strata-stream-{self.task_id}-")
+        try:
+            path = os.path.join(work, f"batch-{self.batches}.json")
+            with open(path, "wb") as f:
+                f.write(b"\n".join(lines) + b"\n")
+            statement = parse_ingestion(micro_batch_sql(self.spec, path))
+            job = IngestionJob(f"{self.task_id}-{self.batches}", statement,
+                               context={"rowsPerSegment": self.spec.max_rows_per_segment, "maxParseExceptions": -1})
+            if self.job_defaults is not None:
+                job = self.job_defaults(job)
+            result.report = run_ingestion(self.spark, job, self.storage_url, self.storage_endpoint, publisher,
+                                          cancel_event=cancel_event)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        result.rows = result.report.rows_written
+        self.rows += result.rows
+        # Rows the job itself could not parse (a timestamp TIME_PARSE refuses) count against the
+        # limit too; they are known only after the publish, so the limit stops the next batch.
+        self.parse_exceptions += result.report.parse_exceptions
+        if not publisher.published:
+            # Every row was dropped inside the job (none reached a segment): move the offsets alone.
+            self.publisher.publish([], None, stream=stream)
+        self.batches += 1
+        return result
+
+    def _count(self, found: list[StreamParseException]) -> None:
+        self.parse_exceptions += len(found)
+        self.samples = (self.samples + found)[-MAX_SAMPLES:]
+        if self.parse_exceptions > self.spec.max_parse_exceptions:
+            last = found[-1] if found else None
+            raise TooManyStreamParseExceptions(
+                f"supervisor '{self.spec.id}': {self.parse_exceptions} unparseable messages exceed "
+                f"tuningConfig.maxParseExceptions ({self.spec.max_parse_exceptions})"
+                + (f"; last at partition {last.partition}, offset {last.offset}: {last.reason}" if last else "")
+                + ". Nothing of this micro-batch was published")
+
+    def status(self) -> dict:
+        """What the task reports (sys.tasks' report, the supervisor status)."""
+        return {"type": "kafka", "supervisor": self.spec.id, "topic": self.spec.topic, "microBatches": self.batches,
+                "rowsWritten": self.rows, "parseExceptions": self.parse_exceptions,
+                "parseExceptionSamples": [e.to_json() for e in self.samples]}
+
+    def run(self, start: Mapping[int, int], stop: threading.Event, duration_s: float | None = None,
+            progress: Callable[[dict], None] | None = None) -> dict[int, int]:
+        """Micro-batches until ``stop`` is set or ``duration_s`` (taskDuration) passes; returns
+        the offsets the last publish ended at. A refused publish raises (the task ends)."""
+        until = time.monotonic() + (duration_s if duration_s is not None else self.spec.task_duration_ms / 1000)
+        offsets = dict(start)
+        while not stop.is_set() and time.monotonic() < until:
+            result = self.run_micro_batch(offsets, cancel_event=stop)
+            offsets = result.end
+            if result.messages and progress is not None:
+                progress({**self.status(), "offsets": {str(p): o for p, o in sorted(offsets.items())}})
+        return offsets
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+def run_supervisor_task(spark, task_id: str, spec: Mapping, publisher, storage_url: str, storage_endpoint: str,
+                        cancel_event: threading.Event, progress: Callable[[dict], None] | None = None) -> dict:
+    """A ``kafka`` task (services/coordinator/supervisor_manager.py) in its process: micro-batches
+    from the committed offsets it was given until taskDuration or a cancel; returns its report."""
+    from common.ingest.supervisor_spec import parse_supervisor_spec
+
+    supervisor = parse_supervisor_spec(spec["supervisor"])
+    task = StreamTask(spark, supervisor, task_id, publisher, storage_url, storage_endpoint)
+    try:
+        committed = {int(p): int(o) for p, o in (spec.get("startOffsets") or {}).items()}
+        start = task.reader.start_offsets(supervisor.topic, committed, supervisor.use_earliest_offset)
+        end = task.run(start, cancel_event, progress=progress)
+        return {**task.status(), "startOffsets": {str(p): o for p, o in sorted(start.items())},
+                "endOffsets": {str(p): o for p, o in sorted(end.items())}}
+    finally:
+        task.close()

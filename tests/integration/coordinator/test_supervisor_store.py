@@ -1,0 +1,158 @@
+"""SupervisorStore on SQLite and a real PostgreSQL: supervisor state, and segments published with
+their stream offsets in one transaction with compare-and-swap on the previous offsets."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+
+import pytest
+from sqlalchemy import create_engine
+
+from common.errors import ValidationError
+from common.segment.segment_id import SegmentId
+from common.types.interval import Interval
+from common.ingest.supervisor_spec import parse_supervisor_spec
+from services.coordinator.store import PublishConflictError, SegmentRecord, SegmentStore
+from services.coordinator.supervisor_store import (RUNNING, SUSPENDED, TERMINATED, OffsetsConflictError,
+                                                    SupervisorNotFoundError, SupervisorStore)
+from tests.fixtures.postgres_server import postgres_url  # noqa: F401
+
+_databases = itertools.count()
+HOUR = 3_600_000
+THREAD_DEADLINE_S = 60
+
+
+def spec(ds: str = "wiki", topic: str = "edits", **extra) -> dict:
+    return {"type": "kafka", **extra,
+            "spec": {"dataSchema": {"dataSource": ds},
+                     "ioConfig": {"topic": topic, "consumerProperties": {"bootstrap.servers": "127.0.0.1:9"}}}}
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def url(request, tmp_path):
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'strata.db'}"
+        return
+    base = request.getfixturevalue("postgres_url")
+    name = f"strata_supervisors_{os.getpid()}_{next(_databases)}"
+    admin = create_engine(base, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    yield f"{base.rsplit('/', 1)[0]}/{name}"
+    with admin.connect() as conn:
+        conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
+    admin.dispose()
+
+
+@pytest.fixture
+def stores(url):
+    with SegmentStore(url) as segments:
+        yield segments, SupervisorStore(segments)
+
+
+def rec(hour: int, version: str = "v1", ds: str = "wiki") -> SegmentRecord:
+    sid = SegmentId(ds, Interval(hour * HOUR, (hour + 1) * HOUR), version, 0)
+    return SegmentRecord(sid, 100, 10, f"{ds}/{hour}/{version}.sseg", f'{{"id":"{sid}"}}', 1)
+
+
+def test_supervisor_state_survives_reopening(url):
+    with SegmentStore(url) as segments:
+        sup = SupervisorStore(segments)
+        assert sup.upsert(parse_supervisor_spec(spec())).state == RUNNING
+        assert sup.set_state("wiki", SUSPENDED).suspended
+        sup.upsert(parse_supervisor_spec(spec("other", suspended=True)))
+    with SegmentStore(url) as segments:  # a restarted (or newly elected) coordinator
+        sup = SupervisorStore(segments)
+        assert [(r.id, r.state) for r in sup.list()] == [("other", SUSPENDED), ("wiki", SUSPENDED)]
+        # An update keeps the state; the spec is replaced.
+        assert sup.upsert(parse_supervisor_spec(spec(topic="edits2"))).state == SUSPENDED
+        assert sup.require("wiki").spec.topic == "edits2"
+        sup.set_state("wiki", TERMINATED)
+        assert [r.id for r in sup.list()] == ["other"]
+        assert [r.id for r in sup.list(include_terminated=True)] == ["other", "wiki"]
+        with pytest.raises(SupervisorNotFoundError, match="terminated"):
+            sup.set_state("wiki", RUNNING)
+        assert sup.upsert(parse_supervisor_spec(spec())).state == RUNNING  # POST again restarts it
+        with pytest.raises(SupervisorNotFoundError, match="no supervisor 'nope'"):
+            sup.require("nope")
+
+
+def test_publish_moves_offsets_with_segments(stores):
+    segments, sup = stores
+    assert sup.offsets("wiki") is None
+    assert sup.publish_with_offsets([rec(0)], "wiki", "edits", {0: 0, 1: 0}, {0: 5, 1: 7}) == 1
+    assert sup.offsets("wiki").offsets == {0: 5, 1: 7}
+    sup.publish_with_offsets([rec(1)], "wiki", "edits", {1: 7}, {1: 9})
+    assert sup.offsets("wiki").offsets == {0: 5, 1: 9}
+    assert [str(r.id) for r in segments.list("wiki")] == [str(rec(0).id), str(rec(1).id)]
+
+
+def test_stale_commit_is_refused_and_publishes_nothing(stores):
+    segments, sup = stores
+    sup.publish_with_offsets([rec(0)], "wiki", "edits", {0: 0}, {0: 5})
+    # A second task that also started at 0 (a replica, or a task restarted from stale offsets).
+    with pytest.raises(OffsetsConflictError, match="partition 0: started at 0, committed 5"):
+        sup.publish_with_offsets([rec(2, "v2")], "wiki", "edits", {0: 0}, {0: 5})
+    assert [str(r.id) for r in segments.list("wiki")] == [str(rec(0).id)]
+    assert sup.offsets("wiki").offsets == {0: 5}
+    with pytest.raises(OffsetsConflictError, match="topic 'edits', not 'other'"):
+        sup.publish_with_offsets([rec(3)], "wiki", "other", {0: 5}, {0: 6})
+    assert segments.list("wiki", include_unused=True)[-1].id == rec(0).id
+
+
+def test_segment_conflict_leaves_offsets_unmoved(stores):
+    segments, sup = stores
+    sup.publish_with_offsets([rec(0)], "wiki", "edits", {0: 0}, {0: 5})
+    clash = SegmentRecord(rec(0).id, 999, 10, "elsewhere", "{}", 1)
+    with pytest.raises(PublishConflictError):
+        sup.publish_with_offsets([rec(1), clash], "wiki", "edits", {0: 5}, {0: 8})
+    assert sup.offsets("wiki").offsets == {0: 5}
+    assert len(segments.list("wiki")) == 1
+
+
+def test_offsets_must_not_go_backwards_or_cross_datasources(stores):
+    _, sup = stores
+    with pytest.raises(ValidationError, match="partitions \\[0\\]"):
+        sup.publish_with_offsets([], "wiki", "edits", {0: 5}, {0: 4})
+    with pytest.raises(ValidationError, match="not of datasource 'wiki'"):
+        sup.publish_with_offsets([rec(0, ds="other")], "wiki", "edits", {0: 0}, {0: 1})
+    assert sup.offsets("wiki") is None
+
+
+def test_reset_and_reset_offsets(stores):
+    _, sup = stores
+    sup.publish_with_offsets([rec(0)], "wiki", "edits", {0: 0, 1: 0}, {0: 5, 1: 7})
+    sup.reset_offsets("wiki", {1: 3})
+    assert sup.offsets("wiki").offsets == {0: 5, 1: 3}
+    sup.reset_offsets("wiki")
+    assert sup.offsets("wiki") is None
+    with pytest.raises(ValidationError, match="name the topic"):
+        sup.reset_offsets("wiki", {0: 1})
+    sup.reset_offsets("wiki", {0: 1}, topic="edits")
+    assert sup.offsets("wiki").offsets == {0: 1}
+
+
+def test_concurrent_publishers_from_the_same_offsets_one_wins(stores):
+    segments, sup = stores
+    outcomes: list = []
+    barrier = threading.Barrier(4)
+
+    def publish(i: int) -> None:
+        barrier.wait(timeout=THREAD_DEADLINE_S)
+        try:
+            sup.publish_with_offsets([rec(10 + i, f"v{i}")], "wiki", "edits", {0: 0}, {0: 10})
+            outcomes.append("ok")
+        except OffsetsConflictError:
+            outcomes.append("refused")
+
+    threads = [threading.Thread(target=publish, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(THREAD_DEADLINE_S)
+        assert not t.is_alive()
+    assert sorted(outcomes) == ["ok", "refused", "refused", "refused"]
+    assert len(segments.list("wiki")) == 1
+    assert sup.offsets("wiki").offsets == {0: 10}

@@ -1,0 +1,238 @@
+"""A Kafka supervisor's task end to end on a real Kafka-protocol broker (Tansu) and real Spark:
+micro-batches read with assign + seek, segments built by the ordinary Spark ingestion path, and
+published with their end offsets in one metadata transaction (SQLite) with compare-and-swap.
+
+The coordinator's side is SupervisorStore itself (what PublishSegments with a StreamCommit calls);
+rows are read back from the published segments with strata's engine."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+
+import pytest
+
+from common.query import execute
+from common.segment import Segment
+from common.segment.timeline import TimelineSegment
+from services.coordinator.core.allocation import PartitionLedger
+from common.ingest.supervisor_spec import parse_supervisor_spec
+from services.coordinator.store import SegmentRecord, SegmentStore
+from services.coordinator.supervisor_store import SupervisorStore
+from services.deep_storage import LocalDeepStorage
+from services.ingestion.ingestion_report import IngestionFailed
+from services.ingestion.stream_task import StreamTask, TooManyStreamParseExceptions, micro_batch_sql
+from tests.fixtures.kafka_broker import kafka_broker  # noqa: F401
+from tests.fixtures.spark_session import spark  # noqa: F401
+
+DEADLINE_S = 120.0
+
+
+class StorePublisher:
+    """The coordinator's allocate and stream publish, over a real metadata store."""
+
+    def __init__(self, store: SegmentStore, fail_publish: bool = False) -> None:
+        self.store = store
+        self.supervisors = SupervisorStore(store)
+        self.ledger = PartitionLedger()
+        self.fail_publish = fail_publish
+        self.versions = 0
+
+    def allocate(self, datasource, intervals, mode, partitions=None):
+        existing = [TimelineSegment(r.id, r.num_partitions) for r in self.store.list(datasource)]
+        self.versions += 1
+        return {a.interval: a for a in self.ledger.allocate(existing, intervals, mode, f"v{self.versions:04d}",
+                                                            partitions)}
+
+    def publish(self, descriptors, replace_intervals, stream=None):
+        assert stream is not None and replace_intervals is None
+        if self.fail_publish:
+            raise RuntimeError("the task died before its publish reached the coordinator")
+        self.supervisors.publish_with_offsets([SegmentRecord.from_descriptor(d) for d in descriptors],
+                                              stream["datasource"], stream["topic"], stream["start"], stream["end"])
+
+
+def supervisor(topic: str, bootstrap: str, ds: str, **tuning) -> dict:
+    return {"type": "kafka", "spec": {
+        "dataSchema": {"dataSource": ds, "timestampSpec": {"column": "ts", "format": "iso"},
+                       "dimensionsSpec": {"useSchemaDiscovery": True},
+                       "granularitySpec": {"segmentGranularity": "HOUR"}},
+        "ioConfig": {"topic": topic, "consumerProperties": {"bootstrap.servers": bootstrap},
+                     "useEarliestOffset": True, "taskDuration": "PT1H"},
+        "tuningConfig": {"type": "kafka", "maxRowsInMemory": 200, **tuning}}}
+
+
+def events(n: int, start: int = 0) -> list[dict]:
+    """Mean data: NULLs, fractions next to integers, -0.0, non-ASCII, far-apart hours."""
+    out = []
+    for i in range(start, start + n):
+        out.append({"ts": f"2024-0{1 + i % 3}-0{1 + i % 7}T{i % 24:02d}:{i % 60:02d}:00.{i % 1000:03d}Z",
+                    "id": i, "page": None if i % 11 == 0 else f"Seite-ü{i % 5}",
+                    "added": -0.0 if i % 13 == 0 else (i / 4 if i % 2 else i)})
+    return out
+
+
+@pytest.fixture
+def store(tmp_path):
+    with SegmentStore(f"sqlite:///{tmp_path / 'metadata.db'}") as s:
+        yield s
+
+
+@pytest.fixture
+def deep(tmp_path):
+    return LocalDeepStorage(str(tmp_path / "deep"))
+
+
+def produce(broker, topic: str, rows: list[dict], partitions: int) -> dict[int, int]:
+    sent = [(r["id"] % partitions, json.dumps(r).encode()) for r in rows]
+    broker.produce(topic, sent)
+    counts: dict[int, int] = {}
+    for p, _ in sent:
+        counts[p] = counts.get(p, 0) + 1
+    return counts
+
+
+def stored_rows(store: SegmentStore, deep, ds: str) -> list[tuple]:
+    segments = [Segment.open(os.path.join(deep.root, *r.location.split("/"))) for r in store.list(ds)]
+    if not segments:
+        return []
+    table = execute({"queryType": "scan", "dataSource": ds, "intervals": ["1000-01-01/3000-01-01"],
+                     "columns": ["id", "page", "added"]}, segments).table
+    return sorted(((r["id"], r["page"], r["added"]) for r in table.to_pylist()), key=repr)
+
+
+def expected_rows(rows: list[dict]) -> list[tuple]:
+    return sorted(((r["id"], r["page"], float(r["added"])) for r in rows), key=repr)
+
+
+def drain(task: StreamTask, start: dict[int, int], until) -> dict[int, int]:
+    """Micro-batches until ``until(offsets)`` holds, within a deadline."""
+    deadline = time.monotonic() + DEADLINE_S
+    offsets = dict(start)
+    while not until(offsets):
+        assert time.monotonic() < deadline, f"offsets stuck at {offsets}"
+        offsets = task.run_micro_batch(offsets).end
+    return offsets
+
+
+def test_micro_batches_load_every_event_exactly_once(spark, kafka_broker, store, deep):  # noqa: F811
+    kafka_broker.create_topic("wiki-a", 3)
+    rows = events(500)
+    counts = produce(kafka_broker, "wiki-a", rows, 3)
+    spec = parse_supervisor_spec(supervisor("wiki-a", kafka_broker.bootstrap, "wiki_a"))
+    publisher = StorePublisher(store)
+    task = StreamTask(spark, spec, "task-a1", publisher, deep.root)
+    try:
+        start = task.reader.start_offsets(spec.topic, {}, earliest=True)
+        assert start == {0: 0, 1: 0, 2: 0}
+        end = drain(task, start, lambda o: o == counts)
+    finally:
+        task.close()
+    assert task.batches >= 3  # maxRowsInMemory 200 cut 500 events into several publishes
+    assert publisher.supervisors.offsets("wiki_a").offsets == end == counts
+    got = stored_rows(store, deep, "wiki_a")
+    assert got == expected_rows(rows)  # count and every value: nothing lost, nothing twice
+
+    # A second task started from the offsets the first one started from (a replica, or a
+    # restart from stale offsets) re-reads the range, and its publish is refused: no duplicates.
+    stale = StreamTask(spark, spec, "task-a2", publisher, deep.root)
+    try:
+        with pytest.raises(IngestionFailed, match="moved since the task started"):
+            stale.run_micro_batch(start)
+    finally:
+        stale.close()
+    assert stored_rows(store, deep, "wiki_a") == expected_rows(rows)
+    published = {r.location for r in store.list("wiki_a")}
+    on_disk = {os.path.relpath(os.path.join(b, f), deep.root) for b, _, fs in os.walk(deep.root) for f in fs}
+    assert on_disk == published  # the refused task removed what it uploaded
+
+    # More events: the next task starts at the committed offsets and loads only those.
+    more = events(100, start=500)
+    counts2 = produce(kafka_broker, "wiki-a", more, 3)
+    nxt = StreamTask(spark, spec, "task-a3", publisher, deep.root)
+    try:
+        committed = publisher.supervisors.offsets("wiki_a").offsets
+        want = {p: counts[p] + counts2.get(p, 0) for p in counts}
+        drain(nxt, nxt.reader.start_offsets(spec.topic, committed, earliest=True), lambda o: o == want)
+    finally:
+        nxt.close()
+    assert stored_rows(store, deep, "wiki_a") == expected_rows(rows + more)
+
+
+def test_task_dying_before_publish_loses_and_duplicates_nothing(spark, kafka_broker, store, deep):  # noqa: F811
+    kafka_broker.create_topic("wiki-b", 2)
+    rows = events(120)
+    counts = produce(kafka_broker, "wiki-b", rows, 2)
+    spec = parse_supervisor_spec(supervisor("wiki-b", kafka_broker.bootstrap, "wiki_b"))
+    dying = StreamTask(spark, spec, "task-b1", StorePublisher(store, fail_publish=True), deep.root)
+    try:
+        with pytest.raises(IngestionFailed, match="died before its publish"):
+            dying.run_micro_batch({0: 0, 1: 0})
+    finally:
+        dying.close()
+    publisher = StorePublisher(store)
+    assert publisher.supervisors.offsets("wiki_b") is None and store.list("wiki_b") == []
+    task = StreamTask(spark, spec, "task-b2", publisher, deep.root)
+    try:
+        start = task.reader.start_offsets(spec.topic, {}, earliest=True)
+        drain(task, start, lambda o: o == counts)
+    finally:
+        task.close()
+    assert stored_rows(store, deep, "wiki_b") == expected_rows(rows)
+
+
+def test_parse_exceptions_name_partition_and_offset(spark, kafka_broker, store, deep):  # noqa: F811
+    kafka_broker.create_topic("wiki-c", 1)
+    good = events(5)
+    kafka_broker.produce("wiki-c", [(0, json.dumps(good[0]).encode()), (0, b"{not json"), (0, b"[1, 2]"),
+                                    (0, json.dumps({"id": 99}).encode()),
+                                    *[(0, json.dumps(r).encode()) for r in good[1:]]])
+    spec = parse_supervisor_spec(supervisor("wiki-c", kafka_broker.bootstrap, "wiki_c", maxParseExceptions=3))
+    publisher = StorePublisher(store)
+    task = StreamTask(spark, spec, "task-c1", publisher, deep.root)
+    try:
+        result = task.run_micro_batch({0: 0})
+    finally:
+        task.close()
+    assert [(e.partition, e.offset) for e in result.parse_exceptions] == [(0, 1), (0, 2), (0, 3)]
+    reasons = [e.reason for e in result.parse_exceptions]
+    assert reasons[0].startswith("not JSON") and "not an object" in reasons[1] and "no timestamp" in reasons[2]
+    assert result.end == {0: 8} and publisher.supervisors.offsets("wiki_c").offsets == {0: 8}
+    assert stored_rows(store, deep, "wiki_c") == expected_rows(good)
+
+    # Over the limit: the micro-batch fails and nothing moves.
+    kafka_broker.produce("wiki-c", [(0, b"bad")])
+    strict = StreamTask(spark, parse_supervisor_spec(supervisor("wiki-c", kafka_broker.bootstrap, "wiki_c",
+                                                                maxParseExceptions=0)), "task-c2", publisher,
+                        deep.root)
+    try:
+        with pytest.raises(TooManyStreamParseExceptions, match="partition 0, offset 8: not JSON"):
+            strict.run_micro_batch({0: 8})
+    finally:
+        strict.close()
+    assert publisher.supervisors.offsets("wiki_c").offsets == {0: 8}
+
+
+def test_declared_dimensions_sql():
+    spec = parse_supervisor_spec({"type": "kafka", "spec": {
+        "dataSchema": {"dataSource": "d", "timestampSpec": {"column": "t", "format": "millis"},
+                       "dimensionsSpec": {"dimensions": ["a", {"type": "long", "name": "b"}]}},
+        "ioConfig": {"topic": "x", "consumerProperties": {"bootstrap.servers": "h:1"}}}})
+    sql = micro_batch_sql(spec, "/tmp/it's.json")
+    assert sql == ("INSERT INTO \"d\" SELECT MILLIS_TO_TIMESTAMP(CAST(\"t\" AS BIGINT)) AS __time, \"a\", \"b\" "
+                   "FROM TABLE(localfiles(files => ARRAY['/tmp/it''s.json'], format => 'json')) "
+                   "EXTEND (\"t\" BIGINT, \"a\" VARCHAR, \"b\" BIGINT) PARTITIONED BY HOUR")
+
+
+def test_run_stops_when_asked(spark, kafka_broker, store, deep):  # noqa: F811
+    kafka_broker.create_topic("wiki-d", 1)
+    spec = parse_supervisor_spec(supervisor("wiki-d", kafka_broker.bootstrap, "wiki_d"))
+    stop = threading.Event()
+    stop.set()
+    task = StreamTask(spark, spec, "task-d1", StorePublisher(store), deep.root)
+    try:
+        assert task.run({0: 0}, stop) == {0: 0}
+    finally:
+        task.close()
