@@ -34,7 +34,7 @@ import orjson
 
 from common.errors import ValidationError
 from common.ingest.statement import parse_ingestion
-from common.ingest.supervisor_spec import SupervisorSpec
+from common.ingest.supervisor_spec import SupervisorSpec, parse_supervisor_spec
 from services.ingestion.ingestion_report import IngestionReport
 from services.ingestion.kafka_reader import KafkaMessage, KafkaReader
 from services.ingestion.spark_job import IngestionJob, run_ingestion
@@ -251,8 +251,6 @@ def run_supervisor_task(spark, task_id: str, spec: Mapping, publisher, storage_u
                         cancel_event: threading.Event, progress: Callable[[dict], None] | None = None) -> dict:
     """A ``kafka`` task (services/coordinator/supervisor_manager.py) in its process: micro-batches
     from the committed offsets it was given until taskDuration or a cancel; returns its report."""
-    from common.ingest.supervisor_spec import parse_supervisor_spec
-
     supervisor = parse_supervisor_spec(spec["supervisor"])
     task = StreamTask(spark, supervisor, task_id, publisher, storage_url, storage_endpoint)
     try:

@@ -155,9 +155,9 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spar
 def _run_stream(stub, task_id: str, spec: dict, cancel_event: threading.Event, spark) -> int:
     """A Kafka supervisor's task: micro-batches until taskDuration, a cancel (suspend, terminate)
     or a refused publish; each micro-batch is published with its offsets (stream_task.py)."""
-    from services.ingestion.coordinator_publisher import CoordinatorPublisher
-    from services.ingestion.spark_session import get_or_create_session
-    from services.ingestion.stream_task import run_supervisor_task
+    from services.ingestion.coordinator_publisher import CoordinatorPublisher  # start-up cost, as in run_task
+    from services.ingestion.spark_session import get_or_create_session  # start-up cost: pyspark
+    from services.ingestion.stream_task import run_supervisor_task  # start-up cost: pyspark, confluent-kafka
 
     if spark is None:
         spark = get_or_create_session(f"strata-{task_id}")
