@@ -187,13 +187,13 @@ def compare(got: pa.Table, want: pa.Table) -> tuple[bool, str]:
         names = ["__time" if n == "EventTime" else n for n in want.column_names]
         missing = [n for n in names if n not in got.column_names]
         if missing:
-            return False, f"{got.num_columns} columns, ClickHouse {want.num_columns}; missing {missing[:5]}"
+            return False, f"{got.num_columns} columns, the peer {want.num_columns}; missing {missing[:5]}"
         got = got.select(names)
     g, w = rows_of(got), rows_of(want)
     if g == w:
         return True, "same"
     if len(g) != len(w):
-        return False, f"{len(g)} rows, ClickHouse {len(w)}"
+        return False, f"{len(g)} rows, the peer {len(w)}"
     if sorted(g, key=_key) == sorted(w, key=_key):
         return True, "same rows, ties in another order"
     numeric = [i for i in range(len(w[0])) if all(isinstance(r[i], (int, float)) for r in w + g)]
@@ -201,7 +201,7 @@ def compare(got: pa.Table, want: pa.Table) -> tuple[bool, str]:
                                                     for i in numeric):
         return True, "same counts, other rows tied at the cut"
     bad = next(i for i in range(len(g)) if g[i] != w[i])
-    return False, f"row {bad + 1}: strata {str(g[bad])[:120]} vs ClickHouse {str(w[bad])[:120]}"
+    return False, f"row {bad + 1}: strata {str(g[bad])[:120]} vs the peer {str(w[bad])[:120]}"
 
 
 # ---- the engines ---------------------------------------------------------------------------
