@@ -15,9 +15,6 @@ from bench.hits_generator import COLUMNS, generate
 from tests.harness.embedded_cluster import EmbeddedCluster
 
 ROWS = 20_000
-# Strata has no MIN/MAX over VARCHAR yet (the arrays issue adds it): Q7 (EventDate is a string in
-# Druid's spec), Q22, Q23 and Q29 take MIN/MAX of a string column.
-MIN_MAX_VARCHAR = {7, 22, 23, 29}
 
 
 def druid_rows(hits: pa.Table) -> pa.Table:
@@ -56,10 +53,7 @@ def env(tmp_path_factory):
 def _marks(n: int):
     if n == 4:
         return [pytest.mark.xfail(reason="AVG(UserID) disagrees: strata answers -2.3e14 where DuckDB answers 3.5e18; "
-                                         "the BIGINT sum behind AVG wraps in int64 (UserID values reach 2^63), as ClickHouse's does",
-                                  strict=True)]
-    if n in MIN_MAX_VARCHAR:
-        return [pytest.mark.xfail(reason="MIN/MAX of VARCHAR is not supported yet (the arrays issue adds it)",
+                                         "the BIGINT sum behind AVG wraps in int64 (UserID values reach 2^63), as Druid's longSum and ClickHouse's avg do",
                                   strict=True)]
     return []
 
