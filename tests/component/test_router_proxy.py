@@ -95,6 +95,11 @@ def test_coordinator_routes_and_proxy_paths(cluster):
     assert rules.status_code == 200 and "_default" in rules.json()
     tasks = requests.get(cluster.url + "/proxy/overlord/druid/indexer/v1/tasks", auth=ADMIN, timeout=30)
     assert tasks.status_code == 200 and isinstance(tasks.json(), list)
+    # Supervisors live on the coordinator, not with the broker's task API: the router sends them there.
+    direct = requests.get(f"http://127.0.0.1:{cluster.coordinator.http.port}/druid/indexer/v1/supervisor",
+                          auth=ADMIN, timeout=30)
+    supervisors = requests.get(cluster.url + "/druid/indexer/v1/supervisor", auth=ADMIN, timeout=30)
+    assert direct.status_code == supervisors.status_code == 200 and supervisors.json() == direct.json() == []
 
 
 def test_cross_site_writes_refused_same_origin_pass(cluster):

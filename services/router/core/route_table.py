@@ -1,7 +1,8 @@
 """Where the router sends a request, as Druid's router does, and which requests it refuses.
 
     /druid/v2/*            a broker (SQL, native queries, datasource listings)
-    /druid/indexer/*       a broker: strata serves Druid's task API (the overlord's) there
+    /druid/indexer/*       a broker: strata serves Druid's task API (the overlord's) there, but
+                           /druid/indexer/v1/supervisor* (Kafka supervisors) is the leading coordinator's
     /druid/coordinator/*   the leading coordinator
     /proxy/coordinator/*   the leading coordinator, with the /proxy/coordinator prefix dropped
     /proxy/overlord/*      the task API's holder (a broker), with the /proxy/overlord prefix dropped
@@ -46,11 +47,20 @@ class Route:
     path: str  # the path the upstream sees
 
 
+# The overlord's paths strata serves on the coordinator rather than the broker: supervisors run
+# as a leader duty there (services/coordinator/supervisor_http.py).
+_SUPERVISORS = "/druid/indexer/v1/supervisor"
+
+
 def route_for(path: str) -> Route | None:
     """The upstream serving ``path``, or None when the console's files answer it."""
     for prefix, role, dropped in _TABLE:
         if path.startswith(prefix) or path == prefix.rstrip("/"):
-            return Route(role, path[len(dropped):] or "/")
+            upstream = path[len(dropped):] or "/"
+            if upstream == _SUPERVISORS or upstream.startswith(_SUPERVISORS + "/") \
+                    or upstream.startswith(_SUPERVISORS + "?"):
+                role = COORDINATOR
+            return Route(role, upstream)
     return None
 
 

@@ -17,6 +17,11 @@ from services.router.core.route_table import (
     ("/druid/coordinator/v1/rules/wiki", Route(COORDINATOR, "/druid/coordinator/v1/rules/wiki")),
     ("/proxy/coordinator/druid/coordinator/v1/datasources", Route(COORDINATOR, "/druid/coordinator/v1/datasources")),
     ("/proxy/overlord/druid/indexer/v1/tasks", Route(BROKER, "/druid/indexer/v1/tasks")),
+    ("/druid/indexer/v1/supervisor", Route(COORDINATOR, "/druid/indexer/v1/supervisor")),
+    ("/druid/indexer/v1/supervisor/wiki/status", Route(COORDINATOR, "/druid/indexer/v1/supervisor/wiki/status")),
+    ("/proxy/overlord/druid/indexer/v1/supervisor/wiki/suspend",
+     Route(COORDINATOR, "/druid/indexer/v1/supervisor/wiki/suspend")),
+    ("/druid/indexer/v1/supervisors", Route(BROKER, "/druid/indexer/v1/supervisors")),
     ("/", None), ("/index.html", None), ("/druid", None), ("/druid/v2x", None), ("/proxy/other/x", None),
 ])
 def test_route_for(path, route):
