@@ -65,11 +65,19 @@ def _slices(table: pa.Table) -> Iterator[pa.RecordBatch]:
         per_row = max(1, batch.nbytes // max(batch.num_rows, 1))
         step = max(1, min(batch.num_rows, MAX_CHUNK_BYTES // per_row))
         for start in range(0, batch.num_rows, step):
-            piece = batch.slice(start, step)
-            if piece.num_rows > 1 and piece.nbytes > MAX_CHUNK_BYTES:  # a few rows far over the average
-                yield from (piece.slice(i, 1) for i in range(piece.num_rows))
-            else:
-                yield piece
+            yield from _within_chunk(batch.slice(start, step))
+
+
+def _within_chunk(piece: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
+    """``piece`` halved until each part is one chunk's size or one row: a few rows far over the
+    average get slices of their own, while the usual slice (about one chunk, perhaps a little
+    over by its offsets and bitmaps) stays whole rather than going out a row at a time."""
+    if piece.num_rows <= 1 or piece.nbytes <= 2 * MAX_CHUNK_BYTES:
+        yield piece
+        return
+    half = piece.num_rows // 2
+    yield from _within_chunk(piece.slice(0, half))
+    yield from _within_chunk(piece.slice(half))
 
 
 def stats_to_proto(stats: RunStats) -> types_pb2.QueryStats:
