@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 
+from common.errors import ValidationError
+from services.security.authorizer import Unauthenticated
+
 JSON_TYPE = "application/json"
 
 
@@ -29,3 +32,15 @@ def request_header(headers: dict, name: str) -> str:
         if key.lower() == name:
             return value
     return ""
+
+
+# What every handler answers alike; a handler catches its own cases (404, 500) before these.
+ANSWERED_ERRORS = (HttpError, Unauthenticated, PermissionError, ValidationError)
+
+
+def error_reply(exc: Exception) -> tuple[int, str, bytes]:
+    """One of ANSWERED_ERRORS as its reply: its own status, 401, 403 or 400."""
+    if isinstance(exc, HttpError):
+        return json_reply(exc.status, {"error": str(exc), **exc.extra})
+    status = 401 if isinstance(exc, Unauthenticated) else 403 if isinstance(exc, PermissionError) else 400
+    return json_reply(status, {"error": str(exc)})

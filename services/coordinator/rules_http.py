@@ -21,9 +21,9 @@ from urllib.parse import unquote
 from common.errors import ValidationError
 from common.types.interval import Interval
 from services.coordinator.core.rules import DEFAULT_DATASOURCE, check_tiers, rules_for, rules_from_json, rules_to_json
-from services.coordinator.json_reply import HttpError, json_reply, request_header
+from services.coordinator.json_reply import ANSWERED_ERRORS, HttpError, error_reply, json_reply, request_header
 from services.http_endpoint import REMOTE_HEADER, USER_HEADER
-from services.security.authorizer import Unauthenticated, is_admin
+from services.security.authorizer import is_admin
 
 log = logging.getLogger(__name__)
 
@@ -56,14 +56,8 @@ class RulesHttp:
         try:
             user = request_header(headers or {}, USER_HEADER) or None
             return self._route(method, path, query or {}, body or b"", headers or {}, user)
-        except HttpError as exc:
-            return json_reply(exc.status, {"error": str(exc)})
-        except Unauthenticated as exc:
-            return json_reply(401, {"error": str(exc)})
-        except PermissionError as exc:
-            return json_reply(403, {"error": str(exc)})
-        except ValidationError as exc:
-            return json_reply(400, {"error": str(exc)})
+        except ANSWERED_ERRORS as exc:
+            return error_reply(exc)
 
     def _route(self, method: str, path: str, query: dict, body: bytes, headers: dict, user):
         rest = path[len(BASE):]

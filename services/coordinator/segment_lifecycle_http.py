@@ -20,9 +20,8 @@ from urllib.parse import unquote
 
 from common.errors import StrataError, ValidationError
 from common.types.interval import ETERNITY, Interval
-from services.coordinator.json_reply import json_reply
+from services.coordinator.json_reply import ANSWERED_ERRORS, error_reply, json_reply
 from services.http_endpoint import USER_HEADER
-from services.security.authorizer import Unauthenticated
 
 BASE = "/druid/coordinator/v1/datasources/"
 
@@ -56,12 +55,8 @@ class SegmentLifecycleHttp:
             interval, ids = self._payload(body, parts[1])
             action = self.lifecycle.mark_unused if parts[1] == "markUnused" else self.lifecycle.mark_used
             return json_reply(200, {"numChangedSegments": action(datasource, interval, ids)})
-        except Unauthenticated as exc:
-            return json_reply(401, {"error": str(exc)})
-        except PermissionError as exc:
-            return json_reply(403, {"error": str(exc)})
-        except ValidationError as exc:
-            return json_reply(400, {"error": str(exc)})
+        except ANSWERED_ERRORS as exc:
+            return error_reply(exc)
         except StrataError as exc:  # deep storage or metadata trouble: say which, no traceback
             return json_reply(500, {"error": str(exc)})
 

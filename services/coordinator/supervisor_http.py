@@ -21,11 +21,10 @@ from urllib.parse import unquote
 from common.errors import ValidationError
 from common.types.interval import format_instant
 from common.ingest.supervisor_spec import parse_supervisor_spec
-from services.coordinator.json_reply import HttpError, json_reply, request_header
+from services.coordinator.json_reply import ANSWERED_ERRORS, HttpError, error_reply, json_reply, request_header
 from services.coordinator.supervisor_store import (RUNNING, SUSPENDED, TERMINATED, SupervisorNotFoundError,
                                                     SupervisorRecord)
 from services.http_endpoint import USER_HEADER
-from services.security.authorizer import Unauthenticated
 
 BASE = "/druid/indexer/v1/supervisor"
 
@@ -52,16 +51,10 @@ class SupervisorHttp:
         try:
             user = request_header(headers or {}, USER_HEADER) or None
             return self._route(method, path, query or {}, body or b"", user)
-        except HttpError as exc:
-            return json_reply(exc.status, {"error": str(exc)})
-        except Unauthenticated as exc:
-            return json_reply(401, {"error": str(exc)})
-        except PermissionError as exc:
-            return json_reply(403, {"error": str(exc)})
-        except SupervisorNotFoundError as exc:
+        except SupervisorNotFoundError as exc:  # a ValidationError: before the 400s
             return json_reply(404, {"error": str(exc)})
-        except ValidationError as exc:
-            return json_reply(400, {"error": str(exc)})
+        except ANSWERED_ERRORS as exc:
+            return error_reply(exc)
 
     def _route(self, method: str, path: str, query: dict, body: bytes, user):
         rest = path[len(BASE):]
