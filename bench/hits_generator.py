@@ -125,6 +125,15 @@ def _take(vocab: pa.Array, idx: np.ndarray) -> pa.Array:
     return pc.if_else(pa.array(idx < 0), pa.scalar("", pa.string()), got)
 
 
+def _pinned_hashes(vocabulary, index: np.ndarray, counter: np.ndarray, pinned: int) -> np.ndarray:
+    """Each row's 63-bit hash of its vocabulary entry (0 where empty), with the entry the busy
+    counter hits most hashing to ``pinned``: the value a ClickBench query filters on."""
+    hashes = _hash63(vocabulary)
+    busy = int(np.bincount(index[(index >= 0) & (counter == BUSY_COUNTER)], minlength=1).argmax())
+    hashes[busy] = pinned
+    return np.where(index < 0, 0, hashes[np.maximum(index, 0)])
+
+
 def generate(rows: int, seed: int = 0) -> pa.Table:
     """``rows`` hits, the same for the same ``seed``."""
     rng = np.random.default_rng(seed)
@@ -176,10 +185,7 @@ def generate(rows: int, seed: int = 0) -> pa.Table:
     cols["URL"] = _take(urls, page)
     cols["Title"] = _take(titles, np.where(rng.random(n) < 0.1, -1, page))
     cols["OriginalURL"] = _take(urls, np.where(rng.random(n) < 0.8, -1, page))
-    url_hash = _hash63(urls)
-    busy_page = int(np.bincount(page[(page >= 0) & (counter == BUSY_COUNTER)], minlength=1).argmax())
-    url_hash[busy_page] = URL_HASH
-    cols["URLHash"] = np.where(page < 0, 0, url_hash[np.maximum(page, 0)])
+    cols["URLHash"] = _pinned_hashes(urls, page, counter, URL_HASH)
     cols["URLCategoryID"] = _enum(rng, n, np.arange(0, 40), np.r_[50, np.ones(39)]).astype(np.int16)
     cols["URLRegionID"] = _enum(rng, n, np.arange(0, 300), np.r_[100, np.ones(299)]).astype(np.int32)
 
@@ -191,10 +197,7 @@ def generate(rows: int, seed: int = 0) -> pa.Table:
                            f"/{a}/{b}?q={c}&p={i}")
     ref = _with_empty(rng, _zipf_index(rng, n, n_refs, 1.15), 0.4)
     cols["Referer"] = _take(referers, ref)
-    ref_hash = _hash63(referers)
-    busy_ref = int(np.bincount(ref[(ref >= 0) & (counter == BUSY_COUNTER)], minlength=1).argmax())
-    ref_hash[busy_ref] = REFERER_HASH
-    cols["RefererHash"] = np.where(ref < 0, 0, ref_hash[np.maximum(ref, 0)])
+    cols["RefererHash"] = _pinned_hashes(referers, ref, counter, REFERER_HASH)
     cols["RefererCategoryID"] = _enum(rng, n, np.arange(0, 20), np.r_[60, np.ones(19)]).astype(np.int16)
     cols["RefererRegionID"] = _enum(rng, n, np.arange(0, 200), np.r_[80, np.ones(199)]).astype(np.int32)
 

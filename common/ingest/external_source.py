@@ -184,14 +184,20 @@ def _check_known(obj: dict, allowed: set[str], what: str, where: str) -> None:
                               f"{', '.join(unknown)}; valid: {', '.join(sorted(allowed))}")
 
 
-def _input_source(obj, where: str) -> dict:
+def _typed(obj, what: str, types, properties: dict, where: str) -> str:
+    """The ``type`` of an inputSource or inputFormat object, once its shape, type and property
+    names are checked."""
     if not isinstance(obj, dict):
-        raise ValidationError(f"{_at(where)}inputSource must be a JSON object, got {obj!r}")
+        raise ValidationError(f"{_at(where)}{what} must be a JSON object, got {obj!r}")
     kind = obj.get("type")
-    if kind not in INPUT_SOURCE_TYPES:
-        raise ValidationError(f"{_at(where)}inputSource type {kind!r} is not supported; valid: "
-                              f"{', '.join(INPUT_SOURCE_TYPES)}")
-    _check_known(obj, _SOURCE_PROPERTIES[kind], f"{kind} inputSource", where)
+    if kind not in types:
+        raise ValidationError(f"{_at(where)}{what} type {kind!r} is not supported; valid: {', '.join(types)}")
+    _check_known(obj, properties[kind], f"{kind} {what}", where)
+    return kind
+
+
+def _input_source(obj, where: str) -> dict:
+    kind = _typed(obj, "inputSource", INPUT_SOURCE_TYPES, _SOURCE_PROPERTIES, where)
     out: dict = {"type": kind}
     if kind == "inline":
         data = obj.get("data")
@@ -240,13 +246,7 @@ def _bool(value, prop: str, where: str) -> bool:
 
 
 def _input_format(obj, signature, where: str, discover: bool = False) -> dict:
-    if not isinstance(obj, dict):
-        raise ValidationError(f"{_at(where)}inputFormat must be a JSON object, got {obj!r}")
-    kind = obj.get("type")
-    if kind not in INPUT_FORMAT_TYPES:
-        raise ValidationError(f"{_at(where)}inputFormat type {kind!r} is not supported; valid: "
-                              f"{', '.join(INPUT_FORMAT_TYPES)}")
-    _check_known(obj, _FORMAT_PROPERTIES[kind], f"{kind} inputFormat", where)
+    kind = _typed(obj, "inputFormat", INPUT_FORMAT_TYPES, _FORMAT_PROPERTIES, where)
     out: dict = {"type": kind}
     if kind in ("csv", "tsv"):
         skip = obj.get("skipHeaderRows", 0) or 0

@@ -475,6 +475,17 @@ class Filtered(Aggregator):
                 "aggregator": self.aggregator.to_json()}
 
 
+def _lists_by_group(table: pa.Table, groups: int, has: np.ndarray, list_type: pa.DataType) -> pa.Array:
+    """One list per group of ``table``'s ``v`` values (``table`` sorted by group id ``g``), null
+    for a group where ``has`` is False, as ``list_type``."""
+    counts = np.bincount(table.column("g").to_numpy(), minlength=groups) if table.num_rows else \
+        np.zeros(groups, dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+    out = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), table.column("v").combine_chunks(),
+                                   mask=pa.array(~has))
+    return out.cast(list_type) if out.type != list_type else out
+
+
 @dataclass(frozen=True)
 class ArrayConcat(Aggregator):
     """ARRAY_CONCAT_AGG: the arrays of a group concatenated in row order; with ``distinct``, the
@@ -522,12 +533,7 @@ class ArrayConcat(Aggregator):
             table = table.sort_by([("g", "ascending"), ("v", "ascending")])
         else:
             table = table.sort_by([("g", "ascending"), ("i", "ascending")])
-        counts = np.bincount(table.column("g").to_numpy(), minlength=groups) if table.num_rows else \
-            np.zeros(groups, dtype=np.int64)
-        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
-        out = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), table.column("v").combine_chunks(),
-                                       mask=pa.array(~has))
-        return out.cast(values.type) if out.type != values.type else out
+        return _lists_by_group(table, groups, has, values.type)
 
     def to_json(self):
         return {"type": "arrayConcat", "name": self.name, "fieldName": self.field_name, "distinct": self.distinct}
@@ -574,12 +580,7 @@ class ArrayAgg(ArrayConcat):
         table = pa.table({"g": pa.array(g, pa.int64()), "v": pc.list_flatten(values)})
         table = table.group_by(["g", "v"], use_threads=False).aggregate([])
         table = table.sort_by([("g", "ascending"), ("v", "ascending", "at_start")])
-        counts = np.bincount(table.column("g").to_numpy(), minlength=groups) if table.num_rows else \
-            np.zeros(groups, dtype=np.int64)
-        offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
-        out = pa.ListArray.from_arrays(pa.array(offsets, pa.int32()), table.column("v").combine_chunks(),
-                                       mask=pa.array(~has))
-        return out.cast(values.type) if out.type != values.type else out
+        return _lists_by_group(table, groups, has, values.type)
 
     def to_json(self):
         return {"type": "arrayAgg", "name": self.name, "fieldName": self.field_name, "distinct": self.distinct}

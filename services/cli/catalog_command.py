@@ -23,70 +23,31 @@ reusable part.
 from __future__ import annotations
 
 import argparse
-import base64
-import json
-import os
-import sys
-import urllib.error
-import urllib.request
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from common.catalog.ddl import translate_ddl
 from common.catalog.operations import CreateTable, DropTable, EditTable, apply_edits
 from common.catalog.table_spec import TableId, TableMetadata, TableSpec
 from common.errors import StrataError
-from services.transport_security import transport_security_from_env
+from services.cli.coordinator_rest_client import (
+    DEFAULT_TIMEOUT_S,
+    CoordinatorRequestError,
+    CoordinatorRestClient,
+    add_coordinator_arguments,
+    coordinator_from_args,
+    print_json,
+    read_json_argument,
+)
 
 BASE = "/druid/coordinator/v1/catalog"
-DEFAULT_TIMEOUT_S = 30.0
+
+# The name the catalog's callers and tests know; the error is the coordinator REST client's.
+CatalogRequestError = CoordinatorRequestError
 
 
-class CatalogRequestError(StrataError):
-    """A REST call answered with an error status; ``current_version`` is set on 409."""
-
-    def __init__(self, status: int, message: str, current_version: int | None = None) -> None:
-        super().__init__(f"HTTP {status}: {message}")
-        self.status = status
-        self.current_version = current_version
-
-
-def basic_authorization(user: str, password: str) -> str:
-    return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-
-
-class CatalogRestClient:
+class CatalogRestClient(CoordinatorRestClient):
     def __init__(self, base_url: str, authorization: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        self.base = base_url.rstrip("/") + BASE
-        self.authorization = authorization
-        self.timeout_s = timeout_s
-
-    def request(self, method: str, path: str, query: dict | None = None, body=None, headers: dict | None = None):
-        url = self.base + "/" + path.lstrip("/")
-        params = {k: v for k, v in (query or {}).items() if v is not None}
-        if params:
-            url += "?" + urlencode({k: str(v).lower() if isinstance(v, bool) else v for k, v in params.items()})
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(url, data=data, method=method)
-        if data is not None:
-            req.add_header("Content-Type", "application/json")
-        if self.authorization:
-            req.add_header("Authorization", self.authorization)
-        for name, value in (headers or {}).items():
-            req.add_header(name, value)
-        try:
-            # https: trust the CA in STRATA_TLS_CA_FILE (else the system's roots).
-            context = transport_security_from_env().http_client_context() if url.startswith("https:") else None
-            with urllib.request.urlopen(req, timeout=self.timeout_s, context=context) as resp:
-                return json.loads(resp.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            raw = exc.read()
-            try:
-                payload = json.loads(raw)
-            except ValueError:
-                payload = {"error": raw.decode(errors="replace")}
-            raise CatalogRequestError(exc.code, payload.get("error", ""), payload.get("currentVersion")) from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise StrataError(f"cannot reach the coordinator at {self.base}: {exc}; is the cluster up?") from None
+        super().__init__(base_url, BASE, authorization, timeout_s)
 
     @staticmethod
     def _path(table: TableId, *rest: str) -> str:
@@ -158,36 +119,14 @@ class CatalogRestClient:
 
 
 def _read_spec(text: str) -> dict:
-    if text == "-":
-        text = sys.stdin.read()
-    elif os.path.exists(text):
-        with open(text) as f:
-            text = f.read()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise StrataError(f"--spec is not valid JSON (nor a file): {exc.msg} at line {exc.lineno} column "
-                          f"{exc.colno}") from None
+    value = read_json_argument(text, "--spec")
     if not isinstance(value, dict):
         raise StrataError(f"--spec must be a JSON object (a table spec), got {value!r}")
     return value
 
 
 def client_from_args(args) -> CatalogRestClient:
-    url = getattr(args, "coordinator_http", None)
-    if not url:
-        from services.cli.local_cluster import LocalCluster
-
-        url = LocalCluster(args.dir).endpoints().get("coordinator_http")
-        if not url:
-            raise StrataError(f"no coordinator in the cluster at {args.dir}; pass --coordinator-http URL")
-    user = getattr(args, "user", None) or os.environ.get("STRATA_USER")
-    auth = basic_authorization(user, os.environ.get("STRATA_PASSWORD", "")) if user else None
-    return CatalogRestClient(url, auth, getattr(args, "timeout", DEFAULT_TIMEOUT_S))
-
-
-def _print_json(value) -> None:
-    print(json.dumps(value, indent=2, sort_keys=False))
+    return CatalogRestClient(*coordinator_from_args(args))
 
 
 def run_catalog(client: CatalogRestClient, args) -> int:
@@ -199,7 +138,7 @@ def run_catalog(client: CatalogRestClient, args) -> int:
     elif action == "update":
         print(f"updated {table} version {client.update(table, _read_spec(args.spec), args.version)}")
     elif action == "get":
-        _print_json(client.get_metadata(table).to_json() if args.metadata else client.get_spec(table))
+        print_json(client.get_metadata(table).to_json() if args.metadata else client.get_spec(table))
     elif action == "list":
         schemas = [args.schema] if args.schema else client.schemas()
         for schema in schemas:
@@ -237,10 +176,7 @@ def cmd_catalog(args) -> int:
 def register(subparsers, default_dir: str = "var/cluster") -> argparse.ArgumentParser:
     """Adds ``catalog`` and its actions to strata's argparse subparsers."""
     p = subparsers.add_parser("catalog", help="the table catalog: create, get, list, update, drop tables and columns")
-    p.add_argument("--dir", default=default_dir, help="directory of a cluster started with 'strata up'")
-    p.add_argument("--coordinator-http", help="coordinator HTTP URL (default: from --dir)")
-    p.add_argument("--user", help="user name (password from STRATA_PASSWORD; default user STRATA_USER)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per request")
+    add_coordinator_arguments(p, default_dir)
     actions = p.add_subparsers(dest="action", required=True)
 
     def table_action(name: str, help_: str) -> argparse.ArgumentParser:

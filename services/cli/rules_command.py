@@ -13,22 +13,27 @@ named (rule and field) before the round trip. Coordinator and credentials as ``s
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from urllib.parse import quote
 
 from common.errors import StrataError
-from services.cli.catalog_command import DEFAULT_TIMEOUT_S, CatalogRestClient, basic_authorization
+from services.cli.coordinator_rest_client import (
+    DEFAULT_TIMEOUT_S,
+    CoordinatorRestClient,
+    add_coordinator_arguments,
+    coordinator_from_args,
+    print_json,
+    read_json_argument,
+)
 from services.coordinator.core.rules import rules_from_json
 
 BASE = "/druid/coordinator/v1/rules"
 
 
-class RulesRestClient(CatalogRestClient):
+class RulesRestClient(CoordinatorRestClient):
     def __init__(self, base_url: str, authorization: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(base_url, authorization, timeout_s)
-        self.base = base_url.rstrip("/") + BASE
+        super().__init__(base_url, BASE, authorization, timeout_s)
 
     def all(self) -> dict:
         return self.request("GET", "")
@@ -46,31 +51,13 @@ class RulesRestClient(CatalogRestClient):
 
 
 def _read_rules(text: str) -> list:
-    if text == "-":
-        text = sys.stdin.read()
-    elif os.path.exists(text):
-        with open(text) as f:
-            text = f.read()
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise StrataError(f"--rules is not valid JSON (nor a file): {exc.msg} at line {exc.lineno} column "
-                          f"{exc.colno}") from None
+    value = read_json_argument(text, "--rules")
     rules_from_json(value)  # names the rule and field at fault before the round trip
     return value
 
 
 def client_from_args(args) -> RulesRestClient:
-    url = getattr(args, "coordinator_http", None)
-    if not url:
-        from services.cli.local_cluster import LocalCluster  # needed only without --coordinator-http
-
-        url = LocalCluster(args.dir).endpoints().get("coordinator_http")
-        if not url:
-            raise StrataError(f"no coordinator in the cluster at {args.dir}; pass --coordinator-http URL")
-    user = getattr(args, "user", None) or os.environ.get("STRATA_USER")
-    auth = basic_authorization(user, os.environ.get("STRATA_PASSWORD", "")) if user else None
-    return RulesRestClient(url, auth, getattr(args, "timeout", DEFAULT_TIMEOUT_S))
+    return RulesRestClient(*coordinator_from_args(args))
 
 
 def run_rules(client: RulesRestClient, args) -> int:
@@ -89,7 +76,7 @@ def run_rules(client: RulesRestClient, args) -> int:
         if args.count is not None and args.interval:
             raise StrataError("give either --count or --interval, not both")
         out = client.history(args.datasource, args.count, args.interval)
-    print(json.dumps(out, indent=2))
+    print_json(out)
     return 0
 
 
@@ -99,10 +86,7 @@ def cmd_rules(args) -> int:
 
 def register(subparsers, default_dir: str = "var/cluster") -> argparse.ArgumentParser:
     p = subparsers.add_parser("rules", help="retention and load rules: list, get, set, history")
-    p.add_argument("--dir", default=default_dir, help="directory of a cluster started with 'strata up'")
-    p.add_argument("--coordinator-http", help="coordinator HTTP URL (default: from --dir)")
-    p.add_argument("--user", help="user name (password from STRATA_PASSWORD; default user STRATA_USER)")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per request")
+    add_coordinator_arguments(p, default_dir)
     actions = p.add_subparsers(dest="action", required=True)
     actions.add_parser("list", help="every datasource's rules and the cluster default (_default)")
     a = actions.add_parser("get", help="one datasource's rules")

@@ -29,29 +29,17 @@ not say which table each one is. The ``sync?since=`` delta is this API's form of
 
 from __future__ import annotations
 
-import json
 from urllib.parse import unquote
 
 from common.catalog.catalog_errors import TableExistsError, VersionConflictError
 from common.catalog.operations import DropColumns, edit_from_json
 from common.catalog.table_spec import TableId, TableSpec, parse_json
 from common.errors import ValidationError
+from services.coordinator.json_reply import HttpError, json_reply
 from services.query_errors import http_error
 
 BASE = "/druid/coordinator/v1/catalog"
-JSON_TYPE = "application/json"
 _COLUMN_ACTIONS = ("moveColumn", "dropColumn", "hideColumns")
-
-
-class HttpError(Exception):
-    def __init__(self, status: int, message: str, **extra) -> None:
-        super().__init__(message)
-        self.status = status
-        self.extra = extra
-
-
-def _reply(status: int, value) -> tuple[int, str, bytes]:
-    return status, JSON_TYPE, json.dumps(value).encode()
 
 
 def _param(query: dict, name: str) -> str | None:
@@ -98,12 +86,12 @@ class CatalogHttp:
             user = self.manager.authorizer.user_from_headers(headers or {})
             return self._route(method, path, query or {}, body or b"", user)
         except HttpError as exc:
-            return _reply(exc.status, {"error": str(exc), **exc.extra})
+            return json_reply(exc.status, {"error": str(exc), **exc.extra})
         except Exception as exc:  # noqa: BLE001 - every failure answers with its kind's status (common/errors.py)
             status, reply = http_error(exc, "coordinator")  # an internal one is logged under its id
             if isinstance(exc, (VersionConflictError, TableExistsError)):
                 reply["currentVersion"] = exc.current_version
-            return _reply(status, reply)
+            return json_reply(status, reply)
 
     # ---- routing ------------------------------------------------------------------------------
     def _route(self, method: str, path: str, query: dict, body: bytes, user):
@@ -119,32 +107,32 @@ class CatalogHttp:
                 return self._column_action(parts[3], table, query, body, user)
             if n == 4 and parts[3] == "sync":
                 self._allow(method, "GET")
-                return _reply(200, self.manager.get(user, table).to_json())
+                return json_reply(200, self.manager.get(user, table).to_json())
         if n >= 3 and parts[0] == "schemas":
             schema = parts[1]
             if n == 4 and parts[2] == "table":
                 self._allow(method, "GET")
-                return _reply(200, self.manager.get(user, TableId(schema, parts[3])).to_json())
+                return json_reply(200, self.manager.get(user, TableId(schema, parts[3])).to_json())
             if n == 3 and parts[2] == "names":
                 self._allow(method, "GET")
-                return _reply(200, [t.id.name for t in self.manager.list(user, schema)])
+                return json_reply(200, [t.id.name for t in self.manager.list(user, schema)])
             if n == 3 and parts[2] in ("tables", "sync"):
                 self._allow(method, "GET")
-                return _reply(200, [t.to_json() for t in self.manager.list(user, schema)])
+                return json_reply(200, [t.to_json() for t in self.manager.list(user, schema)])
         if parts == ["list", "schemas", "names"]:
             self._allow(method, "GET")
-            return _reply(200, self.manager.schemas())
+            return json_reply(200, self.manager.schemas())
         if parts == ["list", "tables", "names"]:
             self._allow(method, "GET")
-            return _reply(200, [t.id.to_json() for t in self.manager.list(user)])
+            return json_reply(200, [t.id.to_json() for t in self.manager.list(user)])
         if parts == ["flush"]:
             self._allow(method, "POST")
-            return _reply(200, {"version": self.manager.flush(user)})
+            return json_reply(200, {"version": self.manager.flush(user)})
         if parts == ["sync"]:
             self._allow(method, "GET")
             delta = self.manager.changes(user, _int_param(query, "since") or 0, _param(query, "schema"))
-            return _reply(200, {"tables": [t.to_json() for t in delta.tables],
-                                "deleted": [d.to_json() for d in delta.deleted], "version": delta.version})
+            return json_reply(200, {"tables": [t.to_json() for t in delta.tables],
+                                     "deleted": [d.to_json() for d in delta.deleted], "version": delta.version})
         raise HttpError(404, f"no catalog route for {method} {path}; routes are under {BASE}: tables/{{schema}}/"
                              "{name}[/moveColumn|/dropColumn|/hideColumns|/sync], schemas/{schema}/table/{name}, "
                              "schemas/{schema}/names|tables|sync, list/schemas/names, list/tables/names, flush, sync")
@@ -157,23 +145,23 @@ class CatalogHttp:
     def _table(self, method: str, table: TableId, query: dict, body: bytes, user):
         version = _int_param(query, "version")
         if method == "GET":
-            return _reply(200, self.manager.get(user, table).spec.to_json())
+            return json_reply(200, self.manager.get(user, table).spec.to_json())
         if method == "POST":
             spec = TableSpec.from_json(_body(body, "a table spec"), str(table))
             stored, _ = self.manager.create(user, table, spec, _param(query, "action") or "New", version)
-            return _reply(200, {"version": stored.update_time})
+            return json_reply(200, {"version": stored.update_time})
         if method == "PUT":
             partial = _body(body, "a partial table spec to merge")
             if not isinstance(partial, dict):
                 raise ValidationError(f"the update must be a JSON object (a partial table spec), got {partial!r}")
-            return _reply(200, {"version": self.manager.update(user, table, partial, version).update_time})
+            return json_reply(200, {"version": self.manager.update(user, table, partial, version).update_time})
         if method == "DELETE":
             result = self.manager.drop(user, table, _bool_param(query, "ifExists"), _bool_param(query, "purge"),
                                        version)
             out = {"dropped": result.dropped is not None, "version": result.version}
             if _bool_param(query, "purge"):
                 out["segmentsMarkedUnused"] = result.segments_marked_unused
-            return _reply(200, out)
+            return json_reply(200, out)
         raise HttpError(405, f"method {method} is not allowed on a table; use GET, POST, PUT or DELETE")
 
     def _column_action(self, action: str, table: TableId, query: dict, body: bytes, user):
@@ -196,7 +184,7 @@ class CatalogHttp:
             if not isinstance(obj, dict) or set(obj) - {"hide", "unhide"}:
                 raise ValidationError(f'hideColumns takes {{"hide": [...], "unhide": [...]}}, got {obj!r}')
             edit = edit_from_json({"op": "hideColumns", **obj})
-        return _reply(200, {"version": self.manager.edit(user, table, [edit], version).update_time})
+        return json_reply(200, {"version": self.manager.edit(user, table, [edit], version).update_time})
 
 
 def register(endpoint, manager) -> CatalogHttp:

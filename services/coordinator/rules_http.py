@@ -21,24 +21,13 @@ from urllib.parse import unquote
 from common.errors import ValidationError
 from common.types.interval import Interval
 from services.coordinator.core.rules import DEFAULT_DATASOURCE, check_tiers, rules_for, rules_from_json, rules_to_json
-from services.http_endpoint import REMOTE_HEADER
-from services.security.authorizer import Unauthenticated, is_admin
+from services.coordinator.json_reply import ANSWERED_ERRORS, HttpError, error_reply, json_reply, request_header
+from services.http_endpoint import REMOTE_HEADER, USER_HEADER
+from services.security.authorizer import is_admin
 
 log = logging.getLogger(__name__)
 
 BASE = "/druid/coordinator/v1/rules"
-JSON_TYPE = "application/json"
-USER_HEADER = "x-strata-user"
-
-
-class _HttpError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def _reply(status: int, value) -> tuple[int, str, bytes]:
-    return status, JSON_TYPE, json.dumps(value).encode()
 
 
 def _param(query: dict, name: str) -> str | None:
@@ -48,17 +37,10 @@ def _param(query: dict, name: str) -> str | None:
     return values[-1] if isinstance(values, list) else values
 
 
-def _header(headers: dict, name: str) -> str:
-    for key, value in headers.items():
-        if key.lower() == name:
-            return value
-    return ""
-
-
 def _peer_ip(headers: dict) -> str:
     """The client's address as Druid's audit records it (no port), from the header the HTTP
     endpoint always sets to the peer (a client-sent one is replaced, so it cannot be forged)."""
-    address = _header(headers, REMOTE_HEADER)
+    address = request_header(headers, REMOTE_HEADER)
     return address.rsplit(":", 1)[0] if ":" in address else address
 
 
@@ -72,44 +54,39 @@ class RulesHttp:
 
     def __call__(self, method: str, path: str, query: dict, body: bytes, headers: dict) -> tuple[int, str, bytes]:
         try:
-            user = _header(headers or {}, USER_HEADER) or None
+            user = request_header(headers or {}, USER_HEADER) or None
             return self._route(method, path, query or {}, body or b"", headers or {}, user)
-        except _HttpError as exc:
-            return _reply(exc.status, {"error": str(exc)})
-        except Unauthenticated as exc:
-            return _reply(401, {"error": str(exc)})
-        except PermissionError as exc:
-            return _reply(403, {"error": str(exc)})
-        except ValidationError as exc:
-            return _reply(400, {"error": str(exc)})
+        except ANSWERED_ERRORS as exc:
+            return error_reply(exc)
 
     def _route(self, method: str, path: str, query: dict, body: bytes, headers: dict, user):
         rest = path[len(BASE):]
         if rest and not rest.startswith("/"):
-            raise _HttpError(404, f"no route for {method} {path}")
+            raise HttpError(404, f"no route for {method} {path}")
         parts = [unquote(p) for p in rest.strip("/").split("/")] if rest.strip("/") else []
         if not parts:
             self._allow(method, "GET")
             stored = self.rules.all()
-            return _reply(200, {ds: rules_to_json(r) for ds, r in sorted(stored.items()) if self._may_read(user, ds)})
+            return json_reply(200, {ds: rules_to_json(r) for ds, r in sorted(stored.items())
+                                    if self._may_read(user, ds)})
         if parts == ["history"]:
             self._allow(method, "GET")
             entries = self.rules.history(None, *self._window(query))
-            return _reply(200, [e.to_json() for e in entries if self._may_read(user, e.key)])
+            return json_reply(200, [e.to_json() for e in entries if self._may_read(user, e.key)])
         datasource = parts[0]
         if len(parts) == 2 and parts[1] == "history":
             self._allow(method, "GET")
             self._require_read(user, datasource)
-            return _reply(200, [e.to_json() for e in self.rules.history(datasource, *self._window(query))])
+            return json_reply(200, [e.to_json() for e in self.rules.history(datasource, *self._window(query))])
         if len(parts) != 1:
-            raise _HttpError(404, f"no route for {method} {path}; routes: {BASE}, {BASE}/{{datasource}}[?full], "
-                                  f"{BASE}/{{datasource}}/history, {BASE}/history")
+            raise HttpError(404, f"no route for {method} {path}; routes: {BASE}, {BASE}/{{datasource}}[?full], "
+                                 f"{BASE}/{{datasource}}/history, {BASE}/history")
         if method == "GET":
             self._require_read(user, datasource)
             stored = self.rules.all()
             if "full" in query:
-                return _reply(200, rules_to_json(rules_for(datasource, stored)))
-            return _reply(200, rules_to_json(stored.get(datasource, ())))
+                return json_reply(200, rules_to_json(rules_for(datasource, stored)))
+            return json_reply(200, rules_to_json(stored.get(datasource, ())))
         if method == "POST":
             if datasource == DEFAULT_DATASOURCE:
                 if not is_admin(self.authorizer, user):
@@ -124,18 +101,18 @@ class RulesHttp:
             except ValueError as e:
                 raise ValidationError(f"the rules are not valid JSON: {e}") from None
             rules = rules_from_json(value)
-            self.rules.set(datasource, rules, author=_header(headers, "x-druid-author"),
-                           comment=_header(headers, "x-druid-comment"), ip=_peer_ip(headers))
+            self.rules.set(datasource, rules, author=request_header(headers, "x-druid-author"),
+                                  comment=request_header(headers, "x-druid-comment"), ip=_peer_ip(headers))
             warnings = check_tiers(rules, self.tiers())
             for w in warnings:
                 log.warning("rules of datasource '%s': %s", datasource, w)
-            return _reply(200, {"warnings": warnings} if warnings else {})
-        raise _HttpError(405, f"method {method} is not allowed on {path}; use GET or POST")
+            return json_reply(200, {"warnings": warnings} if warnings else {})
+        raise HttpError(405, f"method {method} is not allowed on {path}; use GET or POST")
 
     @staticmethod
     def _allow(method: str, *allowed: str) -> None:
         if method not in allowed:
-            raise _HttpError(405, f"method {method} is not allowed here; use {' or '.join(allowed)}")
+            raise HttpError(405, f"method {method} is not allowed here; use {' or '.join(allowed)}")
 
     def _may_read(self, user, datasource: str) -> bool:
         return datasource == DEFAULT_DATASOURCE or self.authorizer.can(user, "READ", "DATASOURCE", datasource)

@@ -20,15 +20,10 @@ from urllib.parse import unquote
 
 from common.errors import StrataError, ValidationError
 from common.types.interval import ETERNITY, Interval
-from services.security.authorizer import Unauthenticated
+from services.coordinator.json_reply import ANSWERED_ERRORS, error_reply, json_reply
+from services.http_endpoint import USER_HEADER
 
 BASE = "/druid/coordinator/v1/datasources/"
-JSON_TYPE = "application/json"
-USER_HEADER = "x-strata-user"
-
-
-def _reply(status: int, value) -> tuple[int, str, bytes]:
-    return status, JSON_TYPE, json.dumps(value).encode()
 
 
 class SegmentLifecycleHttp:
@@ -47,27 +42,23 @@ class SegmentLifecycleHttp:
         datasource = parts[0]
         try:
             if mark and method != "POST" or kill and method != "DELETE":
-                return _reply(405, {"error": f"method {method} is not allowed on {path}; use "
-                                             f"{'POST' if mark else 'DELETE'}"})
+                return json_reply(405, {"error": f"method {method} is not allowed on {path}; use "
+                                                  f"{'POST' if mark else 'DELETE'}"})
             self.authorizer.require(user, "WRITE", "DATASOURCE", datasource)
             if drop:
-                return _reply(200, {"numChangedSegments": self.lifecycle.mark_unused(datasource, ETERNITY)})
+                return json_reply(200, {"numChangedSegments": self.lifecycle.mark_unused(datasource, ETERNITY)})
             if kill:
                 interval = Interval.parse(parts[2].replace("_", "/"))
                 report = self.lifecycle.kill(datasource, interval)
-                return _reply(200, {"killed": len(report.killed), "keptUsed": report.skipped_used,
-                                    "fileErrors": list(report.file_errors)})
+                return json_reply(200, {"killed": len(report.killed), "keptUsed": report.skipped_used,
+                                         "fileErrors": list(report.file_errors)})
             interval, ids = self._payload(body, parts[1])
             action = self.lifecycle.mark_unused if parts[1] == "markUnused" else self.lifecycle.mark_used
-            return _reply(200, {"numChangedSegments": action(datasource, interval, ids)})
-        except Unauthenticated as exc:
-            return _reply(401, {"error": str(exc)})
-        except PermissionError as exc:
-            return _reply(403, {"error": str(exc)})
-        except ValidationError as exc:
-            return _reply(400, {"error": str(exc)})
+            return json_reply(200, {"numChangedSegments": action(datasource, interval, ids)})
+        except ANSWERED_ERRORS as exc:
+            return error_reply(exc)
         except StrataError as exc:  # deep storage or metadata trouble: say which, no traceback
-            return _reply(500, {"error": str(exc)})
+            return json_reply(500, {"error": str(exc)})
 
     @staticmethod
     def _payload(body: bytes, action: str) -> tuple[Interval | None, list[str] | None]:

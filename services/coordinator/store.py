@@ -430,28 +430,24 @@ class SegmentStore:
 
     def mark_unused(self, ids: Iterable[SegmentId]) -> int:
         """Marks used segments unused; returns how many changed."""
-        keys = sorted({str(i) for i in ids})
-        changed = 0
-        with self._write() as conn:
-            now = self._clock()
-            for part in _chunks(keys):
-                result = conn.execute(update(segments_table)
-                                      .where(segments_table.c.id.in_(part), segments_table.c.used == true())
-                                      .values(used=False, used_status_updated_ms=now))
-                changed += result.rowcount
-        return changed
+        return self._set_used(ids, False)
 
     def mark_used(self, ids: Iterable[SegmentId]) -> int:
         """Marks unused segments used again (they must still be in deep storage: not killed);
         returns how many changed."""
+        return self._set_used(ids, True)
+
+    def _set_used(self, ids: Iterable[SegmentId], used: bool) -> int:
+        # Only rows in the other state change, so the count (and used_status_updated_ms) says what moved.
         keys = sorted({str(i) for i in ids})
         changed = 0
         with self._write() as conn:
             now = self._clock()
             for part in _chunks(keys):
                 result = conn.execute(update(segments_table)
-                                      .where(segments_table.c.id.in_(part), segments_table.c.used == false())
-                                      .values(used=True, used_status_updated_ms=now))
+                                      .where(segments_table.c.id.in_(part),
+                                             segments_table.c.used == (false() if used else true()))
+                                      .values(used=used, used_status_updated_ms=now))
                 changed += result.rowcount
         return changed
 

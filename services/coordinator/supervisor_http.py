@@ -21,30 +21,12 @@ from urllib.parse import unquote
 from common.errors import ValidationError
 from common.types.interval import format_instant
 from common.ingest.supervisor_spec import parse_supervisor_spec
+from services.coordinator.json_reply import ANSWERED_ERRORS, HttpError, error_reply, json_reply, request_header
 from services.coordinator.supervisor_store import (RUNNING, SUSPENDED, TERMINATED, SupervisorNotFoundError,
                                                     SupervisorRecord)
-from services.security.authorizer import Unauthenticated
+from services.http_endpoint import USER_HEADER
 
 BASE = "/druid/indexer/v1/supervisor"
-JSON_TYPE = "application/json"
-USER_HEADER = "x-strata-user"
-
-
-class _HttpError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-def _reply(status: int, value) -> tuple[int, str, bytes]:
-    return status, JSON_TYPE, json.dumps(value).encode()
-
-
-def _header(headers: dict, name: str) -> str:
-    for key, value in headers.items():
-        if key.lower() == name:
-            return value
-    return ""
 
 
 def state_of(record: SupervisorRecord, active_tasks: int) -> tuple[str, str]:
@@ -67,23 +49,17 @@ class SupervisorHttp:
 
     def __call__(self, method: str, path: str, query: dict, body: bytes, headers: dict) -> tuple[int, str, bytes]:
         try:
-            user = _header(headers or {}, USER_HEADER) or None
+            user = request_header(headers or {}, USER_HEADER) or None
             return self._route(method, path, query or {}, body or b"", user)
-        except _HttpError as exc:
-            return _reply(exc.status, {"error": str(exc)})
-        except Unauthenticated as exc:
-            return _reply(401, {"error": str(exc)})
-        except PermissionError as exc:
-            return _reply(403, {"error": str(exc)})
-        except SupervisorNotFoundError as exc:
-            return _reply(404, {"error": str(exc)})
-        except ValidationError as exc:
-            return _reply(400, {"error": str(exc)})
+        except SupervisorNotFoundError as exc:  # a ValidationError: before the 400s
+            return json_reply(404, {"error": str(exc)})
+        except ANSWERED_ERRORS as exc:
+            return error_reply(exc)
 
     def _route(self, method: str, path: str, query: dict, body: bytes, user):
         rest = path[len(BASE):]
         if rest and not rest.startswith("/"):
-            raise _HttpError(404, f"no route for {method} {path}")
+            raise HttpError(404, f"no route for {method} {path}")
         parts = [unquote(p) for p in rest.strip("/").split("/")] if rest.strip("/") else []
         if not parts:
             if method == "POST":
@@ -91,41 +67,41 @@ class SupervisorHttp:
             self._allow(method, "GET")
             records = [r for r in self.supervisors.list() if self.authorizer.can(user, "READ", "DATASOURCE", r.id)]
             if "full" in query:
-                return _reply(200, [{"id": r.id, "spec": r.spec.to_json(), **self._state(r)} for r in records])
+                return json_reply(200, [{"id": r.id, "spec": r.spec.to_json(), **self._state(r)} for r in records])
             if _truthy(query.get("state")):
-                return _reply(200, [{"id": r.id, **self._state(r)} for r in records])
-            return _reply(200, [r.id for r in records])
+                return json_reply(200, [{"id": r.id, **self._state(r)} for r in records])
+            return json_reply(200, [r.id for r in records])
         sid = parts[0]
         if len(parts) == 1:
             self._allow(method, "GET")
             self.authorizer.require(user, "READ", "DATASOURCE", sid)
-            return _reply(200, self.supervisors.require(sid).spec.to_json())
+            return json_reply(200, self.supervisors.require(sid).spec.to_json())
         if len(parts) != 2:
-            raise _HttpError(404, f"no route for {method} {path}")
+            raise HttpError(404, f"no route for {method} {path}")
         action = parts[1]
         if action == "status":
             self._allow(method, "GET")
             self.authorizer.require(user, "READ", "DATASOURCE", sid)
-            return _reply(200, self._status(self.supervisors.require(sid)))
+            return json_reply(200, self._status(self.supervisors.require(sid)))
         self._allow(method, "POST")
         self.authorizer.require(user, "WRITE", "DATASOURCE", sid)
         if action == "suspend":
-            return _reply(200, self.supervisors.set_state(sid, SUSPENDED).spec.to_json())
+            return json_reply(200, self.supervisors.set_state(sid, SUSPENDED).spec.to_json())
         if action == "resume":
-            return _reply(200, self.supervisors.set_state(sid, RUNNING).spec.to_json())
+            return json_reply(200, self.supervisors.set_state(sid, RUNNING).spec.to_json())
         if action == "terminate":
             self.supervisors.set_state(sid, TERMINATED)
-            return _reply(200, {"id": sid})
+            return json_reply(200, {"id": sid})
         if action == "reset":
             self.supervisors.require(sid)
             self.supervisors.reset_offsets(sid)
-            return _reply(200, {"id": sid})
+            return json_reply(200, {"id": sid})
         if action == "resetOffsets":
             record = self.supervisors.require(sid)
             self.supervisors.reset_offsets(sid, _partition_offsets(body, record.spec.topic), topic=record.spec.topic)
-            return _reply(200, {"id": sid})
-        raise _HttpError(404, f"no route for {method} {path}; actions: status, suspend, resume, terminate, reset, "
-                              "resetOffsets")
+            return json_reply(200, {"id": sid})
+        raise HttpError(404, f"no route for {method} {path}; actions: status, suspend, resume, terminate, reset, "
+                             "resetOffsets")
 
     def _create(self, body: bytes, user) -> tuple[int, str, bytes]:
         if not body.strip():
@@ -137,7 +113,7 @@ class SupervisorHttp:
         spec = parse_supervisor_spec(value)
         self.authorizer.require(user, "WRITE", "DATASOURCE", spec.datasource)
         self.supervisors.upsert(spec)
-        return _reply(200, {"id": spec.id})
+        return json_reply(200, {"id": spec.id})
 
     def _state(self, record: SupervisorRecord) -> dict:
         state, detailed = state_of(record, len(self.tasks(record.id)))
@@ -167,7 +143,7 @@ class SupervisorHttp:
     @staticmethod
     def _allow(method: str, *allowed: str) -> None:
         if method not in allowed:
-            raise _HttpError(405, f"method {method} is not allowed here; use {' or '.join(allowed)}")
+            raise HttpError(405, f"method {method} is not allowed here; use {' or '.join(allowed)}")
 
 
 def _truthy(value) -> bool:

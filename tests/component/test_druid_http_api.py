@@ -7,7 +7,6 @@ query is cancelled by id; a timeout answers 504."""
 from __future__ import annotations
 
 import http.client
-import threading
 import time
 
 import duckdb
@@ -25,6 +24,7 @@ from services.broker.druid_http.result_format import ResultWriter
 from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
 from services.query_errors import TIMEOUT, ClientError, QueryFailed
+from tests.harness.background_call import start_in_background
 from tests.harness.busy_historical import BusyHistorical
 from tests.harness.embedded_cluster import EmbeddedCluster
 from tests.harness.waiting import wait_until
@@ -177,7 +177,7 @@ def test_cancel_a_running_native_query(cluster):
     query = {"queryType": "timeseries", "dataSource": "wiki", "intervals": [INTERVAL], "granularity": "all",
              "aggregations": [{"type": "count", "name": "n"}], "context": {"queryId": "native-http-cancel"}}
     with BusyHistorical(cluster.historicals[0]):
-        t, outcome = _start(lambda: _native(cluster, query))
+        t, outcome = start_in_background(lambda: _native(cluster, query))
         wait_until(lambda: _running(cluster, "native-http-cancel"), 30, "the native query to run")
         assert requests.delete(cluster.url + "/druid/v2/native-http-cancel", timeout=60).status_code == 202
         t.join(30)
@@ -262,20 +262,6 @@ def test_errors_by_category(cluster):
     assert requests.get(cluster.url + "/druid/v2/nothing/here", timeout=60).status_code == 404
 
 
-def _start(target):
-    outcome: dict = {}
-
-    def body():
-        try:
-            outcome["result"] = target()
-        except Exception as exc:  # noqa: BLE001 - asserted by the test
-            outcome["error"] = exc
-
-    t = threading.Thread(target=body, daemon=True)
-    t.start()
-    return t, outcome
-
-
 def _running(cluster, query_id: str) -> bool:
     table = cluster.client.sql(f"SELECT status FROM sys.queries WHERE query_id = '{query_id}'")[0]
     return "running" in table.column("status").to_pylist()
@@ -283,8 +269,8 @@ def _running(cluster, query_id: str) -> bool:
 
 def test_cancel_a_running_query_by_id(cluster):
     with BusyHistorical(cluster.historicals[0]):
-        t, outcome = _start(lambda: sql(cluster, {"query": "SELECT page, COUNT(*) AS n FROM wiki GROUP BY 1",
-                                                  "context": {"sqlQueryId": "http-cancel-me"}}))
+        t, outcome = start_in_background(lambda: sql(cluster, {
+            "query": "SELECT page, COUNT(*) AS n FROM wiki GROUP BY 1", "context": {"sqlQueryId": "http-cancel-me"}}))
         wait_until(lambda: _running(cluster, "http-cancel-me"), 30, "the query to show as running")
         r = requests.delete(cluster.url + "/druid/v2/sql/http-cancel-me", timeout=60)
         assert r.status_code == 202 and r.content == b""

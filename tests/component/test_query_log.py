@@ -20,6 +20,7 @@ import pytest
 from common.demo import table as demo_table
 from services.broker.query_log_file import read_lines
 from services.cli.cluster_client import ClusterError
+from tests.harness.background_call import start_in_background
 from tests.harness.busy_historical import BusyHistorical
 from tests.harness.embedded_cluster import EmbeddedCluster
 
@@ -140,20 +141,6 @@ def test_the_log_file_has_a_line_per_query(cluster, conn):
 
 
 # ---- ending a running query -------------------------------------------------------------------------------
-def start(target) -> tuple[threading.Thread, dict]:
-    outcome: dict = {}
-
-    def body():
-        try:
-            outcome["result"] = target()
-        except Exception as exc:  # noqa: BLE001 - asserted by the test
-            outcome["error"] = exc
-
-    t = threading.Thread(target=body, daemon=True)
-    t.start()
-    return t, outcome
-
-
 def wait_running(cluster, query_id: str) -> None:
     deadline = time.monotonic() + 30
     while not logged(cluster, f"query_id = '{query_id}' AND status = 'running'"):
@@ -163,8 +150,8 @@ def wait_running(cluster, query_id: str) -> None:
 
 def test_kill_query_ends_a_running_sql_query(cluster, conn):
     with BusyHistorical(cluster.historicals[0]):
-        t, outcome = start(lambda: cluster.client.sql("SET sqlQueryId = 'to-kill'; SELECT page, COUNT(*) AS n "
-                                                      "FROM wiki GROUP BY 1", timeout_s=120))
+        t, outcome = start_in_background(lambda: cluster.client.sql(
+            "SET sqlQueryId = 'to-kill'; SELECT page, COUNT(*) AS n FROM wiki GROUP BY 1", timeout_s=120))
         wait_running(cluster, "to-kill")
         assert run(conn, "KILL QUERY 'to-kill'").to_pylist() == [{"result": "query to-kill is being killed"}]
         t.join(30)
@@ -205,7 +192,7 @@ def test_kill_query_ends_a_statement_still_planning(cluster, conn, monkeypatch, 
     else:
         def call():
             return cluster.client.sql(sql, timeout_s=120)
-    t, outcome = start(call)
+    t, outcome = start_in_background(call)
     try:
         assert planning.wait(30), "the statement never started planning"
         wait_running(cluster, query_id)
@@ -251,8 +238,8 @@ def test_the_cancel_rpc_ends_a_running_native_query(cluster):
     query = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-14"],
              "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]}
     with BusyHistorical(cluster.historicals[0]):
-        t, outcome = start(lambda: cluster.client.run_with_id(native=query, query_id="native-to-cancel",
-                                                              timeout_s=120))
+        t, outcome = start_in_background(lambda: cluster.client.run_with_id(native=query, query_id="native-to-cancel",
+                                                                            timeout_s=120))
         wait_running(cluster, "native-to-cancel")
         assert cluster.client.cancel_query("native-to-cancel") == "query native-to-cancel is being killed"
         t.join(30)
@@ -285,8 +272,8 @@ def strata(cluster, *args: str) -> subprocess.CompletedProcess:
 def test_strata_top_once_shows_running_queries(cluster, conn):
     run(conn, "SELECT channel, COUNT(*) AS n FROM wiki GROUP BY 1")
     with BusyHistorical(cluster.historicals[0]):
-        t, outcome = start(lambda: cluster.client.sql("SET sqlQueryId = 'top-sees-me'; SELECT COUNT(*) AS n FROM wiki "
-                                                      "/* held for top */", timeout_s=120))
+        t, outcome = start_in_background(lambda: cluster.client.sql(
+            "SET sqlQueryId = 'top-sees-me'; SELECT COUNT(*) AS n FROM wiki /* held for top */", timeout_s=120))
         wait_running(cluster, "top-sees-me")
         proc = strata(cluster, "top", "--once", "--width", "220")
     t.join(30)

@@ -11,30 +11,15 @@ import pytest
 import requests
 
 from common.demo import table as demo_table
+from tests.harness.auth_cluster import ADMIN, READER, auth_cluster
 from tests.harness.busy_historical import BusyHistorical
-from tests.harness.embedded_cluster import EmbeddedCluster
 from tests.harness.waiting import wait_until
-
-ADMIN = ("admin", "admin-pw")
-READER = ("reader", "reader-pw")
-USERS_FILE = '''
-[[users]]
-name = "reader"
-password = "reader-pw"
-[[users.grants]]
-action = "READ"
-type = "DATASOURCE"
-pattern = "wiki"
-'''
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     directory = tmp_path_factory.mktemp("router")
-    users = directory / "users.toml"
-    users.write_text(USERS_FILE)
-    c = EmbeddedCluster(str(directory / "cluster"), historicals=1,
-                        auth={"enabled": True, "admin_password": ADMIN[1], "users_file": str(users)})
+    c = auth_cluster(directory)
     try:
         c.wiki = demo_table(2_000, days=1)
         c.wait_queryable("wiki", len(c.publish(c.wiki, "wiki")))

@@ -5,18 +5,10 @@ from certificate files, as a deployment gives them ([tls] cert_file/key_file/ca_
 from __future__ import annotations
 
 from common.demo import table as demo_table
+from tests.harness.auth_cluster import READER, auth_cluster
 from tests.harness.embedded_cluster import EmbeddedCluster
 
-READER_PASSWORD = "reader-pw"
-USERS_FILE = f'''
-[[users]]
-name = "reader"
-password = "{READER_PASSWORD}"
-[[users.grants]]
-action = "READ"
-type = "DATASOURCE"
-pattern = "wiki"
-'''
+READER_PASSWORD = READER[1]
 QUERY = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09-12/2015-09-13"],
          "granularity": "all", "aggregations": [{"type": "count", "name": "rows"}]}
 
@@ -24,14 +16,10 @@ QUERY = {"queryType": "timeseries", "dataSource": "wiki", "intervals": ["2015-09
 def secure_cluster(directory, certs: dict[str, bytes], admin_password: str, rows: int, **tls) -> EmbeddedCluster:
     """Started, with ``rows`` demo rows in 'wiki' loaded (publish and load run over TLS); extra
     ``[tls]`` keys (``mtls=True``) go to every node. The caller stops it."""
-    users = directory / "users.toml"
-    users.write_text(USERS_FILE)
     for name, data in certs.items():
         (directory / f"{name}.pem").write_bytes(data)
     files = {f"{name}_file": str(directory / f"{name}.pem") for name in certs}
-    c = EmbeddedCluster(str(directory / "cluster"), historicals=1,
-                        auth={"enabled": True, "admin_password": admin_password, "users_file": str(users)},
-                        tls={**files, **tls})
+    c = auth_cluster(directory, admin_password, tls={**files, **tls})
     try:
         data = demo_table(rows, days=1)
         c.rows = data.num_rows

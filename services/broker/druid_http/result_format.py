@@ -96,10 +96,7 @@ def _floats(column: pa.Array) -> list:
 def json_values(column: pa.Array, field: pa.Field, tz: str, raw_json: bool = False) -> list:
     """A column's values as what the JSON formats write for them (``raw_json``: COMPLEX<json>
     values as their text, for csv)."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if pa.types.is_dictionary(column.type):
-        column = column.dictionary_decode()
+    column = _plain(column)
     dtype = column.type
     if pa.types.is_timestamp(dtype):
         return _iso(column, tz)
@@ -124,14 +121,20 @@ def _csv_text(value) -> str | None:
     return str(value)
 
 
-def _csv_column(column: pa.Array, field: pa.Field, tz: str) -> pa.Array:
-    """A column as the text of its CSV fields: numbers and booleans as Arrow prints them (true/false),
-    floats, times, JSON and arrays as Druid's CSV has them, nulls empty; a field holding a comma,
-    quote or line break quoted, its quotes doubled."""
+def _plain(column) -> pa.Array:
+    """One contiguous array of the values themselves (chunks combined, a dictionary decoded)."""
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
     if pa.types.is_dictionary(column.type):
         column = column.dictionary_decode()
+    return column
+
+
+def _csv_column(column: pa.Array, field: pa.Field, tz: str) -> pa.Array:
+    """A column as the text of its CSV fields: numbers and booleans as Arrow prints them (true/false),
+    floats, times, JSON and arrays as Druid's CSV has them, nulls empty; a field holding a comma,
+    quote or line break quoted, its quotes doubled."""
+    column = _plain(column)
     dtype = column.type
     if pa.types.is_integer(dtype) or pa.types.is_boolean(dtype):
         return pc.cast(column, pa.string())
@@ -175,10 +178,7 @@ def _json_strings(column: pa.Array) -> pa.Array:
 def _json_tokens(column: pa.Array, field: pa.Field, tz: str) -> pa.Array:
     """Each value of a column as its JSON text (``null`` for nulls), the same text ``json_values``
     and orjson give, made mostly in Arrow: the per-value Python work of a large result."""
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if pa.types.is_dictionary(column.type):
-        column = column.dictionary_decode()
+    column = _plain(column)
     dtype = column.type
     if pa.types.is_integer(dtype) or pa.types.is_boolean(dtype):
         tokens = pc.cast(column, pa.string())

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import itertools
-import os
 import threading
 
 import pytest
-from sqlalchemy import create_engine
 
 from common.catalog import (
     TableExistsError,
@@ -20,49 +17,24 @@ from common.catalog.operations import DropColumns, MergeUpdate, MoveColumn
 from common.errors import ValidationError
 from services.coordinator.catalog_store import CatalogStore
 from services.coordinator.store import SegmentStore
+from tests.fixtures.manual_clock import ManualClock
+from tests.fixtures.metadata_store_url import metadata_store_url  # noqa: F401
 from tests.fixtures.postgres_server import postgres_url  # noqa: F401
 
 THREAD_DEADLINE_S = 30
-_databases = itertools.count()
 WIKI = TableId("druid", "wiki")
 SPEC = TableSpec.from_json({"type": "datasource", "properties": {"segmentGranularity": "DAY"},
                             "columns": [{"name": "a", "sqlType": "VARCHAR"}, {"name": "b", "sqlType": "BIGINT"}]})
 
 
-class Clock:
-    """A clock that stands still unless moved: versions must still strictly increase."""
-
-    def __init__(self, now: int = 1_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'meta' / 'strata.db'}"
-        return
-    base = request.getfixturevalue("postgres_url")
-    name = f"strata_catalog_{os.getpid()}_{next(_databases)}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    yield f"{base.rsplit('/', 1)[0]}/{name}"
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
-    admin.dispose()
-
-
 @pytest.fixture
 def clock():
-    return Clock()
+    return ManualClock()
 
 
 @pytest.fixture
-def segments(url):
-    store = SegmentStore(url)
+def segments(metadata_store_url):
+    store = SegmentStore(metadata_store_url)
     yield store
     store.close()
 

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 
 from common.demo import table as demo_table
+from tests.harness.auth_cluster import ADMIN, READER, auth_cluster
 from tests.harness.busy_historical import BusyHistorical
-from tests.harness.embedded_cluster import EmbeddedCluster
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -26,18 +26,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SCREENSHOTS = os.environ.get("STRATA_SCREENSHOTS") == "1"
 IMAGES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "images")
-ADMIN = ("admin", "admin-pw")
-READER = ("reader", "reader-pw")
 XSS = "<img src=x onerror=alert(1)>"
-USERS_FILE = '''
-[[users]]
-name = "reader"
-password = "reader-pw"
-[[users.grants]]
-action = "READ"
-type = "DATASOURCE"
-pattern = "wiki"
-'''
 TIMEOUT_MS = 30_000
 EXTERN = """TABLE(EXTERN('{"type": "inline", "data": "2015-09-12T00:00:00Z,a\\n"}',
     '{"type": "csv", "columns": ["ts", "s"]}',
@@ -50,10 +39,7 @@ pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chr
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     directory = tmp_path_factory.mktemp("console")
-    users = directory / "users.toml"
-    users.write_text(USERS_FILE)
-    c = EmbeddedCluster(str(directory / "cluster"), historicals=1,
-                        auth={"enabled": True, "admin_password": ADMIN[1], "users_file": str(users)})
+    c = auth_cluster(directory)
     try:
         c.coordinator.task_runner.max_running = 0  # submitted INSERT tasks stay PENDING: no Spark here
         c.wiki = demo_table(3_000, days=1)

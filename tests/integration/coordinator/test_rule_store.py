@@ -2,49 +2,22 @@
 
 from __future__ import annotations
 
-import itertools
-import os
-
 import pytest
-from sqlalchemy import create_engine
 
 from common.types.interval import Interval
 from services.coordinator.core.rules import LoadForever, RuleError, rules_from_json, rules_to_json
 from services.coordinator.rule_store import RuleStore
 from services.coordinator.store import SegmentStore
+from tests.fixtures.manual_clock import ManualClock
+from tests.fixtures.metadata_store_url import metadata_store_url  # noqa: F401
 from tests.fixtures.postgres_server import postgres_url  # noqa: F401
 
-_databases = itertools.count()
 HOT = [{"type": "loadByPeriod", "period": "P7D", "tieredReplicants": {"hot": 2}}, {"type": "dropForever"}]
 
 
-class Clock:
-    def __init__(self, now: int = 1_700_000_000_000) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'strata.db'}"
-        return
-    base = request.getfixturevalue("postgres_url")
-    name = f"strata_rules_{os.getpid()}_{next(_databases)}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    yield f"{base.rsplit('/', 1)[0]}/{name}"
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
-    admin.dispose()
-
-
-def test_rules_replace_and_are_audited(url):
-    clock = Clock()
-    with SegmentStore(url) as store:
+def test_rules_replace_and_are_audited(metadata_store_url):
+    clock = ManualClock(1_700_000_000_000)
+    with SegmentStore(metadata_store_url) as store:
         rules = RuleStore(store, replication=3, clock=clock)
         # Nothing stored: the default is the seeded one, from [coordinator] replication.
         assert rules.stored() == {}
@@ -73,5 +46,5 @@ def test_rules_replace_and_are_audited(url):
         assert len(rules.history("wiki", count=10)) == 2
         with pytest.raises(RuleError, match="count must be a positive"):
             rules.history("wiki", count=0)
-    with SegmentStore(url) as store:  # survives a restart
+    with SegmentStore(metadata_store_url) as store:  # survives a restart
         assert RuleStore(store).stored()["wiki"] == rules_from_json([{"type": "loadForever"}])

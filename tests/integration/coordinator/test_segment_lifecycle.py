@@ -3,11 +3,7 @@ PostgreSQL with an S3 server. A kill deletes rows and files of unused segments o
 
 from __future__ import annotations
 
-import itertools
-import os
-
 import pytest
-from sqlalchemy import create_engine
 
 from common.errors import ValidationError
 from common.segment.segment_id import SegmentId
@@ -15,11 +11,10 @@ from common.types.interval import Interval
 from services.coordinator.segment_lifecycle import SegmentLifecycle
 from services.coordinator.store import SegmentRecord, SegmentStore
 from services.deep_storage import deep_storage_from_url
-from tests.fixtures.postgres_server import postgres_url  # noqa: F401
+from tests.fixtures.postgres_server import postgres_url, throwaway_database  # noqa: F401
 from tests.fixtures.s3_server import s3_server  # noqa: F401
 
 DAY = 86_400_000
-_databases = itertools.count()
 
 
 @pytest.fixture(params=["sqlite+local", "postgresql+s3"])
@@ -29,14 +24,8 @@ def backends(request, tmp_path):
         return
     base = request.getfixturevalue("postgres_url")
     s3 = request.getfixturevalue("s3_server")
-    name = f"strata_life_{os.getpid()}_{next(_databases)}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    yield f"{base.rsplit('/', 1)[0]}/{name}", deep_storage_from_url(f"{s3.url}/{name}", s3.endpoint)
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
-    admin.dispose()
+    with throwaway_database(base) as (url, name):
+        yield url, deep_storage_from_url(f"{s3.url}/{name}", s3.endpoint)
 
 
 def publish(store, storage, tmp_path, day: int, version: str = "v1") -> SegmentRecord:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import sqlite3
@@ -25,6 +24,8 @@ from services.coordinator.store import (
     SegmentRecord,
     SegmentStore,
 )
+from tests.fixtures.manual_clock import ManualClock
+from tests.fixtures.metadata_store_url import metadata_store_url  # noqa: F401
 from tests.fixtures.postgres_server import postgres_url  # noqa: F401
 
 KNOWN = [m.version for m in MIGRATIONS]
@@ -32,42 +33,16 @@ NEXT = KNOWN[-1] + 1
 
 DAY = 86_400_000
 THREAD_DEADLINE_S = 60
-_databases = itertools.count()
-
-
-class Clock:
-    def __init__(self, start: int = 1_000) -> None:
-        self.now = start
-
-    def __call__(self) -> int:
-        return self.now
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store_url(request, tmp_path):
-    if request.param == "sqlite":
-        # A directory that does not exist yet: the store creates it.
-        yield f"sqlite:///{tmp_path / 'metadata' / 'strata.db'}"
-        return
-    base = request.getfixturevalue("postgres_url")
-    name = f"strata_test_{os.getpid()}_{next(_databases)}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    yield f"{base.rsplit('/', 1)[0]}/{name}"
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
-    admin.dispose()
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
-def store(store_url, clock):
-    with SegmentStore(store_url, clock=clock) as s:
+def store(metadata_store_url, clock):
+    with SegmentStore(metadata_store_url, clock=clock) as s:
         yield s
 
 
@@ -214,12 +189,12 @@ def _run_threads(target, n: int = 4) -> list[BaseException | object]:
     return results
 
 
-def test_four_concurrent_publishers_each_opening_the_store(store_url):
+def test_four_concurrent_publishers_each_opening_the_store(metadata_store_url):
     shared = rec(99)
 
     def publisher(i: int, start: threading.Barrier) -> int:
         start.wait()
-        with SegmentStore(store_url) as s:  # concurrent first open: concurrent migrations too
+        with SegmentStore(metadata_store_url) as s:  # concurrent first open: concurrent migrations too
             published = 0
             for b in range(10):
                 batch = [rec(i * 100 + b * 5 + k, ds=f"ds{i}") for k in range(5)] + [shared]
@@ -230,16 +205,16 @@ def test_four_concurrent_publishers_each_opening_the_store(store_url):
     errors = [r for r in results if isinstance(r, BaseException)]
     assert not errors, errors
     assert sum(results) == 4 * 50 + 1
-    with SegmentStore(store_url) as s:
+    with SegmentStore(metadata_store_url) as s:
         assert len(s.list()) == 4 * 50 + 1
         assert s.schema_versions() == KNOWN
 
 
-def test_concurrent_conflicting_publishers_one_wins(store_url):
-    SegmentStore(store_url).close()
+def test_concurrent_conflicting_publishers_one_wins(metadata_store_url):
+    SegmentStore(metadata_store_url).close()
 
     def publisher(i: int, start: threading.Barrier) -> int:
-        with SegmentStore(store_url) as s:
+        with SegmentStore(metadata_store_url) as s:
             start.wait()
             return s.publish([rec(i + 10), rec(0, payload=f'{{"writer":{i}}}')])
 
@@ -247,7 +222,7 @@ def test_concurrent_conflicting_publishers_one_wins(store_url):
     winners = [r for r in results if r == 2]
     losers = [r for r in results if isinstance(r, PublishConflictError)]
     assert len(winners) == 1 and len(losers) == 3, results
-    with SegmentStore(store_url) as s:
+    with SegmentStore(metadata_store_url) as s:
         assert len(s.list()) == 2  # the shared id and the winner's own segment; losers left nothing
 
 
@@ -328,18 +303,18 @@ _mixed_writer(sys.argv[1], sys.argv[2])
 """
 
 
-def test_publishes_task_updates_and_catalog_writes_from_threads_and_processes_all_land(store_url):
+def test_publishes_task_updates_and_catalog_writes_from_threads_and_processes_all_land(metadata_store_url):
     """Four writer threads here and two writer processes (a second coordinator, the command
     line) on one metadata database: every write lands, none fails with "database is locked"."""
     from services.coordinator.catalog_store import CatalogStore
     from services.coordinator.task_store import TaskStore
 
-    SegmentStore(store_url).close()
+    SegmentStore(metadata_store_url).close()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    children = [subprocess.Popen([sys.executable, "-c", _MIXED_CHILD, store_url, f"proc{i}"], env=env,
+    children = [subprocess.Popen([sys.executable, "-c", _MIXED_CHILD, metadata_store_url, f"proc{i}"], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in range(2)]
     try:
-        results = _run_threads(lambda i, start: _mixed_writer(store_url, f"thread{i}", start))
+        results = _run_threads(lambda i, start: _mixed_writer(metadata_store_url, f"thread{i}", start))
         outputs = [c.communicate(timeout=THREAD_DEADLINE_S)[0] for c in children]
     finally:
         for c in children:
@@ -349,7 +324,7 @@ def test_publishes_task_updates_and_catalog_writes_from_threads_and_processes_al
     assert [r for r in results if isinstance(r, BaseException)] == []
     assert [c.returncode for c in children] == [0, 0], outputs
     writers = [f"thread{i}" for i in range(4)] + ["proc0", "proc1"]
-    with SegmentStore(store_url) as s:
+    with SegmentStore(metadata_store_url) as s:
         assert s.datasources() == sorted(writers + ["shared"])
         for w in writers:
             assert ids(s.list(w)) == [rec(r, ds=w).id for r in range(_MIXED_ROUNDS)]
@@ -370,60 +345,60 @@ def test_migrations_are_idempotent(store):
     assert store.schema_versions() == KNOWN
 
 
-def test_a_new_migration_applies_once(store_url):
+def test_a_new_migration_applies_once(metadata_store_url):
     calls = []
 
     def add_note(conn) -> None:
         calls.append(1)
         conn.execute(text("ALTER TABLE strata_segments ADD COLUMN note TEXT"))  # fails if run twice
 
-    with SegmentStore(store_url) as s:
+    with SegmentStore(metadata_store_url) as s:
         s.publish([rec(0)])
     steps = MIGRATIONS + (Migration(NEXT, "add note", add_note),)
-    with SegmentStore(store_url, migrations=steps) as s:
+    with SegmentStore(metadata_store_url, migrations=steps) as s:
         assert s.schema_versions() == KNOWN + [NEXT]
         assert s.migrate() == []
         assert ids(s.list()) == [rec(0).id]  # the new column does not disturb reads
-    with SegmentStore(store_url, migrations=steps) as s:
+    with SegmentStore(metadata_store_url, migrations=steps) as s:
         assert s.schema_versions() == KNOWN + [NEXT]
     assert calls == [1]
 
 
-def test_a_failing_migration_leaves_no_trace(store_url):
+def test_a_failing_migration_leaves_no_trace(metadata_store_url):
     def broken(conn) -> None:
         conn.execute(text("CREATE TABLE strata_scratch (x INTEGER)"))
         raise RuntimeError("new migration failed halfway")
 
-    SegmentStore(store_url).close()
+    SegmentStore(metadata_store_url).close()
     with pytest.raises(RuntimeError, match="halfway"):
-        SegmentStore(store_url, migrations=MIGRATIONS + (Migration(NEXT, "broken", broken),))
-    with SegmentStore(store_url) as s:
+        SegmentStore(metadata_store_url, migrations=MIGRATIONS + (Migration(NEXT, "broken", broken),))
+    with SegmentStore(metadata_store_url) as s:
         assert s.schema_versions() == KNOWN
-    engine = create_engine(store_url)
+    engine = create_engine(metadata_store_url)
     with engine.connect() as conn:
         with pytest.raises(Exception):
             conn.execute(text("SELECT * FROM strata_scratch"))
     engine.dispose()
 
 
-def test_a_database_newer_than_the_code_is_refused(store_url):
-    SegmentStore(store_url, migrations=MIGRATIONS + (Migration(NEXT, "noop", lambda conn: None),)).close()
+def test_a_database_newer_than_the_code_is_refused(metadata_store_url):
+    SegmentStore(metadata_store_url, migrations=MIGRATIONS + (Migration(NEXT, "noop", lambda conn: None),)).close()
     with pytest.raises(MetadataSchemaError, match=rf"schema versions \[{NEXT}\].*upgrade strata"):
-        SegmentStore(store_url)
+        SegmentStore(metadata_store_url)
 
 
-def test_migration_versions_must_ascend(store_url):
+def test_migration_versions_must_ascend(metadata_store_url):
     with pytest.raises(MetadataSchemaError, match="unique and ascending"):
-        SegmentStore(store_url, migrations=(MIGRATIONS[0], MIGRATIONS[0]))
+        SegmentStore(metadata_store_url, migrations=(MIGRATIONS[0], MIGRATIONS[0]))
 
 
 # --- durability -------------------------------------------------------------------------------
 
-def test_reopening_keeps_the_data(store_url):
-    with SegmentStore(store_url) as s:
+def test_reopening_keeps_the_data(metadata_store_url):
+    with SegmentStore(metadata_store_url) as s:
         s.publish([rec(0), rec(1)])
         s.mark_unused([rec(1).id])
-    with SegmentStore(store_url) as s:
+    with SegmentStore(metadata_store_url) as s:
         assert [(r.id, r.used) for r in s.list(include_unused=True)] == [(rec(0).id, True), (rec(1).id, False)]
 
 

@@ -3,12 +3,9 @@ their stream offsets in one transaction with compare-and-swap on the previous of
 
 from __future__ import annotations
 
-import itertools
-import os
 import threading
 
 import pytest
-from sqlalchemy import create_engine
 
 from common.errors import ValidationError
 from common.segment.segment_id import SegmentId
@@ -17,9 +14,9 @@ from common.ingest.supervisor_spec import parse_supervisor_spec
 from services.coordinator.store import PublishConflictError, SegmentRecord, SegmentStore
 from services.coordinator.supervisor_store import (RUNNING, SUSPENDED, TERMINATED, OffsetsConflictError,
                                                     SupervisorNotFoundError, SupervisorStore)
+from tests.fixtures.metadata_store_url import metadata_store_url  # noqa: F401
 from tests.fixtures.postgres_server import postgres_url  # noqa: F401
 
-_databases = itertools.count()
 HOUR = 3_600_000
 THREAD_DEADLINE_S = 60
 
@@ -30,25 +27,9 @@ def spec(ds: str = "wiki", topic: str = "edits", **extra) -> dict:
                      "ioConfig": {"topic": topic, "consumerProperties": {"bootstrap.servers": "127.0.0.1:9"}}}}
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'strata.db'}"
-        return
-    base = request.getfixturevalue("postgres_url")
-    name = f"strata_supervisors_{os.getpid()}_{next(_databases)}"
-    admin = create_engine(base, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    yield f"{base.rsplit('/', 1)[0]}/{name}"
-    with admin.connect() as conn:
-        conn.exec_driver_sql(f'DROP DATABASE "{name}" WITH (FORCE)')
-    admin.dispose()
-
-
 @pytest.fixture
-def stores(url):
-    with SegmentStore(url) as segments:
+def stores(metadata_store_url):
+    with SegmentStore(metadata_store_url) as segments:
         yield segments, SupervisorStore(segments)
 
 
@@ -57,13 +38,13 @@ def rec(hour: int, version: str = "v1", ds: str = "wiki") -> SegmentRecord:
     return SegmentRecord(sid, 100, 10, f"{ds}/{hour}/{version}.sseg", f'{{"id":"{sid}"}}', 1)
 
 
-def test_supervisor_state_survives_reopening(url):
-    with SegmentStore(url) as segments:
+def test_supervisor_state_survives_reopening(metadata_store_url):
+    with SegmentStore(metadata_store_url) as segments:
         sup = SupervisorStore(segments)
         assert sup.upsert(parse_supervisor_spec(spec())).state == RUNNING
         assert sup.set_state("wiki", SUSPENDED).suspended
         sup.upsert(parse_supervisor_spec(spec("other", suspended=True)))
-    with SegmentStore(url) as segments:  # a restarted (or newly elected) coordinator
+    with SegmentStore(metadata_store_url) as segments:  # a restarted (or newly elected) coordinator
         sup = SupervisorStore(segments)
         assert [(r.id, r.state) for r in sup.list()] == [("other", SUSPENDED), ("wiki", SUSPENDED)]
         # An update keeps the state; the spec is replaced.

@@ -134,7 +134,8 @@ def test_remembered_plans_equal_plans_worked_out_afresh_as_replicas_come_and_go(
                 got.by_server.clear()  # callers own their copy: the next plan is whole again
 
 
-def test_tier_preference_reads_from_the_preferred_tier_and_falls_back() -> None:
+def _hot_and_cold_view() -> tuple[ServedView, list, list[Interval]]:
+    """Three days on cold1; day 0 also on hot1 and day 1 on hot2; hot preferred, then cold."""
     view = ServedView()
     days = [_descriptor(d) for d in range(3)]
     for d in days:
@@ -144,6 +145,11 @@ def test_tier_preference_reads_from_the_preferred_tier_and_falls_back() -> None:
     everything = [Interval(0, 3 * DAY)]
     view.set_tiers({"hot1": "hot", "hot2": "hot", "cold1": "cold"})
     view.set_tier_preference(("hot", "cold"))
+    return view, days, everything
+
+
+def test_tier_preference_reads_from_the_preferred_tier_and_falls_back() -> None:
+    view, days, everything = _hot_and_cold_view()
     for _ in range(4):  # every rotation: hot replicas first, cold only for what hot lacks
         assert _planned(view, everything) == {"hot1": [days[0].id], "hot2": [days[1].id], "cold1": [days[2].id]}
     # A failed hot replica falls back to the next tier.
@@ -164,15 +170,7 @@ def test_tier_preference_reads_from_the_preferred_tier_and_falls_back() -> None:
 
 
 def test_a_query_broker_tier_comes_before_the_brokers_preference() -> None:
-    view = ServedView()
-    days = [_descriptor(d) for d in range(3)]
-    for d in days:
-        view.served("cold1", d)
-    view.served("hot1", days[0])
-    view.served("hot2", days[1])
-    everything = [Interval(0, 3 * DAY)]
-    view.set_tiers({"hot1": "hot", "hot2": "hot", "cold1": "cold"})
-    view.set_tier_preference(("hot", "cold"))
+    view, days, everything = _hot_and_cold_view()
     cold = context_tiers({"brokerTier": "cold"})
     for _ in range(4):  # the query's tier wins over the broker's; plans without it are unchanged
         assert _planned(view, everything, tiers=cold) == {"cold1": [d.id for d in days]}

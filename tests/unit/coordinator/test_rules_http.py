@@ -10,35 +10,16 @@ from services.coordinator.rule_store import RuleStore
 from services.coordinator.rules_http import BASE, RulesHttp
 from services.coordinator.store import SegmentStore
 from services.security.authorizer import ALLOW_ALL
+from tests.fixtures.manual_clock import ManualClock
+from tests.unit.coordinator.only_wiki_authorizer import OnlyWiki
 
 HOT = [{"type": "loadByPeriod", "period": "P7D", "tieredReplicants": {"hot": 1}}, {"type": "dropForever"}]
-
-
-class Clock:
-    now = 1_700_000_000_000
-
-    def __call__(self) -> int:
-        return self.now
-
-
-class OnlyWiki:
-    """Authentication on: 'ann' may read and write wiki; 'admin' is the admin."""
-
-    enabled = True
-    admin_user = "admin"
-
-    def can(self, user, action, resource_type, name) -> bool:
-        return user == "admin" or (user == "ann" and name == "wiki")
-
-    def require(self, user, action, resource_type, name) -> None:
-        if not self.can(user, action, resource_type, name):
-            raise PermissionError(f"user '{user}' lacks {action} on {name}")
 
 
 @pytest.fixture
 def api(tmp_path):
     store = SegmentStore(f"sqlite:///{tmp_path / 'm.db'}")
-    clock = Clock()
+    clock = ManualClock(1_700_000_000_000)
     rules = RuleStore(store, replication=0, clock=clock)
 
     def call(method, path, body=None, headers=None, query=None, authorizer=ALLOW_ALL):

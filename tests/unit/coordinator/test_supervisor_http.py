@@ -10,22 +10,11 @@ from services.coordinator.store import SegmentStore
 from services.coordinator.supervisor_http import BASE, SupervisorHttp
 from services.coordinator.supervisor_store import SupervisorStore
 from services.security.authorizer import ALLOW_ALL
+from tests.unit.coordinator.only_wiki_authorizer import OnlyWiki
 
 SPEC = {"type": "kafka", "spec": {
     "dataSchema": {"dataSource": "wiki"},
     "ioConfig": {"topic": "edits", "consumerProperties": {"bootstrap.servers": "127.0.0.1:9"}}}}
-
-
-class OnlyWiki:
-    enabled = True
-    admin_user = "admin"
-
-    def can(self, user, action, resource_type, name) -> bool:
-        return user == "admin" or (user == "ann" and name == "wiki")
-
-    def require(self, user, action, resource_type, name) -> None:
-        if not self.can(user, action, resource_type, name):
-            raise PermissionError(f"user '{user}' lacks {action} on {name}")
 
 
 @pytest.fixture
