@@ -41,6 +41,8 @@ from common.types.type_discovery import (
 )
 from common.ingest.discovered_schema import DYNAMIC_COLUMN, conflict_mode
 from common.ingest.external_source import COLUMNS_ARRAY, ExternalSource
+from common.ingest.row_parser import MAX_LINE_DEPTH
+from common.json.document_text import depth_over
 
 DEFAULT_MAX_COLUMNS = 1000  # a wide discovered schema is almost always keys that hold data
 
@@ -82,6 +84,10 @@ def _json_scan(batches):
                 for line_no, line in enumerate(text, row["first_line"]):
                     line = line.strip()
                     if not line:
+                        continue
+                    if depth_over(line, MAX_LINE_DEPTH):
+                        # The reader makes such a line its parse exception; whether json.loads would
+                        # still read it depends on the interpreter's recursion limit, so ask the depth.
                         continue
                     try:
                         obj = loads(line)
