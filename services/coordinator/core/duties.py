@@ -277,9 +277,13 @@ class DutyParams:
         return {t: n for t, n in wanted_replicas(self.rule(segment), self._tier_sizes).items() if n > 0}
 
     def achievable(self, segment: SegmentId) -> int:
-        """Replicas the segment can have at most: what its rule wants, capped by each tier's
-        servers (for the under-replication gauge)."""
-        return sum(min(n, self._tier_sizes.get(t, 0)) for t, n in self.wanted(segment).items())
+        """Replicas the under-replication gauge counts a segment against: what its rule wants,
+        capped by each tier's live servers (a one-historical cluster is not always under-replicated)
+        unless [coordinator] replication is set: then, as before rules, losing a historical shows."""
+        wanted = self.wanted(segment)
+        if self.replication > 0:
+            return sum(wanted.values())
+        return sum(min(n, self._tier_sizes.get(t, 0)) for t, n in wanted.items())
 
     def descriptor(self, segment: SegmentId) -> DutySegment | None:
         return self._by_id.get(segment)
