@@ -64,11 +64,13 @@ SELECT CATALOG_NAME, COUNT(*) AS n FROM INFORMATION_SCHEMA.SCHEMATA WHERE SCHEMA
 SELECT TABLE_SCHEMA, TABLE_NAME, TABLE_TYPE FROM INFORMATION_SCHEMA.TABLES;
 -- expected: [["druid", "countries", "TABLE"], ["druid", "null_example", "TABLE"], ["druid", "nulls", "TABLE"],
 --            ["druid", "time_edges", "TABLE"], ["druid", "wiki", "TABLE"], ["druid", "wikisample", "TABLE"],
---            ["INFORMATION_SCHEMA", "COLUMNS", "SYSTEM_TABLE"], ["INFORMATION_SCHEMA", "SCHEMATA", "SYSTEM_TABLE"],
+--            ["INFORMATION_SCHEMA", "COLUMNS", "SYSTEM_TABLE"], ["INFORMATION_SCHEMA", "ROUTINES", "SYSTEM_TABLE"],
+--            ["INFORMATION_SCHEMA", "SCHEMATA", "SYSTEM_TABLE"],
 --            ["INFORMATION_SCHEMA", "TABLES", "SYSTEM_TABLE"], ["sys", "projection_advice", "SYSTEM_TABLE"],
---            ["sys", "projections", "SYSTEM_TABLE"], ["sys", "queries", "SYSTEM_TABLE"],
---            ["sys", "schema_decisions", "SYSTEM_TABLE"], ["sys", "segments", "SYSTEM_TABLE"], ["sys", "server_segments", "SYSTEM_TABLE"], ["sys", "servers", "SYSTEM_TABLE"],
---            ["sys", "tasks", "SYSTEM_TABLE"]]
+--            ["sys", "projections", "SYSTEM_TABLE"], ["sys", "queries", "SYSTEM_TABLE"], ["sys", "rules", "SYSTEM_TABLE"],
+--            ["sys", "schema_decisions", "SYSTEM_TABLE"], ["sys", "segments", "SYSTEM_TABLE"], ["sys", "server_properties", "SYSTEM_TABLE"],
+--            ["sys", "server_segments", "SYSTEM_TABLE"], ["sys", "servers", "SYSTEM_TABLE"],
+--            ["sys", "supervisors", "SYSTEM_TABLE"], ["sys", "tasks", "SYSTEM_TABLE"]]
 
 -- name: info_schema_columns_wiki
 SELECT COLUMN_NAME, ORDINAL_POSITION, DATA_TYPE, IS_NULLABLE FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = 'druid' AND TABLE_NAME = 'wiki' ORDER BY ORDINAL_POSITION;
