@@ -18,14 +18,15 @@ from services.coordinator.task_store import TaskStore
 from services.deep_storage import LocalDeepStorage
 from services.deep_storage.upload_folder import new_run_token, task_key_prefix
 from tests.fixtures.postgres_server import postgres_url  # noqa: F401 - a fixture
-from tests.integration.coordinator.test_store import rec, store_url  # noqa: F401 - a fixture
+from tests.fixtures.metadata_store_url import metadata_store_url  # noqa: F401 - a fixture
+from tests.integration.coordinator.test_store import rec
 
 DEADLINE_S = 30
 
 
 @pytest.fixture
-def tasks(store_url):  # noqa: F811 - pytest fixture injection
-    with SegmentStore(store_url) as store:
+def tasks(metadata_store_url):  # noqa: F811 - pytest fixture injection
+    with SegmentStore(metadata_store_url) as store:
         yield TaskStore(store)
 
 
