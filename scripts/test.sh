@@ -11,7 +11,7 @@ ensure_console_deps
 echo "running tests with $(.venv/bin/python --version)"
 log="$(mktemp)"
 set +e
-.venv/bin/python -m pytest -q -p no:cacheprovider "${@:-tests}" 2>&1 | tee "$log"
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=30 "${@:-tests}" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 set -e
 # Native extensions may print leak notices at interpreter exit, after pytest's summary; repeat the
