@@ -199,6 +199,10 @@ def test_reader_sees_only_the_catalog_entries_it_may_read(browser, views_cluster
     page.wait_for_selector("#catalog-list tbody tr, #catalog-list p, #catalog-list .error")
     assert page.eval_on_selector_all("#catalog-list tbody tr td:first-child", "cs => cs.map(c => c.textContent)") \
         == ["wiki"]
+    page.click("#nav-projections")
+    page.wait_for_selector("#projections-summary")
+    assert page.eval_on_selector_all("#projections-datasource option", "os => os.map(o => o.value)") == ["wiki"]
+    assert page.faults == []
     page.close()
 
 
@@ -319,6 +323,25 @@ def test_supervisor_submitted_listed_suspended_resumed_and_terminated(browser, v
     page.wait_for_selector("#supervisors-table p:text-is('no supervisors')")
     assert flight_sql(c, ADMIN, "SELECT * FROM sys.supervisors") == []
     assert page.dialogs == [] and page.faults == []
+    page.close()
+
+
+def test_lag_is_shown_per_partition_when_the_payload_has_druids_offsets(browser, views_cluster):
+    """strata's status payload has no latest offsets yet; Druid's does (latestOffsets beside
+    currentOffsets, or lag itself): the view's reading of it, run in the page."""
+    page = signed_in(browser, views_cluster, ADMIN)
+    got = page.evaluate("""async () => {
+        const { partitionLag } = await import('/supervisors_view.js');
+        return [partitionLag({latestOffsets: {"0": 100, "1": 50, "10": 5}, currentOffsets: {"0": 90, "1": 50, "10": 0},
+                              committedOffsets: {"0": 80}}),
+                partitionLag({lag: {"2": 7}}), partitionLag({committedOffsets: {"0": 3}})];
+    }""")
+    # (undefined comes back as None)
+    assert got == [
+        [{"partition": "0", "committed": 80, "lag": 10}, {"partition": "1", "committed": None, "lag": 0},
+         {"partition": "10", "committed": None, "lag": 5}],
+        [{"partition": "2", "committed": None, "lag": 7}],
+        [{"partition": "0", "committed": 3, "lag": None}]]
     page.close()
 
 
