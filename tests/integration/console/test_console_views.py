@@ -162,6 +162,16 @@ def test_a_bad_definition_shows_the_coordinators_message(browser, views_cluster)
     page.click("#catalog-save")
     error = page.text_content("#catalog-message .error")
     assert "druid.events already has a catalog entry" in error
+    # Another writer changes the entry after the form read it: the save is refused, not merged over.
+    page.goto(views_cluster.url + "#catalog/events")
+    page.wait_for_selector("#catalog-form h3:has-text('events')")
+    assert rest(views_cluster, "PUT", CATALOG + "events", json={"properties": {"description": "changed"}}) \
+        .status_code == 200
+    page.fill("#catalog-description", "mine")
+    page.click("#catalog-save")
+    error = page.text_content("#catalog-message .error")
+    assert "another writer changed it since it was read" in error
+    assert rest(views_cluster, "GET", CATALOG + "events").json()["properties"]["description"] == "changed"
     assert page.faults == []
     page.close()
 
