@@ -2,12 +2,15 @@
 // navigation between views by the URL's hash, and each view built fresh when opened.
 import { ApiError, clearCredential, request, setCredential } from "./api.js";
 import { el, errorBox, replace } from "./dom.js";
+import { catalogView } from "./catalog_view.js";
 import { dataView } from "./data_view.js";
 import { ingestionView } from "./ingestion_view.js";
+import { projectionsView } from "./projections_view.js";
 import { queryView } from "./query_view.js";
 import { retentionView } from "./retention_view.js";
 import { segmentsView } from "./segments_view.js";
 import { servicesView } from "./services_view.js";
+import { supervisorsView } from "./supervisors_view.js";
 
 const app = document.getElementById("app");
 const VIEWS = {
@@ -17,6 +20,9 @@ const VIEWS = {
   ingestion: ["Ingestion", () => ingestionView()],
   services: ["Services", () => servicesView()],
   retention: ["Retention", () => retentionView()],
+  catalog: ["Catalog", (arg) => catalogView(arg)],
+  projections: ["Projections", (arg) => projectionsView(arg)],
+  supervisors: ["Supervisors", () => supervisorsView()],
 };
 
 async function signedIn() {

@@ -8,86 +8,23 @@ STRATA_SCREENSHOTS=1 saves a 1280x800 screenshot of each view into docs/images/ 
 
 from __future__ import annotations
 
-import os
 import shutil
 
-import adbc_driver_flightsql.dbapi as adbc
-import pyarrow as pa
 import pytest
 
 from common.demo import table as demo_table
-from tests.harness.auth_cluster import ADMIN, READER, auth_cluster
+from tests.harness.auth_cluster import ADMIN, READER
 from tests.harness.busy_historical import BusyHistorical
+from tests.harness.console_page import CHROMIUM, TIMEOUT_MS, XSS, flight_sql, shot, signed_in
 
-sync_api = pytest.importorskip("playwright.sync_api")
+pytest.importorskip("playwright.sync_api")
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SCREENSHOTS = os.environ.get("STRATA_SCREENSHOTS") == "1"
-IMAGES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "images")
-XSS = "<img src=x onerror=alert(1)>"
-TIMEOUT_MS = 30_000
 EXTERN = """TABLE(EXTERN('{"type": "inline", "data": "2015-09-12T00:00:00Z,a\\n"}',
     '{"type": "csv", "columns": ["ts", "s"]}',
     '[{"name": "ts", "type": "string"}, {"name": "s", "type": "string"}]'))"""
 
 pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed "
                                 "(scripts/test.sh installs it: apt-get install chromium)")
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("console")
-    c = auth_cluster(directory)
-    try:
-        c.coordinator.task_runner.max_running = 0  # submitted INSERT tasks stay PENDING: no Spark here
-        c.wiki = demo_table(3_000, days=1)
-        c.wait_queryable("wiki", len(c.publish(c.wiki, "wiki")))
-        hostile = pa.table({"__time": pa.array([1_600_000_000_000, 1_600_000_060_000], pa.timestamp("ms")),
-                            "label": [XSS, "plain"], "n": [1, 2]})
-        c.wait_queryable("secret", len(c.publish(hostile, "secret")))
-        c.start_router()
-        c.url = f"http://127.0.0.1:{c.router.http.port}/"
-        yield c
-    finally:
-        c.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-def signed_in(browser, cluster, user) -> object:
-    """A fresh page signed in through the console's login form, with any dialog recorded."""
-    page = browser.new_page(viewport={"width": 1280, "height": 800})
-    page.set_default_timeout(TIMEOUT_MS)
-    page.dialogs = []
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
-    # Uncaught script errors and Content-Security-Policy refusals: a view must cause neither.
-    page.faults = []
-    page.on("pageerror", lambda e: page.faults.append(str(e)))
-    page.on("console", lambda m: page.faults.append(m.text) if "Content Security Policy" in m.text else None)
-    page.goto(cluster.url)
-    page.fill("#login-user", user[0])
-    page.fill("#login-password", user[1])
-    page.click("#login button[type=submit]")
-    page.wait_for_selector("nav")
-    return page
-
-
-def flight_sql(cluster, user, sql: str) -> list[tuple]:
-    with adbc.connect(f"grpc://127.0.0.1:{cluster.broker.flight.port}",
-                      db_kwargs={"username": user[0], "password": user[1]}, autocommit=True) as conn, \
-            conn.cursor() as cur:
-        cur.execute(sql)
-        return [tuple(r.values()) for r in cur.fetch_arrow_table().to_pylist()]
 
 
 def run_query(page, sql: str) -> None:
@@ -99,11 +36,6 @@ def run_query(page, sql: str) -> None:
 def rendered_rows(page) -> list[list[str]]:
     return page.eval_on_selector_all("#query-output tbody tr",
                                      "rows => rows.map(r => Array.from(r.cells, c => c.textContent))")
-
-
-def shot(page, name: str) -> None:
-    if SCREENSHOTS:
-        page.screenshot(path=os.path.join(IMAGES, f"console-{name}.png"))
 
 
 def test_wrong_password_is_refused_on_the_form(browser, cluster):

@@ -1,0 +1,372 @@
+"""The console's Catalog, Projections and Supervisors views in a real browser (Debian's chromium via
+Playwright) against a cluster with authentication on, through the router:
+
+- Catalog: a table definition made in the form is what the catalog REST API and SQL then show; a
+  column's type in SQL and its schema decisions are shown beside it; a bad definition shows the
+  coordinator's message.
+- Projections: the hit and refusal counts shown equal those computed here from sys.queries; the
+  advisor's proposal is added to the catalog definition from the page.
+- Supervisors: a spec submitted from the page is listed with its state and committed offsets, and
+  suspended, resumed and terminated from the page (no Kafka broker: its task stays PENDING).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+import requests
+
+from common.query.projection import ProjectionSpec, projection_rows
+from common.segment.builder import build_segment
+from common.segment.descriptor import SegmentDescriptor
+from common.segment.segment_id import SegmentId
+from services.deep_storage.deep_storage import deep_storage_key
+from tests.conftest import day_interval, make_events_table
+from tests.harness.auth_cluster import ADMIN, READER
+from tests.harness.console_page import CHROMIUM, flight_sql, shot, signed_in
+from tests.harness.waiting import wait_until
+
+pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.skipif(not shutil.which(CHROMIUM), reason="Debian's chromium is not installed "
+                                "(scripts/test.sh installs it: apt-get install chromium)")
+
+CATALOG = "/druid/coordinator/v1/catalog/tables/druid/"
+SUPERVISORS = "/druid/indexer/v1/supervisor"
+DAYS = 4
+NO_PROJECTION_DAY = 2  # its segment holds no projection: those reads are base rows
+BY_CHANNEL = ProjectionSpec.from_json({
+    "type": "aggregate", "name": "by_channel", "groupingColumns": [{"type": "string", "name": "channel"}],
+    "aggregators": [{"type": "count", "name": "n"}, {"type": "longSum", "name": "added", "fieldName": "added"}]})
+WORKLOAD = ["SELECT channel, COUNT(*) AS n FROM events GROUP BY 1",
+            "SELECT code, COUNT(*) AS n FROM events GROUP BY 1"]  # by_channel cannot serve this one
+SPEC = {"type": "kafka", "spec": {
+    "dataSchema": {"dataSource": "stream_edits", "timestampSpec": {"column": "ts"}},
+    "ioConfig": {"topic": "edits", "consumerProperties": {"bootstrap.servers": "127.0.0.1:9"}}}}
+
+
+def rest(cluster, method: str, path: str, **kwargs) -> requests.Response:
+    """The router's Druid API as a client other than the console calls it (basic auth, no Origin)."""
+    return requests.request(method, cluster.url.rstrip("/") + path, auth=ADMIN, timeout=60, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def views_cluster(cluster, tmp_path_factory):
+    """The console cluster plus: 'mixed' (column v BIGINT in one segment, VARCHAR in the other),
+    'events' (daily segments, all but one holding the by_channel projection) with a catalog entry."""
+    c = cluster
+    c.publish(pa.table({"__time": pa.array([1_600_000_000_000], pa.timestamp("ms")), "v": [1]}), "mixed")
+    c.publish(pa.table({"__time": pa.array([1_600_100_000_000], pa.timestamp("ms")), "v": ["x"]}), "mixed")
+    c.wait_queryable("mixed", 2)
+    directory = tmp_path_factory.mktemp("events")
+    table = make_events_table(rows_per_day=1500, days=DAYS, seed=5)
+    times = table.column("__time").cast(pa.int64()).to_numpy()
+    descriptors = []
+    for d in range(DAYS):
+        iv = day_interval(d)
+        part = table.filter(pa.array((times >= iv.start) & (times < iv.end)))
+        path = str(directory / f"day{d}.sseg")
+        manifest = build_segment(part, path, SegmentId("events", iv, "v1", 0),
+                                 projections=[] if d == NO_PROJECTION_DAY else [projection_rows(BY_CHANNEL, part)])
+        key = deep_storage_key(manifest.segment_id)
+        size = c.storage().push(path, key)
+        descriptors.append(SegmentDescriptor.of(manifest, key, 1, os.path.getsize(path) if size is None else size))
+    c.client.publish(descriptors)
+    c.wait_queryable("events", DAYS)
+    assert rest(c, "POST", CATALOG + "events", json={"type": "datasource", "properties": {
+        "segmentGranularity": "P1D", "projections": [BY_CHANNEL.to_json()]}}).status_code == 200
+    return c
+
+
+# ---- Catalog ------------------------------------------------------------------------------------------
+
+
+def test_a_definition_made_in_the_form_is_what_rest_and_sql_show(browser, views_cluster):
+    c = views_cluster
+    page = signed_in(browser, c, ADMIN)
+    page.click("#nav-catalog")
+    page.wait_for_selector("#catalog-list tbody tr")
+    page.click("#catalog-new")
+    page.fill("#catalog-name", "defined")
+    page.fill("#catalog-description", "made in the console")
+    page.select_option("#catalog-granularity", "PT1H")
+    page.fill("#catalog-target-rows", "500000")
+    page.fill("#catalog-cluster-keys", "channel, page DESC")
+    page.check("#catalog-sealed")
+    for name, sql_type in (("channel", "VARCHAR"), ("page", "VARCHAR"), ("added", "BIGINT"), ("price", "")):
+        page.click("#catalog-add-column")
+        row = page.locator("#catalog-columns tr").last
+        row.locator(".col-name").fill(name)
+        if sql_type:
+            row.locator(".col-sqltype").select_option(sql_type)
+    page.click("#catalog-add-projection")
+    page.fill("#catalog-projections .projection-json", json.dumps({
+        "type": "aggregate", "name": "hourly", "groupingColumns": [{"type": "auto", "name": "channel"}],
+        "aggregators": [{"type": "longSum", "name": "added", "fieldName": "added"}]}))
+    page.click("#catalog-save")
+    page.wait_for_selector("#catalog-message .ok")
+    assert page.text_content("#catalog-message").startswith("saved (version ")
+
+    got = rest(c, "GET", CATALOG + "defined")
+    assert got.status_code == 200
+    assert got.json() == {"type": "datasource", "properties": {
+        "description": "made in the console", "segmentGranularity": "PT1H", "targetSegmentRows": 500000,
+        "clusterKeys": [{"column": "channel"}, {"column": "page", "desc": True}], "sealed": True,
+        "projections": [{"type": "aggregate", "name": "hourly", "groupingColumns": [{"type": "auto", "name": "channel"}],
+                         "aggregators": [{"type": "longSum", "name": "added", "fieldName": "added"}]}]},
+        "columns": [{"name": "channel", "sqlType": "VARCHAR"}, {"name": "page", "sqlType": "VARCHAR"},
+                    {"name": "added", "sqlType": "BIGINT"}, {"name": "price"}]}
+    declared = flight_sql(c, ADMIN, "SELECT COLUMN_NAME, DATA_TYPE FROM INFORMATION_SCHEMA.COLUMNS "
+                                    "WHERE TABLE_SCHEMA = 'druid' AND TABLE_NAME = 'defined' ORDER BY ORDINAL_POSITION")
+    assert [name for name, _ in declared if name != "__time"] == ["channel", "page", "added", "price"]
+    assert dict(declared)["added"] == "BIGINT"
+    # The saved entry opens again with what was saved; a second save replaces it at its version.
+    page.wait_for_selector("#catalog-form h3:has-text('version')")
+    assert page.input_value("#catalog-cluster-keys") == "channel, page DESC"
+    page.locator("#catalog-columns tr", has=page.locator(".col-name[value=price]")).locator(".col-sqltype") \
+        .select_option("DOUBLE")
+    page.click("#catalog-save")
+    page.wait_for_selector("#catalog-message .ok")
+    assert {"name": "price", "sqlType": "DOUBLE"} in rest(c, "GET", CATALOG + "defined").json()["columns"]
+    version = page.text_content("#catalog-message .ok").removeprefix("saved (version ").removesuffix(")")
+    page.wait_for_selector(f"#catalog-form h3:has-text('(version {version})')")  # open again at the new version
+    shot(page, "catalog")
+    assert page.dialogs == [] and page.faults == []
+    page.close()
+
+
+def test_a_bad_definition_shows_the_coordinators_message(browser, views_cluster):
+    page = signed_in(browser, views_cluster, ADMIN)
+    page.goto(views_cluster.url + "#catalog")
+    page.click("#catalog-new")
+    page.fill("#catalog-name", "broken")
+    page.click("#catalog-add-column")
+    page.locator("#catalog-columns tr .col-name").fill("v")
+    page.click("#catalog-add-projection")
+    page.fill("#catalog-projections .projection-json", json.dumps({
+        "type": "aggregate", "name": "p", "groupingColumns": ["v"], "aggregators": [{"type": "nope", "name": "x"}]}))
+    page.click("#catalog-save")
+    error = page.text_content("#catalog-message .error")
+    assert "projection 'p'" in error and "nope" in error and "Traceback" not in error
+    assert rest(views_cluster, "GET", CATALOG + "broken").status_code == 404
+    page.fill("#catalog-projections .projection-json", "{not json")
+    page.click("#catalog-save")
+    assert "projection 1 is not valid JSON" in page.text_content("#catalog-message .error")
+    # Creating a table that exists already: the coordinator's 409 message.
+    page.fill("#catalog-name", "events")
+    page.click("#catalog-projections .remove-projection")
+    page.click("#catalog-save")
+    error = page.text_content("#catalog-message .error")
+    assert "druid.events already has a catalog entry" in error
+    # Another writer changes the entry after the form read it: the save is refused, not merged over.
+    page.goto(views_cluster.url + "#catalog/events")
+    page.wait_for_selector("#catalog-form h3:has-text('events')")
+    assert rest(views_cluster, "PUT", CATALOG + "events", json={"properties": {"description": "changed"}}) \
+        .status_code == 200
+    page.fill("#catalog-description", "mine")
+    page.click("#catalog-save")
+    error = page.text_content("#catalog-message .error")
+    assert "another writer changed it since it was read" in error
+    assert rest(views_cluster, "GET", CATALOG + "events").json()["properties"]["description"] == "changed"
+    assert page.faults == []
+    page.close()
+
+
+def test_columns_show_their_sql_type_and_schema_decisions(browser, views_cluster):
+    c = views_cluster
+    page = signed_in(browser, c, ADMIN)
+    page.goto(c.url + "#catalog/mixed")
+    page.wait_for_selector("#catalog-form #catalog-columns tr")
+    rows = {r[1]: r for r in page.eval_on_selector_all(
+        "#catalog-columns tr", "rs => rs.map(r => Array.from(r.cells, c => c.querySelector('input.col-name') "
+        "? c.querySelector('input.col-name').value : c.textContent))")}
+    types = dict(flight_sql(c, ADMIN, "SELECT COLUMN_NAME, DATA_TYPE FROM INFORMATION_SCHEMA.COLUMNS "
+                                      "WHERE TABLE_SCHEMA = 'druid' AND TABLE_NAME = 'mixed'"))
+    assert {name: row[3] for name, row in rows.items()} == types
+    [(seen, chosen, rule)] = flight_sql(c, ADMIN, "SELECT types_seen, type_chosen, rule FROM sys.schema_decisions "
+                                                  "WHERE datasource = 'mixed' AND column_name = 'v'")
+    assert rows["v"][4].startswith(f"{seen} → {chosen} ({rule}")
+    # A schemaless datasource's discovered columns are offered undeclared; ticking one declares it.
+    assert page.eval_on_selector_all("#catalog-columns .col-declared", "cs => cs.map(c => c.checked)") == \
+        [False] * len(rows)
+    page.locator("#catalog-columns tr", has=page.locator(".col-name[value=v]")).locator(".col-sqltype") \
+        .select_option("VARCHAR")
+    page.click("#catalog-save")
+    page.wait_for_selector("#catalog-message .ok")
+    assert rest(c, "GET", CATALOG + "mixed").json()["columns"] == [{"name": "v", "sqlType": "VARCHAR"}]
+    page.wait_for_selector("#catalog-form h3:has-text('version')")
+    assert page.faults == []
+    page.close()
+
+
+def test_reader_sees_only_the_catalog_entries_it_may_read(browser, views_cluster):
+    page = signed_in(browser, views_cluster, READER)
+    page.click("#nav-catalog")
+    page.wait_for_selector("#catalog-list tbody tr, #catalog-list p, #catalog-list .error")
+    assert page.eval_on_selector_all("#catalog-list tbody tr td:first-child", "cs => cs.map(c => c.textContent)") \
+        == ["wiki"]
+    page.click("#nav-projections")
+    page.wait_for_selector("#projections-summary")
+    assert page.eval_on_selector_all("#projections-datasource option", "os => os.map(o => o.value)") == ["wiki"]
+    assert page.faults == []
+    page.close()
+
+
+# ---- Projections --------------------------------------------------------------------------------------
+
+
+def usage_from_sys_queries(cluster, datasource: str) -> tuple[Counter, Counter, int, int]:
+    """(segments served per projection, segments refused per projection, base reads, all reads)."""
+    hits, misses, base, total = Counter(), Counter(), 0, 0
+    for (tables,) in flight_sql(cluster, ADMIN, "SELECT tables FROM sys.queries WHERE status = 'ok'"):
+        for group in json.loads(tables or "[]"):
+            if group["datasource"] != datasource:
+                continue
+            total += group["segments"]
+            if group["projection"] == "base":
+                base += group["segments"]
+            else:
+                hits[group["projection"]] += group["segments"]
+            for name in group["rejected"]:
+                misses[name] += group["segments"]
+    return hits, misses, base, total
+
+
+def test_projection_use_and_advice_then_add_it_to_the_catalog(browser, views_cluster):
+    c = views_cluster
+    for _ in range(2):  # the advisor proposes for a workload seen more than once
+        for sql in WORKLOAD:
+            flight_sql(c, ADMIN, sql)
+    hits, misses, base, total = usage_from_sys_queries(c, "events")
+    assert hits["by_channel"] > 0 and misses["by_channel"] > 0  # the workload both used and missed it
+    advice = flight_sql(c, ADMIN, "SELECT projection, grouping_columns, statement FROM sys.projection_advice "
+                                  "WHERE datasource = 'events' ORDER BY rank")
+    assert advice and advice[0][1] == "code"
+
+    page = signed_in(browser, c, ADMIN)
+    page.goto(c.url + "#projections/events")
+    page.wait_for_selector("#projections-table tbody tr")
+    assert page.input_value("#projections-datasource") == "events"
+    rows = {r[0]: r for r in page.eval_on_selector_all(
+        "#projections-table tbody tr", "rs => rs.map(r => Array.from(r.cells, c => c.textContent))")}
+    [(with_it, segments, prows, brows)] = flight_sql(
+        c, ADMIN, "SELECT segments_with, segments_total, projection_rows, base_rows FROM sys.projections "
+                  "WHERE datasource = 'events' AND name = 'by_channel'")
+    row = rows["by_channel"]
+    assert row[1:5] == ["yes", f"{with_it} of {segments}", f"{prows} / {brows}", str(hits["by_channel"])]
+    assert row[5] == str(misses["by_channel"])
+    assert row[6] == f"{100 * hits['by_channel'] / (hits['by_channel'] + misses['by_channel']):.1f}%"
+    assert f"{total - base} of {total} segment reads" in page.text_content("#projections-summary")
+    proposals = page.eval_on_selector_all("#advice-table tbody tr",
+                                          "rs => rs.map(r => Array.from(r.cells, c => c.textContent))")
+    assert [(p[2], p[3], p[11]) for p in proposals] == [(a[0], a[1], a[2]) for a in advice]
+    shot(page, "projections")
+
+    page.click("#advice-table tbody tr:first-child button.add-projection")
+    page.wait_for_selector("#advice-message .ok")
+    assert f"projection {advice[0][0]} added" in page.text_content("#advice-message")
+    names = [p["name"] for p in rest(c, "GET", CATALOG + "events").json()["properties"]["projections"]]
+    assert names == ["by_channel", advice[0][0]]
+    # Now defined in the catalog (no segment holds it yet), and no longer proposed.
+    page.wait_for_selector(f"#projections-table td:text-is('{advice[0][0]}')")
+    added = page.eval_on_selector(f"#projections-table tr:has(td:text-is('{advice[0][0]}'))",
+                                  "r => Array.from(r.cells, c => c.textContent)")
+    assert added[1:3] == ["yes", f"0 of {segments}"]
+    assert advice[0][0] not in page.text_content("#advice-table")
+    assert page.dialogs == [] and page.faults == []
+    page.close()
+
+
+# ---- Supervisors --------------------------------------------------------------------------------------
+
+
+def supervisor_cell(page, sid: str, css: str) -> str:
+    return page.text_content(f"#supervisors-table tr[data-supervisor='{sid}'] {css}")
+
+
+def test_supervisor_submitted_listed_suspended_resumed_and_terminated(browser, views_cluster):
+    c = views_cluster
+    page = signed_in(browser, c, ADMIN)
+    page.click("#nav-supervisors")
+    page.wait_for_selector("#supervisors-table p, #supervisors-table table")
+    page.click("#supervisor-submit summary")
+    page.fill("#supervisor-spec", json.dumps({**SPEC, "spec": {**SPEC["spec"], "tuningConfig": {"maxRowz": 1}}}))
+    page.click("#submit-supervisor")
+    assert "unknown key 'maxRowz' in spec.tuningConfig" in page.text_content("#supervisors-message .error")
+    page.fill("#supervisor-spec", json.dumps(SPEC))
+    page.click("#submit-supervisor")
+    page.wait_for_selector("#supervisors-table tr[data-supervisor='stream_edits']")
+    # Offsets as a published segment would commit them (no Kafka here): the status shows them.
+    reset = rest(c, "POST", f"{SUPERVISORS}/stream_edits/resetOffsets", json={"type": "kafka", "partitions": {
+        "type": "end", "stream": "edits", "partitionOffsetMap": {"0": 42, "1": 7}}})
+    assert reset.status_code == 200, reset.text
+    # The coordinator's duty gives it a task (PENDING: no task may run here), so it is RUNNING.
+    wait_until(lambda: [t.type for t in c.client.tasks("stream_edits")] == ["kafka"], timeout_s=30,
+               what="the supervisor's task")
+    page.click("#supervisors-view .toolbar button")
+    page.wait_for_function("() => (document.querySelector(\"tr[data-supervisor='stream_edits'] .committed-offsets\")"
+                           " || {}).textContent === 'partition 0: 42partition 1: 7'")
+    [(state, source)] = flight_sql(c, ADMIN, "SELECT state, source FROM sys.supervisors "
+                                             "WHERE supervisor_id = 'stream_edits'")
+    assert supervisor_cell(page, "stream_edits", ".supervisor-state") == state == "RUNNING"
+    assert supervisor_cell(page, "stream_edits", ".supervisor-topic") == source == "edits"
+    assert supervisor_cell(page, "stream_edits", ".lag") == "not reported"  # strata's payload has no lag
+    active = rest(c, "GET", f"{SUPERVISORS}/stream_edits/status").json()["payload"]["activeTasks"]
+    assert active and supervisor_cell(page, "stream_edits", ".active-tasks") == ", ".join(t["id"] for t in active)
+    shot(page, "supervisors")
+
+    page.click("tr[data-supervisor='stream_edits'] button.supervisor-suspend")
+    page.wait_for_function("() => document.querySelector(\"tr[data-supervisor='stream_edits'] .supervisor-state\")"
+                           ".textContent === 'SUSPENDED'")
+    assert flight_sql(c, ADMIN, "SELECT state, suspended FROM sys.supervisors") == [("SUSPENDED", 1)]
+    page.click("tr[data-supervisor='stream_edits'] button.supervisor-resume")
+    page.wait_for_selector("tr[data-supervisor='stream_edits'] button.supervisor-suspend")
+    assert flight_sql(c, ADMIN, "SELECT suspended FROM sys.supervisors") == [(0,)]
+    page.click("tr[data-supervisor='stream_edits'] button.supervisor-terminate")
+    assert page.text_content("tr[data-supervisor='stream_edits'] button.supervisor-terminate") == "Confirm terminate"
+    assert rest(c, "GET", SUPERVISORS).json() == ["stream_edits"]  # one click terminates nothing
+    page.click("tr[data-supervisor='stream_edits'] button.supervisor-terminate")
+    page.wait_for_selector("#supervisors-table p:text-is('no supervisors')")
+    assert flight_sql(c, ADMIN, "SELECT * FROM sys.supervisors") == []
+    assert page.dialogs == [] and page.faults == []
+    page.close()
+
+
+def test_lag_is_shown_per_partition_when_the_payload_has_druids_offsets(browser, views_cluster):
+    """strata's status payload has no latest offsets yet; Druid's does (latestOffsets beside
+    currentOffsets, or lag itself): the view's reading of it, run in the page."""
+    page = signed_in(browser, views_cluster, ADMIN)
+    got = page.evaluate("""async () => {
+        const { partitionLag } = await import('/supervisors_view.js');
+        return [partitionLag({latestOffsets: {"0": 100, "1": 50, "10": 5}, currentOffsets: {"0": 90, "1": 50, "10": 0},
+                              committedOffsets: {"0": 80}}),
+                partitionLag({lag: {"2": 7}}), partitionLag({committedOffsets: {"0": 3}})];
+    }""")
+    # (undefined comes back as None)
+    assert got == [
+        [{"partition": "0", "committed": 80, "lag": 10}, {"partition": "1", "committed": None, "lag": 0},
+         {"partition": "10", "committed": None, "lag": 5}],
+        [{"partition": "2", "committed": None, "lag": 7}],
+        [{"partition": "0", "committed": 3, "lag": None}]]
+    page.close()
+
+
+def test_reader_may_not_change_a_supervisor(browser, views_cluster):
+    c = views_cluster
+    spec = {**SPEC, "spec": {**SPEC["spec"], "dataSchema": {**SPEC["spec"]["dataSchema"], "dataSource": "wiki"}}}
+    assert rest(c, "POST", SUPERVISORS, json=spec).status_code == 200
+    try:
+        page = signed_in(browser, c, READER)
+        page.click("#nav-supervisors")
+        page.wait_for_selector("#supervisors-table tr[data-supervisor='wiki']")
+        page.click("tr[data-supervisor='wiki'] button.supervisor-suspend")
+        error = page.text_content("#supervisors-message .error")
+        assert "wiki" in error and "Traceback" not in error
+        assert rest(c, "GET", SUPERVISORS + "?state=true").json()[0]["suspended"] is False
+        page.close()
+    finally:
+        rest(c, "POST", f"{SUPERVISORS}/wiki/terminate")
