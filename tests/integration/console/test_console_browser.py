@@ -8,7 +8,6 @@ STRATA_SCREENSHOTS=1 saves a 1280x800 screenshot of each view into docs/images/ 
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 
@@ -97,6 +96,10 @@ def run_query(page, sql: str) -> None:
     page.wait_for_function("() => !document.querySelector('#run-query').disabled")
 
 
+def wait_text(page, selector: str, text: str) -> None:
+    page.wait_for_function("([s, t]) => document.querySelector(s)?.textContent === t", arg=[selector, text])
+
+
 def rendered_rows(page) -> list[list[str]]:
     return page.eval_on_selector_all("#query-output tbody tr",
                                      "rows => rows.map(r => Array.from(r.cells, c => c.textContent))")
@@ -139,7 +142,7 @@ def test_results_are_paged(browser, cluster):
     assert len(rendered_rows(page)) == 100
     assert page.text_content("#page-info") == f"rows 1–100 of {cluster.wiki.num_rows}"
     page.click("#page-next")  # the next page comes from the broker
-    sync_api.expect(page.locator("#page-info")).to_have_text(f"rows 101–200 of {cluster.wiki.num_rows}")
+    wait_text(page, "#page-info", f"rows 101–200 of {cluster.wiki.num_rows}")
     expected = flight_sql(cluster, ADMIN, "SELECT page FROM wiki ORDER BY __time LIMIT 100 OFFSET 100")
     assert [r[1] for r in rendered_rows(page)] == [r[0] for r in expected]
     page.close()
@@ -310,7 +313,7 @@ def test_a_100k_row_result_keeps_one_page_in_the_dom(browser, cluster):
     assert page.eval_on_selector_all("#query-output tbody tr", "rs => rs.length") == 100
     assert page.text_content("#page-info") == "rows 1–100 of 100000"
     page.click("#page-next")
-    sync_api.expect(page.locator("#page-info")).to_have_text("rows 101–200 of 100000")
+    wait_text(page, "#page-info", "rows 101–200 of 100000")
     assert page.eval_on_selector_all("#query-output tbody tr", "rs => rs.length") == 100
     assert page.eval_on_selector_all("table", "ts => ts.length") == 1
     results = [u for u, _ in fetched if "/results" in u]
@@ -358,6 +361,8 @@ def test_download_comes_from_the_statement(browser, cluster):
     assert lines[1:-1] == [f"{c if c is not None else ''},{n}" for c, n in expected]
     with page.expect_download() as json_download:
         page.click("#download-json")
+    import json  # noqa: PLC0415 - only this test reads JSON
+
     assert json.load(open(json_download.value.path(), encoding="utf-8")) == [
         {"channel": c, "n": n} for c, n in expected]
     page.close()
