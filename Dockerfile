@@ -4,6 +4,15 @@
 #   docker run strata:dev broker      --config /etc/strata/broker.toml
 #   docker run strata:dev historical  --config /etc/strata/historical.toml
 # Build: docker build -t strata:dev .   (docker-compose.yml and k8s/ use the tag strata:dev)
+
+# The web console's chart library (uPlot) from the npm registry, exactly as the lock file pins it:
+# the same `npm ci` as scripts/bootstrap.sh (ensure_console_deps) runs for a checkout. A stage of
+# its own, so Node and npm stay out of the image; only the installed files are copied below.
+FROM node:22-bookworm-slim AS console-deps
+WORKDIR /console
+COPY services/router/console/package.json services/router/console/package-lock.json ./
+RUN npm ci --no-audit --no-fund --ignore-scripts
+
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -29,6 +38,8 @@ WORKDIR /tmp/strata-src
 COPY pyproject.toml README.md setup.py ./
 COPY common ./common
 COPY services ./services
+# pyproject.toml's package-data takes the console's vendor files (uPlot) from here into the install.
+COPY --from=console-deps /console/node_modules ./services/router/console/node_modules
 # gcc builds the compiled nested JSON split (setup.py); it is removed again once built.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \

@@ -12,8 +12,9 @@ import json
 import logging
 from urllib.parse import urlencode
 
+from services.router.core.query_affinity import query_affinity
 from services.router.core.route_table import (
-    cross_site_refusal, forwarded_headers, returned_headers, route_for,
+    BROKER, cross_site_refusal, forwarded_headers, returned_headers, route_for,
 )
 from services.router.upstreams import NoUpstream, Upstreams
 
@@ -40,8 +41,11 @@ class HttpProxy:
         refusal = cross_site_refusal(method, headers)
         if refusal is not None:
             return _json_error(403, refusal)
+        key = None
+        if route.role == BROKER:  # a query's requests all go to the broker that holds it
+            key, body = query_affinity(method, route.path, body, headers)
         try:
-            host, port = self._upstreams.address(route.role)
+            host, port = self._upstreams.address(route.role, key)
         except NoUpstream as exc:
             return _json_error(503, str(exc))
         target = route.path + _query_text(query)

@@ -410,6 +410,35 @@ def test_statements_run_poll_and_page(cluster, monkeypatch):
     assert requests.get(f"{cluster.url}/druid/v2/sql/statements/{query_id}", timeout=60).status_code == 404
 
 
+def test_statements_pages_hold_rows_per_page(cluster):
+    """Druid's rowsPerPage context key sizes the pages (the web console asks for a screenful);
+    SET rowsPerPage in the SQL wins over the context, and a bad value is refused naming the key."""
+    query = "SELECT channel, COUNT(*) AS n FROM wiki GROUP BY channel ORDER BY channel"
+    expected = oracle(cluster, "SELECT channel, COUNT(*) FROM wiki GROUP BY channel ORDER BY channel")
+    assert len(expected) > 3
+    for body, size in (({"query": query, "context": {"rowsPerPage": 3}}, 3),
+                       ({"query": "SET rowsPerPage = 2; " + query, "context": {"rowsPerPage": 3}}, 2)):
+        r = requests.post(cluster.url + "/druid/v2/sql/statements", json=body, timeout=60)
+        assert r.status_code == 200, r.text
+        query_id = r.json()["queryId"]
+        done = wait_until(lambda: (s := _statement(cluster, query_id))["state"] != "RUNNING" and s, 60,
+                          "the statement")
+        counts = [p["numRows"] for p in done["result"]["pages"]]
+        assert counts == [size] * (len(expected) // size) + ([len(expected) % size] if len(expected) % size else [])
+        got = []
+        for page in done["result"]["pages"]:
+            rows = requests.get(f"{cluster.url}/druid/v2/sql/statements/{query_id}/results",
+                                params={"page": page["id"], "resultFormat": "array"}, timeout=60).json()
+            assert len(rows) == page["numRows"]
+            got += [tuple(row) for row in rows]
+        assert got == expected  # in order: page N holds rows N*size .. N*size+size-1
+        requests.delete(f"{cluster.url}/druid/v2/sql/statements/{query_id}", timeout=60)
+    for bad in (0, -5, "ten", 2.5, True):
+        r = requests.post(cluster.url + "/druid/v2/sql/statements", timeout=60,
+                          json={"query": query, "context": {"rowsPerPage": bad}})
+        assert r.status_code == 400 and "rowsPerPage" in r.json()["errorMessage"], (bad, r.text)
+
+
 def test_statements_refused_cancelled_and_ingestion(cluster):
     bad = requests.post(cluster.url + "/druid/v2/sql/statements", json={"query": "SELECT nope FROM wiki"}, timeout=60)
     assert bad.status_code == 400 and bad.json()["category"] == "INVALID_INPUT"

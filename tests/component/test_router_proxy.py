@@ -114,3 +114,46 @@ def test_cancel_through_the_router(cluster):
         thread.join(30)
         assert not thread.is_alive()
     assert outcome["r"].status_code == 500 and outcome["r"].json()["error"] == "Query cancelled"
+
+
+def test_a_statements_pages_and_cancel_reach_its_broker_among_several(cluster):
+    """With two brokers behind the router, every request about a statement (its state, its pages,
+    its deletion) reaches the broker holding it, by the statement's id; a statement submitted
+    without an id is given one by the router. Taken in turn, half of them would be 404s."""
+    from services.broker.main import BrokerProcess
+
+    second = BrokerProcess(cluster._config("broker", {"node": {"id": "broker-2"}})).start()
+    try:
+        direct = f"http://127.0.0.1:{second.http.port}/druid/v2/sql"
+        wait_until(lambda: requests.post(direct, auth=ADMIN, timeout=30, json={
+            "query": "SELECT COUNT(*) AS n FROM wiki"}).json() == [{"n": cluster.wiki.num_rows}], 60,
+            "the second broker to serve wiki")
+        brokers = (cluster.broker.druid_http.statements, second.druid_http.statements)
+        query = "SELECT channel, COUNT(*) AS n FROM wiki GROUP BY channel ORDER BY channel"
+        expected = requests.post(cluster.url + "/druid/v2/sql", auth=ADMIN, timeout=60,
+                                 json={"query": query, "resultFormat": "array"}).json()
+        ids = []
+        for i in range(12):
+            context = {"rowsPerPage": 5} if i % 3 == 0 else {"rowsPerPage": 5, "sqlQueryId": f"spread-{i}"}
+            r = requests.post(cluster.url + "/druid/v2/sql/statements", auth=ADMIN, timeout=60,
+                              json={"query": query, "context": context})
+            assert r.status_code == 200, r.text
+            ids.append(r.json()["queryId"])
+        assert all(any(q in b._statements for b in brokers) for q in ids)
+        assert all(any(q in b._statements for q in ids) for b in brokers), "the ids all hashed to one broker"
+        for query_id in ids:
+            url = f"{cluster.url}/druid/v2/sql/statements/{query_id}"
+            done = wait_until(lambda: (s := requests.get(url, auth=ADMIN, timeout=30).json())["state"] != "RUNNING"
+                              and s, 60, "the statement")
+            assert done["state"] == "SUCCESS", done
+            rows = []
+            for page in done["result"]["pages"]:
+                got = requests.get(url + "/results", auth=ADMIN, timeout=30,
+                                   params={"page": page["id"], "resultFormat": "array"})
+                assert got.status_code == 200, got.text
+                rows += got.json()
+            assert rows == expected
+            assert requests.delete(url, auth=ADMIN, timeout=30, headers={"X-Requested-With": "x"}).status_code == 200
+        assert not any(q in b._statements for b in brokers for q in ids)
+    finally:
+        second.stop()

@@ -8,7 +8,9 @@ fetch its results a page at a time, delete it.
 - ``GET .../{id}``: the state (RUNNING, SUCCESS, FAILED, CANCELED), and once it succeeded
   ``result`` with the row count, size and ``pages``; a failure's ``errorDetails`` is Druid's error.
 - ``GET .../{id}/results?page=N&resultFormat=F``: one page (all pages without ``page``) in any
-  result format.
+  result format. A page holds ``rowsPerPage`` rows (Druid's context key, SET or in the context;
+  PAGE_ROWS without it): the web console asks for pages of a screenful, so a large result
+  reaches the browser one page at a time.
 - ``DELETE .../{id}``: cancels a running statement (202), forgets a finished one (200).
 
 Results are kept in the broker's memory (what a query returns is already bounded by
@@ -28,6 +30,8 @@ from dataclasses import dataclass, field
 import orjson
 import pyarrow as pa
 
+from common.errors import ValidationError
+from common.sql.statement_kind import classify
 from common.types.interval import format_instant
 from services import query_errors as qe
 from services.broker.druid_http.druid_errors import druid_error
@@ -41,6 +45,7 @@ from services.security.authorizer import is_admin
 
 JSON = "application/json"
 PAGE_ROWS = 100_000
+ROWS_PER_PAGE = "rowsPerPage"  # Druid's context key (its MSQ default is 100,000 too)
 MAX_STATEMENTS = 100
 KEEP_S = 3600.0
 CAPACITY = getattr(qe, "LIMIT", "capacity")  # the error taxonomy's limit kind where it exists
@@ -61,6 +66,7 @@ class Statement:
     finished: float | None = None  # monotonic
     duration_ms: int = -1
     task_id: str | None = None
+    page_rows: int = PAGE_ROWS
     done: threading.Event = field(default_factory=threading.Event)
 
 
@@ -105,6 +111,10 @@ class DruidStatementsResource:
             self._keep(statement)
             return 200, JSON, orjson.dumps(self._status(statement))
         context = dict(query.context or {})
+        try:
+            page_rows = rows_per_page(query.query, context, self.page_rows)
+        except ValidationError as exc:
+            return self._error(qe.ClientError(qe.INVALID, str(exc)))
         query_id = sql_query_id(query.query, context) or f"query-{uuid.uuid4()}"
         note_call("http", headers.get(REMOTE_HEADER), user, query_id)
         request = QueryRequest(user, sql=query.query, parameter_rows=(query.parameters,) if query.parameters else (),
@@ -113,7 +123,8 @@ class DruidStatementsResource:
             schema, request = self.front_door.planned(request)  # a statement that cannot run is refused now
         except qe.QueryFailed as exc:
             return self._error(exc.error)
-        statement = Statement(query_id, user, int(time.time() * 1000), schema, time_zone(query))
+        statement = Statement(query_id, user, int(time.time() * 1000), schema, time_zone(query),
+                              page_rows=page_rows)
         with self._lock:
             if query_id in self._statements:
                 return self._error(qe.ClientError(qe.ALREADY_EXISTS, f"statement '{query_id}' exists; choose "
@@ -187,8 +198,8 @@ class DruidStatementsResource:
         if statement.state == "SUCCESS" and statement.table is not None:
             table = statement.table
             pages = []
-            for page, start in enumerate(range(0, table.num_rows, self.page_rows)):
-                piece = table.slice(start, self.page_rows)
+            for page, start in enumerate(range(0, table.num_rows, statement.page_rows)):
+                piece = table.slice(start, statement.page_rows)
                 pages.append({"id": page, "numRows": piece.num_rows, "sizeInBytes": piece.nbytes})
             out["result"] = {"numTotalRows": table.num_rows, "totalSizeInBytes": table.nbytes,
                              "dataSource": "__query_select", "sampleRecords": [], "pages": pages}
@@ -238,14 +249,30 @@ class DruidStatementsResource:
             table = statement.table
             if page is not None:
                 number = int(page[0])
-                pages = max(1, -(-table.num_rows // self.page_rows))
+                pages = max(1, -(-table.num_rows // statement.page_rows))
                 if number < 0 or number >= pages:
                     raise ValueError(f"page {number} does not exist; the pages are 0 to {pages - 1}")
-                table = table.slice(number * self.page_rows, self.page_rows)
+                table = table.slice(number * statement.page_rows, statement.page_rows)
         except ValueError as exc:
             return self._error(qe.ClientError(qe.INVALID, str(exc)))
         writer = ResultWriter(fmt, statement.schema, time_zone=statement.time_zone)
         return 200, writer.content_type, chunks(writer.write_all(table.to_batches(max_chunksize=8192)))
 
 
-__all__ = ["DruidStatementsResource", "Statement"]
+def rows_per_page(sql: str, context: dict, default: int) -> int:
+    """The statement's page size: ``SET rowsPerPage`` in the SQL wins over the context's."""
+    value = context.get(ROWS_PER_PAGE)
+    try:
+        value = classify(sql).settings.get(ROWS_PER_PAGE, value)
+    except Exception:  # noqa: BLE001 - a statement that does not parse fails in planning, with its message
+        pass
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).strip().isdigit() \
+            or int(value) < 1:
+        raise ValidationError(f"context {ROWS_PER_PAGE} must be a whole number of rows >= 1 (the rows in each page "
+                              f"of /results?page=N), got {value!r}; e.g. {{\"{ROWS_PER_PAGE}\": 100}}")
+    return int(value)
+
+
+__all__ = ["DruidStatementsResource", "ROWS_PER_PAGE", "Statement", "rows_per_page"]

@@ -29,10 +29,15 @@ export function newQueryId() {
   return "console-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 
-export async function request(method, path, body, extraHeaders = {}, signal = undefined) {
+function sessionHeaders(extraHeaders = {}) {
   const headers = { "X-Requested-With": "XMLHttpRequest", ...extraHeaders };
   const credential = sessionStorage.getItem(CREDENTIAL_KEY);
   if (credential) headers["Authorization"] = credential;
+  return headers;
+}
+
+export async function request(method, path, body, extraHeaders = {}, signal = undefined) {
+  const headers = sessionHeaders(extraHeaders);
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const response = await fetch(path, {
     method, headers, signal, credentials: "omit",
@@ -48,7 +53,7 @@ export async function request(method, path, body, extraHeaders = {}, signal = un
   return { value, headers: response.headers };
 }
 
-function errorMessage(status, value) {
+export function errorMessage(status, value) {
   // Druid's error shapes: {"errorMessage", "error"} (DruidException and legacy), {"error"}.
   if (value && typeof value === "object") {
     const parts = [value.errorMessage, value.error].filter((p) => typeof p === "string" && p);
@@ -81,4 +86,38 @@ export async function cancelSql(queryId) {
 export async function sqlObjects(query) {
   const { columns, rows } = await sql(query, { sqlQueryId: newQueryId().replace("console-", "console-meta-") });
   return rows.map((row) => Object.fromEntries(columns.map((c, i) => [c, row[i]])));
+}
+
+// Asynchronous SQL (Druid's /druid/v2/sql/statements): the result stays on the broker and the
+// page reads it one page (rowsPerPage rows) at a time, so a large result never lives here whole.
+const STATEMENTS = "/druid/v2/sql/statements";
+
+export async function submitStatement(query, context) {
+  return (await request("POST", STATEMENTS, { query, context })).value;
+}
+
+export async function statementStatus(id) {
+  return (await request("GET", `${STATEMENTS}/${encodeURIComponent(id)}`)).value;
+}
+
+// One page's rows, as arrays in the order of the statement's schema.
+export async function statementPage(id, page) {
+  return (await request("GET", `${STATEMENTS}/${encodeURIComponent(id)}/results?page=${page}&resultFormat=array`)).value;
+}
+
+export async function deleteStatement(id) {
+  return request("DELETE", `${STATEMENTS}/${encodeURIComponent(id)}`);
+}
+
+// The whole result in a result format, as a Blob: the browser keeps it as bytes (no rows, no DOM).
+export async function statementBlob(id, resultFormat) {
+  const response = await fetch(`${STATEMENTS}/${encodeURIComponent(id)}/results?resultFormat=${resultFormat}`,
+    { headers: sessionHeaders(), credentials: "omit" });
+  if (!response.ok) {
+    const text = await response.text();
+    let value = text;
+    try { value = JSON.parse(text); } catch { /* the message is the text */ }
+    throw new ApiError(response.status, errorMessage(response.status, value), id);
+  }
+  return response.blob();
 }

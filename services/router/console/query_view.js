@@ -1,17 +1,25 @@
-// The Query view: SQL editor, datasource/column tree (INFORMATION_SCHEMA), run and cancel by
-// sqlQueryId, EXPLAIN, a paged result table (only one page is ever in the DOM), CSV/JSON download.
-import { ApiError, cancelSql, newQueryId, sql, sqlObjects } from "./api.js";
+// The Query view: SQL editor, datasource/column tree (INFORMATION_SCHEMA), run and cancel, EXPLAIN,
+// the query context as a form, and the result paged on the broker: a SELECT runs as an
+// asynchronous statement (/druid/v2/sql/statements) and the page fetches one page of PAGE_ROWS
+// rows at a time, so a large result is never in the browser whole (nor more than a page in the
+// DOM); CSV/JSON downloads come from the statement's results as bytes.
+import { ApiError, cancelSql, deleteStatement, errorMessage, newQueryId, sql, sqlObjects, statementBlob, statementPage,
+  statementStatus, submitStatement } from "./api.js";
 import { el, errorBox, replace, table, cellText } from "./dom.js";
+import { contextForm } from "./query_context.js";
 
 const PAGE_ROWS = 100;
+const POLL_FIRST_MS = 10;
+const POLL_MAX_MS = 250;
 
 export function queryView() {
-  const state = { result: null, page: 0, running: null };
+  // result: {id, columns, total, pages, explain, rows (explain only)}; running: the query id, or
+  // "cancelled" once Cancel was pressed (the statement is deleted as soon as its id is known).
+  const state = { result: null, page: 0, rows: [], running: null, statement: null };
   const editor = el("textarea", { id: "sql-editor", spellcheck: "false", rows: 8,
     "aria-label": "SQL" });
   editor.value = sessionStorage.getItem("strata.console.sql") || "SELECT 1";
-  const contextInput = el("input", { id: "query-context", placeholder: '{"timeout": 60000}',
-    "aria-label": "query context (JSON)" });
+  const context = contextForm();
   const status = el("div", { id: "query-status", class: "status" });
   const output = el("div", { id: "query-output" });
   const tree = el("div", { id: "schema-tree", class: "tree" }, "loading tables…");
@@ -25,41 +33,57 @@ export function queryView() {
     if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); run(false); }
   });
 
-  function context() {
-    const text = contextInput.value.trim();
-    if (!text) return {};
-    const parsed = JSON.parse(text);  // a SyntaxError is shown like a server error
-    if (typeof parsed !== "object" || Array.isArray(parsed) || parsed === null) {
-      throw new Error("the query context must be a JSON object, e.g. {\"timeout\": 60000}");
-    }
-    return parsed;
+  function forget() {
+    // The broker keeps a finished statement's rows for an hour: the page lets go of the last one.
+    if (state.result && state.result.id && !state.result.explain) deleteStatement(state.result.id).catch(() => {});
+    state.result = null;
   }
 
   async function run(explain) {
     if (state.running) return;
     sessionStorage.setItem("strata.console.sql", editor.value);
-    const queryId = newQueryId();
-    const query = explain ? "EXPLAIN PLAN FOR " + editor.value.trim().replace(/;\s*$/, "") : editor.value;
+    let queryId = newQueryId();
     state.running = queryId;
     runButton.disabled = explainButton.disabled = true;
     cancelButton.disabled = false;
-    status.textContent = `running… (query id ${queryId})`;
     replace(output);
+    forget();
     const started = performance.now();
     try {
-      const result = await sql(query, { ...context(), sqlQueryId: queryId });
-      const ms = Math.round(performance.now() - started);
-      state.result = { ...result, explain };
-      state.page = 0;
-      if (result.task) {
-        status.textContent = `submitted ingestion task ${result.task} in ${ms} ms`;
-        replace(output, el("p", { id: "submitted-task" }, "Task ", el("a", { href: "#ingestion" }, result.task),
+      const ctx = context.value();
+      if (ctx.sqlQueryId !== undefined) queryId = state.running = String(ctx.sqlQueryId);
+      status.textContent = `running… (query id ${queryId})`;
+      if (explain) {
+        const query = "EXPLAIN PLAN FOR " + editor.value.trim().replace(/;\s*$/, "");
+        const result = await sql(query, { ...ctx, sqlQueryId: queryId });
+        state.result = { ...result, explain: true };
+        status.textContent = `plan in ${Math.round(performance.now() - started)} ms · query id ${queryId}`;
+        render();
+        return;
+      }
+      const submitted = await submitStatement(editor.value, { rowsPerPage: PAGE_ROWS, ...ctx, sqlQueryId: queryId });
+      if (submitted.state === "ACCEPTED") {
+        // INSERT/REPLACE: the statement is the ingestion task it started (SELECTs start RUNNING).
+        const task = submitted.queryId;
+        status.textContent = `submitted ingestion task ${task} in ${Math.round(performance.now() - started)} ms`;
+        replace(output, el("p", { id: "submitted-task" }, "Task ", el("a", { href: "#ingestion" }, task),
           " started; the Ingestion view follows it."));
         return;
       }
-      status.textContent = `${result.rows.length} rows in ${ms} ms · query id ${result.queryId || queryId}`;
-      render();
-      if (!explain) scanned(result.queryId || queryId, status.textContent);
+      const id = submitted.queryId;
+      state.statement = id;
+      if (state.running === "cancelled") await deleteStatement(id);  // Cancel came before the id
+      const done = await finished(id);
+      if (done.state !== "SUCCESS") {
+        throw new ApiError(0, errorMessage(0, done.errorDetails) || `the statement ended ${done.state}`, id);
+      }
+      const info = done.result || { numTotalRows: 0, pages: [] };
+      state.result = { id, explain: false, columns: done.schema.map((c) => c.name), total: info.numTotalRows,
+        pages: info.pages };
+      await show(0);
+      const ms = Math.round(performance.now() - started);
+      status.textContent = `${info.numTotalRows} rows in ${ms} ms · query id ${id}`;
+      scanned(id, status.textContent);
     } catch (error) {
       state.result = null;
       const failure = error instanceof ApiError ? error : new ApiError(0, error.message, queryId);
@@ -67,10 +91,37 @@ export function queryView() {
       status.textContent = state.running === "cancelled" ? "cancelled" : "failed";
       replace(output, errorBox(failure));
     } finally {
-      state.running = null;
+      state.running = state.statement = null;
       runButton.disabled = explainButton.disabled = false;
       cancelButton.disabled = true;
-      csvButton.disabled = jsonButton.disabled = !state.result;
+      csvButton.disabled = jsonButton.disabled = !state.result || state.result.explain;
+    }
+  }
+
+  async function finished(id) {
+    // Polled until it is no longer RUNNING; the broker's timeout bounds how long that is.
+    let wait = POLL_FIRST_MS;
+    for (;;) {
+      const current = await statementStatus(id);
+      if (current.state !== "RUNNING" && current.state !== "ACCEPTED") return current;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      wait = Math.min(wait * 2, POLL_MAX_MS);
+    }
+  }
+
+  async function show(page) {
+    // One page from the broker replaces the last one: only it is held, only it is in the DOM.
+    const { id, pages } = state.result;
+    state.rows = pages.length ? await statementPage(id, page) : [];
+    state.page = page;
+    render();
+  }
+
+  async function turn(page) {
+    try {
+      await show(page);
+    } catch (error) {
+      replace(output, errorBox(error));
     }
   }
 
@@ -91,48 +142,50 @@ export function queryView() {
     state.running = "cancelled";
     status.textContent = `cancelling ${queryId}…`;
     try {
-      await cancelSql(queryId);
+      if (state.statement) await deleteStatement(state.statement);
+      else await cancelSql(queryId);  // EXPLAIN, or a statement still being planned (then deleted once known)
     } catch (error) {
-      replace(output, errorBox(error));
+      if (!(error instanceof ApiError && error.status === 404)) replace(output, errorBox(error));
     }
   }
 
   function render() {
-    const { columns, rows, explain } = state.result;
+    const { columns, explain } = state.result;
     if (explain) {
-      replace(output, el("div", { id: "explain-output" }, rows.map((row) =>
+      replace(output, el("div", { id: "explain-output" }, state.result.rows.map((row) =>
         el("div", { class: "explain-row" }, columns.map((c, i) => el("div", {},
           el("h4", {}, c), el("pre", {}, pretty(row[i]))))))));
       return;
     }
-    const pages = Math.max(1, Math.ceil(rows.length / PAGE_ROWS));
-    const first = state.page * PAGE_ROWS;
-    const pageRows = rows.slice(first, first + PAGE_ROWS);
+    const { total, pages } = state.result;
+    const first = pages.slice(0, state.page).reduce((n, p) => n + p.numRows, 0);
+    const rows = state.rows;
     const pager = el("div", { class: "pager" },
-      el("button", { id: "page-prev", disabled: state.page === 0, onclick: () => { state.page--; render(); } }, "‹ Prev"),
-      el("span", { id: "page-info" }, rows.length ? `rows ${first + 1}–${first + pageRows.length} of ${rows.length}` : "no rows"),
-      el("button", { id: "page-next", disabled: state.page >= pages - 1, onclick: () => { state.page++; render(); } }, "Next ›"));
-    replace(output, pager, el("div", { class: "table-wrap" }, table(columns, pageRows)));
+      el("button", { id: "page-prev", disabled: state.page === 0, onclick: () => turn(state.page - 1) }, "‹ Prev"),
+      el("span", { id: "page-info" }, total ? `rows ${first + 1}–${first + rows.length} of ${total}` : "no rows"),
+      el("button", { id: "page-next", disabled: state.page >= pages.length - 1, onclick: () => turn(state.page + 1) },
+        "Next ›"));
+    replace(output, pager, el("div", { class: "table-wrap" }, table(columns, rows)));
   }
 
-  function download(kind) {
-    const { columns, rows } = state.result;
-    let text;
-    if (kind === "csv") {
-      const quote = (v) => {
-        const s = v === null || v === undefined ? "" : cellText(v);
-        return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-      };
-      text = [columns, ...rows].map((r) => r.map(quote).join(",")).join("\r\n") + "\r\n";
-    } else {
-      text = JSON.stringify(rows.map((r) => Object.fromEntries(columns.map((c, i) => [c, r[i]]))));
+  async function download(kind) {
+    // The broker writes the file (Druid's csv / object formats); the CSV gets the header row here.
+    const { id, columns } = state.result;
+    try {
+      const body = await statementBlob(id, kind === "csv" ? "csv" : "object");
+      const quote = (s) => /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+      const blob = kind === "csv"
+        ? new Blob([columns.map(quote).join(",") + "\n", body], { type: "text/csv" })
+        : new Blob([body], { type: "application/json" });
+      const url = URL.createObjectURL(blob);
+      const link = el("a", { href: url, download: `result.${kind}` });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 10_000);
+    } catch (error) {
+      replace(output, errorBox(error));
     }
-    const url = URL.createObjectURL(new Blob([text], { type: kind === "csv" ? "text/csv" : "application/json" }));
-    const link = el("a", { href: url, download: `result.${kind}` });
-    document.body.append(link);
-    link.click();
-    link.remove();
-    setTimeout(() => URL.revokeObjectURL(url), 10_000);
   }
 
   async function showHistory() {
@@ -181,8 +234,8 @@ export function queryView() {
     el("div", { class: "query-main" }, editor,
       el("div", { class: "toolbar" }, runButton, cancelButton, explainButton,
         el("button", { id: "query-history", onclick: showHistory }, "History"),
-        el("label", {}, "context ", contextInput), el("span", { class: "spacer" }), "Download ", csvButton, jsonButton),
-      status, output));
+        el("span", { class: "spacer" }), "Download ", csvButton, jsonButton),
+      context.element, status, output));
 }
 
 function pretty(value) {

@@ -33,6 +33,10 @@ def run_query(page, sql: str) -> None:
     page.wait_for_function("() => !document.querySelector('#run-query').disabled")
 
 
+def wait_text(page, selector: str, text: str) -> None:
+    page.wait_for_function("([s, t]) => document.querySelector(s)?.textContent === t", arg=[selector, text])
+
+
 def rendered_rows(page) -> list[list[str]]:
     return page.eval_on_selector_all("#query-output tbody tr",
                                      "rows => rows.map(r => Array.from(r.cells, c => c.textContent))")
@@ -69,8 +73,8 @@ def test_results_are_paged(browser, cluster):
     run_query(page, "SELECT __time, page, added FROM wiki ORDER BY __time")
     assert len(rendered_rows(page)) == 100
     assert page.text_content("#page-info") == f"rows 1–100 of {cluster.wiki.num_rows}"
-    page.click("#page-next")
-    assert page.text_content("#page-info") == f"rows 101–200 of {cluster.wiki.num_rows}"
+    page.click("#page-next")  # the next page comes from the broker
+    wait_text(page, "#page-info", f"rows 101–200 of {cluster.wiki.num_rows}")
     expected = flight_sql(cluster, ADMIN, "SELECT page FROM wiki ORDER BY __time LIMIT 100 OFFSET 100")
     assert [r[1] for r in rendered_rows(page)] == [r[0] for r in expected]
     page.close()
@@ -229,14 +233,68 @@ def test_history_lists_the_users_queries_not_the_consoles_own(browser, cluster):
 
 
 def test_a_100k_row_result_keeps_one_page_in_the_dom(browser, cluster):
+    """The result stays on the broker (an asynchronous statement): the page fetches one page of
+    rows per request and holds one page in the DOM."""
     big = demo_table(100_000, days=1)
     cluster.wait_queryable("big", len(cluster.publish(big, "big")))
     page = signed_in(browser, cluster, ADMIN)
+    fetched = []
+    page.on("request", lambda r: fetched.append((r.url, r.post_data)) if "/druid/v2/sql" in r.url else None)
     run_query(page, 'SELECT __time, page, "user", added FROM big')
     assert page.text_content("#query-status").startswith("100000 rows in ")
     assert page.eval_on_selector_all("#query-output tbody tr", "rs => rs.length") == 100
     assert page.text_content("#page-info") == "rows 1–100 of 100000"
     page.click("#page-next")
-    assert page.text_content("#page-info") == "rows 101–200 of 100000"
+    wait_text(page, "#page-info", "rows 101–200 of 100000")
+    assert page.eval_on_selector_all("#query-output tbody tr", "rs => rs.length") == 100
     assert page.eval_on_selector_all("table", "ts => ts.length") == 1
+    results = [u for u, _ in fetched if "/results" in u]
+    assert [u.split("?")[1] for u in results] == ["page=0&resultFormat=array", "page=1&resultFormat=array"]
+    # The query itself went to the statements API only (the view's own reads of sys tables use /druid/v2/sql).
+    assert [u.rsplit("/", 1)[1] for u, body in fetched if body and "FROM big" in body] == ["statements"]
+    page.close()
+
+
+def test_context_form_keys_reach_the_query(browser, cluster):
+    page = signed_in(browser, cluster, ADMIN)
+    page.click("#context-summary")
+    page.fill("#ctx-sqlTimeZone", "Asia/Kolkata")  # a typed key of the form
+    page.fill("#query-context", '{"sqlCurrentTimestamp": "2000-01-01T00:00:00Z"}')  # and the JSON of others
+    run_query(page, "SELECT CURRENT_TIMESTAMP AS now, TIMESTAMP '2015-09-12 00:00:00' AS t")
+    assert rendered_rows(page) == [["2000-01-01T05:30:00.000+05:30", "2015-09-12T00:00:00.000+05:30"]]
+    assert page.text_content("#context-summary") == "Query context (2 set)"
+    page.fill("#ctx-sqlTimeZone", "")
+    run_query(page, "SELECT CURRENT_TIMESTAMP AS now, TIMESTAMP '2015-09-12 00:00:00' AS t")
+    assert rendered_rows(page) == [["2000-01-01T00:00:00.000Z", "2015-09-12T00:00:00.000Z"]]
+    page.fill("#ctx-maxJoinRows", "-3")
+    run_query(page, "SELECT 1")
+    assert "maxJoinRows must be a whole number >= 0" in page.text_content("#query-output .error")
+    page.fill("#ctx-maxJoinRows", "")
+    page.fill("#query-context", '{"sqlCurrentTimestamp": 1')
+    run_query(page, "SELECT 1")
+    assert "not valid JSON" in page.text_content("#query-output .error")
+    page.fill("#query-context", "")
+    page.select_option("#ctx-forceProjections", "true")  # wiki has no projections: the engine refuses
+    run_query(page, "SELECT channel, COUNT(*) FROM wiki GROUP BY channel")
+    assert "forceProjections" in page.text_content("#query-output .error")
+    assert page.faults == []
+    page.close()
+
+
+def test_download_comes_from_the_statement(browser, cluster):
+    page = signed_in(browser, cluster, ADMIN)
+    sql = "SELECT channel, COUNT(*) AS n FROM wiki GROUP BY channel ORDER BY channel"
+    run_query(page, sql)
+    expected = flight_sql(cluster, ADMIN, sql)
+    with page.expect_download() as csv_download:
+        page.click("#download-csv")
+    lines = open(csv_download.value.path(), encoding="utf-8").read().splitlines()
+    assert lines[0] == "channel,n" and lines[-1] == ""  # Druid's csv ends with a blank line
+    assert lines[1:-1] == [f"{c if c is not None else ''},{n}" for c, n in expected]
+    with page.expect_download() as json_download:
+        page.click("#download-json")
+    import json  # noqa: PLC0415 - only this test reads JSON
+
+    assert json.load(open(json_download.value.path(), encoding="utf-8")) == [
+        {"channel": c, "n": n} for c, n in expected]
     page.close()

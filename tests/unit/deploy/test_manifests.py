@@ -912,6 +912,57 @@ def test_dockerfile_builds_one_non_root_image_for_every_role():
         assert "*" in ignore or heavy in ignore, f".dockerignore lets {heavy} into the build context"
 
 
+def _dockerfile_stages() -> list[tuple[str, list[tuple[str, str]]]]:
+    """(FROM's argument, the stage's instructions) per build stage, in order."""
+    stages: list[tuple[str, list[tuple[str, str]]]] = []
+    for op, rest in _dockerfile_instructions():
+        if op == "FROM":
+            stages.append((rest, []))
+        elif stages:
+            stages[-1][1].append((op, rest))
+    return stages
+
+
+def test_dockerfile_installs_the_console_chart_library_from_the_lock_file():
+    """The image's console has its charts: uPlot comes from npm exactly as the lock file pins it
+    (npm ci, the flags scripts/bootstrap.sh uses), in a stage of its own, and is copied into the
+    source tree before pip install, whose package-data carries the files the router serves."""
+    from fnmatch import fnmatch
+
+    from services.router.console_files import VENDOR_FILES
+
+    stages = _dockerfile_stages()
+    npm_stages = [(head, steps) for head, steps in stages
+                  if any(op == "RUN" and re.search(r"\bnpm ci\b", rest) for op, rest in steps)]
+    assert len(npm_stages) == 1, "one stage runs npm ci for the console"
+    head, steps = npm_stages[0]
+    alias = head.split()[-1]
+    assert re.fullmatch(r"\S+\s+AS\s+\S+", head, re.IGNORECASE), f"the npm stage needs a name: FROM {head}"
+    copies = [i for i, (op, rest) in enumerate(steps) if op == "COPY" and "package-lock.json" in rest]
+    npm_ci = next(i for i, (op, rest) in enumerate(steps) if op == "RUN" and "npm ci" in rest)
+    assert copies and copies[0] < npm_ci, "npm ci needs the lock file copied first"
+    sources = steps[copies[0]][1].split()[:-1]
+    assert {"services/router/console/package.json", "services/router/console/package-lock.json"} <= set(sources)
+    bootstrap = (ROOT / "scripts" / "bootstrap.sh").read_text(encoding="utf-8")
+    flags = set(re.search(r"npm ci ([^)\n]*)", bootstrap).group(1).split()) - {"--silent"}
+    assert flags <= set(steps[npm_ci][1].split()), "the image installs as scripts/bootstrap.sh does"
+
+    final = stages[-1][1]
+    vendor = next((i for i, (op, rest) in enumerate(final) if op == "COPY" and f"--from={alias}" in rest), None)
+    assert vendor is not None, "the final stage copies the installed node_modules"
+    destination = final[vendor][1].split()[-1]
+    assert Path(destination).as_posix().removeprefix("./") == "services/router/console/node_modules"
+    install = next(i for i, (op, rest) in enumerate(final)
+                   if op == "RUN" and re.search(r"pip install\b.*\s\.(\s|$)", rest))
+    assert vendor < install, "node_modules must be in the tree when pip install builds the package"
+
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    globs = pyproject["tool"]["setuptools"]["package-data"]["services.router"]
+    for installed in VENDOR_FILES.values():
+        path = f"console/node_modules/{installed}"
+        assert any(fnmatch(path, g) for g in globs), f"package-data leaves out {path}: the image would have no charts"
+
+
 # ---------------------------------------------------------------------------------------------
 # Tiers: the historicals of each deployment and the _default rules that place segments on them
 # ---------------------------------------------------------------------------------------------
