@@ -27,7 +27,7 @@ from services.coordinator.supervisor_store import SupervisorStore
 
 log = logging.getLogger(__name__)
 
-_REQUEST_TIMEOUT_S = 10.0
+_REQUEST_TIMEOUT_S = 5.0  # bounds how long a dead broker holds the thread (and a stop)
 
 
 def _now_ms() -> int:
