@@ -101,6 +101,12 @@ class Metrics:
                                    "in messages", stream, registry=r)
         self.kafka_partition_lag = Gauge("strata_ingest_kafka_partition_lag", "Messages a Kafka supervisor has still "
                                          "to read in one partition", stream + ["partition"], registry=r)
+        # Lag in time (Druid's ingest/kafka/maxLag/time): the age of the oldest message not read yet.
+        self.kafka_max_lag_seconds = Gauge("strata_ingest_kafka_max_lag_seconds", "Age of the oldest message a "
+                                           "Kafka supervisor has not read, over its partitions (0: caught up)",
+                                           stream, registry=r)
+        self.kafka_partition_lag_seconds = Gauge("strata_ingest_kafka_partition_lag_seconds", "Age of the oldest "
+                                                 "unread message of one partition", stream + ["partition"], registry=r)
         self.replica_retries = Counter("strata_broker_replica_retries", "Queries retried on another replica",
                                        registry=r)
         self.partial_rows = Counter("strata_broker_partial_rows", "Result rows historicals sent the broker",

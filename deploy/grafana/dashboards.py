@@ -258,6 +258,11 @@ INGESTION = DashboardSpec(
                    (_q("max by (supervisor, partition) (strata_ingest_kafka_partition_lag) or on() vector(0)",
                        "{{supervisor}} [{{partition}}]"),),
                    "One partition far behind the others: a skewed key, or a partition the task cannot read."),
+         PanelSpec("Kafka lag in time by supervisor", "s",
+                   (_q("max by (supervisor) (strata_ingest_kafka_max_lag_seconds) or on() vector(0)",
+                       "{{supervisor}}"),),
+                   "Age of the oldest message not read yet (its record timestamp): how stale queries on the "
+                   "datasource are."),
      )),
      ),
 )

@@ -22,7 +22,8 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from services.coordinator.core.supervisor_status import LagStats, StreamContact, partition_lag
+from services.coordinator.core.supervisor_status import (LagStats, StreamContact, next_offsets, partition_lag,
+                                                         time_lag_ms)
 from services.coordinator.supervisor_store import SupervisorStore
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,11 @@ class KafkaOffsetsClient:
 
         conf = dict(consumer_properties)
         conf.update({"bootstrap.servers": bootstrap_servers, "group.id": f"strata-lag-{uuid.uuid4().hex}",
-                     "enable.auto.commit": False})
+                     "enable.auto.commit": False, "enable.auto.offset.store": False,
+                     # It reads one message per lagging partition (for its timestamp): small
+                     # fetches, so a large backlog is not pulled into the coordinator for that.
+                     "max.partition.fetch.bytes": 65_536, "fetch.max.bytes": 1_048_576,
+                     "queued.max.messages.kbytes": 1_024})
         self._consumer = Consumer(conf)
 
     def offsets(self, topic: str) -> tuple[dict[int, int], dict[int, int]]:
@@ -59,6 +64,28 @@ class KafkaOffsetsClient:
                                                                           timeout=_REQUEST_TIMEOUT_S)
         return earliest, latest
 
+    def oldest_unread_ms(self, topic: str, offsets: Mapping[int, int]) -> dict[int, int]:
+        """partition -> the timestamp of the message at ``offsets[partition]`` (assign + seek;
+        nothing is committed). Partitions whose message does not come in time are left out."""
+        from confluent_kafka import TopicPartition  # noqa: PLC0415 - as in __init__
+
+        if not offsets:
+            return {}
+        self._consumer.assign([TopicPartition(topic, p, o) for p, o in offsets.items()])
+        out: dict[int, int] = {}
+        stop_at = time.monotonic() + _REQUEST_TIMEOUT_S
+        try:
+            while len(out) < len(offsets) and time.monotonic() < stop_at:
+                for m in self._consumer.consume(len(offsets), timeout=0.5):
+                    p = m.partition()
+                    if m.error() is None and p not in out and m.offset() >= offsets.get(p, 0):
+                        kind, ts = m.timestamp()
+                        if kind and ts >= 0:  # 0: TIMESTAMP_NOT_AVAILABLE
+                            out[p] = ts
+        finally:
+            self._consumer.unassign()
+        return out
+
     def close(self) -> None:
         self._consumer.close()
 
@@ -71,6 +98,7 @@ class LagSnapshot:
     stats: LagStats = LagStats(0, 0, 0.0)
     fetched_ms: int = 0  # when ``latest`` was read; 0: never
     contact: StreamContact = StreamContact()
+    lag_ms: dict[int, int] = field(default_factory=dict)  # the age of each partition's oldest unread message
 
 
 class KafkaLagMonitor:
@@ -110,17 +138,21 @@ class KafkaLagMonitor:
             if previous is not None and previous.topic != spec.topic:
                 self._forget(sid)
                 previous = None
+            committed = self.supervisors.offsets(spec.datasource)
+            done = committed.offsets if committed is not None and committed.topic == spec.topic else {}
             try:
-                earliest, latest = self._client(sid, spec).offsets(spec.topic)
+                client = self._client(sid, spec)
+                earliest, latest = client.offsets(spec.topic)
+                lag = partition_lag(latest, done, earliest, spec.use_earliest_offset)
+                start = next_offsets(latest, done, earliest, spec.use_earliest_offset)
+                oldest = client.oldest_unread_ms(spec.topic, {p: start[p] for p, n in lag.items() if n > 0})
             except Exception as exc:  # noqa: BLE001 - any failure to reach the broker is a contact failure
                 self._failed(sid, spec.topic, previous, f"cannot read the offsets of topic '{spec.topic}' from "
                                                         f"{spec.bootstrap_servers}: {exc}")
                 continue
-            committed = self.supervisors.offsets(spec.datasource)
-            done = committed.offsets if committed is not None and committed.topic == spec.topic else {}
-            lag = partition_lag(latest, done, earliest, spec.use_earliest_offset)
-            snap = LagSnapshot(spec.topic, latest, lag, LagStats.of(lag), self._clock(),
-                               StreamContact(0, True, "", 0))
+            fetched = self._clock()
+            snap = LagSnapshot(spec.topic, latest, lag, LagStats.of(lag), fetched, StreamContact(0, True, "", 0),
+                               time_lag_ms(lag, oldest, fetched))
             with self._lock:
                 self._snapshots[sid] = snap
             self._export(sid, spec.datasource, snap)
@@ -144,7 +176,8 @@ class KafkaLagMonitor:
             log.warning("supervisor %s: %s", sid, error)
         base = previous if previous is not None else LagSnapshot(topic)
         with self._lock:
-            self._snapshots[sid] = LagSnapshot(base.topic, base.latest, base.lag, base.stats, base.fetched_ms, contact)
+            self._snapshots[sid] = LagSnapshot(base.topic, base.latest, base.lag, base.stats, base.fetched_ms, contact,
+                                               base.lag_ms)
 
     def _export(self, sid: str, datasource: str, snap: LagSnapshot) -> None:
         m = self.metrics
@@ -152,12 +185,20 @@ class KafkaLagMonitor:
         m.kafka_lag.labels(*whole).set(snap.stats.aggregate)
         m.kafka_max_lag.labels(*whole).set(snap.stats.maximum)
         m.kafka_avg_lag.labels(*whole).set(snap.stats.average)
-        parts = {(*whole, str(p)) for p in snap.lag}
+        m.kafka_max_lag_seconds.labels(*whole).set(max(snap.lag_ms.values(), default=0) / 1000)
+        parts = {(*whole, str(p)) for p in snap.lag}  # lag_ms has a subset of these partitions
         _, before = self._exported.get(sid, (whole, set()))
         for stale in before - parts:  # partitions are never removed from a topic, but a reset may shrink the view
             m.kafka_partition_lag.remove(*stale)
+        for stale in before - {(*whole, str(p)) for p in snap.lag_ms}:
+            try:
+                m.kafka_partition_lag_seconds.remove(*stale)
+            except KeyError:
+                pass  # it had no time lag either
         for p, value in snap.lag.items():
             m.kafka_partition_lag.labels(*whole, str(p)).set(value)
+        for p, value in snap.lag_ms.items():
+            m.kafka_partition_lag_seconds.labels(*whole, str(p)).set(value / 1000)
         self._exported[sid] = (whole, parts)
 
     def _forget(self, sid: str) -> None:
@@ -171,10 +212,14 @@ class KafkaLagMonitor:
         if exported is not None:
             whole, parts = exported
             m = self.metrics
-            for gauge in (m.kafka_lag, m.kafka_max_lag, m.kafka_avg_lag):
+            for gauge in (m.kafka_lag, m.kafka_max_lag, m.kafka_avg_lag, m.kafka_max_lag_seconds):
                 gauge.remove(*whole)
             for labels in parts:
                 m.kafka_partition_lag.remove(*labels)
+                try:
+                    m.kafka_partition_lag_seconds.remove(*labels)
+                except KeyError:
+                    pass  # a partition whose message timestamp was not read
 
     def clear(self) -> None:
         """Leadership lost (or stopping): the new leader reports lag."""

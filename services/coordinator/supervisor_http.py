@@ -161,6 +161,10 @@ class SupervisorHttp:
             # each partition here, so it is that partition's lag.
             "minimumLag": _by_partition(lag.lag) if latest else None,
             "aggregateLag": lag.stats.aggregate if latest else None,
+            # Lag in time, named as Druid's Kinesis status does: per partition the age of the
+            # oldest unread message; aggregateLagMillis is the oldest of them (not a sum).
+            "minimumLagMillis": _by_partition(lag.lag_ms) if latest else None,
+            "aggregateLagMillis": max(lag.lag_ms.values(), default=0) if latest else None,
             "offsetsLastUpdated": format_instant(lag.fetched_ms) if latest and lag.fetched_ms else None,
             "suspended": record.suspended, "state": state, "detailedState": detailed, "healthy": healthy,
             "recentErrors": recent_errors(

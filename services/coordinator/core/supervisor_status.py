@@ -7,7 +7,8 @@ resumes at (what the supervisor committed with its published segments). A partit
 committed starts at the earliest offset when ``useEarliestOffset`` (so all of it is lag) and at the
 latest otherwise (no lag). A committed offset past the latest one (a recreated topic, or a broker
 that reports the latest wrongly, as Tansu does after batched produce) is lag 0: a negative lag
-would make the aggregate smaller than what is really left to read.
+would make the aggregate smaller than what is really left to read. Lag in time: per partition,
+the age of its oldest unread message (by the record's timestamp), 0 when nothing is left.
 """
 
 from __future__ import annotations
@@ -22,18 +23,36 @@ STREAM_UNHEALTHINESS_THRESHOLD = 3
 MAX_RECENT_ERRORS = 20
 
 
-def partition_lag(latest: Mapping[int, int], committed: Mapping[int, int], earliest: Mapping[int, int],
-                  use_earliest: bool) -> dict[int, int]:
-    """partition -> messages left to read, for every partition the broker reported."""
+def next_offsets(latest: Mapping[int, int], committed: Mapping[int, int], earliest: Mapping[int, int],
+                 use_earliest: bool) -> dict[int, int]:
+    """partition -> the offset reading resumes at, for every partition the broker reported."""
     out = {}
     for p, end in latest.items():
         if p in committed:
-            start = committed[p]
+            out[p] = int(committed[p])
         elif use_earliest:
-            start = earliest.get(p, end)
+            out[p] = int(earliest.get(p, end))
         else:
-            start = end
-        out[p] = max(int(end) - int(start), 0)
+            out[p] = int(end)
+    return out
+
+
+def partition_lag(latest: Mapping[int, int], committed: Mapping[int, int], earliest: Mapping[int, int],
+                  use_earliest: bool) -> dict[int, int]:
+    """partition -> messages left to read, for every partition the broker reported."""
+    start = next_offsets(latest, committed, earliest, use_earliest)
+    return {p: max(int(end) - start[p], 0) for p, end in latest.items()}
+
+
+def time_lag_ms(lag: Mapping[int, int], oldest_unread_ms: Mapping[int, int], now_ms: int) -> dict[int, int]:
+    """partition -> how old its oldest unread message is (0 with nothing to read); a partition
+    with lag whose message timestamp could not be read is left out rather than guessed."""
+    out = {}
+    for p, n in lag.items():
+        if n <= 0:
+            out[p] = 0
+        elif oldest_unread_ms.get(p, -1) >= 0:
+            out[p] = max(now_ms - int(oldest_unread_ms[p]), 0)
     return out
 
 
@@ -127,5 +146,5 @@ def task_row_stats(report: Mapping) -> dict:
         "microBatches": int(report.get("microBatches") or 0)}
 
 
-__all__ = ["LagStats", "MAX_RECENT_ERRORS", "StreamContact", "TaskView", "partition_lag", "recent_errors",
-           "supervisor_state", "task_row_stats"]
+__all__ = ["LagStats", "MAX_RECENT_ERRORS", "StreamContact", "TaskView", "next_offsets", "partition_lag",
+           "recent_errors", "supervisor_state", "task_row_stats", "time_lag_ms"]

@@ -12,6 +12,7 @@ import json
 import os
 import signal
 import time
+from datetime import datetime
 
 import pytest
 import requests
@@ -163,8 +164,10 @@ def test_supervisor_streams_exactly_once_across_suspend_and_resume(cluster, kafk
     committed = status["committedOffsets"]
     # One record per batch, so Tansu's latest offset is the log end (see tests/fixtures/kafka_broker.py),
     # and after the good ones two that do not parse, in partitions 0 and 1.
+    before_ms = time.time_ns() // 1_000_000
     kafka_broker.produce("stream-wiki", [(e["id"] % 3, json.dumps(e).encode()) for e in later]
                          + [(0, b"{not json"), (1, b'{"id": -1, "page": "no timestamp"}')], one_per_batch=True)
+    after_ms = time.time_ns() // 1_000_000
     assert rows(cluster, "SELECT COUNT(*) AS c FROM stream_wiki") == [{"c": len(produced)}]
     assert rows(cluster, "SELECT state, suspended FROM sys.supervisors") == [{"state": "SUSPENDED", "suspended": 1}]
     # Lag: exactly what came while suspended, per partition, on the status and on /metrics.
@@ -172,6 +175,12 @@ def test_supervisor_streams_exactly_once_across_suspend_and_resume(cluster, kafk
     status = wait_for_lag(cluster, "stream_wiki", waiting)
     assert status["latestOffsets"] == {p: committed[p] + n for p, n in waiting.items()}
     assert status["state"] == "SUSPENDED" and status["healthy"] is True and status["offsetsLastUpdated"]
+    # Lag in time: the oldest unread message was produced between before_ms and after_ms, and the
+    # age is taken when the offsets were read.
+    fetched_ms = int(datetime.fromisoformat(status["offsetsLastUpdated"].replace("Z", "+00:00")).timestamp() * 1000)
+    assert set(status["minimumLagMillis"]) == {"0", "1", "2"}
+    assert fetched_ms - after_ms <= status["aggregateLagMillis"] <= fetched_ms - before_ms, status
+    assert status["aggregateLagMillis"] == max(status["minimumLagMillis"].values())
     assert requests.get(f"{cluster.supervisor_url}/stream_wiki/health", timeout=30).json() == {"healthy": True}
 
     # Resume: a new task starts from the committed offsets and loads just what came meanwhile.
@@ -180,6 +189,7 @@ def test_supervisor_streams_exactly_once_across_suspend_and_resume(cluster, kafk
     wait_for(cluster, len(produced), sum(e["id"] for e in produced))
     status = wait_for_lag(cluster, "stream_wiki", {"0": 0, "1": 0, "2": 0})
     assert status["state"] == "RUNNING" and status["healthy"] is True
+    assert status["aggregateLagMillis"] == 0 and status["minimumLagMillis"] == {"0": 0, "1": 0, "2": 0}
     # The task's own view arrives with its progress report, just after its publish.
     deadline = time.monotonic() + 60
     while True:

@@ -26,6 +26,8 @@ class Broker:
 
     def __init__(self) -> None:
         self.topics: dict[str, tuple[dict, dict]] = {}
+        self.stamps: dict[tuple[str, int, int], int] = {}  # (topic, partition, offset) -> record timestamp
+        self.seeks: list[dict] = []
         self.down = False
         self.asked = 0
         self.clients: list[Client] = []
@@ -49,6 +51,10 @@ class Client:
             raise LookupError(f"topic '{topic}' cannot be read (it does not exist)")
         earliest, latest = self.broker.topics[topic]
         return dict(earliest), dict(latest)
+
+    def oldest_unread_ms(self, topic, offsets):
+        self.broker.seeks.append(dict(offsets))
+        return {p: self.broker.stamps[(topic, p, o)] for p, o in offsets.items() if (topic, p, o) in self.broker.stamps}
 
     def close(self):
         self.closed = True
@@ -94,6 +100,32 @@ def test_lag_per_partition_in_the_snapshot_and_the_gauges(parts):
     monitor.run_once()
     assert broker.asked == 2 and monitor.snapshot("wiki").lag == {0: 0, 1: 0, 2: 0}
     assert gauge(metrics, "strata_ingest_kafka_lag") == {labels: 0}
+
+
+def test_lag_in_time_is_the_age_of_the_oldest_unread_message(parts):
+    supervisors, metrics, broker, clock, monitor = parts
+    supervisors.upsert(spec())
+    supervisors.reset_offsets("wiki", {0: 40, 1: 50}, topic="edits")
+    broker.topics["edits"] = ({0: 0, 1: 0, 2: 5}, {0: 100, 1: 50, 2: 25})
+    # Partition 2 was never committed and reads from the earliest (5); 1 has nothing to read.
+    broker.stamps.update({("edits", 0, 40): 4_000, ("edits", 2, 5): 9_500, ("edits", 1, 50): 1})
+    monitor.run_once()
+    assert broker.seeks == [{0: 40, 2: 5}]  # only lagging partitions, at the offset reading resumes
+    snap = monitor.snapshot("wiki")
+    assert snap.lag_ms == {0: 6_000, 1: 0, 2: 500}
+    labels = (("datasource", "wiki"), ("supervisor", "wiki"), ("topic", "edits"))
+    assert gauge(metrics, "strata_ingest_kafka_max_lag_seconds") == {labels: 6.0}
+    assert gauge(metrics, "strata_ingest_kafka_partition_lag_seconds") == {
+        tuple(sorted((*labels, ("partition", str(p))))): v for p, v in {0: 6.0, 1: 0.0, 2: 0.5}.items()}
+    # A message whose timestamp does not come back leaves its partition out (not 0: not caught up).
+    broker.stamps.pop(("edits", 2, 5))
+    clock.now += 10_000
+    monitor.run_once()
+    assert monitor.snapshot("wiki").lag_ms == {0: 16_000, 1: 0}
+    assert {dict(k)["partition"] for k in gauge(metrics, "strata_ingest_kafka_partition_lag_seconds")} == {"0", "1"}
+    monitor.clear()
+    assert gauge(metrics, "strata_ingest_kafka_max_lag_seconds") == {}
+    assert gauge(metrics, "strata_ingest_kafka_partition_lag_seconds") == {}
 
 
 def test_suspended_supervisors_are_watched_terminated_ones_forgotten(parts):

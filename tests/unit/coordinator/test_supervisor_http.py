@@ -114,7 +114,8 @@ def kafka_task(task_id: str, state: str, report: dict | None = None, error: str 
 def test_status_shows_lag_per_partition_and_per_task(api):
     api("POST", body={**SPEC, "spec": {**SPEC["spec"], "ioConfig": {**SPEC["spec"]["ioConfig"], "taskDuration": "PT1H"}}})
     api.supervisors.reset_offsets("wiki", {0: 40, 1: 50}, topic="edits")
-    lag = LagSnapshot("edits", {0: 100, 1: 50}, {0: 60, 1: 0}, LagStats(60, 60, 30.0), 1_700_000_000_000)
+    lag = LagSnapshot("edits", {0: 100, 1: 50}, {0: 60, 1: 0}, LagStats(60, 60, 30.0), 1_700_000_000_000,
+                      lag_ms={0: 2_500, 1: 0})
     running = kafka_task("t2", "RUNNING", {"offsets": {"0": 70, "1": 50}, "rowsWritten": 30, "parseExceptions": 1,
                                            "microBatches": 2}, start={"0": 40, "1": 50}, started_ms=1_700_000_000_000)
     status, body = api("GET", "/wiki/status", tasks=[kafka_task("t1", "SUCCESS", finished_ms=5), running], lag=lag,
@@ -123,6 +124,7 @@ def test_status_shows_lag_per_partition_and_per_task(api):
     assert (payload["latestOffsets"], payload["minimumLag"], payload["aggregateLag"]) == (
         {"0": 100, "1": 50}, {"0": 60, "1": 0}, 60)
     assert payload["offsetsLastUpdated"] == "2023-11-14T22:13:20.000Z" and payload["partitions"] == 2
+    assert (payload["minimumLagMillis"], payload["aggregateLagMillis"]) == ({"0": 2_500, "1": 0}, 2_500)
     assert (payload["state"], payload["healthy"]) == ("RUNNING", True)
     [task] = payload["activeTasks"]
     assert task == {"id": "t2", "startTime": "2023-11-14T22:13:20.000Z", "remainingSeconds": 3000, "type": "ACTIVE",
@@ -130,7 +132,8 @@ def test_status_shows_lag_per_partition_and_per_task(api):
                     "lag": {"0": 30, "1": 0}}
     # Before the first answer from the broker, lag is unknown (null), not 0.
     payload = api("GET", "/wiki/status")[1]["payload"]
-    assert (payload["latestOffsets"], payload["minimumLag"], payload["aggregateLag"]) == (None, None, None)
+    assert (payload["latestOffsets"], payload["minimumLag"], payload["aggregateLag"], payload["aggregateLagMillis"]) == (
+        None, None, None, None)
     # Druid's /stats: per task group, per active task.
     assert api("GET", "/wiki/stats", tasks=[kafka_task("t1", "SUCCESS"), running]) == (200, {"0": {"t2": {
         "totals": {"buildSegments": {"processed": 30, "processedWithError": 0, "thrownAway": 0, "unparseable": 1}},

@@ -8,8 +8,8 @@ import random
 import pytest
 
 from services.coordinator.core.supervisor_status import (MAX_RECENT_ERRORS, LagStats, StreamContact, TaskView,
-                                                         partition_lag, recent_errors, supervisor_state,
-                                                         task_row_stats)
+                                                         next_offsets, partition_lag, recent_errors,
+                                                         supervisor_state, task_row_stats, time_lag_ms)
 
 
 def fmt(ms: int) -> str:
@@ -26,6 +26,15 @@ def test_lag_from_committed_earliest_or_latest():
     assert partition_lag(latest, {0: 40}, earliest, use_earliest=False) == {0: 60, 1: 0, 2: 0, 3: 0}
     # Partitions the broker did not report are not guessed at.
     assert partition_lag({}, {0: 5}, {}, True) == {}
+
+
+def test_next_offsets_and_lag_in_time():
+    latest, earliest = {0: 100, 1: 50, 2: 7}, {0: 10, 1: 3, 2: 7}
+    assert next_offsets(latest, {0: 40}, earliest, True) == {0: 40, 1: 3, 2: 7}
+    assert next_offsets(latest, {0: 40}, earliest, False) == {0: 40, 1: 50, 2: 7}
+    # 0: oldest unread written 1.5 s before now; 1: nothing to read; 2: lag but no timestamp read
+    # (left out, not 0); 3: a clock behind the producer's is 0, not negative.
+    assert time_lag_ms({0: 3, 1: 0, 2: 4, 3: 1}, {0: 8_500, 3: 10_200}, 10_000) == {0: 1_500, 1: 0, 3: 0}
 
 
 def test_lag_matches_a_direct_count_on_generated_offsets():
