@@ -157,7 +157,8 @@ def _run_stream(stub, task_id: str, spec: dict, cancel_event: threading.Event, s
     or a refused publish; each micro-batch is published with its offsets (stream_task.py)."""
     from services.ingestion.coordinator_publisher import CoordinatorPublisher  # start-up cost, as in run_task
     from services.ingestion.spark_session import get_or_create_session  # start-up cost: pyspark
-    from services.ingestion.stream_task import StreamTaskFailed, run_supervisor_task  # start-up cost: pyspark, confluent-kafka
+    # start-up cost: pyspark, confluent-kafka
+    from services.ingestion.stream_task import StreamTaskFailed, run_supervisor_task
 
     if spark is None:
         spark = get_or_create_session(f"strata-{task_id}")

@@ -196,7 +196,8 @@ def test_supervisor_streams_exactly_once_across_suspend_and_resume(cluster, kafk
         status = supervisor_status(cluster, "stream_wiki")
         [task] = status["activeTasks"]
         stats = requests.get(f"{cluster.supervisor_url}/stream_wiki/stats", timeout=30).json()
-        unparseable = stats.get("0", {}).get(task["id"], {}).get("totals", {}).get("buildSegments", {}).get("unparseable")
+        totals = stats.get("0", {}).get(task["id"], {}).get("totals", {})
+        unparseable = totals.get("buildSegments", {}).get("unparseable")
         if task["currentOffsets"] == status["latestOffsets"] and unparseable == 2:
             break
         assert time.monotonic() < deadline, f"the task's offsets and stats never caught up: {status}, {stats}"

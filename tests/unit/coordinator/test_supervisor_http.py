@@ -112,7 +112,8 @@ def kafka_task(task_id: str, state: str, report: dict | None = None, error: str 
 
 
 def test_status_shows_lag_per_partition_and_per_task(api):
-    api("POST", body={**SPEC, "spec": {**SPEC["spec"], "ioConfig": {**SPEC["spec"]["ioConfig"], "taskDuration": "PT1H"}}})
+    io = {**SPEC["spec"]["ioConfig"], "taskDuration": "PT1H"}
+    api("POST", body={**SPEC, "spec": {**SPEC["spec"], "ioConfig": io}})
     api.supervisors.reset_offsets("wiki", {0: 40, 1: 50}, topic="edits")
     lag = LagSnapshot("edits", {0: 100, 1: 50}, {0: 60, 1: 0}, LagStats(60, 60, 30.0), 1_700_000_000_000,
                       lag_ms={0: 2_500, 1: 0})
@@ -132,8 +133,8 @@ def test_status_shows_lag_per_partition_and_per_task(api):
                     "lag": {"0": 30, "1": 0}}
     # Before the first answer from the broker, lag is unknown (null), not 0.
     payload = api("GET", "/wiki/status")[1]["payload"]
-    assert (payload["latestOffsets"], payload["minimumLag"], payload["aggregateLag"], payload["aggregateLagMillis"]) == (
-        None, None, None, None)
+    lags = ("latestOffsets", "minimumLag", "aggregateLag", "minimumLagMillis", "aggregateLagMillis")
+    assert [payload[k] for k in lags] == [None] * 5
     # Druid's /stats: per task group, per active task.
     assert api("GET", "/wiki/stats", tasks=[kafka_task("t1", "SUCCESS"), running]) == (200, {"0": {"t2": {
         "totals": {"buildSegments": {"processed": 30, "processedWithError": 0, "thrownAway": 0, "unparseable": 1}},

@@ -105,7 +105,8 @@ def test_recent_errors_name_partition_offset_reason_in_time_order():
 
 def test_recent_errors_are_bounded():
     many = [TaskView(f"t{i}", "FAILED", f"boom {i}",
-                     {"parseExceptionSamples": [sample(0, i * 10 + j, "bad", i * 10 + j) for j in range(10)]}, i * 10 + 9)
+                     {"parseExceptionSamples": [sample(0, i * 10 + j, "bad", i * 10 + j) for j in range(10)]},
+                     i * 10 + 9)
             for i in range(20)]
     got = recent_errors(many, StreamContact(), fmt)
     assert len(got) == MAX_RECENT_ERRORS
