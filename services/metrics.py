@@ -90,6 +90,23 @@ class Metrics:
         self.parse_exceptions = Counter("strata_ingest_parse_exceptions",
                                         "Input rows finished ingestion tasks could not parse",
                                         ["datasource"], registry=r)
+        # Kafka supervisors' lag (the leader's view, every offsetFetchPeriod): Druid's ingest/kafka/lag,
+        # maxLag, avgLag and partitionLag, in messages.
+        stream = ["supervisor", "datasource", "topic"]
+        self.kafka_lag = Gauge("strata_ingest_kafka_lag", "Messages a Kafka supervisor has still to read, summed over "
+                               "the topic's partitions (latest offset minus committed)", stream, registry=r)
+        self.kafka_max_lag = Gauge("strata_ingest_kafka_max_lag", "The largest lag of one partition of a Kafka "
+                                   "supervisor's topic, in messages", stream, registry=r)
+        self.kafka_avg_lag = Gauge("strata_ingest_kafka_avg_lag", "The mean lag over a Kafka supervisor's partitions, "
+                                   "in messages", stream, registry=r)
+        self.kafka_partition_lag = Gauge("strata_ingest_kafka_partition_lag", "Messages a Kafka supervisor has still "
+                                         "to read in one partition", stream + ["partition"], registry=r)
+        # Lag in time (Druid's ingest/kafka/maxLag/time): the age of the oldest message not read yet.
+        self.kafka_max_lag_seconds = Gauge("strata_ingest_kafka_max_lag_seconds", "Age of the oldest message a "
+                                           "Kafka supervisor has not read, over its partitions (0: caught up)",
+                                           stream, registry=r)
+        self.kafka_partition_lag_seconds = Gauge("strata_ingest_kafka_partition_lag_seconds", "Age of the oldest "
+                                                 "unread message of one partition", stream + ["partition"], registry=r)
         self.replica_retries = Counter("strata_broker_replica_retries", "Queries retried on another replica",
                                        registry=r)
         self.partial_rows = Counter("strata_broker_partial_rows", "Result rows historicals sent the broker",

@@ -56,6 +56,7 @@ class SupervisorSpec:
     max_rows_in_memory: int = 150_000
     max_rows_per_segment: int = 5_000_000
     max_parse_exceptions: int = 2**31 - 1
+    offset_fetch_period_ms: int = 30_000  # how often the leader asks the broker for latest offsets (lag)
     raw: Mapping = field(default_factory=dict, compare=False)  # the spec as given, for GET and sys
 
     @property
@@ -282,10 +283,13 @@ def _io_config(obj: dict, path: str) -> dict:
 def _tuning_config(obj: dict, path: str) -> dict:
     _check_keys(obj, path, ("type", "maxRowsInMemory", "maxRowsPerSegment", "maxParseExceptions",
                             "intermediatePersistPeriod", "handoffConditionTimeout", "maxSavedParseExceptions",
-                            "logParseExceptions", "resetOffsetAutomatically"))
+                            "logParseExceptions", "resetOffsetAutomatically", "offsetFetchPeriod"))
     if obj.get("type", "kafka") != "kafka":
         raise SupervisorSpecError(f"{path}.type must be \"kafka\", got {json.dumps(obj['type'])}")
     _period_ms(obj, "intermediatePersistPeriod", path, 600_000)
     return {"max_rows_in_memory": _int(obj, "maxRowsInMemory", path, 150_000),
             "max_rows_per_segment": _int(obj, "maxRowsPerSegment", path, 5_000_000),
-            "max_parse_exceptions": _int(obj, "maxParseExceptions", path, 2**31 - 1, minimum=0)}
+            "max_parse_exceptions": _int(obj, "maxParseExceptions", path, 2**31 - 1, minimum=0),
+            # Druid raises a period under PT5S to PT5S; strata allows down to PT1S (tests, small
+            # clusters) and raises anything shorter to that, as Druid does to its floor.
+            "offset_fetch_period_ms": max(_period_ms(obj, "offsetFetchPeriod", path, 30_000), 1_000)}

@@ -225,8 +225,8 @@ PROJECTIONS = DashboardSpec(
 
 INGESTION = DashboardSpec(
     "strata-ingestion", "strata / Ingestion",
-    "Ingestion tasks (SQL INSERT/REPLACE and compaction, each a Spark job run by the coordinator). "
-    "Rows and parse exceptions are counted when a task ends.",
+    "Ingestion tasks (SQL INSERT/REPLACE, compaction and Kafka supervisors' tasks, each a Spark job run by the "
+    "coordinator). Rows and parse exceptions are counted when a task ends; Kafka lag as the broker reports it.",
     (("Tasks", (
         PanelSpec("Tasks by state", "short", (_q("max by (state) (strata_tasks)", "{{state}}"),),
                   "From the metadata store, by the leading coordinator."),
@@ -247,6 +247,22 @@ INGESTION = DashboardSpec(
          PanelSpec("Segments published per second", "ops",
                    (_q(f"sum(rate(strata_published_segments_total[{RATE}]))", "published"),
                     _q(f"sum by (result) (rate(strata_publishes_total[{RATE}]))", "publish {{result}}"))),
+     )),
+     # `or on() vector(0)`: a cluster without Kafka supervisors shows 0, not "no data".
+     ("Kafka supervisors", (
+         PanelSpec("Kafka lag by supervisor", "short",
+                   (_q("max by (supervisor) (strata_ingest_kafka_lag) or on() vector(0)", "{{supervisor}}"),),
+                   "Messages each supervisor has still to read (latest offset minus committed, every "
+                   "offsetFetchPeriod). Lag that keeps growing raises StrataKafkaLagGrowing."),
+         PanelSpec("Kafka lag by partition", "short",
+                   (_q("max by (supervisor, partition) (strata_ingest_kafka_partition_lag) or on() vector(0)",
+                       "{{supervisor}} [{{partition}}]"),),
+                   "One partition far behind the others: a skewed key, or a partition the task cannot read."),
+         PanelSpec("Kafka lag in time by supervisor", "s",
+                   (_q("max by (supervisor) (strata_ingest_kafka_max_lag_seconds) or on() vector(0)",
+                       "{{supervisor}}"),),
+                   "Age of the oldest message not read yet (its record timestamp): how stale queries on the "
+                   "datasource are."),
      )),
      ),
 )

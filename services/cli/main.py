@@ -379,6 +379,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     register_rules(sub, DEFAULT_DIR)
 
+    from services.cli.supervisor_command import register as register_supervisor  # lazy, as every command
+
+    register_supervisor(sub, DEFAULT_DIR)
+
     for role in ("coordinator", "broker", "historical", "router"):
         p = sub.add_parser(role, help=f"run a {role} in the foreground")
         p.add_argument("--config", help="TOML config file (env STRATA_<SECTION>_<KEY> overrides)")

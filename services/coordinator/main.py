@@ -9,6 +9,7 @@ import os
 from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import ClusterState, DutyRunner
+from services.coordinator.kafka_lag_monitor import KafkaLagMonitor
 from services.coordinator import rules_http, segment_lifecycle_http, supervisor_http
 from services.coordinator.segment_lifecycle import AutoKill, SegmentLifecycle
 from services.coordinator.core.rules import DEFAULT_TIER
@@ -81,8 +82,12 @@ class CoordinatorProcess(NodeProcess):
         self.lifecycle = SegmentLifecycle(self.store, lambda: _deep_storage(config))
         segment_lifecycle_http.register(self.http, self.lifecycle, self.authorizer)
         self.supervisors = SupervisorStore(self.store)
+        self.lag_monitor = KafkaLagMonitor(self.supervisors, self.metrics,
+                                           lambda: self.runner.is_leader and self.runner.leadership_fresh())
+        servicer.supervisor_lag = self.lag_monitor.snapshot
         supervisor_http.register(self.http, self.supervisors, self.authorizer,
-                                 lambda ds: [t for t in self.tasks.list(ds) if t.type == "kafka" and not t.is_final])
+                                 lambda sid: [t for t in self.tasks.list(sid) if t.type == "kafka"],
+                                 lag=self.lag_monitor.snapshot)
         self.runner.extra_duties.append(SupervisorManager(self.supervisors, self.tasks, self.task_runner).run_once)
         if config.coordinator.kill_unused_after_ms > 0:
             self.runner.extra_duties.append(AutoKill(self.lifecycle, config.coordinator.kill_unused_after_ms,
@@ -158,6 +163,7 @@ class CoordinatorProcess(NodeProcess):
         self.announcer.set(node_key("coordinator", self.id), json.dumps(info).encode())
         self.runner.start()
         self.task_runner.start()
+        self.lag_monitor.start()
         # Campaigning starts on construction; only the leader runs duties and tasks.
         self.election = LeaderElection(self.discovery, "coordinator", self.id, self._leadership,
                                        ttl_s=self.config.discovery.lease_ttl_s)
@@ -167,6 +173,7 @@ class CoordinatorProcess(NodeProcess):
         super().stop()
         self.runner.stop()
         self.task_runner.stop()
+        self.lag_monitor.stop()
         if self.election is not None:
             self.election.close()
         self.announcer.close()

@@ -39,6 +39,8 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
         self.runner = runner
         self.tasks = tasks
         self.task_runner = task_runner
+        # supervisor id -> the lag monitor's LagSnapshot (its broker contact feeds health), or None
+        self.supervisor_lag = lambda _supervisor_id: None
         self._allocation_lock = threading.Lock()
         self._ledger = PartitionLedger()  # partitions handed out to running appends
 
@@ -88,9 +90,9 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     def ListSupervisors(self, request, context):
         rows = []
         for r in SupervisorStore(self.store).list():
-            active = [t for t in self.tasks.list(r.id) if t.type == "kafka" and not t.is_final] if self.tasks else []
-            state, detailed = supervisor_state(r, len(active))
-            rows.append({"supervisor_id": r.id, "state": state, "detailed_state": detailed, "healthy": 1,
+            mine = [t for t in self.tasks.list(r.id) if t.type == "kafka"] if self.tasks else []
+            state, detailed, healthy = supervisor_state(r, mine, self.supervisor_lag(r.id))
+            rows.append({"supervisor_id": r.id, "state": state, "detailed_state": detailed, "healthy": int(healthy),
                          "type": "kafka", "source": r.spec.topic, "suspended": int(r.suspended),
                          "spec": json.dumps(r.spec.redacted_json())})
         return coordinator_pb2.ListSupervisorsResponse(supervisors_json=json.dumps(rows))

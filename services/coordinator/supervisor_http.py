@@ -3,7 +3,10 @@
     POST supervisor                     body: a Kafka supervisor spec; creates or updates -> {"id"}
     GET  supervisor[?full|?state=true]  -> ids; ``full`` with specs, ``state`` with states
     GET  supervisor/{id}                -> the spec
-    GET  supervisor/{id}/status         -> Druid's status payload (state, offsets, active tasks)
+    GET  supervisor/{id}/status         -> Druid's status payload (state, health, offsets, lag, active
+                                           tasks, recentErrors with parse exception samples)
+    GET  supervisor/{id}/stats          -> rows processed and unparseable per active task (totals)
+    GET  supervisor/{id}/health         -> 200 {"healthy": true}, or 503 {"healthy": false}
     POST supervisor/{id}/suspend|resume -> the spec;  POST supervisor/{id}/terminate -> {"id"}
     POST supervisor/{id}/reset          -> forgets the committed offsets (tasks start per useEarliestOffset)
     POST supervisor/{id}/resetOffsets   body: {"type": "kafka", "partitions": {"type": "end",
@@ -21,6 +24,8 @@ from urllib.parse import unquote
 from common.errors import ValidationError
 from common.types.interval import format_instant
 from common.ingest.supervisor_spec import parse_supervisor_spec
+from services.coordinator.core.supervisor_status import (MAX_RECENT_ERRORS, StreamContact, TaskView, recent_errors,
+                                                         supervisor_state, task_row_stats)
 from services.coordinator.json_reply import ANSWERED_ERRORS, HttpError, error_reply, json_reply, request_header
 from services.coordinator.supervisor_store import (RUNNING, SUSPENDED, TERMINATED, SupervisorNotFoundError,
                                                     SupervisorRecord)
@@ -29,23 +34,29 @@ from services.http_endpoint import USER_HEADER
 BASE = "/druid/indexer/v1/supervisor"
 
 
-def state_of(record: SupervisorRecord, active_tasks: int) -> tuple[str, str]:
-    """(state, detailedState) as Druid names them."""
-    if record.state == SUSPENDED:
-        return "SUSPENDED", "SUSPENDED"
-    if record.state == TERMINATED:
-        return "STOPPING", "STOPPING"
-    return ("RUNNING", "RUNNING") if active_tasks else ("PENDING", "PENDING")
+# The supervisor's tasks the status looks back on for health and recentErrors.
+_RECENT_TASKS = 10
+
+
+def state_of(record: SupervisorRecord, tasks, lag=None) -> tuple[str, str, bool]:
+    """(state, detailedState, healthy) as Druid names them, from the supervisor's tasks (its
+    ``kafka`` task records, oldest first) and the leader's last contact with the broker (``lag``:
+    a LagSnapshot or None)."""
+    active = [t for t in tasks if not t.is_final]
+    finished = [t.state for t in tasks if t.is_final][-_RECENT_TASKS:]
+    return supervisor_state(record.state, len(active), finished, lag.contact if lag is not None else StreamContact())
 
 
 class SupervisorHttp:
-    """``tasks(datasource)`` lists the supervisor's task records that are not final."""
+    """``tasks(supervisor_id)`` lists the supervisor's ``kafka`` task records, oldest first (final
+    ones too); ``lag(supervisor_id)`` is the KafkaLagMonitor's LagSnapshot or None."""
 
-    def __init__(self, supervisors, authorizer, tasks=None, clock=None) -> None:
+    def __init__(self, supervisors, authorizer, tasks=None, clock=None, lag=None) -> None:
         self.supervisors = supervisors
         self.authorizer = authorizer
-        self.tasks = tasks or (lambda datasource: [])
+        self.tasks = tasks or (lambda supervisor_id: [])
         self.clock = clock
+        self.lag = lag or (lambda supervisor_id: None)
 
     def __call__(self, method: str, path: str, query: dict, body: bytes, headers: dict) -> tuple[int, str, bytes]:
         try:
@@ -79,10 +90,18 @@ class SupervisorHttp:
         if len(parts) != 2:
             raise HttpError(404, f"no route for {method} {path}")
         action = parts[1]
-        if action == "status":
+        if action in ("status", "stats", "health"):
             self._allow(method, "GET")
             self.authorizer.require(user, "READ", "DATASOURCE", sid)
-            return json_reply(200, self._status(self.supervisors.require(sid)))
+            record = self.supervisors.require(sid)
+            if action == "status":
+                return json_reply(200, self._status(record))
+            if action == "stats":
+                # Druid's shape: task group -> task id -> row stats; one task group here.
+                active = [t for t in self.tasks(sid) if not t.is_final]
+                return json_reply(200, {"0": {t.id: task_row_stats(t.report) for t in active}} if active else {})
+            healthy = self._state(record)["healthy"]
+            return json_reply(200 if healthy else 503, {"healthy": healthy})
         self._allow(method, "POST")
         self.authorizer.require(user, "WRITE", "DATASOURCE", sid)
         if action == "suspend":
@@ -100,8 +119,8 @@ class SupervisorHttp:
             record = self.supervisors.require(sid)
             self.supervisors.reset_offsets(sid, _partition_offsets(body, record.spec.topic), topic=record.spec.topic)
             return json_reply(200, {"id": sid})
-        raise HttpError(404, f"no route for {method} {path}; actions: status, suspend, resume, terminate, reset, "
-                             "resetOffsets")
+        raise HttpError(404, f"no route for {method} {path}; actions: status, stats, health, suspend, resume, "
+                             "terminate, reset, resetOffsets")
 
     def _create(self, body: bytes, user) -> tuple[int, str, bytes]:
         if not body.strip():
@@ -116,34 +135,67 @@ class SupervisorHttp:
         return json_reply(200, {"id": spec.id})
 
     def _state(self, record: SupervisorRecord) -> dict:
-        state, detailed = state_of(record, len(self.tasks(record.id)))
-        return {"state": state, "detailedState": detailed, "healthy": True, "suspended": record.suspended}
+        state, detailed, healthy = state_of(record, self.tasks(record.id), self.lag(record.id))
+        return {"state": state, "detailedState": detailed, "healthy": healthy, "suspended": record.suspended}
 
     def _status(self, record: SupervisorRecord) -> dict:
         spec = record.spec
         committed = self.supervisors.offsets(spec.datasource)
-        active = self.tasks(record.id)
-        state = self._state(record)
+        tasks = self.tasks(record.id)
+        active = [t for t in tasks if not t.is_final]
+        lag = self.lag(record.id)
+        state, detailed, healthy = state_of(record, tasks, lag)
+        now = self.clock() if self.clock else record.updated_ms
+        latest = lag.latest if lag is not None and lag.topic == spec.topic else {}
         payload = {
             "dataSource": spec.datasource, "stream": spec.topic,
-            "partitions": len(committed.offsets) if committed else 0,
+            "partitions": len(latest) or (len(committed.offsets) if committed else 0),
             "replicas": spec.replicas, "durationSeconds": spec.task_duration_ms // 1000,
-            "activeTasks": [{"id": t.id, "startTime": format_instant(t.started_ms) if t.started_ms else None}
-                            for t in active],
+            "activeTasks": [_task_report(t, spec, latest, now) for t in active],
             "publishingTasks": [],
             # strata's own field: the offsets published segments end at (Druid keeps them in its
             # metadata store but does not show them here).
             "committedOffsets": {str(p): o for p, o in sorted(committed.offsets.items())} if committed else {},
-            "suspended": record.suspended, "state": state["state"], "detailedState": state["detailedState"],
-            "healthy": state["healthy"], "recentErrors": [],
+            "latestOffsets": _by_partition(latest) if latest else None,
+            # Druid's minimumLag is the least lag over a partition's replica tasks; one task reads
+            # each partition here, so it is that partition's lag.
+            "minimumLag": _by_partition(lag.lag) if latest else None,
+            "aggregateLag": lag.stats.aggregate if latest else None,
+            # Lag in time, named as Druid's Kinesis status does: per partition the age of the
+            # oldest unread message; aggregateLagMillis is the oldest of them (not a sum).
+            "minimumLagMillis": _by_partition(lag.lag_ms) if latest else None,
+            "aggregateLagMillis": max(lag.lag_ms.values(), default=0) if latest else None,
+            "offsetsLastUpdated": format_instant(lag.fetched_ms) if latest and lag.fetched_ms else None,
+            "suspended": record.suspended, "state": state, "detailedState": detailed, "healthy": healthy,
+            "recentErrors": recent_errors(
+                [TaskView(t.id, t.state, t.error, t.report, t.finished_ms) for t in tasks[-_RECENT_TASKS:]],
+                lag.contact if lag is not None else StreamContact(), format_instant, MAX_RECENT_ERRORS),
         }
-        return {"id": record.id, "generationTime": format_instant(self.clock() if self.clock else record.updated_ms),
-                "payload": payload}
+        return {"id": record.id, "generationTime": format_instant(now), "payload": payload}
 
     @staticmethod
     def _allow(method: str, *allowed: str) -> None:
         if method not in allowed:
             raise HttpError(405, f"method {method} is not allowed here; use {' or '.join(allowed)}")
+
+
+def _by_partition(offsets) -> dict:
+    return {str(p): int(o) for p, o in sorted(offsets.items())}
+
+
+def _task_report(task, spec, latest, now_ms: int) -> dict:
+    """One active task as Druid's TaskReportData: where it started, where it is (its last
+    progress report), and its lag behind the latest offsets."""
+    starting = {int(p): int(o) for p, o in (task.spec.get("startOffsets") or {}).items()}
+    current = {int(p): int(o) for p, o in (task.report.get("offsets") or {}).items()} or starting
+    out = {"id": task.id, "startTime": format_instant(task.started_ms) if task.started_ms else None,
+           "remainingSeconds": (max((task.started_ms + spec.task_duration_ms - now_ms) // 1000, 0)
+                                if task.started_ms else None),
+           "type": "ACTIVE", "startingOffsets": _by_partition(starting), "currentOffsets": _by_partition(current),
+           "lag": None}
+    if latest:
+        out["lag"] = {str(p): max(int(latest[p]) - current[p], 0) for p in sorted(current) if p in latest}
+    return out
 
 
 def _truthy(value) -> bool:
@@ -177,7 +229,7 @@ def _partition_offsets(body: bytes, topic: str) -> dict[int, int]:
     return out
 
 
-def register(endpoint, supervisors, authorizer, tasks=None, clock=None) -> SupervisorHttp:
-    handler = SupervisorHttp(supervisors, authorizer, tasks, clock)
+def register(endpoint, supervisors, authorizer, tasks=None, clock=None, lag=None) -> SupervisorHttp:
+    handler = SupervisorHttp(supervisors, authorizer, tasks, clock, lag)
     endpoint.route(BASE, handler)
     return handler

@@ -47,14 +47,24 @@ class TooManyStreamParseExceptions(ValidationError):
     """More unparseable messages than ioConfig/tuningConfig maxParseExceptions allow."""
 
 
+class StreamTaskFailed(ValidationError):
+    """The task ended on an error; ``report`` is its status then (parse exception samples
+    included), so the supervisor's recentErrors can show why."""
+
+    def __init__(self, message: str, report: dict) -> None:
+        super().__init__(message)
+        self.report = report
+
+
 @dataclass(frozen=True)
 class StreamParseException:
     partition: int
     offset: int
     reason: str
+    seen_ms: int = 0  # when the task met it (wall clock), for the supervisor's recentErrors
 
     def to_json(self) -> dict:
-        return {"partition": self.partition, "offset": self.offset, "reason": self.reason}
+        return {"partition": self.partition, "offset": self.offset, "reason": self.reason, "seenMs": self.seen_ms}
 
 
 @dataclass
@@ -174,10 +184,11 @@ class StreamTask:
         if not messages:
             return result
         lines = []
+        seen_ms = time.time_ns() // 1_000_000
         for m in messages:
             line, reason = _check(self.spec, m)
             if reason is not None:
-                result.parse_exceptions.append(StreamParseException(m.partition, m.offset, reason))
+                result.parse_exceptions.append(StreamParseException(m.partition, m.offset, reason, seen_ms))
             else:
                 lines.append(line)
         self._count(result.parse_exceptions)
@@ -256,7 +267,11 @@ def run_supervisor_task(spark, task_id: str, spec: Mapping, publisher, storage_u
     try:
         committed = {int(p): int(o) for p, o in (spec.get("startOffsets") or {}).items()}
         start = task.reader.start_offsets(supervisor.topic, committed, supervisor.use_earliest_offset)
-        end = task.run(start, cancel_event, progress=progress)
+        try:
+            end = task.run(start, cancel_event, progress=progress)
+        except TooManyStreamParseExceptions as exc:
+            raise StreamTaskFailed(str(exc), {**task.status(),
+                                              "startOffsets": {str(p): o for p, o in sorted(start.items())}}) from None
         return {**task.status(), "startOffsets": {str(p): o for p, o in sorted(start.items())},
                 "endOffsets": {str(p): o for p, o in sorted(end.items())}}
     finally:

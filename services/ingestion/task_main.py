@@ -157,7 +157,8 @@ def _run_stream(stub, task_id: str, spec: dict, cancel_event: threading.Event, s
     or a refused publish; each micro-batch is published with its offsets (stream_task.py)."""
     from services.ingestion.coordinator_publisher import CoordinatorPublisher  # start-up cost, as in run_task
     from services.ingestion.spark_session import get_or_create_session  # start-up cost: pyspark
-    from services.ingestion.stream_task import run_supervisor_task  # start-up cost: pyspark, confluent-kafka
+    # start-up cost: pyspark, confluent-kafka
+    from services.ingestion.stream_task import StreamTaskFailed, run_supervisor_task
 
     if spark is None:
         spark = get_or_create_session(f"strata-{task_id}")
@@ -170,9 +171,14 @@ def _run_stream(stub, task_id: str, spec: dict, cancel_event: threading.Event, s
         except Exception:  # progress is best effort; the final update is not
             log.warning("progress update failed", exc_info=True)
 
-    report = run_supervisor_task(spark, task_id, spec, CoordinatorPublisher(stub, task_id, datasource),
-                                 os.environ.get("STRATA_DEEP_STORAGE_URL", "var/strata/deep-storage"),
-                                 os.environ.get("STRATA_DEEP_STORAGE_ENDPOINT", ""), cancel_event, progress)
+    try:
+        report = run_supervisor_task(spark, task_id, spec, CoordinatorPublisher(stub, task_id, datasource),
+                                     os.environ.get("STRATA_DEEP_STORAGE_URL", "var/strata/deep-storage"),
+                                     os.environ.get("STRATA_DEEP_STORAGE_ENDPOINT", ""), cancel_event, progress)
+    except StreamTaskFailed as exc:
+        # Its report keeps the parse exception samples (partition, offset, reason) for the status.
+        _update(stub, task_id, "FAILED", exc.report, str(exc))
+        return 1
     _update(stub, task_id, "CANCELED" if cancel_event.is_set() else "SUCCESS", report)
     return 0
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import requests
 
@@ -55,3 +57,53 @@ def test_supervisor_lifecycle_over_http_and_sys_supervisors(cluster):
     assert bad.status_code == 400 and "unknown key 'maxRowz' in spec.tuningConfig" in bad.json()["error"]
     assert requests.post(f"{url}/stream_wiki/terminate", timeout=30).json() == {"id": "stream_wiki"}
     assert sql(cluster, "SELECT * FROM sys.supervisors") == []
+
+
+def test_strata_supervisor_cli(cluster, capsys, tmp_path):
+    from services.cli.main import main
+
+    url = ["--coordinator-http", f"http://127.0.0.1:{cluster.coordinator.http.port}"]
+    spec = {"type": "kafka", "spec": {**SPEC["spec"], "dataSchema": {"dataSource": "cli_wiki",
+                                                                     "timestampSpec": {"column": "ts"}}}}
+    path = tmp_path / "spec.json"
+    path.write_text(json.dumps(spec))
+    assert main(["supervisor", *url, "create", "--spec", str(path)]) == 0
+    assert "supervisor cli_wiki created or updated" in capsys.readouterr().out
+    assert main(["supervisor", *url, "list"]) == 0
+    assert "cli_wiki" in json.loads(capsys.readouterr().out)
+    assert main(["supervisor", *url, "list", "--state"]) == 0
+    [listed] = [s for s in json.loads(capsys.readouterr().out) if s["id"] == "cli_wiki"]
+    assert listed["healthy"] is True and listed["state"] in ("PENDING", "RUNNING")
+    assert main(["supervisor", *url, "get", "cli_wiki"]) == 0
+    assert json.loads(capsys.readouterr().out) == spec
+    wait_until(lambda: [t.type for t in cluster.client.tasks("cli_wiki")] == ["kafka"], timeout_s=30,
+               what="the supervisor's task")
+    assert main(["supervisor", *url, "status", "cli_wiki"]) == 0
+    payload = json.loads(capsys.readouterr().out)["payload"]
+    assert payload["stream"] == "edits" and payload["healthy"] is True and payload["recentErrors"] == []
+    assert main(["supervisor", *url, "stats", "cli_wiki"]) == 0
+    assert list(json.loads(capsys.readouterr().out)["0"]) == [t.id for t in cluster.client.tasks("cli_wiki")]
+    assert main(["supervisor", *url, "health", "cli_wiki"]) == 0
+    assert capsys.readouterr().out.strip() == "healthy"
+    assert main(["supervisor", *url, "suspend", "cli_wiki"]) == 0
+    assert "cli_wiki: suspend done" in capsys.readouterr().out
+    assert main(["supervisor", *url, "reset", "cli_wiki", "--offsets", '{"0": 5, "3": 9}']) == 0
+    assert main(["supervisor", *url, "status", "cli_wiki"]) == 0
+    payload = json.loads(capsys.readouterr().out.split("\n", 1)[1])["payload"]
+    assert payload["state"] == "SUSPENDED" and payload["committedOffsets"] == {"0": 5, "3": 9}
+    assert main(["supervisor", *url, "reset", "cli_wiki"]) == 0
+    assert "committed offsets forgotten" in capsys.readouterr().out
+    assert cluster.coordinator.supervisors.offsets("cli_wiki") is None
+    assert main(["supervisor", *url, "resume", "cli_wiki"]) == 0
+    assert main(["supervisor", *url, "terminate", "cli_wiki"]) == 0
+    capsys.readouterr()
+    assert main(["supervisor", *url, "list"]) == 0
+    assert "cli_wiki" not in json.loads(capsys.readouterr().out)
+    # Mistakes: the spec's key is named before the round trip; an unknown id is the server's 404.
+    assert main(["supervisor", *url, "create", "--spec", json.dumps(
+        {**spec, "spec": {**spec["spec"], "ioConfig": {"topik": "x"}}})]) == 2
+    assert "unknown key 'topik' in spec.ioConfig" in capsys.readouterr().err
+    assert main(["supervisor", *url, "status", "nope"]) == 2
+    assert "HTTP 404: no supervisor 'nope'" in capsys.readouterr().err
+    assert main(["supervisor", *url, "reset", "cli_wiki", "--offsets", "[1]"]) == 2
+    assert "--offsets must be a JSON object" in capsys.readouterr().err

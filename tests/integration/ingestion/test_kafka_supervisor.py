@@ -2,7 +2,9 @@
 launches the supervisor's task as a process running real Spark micro-batches, and queries through
 the broker. After every step the row count and a checksum equal what was produced, exactly:
 suspend (the task is cancelled) and resume (a new task starts from the committed offsets) lose
-and duplicate nothing."""
+and duplicate nothing. Lag (status and /metrics) builds up while suspended, to exactly what was
+produced meanwhile, and goes back to 0 on resume; unparseable messages show in recentErrors with
+their partition and offset."""
 
 from __future__ import annotations
 
@@ -10,9 +12,11 @@ import json
 import os
 import signal
 import time
+from datetime import datetime
 
 import pytest
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fixtures.kafka_broker import kafka_broker  # noqa: F401
 from tests.harness.embedded_cluster import EmbeddedCluster
@@ -55,6 +59,41 @@ def wait_for(cluster, want_count: int, want_sum: int, datasource: str = "stream_
     tasks = [(t.id, t.state, t.error[:500]) for t in cluster.client.tasks(datasource)]
     raise AssertionError(f"wanted {want_count} rows (id sum {want_sum}), last got {got}; status {status}; "
                          f"tasks {tasks}")
+
+
+def supervisor_status(cluster, datasource: str) -> dict:
+    response = requests.get(f"{cluster.supervisor_url}/{datasource}/status", timeout=30)
+    assert response.status_code == 200, response.text
+    return response.json()["payload"]
+
+
+def lag_metrics(cluster, supervisor: str) -> tuple[float | None, dict[str, float]]:
+    """(strata_ingest_kafka_lag, partition -> strata_ingest_kafka_partition_lag) on the coordinator's /metrics."""
+    text = requests.get(f"http://127.0.0.1:{cluster.coordinator.http.port}/metrics", timeout=30).text
+    total, parts = None, {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.labels.get("supervisor") != supervisor:
+                continue
+            if sample.name == "strata_ingest_kafka_lag":
+                total = sample.value
+            elif sample.name == "strata_ingest_kafka_partition_lag":
+                parts[sample.labels["partition"]] = sample.value
+    return total, parts
+
+
+def wait_for_lag(cluster, datasource: str, per_partition: dict[str, int]) -> dict:
+    """Waits until the status and the gauges both say ``per_partition``; returns the status."""
+    want_total = sum(per_partition.values())
+    deadline = time.monotonic() + 60
+    while True:
+        status = supervisor_status(cluster, datasource)
+        metrics = lag_metrics(cluster, datasource)
+        if (status["aggregateLag"] == want_total and status["minimumLag"] == per_partition
+                and metrics == (want_total, {p: float(v) for p, v in per_partition.items()})):
+            return status
+        assert time.monotonic() < deadline, f"wanted lag {per_partition}; status {status}, metrics {metrics}"
+        time.sleep(0.2)
 
 
 def spec_for(datasource: str, topic: str, bootstrap: str) -> dict:
@@ -102,7 +141,7 @@ def test_supervisor_streams_exactly_once_across_suspend_and_resume(cluster, kafk
                        "granularitySpec": {"segmentGranularity": "DAY"}},
         "ioConfig": {"topic": "stream-wiki", "consumerProperties": {"bootstrap.servers": kafka_broker.bootstrap},
                      "useEarliestOffset": True, "taskDuration": "PT1H"},
-        "tuningConfig": {"type": "kafka", "maxRowsInMemory": 1000}}}
+        "tuningConfig": {"type": "kafka", "maxRowsInMemory": 1000, "offsetFetchPeriod": "PT1S"}}}
     response = requests.post(cluster.supervisor_url, json=spec, timeout=30)
     assert response.status_code == 200, response.text
     wait_for(cluster, 300, sum(e["id"] for e in produced))
@@ -111,7 +150,7 @@ def test_supervisor_streams_exactly_once_across_suspend_and_resume(cluster, kafk
     kafka_broker.produce("stream-wiki", [(e["id"] % 3, json.dumps(e).encode()) for e in more])
     produced += more
     wait_for(cluster, len(produced), sum(e["id"] for e in produced))
-    status = requests.get(f"{cluster.supervisor_url}/stream_wiki/status", timeout=30).json()["payload"]
+    status = supervisor_status(cluster, "stream_wiki")
     assert status["state"] == "RUNNING" and len(status["activeTasks"]) == 1
     assert sum(status["committedOffsets"].values()) == len(produced)
 
@@ -122,14 +161,53 @@ def test_supervisor_streams_exactly_once_across_suspend_and_resume(cluster, kafk
         assert time.monotonic() < deadline, "the suspended supervisor's task did not end"
         time.sleep(0.2)
     later = events(420, 60)
-    kafka_broker.produce("stream-wiki", [(e["id"] % 3, json.dumps(e).encode()) for e in later])
+    committed = status["committedOffsets"]
+    # One record per batch, so Tansu's latest offset is the log end (see tests/fixtures/kafka_broker.py),
+    # and after the good ones two that do not parse, in partitions 0 and 1.
+    before_ms = time.time_ns() // 1_000_000
+    kafka_broker.produce("stream-wiki", [(e["id"] % 3, json.dumps(e).encode()) for e in later]
+                         + [(0, b"{not json"), (1, b'{"id": -1, "page": "no timestamp"}')], one_per_batch=True)
+    after_ms = time.time_ns() // 1_000_000
     assert rows(cluster, "SELECT COUNT(*) AS c FROM stream_wiki") == [{"c": len(produced)}]
     assert rows(cluster, "SELECT state, suspended FROM sys.supervisors") == [{"state": "SUSPENDED", "suspended": 1}]
+    # Lag: exactly what came while suspended, per partition, on the status and on /metrics.
+    waiting = {"0": 21, "1": 21, "2": 20}
+    status = wait_for_lag(cluster, "stream_wiki", waiting)
+    assert status["latestOffsets"] == {p: committed[p] + n for p, n in waiting.items()}
+    assert status["state"] == "SUSPENDED" and status["healthy"] is True and status["offsetsLastUpdated"]
+    # Lag in time: the oldest unread message was produced between before_ms and after_ms, and the
+    # age is taken when the offsets were read.
+    fetched_ms = int(datetime.fromisoformat(status["offsetsLastUpdated"].replace("Z", "+00:00")).timestamp() * 1000)
+    assert set(status["minimumLagMillis"]) == {"0", "1", "2"}
+    assert fetched_ms - after_ms <= status["aggregateLagMillis"] <= fetched_ms - before_ms, status
+    assert status["aggregateLagMillis"] == max(status["minimumLagMillis"].values())
+    assert requests.get(f"{cluster.supervisor_url}/stream_wiki/health", timeout=30).json() == {"healthy": True}
 
     # Resume: a new task starts from the committed offsets and loads just what came meanwhile.
     assert requests.post(f"{cluster.supervisor_url}/stream_wiki/resume", timeout=30).status_code == 200
     produced += later
     wait_for(cluster, len(produced), sum(e["id"] for e in produced))
+    status = wait_for_lag(cluster, "stream_wiki", {"0": 0, "1": 0, "2": 0})
+    assert status["state"] == "RUNNING" and status["healthy"] is True
+    assert status["aggregateLagMillis"] == 0 and status["minimumLagMillis"] == {"0": 0, "1": 0, "2": 0}
+    # The task's own view arrives with its progress report, just after its publish.
+    deadline = time.monotonic() + 60
+    while True:
+        status = supervisor_status(cluster, "stream_wiki")
+        [task] = status["activeTasks"]
+        stats = requests.get(f"{cluster.supervisor_url}/stream_wiki/stats", timeout=30).json()
+        totals = stats.get("0", {}).get(task["id"], {}).get("totals", {})
+        unparseable = totals.get("buildSegments", {}).get("unparseable")
+        if task["currentOffsets"] == status["latestOffsets"] and unparseable == 2:
+            break
+        assert time.monotonic() < deadline, f"the task's offsets and stats never caught up: {status}, {stats}"
+        time.sleep(0.2)
+    assert task["lag"] == {"0": 0, "1": 0, "2": 0}
+    # The two bad messages: parse exceptions naming partition, offset and reason.
+    bad = sorted((e["partition"], e["offset"], e["reason"]) for e in status["recentErrors"]
+                 if e["exceptionClass"] == "ParseException")
+    assert [(p, o) for p, o, _ in bad] == [(0, committed["0"] + 20), (1, committed["1"] + 20)], status["recentErrors"]
+    assert bad[0][2].startswith("not JSON") and "no timestamp" in bad[1][2]
     got = rows(cluster, "SELECT page, COUNT(*) AS c, SUM(added) AS a FROM stream_wiki GROUP BY page ORDER BY page")
     want: dict = {}
     for e in produced:
@@ -138,3 +216,8 @@ def test_supervisor_streams_exactly_once_across_suspend_and_resume(cluster, kafk
     assert sorted(((r["page"], r["c"], r["a"]) for r in got), key=repr) == sorted(
         ((p, c, a) for p, (c, a) in want.items()), key=repr)
     assert requests.post(f"{cluster.supervisor_url}/stream_wiki/terminate", timeout=30).status_code == 200
+    # A terminated supervisor's lag gauges go.
+    deadline = time.monotonic() + 30
+    while lag_metrics(cluster, "stream_wiki") != (None, {}):
+        assert time.monotonic() < deadline, "the terminated supervisor's lag gauges stayed"
+        time.sleep(0.2)

@@ -20,7 +20,8 @@ RULE_FILE = RULES / "strata-alerts.rules.yml"
 TEST_FILE = RULES / "strata-alerts.test.yml"
 EXPECTED = {"StrataHistoricalDown", "StrataNoHistoricalAnnounced", "StrataSegmentsUnavailable",
             "StrataSegmentsUnderReplicated", "StrataQueryErrorRatioHigh", "StrataQueryLatencyP99High",
-            "StrataIngestionTaskFailed", "StrataProjectionHitRatioDropAfterDeploy", "StrataSegmentsUnmatched"}
+            "StrataIngestionTaskFailed", "StrataProjectionHitRatioDropAfterDeploy", "StrataSegmentsUnmatched",
+            "StrataKafkaLagGrowing"}
 
 
 def _promtool() -> str:

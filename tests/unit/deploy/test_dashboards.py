@@ -63,7 +63,8 @@ def test_four_dashboards_with_the_panels_operators_need(generator):
     assert {"Hit ratio by projection", "Rows scanned with vs without projections",
             "Projection misses per second by reason"} <= titles["strata-projections"]
     assert {"Tasks by state", "Rows ingested per second by datasource", "Parse exceptions in the last hour by datasource",
-            "Task duration p50 and p90 (last hour)"} <= titles["strata-ingestion"]
+            "Task duration p50 and p90 (last hour)", "Kafka lag by supervisor",
+            "Kafka lag by partition", "Kafka lag in time by supervisor"} <= titles["strata-ingestion"]
     for d in dashboards.values():
         ids = [p["id"] for p in d["panels"]]
         assert len(ids) == len(set(ids)) and all(ids), f"{d['uid']}: panel ids must be unique"
