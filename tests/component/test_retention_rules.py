@@ -357,3 +357,73 @@ def test_http_routes_longest_prefix_first_and_pass_on_none():
         assert seen == ["lifecycle", "lifecycle", "listing"]
     finally:
         endpoint._server.server_close()
+
+
+def broker_http(cluster, method: str, path: str, body=None):
+    url = f"http://127.0.0.1:{cluster.broker.http.port}{path}"
+    data = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def finished_task(cluster, task_id: str) -> dict:
+    box = {}
+
+    def done() -> bool:
+        status, out = broker_http(cluster, "GET", f"/druid/indexer/v1/task/{task_id}/status")
+        assert status == 200, out
+        box["status"] = out["status"]
+        return out["status"]["statusCode"] != "RUNNING"
+
+    cluster.wait_until(done, what=f"task {task_id} finished")
+    return box["status"]
+
+
+def test_kill_task_through_the_druid_task_api(cluster):
+    """Druid's kill task on the broker's task API: it runs as a task (id, status, report,
+    sys.tasks) and deletes only unused segments, rows then files."""
+    assert http(cluster, "POST", "/druid/coordinator/v1/rules/doomed",
+                [{"type": "loadForever", "tieredReplicants": {"hot": 1}}])[0] == 200
+    older, newer = sorted(cluster.publish(life_table(), "doomed"), key=lambda d: d.id)
+    cluster.coordinator.store.mark_unused([older.id])
+    everything = {"type": "kill", "dataSource": "doomed", "interval": "1900-01-01/2200-01-01"}
+
+    # A version no segment has: the task succeeds and deletes nothing.
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {**everything, "versions": ["nope"]})
+    assert status == 200, out
+    first = finished_task(cluster, out["task"])
+    assert (first["statusCode"], first["type"], first["dataSource"]) == ("SUCCESS", "kill", "doomed")
+    assert cluster.coordinator.store.get(older.id) is not None and cluster.storage().exists(older.location)
+
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {**everything, "batchSize": 1, "limit": 5})
+    assert status == 200, out
+    task_id = out["task"]
+    assert finished_task(cluster, task_id)["statusCode"] == "SUCCESS"
+    assert cluster.coordinator.store.get(older.id) is None and not cluster.storage().exists(older.location)
+    # The used segment in the same interval is untouched and still answers.
+    assert cluster.coordinator.store.get(newer.id).used and cluster.storage().exists(newer.location)
+    status, report = broker_http(cluster, "GET", f"/druid/indexer/v1/task/{task_id}/reports")
+    assert status == 200 and report["killUnusedSegments"]["taskId"] == task_id
+    assert report["killUnusedSegments"]["payload"] == {
+        "numSegmentsKilled": 1, "numBatchesProcessed": 1, "numSegmentsMarkedAsUnused": 0, "numSegmentsKeptUsed": 0,
+        "fileErrors": []}
+    got, _ = cluster.client.sql(f"SELECT type, datasource, status FROM sys.tasks WHERE task_id = '{task_id}'")
+    assert got.to_pylist() == [{"type": "kill", "datasource": "doomed", "status": "SUCCESS"}]
+    got, _ = cluster.client.native({"queryType": "timeseries", "dataSource": "doomed", "intervals": ALL_TIME,
+                                    "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]})
+    assert got.to_pylist()[0]["n"] == 4
+
+    # Bad tasks are refused before a task exists, naming the field; other task types say where to go.
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {**everything, "limit": 0})
+    assert status == 400 and "'limit' must be a positive integer" in out["errorMessage"], out
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {"type": "kill", "dataSource": "doomed"})
+    assert status == 400 and "'interval' is required" in out["errorMessage"], out
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {"type": "index_parallel", "spec": {}})
+    assert "POST /druid/v2/sql/task" in out["errorMessage"], out
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", b"{not json")
+    assert status == 400 and "not valid JSON" in out["errorMessage"], out
+    assert {t.id for t in cluster.client.tasks("doomed")} == {first["id"], task_id}
