@@ -167,8 +167,11 @@ class DutyRunner:
         names = params.partial(descriptor.id)
         if not names:
             return descriptor.to_bytes()
-        return json.dumps({**descriptor.to_json(), "loadProjections": list(names),
-                           "loadRule": params.rule(descriptor.id).kind}, separators=(",", ":")).encode()
+        rule = params.rule(descriptor.id)
+        named = f"{rule.kind} {json.dumps(rule.matcher.to_json(), separators=(',', ':'))} of datasource " \
+                f"'{descriptor.id.datasource}'"
+        return json.dumps({**descriptor.to_json(), "loadProjections": list(names), "loadRule": named},
+                          separators=(",", ":")).encode()
 
     def run_once(self) -> list:
         started = time.perf_counter()

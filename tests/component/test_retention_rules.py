@@ -427,3 +427,94 @@ def test_kill_task_through_the_druid_task_api(cluster):
     status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", b"{not json")
     assert status == 400 and "not valid JSON" in out["errorMessage"], out
     assert {t.id for t in cluster.client.tasks("doomed")} == {first["id"], task_id}
+
+
+# ---- partial load rules: only a projection on the cold tier ---------------------------------------
+BY_AGE = {"type": "aggregate", "name": "by_age", "groupingColumns": [{"type": "string", "name": "age"}],
+          "aggregators": [{"type": "count", "name": "n"}, {"type": "longSum", "name": "total", "fieldName": "value"}]}
+
+
+def publish_with_projection(cluster, tmp_path, datasource: str) -> dict:
+    """One segment per day of ``table()`` (recent, old, ancient), each with the ``by_age``
+    projection; returns the open local copies by day name (the oracle)."""
+    from common.query.projection import ProjectionSpec, projection_rows
+    from common.segment import Segment
+    from common.segment.builder import build_segment
+    from common.segment.descriptor import SegmentDescriptor
+    from common.segment.segment_id import SegmentId
+    from common.types.interval import Interval
+    from services.deep_storage.deep_storage import deep_storage_key
+
+    rows, spec, storage = table(), ProjectionSpec.from_json(BY_AGE), cluster.storage()
+    local, descriptors = {}, []
+    for name, age in AGES.items():
+        start = TODAY - age * DAY
+        part = rows.filter(pa.compute.equal(rows.column("age"), name))
+        path = str(tmp_path / f"{name}.sseg")
+        manifest = build_segment(part, path, SegmentId(datasource, Interval(start, start + DAY), "v1", 0),
+                                 projections=[projection_rows(spec, part)])
+        key = deep_storage_key(manifest.segment_id)
+        storage.push(path, key)
+        descriptors.append(SegmentDescriptor.of(manifest, key, 1))
+        local[name] = Segment.open(path)
+    cluster.client.publish(descriptors)
+    return local
+
+
+def test_a_partial_rule_loads_only_a_projection_on_the_cold_tier(cluster, tmp_path):
+    from common.query import execute
+
+    rules = [{"type": "loadByPeriod", "period": "P30D", "tieredReplicants": {"hot": 1}},
+             {"type": "loadPartialByPeriod", "period": "P365D", "tieredReplicants": {"cold": 1},
+              "matcher": {"type": "exactProjection", "names": ["by_age"]}},
+             {"type": "dropForever"}]
+    assert http(cluster, "POST", "/druid/coordinator/v1/rules/parted", rules)[0] == 200
+    local = publish_with_projection(cluster, tmp_path, "parted")
+    try:
+        recent, old = (local[n].id for n in ("recent", "old"))
+        hot, cold = cluster.historicals
+        view = cluster.broker.node.view
+
+        def placed() -> bool:
+            with cluster.broker.node.lock:
+                return (view.replicas.get(recent) == {"historical-1"} and view.replicas.get(old) == {"historical-2"}
+                        and old in view.partial)
+        cluster.wait_until(placed, what="recent whole on hot, old as a projection on cold")
+        [(names, rule)] = view.partial[old].values()
+        assert names == ("by_age",) and rule.startswith("loadPartialByPeriod") and recent not in view.partial
+        assert cold.node.segment(old).loaded_projections == ("by_age",)
+        assert hot.node.segment(recent).loaded_projections is None
+
+        # A query the projection answers still answers, over both tiers, as the whole segments do.
+        fits = {"queryType": "groupBy", "dataSource": "parted", "intervals": ALL_TIME, "granularity": "all",
+                "dimensions": ["age"], "aggregations": [{"type": "count", "name": "c"},
+                                                        {"type": "longSum", "name": "s", "fieldName": "value"}]}
+        want = execute({**fits, "context": {"noProjections": True}}, [local["recent"], local["old"]]).table
+        got, _ = cluster.client.native(fits)
+        assert got.to_pylist() == want.to_pylist() == [{"age": "old", "c": 7, "s": 21}, {"age": "recent", "c": 5, "s": 10}]
+
+        got, _ = cluster.client.sql("SELECT age, COUNT(*) AS c, SUM(\"value\") AS s FROM parted GROUP BY age "
+                                    "ORDER BY age")
+        assert got.to_pylist() == want.to_pylist()
+        with pytest.raises(ClusterError, match="loaded only as its projections"):
+            cluster.client.sql("SELECT * FROM parted")
+
+        # One the projection cannot answer fails, naming the segment, the projections and the rule...
+        scan = {"queryType": "scan", "dataSource": "parted", "intervals": ALL_TIME, "columns": ["age", "value"]}
+        raw = {**fits, "dimensions": ["value"]}
+        for query in (scan, raw, {**fits, "context": {"noProjections": True}}):
+            with pytest.raises(ClusterError) as caught:
+                cluster.client.native(query)
+            message = str(caught.value)
+            assert f"segment {old} is loaded only as its projections (by_age)" in message, message
+            assert "loadPartialByPeriod" in message and "historical-2" in message and "Traceback" not in message
+        # ...but runs where whole segments hold the rows it reads.
+        recent_day = [f"{local['recent'].id.interval}"]
+        got, _ = cluster.client.native({**scan, "intervals": recent_day})
+        assert got.num_rows == 5
+        # The historical refuses such a query on its own too (a broker that sent it anyway).
+        with pytest.raises(Exception, match="loaded only as its projections"):
+            execute(scan, [cold.node.segment(old)])
+    finally:
+        for segment in local.values():
+            segment.close()
