@@ -499,6 +499,11 @@ def test_a_partial_rule_loads_only_a_projection_on_the_cold_tier(cluster, tmp_pa
         with pytest.raises(ClusterError, match="loaded only as its projections"):
             cluster.client.sql("SELECT * FROM parted")
 
+        got, _ = cluster.client.sql("SELECT rule_type, rule FROM sys.rules WHERE datasource = 'parted' "
+                                    "AND rule_order = 1")
+        [row] = got.to_pylist()
+        assert row["rule_type"] == "loadPartialByPeriod" and json.loads(row["rule"])["matcher"] == rules[1]["matcher"]
+
         # One the projection cannot answer fails, naming the segment, the projections and the rule...
         scan = {"queryType": "scan", "dataSource": "parted", "intervals": ALL_TIME, "columns": ["age", "value"]}
         raw = {**fits, "dimensions": ["value"]}
