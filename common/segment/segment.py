@@ -108,19 +108,24 @@ class Segment:
                 raise SegmentCorruptError(
                     f"segment {self.id}: part check failed: shared dictionary '{shared.name}' lacks '{shared.part}'",
                     self.id)
-        self._check_columns(m.columns, "")
+        # A partial copy (partial_copy.py) holds only its projections' parts: only they are checked
+        # and opened; its base rows and other projections are described, not there.
+        held = m.partial_projections
+        if held is None:
+            self._check_columns(m.columns, "")
         for proj in m.projections:
-            self._check_columns(proj.columns, f"projection '{proj.name}' ")
+            if held is None or proj.name in held:
+                self._check_columns(proj.columns, f"projection '{proj.name}' ")
         self._base = SegmentTable(self, m.columns, m.num_rows, m.ordering)
         self._projections = {p.name: SegmentTable(self, p.columns, p.num_rows, p.ordering, p)
-                             for p in m.projections}
+                             for p in m.projections if held is None or p.name in held}
         # Every use holds the lease; ``close`` retires it, and the file closes after the last use.
         self.lease = SegmentLease(self._close_now, str(m.segment_id))
         # New at every open: what names this copy of the segment in a prepared query's key.
         self.generation = next(_GENERATIONS)
-        # Set by a historical that holds this copy for a partial load rule: the projections it
-        # serves. None: the whole segment (base rows and every projection).
-        self.loaded_projections: tuple[str, ...] | None = None
+        # The projections this copy serves: a partial copy's (from its manifest), or those a
+        # historical restricts a whole copy to for a partial load rule. None: the whole segment.
+        self.loaded_projections: tuple[str, ...] | None = m.partial_projections
         if verify:
             self._container.verify_all()
 
