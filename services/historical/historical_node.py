@@ -10,9 +10,9 @@ It also watches its own failure records: one deleted by someone else (the coordi
 give-up expired) is fed as ``LoadFailureForgotten``, so this node forgets that failure too.
 
 An assignment from a partial load rule names the projections to serve (``loadProjections``, and
-the rule's type as ``loadRule``): the node keeps the segment's file but serves only queries those
-projections answer (``Segment.loaded_projections``), and says so in its announcement, so brokers
-send it only such queries.
+the rule as ``loadRule``): the cache keeps a partial copy holding only those projections' bytes
+(fetched by byte ranges), the copy answers only queries they answer (``Segment.loaded_projections``),
+and the announcement says so, so brokers send it only such queries.
 """
 
 from __future__ import annotations
@@ -164,7 +164,9 @@ class HistoricalNode:
         try:
             if command.force_refetch:
                 self.cache.evict(d.id)
-            self.cache.load(d.id, d.location, d.size)
+            with self._lock:
+                partial = self._partial.get(d.id)
+            self.cache.load(d.id, d.location, d.size, tuple(partial["loadProjections"]) if partial else None)
         except Exception as exc:
             stimulus = self.stimulus_id("load-failed")
             log.warning("%s: loading %s (for %s) failed: %s", stimulus, d.id, command.stimulus_id, exc)
@@ -213,7 +215,10 @@ class HistoricalNode:
         if segment is not None:
             with self._lock:
                 partial = self._partial.get(segment.id)
-            segment.loaded_projections = tuple(partial["loadProjections"]) if partial else None
+            # A partial copy serves what its file holds, whatever the assignment says meanwhile.
+            held = segment.manifest.partial_projections
+            segment.loaded_projections = held if held is not None else \
+                tuple(partial["loadProjections"]) if partial else None
         return segment
 
     def leases(self, sids: list[SegmentId]) -> tuple[list[Segment], list[SegmentId]]:

@@ -483,6 +483,14 @@ def test_a_partial_rule_loads_only_a_projection_on_the_cold_tier(cluster, tmp_pa
         [(names, rule)] = view.partial[old].values()
         assert names == ("by_age",) and rule.startswith("loadPartialByPeriod") and recent not in view.partial
         assert cold.node.segment(old).loaded_projections == ("by_age",)
+        # The cold historical keeps only the projection's bytes (a partial copy), fetched by ranges.
+        kept = cold.node.segment(old)
+        assert kept.manifest.partial_projections == ("by_age",)
+        # The base columns' own parts are not there (only the dictionary the projection shares).
+        base_parts = {p for c in local["old"].manifest.columns for p in c.parts.values()} - \
+            {d.part for d in local["old"].manifest.dictionaries.values()}
+        assert kept.size < local["old"].size and not base_parts & set(kept.manifest.files)
+        assert set(kept.manifest.files) < set(local["old"].manifest.files)
         assert hot.node.segment(recent).loaded_projections is None
 
         # A query the projection answers still answers, over both tiers, as the whole segments do.
