@@ -317,7 +317,7 @@ class SegmentCache:
                         f"segment {segment_id}: the cached copy {path} is corrupt ({reason}) and its deep storage "
                         f"key is unknown (no {os.path.basename(self._sidecar(segment_id))}); it was removed from the "
                         "cache, so the coordinator must assign it again", segment_id)
-                segment = self._fetch(segment_id, held.key, path)
+                segment = self._fetch(segment_id, held.key, path, held.segment.manifest.partial_projections)
                 self._write_sidecar(segment_id, held.key)
                 with self._lock:
                     self._install_locked(segment_id, segment, held.key)

@@ -390,6 +390,10 @@ def test_a_partial_load_keeps_only_the_projection(storage, built, tmp_path, rang
     again = SegmentCache(str(tmp_path / "cache"), 10 << 20, source)
     again.restore()
     assert again.get(sid).loaded_projections == ("by_channel",)
+    flip_middle_byte(again.path(sid), again.get(sid))  # damaged on disk: repaired as the same cut
+    assert again.verify(sid) is False
+    assert again.get(sid).manifest.partial_projections == ("by_channel",)
+    assert execute(CHANNELS, [again.get(sid)]).table.to_pylist() == want
     full = again.load(sid, key, whole_size)
     assert full.manifest.partial_projections is None and full.loaded_projections is None
     assert os.path.getsize(again.path(sid)) == whole_size and totals(full)[0] == rows.num_rows
