@@ -92,22 +92,38 @@ def write_container(path: str, parts: dict[str, pa.Buffer | bytes], make_manifes
     the same directory, fsync, rename). ``pool``: threads to compress parts in. ``overrides``:
     part name -> its own policy (a projection's sketch part is compressed harder: builder.py).
     """
+    stored_parts = _compressed(parts, compression, pool, overrides) if compression is not None else None
+
+    def items():
+        for name, data in parts.items():
+            stored, codec = stored_parts[name] if stored_parts is not None else (data, None)
+            yield name, stored, codec, memoryview(data).nbytes
+
+    _write(path, items(), make_manifest)
+
+
+def write_stored_parts(path: str, parts: Mapping[str, tuple[bytes, str | None, int | None]],
+                       make_manifest: Callable[[dict], bytes]) -> None:
+    """A container of parts already stored (as another container holds them: name -> (stored
+    bytes, codec or None, decoded length or None)), copied as they are; entries as
+    ``write_container``'s. A historical's partial copy is made this way."""
+    _write(path, ((name, stored, codec, raw) for name, (stored, codec, raw) in parts.items()), make_manifest)
+
+
+def _write(path: str, items, make_manifest: Callable[[dict], bytes]) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
-    stored_parts = _compressed(parts, compression, pool, overrides) if compression is not None else None
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".sseg", dir=directory)
     try:
         with os.fdopen(fd, "wb", buffering=1 << 20) as out:
             out.write(MAGIC)
             pos = len(MAGIC)
             entries = {}
-            for name, data in parts.items():
+            for name, stored, codec, raw_length in items:
                 pad = (-pos) % _ALIGN
                 if pad:
                     out.write(b"\x00" * pad)
                     pos += pad
-                raw_length = memoryview(data).nbytes
-                stored, codec = stored_parts[name] if stored_parts is not None else (data, None)
                 view = memoryview(stored)
                 out.write(view)
                 check = crc32(view)

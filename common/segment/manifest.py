@@ -10,7 +10,10 @@ The manifest is what makes the container extensible without a format break:
   projection columns reuse (and, for nested columns, one global dictionary per value type);
 - ``projections`` lists embedded pre-aggregated tables, each with its own columns;
 - ``requiredFeatures`` lists what a reader must understand; a reader refuses a segment that
-  needs a feature it does not know instead of misreading it.
+  needs a feature it does not know instead of misreading it;
+- ``partialProjections`` (with the feature ``partialCopy``) marks a historical's partial copy
+  (a partial load rule's): only those projections' parts (and the shared dictionaries they use)
+  are in the file; the base columns and other projections are described but absent.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from common.types.column_type import ColumnType
 
 FORMAT_NAME = "strata-segment"
 FORMAT_VERSION = 1
+PARTIAL_COPY = "partialCopy"  # the requiredFeatures entry of a partial copy
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,7 @@ class SegmentManifest:
     projections: tuple[ProjectionManifest, ...] = ()
     required_features: tuple[str, ...] = ()
     format_version: int = FORMAT_VERSION
+    partial_projections: tuple[str, ...] | None = None  # a partial copy's projections; None: whole
 
     def column(self, name: str) -> ColumnManifest | None:
         for col in self.columns:
@@ -197,6 +202,12 @@ class SegmentManifest:
         return sum(p.length for p in self.files.values())
 
     def to_json(self) -> dict:
+        out = self._to_json()
+        if self.partial_projections is not None:
+            out["partialProjections"] = list(self.partial_projections)
+        return out
+
+    def _to_json(self) -> dict:
         return {
             "format": FORMAT_NAME,
             "formatVersion": self.format_version,
@@ -225,7 +236,7 @@ class SegmentManifest:
             raise SegmentCorruptError(
                 f"segment {where}: format version check failed: version {version}, this reader knows 1..{FORMAT_VERSION}"
             )
-        known = known_features() | {COMPRESSED_PARTS}
+        known = known_features() | {COMPRESSED_PARTS, PARTIAL_COPY}
         unknown = [f for f in obj.get("requiredFeatures", []) if f not in known]
         if unknown:
             raise SegmentCorruptError(
@@ -244,4 +255,5 @@ class SegmentManifest:
             projections=tuple(ProjectionManifest.from_json(p) for p in obj.get("projections", ())),
             required_features=tuple(obj.get("requiredFeatures", ())),
             format_version=version,
+            partial_projections=tuple(obj["partialProjections"]) if obj.get("partialProjections") is not None else None,
         )

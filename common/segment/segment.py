@@ -108,16 +108,24 @@ class Segment:
                 raise SegmentCorruptError(
                     f"segment {self.id}: part check failed: shared dictionary '{shared.name}' lacks '{shared.part}'",
                     self.id)
-        self._check_columns(m.columns, "")
+        # A partial copy (partial_copy.py) holds only its projections' parts: only they are checked
+        # and opened; its base rows and other projections are described, not there.
+        held = m.partial_projections
+        if held is None:
+            self._check_columns(m.columns, "")
         for proj in m.projections:
-            self._check_columns(proj.columns, f"projection '{proj.name}' ")
+            if held is None or proj.name in held:
+                self._check_columns(proj.columns, f"projection '{proj.name}' ")
         self._base = SegmentTable(self, m.columns, m.num_rows, m.ordering)
         self._projections = {p.name: SegmentTable(self, p.columns, p.num_rows, p.ordering, p)
-                             for p in m.projections}
+                             for p in m.projections if held is None or p.name in held}
         # Every use holds the lease; ``close`` retires it, and the file closes after the last use.
         self.lease = SegmentLease(self._close_now, str(m.segment_id))
         # New at every open: what names this copy of the segment in a prepared query's key.
         self.generation = next(_GENERATIONS)
+        # The projections this copy serves: a partial copy's (from its manifest), or those a
+        # historical restricts a whole copy to for a partial load rule. None: the whole segment.
+        self.loaded_projections: tuple[str, ...] | None = m.partial_projections
         if verify:
             self._container.verify_all()
 
@@ -191,7 +199,7 @@ class Segment:
     def source_for(self, spec: ScanSpec, matcher: ProjectionMatcher | None = None) -> SourceChoice:
         """The table that serves ``spec``: the smallest matching projection, else the base rows
         (see ``choose_projection``)."""
-        proj, match, rejected = choose_projection(self.manifest, spec, matcher)
+        proj, match, rejected = choose_projection(self.manifest, spec, matcher, self.loaded_projections)
         if proj is None:
             return SourceChoice(self._base, rejected=rejected)
         return SourceChoice(self._projections[proj.name], True, proj.name, match, rejected)
@@ -219,16 +227,26 @@ class Segment:
         return f"Segment({self.id}, rows={self.num_rows})"
 
 
-def choose_projection(manifest: SegmentManifest, spec: ScanSpec, matcher: ProjectionMatcher | None
+class PartialCopyError(ValidationError):
+    """A copy of a segment loaded only as some of its projections (a partial load rule) cannot
+    serve a query those projections do not answer."""
+
+
+def choose_projection(manifest: SegmentManifest, spec: ScanSpec, matcher: ProjectionMatcher | None,
+                      only: tuple[str, ...] | None = None
                       ) -> tuple[ProjectionManifest | None, ProjectionMatch | None, tuple[tuple[str, str], ...]]:
     """(the projection that serves ``spec`` or None for base rows, how it serves it, and the reason
     each other candidate could not), from the manifest alone, so brokers can explain the choice.
+    ``only``: a partial copy's projections, the only candidates; PartialCopyError when none of
+    them serves the query (a partial copy has no base rows to fall back on).
 
     Candidates are tried smallest first; ``matcher`` (from the query engine, which understands
     aggregators and filters) decides whether one can answer. Query context keys steer the choice:
     ``noProjections`` reads base rows, ``useProjection`` must use the named projection, and
     ``forceProjections`` must use some projection; the last two fail with the reasons.
     """
+    if only is not None:
+        return _choose_within(manifest, spec, matcher, only)
     ctx = spec.context or {}
     sid = manifest.segment_id
     candidates = sorted(manifest.projections, key=lambda p: (p.num_rows, p.name))
@@ -261,10 +279,36 @@ def choose_projection(manifest: SegmentManifest, spec: ScanSpec, matcher: Projec
     return None, None, tuple(rejected)
 
 
+def _choose_within(manifest: SegmentManifest, spec: ScanSpec, matcher: ProjectionMatcher | None,
+                   only: tuple[str, ...]):
+    sid = manifest.segment_id
+    names = ", ".join(only) or "none"
+    where = f"segment {sid} is loaded only as its projections ({names}) by a partial load rule"
+    ctx = spec.context or {}
+    if _truthy(ctx.get("noProjections")):
+        raise PartialCopyError(f"{where}; noProjections asks for the base rows, which this copy does not serve")
+    if not spec.is_aggregate or matcher is None:
+        raise PartialCopyError(f"{where}; this query reads rows, not aggregates, so it needs the base rows")
+    candidates = sorted((p for p in manifest.projections if p.name in only), key=lambda p: (p.num_rows, p.name))
+    wanted = ctx.get("useProjection")
+    if wanted:
+        candidates = [p for p in candidates if p.name == str(wanted)]
+        if not candidates:
+            raise PartialCopyError(f"{where}; useProjection names '{wanted}', which this copy does not serve")
+    rejected: list[tuple[str, str]] = []
+    for proj in candidates:
+        answer = matcher(proj, spec, sid.interval)
+        if isinstance(answer, ProjectionMatch):
+            return proj, answer, tuple(rejected)
+        rejected.append((proj.name, str(answer)))
+    reasons = "; ".join(f"{name}: {why}" for name, why in rejected) or "the segment has none of them"
+    raise PartialCopyError(f"{where}, and none of them answers this query ({reasons})")
+
+
 def _truthy(value) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("true", "1", "yes")
     return bool(value)
 
 
-__all__ = ["ProjectionMatcher", "Segment", "SegmentTable", "choose_projection"]
+__all__ = ["PartialCopyError", "ProjectionMatcher", "Segment", "SegmentTable", "choose_projection"]

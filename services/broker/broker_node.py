@@ -66,9 +66,13 @@ class BrokerNode:
             server = parse_served_key(event.key).server
             with self.lock:
                 if event.type == "put":
-                    descriptor = SegmentDescriptor.from_bytes(event.value)
+                    obj = json.loads(event.value)
+                    descriptor = SegmentDescriptor.from_json(obj)
                     self._served_keys[event.key] = (server, descriptor.id)
-                    self.view.served(server, descriptor)
+                    names = obj.get("loadProjections")
+                    partial = (tuple(names), str(obj.get("loadRule") or "a partial load rule")) \
+                        if isinstance(names, list) and names else None
+                    self.view.served(server, descriptor, partial)
                 else:
                     known = self._served_keys.pop(event.key, None)
                     if known is not None:

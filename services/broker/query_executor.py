@@ -150,10 +150,7 @@ class QueryExecutor:
         schema = self._schema(query.datasource, query.context, schemas)
         engine.validate(query, schema)
         query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
-        with self.view_lock:
-            plan = self.view.plan(query.datasource, list(query.intervals), tiers=context_tiers(query.context))
-        if plan.unavailable:
-            raise UnsupportedError(f"segments not available on any historical: {', '.join(map(str, plan.unavailable))}")
+        plan = self._plan(query, list(query.intervals))
         if self.watch is not None:
             self.watch.native_started()
         finalize = scan_engine.StreamFinalizer(query, schema)
@@ -279,11 +276,8 @@ class QueryExecutor:
                 segments = self.view.visible(query.datasource, intervals)
             choice = self.tables.of(query, query.datasource, segments)  # outside the lock: may read manifests
             spread = choice.rows is None or choice.rows > self.gather_rows
-        with self.view_lock:
-            plan = self.view.plan(query.datasource, intervals, spread=spread, tiers=context_tiers(query.context))
+        plan = self._plan(query, intervals, spread)
         coverage = plan.coverage
-        if plan.unavailable:
-            raise UnsupportedError(f"segments not available on any historical: {', '.join(map(str, plan.unavailable))}")
         if self.watch is not None:
             self.watch.native_started()
         merged = None
@@ -467,6 +461,44 @@ class QueryExecutor:
             raise
         return units
 
+    def _plan(self, query: Query, intervals: list, spread: bool = True):
+        """The query's plan, keeping it off partial copies (a partial load rule's projections only)
+        that cannot answer it; a segment with no other copy fails the query with the reason."""
+        tiers = context_tiers(query.context)
+        with self.view_lock:
+            copies = self.view.partial_copies(self.view.visible(query.datasource, intervals)) \
+                if self.view.partial else {}
+        unfit = self._unfit_partials(query, copies)
+        with self.view_lock:
+            plan = self.view.plan(query.datasource, intervals, {s: set(v) for s, v in unfit.items()} or None,
+                                  spread=spread, tiers=tiers)
+        if plan.unavailable:
+            raise self._unavailable(plan.unavailable, unfit)
+        return plan
+
+    def _unfit_partials(self, query: Query, copies: dict) -> dict[SegmentId, dict[str, tuple[str, str]]]:
+        """segment -> server -> (why its partial copy cannot answer ``query``, the rule's type)."""
+        unfit: dict[SegmentId, dict[str, tuple[str, str]]] = {}
+        for sid, servers in copies.items():
+            for server, (names, rule) in servers.items():
+                reason = self.tables.partial_refusal(query, sid, names) if self.tables is not None else \
+                    f"segment {sid} is loaded only as its projections ({', '.join(names)}) by a partial load rule"
+                if reason is not None:
+                    unfit.setdefault(sid, {})[server] = (reason, rule)
+        return unfit
+
+    @staticmethod
+    def _unavailable(segments: list[SegmentId], unfit: dict) -> StrataError:
+        partial = [sid for sid in segments if sid in unfit]
+        if not partial:
+            return UnsupportedError(f"segments not available on any historical: {', '.join(map(str, segments))}")
+        sid = partial[0]
+        reason, rule = next(iter(unfit[sid].values()))
+        more = f" ({len(partial) - 1} more segments alike)" if len(partial) > 1 else ""
+        return ValidationError(f"{reason}{more}. Its copies come from the rule {rule} on {', '.join(sorted(unfit[sid]))} "
+                               f"and no historical holds the whole segment: query only what those projections hold, "
+                               f"or load whole segments of this interval with a load rule without a matcher")
+
     def _replan(self, query: Query, query_id: str, server: str, segments: list[SegmentId], exc: Exception,
                 exclude: dict) -> dict:
         """After ``server`` failed on ``segments``: raise when no other replica may do better,
@@ -490,6 +522,11 @@ class QueryExecutor:
         self.metrics.replica_retries.inc()
         for sid in segments:
             exclude.setdefault(sid, set()).add(server)
+        with self.view_lock:
+            copies = self.view.partial_copies(segments) if self.view.partial else {}
+        unfit = self._unfit_partials(query, copies)
+        for sid, servers in unfit.items():  # partial copies that cannot answer stay out of a retry too
+            exclude.setdefault(sid, set()).update(servers)
         with self.view_lock:
             retry = self.view.plan(query.datasource, list(query.intervals), exclude, set(segments),
                                    tiers=context_tiers(query.context))

@@ -89,6 +89,23 @@ class TableChoice:
                 groups[outcome] = TableUse(datasource, outcome[0], 1, dict(outcome[1]))
         return Choice(tuple(groups.values()), rows if complete else None), complete
 
+    def partial_refusal(self, query, sid, projections: tuple[str, ...]) -> str | None:
+        """None when a copy of ``sid`` loaded as only ``projections`` (a partial load rule) can
+        answer ``query``, else why not (the historical decides the same with the same function)."""
+        key = ("partial", query.json_text(), sid, projections)
+        hit = self._choices.get(key)
+        if hit is None:
+            cached = self._manifests_of([sid])[0]
+            if cached is None:
+                return f"segment {sid}'s manifest is not known to the broker yet"
+            try:
+                choose_projection(cached[0], scan_spec_for(query), match_projection, projections)
+                hit = ("",)
+            except ValidationError as exc:
+                hit = (str(exc),)
+            self._choices.put(key, hit)
+        return hit[0] or None
+
     def _manifests_of(self, segment_ids) -> list[tuple[SegmentManifest, tuple] | None]:
         """Each segment's parsed manifest and its projections' signature (as tried: smallest first)."""
         with self._lock:

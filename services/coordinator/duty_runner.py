@@ -74,6 +74,7 @@ class DutyRunner:
         # The RetryLoads sent, so a report is answered once (see RetrySent); only the leader's
         # loop thread touches it, and a new leader starting empty sends at most one more each.
         self._retries_sent: dict[tuple[str, SegmentId], RetrySent] = {}
+        self._projections: dict[SegmentId, tuple[str, ...]] = {}  # segment -> its projection names
         self.period_s = period_ms / 1000
         self._stop = threading.Event()
         self._leader = threading.Event()
@@ -142,7 +143,35 @@ class DutyRunner:
                           servers=servers, unused=tuple(unused.values()), now_ms=int(time.time() * 1000),
                           replication=self.replication, load_failures=state.load_failures,
                           give_up_expiry_ms=self.give_up_expiry_ms, retries_sent=self._retries_sent,
-                          rules=self.rules.stored() if self.rules is not None else {})
+                          rules=self.rules.stored() if self.rules is not None else {},
+                          projections={sid: self._projection_names(d) for sid, d in used.items()})
+
+    def _projection_names(self, descriptor) -> tuple[str, ...]:
+        """A segment's projection names, from its manifest (parsed once: a segment id names one
+        immutable manifest)."""
+        names = self._projections.get(descriptor.id)
+        if names is None:
+            try:
+                manifest = json.loads(descriptor.manifest_json or "{}")
+                names = tuple(str(p["name"]) for p in manifest.get("projections", ()) if p.get("name"))
+            except (ValueError, TypeError, AttributeError, KeyError):
+                names = ()  # an unreadable manifest: no projections for a partial rule to select
+            if len(self._projections) >= 200_000:
+                self._projections.clear()
+            self._projections[descriptor.id] = names
+        return names
+
+    def _assignment(self, descriptor, params: DutyParams) -> bytes:
+        """The assignment's value: the descriptor, plus the projections to serve and the rule's
+        type when a partial load rule placed it."""
+        names = params.partial(descriptor.id)
+        if not names:
+            return descriptor.to_bytes()
+        rule = params.rule(descriptor.id)
+        named = f"{rule.kind} {json.dumps(rule.matcher.to_json(), separators=(',', ':'))} of datasource " \
+                f"'{descriptor.id.datasource}'"
+        return json.dumps({**descriptor.to_json(), "loadProjections": list(names), "loadRule": named},
+                          separators=(",", ":")).encode()
 
     def run_once(self) -> list:
         started = time.perf_counter()
@@ -162,13 +191,14 @@ class DutyRunner:
         for command in commands:
             if isinstance(command, Load):
                 d = used[command.segment]
-                self.discovery.put(assignment_key(command.server, d.id), d.to_bytes())
+                self.discovery.put(assignment_key(command.server, d.id), self._assignment(d, params))
                 self.metrics.coordinator_commands.labels("load").inc()
             elif isinstance(command, RetryLoad):
                 failure = state.load_failures.get((command.server, command.segment))
                 log.info("retrying the load of %s on %s (failed %d times: %s)", command.segment, command.server,
                          failure.attempts if failure else 0, failure.reason if failure else "")
-                self.discovery.put(assignment_key(command.server, command.segment), used[command.segment].to_bytes())
+                self.discovery.put(assignment_key(command.server, command.segment),
+                                   self._assignment(used[command.segment], params))
                 if failure is not None:
                     self._retries_sent[(command.server, command.segment)] = RetrySent(failure.failed_ms, params.now_ms)
                 self.metrics.coordinator_commands.labels("retry_load").inc()

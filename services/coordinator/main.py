@@ -11,6 +11,7 @@ from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import ClusterState, DutyRunner
 from services.coordinator.kafka_lag_monitor import KafkaLagMonitor
 from services.coordinator import rules_http, segment_lifecycle_http, supervisor_http
+from services.coordinator.core.kill_plan import parse_kill_spec
 from services.coordinator.segment_lifecycle import AutoKill, SegmentLifecycle
 from services.coordinator.core.rules import DEFAULT_TIER
 from services.coordinator.rule_store import RuleStore
@@ -69,7 +70,8 @@ class CoordinatorProcess(NodeProcess):
                                       config.coordinator.max_running_tasks,
                                       storage_factory=lambda: _deep_storage(config),
                                       warm_drivers=config.coordinator.warm_task_drivers,
-                                      leadership_fresh=lambda: self.election is not None and self.election.is_leader_now())
+                                      leadership_fresh=lambda: self.election is not None and self.election.is_leader_now(),
+                                      local_tasks={"kill": self._run_kill_task})
         servicer = CoordinatorServicer(self.store, self.discovery, self.metrics, self.runner, self.tasks,
                                        self.task_runner, caller=self._task_caller, authorizer=self.authorizer)
         add_to_server(self.grpc, servicer)
@@ -101,6 +103,9 @@ class CoordinatorProcess(NodeProcess):
         self.election = None
         self.runner.leadership_fresh = lambda: self.election is not None and self.election.is_leader_now()
         self.announcer = Announcer(self.discovery, config.discovery.lease_ttl_s)
+
+    def _run_kill_task(self, task, should_stop):
+        return self.lifecycle.run_kill_task(parse_kill_spec(task.spec), should_stop)
 
     # ---- who may call: nodes (the internal credential), the admin, users on the task calls ----
     def _user(self, metadata: dict) -> str | None:

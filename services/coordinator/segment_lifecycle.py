@@ -18,7 +18,7 @@ from common.errors import ValidationError
 from common.segment.segment_id import SegmentId
 from common.segment.timeline import Timeline, TimelineSegment
 from common.types.interval import Interval
-from services.coordinator.core.kill_plan import segments_to_kill
+from services.coordinator.core.kill_plan import KillSpec, kill_batches, segments_to_kill
 from services.coordinator.store import SegmentRecord, SegmentStore
 
 log = logging.getLogger("strata.coordinator")
@@ -85,6 +85,30 @@ class SegmentLifecycle:
         log.info("killed %d unused segments of %s in %s (%d kept: used again)", len(report.killed), datasource,
                  interval, report.skipped_used)
         return report
+
+    def run_kill_task(self, spec: KillSpec, should_stop: Callable[[], bool] = lambda: False
+                      ) -> tuple[dict, str | None]:
+        """A ``kill`` task: deletes the spec's unused segments a batch at a time, checking
+        ``should_stop`` (a cancel) between batches. Returns Druid's kill report (plus strata's
+        ``numSegmentsKeptUsed`` and ``fileErrors``) and an error when files could not be deleted."""
+        records = {r.id: r for r in self.store.list(spec.datasource, include_unused=True) if not r.used}
+        batches = kill_batches(spec, ((r.id, r.used_status_updated_ms) for r in records.values()))
+        killed, kept, errors, done = 0, 0, [], 0
+        for batch in batches:
+            if should_stop():
+                break
+            report = self._delete([records[s] for s in batch])
+            killed, kept, done = killed + len(report.killed), kept + report.skipped_used, done + 1
+            errors.extend(report.file_errors)
+        log.info("kill task on %s %s: deleted %d unused segments in %d of %d batches (%d kept: used again)",
+                 spec.datasource, spec.interval, killed, done, len(batches), kept)
+        out = {"numSegmentsKilled": killed, "numBatchesProcessed": done, "numSegmentsMarkedAsUnused": 0,
+               "numSegmentsKeptUsed": kept, "fileErrors": errors}
+        error = None
+        if errors:
+            error = (f"{len(errors)} segment file(s) could not be deleted from deep storage (their metadata rows are "
+                     f"gone; delete the files by hand): {errors[0]}")
+        return out, error
 
     def kill_unused(self, now_ms: int, after_ms: int, limit: int) -> KillReport:
         """Automatic kill: segments unused for at least ``after_ms``, at most ``limit`` of them."""

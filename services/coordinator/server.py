@@ -14,6 +14,7 @@ from common.json.json_text import loads_json
 from common.segment.time_partitioner import new_version
 from common.segment.timeline import TimelineSegment
 from services.coordinator.core.allocation import PartitionLedger
+from services.coordinator.core.kill_plan import parse_kill_spec
 from services.coordinator.core.rules import DEFAULT_DATASOURCE, default_rules, rules_to_json
 from services.coordinator.duty_runner import ClusterState
 from services.coordinator.store import SegmentRecord
@@ -159,9 +160,9 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
     def SubmitTask(self, request, context):
         self._need_tasks(context)
         user = self.caller(context)
-        if user is not None and request.type != "compact":
+        if user is not None and request.type not in ("compact", "kill"):
             # An INSERT reads input tables the broker authorizes: users submit it through SQL.
-            raise PermissionError(f"user '{user}' may submit only compact tasks here; run "
+            raise PermissionError(f"user '{user}' may submit only compact and kill tasks here; run "
                                   f"{request.type or 'ingestion'} statements through the broker (SQL)")
         self._authorize_task(context, request.datasource, "WRITE")
         spec = loads_json(request.spec_json or "{}", "task spec_json")
@@ -169,6 +170,13 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
             raise ValidationError(f"task spec_json must be a JSON object, got a {type(spec).__name__}")
         if not request.datasource:
             raise ValidationError("SubmitTask needs a datasource")
+        if request.type == "kill":
+            # Validated before a task exists, so a bad payload is the submitter's error, not a FAILED task.
+            kill = parse_kill_spec({**spec, "dataSource": spec.get("dataSource", request.datasource)})
+            if kill.datasource != request.datasource:
+                raise ValidationError(f"kill task: 'dataSource' {kill.datasource!r} differs from the task's "
+                                      f"datasource {request.datasource!r}")
+            spec = kill.to_json()
         task = self.tasks.create(request.datasource, request.type, request.statement, spec)
         if self.task_runner is not None:
             self.task_runner.wake()  # start it now, not at the next pass

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from common.errors import ValidationError
+from common.errors import StrataError, ValidationError
 from services.ingestion.spark_session import task_master
 from services.deep_storage.upload_folder import ingest_root, task_key_prefix
 from services.node_process import log_tail
@@ -86,7 +86,8 @@ class TaskRunner:
                  period_s: float = 0.5, cancel_grace_s: float = 30.0, storage_factory: Callable | None = None,
                  cleanup_period_s: float = 2.0,
                  task_command: Callable[[str, str], list[str]] | None = None, warm_drivers: int = 0,
-                 leadership_fresh: Callable[[], bool] | None = None) -> None:
+                 leadership_fresh: Callable[[], bool] | None = None,
+                 local_tasks: dict[str, Callable] | None = None) -> None:
         self.tasks = tasks
         self.coordinator_target = coordinator_target  # () -> "host:port"
         self.log_dir = log_dir
@@ -104,6 +105,10 @@ class TaskRunner:
         # leader flag lags behind a lease lost while the process was paused.
         self.leadership_fresh = leadership_fresh or (lambda: True)
         self._drivers: list[_Driver] = []
+        # Task types run in a thread of this process, not Spark (a kill only talks to the metadata
+        # DB and deep storage): type -> (task, should_stop) -> (report, error or None).
+        self.local_tasks = dict(local_tasks or {})
+        self._local: dict[str, threading.Event] = {}  # running local task -> its cancel flag
         self._driven: dict[str, _Driver] = {}  # task id -> the warm driver running it
         self._driver_done: list[tuple[_Driver, str]] = []  # (driver, task) it said it finished
         self._driver_seq = 0
@@ -136,6 +141,8 @@ class TaskRunner:
         self._cleaner.join(timeout=5)
         with self._lock:
             procs = dict(self._procs)
+            for flag in self._local.values():
+                flag.set()
         # All at once: one grace period for every task, not one each.
         stoppers = [threading.Thread(target=self._terminate, args=(task_id, proc), daemon=True)
                     for task_id, proc in procs.items()]
@@ -166,16 +173,20 @@ class TaskRunner:
         """RUNNING tasks no process of ours runs: their driver ran under a previous coordinator.
         A process that outlived it is stopped first, so it cannot upload after the cleanup."""
         with self._lock:
-            mine = set(self._procs)
+            mine = set(self._procs) | set(self._local)
         for task in self.tasks.list(state="RUNNING"):
             if task.id in mine:
                 continue
             stopped = self._kill_leftover(task.id)  # also waits for its process group to end
+            failed_error = ("the coordinator restarted while the task ran"
+                            + (" (its process was stopped)" if stopped else "")
+                            + "; nothing was published, resubmit the statement")
+            if task.type in self.local_tasks:
+                failed_error = ("the coordinator restarted while the task ran; what it deleted is gone and the rest "
+                                "is untouched: submit it again")
             settled = self.tasks.settle_exited(
                 task.id, task_key_prefix(task.datasource, task.id),
-                failed_error="the coordinator restarted while the task ran"
-                             + (" (its process was stopped)" if stopped else "")
-                             + "; nothing was published, resubmit the statement",
+                failed_error=failed_error,
                 published_error="the coordinator restarted after the task published its {segments} segment(s); "
                                 "they are served, only the task's report was lost")
             self._after_settled(settled, None)
@@ -217,9 +228,13 @@ class TaskRunner:
     def _launch(self) -> None:
         with self._lock:
             free = self.max_running - len(self._procs)
+        pending = self.tasks.list(state="PENDING")
+        for task in pending:  # cheap, and they take no Spark slot: all start now
+            if task.type in self.local_tasks and self.leadership_fresh() and self.tasks.claim(task.id):
+                self._start_local(task)
         if free <= 0:
             return
-        for task in self.tasks.list(state="PENDING")[:free]:
+        for task in [t for t in pending if t.type not in self.local_tasks][:free]:
             # Claim before starting anything: the claim is atomic in the store, so a coordinator
             # that lost its lease while paused cannot start a second driver for a task the new
             # leader has started, and a driver never reports a final state on a PENDING task.
@@ -256,6 +271,31 @@ class TaskRunner:
         with self._lock:
             self._procs[task_id] = proc
         log.info("task %s started (pid %d)", task_id, proc.pid)
+
+    def _start_local(self, task) -> None:
+        stop = threading.Event()
+        with self._lock:
+            self._local[task.id] = stop
+        threading.Thread(target=self._run_local, args=(task, stop), name=f"strata-task-{task.id}",
+                         daemon=True).start()
+        log.info("task %s started in the coordinator", task.id)
+
+    def _run_local(self, task, stop: threading.Event) -> None:
+        try:
+            report, error = self.local_tasks[task.type](task, stop.is_set)
+            if stop.is_set():
+                self.tasks.transition(task.id, "CANCELED", report=report, error="canceled; the report counts what "
+                                                                                 "was done before the cancel")
+            else:
+                self.tasks.transition(task.id, "FAILED" if error else "SUCCESS", report=report, error=error)
+        except StrataError as exc:
+            self.tasks.transition(task.id, "FAILED", error=str(exc))
+        except Exception as exc:  # noqa: BLE001 - the task fails with the reason; the runner goes on
+            log.exception("task %s failed", task.id)
+            self.tasks.transition(task.id, "FAILED", error=f"internal error: {type(exc).__name__}: {exc}")
+        finally:
+            with self._lock:
+                self._local.pop(task.id, None)
 
     # ---- warm task drivers ---------------------------------------------------------------------
     def _idle_driver(self) -> _Driver | None:
@@ -489,6 +529,10 @@ class TaskRunner:
             return task
         with self._lock:
             proc = self._procs.get(task_id)
+            local = self._local.get(task_id)
+        if local is not None:
+            local.set()  # it stops before its next batch and ends CANCELED
+            return task
         if proc is None:
             return self.tasks.transition(task_id, "CANCELED", error="canceled before it ran")
         threading.Thread(target=self._terminate, args=(task_id, proc), daemon=True).start()
@@ -542,7 +586,7 @@ class TaskRunner:
 
     def running(self) -> list[str]:
         with self._lock:
-            return sorted(self._procs)
+            return sorted(set(self._procs) | set(self._local))
 
     def pid(self, task_id: str) -> int | None:
         with self._lock:

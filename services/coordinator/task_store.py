@@ -64,8 +64,8 @@ class TaskStore:
         self.on_final = on_final
 
     def create(self, datasource: str, type_: str, statement: str, spec: dict | None = None) -> TaskRecord:
-        if type_ not in ("insert", "replace", "compact", "kafka"):
-            raise ValidationError(f"task type must be insert, replace, compact or kafka, got '{type_}'")
+        if type_ not in ("insert", "replace", "compact", "kafka", "kill"):
+            raise ValidationError(f"task type must be insert, replace, compact, kafka or kill, got '{type_}'")
         task_id = f"{type_}_{datasource}_{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}_{uuid.uuid4().hex[:8]}"
         record = TaskRecord(task_id, datasource, type_, "PENDING", statement, dict(spec or {}), {}, "", _now())
         with self.store.transaction() as conn:

@@ -5,6 +5,7 @@ shares."""
 from __future__ import annotations
 
 import abc
+import contextlib
 import os
 import tempfile
 
@@ -94,6 +95,12 @@ class DeepStorage(abc.ABC):
     @abc.abstractmethod
     def uri(self, key: str) -> str:
         """Where ``key`` lives, as a URL for messages and metadata (file:///... or s3://...)."""
+
+    # Not abstract: a store without ranged reads is read whole (a partial copy is cut locally).
+    def read_ranges(self, key: str):
+        """A context manager giving ``(read_at(offset, length) -> bytes, size)`` over ``key``, so
+        a reader fetches only the byte ranges it needs (a partial copy of a segment)."""
+        raise DeepStorageError(f"{type(self).__name__} cannot read byte ranges of '{key}'")
 
     # Not abstract: stores that only serve segments (and test doubles) need not list.
     def list(self, prefix: str, partial: bool = False) -> list[str]:
@@ -190,6 +197,24 @@ class ArrowDeepStorage(DeepStorage):
         except (FileNotFoundError, OSError):
             pass
         return deleted
+
+    @contextlib.contextmanager
+    def read_ranges(self, key: str):
+        try:
+            src = self._fs.open_input_file(self._path(check_key(key)))
+        except FileNotFoundError:
+            raise self._not_found(key) from None
+        except OSError as exc:
+            raise self._failed("download", key, exc) from None
+
+        def read_at(offset: int, length: int) -> bytes:
+            try:
+                return bytes(src.read_at(length, offset))
+            except OSError as exc:
+                raise self._failed("ranged download", key, exc) from None
+
+        with src:
+            yield read_at, src.size()
 
     def pull(self, key: str, local_path: str) -> int:
         expected = self.size(key)  # raises before any local file is created if the key is missing

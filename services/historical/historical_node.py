@@ -8,6 +8,11 @@ commands it causes carry into the log. It also answers which segments it serves,
 
 It also watches its own failure records: one deleted by someone else (the coordinator, when the
 give-up expired) is fed as ``LoadFailureForgotten``, so this node forgets that failure too.
+
+An assignment from a partial load rule names the projections to serve (``loadProjections``, and
+the rule as ``loadRule``): the cache keeps a partial copy holding only those projections' bytes
+(fetched by byte ranges), the copy answers only queries they answer (``Segment.loaded_projections``),
+and the announcement says so, so brokers send it only such queries.
 """
 
 from __future__ import annotations
@@ -58,6 +63,8 @@ class HistoricalNode:
         self._stimuli = itertools.count(1)
         self._lock = threading.RLock()
         self._keys: dict[str, SegmentId] = {}
+        # segment -> {"loadProjections": [...], "loadRule": type} for partial-rule assignments
+        self._partial: dict[SegmentId, dict] = {}
         self._pool = ThreadPoolExecutor(max_workers=load_threads, thread_name_prefix="strata-load")
         self._announcer = Announcer(discovery, lease_ttl_s)
         self._watch = None
@@ -92,12 +99,21 @@ class HistoricalNode:
         stimulus = self.stimulus_id(f"assignment-{event.type}-{event.revision}")
         try:
             if event.type == "put":
-                descriptor = SegmentDescriptor.from_bytes(event.value)
+                obj = json.loads(event.value)
+                descriptor = SegmentDescriptor.from_json(obj)
                 self._keys[name] = descriptor.id
+                partial = _partial_of(obj)
+                with self._lock:
+                    if partial:
+                        self._partial[descriptor.id] = partial
+                    else:
+                        self._partial.pop(descriptor.id, None)
                 self.feed(Assigned(descriptor, stimulus))
             else:
                 sid = self._keys.pop(name, None)
                 if sid is not None:
+                    with self._lock:
+                        self._partial.pop(sid, None)
                     self.feed(Unassigned(sid, stimulus))
         except Exception:  # a bad key must not kill the watch thread
             log.exception("cannot handle assignment event for %s", unquote(name))
@@ -128,7 +144,11 @@ class HistoricalNode:
             self.metrics.segment_drops.inc()
             self._update_gauges()
         elif isinstance(command, Announce):
-            self._announcer.set(served_key(self.server_id, command.descriptor.id), command.descriptor.to_bytes())
+            d = command.descriptor
+            with self._lock:
+                partial = self._partial.get(d.id)
+            value = json.dumps({**d.to_json(), **partial}, separators=(",", ":")).encode() if partial else d.to_bytes()
+            self._announcer.set(served_key(self.server_id, d.id), value)
             self._update_gauges()
         elif isinstance(command, Unannounce):
             self._announcer.remove(served_key(self.server_id, command.segment))
@@ -144,7 +164,9 @@ class HistoricalNode:
         try:
             if command.force_refetch:
                 self.cache.evict(d.id)
-            self.cache.load(d.id, d.location, d.size)
+            with self._lock:
+                partial = self._partial.get(d.id)
+            self.cache.load(d.id, d.location, d.size, tuple(partial["loadProjections"]) if partial else None)
         except Exception as exc:
             stimulus = self.stimulus_id("load-failed")
             log.warning("%s: loading %s (for %s) failed: %s", stimulus, d.id, command.stimulus_id, exc)
@@ -185,7 +207,19 @@ class HistoricalNode:
         with self._lock:
             if sid not in self.state.served:
                 return None
-        return self.cache.get(sid)
+        return self._restricted(self.cache.get(sid))
+
+    def _restricted(self, segment: Segment | None) -> Segment | None:
+        """The copy as this node serves it: only its rule's projections for a partial load (set
+        at every use, so a copy re-opened after a refetch is restricted too)."""
+        if segment is not None:
+            with self._lock:
+                partial = self._partial.get(segment.id)
+            # A partial copy serves what its file holds, whatever the assignment says meanwhile.
+            held = segment.manifest.partial_projections
+            segment.loaded_projections = held if held is not None else \
+                tuple(partial["loadProjections"]) if partial else None
+        return segment
 
     def leases(self, sids: list[SegmentId]) -> tuple[list[Segment], list[SegmentId]]:
         """The served ones of ``sids`` (a query's), each with a lease the caller releases
@@ -195,6 +229,8 @@ class HistoricalNode:
             served = self.state.served
             unserved = {sid for sid in sids if sid not in served}
         found, missing = self.cache.leases([sid for sid in sids if sid not in unserved])
+        for segment in found:
+            self._restricted(segment)
         if unserved:
             missing = [sid for sid in sids if sid in unserved or sid in set(missing)]
         return found, missing
@@ -214,3 +250,11 @@ class HistoricalNode:
                     return True
             time.sleep(0.02)
         return False
+
+
+def _partial_of(obj: dict) -> dict | None:
+    """The partial-load part of an assignment: the projections to serve and the rule's type."""
+    names = obj.get("loadProjections")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        return None
+    return {"loadProjections": list(names), "loadRule": str(obj.get("loadRule") or "a partial load rule")}

@@ -17,6 +17,10 @@
   than return rows from damaged bytes.
 - A sidecar ``<file>.json`` records each segment's deep storage key so a corrupt copy found after
   a restart can be pulled again.
+- ``load(..., projections=)`` (a partial load rule) keeps a partial copy: only those projections'
+  bytes, fetched by byte ranges where deep storage serves them (else pulled whole and cut here;
+  common/segment/partial_copy.py). A copy that is not what the load asks for (partial with other
+  projections, or partial where the whole segment is wanted, or the reverse) is fetched again.
 
 Segments handed to queries are never closed under them: queries lease them (``leases``,
 ``SegmentLease``), eviction and replacement retire a segment, and its file is closed when the last
@@ -37,6 +41,7 @@ import time
 from collections.abc import Iterator
 
 from common.errors import SegmentCorruptError, ValidationError
+from common.segment.partial_copy import write_partial_copy
 from common.segment.segment import Segment
 from common.segment.segment_id import SegmentId
 from common.segment.time_partitioner import segment_filename
@@ -170,14 +175,23 @@ class SegmentCache:
 
     # ---- load / drop ---------------------------------------------------------------------
 
-    def load(self, segment_id: SegmentId, key: str, size: int = 0) -> Segment:
+    def load(self, segment_id: SegmentId, key: str, size: int = 0,
+             projections: tuple[str, ...] | None = None) -> Segment:
         """Serve ``segment_id`` from deep storage ``key`` (``size`` in bytes, or <= 0 to ask the
-        storage). Returns the verified, open Segment."""
+        storage); with ``projections``, a partial copy holding only those. Returns the verified,
+        open Segment."""
+        want = tuple(sorted(set(projections))) if projections else None
+        with self._lock:
+            held = self._held.get(segment_id)
+            other = held is not None and held.segment.manifest.partial_projections != want
+        if other:
+            self.evict(segment_id)  # another cut of the segment: fetched again as asked
         deadline = time.monotonic() + self.wait_timeout_s
         while True:
             with self._lock:
                 held = self._held.get(segment_id)
-                if held is not None and held.verified and segment_id not in self._busy:
+                if held is not None and held.verified and segment_id not in self._busy \
+                        and held.segment.manifest.partial_projections == want:
                     held.key = held.key or key
                     self._plan.mark_served(segment_id)
                     self._plan.touch(segment_id)
@@ -190,7 +204,7 @@ class SegmentCache:
             if pending.error is not None:
                 raise pending.error  # the other load's pull failed; one pull per request, not per caller
         try:
-            return self._lead_load(segment_id, key, size)
+            return self._lead_load(segment_id, key, size, want)
         except BaseException as exc:
             pending.error = exc
             raise
@@ -222,7 +236,7 @@ class SegmentCache:
         finally:
             self._release(segment_id, pending)
 
-    def _lead_load(self, segment_id: SegmentId, key: str, size: int) -> Segment:
+    def _lead_load(self, segment_id: SegmentId, key: str, size: int, want: tuple[str, ...] | None = None) -> Segment:
         path = self.path(segment_id)
         with self._lock:
             held = self._held.get(segment_id)
@@ -255,7 +269,7 @@ class SegmentCache:
                 self._plan.pin(segment_id)
         segment = None
         try:
-            segment = self._fetch(segment_id, key, path)
+            segment = self._fetch(segment_id, key, path, want)
             self._write_sidecar(segment_id, key)
             with self._lock:
                 entry = self._plan.entry(segment_id)
@@ -303,7 +317,7 @@ class SegmentCache:
                         f"segment {segment_id}: the cached copy {path} is corrupt ({reason}) and its deep storage "
                         f"key is unknown (no {os.path.basename(self._sidecar(segment_id))}); it was removed from the "
                         "cache, so the coordinator must assign it again", segment_id)
-                segment = self._fetch(segment_id, held.key, path)
+                segment = self._fetch(segment_id, held.key, path, held.segment.manifest.partial_projections)
                 self._write_sidecar(segment_id, held.key)
                 with self._lock:
                     self._install_locked(segment_id, segment, held.key)
@@ -399,14 +413,22 @@ class SegmentCache:
 
     # ---- internals -----------------------------------------------------------------------
 
-    def _fetch(self, segment_id: SegmentId, key: str, path: str) -> Segment:
+    def _fetch(self, segment_id: SegmentId, key: str, path: str, want: tuple[str, ...] | None = None) -> Segment:
         """Pull and fully verify; one more pull if the first copy is corrupt."""
         uri = self.storage.uri(key)
         reason = ""
         for _ in range(2):
             with self._lock:
                 self._pulls += 1
-            self.storage.pull(key, path)
+            try:
+                if want is None:
+                    self.storage.pull(key, path)
+                else:
+                    self._pull_partial(segment_id, key, path, want)
+            except SegmentCorruptError as exc:  # a part read by range failed its checksum
+                reason = str(exc)
+                _unlink(path)
+                continue
             segment, reason = self._open_verified(segment_id, path)
             if segment is not None:
                 return segment
@@ -415,6 +437,23 @@ class SegmentCache:
             f"segment {segment_id}: the copy pulled from {uri} failed verification twice ({reason}); the deep "
             "storage object is damaged: restore it or re-ingest the interval, then the coordinator can load it again",
             segment_id)
+
+    def _pull_partial(self, segment_id: SegmentId, key: str, path: str, want: tuple[str, ...]) -> None:
+        """A partial copy at ``path``: by byte ranges where the store serves them, else from a
+        whole pull cut here (the whole file is deleted after)."""
+        if type(self.storage).read_ranges is not DeepStorage.read_ranges:
+            with self.storage.read_ranges(key) as (read_at, total):
+                write_partial_copy(read_at, total, want, path, str(segment_id))
+            return
+        whole = path + ".whole"
+        try:
+            self.storage.pull(key, whole)
+            with open(whole, "rb") as f:
+                def read_at(offset: int, length: int) -> bytes:
+                    return os.pread(f.fileno(), length, offset)
+                write_partial_copy(read_at, os.path.getsize(whole), want, path, str(segment_id))
+        finally:
+            _unlink(whole)
 
     def _open_verified(self, segment_id: SegmentId, path: str) -> tuple[Segment | None, str]:
         """A freshly mapped, fully checked Segment, or (None, why not). A new mapping, because an

@@ -92,7 +92,11 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
                 # NOT_FOUND: the broker asks another replica (its view was behind this node's).
                 self._abort(context, NotFoundError(
                     f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}"))
-            key = PreparedKey(request.query_json, tuple(declared.items()), tuple(s.generation for s in segments))
+            types = tuple(declared.items())
+            if any(s.loaded_projections is not None for s in segments):
+                # A partial copy's projections are part of the key: its table choice depends on them.
+                types += (("loaded_projections", tuple(s.loaded_projections for s in segments)),)
+            key = PreparedKey(request.query_json, types, tuple(s.generation for s in segments))
             try:
                 prepared = self.prepared.prepared(key, segments, lambda: _prepare(request.query_json, declared, segments))
             except Exception as exc:  # noqa: BLE001 - every failure leaves with the status of its kind

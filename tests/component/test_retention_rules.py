@@ -357,3 +357,177 @@ def test_http_routes_longest_prefix_first_and_pass_on_none():
         assert seen == ["lifecycle", "lifecycle", "listing"]
     finally:
         endpoint._server.server_close()
+
+
+def broker_http(cluster, method: str, path: str, body=None):
+    url = f"http://127.0.0.1:{cluster.broker.http.port}{path}"
+    data = body if isinstance(body, bytes) else json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, json.loads(resp.read() or b"null")
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"null")
+
+
+def finished_task(cluster, task_id: str) -> dict:
+    box = {}
+
+    def done() -> bool:
+        status, out = broker_http(cluster, "GET", f"/druid/indexer/v1/task/{task_id}/status")
+        assert status == 200, out
+        box["status"] = out["status"]
+        return out["status"]["statusCode"] != "RUNNING"
+
+    cluster.wait_until(done, what=f"task {task_id} finished")
+    return box["status"]
+
+
+def test_kill_task_through_the_druid_task_api(cluster):
+    """Druid's kill task on the broker's task API: it runs as a task (id, status, report,
+    sys.tasks) and deletes only unused segments, rows then files."""
+    assert http(cluster, "POST", "/druid/coordinator/v1/rules/doomed",
+                [{"type": "loadForever", "tieredReplicants": {"hot": 1}}])[0] == 200
+    older, newer = sorted(cluster.publish(life_table(), "doomed"), key=lambda d: d.id)
+    cluster.coordinator.store.mark_unused([older.id])
+    everything = {"type": "kill", "dataSource": "doomed", "interval": "1900-01-01/2200-01-01"}
+
+    # A version no segment has: the task succeeds and deletes nothing.
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {**everything, "versions": ["nope"]})
+    assert status == 200, out
+    first = finished_task(cluster, out["task"])
+    assert (first["statusCode"], first["type"], first["dataSource"]) == ("SUCCESS", "kill", "doomed")
+    assert cluster.coordinator.store.get(older.id) is not None and cluster.storage().exists(older.location)
+
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {**everything, "batchSize": 1, "limit": 5})
+    assert status == 200, out
+    task_id = out["task"]
+    assert finished_task(cluster, task_id)["statusCode"] == "SUCCESS"
+    assert cluster.coordinator.store.get(older.id) is None and not cluster.storage().exists(older.location)
+    # The used segment in the same interval is untouched and still answers.
+    assert cluster.coordinator.store.get(newer.id).used and cluster.storage().exists(newer.location)
+    status, report = broker_http(cluster, "GET", f"/druid/indexer/v1/task/{task_id}/reports")
+    assert status == 200 and report["killUnusedSegments"]["taskId"] == task_id
+    assert report["killUnusedSegments"]["payload"] == {
+        "numSegmentsKilled": 1, "numBatchesProcessed": 1, "numSegmentsMarkedAsUnused": 0, "numSegmentsKeptUsed": 0,
+        "fileErrors": []}
+    got, _ = cluster.client.sql(f"SELECT type, datasource, status FROM sys.tasks WHERE task_id = '{task_id}'")
+    assert got.to_pylist() == [{"type": "kill", "datasource": "doomed", "status": "SUCCESS"}]
+    got, _ = cluster.client.native({"queryType": "timeseries", "dataSource": "doomed", "intervals": ALL_TIME,
+                                    "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]})
+    assert got.to_pylist()[0]["n"] == 4
+
+    # Bad tasks are refused before a task exists, naming the field; other task types say where to go.
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {**everything, "limit": 0})
+    assert status == 400 and "'limit' must be a positive integer" in out["errorMessage"], out
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {"type": "kill", "dataSource": "doomed"})
+    assert status == 400 and "'interval' is required" in out["errorMessage"], out
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {"type": "index_parallel", "spec": {}})
+    assert "POST /druid/v2/sql/task" in out["errorMessage"], out
+    status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", b"{not json")
+    assert status == 400 and "not valid JSON" in out["errorMessage"], out
+    assert {t.id for t in cluster.client.tasks("doomed")} == {first["id"], task_id}
+
+
+# ---- partial load rules: only a projection on the cold tier ---------------------------------------
+BY_AGE = {"type": "aggregate", "name": "by_age", "groupingColumns": [{"type": "string", "name": "age"}],
+          "aggregators": [{"type": "count", "name": "n"}, {"type": "longSum", "name": "total", "fieldName": "value"}]}
+
+
+def publish_with_projection(cluster, tmp_path, datasource: str) -> dict:
+    """One segment per day of ``table()`` (recent, old, ancient), each with the ``by_age``
+    projection; returns the open local copies by day name (the oracle)."""
+    from common.query.projection import ProjectionSpec, projection_rows
+    from common.segment import Segment
+    from common.segment.builder import build_segment
+    from common.segment.descriptor import SegmentDescriptor
+    from common.segment.segment_id import SegmentId
+    from common.types.interval import Interval
+    from services.deep_storage.deep_storage import deep_storage_key
+
+    rows, spec, storage = table(), ProjectionSpec.from_json(BY_AGE), cluster.storage()
+    local, descriptors = {}, []
+    for name, age in AGES.items():
+        start = TODAY - age * DAY
+        part = rows.filter(pa.compute.equal(rows.column("age"), name))
+        path = str(tmp_path / f"{name}.sseg")
+        manifest = build_segment(part, path, SegmentId(datasource, Interval(start, start + DAY), "v1", 0),
+                                 projections=[projection_rows(spec, part)])
+        key = deep_storage_key(manifest.segment_id)
+        storage.push(path, key)
+        descriptors.append(SegmentDescriptor.of(manifest, key, 1))
+        local[name] = Segment.open(path)
+    cluster.client.publish(descriptors)
+    return local
+
+
+def test_a_partial_rule_loads_only_a_projection_on_the_cold_tier(cluster, tmp_path):
+    from common.query import execute
+
+    rules = [{"type": "loadByPeriod", "period": "P30D", "tieredReplicants": {"hot": 1}},
+             {"type": "loadPartialByPeriod", "period": "P365D", "tieredReplicants": {"cold": 1},
+              "matcher": {"type": "exactProjection", "names": ["by_age"]}},
+             {"type": "dropForever"}]
+    assert http(cluster, "POST", "/druid/coordinator/v1/rules/parted", rules)[0] == 200
+    local = publish_with_projection(cluster, tmp_path, "parted")
+    try:
+        recent, old = (local[n].id for n in ("recent", "old"))
+        hot, cold = cluster.historicals
+        view = cluster.broker.node.view
+
+        def placed() -> bool:
+            with cluster.broker.node.lock:
+                return (view.replicas.get(recent) == {"historical-1"} and view.replicas.get(old) == {"historical-2"}
+                        and old in view.partial)
+        cluster.wait_until(placed, what="recent whole on hot, old as a projection on cold")
+        [(names, rule)] = view.partial[old].values()
+        assert names == ("by_age",) and rule.startswith("loadPartialByPeriod") and recent not in view.partial
+        assert cold.node.segment(old).loaded_projections == ("by_age",)
+        # The cold historical keeps only the projection's bytes (a partial copy), fetched by ranges.
+        kept = cold.node.segment(old)
+        assert kept.manifest.partial_projections == ("by_age",)
+        # The base columns' own parts are not there (only the dictionary the projection shares).
+        base_parts = {p for c in local["old"].manifest.columns for p in c.parts.values()} - \
+            {d.part for d in local["old"].manifest.dictionaries.values()}
+        assert kept.size < local["old"].size and not base_parts & set(kept.manifest.files)
+        assert set(kept.manifest.files) < set(local["old"].manifest.files)
+        assert hot.node.segment(recent).loaded_projections is None
+
+        # A query the projection answers still answers, over both tiers, as the whole segments do.
+        fits = {"queryType": "groupBy", "dataSource": "parted", "intervals": ALL_TIME, "granularity": "all",
+                "dimensions": ["age"], "aggregations": [{"type": "count", "name": "c"},
+                                                        {"type": "longSum", "name": "s", "fieldName": "value"}]}
+        want = execute({**fits, "context": {"noProjections": True}}, [local["recent"], local["old"]]).table
+        got, _ = cluster.client.native(fits)
+        assert got.to_pylist() == want.to_pylist() == [{"age": "old", "c": 7, "s": 21}, {"age": "recent", "c": 5, "s": 10}]
+
+        got, _ = cluster.client.sql("SELECT age, COUNT(*) AS c, SUM(\"value\") AS s FROM parted GROUP BY age "
+                                    "ORDER BY age")
+        assert got.to_pylist() == want.to_pylist()
+        with pytest.raises(ClusterError, match="loaded only as its projections"):
+            cluster.client.sql("SELECT * FROM parted")
+
+        got, _ = cluster.client.sql("SELECT rule_type, rule FROM sys.rules WHERE datasource = 'parted' "
+                                    "AND rule_order = 1")
+        [row] = got.to_pylist()
+        assert row["rule_type"] == "loadPartialByPeriod" and json.loads(row["rule"])["matcher"] == rules[1]["matcher"]
+
+        # One the projection cannot answer fails, naming the segment, the projections and the rule...
+        scan = {"queryType": "scan", "dataSource": "parted", "intervals": ALL_TIME, "columns": ["age", "value"]}
+        raw = {**fits, "dimensions": ["value"]}
+        for query in (scan, raw, {**fits, "context": {"noProjections": True}}):
+            with pytest.raises(ClusterError) as caught:
+                cluster.client.native(query)
+            message = str(caught.value)
+            assert f"segment {old} is loaded only as its projections (by_age)" in message, message
+            assert "loadPartialByPeriod" in message and "historical-2" in message and "Traceback" not in message
+        # ...but runs where whole segments hold the rows it reads.
+        recent_day = [f"{local['recent'].id.interval}"]
+        got, _ = cluster.client.native({**scan, "intervals": recent_day})
+        assert got.num_rows == 5
+        # The historical refuses such a query on its own too (a broker that sent it anyway).
+        with pytest.raises(Exception, match="loaded only as its projections"):
+            execute(scan, [cold.node.segment(old)])
+    finally:
+        for segment in local.values():
+            segment.close()

@@ -4,7 +4,8 @@ Built from historicals' served-segment announcements. Per datasource it keeps a 
 served segments (so a newer version hides older ones and incomplete partition sets are not
 used) and each segment's replicas. ``plan`` picks, for a query's intervals, the visible segments
 and one replica each, spreading segments over replicas (or gathering them on as few as hold them)
-and skipping replicas that failed.
+and skipping replicas that failed. It also knows which copies are partial loads (a partial load
+rule's projections only), which a query may use only when those projections answer it.
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def context_tiers(context: dict | None) -> tuple[str, ...]:
 class ServedView:
     def __init__(self) -> None:
         self.replicas: dict[SegmentId, set[str]] = defaultdict(set)
+        # Copies loaded by a partial load rule: segment -> server -> (its projections, the rule's type).
+        self.partial: dict[SegmentId, dict[str, tuple[tuple[str, ...], str]]] = {}
         self.descriptors: dict[SegmentId, SegmentDescriptor] = {}
         self._timelines: dict[str, Timeline] = {}
         self._schemas: dict[tuple[str, str], MergedSchema] = {}
@@ -75,10 +78,23 @@ class ServedView:
         self.generation = 0
 
     # ---- updates from announcements -----------------------------------------------------------
-    def served(self, server: str, descriptor: SegmentDescriptor) -> None:
+    def served(self, server: str, descriptor: SegmentDescriptor,
+               partial: tuple[tuple[str, ...], str] | None = None) -> None:
+        """``partial``: the copy is a partial load (its projections, the rule's type)."""
         sid = descriptor.id
         first = sid not in self.descriptors
         holders = self.replicas[sid]
+        copies = self.partial.get(sid, {})
+        if partial != copies.get(server):
+            if partial is None:
+                copies.pop(server, None)
+            else:
+                copies[server] = (tuple(partial[0]), partial[1])
+            if copies:
+                self.partial[sid] = copies
+            else:
+                self.partial.pop(sid, None)
+            self._forget_plans(sid.datasource)
         if server not in holders:
             holders.add(server)
             self._forget_plans(sid.datasource)
@@ -93,6 +109,11 @@ class ServedView:
         if server in holders:
             holders.discard(server)
             self._forget_plans(sid.datasource)
+        copies = self.partial.get(sid)
+        if copies is not None:
+            copies.pop(server, None)
+            if not copies:
+                del self.partial[sid]
         if not holders:
             del self.replicas[sid]
             self.descriptors.pop(sid, None)
@@ -240,6 +261,10 @@ class ServedView:
             for sid in taken:
                 del holders[sid]
         return plan
+
+    def partial_copies(self, segments) -> dict[SegmentId, dict[str, tuple[tuple[str, ...], str]]]:
+        """Of ``segments``, those with partial copies: server -> (projections, rule type)."""
+        return {sid: dict(self.partial[sid]) for sid in segments if sid in self.partial}
 
     def visible(self, datasource: str, intervals: list[Interval]) -> tuple[SegmentId, ...]:
         """The visible segments over ``intervals``, in time order."""

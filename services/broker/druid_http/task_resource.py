@@ -5,6 +5,11 @@ The task is then followed with the Overlord's API Druid tools poll:
 ``GET /druid/indexer/v1/task/{id}/status``, ``.../reports`` and ``GET /druid/indexer/v1/tasks``
 (``?state=`` running/pending/complete, ``?datasource=``), read from the coordinator and shown
 only to users who may READ the task's datasource.
+
+``POST /druid/indexer/v1/task`` takes Druid's ``kill`` task (``{"type": "kill", "dataSource",
+"interval", "versions", "batchSize", "limit"}``): the coordinator validates it, runs it in its own
+process and deletes only unused segments (rows, then files); it is followed like any task.
+``POST /druid/indexer/v1/task/{id}/shutdown`` cancels a task. Both need WRITE on the datasource.
 """
 
 from __future__ import annotations
@@ -25,6 +30,8 @@ JSON = "application/json"
 # strata's task states -> Druid's (statusCode, runnerStatusCode)
 _STATES = {"PENDING": ("RUNNING", "PENDING"), "RUNNING": ("RUNNING", "RUNNING"), "SUCCESS": ("SUCCESS", "NONE"),
            "FAILED": ("FAILED", "NONE"), "CANCELED": ("FAILED", "NONE")}
+_DRUID_TYPES = frozenset({"kill"})  # task types strata runs as Druid defines them
+_KILL_EXAMPLE = '{"type": "kill", "dataSource": "wikipedia", "interval": "2015-09-12/2015-09-13"}'
 _STATE_FILTERS = {"running": ("RUNNING",), "pending": ("PENDING",), "waiting": ("PENDING",),
                   "complete": ("SUCCESS", "FAILED", "CANCELED")}
 
@@ -43,7 +50,8 @@ def task_status(task) -> dict:
     error = task.error or None
     if task.state == "CANCELED" and not error:
         error = "canceled by a user"
-    return {"id": task.id, "groupId": task.id, "type": f"strata_{task.type}",
+    kind = task.type if task.type in _DRUID_TYPES else f"strata_{task.type}"
+    return {"id": task.id, "groupId": task.id, "type": kind,
             "createdTime": format_instant(task.created_ms),
             "queueInsertionTime": format_instant(task.created_ms), "statusCode": status, "status": status,
             "runnerStatusCode": runner, "duration": duration, "location": {"host": None, "port": -1, "tlsPort": -1},
@@ -109,10 +117,55 @@ class DruidTaskResource:
                 return 200, JSON, orjson.dumps(_reports(task))
             if method == "GET" and rest == ["tasks"]:
                 return 200, JSON, orjson.dumps(self._tasks(query, user))
+            if method == "POST" and rest == ["task"]:
+                return 200, JSON, orjson.dumps({"task": self._submit_task(body, headers)})
+            if method == "POST" and len(rest) == 3 and rest[0] == "task" and rest[2] == "shutdown":
+                return 200, JSON, orjson.dumps({"task": self._shutdown(rest[1], user)})
         except qe.QueryFailed as exc:
             status, out = druid_error(exc.error, self.host)
             return status, JSON, out
         return self._error(qe.NOT_FOUND, f"no Druid API at {method} {path}")
+
+    def _submit_task(self, body: bytes, headers: dict) -> str:
+        user = headers.get(USER_HEADER)
+        note_call("http", headers.get(REMOTE_HEADER), user)
+        try:
+            payload = orjson.loads(body) if body.strip() else None
+        except orjson.JSONDecodeError as exc:
+            raise qe.QueryFailed(qe.ClientError(qe.INVALID, f"the task is not valid JSON ({exc}); send e.g. "
+                                                            f"{_KILL_EXAMPLE}")) from None
+        if not isinstance(payload, dict):
+            raise qe.QueryFailed(qe.ClientError(qe.INVALID, f"a task is a JSON object, e.g. {_KILL_EXAMPLE}"))
+        if payload.get("type") != "kill":
+            raise qe.QueryFailed(qe.ClientError(qe.UNSUPPORTED, (
+                f"task type {payload.get('type')!r} is not run here: POST /druid/indexer/v1/task takes \"kill\" "
+                "tasks; ingest with INSERT or REPLACE through POST /druid/v2/sql/task")))
+        datasource = payload.get("dataSource")
+        if not isinstance(datasource, str) or not datasource:
+            raise qe.QueryFailed(qe.ClientError(qe.INVALID, f"kill task: 'dataSource' is required, e.g. "
+                                                            f"{_KILL_EXAMPLE}"))
+        if not self.authorizer.can(user, "WRITE", "DATASOURCE", datasource):
+            raise qe.QueryFailed(qe.ClientError(qe.DENIED, f"user '{user}' may not WRITE datasource "
+                                                           f"'{datasource}'; a kill needs WRITE"))
+        statement = f"KILL {datasource} {payload.get('interval', '')}".strip()
+        try:
+            task = self._client().submit_task(datasource, "kill", statement, payload)
+        except qe.QueryFailed:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the coordinator's validation (INVALID), or it being away
+            raise qe.QueryFailed(qe.client_error(exc)) from None
+        return task.id
+
+    def _shutdown(self, task_id: str, user) -> str:
+        task = self.find_task(task_id, user)
+        if not self.authorizer.can(user, "WRITE", "DATASOURCE", task.datasource):
+            raise qe.QueryFailed(qe.ClientError(qe.DENIED, f"user '{user}' may not WRITE datasource "
+                                                           f"'{task.datasource}'; shutting a task down needs WRITE"))
+        try:
+            self._client().cancel_task(task_id)
+        except Exception as exc:  # noqa: BLE001
+            raise qe.QueryFailed(qe.client_error(exc)) from None
+        return task_id
 
     def _tasks(self, query: dict, user) -> list:
         state = (query.get("state") or [""])[0].lower()
@@ -136,6 +189,9 @@ def _reports(task) -> dict:
         report = json.loads(task.report_json or "{}")
     except ValueError:
         report = {}
+    if task.type == "kill":  # Druid's KillTaskReport
+        return {"killUnusedSegments": {"type": "killUnusedSegments", "taskId": task.id,
+                                       "payload": report if isinstance(report, dict) else {}}}
     state = {"SUCCESS": "COMPLETED", "FAILED": "COMPLETED", "CANCELED": "COMPLETED"}.get(task.state, task.state)
     return {"ingestionStatsAndErrors": {"type": "ingestionStatsAndErrors", "taskId": task.id, "payload": {
         "ingestionState": state, "errorMsg": task.error or None, "report": report if isinstance(report, dict) else {}}}}

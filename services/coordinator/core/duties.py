@@ -42,7 +42,8 @@ from typing import Protocol
 from common.errors import ValidationError
 from common.segment.segment_id import SegmentId
 from common.segment.timeline import Timeline, TimelineSegment
-from services.coordinator.core.rules import DEFAULT_TIER, Rule, default_rules, matching_rule, rules_for, wanted_replicas
+from services.coordinator.core.rules import (DEFAULT_TIER, PartialLoadRule, Rule, default_rules, matching_rule, rules_for,
+                                             wanted_replicas)
 
 DEFAULT_MAX_MOVES = 10
 DEFAULT_MAX_LOAD_ATTEMPTS = 3  # failed loads on one server before the segment goes elsewhere
@@ -110,8 +111,12 @@ class RetrySent:
 
 @dataclass(frozen=True)
 class Load:
+    """Load ``segment`` on ``server``; with ``projections``, only those projections of it (a
+    partial load rule's tier), else the whole segment."""
+
     server: str
     segment: SegmentId
+    projections: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -199,6 +204,8 @@ class DutyParams:
     give_up_expiry_ms: int = DEFAULT_GIVE_UP_EXPIRY_MS
     retries_sent: Mapping[tuple[str, SegmentId], RetrySent] = field(default_factory=dict)
     rules: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
+    # segment -> the names of its projections (from its manifest), which partial load rules select
+    projections: Mapping[SegmentId, tuple[str, ...]] = field(default_factory=dict)
     commands: tuple[Command, ...] = ()
     _by_id: dict[SegmentId, DutySegment] = field(init=False, repr=False, compare=False)
     _rule_of: dict[SegmentId, Rule | None] = field(init=False, repr=False, compare=False)
@@ -239,6 +246,7 @@ class DutyParams:
                 )
         set_(self, "_by_id", by_id)
         set_(self, "rules", {ds: tuple(r) for ds, r in self.rules.items()})
+        set_(self, "projections", {sid: tuple(names) for sid, names in self.projections.items()})
         tier_sizes: dict[str, int] = defaultdict(int)
         for view in self.servers.values():
             tier_sizes[view.tier] += 1
@@ -269,8 +277,17 @@ class DutyParams:
             if chain is None:
                 chain = self._chains[segment.datasource] = rules_for(segment.datasource, self.rules,
                                                                      default_rules(self.replication))
-            self._rule_of[segment] = matching_rule(chain, segment.interval, self.now_ms)
+            self._rule_of[segment] = matching_rule(chain, segment.interval, self.now_ms,
+                                                   self.projections.get(segment, ()))
         return self._rule_of[segment]
+
+    def partial(self, segment: SegmentId) -> tuple[str, ...]:
+        """The projections a used segment's tiers load under a partial load rule; () for the
+        whole segment (any other rule, or a partial one whose matcher selects none of them)."""
+        rule = self.rule(segment)
+        if isinstance(rule, PartialLoadRule):
+            return rule.projections_to_load(self.projections.get(segment, ())) or ()
+        return ()
 
     def wanted(self, segment: SegmentId) -> dict[str, int]:
         """tier -> replicas a used segment should have (no entry: none there)."""
@@ -515,7 +532,7 @@ class Assign:
                     if not targets:
                         break  # no room in the tier: retried next run, after drops free space
                     target = min(targets, key=lambda s: (-cluster.free(s), s))
-                    command = Load(target, desc.id)
+                    command = Load(target, desc.id, params.partial(desc.id))
                     cluster.apply(command)
                     commands.append(command)
         return params.with_commands(commands)
@@ -607,7 +624,7 @@ class Balance:
                 desc = self._pick(cluster, live, wants, tier, source, target, projected, params)
                 if desc is None:
                     break
-                command = Load(target, desc.id)
+                command = Load(target, desc.id, params.partial(desc.id))
                 cluster.apply(command)
                 commands.append(command)
                 projected[target] += desc.size

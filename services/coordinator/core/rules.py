@@ -19,12 +19,23 @@ Which segment interval a rule applies to at reference time ``now`` follows Druid
 ``now - period`` subtracts the period's fields in Joda's order (years, months, weeks, days, then
 time) in UTC, with day-of-month clamping (Mar 31 - P1M = Feb 28/29).
 
+Partial load rules (Druid master's ``loadPartialForever``, ``loadPartialByInterval``,
+``loadPartialByPeriod``) are load rules with a ``matcher`` that names which of a segment's
+projections a tier holds (``{"type": "exactProjection", "names": [...]}`` or
+``{"type": "globProjection", "patterns": [...], "excludes": [...]}``; ``*`` and ``?`` are the
+only glob metacharacters), so a cold tier can keep just the small pre-aggregated tables. When the
+matcher selects none of a segment's projections, ``onCannotMatch`` decides: ``fullLoad`` (the
+default) applies the rule and loads the whole segment, ``fallThrough`` skips the rule so the next
+one is tried. (Druid also has ``loadOnDemand`` and ``baseLoad``, which need virtual storage that
+strata does not have; they are refused by name.)
+
 Pure: no I/O. The metadata store keeps the lists as the JSON this module writes.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -233,12 +244,114 @@ class BroadcastByPeriod(Rule):
         return {"type": self.kind, "period": str(self.period), "includeFuture": self.include_future}
 
 
+# ---- partial load rules ---------------------------------------------------------------------
+FULL_LOAD, FALL_THROUGH = "fullLoad", "fallThrough"
+CANNOT_MATCH = (FULL_LOAD, FALL_THROUGH)
+_VIRTUAL_STORAGE_ONLY = ("loadOnDemand", "baseLoad")
+
+
+@functools.lru_cache(maxsize=1024)  # a handful of patterns, asked once per segment per run
+def _glob(pattern: str) -> re.Pattern:
+    # As Druid's wildcard match: '*' any run, '?' one character, everything else literal.
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern), re.S)
+
+
+@dataclass(frozen=True)
+class ExactProjections:
+    """``exactProjection``: the projections with these names."""
+
+    kind: ClassVar[str] = "exactProjection"
+    names: tuple[str, ...]
+
+    def select(self, projections: Iterable[str]) -> tuple[str, ...]:
+        return tuple(sorted(set(projections) & set(self.names)))
+
+    def to_json(self) -> dict:
+        return {"type": self.kind, "names": list(self.names)}
+
+
+@dataclass(frozen=True)
+class GlobProjections:
+    """``globProjection``: projections whose name matches a pattern, less the ``excludes`` (literal
+    names)."""
+
+    kind: ClassVar[str] = "globProjection"
+    patterns: tuple[str, ...]
+    excludes: tuple[str, ...] = ()
+
+    def select(self, projections: Iterable[str]) -> tuple[str, ...]:
+        return tuple(sorted({p for p in projections if p not in self.excludes
+                             and any(_glob(pat).fullmatch(p) for pat in self.patterns)}))
+
+    def to_json(self) -> dict:
+        return {"type": self.kind, "patterns": list(self.patterns), "excludes": list(self.excludes)}
+
+
+ProjectionMatcher = ExactProjections | GlobProjections
+
+
+@dataclass(frozen=True)
+class PartialLoadRule(LoadRule):
+    """A load rule whose tiers hold only the projections ``matcher`` selects of each segment."""
+
+    matcher: ProjectionMatcher = field(default=ExactProjections(("",)), kw_only=True)
+    on_cannot_match: str = field(default=FULL_LOAD, kw_only=True)
+
+    def projections_to_load(self, projections: Iterable[str]) -> tuple[str, ...] | None:
+        """What a tier loads of a segment with these projections: the selected names, or None
+        when the matcher selects none (the whole segment under ``fullLoad``; under
+        ``fallThrough`` the rule does not apply, see ``matching_rule``)."""
+        return self.matcher.select(projections) or None
+
+    def _partial_json(self) -> dict:
+        return {"matcher": self.matcher.to_json(), "onCannotMatch": self.on_cannot_match}
+
+
+@dataclass(frozen=True)
+class LoadPartialForever(PartialLoadRule):
+    kind: ClassVar[str] = "loadPartialForever"
+
+    def applies_to(self, interval: Interval, now_ms: int) -> bool:
+        return True
+
+    def to_json(self) -> dict:
+        return {"type": self.kind, **_load_fields(self), **self._partial_json()}
+
+
+@dataclass(frozen=True)
+class LoadPartialByInterval(PartialLoadRule):
+    kind: ClassVar[str] = "loadPartialByInterval"
+    interval: Interval = field(default=Interval(0, 0), kw_only=True)
+
+    def applies_to(self, interval: Interval, now_ms: int) -> bool:
+        return _overlaps(self.interval, interval)
+
+    def to_json(self) -> dict:
+        return {"type": self.kind, "interval": str(self.interval), **_load_fields(self), **self._partial_json()}
+
+
+@dataclass(frozen=True)
+class LoadPartialByPeriod(PartialLoadRule):
+    kind: ClassVar[str] = "loadPartialByPeriod"
+    period: Period = field(default=Period(days=1), kw_only=True)
+    include_future: bool = field(default=True, kw_only=True)
+
+    def applies_to(self, interval: Interval, now_ms: int) -> bool:
+        return _eligible_for_load(self.period, self.include_future, interval, now_ms)
+
+    def to_json(self) -> dict:
+        return {"type": self.kind, "period": str(self.period), "includeFuture": self.include_future,
+                **_load_fields(self), **self._partial_json()}
+
+
 RULE_TYPES: dict[str, type[Rule]] = {t.kind: t for t in (
     LoadForever, LoadByInterval, LoadByPeriod, DropForever, DropByInterval, DropByPeriod, DropBeforeByPeriod,
-    BroadcastForever, BroadcastByInterval, BroadcastByPeriod)}
+    BroadcastForever, BroadcastByInterval, BroadcastByPeriod, LoadPartialForever, LoadPartialByInterval,
+    LoadPartialByPeriod)}
 
 # JSON fields each type takes besides "type".
 _LOAD_FIELDS = ("tieredReplicants", "useDefaultTierForNull")
+_PARTIAL_FIELDS = ("matcher", "onCannotMatch")
 _FIELDS: dict[str, tuple[str, ...]] = {
     "loadForever": _LOAD_FIELDS,
     "loadByInterval": ("interval", *_LOAD_FIELDS),
@@ -250,6 +363,9 @@ _FIELDS: dict[str, tuple[str, ...]] = {
     "broadcastForever": (),
     "broadcastByInterval": ("interval",),
     "broadcastByPeriod": ("period", "includeFuture"),
+    "loadPartialForever": (*_LOAD_FIELDS, *_PARTIAL_FIELDS),
+    "loadPartialByInterval": ("interval", *_LOAD_FIELDS, *_PARTIAL_FIELDS),
+    "loadPartialByPeriod": ("period", "includeFuture", *_LOAD_FIELDS, *_PARTIAL_FIELDS),
 }
 
 
@@ -293,7 +409,48 @@ def rule_from_json(value: object, index: int = 0) -> Rule:
     if "tieredReplicants" in allowed:
         kwargs["tiered_replicants"] = _parse_replicants(value.get("tieredReplicants"),
                                                         kwargs.get("use_default_tier_for_null", True), where)
+    if "matcher" in allowed:
+        kwargs["matcher"] = _parse_matcher(value.get("matcher"), where)
+        behaviour = value.get("onCannotMatch")
+        if behaviour is not None:
+            if behaviour in _VIRTUAL_STORAGE_ONLY:
+                raise RuleError(f"{where}: field 'onCannotMatch' {behaviour!r} needs Druid's virtual storage, which "
+                                f"strata does not have; use {FULL_LOAD!r} (load the whole segment) or "
+                                f"{FALL_THROUGH!r} (try the next rule)")
+            if behaviour not in CANNOT_MATCH:
+                raise RuleError(f"{where}: field 'onCannotMatch' must be {FULL_LOAD!r} or {FALL_THROUGH!r}, "
+                                f"got {behaviour!r}")
+            kwargs["on_cannot_match"] = behaviour
     return RULE_TYPES[kind](**kwargs)
+
+
+_MATCHER_EXAMPLE = '{"type": "exactProjection", "names": ["daily"]}'
+
+
+def _names(raw: object, where: str, field_name: str, required: bool) -> tuple[str, ...]:
+    if raw is None and not required:
+        return ()
+    if not isinstance(raw, list) or (required and not raw) or not all(isinstance(n, str) and n for n in raw):
+        raise RuleError(f"{where}: field '{field_name}' must be a {'non-empty ' if required else ''}list of "
+                        f"projection names{' or patterns' if field_name == 'matcher.patterns' else ''}, got {raw!r}")
+    return tuple(dict.fromkeys(raw))
+
+
+def _parse_matcher(raw: object, where: str) -> ProjectionMatcher:
+    if not isinstance(raw, dict):
+        raise RuleError(f"{where}: field 'matcher' is required, an object such as {_MATCHER_EXAMPLE}")
+    kind = raw.get("type")
+    fields = {"exactProjection": ("names",), "globProjection": ("patterns", "excludes")}.get(kind)
+    if fields is None:
+        raise RuleError(f"{where}: field 'matcher.type' must be 'exactProjection' or 'globProjection', got {kind!r}")
+    extra = sorted(set(raw) - {"type", *fields})
+    if extra:
+        raise RuleError(f"{where}: unknown field 'matcher.{extra[0]}'; a {kind} matcher takes "
+                        f"{', '.join(repr(f) for f in fields)}")
+    if kind == "exactProjection":
+        return ExactProjections(_names(raw.get("names"), where, "matcher.names", True))
+    return GlobProjections(_names(raw.get("patterns"), where, "matcher.patterns", True),
+                           _names(raw.get("excludes"), where, "matcher.excludes", False))
 
 
 def _parse_replicants(raw: object, use_default: bool, where: str) -> tuple[tuple[str, int], ...]:
@@ -357,11 +514,19 @@ def rules_for(datasource: str, rules: Mapping[str, Sequence[Rule]], default: Seq
     return own + list(rules.get(DEFAULT_DATASOURCE, default))
 
 
-def matching_rule(rules: Iterable[Rule], interval: Interval, now_ms: int) -> Rule | None:
-    """The first rule that applies to a segment of ``interval`` at ``now_ms``; None if none does."""
+def matching_rule(rules: Iterable[Rule], interval: Interval, now_ms: int,
+                  projections: Iterable[str] = ()) -> Rule | None:
+    """The first rule that applies to a segment of ``interval`` with ``projections`` (its
+    projection names) at ``now_ms``; None if none does. A partial rule whose matcher selects none
+    of the segment's projections applies only with ``onCannotMatch: fullLoad``, as Druid's."""
+    projections = tuple(projections)
     for rule in rules:
-        if rule.applies_to(interval, now_ms):
-            return rule
+        if not rule.applies_to(interval, now_ms):
+            continue
+        if (isinstance(rule, PartialLoadRule) and rule.on_cannot_match == FALL_THROUGH
+                and rule.projections_to_load(projections) is None):
+            continue
+        return rule
     return None
 
 
@@ -376,7 +541,10 @@ def wanted_replicas(rule: Rule | None, tiers: Mapping[str, int]) -> dict[str, in
 
 
 
-__all__ = ["BroadcastByInterval", "BroadcastByPeriod", "BroadcastForever", "DEFAULT_DATASOURCE", "DEFAULT_REPLICANTS",
+__all__ = ["BroadcastByInterval", "BroadcastByPeriod", "BroadcastForever", "CANNOT_MATCH", "DEFAULT_DATASOURCE",
+           "DEFAULT_REPLICANTS", "ExactProjections", "FALL_THROUGH", "FULL_LOAD", "GlobProjections",
+           "LoadPartialByInterval", "LoadPartialByPeriod", "LoadPartialForever", "PartialLoadRule",
+           "ProjectionMatcher",
            "DEFAULT_TIER", "DropBeforeByPeriod", "DropByInterval", "DropByPeriod", "DropForever", "LoadByInterval",
            "LoadByPeriod", "LoadForever", "LoadRule", "RULE_TYPES", "Rule", "RuleError", "check_tiers", "default_rules",
            "matching_rule", "minus_period", "rule_from_json", "rules_for", "rules_from_json", "rules_to_json",

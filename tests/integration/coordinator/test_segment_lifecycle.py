@@ -108,3 +108,33 @@ def test_automatic_kill_is_bounded_and_spaced(backends, tmp_path):
         assert not any(storage.exists(r.location) for r in records[:3])
     with pytest.raises(ValidationError, match="kill_unused_after_ms > 0"):
         AutoKill(None, 0, 1, 1)
+
+
+def test_kill_task_by_version_limit_and_batches(backends, tmp_path):
+    from services.coordinator.core.kill_plan import parse_kill_spec
+
+    url, storage = backends
+    with SegmentStore(url) as store:
+        life = SegmentLifecycle(store, lambda: storage)
+        v1 = [publish(store, storage, tmp_path, day, "v1") for day in range(3)]
+        v2 = publish(store, storage, tmp_path, 0, "v2")
+        kept_used = publish(store, storage, tmp_path, 5, "v1")
+        store.mark_unused([r.id for r in v1] + [v2.id])
+        spec = {"type": "kill", "dataSource": "wiki", "interval": "1970-01-01/1970-02-01"}
+
+        # Only the named version: v1's segments are kept.
+        report, error = life.run_kill_task(parse_kill_spec({**spec, "versions": ["v2"]}))
+        assert error is None and (report["numSegmentsKilled"], report["numBatchesProcessed"]) == (1, 1)
+        assert store.get(v2.id) is None and not storage.exists(v2.location)
+        # At most two, one a batch, in id order; a cancel between batches stops the rest.
+        report, _ = life.run_kill_task(parse_kill_spec({**spec, "limit": 2, "batchSize": 1}),
+                                       should_stop=lambda: store.get(v1[0].id) is None)
+        assert (report["numSegmentsKilled"], report["numBatchesProcessed"]) == (1, 1)
+        report, _ = life.run_kill_task(parse_kill_spec({**spec, "limit": 1}))
+        assert report["numSegmentsKilled"] == 1 and store.get(v1[1].id) is None
+        report, _ = life.run_kill_task(parse_kill_spec(spec))
+        assert report == {"numSegmentsKilled": 1, "numBatchesProcessed": 1, "numSegmentsMarkedAsUnused": 0,
+                          "numSegmentsKeptUsed": 0, "fileErrors": []}
+        assert [r.id for r in store.list(include_unused=True)] == [kept_used.id]  # the used one, never killed
+        assert storage.exists(kept_used.location)
+        assert not any(storage.exists(r.location) for r in v1)

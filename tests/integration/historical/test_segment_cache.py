@@ -350,3 +350,51 @@ def test_segments_in_use_survive_eviction(storage, built, tmp_path):
     load(cache, built.items[0])
     assert storage.pulls[deep_storage_key(a)] == 2
 
+
+
+BY_CHANNEL = {"type": "aggregate", "name": "by_channel", "groupingColumns": [{"type": "string", "name": "channel"}],
+              "aggregators": [{"type": "longSum", "name": "added", "fieldName": "added"}]}
+CHANNELS = {"queryType": "groupBy", "dataSource": "wiki", "intervals": ["2020-01-01/2020-01-04"], "granularity": "all",
+            "dimensions": ["channel"], "aggregations": [{"type": "longSum", "name": "a", "fieldName": "added"}]}
+
+
+@pytest.mark.parametrize("ranged", [True, False], ids=["byte-ranges", "whole-pull-cut-here"])
+def test_a_partial_load_keeps_only_the_projection(storage, built, tmp_path, ranged):
+    from common.query.projection import ProjectionSpec, projection_rows
+    from common.segment.builder import build_segment
+
+    sid, _, _, _ = built.items[0]
+    times = built.table.column("__time").to_numpy()
+    rows = built.table.filter(pa.array((times >= sid.interval.start) & (times < sid.interval.end)))
+    rows = rows.set_column(0, "__time", rows.column("__time").cast(pa.timestamp("ms", tz="UTC")))
+    rows = rows.append_column("comment", pa.array([f"a longer text column {i} " * 4 for i in range(rows.num_rows)]))
+    whole_path = str(tmp_path / "whole.sseg")
+    build_segment(rows, whole_path, sid, projections=[projection_rows(ProjectionSpec.from_json(BY_CHANNEL), rows)])
+    key = f"wiki/projected-{sid.interval.start}.sseg"
+    storage.push(whole_path, key)
+    source = storage.inner if ranged else storage  # CountingStorage has no byte ranges
+    whole_size = os.path.getsize(whole_path)
+    whole = Segment.open(whole_path)
+    want = execute({**CHANNELS, "context": {"noProjections": True}}, [whole]).table.to_pylist()
+    whole.close()
+
+    cache = SegmentCache(str(tmp_path / "cache"), 10 << 20, source)
+    part = cache.load(sid, key, whole_size, ("by_channel",))
+    assert part.manifest.partial_projections == ("by_channel",) and part.loaded_projections == ("by_channel",)
+    assert os.path.getsize(cache.path(sid)) < whole_size / 2 and cache.used_bytes() == part.size
+    assert execute(CHANNELS, [part]).table.to_pylist() == want
+    assert not [n for n in os.listdir(cache.cache_dir) if n.endswith(".whole")]  # the cut's source is gone
+    assert cache.load(sid, key, whole_size, ("by_channel",)) is part  # the same cut again: reused
+
+    # After a restart the partial copy is restored as one; asked whole, the segment is fetched whole.
+    again = SegmentCache(str(tmp_path / "cache"), 10 << 20, source)
+    again.restore()
+    assert again.get(sid).loaded_projections == ("by_channel",)
+    flip_middle_byte(again.path(sid), again.get(sid))  # damaged on disk: repaired as the same cut
+    assert again.verify(sid) is False
+    assert again.get(sid).manifest.partial_projections == ("by_channel",)
+    assert execute(CHANNELS, [again.get(sid)]).table.to_pylist() == want
+    full = again.load(sid, key, whole_size)
+    assert full.manifest.partial_projections is None and full.loaded_projections is None
+    assert os.path.getsize(again.path(sid)) == whole_size and totals(full)[0] == rows.num_rows
+    assert again.load(sid, key, whole_size, ("by_channel",)).manifest.partial_projections == ("by_channel",)
