@@ -98,7 +98,7 @@ export async function drawLagChart(host, supervisorId, history) {
     scales: {
       // One reading has no width: a minute around it.
       x: { time: true, range: (u, min, max) => (min === max ? [min - 30, max + 30] : [min, max]) },
-      y: { range: (u, min, max) => [Math.min(0, min), Math.max(1, max)] },
+      y: { range: (u, min, max) => [Math.min(0, min), Math.max(1, Math.ceil(max * 1.1))] },  // headroom over the top line
     },
     axes: [{}, { size: 70, label: "messages behind" }],
   }, history.data(), host);
