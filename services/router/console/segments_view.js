@@ -2,6 +2,7 @@
 // unavailable segments are marked (a row class and a status column saying which). Above it, a time
 // line: rows per time chunk (uPlot, when scripts/bootstrap.sh installed it from npm).
 import { sqlObjects } from "./api.js";
+import { loadUPlot } from "./chart_library.js";
 import { el, errorBox, formatBytes, replace, table } from "./dom.js";
 
 const PAGE_ROWS = 200;
@@ -57,18 +58,6 @@ export function segmentsView(initialDatasource) {
   init();
   return el("section", { id: "segments-view", class: "view" },
     el("div", { class: "toolbar" }, el("h2", {}, "Segments"), picker, filter), chart, body);
-}
-
-let uPlotModule = null;
-
-async function loadUPlot() {
-  if (uPlotModule === null) {
-    uPlotModule = import("/vendor/uPlot.esm.js").then((m) => {
-      document.head.append(el("link", { rel: "stylesheet", href: "/vendor/uPlot.min.css" }));
-      return m.default;
-    }, () => undefined);
-  }
-  return uPlotModule;
 }
 
 async function drawTimeline(host, segments) {

@@ -1,37 +1,53 @@
 // The Supervisors view: each Kafka supervisor (GET /druid/indexer/v1/supervisor?full) with its
-// state, its status payload's committed offsets per partition and lag where the payload carries
-// it, and suspend / resume / terminate; a spec can be submitted (POST .../supervisor). Terminate
-// asks for a second click rather than a dialog (no window.confirm in the console).
+// state, its status payload's committed offsets and lag per partition, and suspend / resume /
+// reset / terminate; a spec can be submitted (POST .../supervisor). Beside the table, the lag per
+// partition of one chosen supervisor over time (supervisor_lag_chart.js), its status read as often
+// as the coordinator refreshes it (tuningConfig.offsetFetchPeriod, at least PT1S). Reset and
+// terminate ask for a second click rather than a dialog (no window.confirm in the console).
 import { request } from "./api.js";
 import { el, errorBox, replace } from "./dom.js";
+import { LagHistory, drawLagChart, partitionLag, periodMs } from "./supervisor_lag_chart.js";
+
+export { partitionLag };
 
 const BASE = "/druid/indexer/v1/supervisor";
 const REFRESH_MS = 5000;
-
-// Lag per partition when the payload has Druid's latestOffsets beside offsets consumed or committed.
-export function partitionLag(payload) {
-  const latest = payload.latestOffsets || {};
-  const current = payload.currentOffsets || payload.committedOffsets || {};
-  const lag = payload.lag || {};
-  const parts = new Set([...Object.keys(latest), ...Object.keys(current), ...Object.keys(lag)]);
-  return [...parts].sort((a, b) => Number(a) - Number(b)).map((p) => ({
-    partition: p, committed: payload.committedOffsets ? payload.committedOffsets[p] : undefined,
-    lag: p in lag ? lag[p] : p in latest && p in current ? latest[p] - current[p] : undefined }));
-}
+const TICK_MS = 1000;
+const DEFAULT_FETCH_PERIOD_MS = 30_000;  // Druid's offsetFetchPeriod default
 
 export function supervisorsView() {
   const body = el("div", { id: "supervisors-table" }, "loading…");
   const message = el("div", { id: "supervisors-message" });
   const specText = el("textarea", { id: "supervisor-spec", rows: 8, spellcheck: "false",
     placeholder: '{"type": "kafka", "spec": {"dataSchema": {...}, "ioConfig": {"topic": ..., ...}}}' });
+  const chartPicker = el("select", { id: "supervisor-lag-select", "aria-label": "supervisor to chart" });
+  const chart = el("div", { id: "supervisor-lag-chart" });
+  const histories = new Map();  // supervisor id -> LagHistory (only the listed ones are kept)
+  const fetchPeriods = new Map();  // supervisor id -> its offsetFetchPeriod in ms
+  let lastLoad = 0;
+  let lastChartRead = 0;
   let timer = null;
 
+  function historyOf(id) {
+    if (!histories.has(id)) histories.set(id, new LagHistory());
+    return histories.get(id);
+  }
+
   async function load() {
+    lastLoad = Date.now();
     try {
       const { value: supervisors } = await request("GET", `${BASE}?full`);
       const statuses = await Promise.all(supervisors.map((s) =>
         request("GET", `${BASE}/${encodeURIComponent(s.id)}/status`).then((r) => r.value.payload, (e) => ({ error: e }))));
-      if (body.querySelector(".armed")) return;  // a terminate waits for its second click: keep its button
+      const ids = supervisors.map((s) => s.id);
+      for (const gone of [...histories.keys()].filter((id) => !ids.includes(id))) histories.delete(gone);
+      supervisors.forEach((s, i) => {
+        fetchPeriods.set(s.id, fetchPeriodMs(s.spec));
+        if (!statuses[i].error) historyOf(s.id).record(statuses[i]);
+      });
+      updatePicker(ids);
+      drawChart();
+      if (body.querySelector(".armed")) return;  // a reset/terminate waits for its second click: keep its button
       if (!supervisors.length) { replace(body, el("p", {}, "no supervisors")); return; }
       replace(body, el("div", { class: "table-wrap" }, el("table", { class: "grid" },
         el("thead", {}, el("tr", {}, ["supervisor", "", "datasource", "topic", "state", "detailed state", "healthy",
@@ -39,6 +55,33 @@ export function supervisorsView() {
         el("tbody", {}, supervisors.map((s, i) => row(s, statuses[i]))))));
     } catch (error) {
       replace(body, errorBox(error));
+    }
+  }
+
+  function updatePicker(ids) {
+    const chosen = ids.includes(chartPicker.value) ? chartPicker.value : ids[0];
+    const current = [...chartPicker.options].map((o) => o.value);
+    if (JSON.stringify(current) !== JSON.stringify(ids)) {
+      replace(chartPicker, ids.map((id) => el("option", { value: id }, id)));
+    }
+    if (chosen !== undefined) chartPicker.value = chosen;
+  }
+
+  function drawChart() {
+    const id = chartPicker.value || null;
+    return drawLagChart(chart, id, id ? histories.get(id) : null);
+  }
+
+  // Between the table's refreshes, the charted supervisor's status as often as its offsets are read.
+  async function readCharted() {
+    const id = chartPicker.value;
+    if (!id) return;
+    lastChartRead = Date.now();
+    try {
+      const { value } = await request("GET", `${BASE}/${encodeURIComponent(id)}/status`);
+      if (id === chartPicker.value && historyOf(id).record(value.payload)) drawChart();
+    } catch {
+      // the table's next refresh shows the error
     }
   }
 
@@ -51,7 +94,8 @@ export function supervisorsView() {
       el("td", {}, s.id),
       el("td", { class: "actions" },
         s.suspended ? action(s.id, "resume", "Resume") : action(s.id, "suspend", "Suspend"),
-        terminateButton(s.id)),
+        confirmedAction(s.id, "reset", "Reset", "reset: committed offsets forgotten"),
+        confirmedAction(s.id, "terminate", "Terminate", "terminated")),
       el("td", {}, (spec.dataSchema || {}).dataSource || payload.dataSource || ""),
       el("td", { class: "supervisor-topic" }, io.topic || payload.stream || ""),
       el("td", { class: "supervisor-state" }, s.state),
@@ -59,8 +103,8 @@ export function supervisorsView() {
       el("td", { class: "committed-offsets" }, offsets.filter((o) => o.committed !== undefined)
         .map((o) => el("div", {}, `partition ${o.partition}: ${o.committed}`))),
       el("td", { class: "lag" }, lagKnown ? offsets.filter((o) => o.lag !== undefined)
-        .map((o) => el("div", {}, `partition ${o.partition}: ${o.lag}`)) : "not reported"),
-      el("td", {}, payload.aggregateLag ?? ""),
+        .map((o) => el("div", { "data-partition": o.partition }, `partition ${o.partition}: ${o.lag}`)) : "not reported"),
+      el("td", { class: "aggregate-lag" }, payload.aggregateLag ?? ""),
       el("td", { class: "active-tasks" },
         payload.error ? errorBox(payload.error) : (payload.activeTasks || []).map((t) => t.id).join(", ")));
   }
@@ -78,23 +122,24 @@ export function supervisorsView() {
     } }, label);
   }
 
-  function terminateButton(id) {
-    const button = el("button", { class: "supervisor-terminate", onclick: async () => {
+  // The first click arms the button (its label asks to confirm); the second one sends the request.
+  function confirmedAction(id, verb, label, done) {
+    const button = el("button", { class: `supervisor-${verb}`, onclick: async () => {
       if (!button.classList.contains("armed")) {
         button.classList.add("armed");
-        button.textContent = "Confirm terminate";
+        button.textContent = `Confirm ${verb}`;
         return;
       }
       button.classList.remove("armed");
       button.disabled = true;
       try {
-        await request("POST", `${BASE}/${encodeURIComponent(id)}/terminate`);
-        replace(message, el("p", { class: "ok" }, `${id}: terminated`));
+        await request("POST", `${BASE}/${encodeURIComponent(id)}/${verb}`);
+        replace(message, el("p", { class: "ok" }, `${id}: ${done}`));
       } catch (error) {
         replace(message, errorBox(error));
       }
       load();
-    } }, "Terminate");
+    } }, label);
     return button;
   }
 
@@ -113,16 +158,30 @@ export function supervisorsView() {
     }
   }
 
+  chartPicker.addEventListener("change", () => { drawChart(); readCharted(); });
   load();
   const section = el("section", { id: "supervisors-view", class: "view" },
     el("div", { class: "toolbar" }, el("h2", {}, "Supervisors"), el("button", { onclick: load }, "Refresh")),
-    body, message,
+    el("div", { class: "supervisors-layout" }, body,
+      el("div", { id: "supervisor-lag", class: "chart-panel" },
+        el("div", { class: "toolbar" }, el("h3", {}, "Lag per partition"), chartPicker), chart)),
+    message,
     el("details", { id: "supervisor-submit" }, el("summary", {}, "Submit a supervisor spec"), specText,
       el("div", { class: "toolbar" }, el("button", { id: "submit-supervisor", onclick: submit }, "Submit"))));
-  // Polls only while the view is in the page, and not while a terminate waits for its second click.
+  // Polls only while the view is in the page; the table not while a reset or terminate waits for its
+  // second click.
   timer = setInterval(() => {
-    if (!section.isConnected) clearInterval(timer);
-    else if (!body.querySelector(".armed")) load();
-  }, REFRESH_MS);
+    if (!section.isConnected) { clearInterval(timer); return; }
+    const now = Date.now();
+    if (now - lastLoad >= REFRESH_MS && !body.querySelector(".armed")) load();
+    else if (now - lastChartRead >= (fetchPeriods.get(chartPicker.value) ?? REFRESH_MS)) readCharted();
+  }, TICK_MS);
   return section;
+}
+
+// The supervisor's offsetFetchPeriod (tuningConfig, in the spec or its "spec"), at least 1 s as the
+// coordinator reads it.
+function fetchPeriodMs(spec) {
+  const tuning = ((spec && spec.spec) || spec || {}).tuningConfig || (spec && spec.tuningConfig) || {};
+  return Math.max(1000, periodMs(tuning.offsetFetchPeriod, DEFAULT_FETCH_PERIOD_MS));
 }

@@ -7,7 +7,9 @@ Playwright) against a cluster with authentication on, through the router:
 - Projections: the hit and refusal counts shown equal those computed here from sys.queries; the
   advisor's proposal is added to the catalog definition from the page.
 - Supervisors: a spec submitted from the page is listed with its state and committed offsets, and
-  suspended, resumed and terminated from the page (no Kafka broker: its task stays PENDING).
+  suspended, resumed and terminated from the page (no Kafka broker: its task stays PENDING); against
+  a real Kafka-protocol broker (Tansu), the lag per partition in the table and in the chart equals
+  what was produced, and Reset (two clicks) makes the coordinator forget the committed offsets.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from services.deep_storage.deep_storage import deep_storage_key
 from tests.conftest import day_interval, make_events_table
+from tests.fixtures.kafka_broker import kafka_broker  # noqa: F401
 from tests.harness.auth_cluster import ADMIN, READER
 from tests.harness.console_page import CHROMIUM, flight_sql, shot, signed_in
 from tests.harness.waiting import wait_until
@@ -317,7 +320,6 @@ def test_supervisor_submitted_listed_suspended_resumed_and_terminated(browser, v
     assert supervisor_cell(page, "stream_edits", ".lag") == "not reported"  # strata's payload has no lag
     active = rest(c, "GET", f"{SUPERVISORS}/stream_edits/status").json()["payload"]["activeTasks"]
     assert active and supervisor_cell(page, "stream_edits", ".active-tasks") == ", ".join(t["id"] for t in active)
-    shot(page, "supervisors")
 
     page.click("tr[data-supervisor='stream_edits'] button.supervisor-suspend")
     page.wait_for_function("() => document.querySelector(\"tr[data-supervisor='stream_edits'] .supervisor-state\")"
@@ -337,21 +339,45 @@ def test_supervisor_submitted_listed_suspended_resumed_and_terminated(browser, v
 
 
 def test_lag_is_shown_per_partition_when_the_payload_has_druids_offsets(browser, views_cluster):
-    """strata's status payload has no latest offsets yet; Druid's does (latestOffsets beside
-    currentOffsets, or lag itself): the view's reading of it, run in the page."""
+    """The view's reading of a status payload, run in the page: minimumLag (what strata's coordinator
+    and Druid's report) first, else a top-level or the active tasks' lag, else latest - current; the
+    chart's history keeps one point per broker read, at most its bound."""
     page = signed_in(browser, views_cluster, ADMIN)
     got = page.evaluate("""async () => {
         const { partitionLag } = await import('/supervisors_view.js');
         return [partitionLag({latestOffsets: {"0": 100, "1": 50, "10": 5}, currentOffsets: {"0": 90, "1": 50, "10": 0},
                               committedOffsets: {"0": 80}}),
-                partitionLag({lag: {"2": 7}}), partitionLag({committedOffsets: {"0": 3}})];
+                partitionLag({lag: {"2": 7}}), partitionLag({committedOffsets: {"0": 3}}),
+                partitionLag({latestOffsets: {"0": 9, "1": 4}, committedOffsets: {}, minimumLag: {"0": 9, "1": 0}}),
+                partitionLag({activeTasks: [{lag: {"0": 1}}, {lag: {"1": 2}}], minimumLag: null})];
     }""")
     # (undefined comes back as None)
     assert got == [
         [{"partition": "0", "committed": 80, "lag": 10}, {"partition": "1", "committed": None, "lag": 0},
          {"partition": "10", "committed": None, "lag": 5}],
         [{"partition": "2", "committed": None, "lag": 7}],
-        [{"partition": "0", "committed": 3, "lag": None}]]
+        [{"partition": "0", "committed": 3, "lag": None}],
+        [{"partition": "0", "committed": None, "lag": 9}, {"partition": "1", "committed": None, "lag": 0}],
+        [{"partition": "0", "committed": None, "lag": 1}, {"partition": "1", "committed": None, "lag": 2}]]
+    history = page.evaluate("""async () => {
+        const { LagHistory, periodMs } = await import('/supervisor_lag_chart.js');
+        const h = new LagHistory(3);
+        const at = (s) => `2026-01-01T00:00:0${s}.000Z`;
+        const added = [h.record({offsetsLastUpdated: at(1), minimumLag: {"0": 5}}),
+                       h.record({offsetsLastUpdated: at(1), minimumLag: {"0": 6}}),  // the same read again
+                       h.record({offsetsLastUpdated: null, minimumLag: {"0": 6}}),
+                       h.record({offsetsLastUpdated: at(2), minimumLag: {"0": 4, "1": 2}}),
+                       h.record({offsetsLastUpdated: at(3), minimumLag: {"1": 1}}),
+                       h.record({offsetsLastUpdated: at(4), minimumLag: {"0": 0, "1": 0}})];
+        return {added, partitions: h.partitions(), data: h.data(),
+                periods: ["PT1S", "PT30S", "PT5M", "PT0.5S", "P1D", "PT", "30s", null].map((p) => periodMs(p, -1))};
+    }""")
+    assert history["added"] == [True, False, False, True, True, True]
+    assert history["partitions"] == ["0", "1"]
+    epoch = 1_767_225_600  # 2026-01-01T00:00:00Z
+    assert history["data"] == [[epoch + 2, epoch + 3, epoch + 4], [4, None, 0], [2, 1, 0]]  # the oldest dropped
+    assert history["periods"] == [1000, 30_000, 300_000, 500, 86_400_000, -1, -1, -1]
+    assert page.faults == []
     page.close()
 
 
@@ -367,6 +393,108 @@ def test_reader_may_not_change_a_supervisor(browser, views_cluster):
         error = page.text_content("#supervisors-message .error")
         assert "wiki" in error and "Traceback" not in error
         assert rest(c, "GET", SUPERVISORS + "?state=true").json()[0]["suspended"] is False
+        # Reset (two clicks) is refused too, with the server's message (a new one: the old box goes).
+        before = page.query_selector("#supervisors-message .error")
+        page.click("tr[data-supervisor='wiki'] button.supervisor-reset")
+        assert page.text_content("tr[data-supervisor='wiki'] button.supervisor-reset") == "Confirm reset"
+        page.click("tr[data-supervisor='wiki'] button.supervisor-reset")
+        page.wait_for_function("e => !e.isConnected", arg=before)
+        error = page.text_content("#supervisors-message .error")
+        assert "wiki" in error and "Traceback" not in error
+        assert page.faults == []
         page.close()
     finally:
         rest(c, "POST", f"{SUPERVISORS}/wiki/terminate")
+
+
+LAG_TOPIC = "console-lag"
+PRODUCED = {"0": 7, "1": 4, "2": 0}  # messages per partition; partition 2 stays empty
+
+
+def lag_cell(page, sid: str) -> dict[str, int]:
+    """The page's lag column for one supervisor, partition -> lag."""
+    return page.evaluate("""sid => Object.fromEntries([...document.querySelectorAll(
+        `#supervisors-table tr[data-supervisor='${sid}'] .lag div`)].map((d) => [d.dataset.partition,
+        Number(d.textContent.split(': ')[1])]))""", sid)
+
+
+def chart_of(page) -> dict:
+    """What the lag chart draws: its series' labels, its number of points, each series' last point."""
+    return page.evaluate("""() => {
+        const u = document.querySelector('#supervisor-lag-chart').lagChart;
+        if (!u) return null;
+        const n = u.data[0].length;
+        return {labels: u.series.slice(1).map((s) => s.label), points: n,
+                ascending: u.data[0].every((t, i) => i === 0 || t > u.data[0][i - 1]),
+                last: u.data.slice(1).map((values) => values[n - 1])};
+    }""")
+
+
+def test_lag_per_partition_from_a_kafka_broker_in_table_and_chart_then_reset(  # noqa: F811
+        browser, views_cluster, kafka_broker):
+    """A real Kafka-protocol broker (Tansu) with 7, 4 and 0 messages in three partitions, one record
+    per batch (so its latest offsets are the log ends); the supervisor submitted from the page reads
+    from the earliest offset and its task never runs (PENDING), so its lag is what was produced."""
+    c = views_cluster
+    kafka_broker.create_topic(LAG_TOPIC, len(PRODUCED))
+    kafka_broker.produce(LAG_TOPIC, [(int(p), json.dumps({"ts": "2026-01-01T00:00:00Z", "i": i}).encode())
+                                     for p, n in PRODUCED.items() for i in range(n)], one_per_batch=True)
+    spec = {"type": "kafka", "spec": {
+        "dataSchema": {"dataSource": "lagged", "timestampSpec": {"column": "ts", "format": "iso"}},
+        "ioConfig": {"topic": LAG_TOPIC, "consumerProperties": {"bootstrap.servers": kafka_broker.bootstrap},
+                     "useEarliestOffset": True},
+        "tuningConfig": {"type": "kafka", "offsetFetchPeriod": "PT1S"}}}
+    page = signed_in(browser, c, ADMIN)
+    try:
+        page.click("#nav-supervisors")
+        page.wait_for_selector("#supervisors-table p, #supervisors-table table")
+        page.click("#supervisor-submit summary")
+        page.fill("#supervisor-spec", json.dumps(spec))
+        page.click("#submit-supervisor")
+        page.wait_for_selector("#supervisors-table tr[data-supervisor='lagged']")
+        page.select_option("#supervisor-lag-select", "lagged")
+
+        wait_until(lambda: lag_cell(page, "lagged") == PRODUCED, timeout_s=30, what="the page's lag per partition")
+        status = rest(c, "GET", f"{SUPERVISORS}/lagged/status").json()["payload"]
+        assert status["minimumLag"] == PRODUCED and status["latestOffsets"] == PRODUCED
+        assert status["aggregateLag"] == sum(PRODUCED.values())
+        wait_until(lambda: supervisor_cell(page, "lagged", ".aggregate-lag") == str(sum(PRODUCED.values())),
+                   timeout_s=30, what="the page's aggregate lag")
+        # The chart: one series per partition; its points come from the page's reads every
+        # offsetFetchPeriod (PT1S), so a second one comes within seconds.
+        charts = c.router.files.has_charts  # uPlot from npm (scripts/bootstrap.sh ensure_console_deps)
+        if not charts:
+            page.wait_for_selector("#supervisor-lag-chart p:has-text('no chart')")
+        labels = [f"partition {p}" for p in PRODUCED]
+        want = {"labels": labels, "ascending": True, "last": list(PRODUCED.values())}
+        if charts:
+            wait_until(lambda: (chart_of(page) or {}).get("points", 0) >= 2, timeout_s=30,
+                       what="two points in the chart")
+            got = chart_of(page)
+            assert {k: got[k] for k in want} == want, got
+        shot(page, "supervisors")
+
+        # Offsets as published segments would commit them; the lag shrinks by them in table and chart.
+        committed = {"0": 5, "1": 1}
+        assert rest(c, "POST", f"{SUPERVISORS}/lagged/resetOffsets", json={"type": "kafka", "partitions": {
+            "type": "end", "stream": LAG_TOPIC, "partitionOffsetMap": committed}}).status_code == 200
+        behind = {"0": 2, "1": 3, "2": 0}
+        wait_until(lambda: lag_cell(page, "lagged") == behind, timeout_s=30, what="the lag after the commit")
+        wait_until(lambda: not charts or (chart_of(page) or {}).get("last") == list(behind.values()), timeout_s=30,
+                   what="the chart's last point after the commit")
+
+        # Reset: one click arms it and does nothing; the second makes the coordinator forget the offsets.
+        page.click("tr[data-supervisor='lagged'] button.supervisor-reset")
+        assert page.text_content("tr[data-supervisor='lagged'] button.supervisor-reset") == "Confirm reset"
+        assert rest(c, "GET", f"{SUPERVISORS}/lagged/status").json()["payload"]["committedOffsets"] == committed
+        page.click("tr[data-supervisor='lagged'] button.supervisor-reset")
+        wait_until(lambda: page.text_content("#supervisors-message") == "lagged: reset: committed offsets forgotten",
+                   timeout_s=30, what="the reset's answer")
+        assert rest(c, "GET", f"{SUPERVISORS}/lagged/status").json()["payload"]["committedOffsets"] == {}
+        wait_until(lambda: lag_cell(page, "lagged") == PRODUCED, timeout_s=30, what="the lag after the reset")
+        wait_until(lambda: not charts or (chart_of(page) or {}).get("last") == list(PRODUCED.values()),
+                   timeout_s=30, what="the chart's last point after the reset")
+        assert page.dialogs == [] and page.faults == []
+    finally:
+        page.close()
+        rest(c, "POST", f"{SUPERVISORS}/lagged/terminate")
