@@ -308,5 +308,5 @@ def warm_up(session, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
         sc.setLocalProperty("spark.jobGroup.id", None)
 
 
-__all__ = ["CONF_ENV", "DRIVER_MEMORY_ENV", "TASK_LOG_ENV", "SparkStartError", "configured_conf", "get_or_create_session",
-           "session_conf", "warm_up"]
+__all__ = ["CONF_ENV", "DRIVER_MEMORY_ENV", "TASK_LOG_ENV", "SparkStartError", "configured_conf",
+           "get_or_create_session", "session_conf", "warm_up"]
