@@ -74,7 +74,7 @@ class RunningQuery:
         self._cancelled = True
 
     def stop_if_killed(self) -> None:
-        """The planner's check (``planning_stop``): a killed statement stops planning."""
+        """The planner's stop check (``PlanningDeadline.stop``): a killed statement stops planning."""
         if self._cancelled:
             raise Cancelled(f"query {self.record.query_id} was killed while it was being planned")
 

@@ -213,7 +213,7 @@ def test_another_users_running_id_can_be_chosen_again_and_kill_reaches_only_ones
 
 
 def test_a_statement_is_killable_while_it_plans():
-    from common.sql.planning_deadline import check_deadline, planning_stop
+    from common.sql.planning_deadline import PlanningDeadline
 
     registry = QueryRegistry()
     planning, killed, outcome = threading.Event(), threading.Event(), {}
@@ -221,10 +221,10 @@ def test_a_statement_is_killable_while_it_plans():
     def plan():  # a planner checking its deadline as it goes, as sqlglot's tokenizer and parser do
         try:
             with registry.planning("sql", "SELECT slow", None, "p1") as running:
-                with planning_stop(running.stop_if_killed):
-                    planning.set()
-                    assert killed.wait(10)
-                    check_deadline()
+                deadline = PlanningDeadline(300, stop=running.stop_if_killed)  # what the service plans with
+                planning.set()
+                assert killed.wait(10)
+                deadline.check()
             outcome["planned"] = True
         except Exception as exc:  # noqa: BLE001 - asserted below
             outcome["error"] = exc
