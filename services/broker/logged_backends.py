@@ -11,8 +11,8 @@ query id with the context key ``sqlQueryId`` (SQL: ``SET sqlQueryId = 'x'; SELEC
 ``queryId`` (native), as in Druid.
 
 A statement is registered before it is planned, so KILL QUERY also stops one that is still
-planning (the planner checks the kill flag where it checks its deadline: ``stop``, passed to the
-service with the statement):
+planning (the planner checks the kill flag where it checks its deadline: the statement's
+``RunningQuery`` is passed to the service, ``tracked``, and its native queries report to it):
 ``execute`` plans inside ``track``, and ``describe`` (Flight SQL plans when a statement is prepared
 and in GetFlightInfo, then runs it in DoGet) inside ``registry.planning``.
 """
@@ -52,10 +52,10 @@ class LoggedSql:
                     emit(piece, running.is_active)
 
                 table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
-                                           emit=counted, stop=running.stop_if_killed, **pinned)
+                                           emit=counted, tracked=running, **pinned)
             else:
                 table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
-                                           stop=running.stop_if_killed, **pinned)
+                                           tracked=running, **pinned)
             running.record.result_rows = sent[0] + table.num_rows
             return table
 
@@ -100,7 +100,7 @@ class LoggedNative:
         context = query.get("context") if isinstance(query, dict) else getattr(query, "context", None)
         wanted = query_id or (context.get("queryId") if isinstance(context, dict) else None)
         with self.registry.track("native", query_id=str(wanted) if wanted else None, is_active=is_active) as running:
-            result = self.inner.execute(query, timeout_s, running.query_id, running.is_active)
+            result = self.inner.execute(query, timeout_s, running.query_id, running.is_active, tracked=running)
             running.record.result_rows = result.table.num_rows
             return result
 

@@ -405,12 +405,13 @@ class SqlService:
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
                 user: str | None = None, is_active=lambda: True, emit=None, plan: SqlPlan | None = None,
-                stop: Callable[[], None] | None = None) -> pa.Table:
+                tracked=None) -> pa.Table:
         """The statement's result; with ``emit``, a scan's rows go to ``emit`` a piece at
         a time as historicals send them and the table returned is empty (see ``streams``).
         ``plan``: the statement's plan as ``describe`` gave it (run as it is, not looked up).
-        ``stop``: called wherever planning checks its deadline, raising to stop it (the query
-        log's: the statement was killed); a flag read, it runs per token."""
+        ``tracked``: the query log's ``RunningQuery`` of the statement, or None: its kill check
+        (``stop_if_killed``, a flag read) runs wherever planning checks its deadline, and the
+        native queries the statement runs report to it."""
         started = time.monotonic()
         # Only statements that plan (no DDL, ingestion or parameters) are ever cached.
         if plan is None and not parameters:
@@ -425,6 +426,7 @@ class SqlService:
                 return self._explain_ingestion(head, dict(context or {}), user)
             # The timeout covers planning too (a huge IN list or a deep expression takes planning
             # time): the planner checks the deadline in its loops and stops there.
+            stop = tracked.stop_if_killed if tracked is not None else None
             planning = PlanningDeadline(self._timeout({**dict(context or {}), **head.settings}), started, stop)
             plan = self._plan(sql, user, parameters, dict(context or {}), planning)
         timeout_s = self._timeout(plan.context)
@@ -436,7 +438,7 @@ class SqlService:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
-            return self.executor.execute(query, remaining, None, is_active, schemas=schemas).table
+            return self.executor.execute(query, remaining, None, is_active, schemas=schemas, tracked=tracked).table
 
         schemas = plan.planned_schemas
 
@@ -447,7 +449,7 @@ class SqlService:
             if remaining <= 0:
                 raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
             self.executor.execute_stream(query, remaining, lambda table: emit(shape(table)), None, is_active,
-                                         schemas=schemas)
+                                         schemas=schemas, tracked=tracked)
             return plan.result_schema.empty_table()
         return plan.execute(run_native)
 
