@@ -105,9 +105,9 @@ class Aggregator:
 
     # Whether ``combine`` over the concatenated intermediates of several segments' projection rows
     # is as good as combining each segment's and then their partials (see
-    # grouped_engine.run_together). Sketches say no: their combine caches each stored column
-    # decoded, keyed by its buffers, which a concatenation makes new on every query; they
-    # combine each source's rows with ``combine_parts`` instead.
+    # grouped_engine.run_together). Sketches say no: they decode each stored column once and keep
+    # the decoding with the segment's file (``combine_parts``' ``keeps``), which a concatenation
+    # of several segments' columns would defeat; they combine each source's rows instead.
     combines_concatenated = True
 
     def columns(self) -> frozenset[str]:
@@ -128,9 +128,11 @@ class Aggregator:
         aggregators reduce each run with one call instead of first checking the group ids for it."""
         return self.combine(values, groups.gid, groups.count)
 
-    def combine_parts(self, parts: list[pa.Array], gids: list[np.ndarray], groups: int) -> pa.Array:
+    def combine_parts(self, parts: list[pa.Array], gids: list[np.ndarray], groups: int, keeps=None) -> pa.Array:
         """``combine`` over several sources' intermediates (``parts``, their rows' group ids in
-        ``gids``), for aggregators that do not combine concatenated."""
+        ``gids``), for aggregators that do not combine concatenated. ``keeps``: per part, None or
+        its source's ``RowSource.derived`` for the stored column the part is all of, to keep what
+        is computed from it with the segment's file (see ``HllSketch``)."""
         values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
         return self.combine(values, np.concatenate(gids) if len(gids) > 1 else gids[0], groups)
 
@@ -461,8 +463,8 @@ class Filtered(Aggregator):
     def combines_concatenated(self) -> bool:
         return self.aggregator.combines_concatenated
 
-    def combine_parts(self, parts, gids, groups):
-        return self.aggregator.combine_parts(parts, gids, groups)
+    def combine_parts(self, parts, gids, groups, keeps=None):
+        return self.aggregator.combine_parts(parts, gids, groups, keeps)
 
     def finalize(self, values):
         return self.aggregator.finalize(values)

@@ -12,6 +12,7 @@ broker asks historicals for only the groups that can matter (common/query/topn_t
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import pyarrow as pa
@@ -103,7 +104,9 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
                 mask = evaluate_values(only, cols)
                 out[agg.name] = agg.combine(stored.filter(pa.array(mask)), groups.gid[mask], groups.count)
             else:
-                out[agg.name] = agg.combine_groups(stored, groups)
+                keep = _stored_keep(cols, source, source.aggregator_columns[agg.name], agg)
+                out[agg.name] = agg.combine_groups(stored, groups) if keep is None else \
+                    agg.combine_parts([stored], [groups.gid], groups.count, [keep])
         else:
             out[agg.name] = agg.accumulate(cols, groups.gid, groups.count)
     stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, n, cols.bytes_read)
@@ -138,6 +141,7 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
     budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
                   f"the {groups.count:,} groups of a {query.query_type} over {len(sources)} segments' projection rows")
     agg_parts: list[list[pa.Array]] = [[] for _ in query.aggregations]
+    agg_keeps: list[list] = [[] for _ in query.aggregations]  # per part: its source's ``derived``, or None
     direct = plan.kept and plan.direct
     if direct:
         # Intermediates read as stored (no declared type casts them): each source's whole column,
@@ -147,11 +151,13 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
                 source.check_unchanged()  # a part read does it otherwise: a damaged file fails the query
                 continue
             stored = source.stored_values([source.aggregator_columns[agg.name] for agg in query.aggregations])
-            for parts, agg, values in zip(agg_parts, query.aggregations, stored):
+            for parts, keeps, agg, values in zip(agg_parts, agg_keeps, query.aggregations, stored):
                 # Sketches combine per source (``combine_parts``): each source's own rows.
                 if rows is not None and not agg.combines_concatenated:
                     values = values.take(pa.array(rows))
                 parts.append(values)
+                keeps.append(functools.partial(source.derived, source.aggregator_columns[agg.name])
+                             if rows is None and not agg.combines_concatenated else None)
         nbytes = sum(plan.key_bytes)
     else:
         nbytes = 0
@@ -167,9 +173,10 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
                 # counts the same bytes without asking the parts' sizes again.
                 cols._touched.update(plan.touched[i])
                 cols._bytes[0] = plan.key_bytes[i]
-            for parts, agg in zip(agg_parts, query.aggregations):
+            for parts, keeps, agg in zip(agg_parts, agg_keeps, query.aggregations):
                 stored = cols[source.aggregator_columns[agg.name]]
                 parts.append(stored.combine_chunks() if isinstance(stored, pa.ChunkedArray) else stored)
+                keeps.append(_stored_keep(cols, source, source.aggregator_columns[agg.name], agg))
             nbytes += cols.bytes_read
             if fresh:
                 read.append((frozenset(cols._touched), cols.bytes_read))
@@ -181,9 +188,9 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
             plan.direct = _reads_as_stored(query, sources, schema, agg_parts)
     stats = RunStats(len(sources), plan.in_segments, plan.after_prefilter, plan.after_prefilter, plan.matched, nbytes)
     out = dict(zip(plan.names, groups.keys))
-    for parts, agg in zip(agg_parts, query.aggregations):
+    for parts, keeps, agg in zip(agg_parts, agg_keeps, query.aggregations):
         if not agg.combines_concatenated:
-            out[agg.name] = agg.combine_parts(parts, plan.gids, groups.count)
+            out[agg.name] = agg.combine_parts(parts, plan.gids, groups.count, keeps)
             continue
         values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
         if direct and plan.take is not None:
@@ -194,6 +201,15 @@ def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str
     if fresh and prepared is not None:
         _keep(prepared, batch, plan)
     return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
+
+
+def _stored_keep(cols: ColumnSource, source: RowSource, name: str, agg):
+    """``source.derived`` for stored column ``name`` when ``agg`` keeps what it derives from a
+    stored column (sketches: ``combine_parts``) and ``cols`` read every one of its rows as stored;
+    else None."""
+    if agg.combines_concatenated or cols.rows is not None or not cols.is_physical(name) or cols.overridden(name):
+        return None
+    return functools.partial(source.derived, name)
 
 
 def _keep(prepared: PreparedQuery, batch: tuple, plan: BatchPlan) -> None:

@@ -27,7 +27,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from common.bounded_cache import BoundedCache
 
 _SER_VER = 1
 _FAMILY = 7
@@ -72,55 +71,26 @@ class _Decoded:
     row_regs: np.ndarray  # their registers, (len(hll_rows), k) uint8
     coupons: np.ndarray  # uint32 coupons of coupon-mode images
     coupon_rows: np.ndarray  # the row number of each coupon
+    rows: int  # rows of the column decoded
 
     @property
     def nbytes(self) -> int:
         return self.hll_rows.nbytes + self.row_regs.nbytes + self.coupons.nbytes + self.coupon_rows.nbytes
 
 
-class _DecodedCache:
-    """Decoded columns by the identity of their Arrow buffers, bounded by bytes (LRU).
+def union_images(values: pa.Array, gid: np.ndarray, groups: int, lg_k: int, keep=None) -> pa.Array | None:
+    """One serialized sketch per group (binary), or None when some input is not handled here.
 
-    A projection's sketch column is the same mapped buffer at every query, so it is decoded once.
-    An entry holds the buffers it was decoded from, so their memory (immutable, as Arrow's is)
-    cannot be freed and reused while the entry can still be found by its addresses. A column is
-    decoded into the cache only the second time its key is seen, so the per-query arrays of
-    merges, which never come back, neither pin memory nor push real columns out."""
-
-    def __init__(self, max_bytes: int, max_seen: int = 4096) -> None:
-        self.max_bytes = max_bytes
-        self._entries = BoundedCache(1 << 20, max_bytes)  # key -> (decoded, the buffers it came from)
-        self._seen = BoundedCache(max_seen)
-
-    @staticmethod
-    def key(values: pa.Array, lg_k: int) -> tuple:
-        return (str(values.type), lg_k, values.offset, len(values),
-                *((b.address, b.size) if b is not None else (0, 0) for b in values.buffers()))
-
-    def get(self, values: pa.Array, lg_k: int) -> _Decoded | None:
-        key = self.key(values, lg_k)
-        hit = self._entries.get(key)
-        if hit is not None:
-            return hit[0]
-        again = key in self._seen
-        self._seen.put(key, True)
-        decoded = _decode(values, lg_k)
-        if decoded is None or not again:
-            return decoded
-        buffers = values.buffers()
-        # What an entry costs: its arrays and the buffers it keeps alive.
-        self._entries.put(key, (decoded, buffers), decoded.nbytes + sum(b.size for b in buffers if b is not None))
-        return decoded
-
-
-DECODED = _DecodedCache(256 * 1024 * 1024)
-
-
-def union_images(values: pa.Array, gid: np.ndarray, groups: int, lg_k: int) -> pa.Array | None:
-    """One serialized sketch per group (binary), or None when some input is not handled here."""
+    ``keep``: when ``values`` is every row of a stored column, its source's ``RowSource.derived``
+    for it: the decoding is then made from the stored column once and kept with the segment's
+    open file (keyed by that file, never by buffer addresses, so a freed and reused buffer cannot
+    find another column's decoding; charged to the node's part budget, dropped when the file
+    closes). Without it (rows selected per query, a merge's images) the column is decoded here."""
     if lg_k < 8 or not (pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)):
         return None
-    decoded = DECODED.get(values, lg_k)
+    decoded = keep(f"hll-decoded-{lg_k}", lambda stored: _decode(stored, lg_k)) if keep is not None else None
+    if decoded is None or decoded.rows != len(values):
+        decoded = _decode(values, lg_k)
     if decoded is None:
         return None
     return _merge(decoded, np.asarray(gid, dtype=np.int64), groups, lg_k)
@@ -192,7 +162,7 @@ def _decode(values: pa.Array, lg_k: int) -> _Decoded | None:
     aux = hll_rows[row_of]
     if aux.any():
         _scatter_max(row_regs, np.searchsorted(hll_idx, row_of[aux]), ints[aux], k)
-    return _Decoded(hll_idx, row_regs, ints[~aux], row_of[~aux])
+    return _Decoded(hll_idx, row_regs, ints[~aux], row_of[~aux], n)
 
 
 def _merge(decoded: _Decoded, gid: np.ndarray, groups: int, lg_k: int) -> pa.Array:

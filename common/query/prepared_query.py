@@ -19,13 +19,17 @@ selections, coverage, batch plans); no aggregate's result is kept (a run always 
 intermediates and combines them). The cache is bounded in entries and bytes, its bytes are
 charged to the node's memory budget (the decoded-part cache's, ``part_cache.PROCESS_CACHE``), and
 a prepared query is dropped as soon as one of its segments is retired (``SegmentLease``), so it
-never outlives its segments' files. (It does keep the segment objects it was prepared over until
-then or until it is pushed out: a caller of ``execute`` closes the segments it is done with.)
+never outlives its segments' files. The cache refers to a prepared query only weakly; the leases of
+its segments hold it (``SegmentLease.hold``). So the cache never keeps a segment alive: a caller of
+``execute`` that drops its segments without ``close()`` drops what was prepared over them, and
+their files close when the collector frees them, not when later queries push the entries out.
 """
 
 from __future__ import annotations
 
 import threading
+import weakref
+from collections import deque
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,17 +98,24 @@ class PreparedQuery:
 class PreparedCache:
     def __init__(self, max_entries: int = 512, max_bytes: int = 64 << 20,
                  memory: DecodedPartCache | None = PROCESS_CACHE) -> None:
+        # key -> weak reference to the PreparedQuery (its segments' leases hold it)
         self._entries = BoundedCache(max_entries, max_bytes, on_evict=self._forget)
         self._memory = memory  # the node's budget the cache's bytes are charged to
         self._charged = 0
         self._by_segment: dict[int, set] = {}  # segment generation -> keys prepared over it
+        # Keys whose prepared query was collected (its segments were dropped). The collector
+        # reports them at any allocation, on any thread, maybe while this cache holds a lock, so
+        # they are only queued here (an atomic append) and dropped by the next call.
+        self._dead: deque = deque()
         self._lock = threading.Lock()
 
     def prepared(self, key: PreparedKey, segments: Sequence, make: Callable[[], PreparedQuery]) -> PreparedQuery:
         """The kept preparation for ``key``, else ``make()``'s (kept; a bad query raises from
         ``make`` every time). ``segments``: the segments ``key.segments`` names, leased by the
         caller."""
-        hit = self._entries.get(key)
+        self._purge()
+        ref = self._entries.get(key)
+        hit = ref() if ref is not None else None
         if hit is not None:
             return hit
         made = make()
@@ -114,11 +125,16 @@ class PreparedCache:
                 keys = self._by_segment.get(segment.generation)
                 if keys is None:
                     if not segment.lease.on_retire(lambda g=segment.generation: self._retired(g)):
+                        self._release(key, made)
                         return made  # retired meanwhile: not kept
                     keys = self._by_segment[segment.generation] = set()
                 keys.add(key)
+                if not segment.lease.hold(key, made):
+                    self._release(key, made)
+                    return made
         made._grew = self._grow
-        self._entries.put(key, made, made.nbytes)
+        dead = self._dead
+        self._entries.put(key, weakref.ref(made, lambda _, k=key: dead.append(k)), made.nbytes)
         self._charge()
         return made
 
@@ -126,14 +142,42 @@ class PreparedCache:
         self._entries.resize(prepared.key, prepared.nbytes)
         self._charge()
 
+    @staticmethod
+    def _release(key: PreparedKey, prepared: PreparedQuery | None) -> None:
+        """The segments' leases stop holding ``prepared``."""
+        if prepared is not None:
+            for segment in prepared.segments:
+                segment.lease.unhold(key)
+
+    def _drop(self, key: PreparedKey) -> None:
+        ref = self._entries.pop(key)
+        if ref is not None:
+            self._forget(key, ref)
+
     def _retired(self, generation: int) -> None:
         with self._lock:
             keys = self._by_segment.pop(generation, ())
         for key in keys:
-            self._entries.pop(key)
+            self._drop(key)  # and the other segments' leases let it go
         self._charge()
 
-    def _forget(self, key: PreparedKey, prepared: PreparedQuery) -> None:
+    def _purge(self) -> None:
+        """Drop the entries whose prepared query was collected."""
+        if not self._dead:
+            return
+        while self._dead:
+            key = self._dead.popleft()
+            ref = self._entries.get(key, touch=False)
+            if ref is not None and ref() is None:
+                self._entries.pop(key)
+                self._forget(key, ref)
+        self._charge()
+
+    def _forget(self, key: PreparedKey, ref) -> None:
+        """``key`` left the cache (pushed out, retired, collected): no segment holds it for it."""
+        prepared = ref() if ref is not None else None
+        if prepared is not None and prepared.key == key:
+            self._release(key, prepared)
         with self._lock:
             for generation in key.segments:
                 keys = self._by_segment.get(generation)
@@ -150,19 +194,25 @@ class PreparedCache:
             self._memory.charge(delta)
 
     def items(self) -> list[tuple[PreparedKey, PreparedQuery]]:
-        return list(self._entries.items())
+        self._purge()
+        return [(key, prepared) for key, ref in self._entries.items() if (prepared := ref()) is not None]
 
     def clear(self) -> None:
+        for key, ref in self._entries.items():
+            self._release(key, ref())
         self._entries.clear()
         with self._lock:
             self._by_segment.clear()
+        self._dead.clear()
         self._charge()
 
     def __len__(self) -> int:
+        self._purge()
         return len(self._entries)
 
     @property
     def nbytes(self) -> int:
+        self._purge()
         return self._entries.nbytes
 
 

@@ -87,6 +87,12 @@ class RowSource:
         """Every row of each stored column (``take(name, None)``)."""
         return [self.take(name, None) for name in names]
 
+    def derived(self, name: str, kind: str, make):
+        """``make(values)`` of every row of stored column ``name``, kept with the source's file
+        for the next queries (see ``ValueColumn.derived_values``); None when the source keeps
+        nothing (the caller computes it from what it has)."""
+        return None
+
 
 class SegmentRowSource(RowSource):
     """A segment table (base rows or a projection) read through its ``ColumnReader``s."""
@@ -155,6 +161,10 @@ class SegmentRowSource(RowSource):
             col = self.table.column(name)
             out.append(col.values(check=False) if isinstance(col, ValueColumn) else col.take(None))
         return out
+
+    def derived(self, name: str, kind: str, make):
+        col = self.table.column(name)
+        return col.derived_values(kind, make) if isinstance(col, ValueColumn) else None
 
 
 class TableRowSource(RowSource):

@@ -40,7 +40,7 @@ class HllSketch(Aggregator):
     expression: str | None = None
     lg_k: int = 12
     round: bool = False
-    combines_concatenated = False  # the decoded-column cache (hll_union) keys on stored buffers
+    combines_concatenated = False  # each stored column is decoded once, kept with its segment (combine_parts)
 
     def __post_init__(self) -> None:
         if not 4 <= self.lg_k <= 21:
@@ -103,10 +103,10 @@ class HllSketch(Aggregator):
         for g, v in zip(groups_of.tolist(), values):
             sketches[g].update(v)
 
-    def combine(self, values, gid, groups):
+    def combine(self, values, gid, groups, keep=None):
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks()
-        merged = union_images(values, gid, groups, self.lg_k)
+        merged = union_images(values, gid, groups, self.lg_k, keep)
         if merged is not None:
             return merged
         unions = [ds.hll_union(self.lg_k) for _ in range(groups)]
@@ -115,18 +115,19 @@ class HllSketch(Aggregator):
                 unions[g].update(ds.hll_sketch.deserialize(blob))
         return pa.array([u.get_result(ds.tgt_hll_type.HLL_4).serialize_compact() for u in unions], pa.binary())
 
-    def combine_parts(self, parts, gids, groups):
-        """Each source's sketches unioned per group as one segment's run would (a stored column
-        is decoded once: ``hll_union``),
-        then those unions per group, as a merge of the segments' partials would. Every run
-        unions again: only the decoding is kept (``hll_union.DECODED``), never a union's result,
-        so a repeated query costs what its first run's reading and merging cost."""
+    def combine_parts(self, parts, gids, groups, keeps=None):
+        """Each source's sketches unioned per group as one segment's run would, then those unions
+        per group, as a merge of the segments' partials would. A part that is a whole stored column
+        (its ``keeps`` entry set) is decoded once and the decoding kept with its segment's file,
+        charged to the node's part budget and dropped when the file closes (``hll_union``); never
+        a union's result, so a repeated query costs what its first run's merging cost."""
         images, ids = [], []
-        for part, gid in zip(parts, gids):
+        keeps = keeps if keeps is not None else [None] * len(parts)
+        for part, gid, keep in zip(parts, gids, keeps):
             if not len(gid):
                 continue
             uniq, local = np.unique(gid, return_inverse=True)
-            images.append(self.combine(part, local.reshape(-1).astype(np.int64), len(uniq)))
+            images.append(self.combine(part, local.reshape(-1).astype(np.int64), len(uniq), keep))
             ids.append(uniq)
         if not images:
             out = self.combine(pa.array([], pa.binary()), np.zeros(0, np.int64), groups)

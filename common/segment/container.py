@@ -334,6 +334,8 @@ class Container:
         same bounded cache as decoded parts and dropped with them when this file closes. Like a
         part read, it first checks the file did not change under the mapping."""
         self.check_unchanged()
+        if self._closed:
+            return load()  # its entries were dropped on close; a late reader must not add more
         return self._cache.get((self._token, name, kind), load, nbytes)
 
     def cached(self, name: str, kind: str) -> Any:

@@ -10,7 +10,11 @@ refers to the segment object (a prepared query, a plan kept for the next run): k
 is not keeping the file.
 
 Retirement also tells the listeners registered with ``on_retire`` (the prepared-query cache drops
-what it prepared over the segment).
+what it prepared over the segment). What is kept for the segment's sake lives on its lease
+(``hold``): the prepared-query cache refers to a prepared query only weakly and the leases of its
+segments hold it, so a segment dropped without ``close()`` takes its prepared queries with it
+(and its file, once the collector frees the segment) instead of pinning it until they are pushed
+out of the cache.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ class SegmentLease:
         self._retired = False
         self._closed = False
         self._listeners: list[Callable[[], None]] = []
+        self._held: dict = {}  # what lives as long as the segment does (``hold``)
 
     def acquire(self) -> bool:
         """Count one more use; False when the segment's file is closed."""
@@ -63,6 +68,7 @@ class SegmentLease:
             if close:
                 self._closed = True
             listeners, self._listeners = self._listeners, []
+            self._held = {}
         for listener in listeners:
             listener()
         if close:
@@ -75,6 +81,19 @@ class SegmentLease:
                 return False
             self._listeners.append(listener)
             return True
+
+    def hold(self, key, value) -> bool:
+        """Keep ``value`` alive as long as the segment (until ``unhold`` or retirement); False
+        (not kept) when the segment has retired."""
+        with self._lock:
+            if self._retired:
+                return False
+            self._held[key] = value
+            return True
+
+    def unhold(self, key) -> None:
+        with self._lock:
+            self._held.pop(key, None)
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:

@@ -16,7 +16,8 @@ look the values up once and keep them in the bounded decoded-part cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -166,6 +167,20 @@ class ValueColumn:
             return self._container.derived(self._parts["block0"], "values", self._joined, self.num_rows * 9)
         codes = self._parts["codes"]
         return self._container.derived(codes, "values", self._looked_up, self.num_rows * 8)
+
+    def derived_values(self, kind: str, make: Callable[[pa.Array], Any]):
+        """``make(self.values())`` (something with ``nbytes``, or None: nothing kept), kept in the
+        node's part cache under this open file, as decoded parts are: charged to its budget and
+        dropped when the file closes. Keyed by the file and part, never by buffer addresses."""
+        part = self._parts.get("values") or self._parts.get("block0") or self._parts["codes"]
+        kind = f"derived:{kind}"
+        hit = self._container.cached(part, kind)
+        if hit is not None:
+            return hit
+        value = make(self.values())
+        if value is None:
+            return None
+        return self._container.derived(part, kind, lambda: value, value.nbytes)
 
     def _block(self, i: int) -> pa.Array:
         arr = self._container.array(self._parts[f"block{i}"])

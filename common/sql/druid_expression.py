@@ -15,7 +15,7 @@ from common.errors import UnsupportedError
 from common.expr.node import BinaryOp, Expr, Identifier, UnaryOp
 from common.expr.node import Call as ECall
 from common.expr.node import Literal as ELiteral
-from common.sql.planning_deadline import check_deadline
+from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.scalar import Call, Literal, Ref, Scalar
 from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, from_column_type
 from common.types.column_type import DOUBLE as NATIVE_DOUBLE
@@ -74,9 +74,10 @@ def _chain(op: str, parts: list[Expr]) -> Expr:
     return out
 
 
-def to_druid(expr: Scalar, columns: Sequence[str]) -> Expr:
-    """``expr`` as a native expression tree; Ref(i) reads column ``columns[i]``."""
-    check_deadline()
+def to_druid(expr: Scalar, columns: Sequence[str], deadline: PlanningDeadline = NO_DEADLINE) -> Expr:
+    """``expr`` as a native expression tree; Ref(i) reads column ``columns[i]``; ``deadline``
+    checked per node."""
+    deadline.check()
     if isinstance(expr, Ref):
         return Identifier(columns[expr.index])
     if isinstance(expr, Literal):
@@ -86,7 +87,7 @@ def to_druid(expr: Scalar, columns: Sequence[str]) -> Expr:
     if not isinstance(expr, Call):
         raise UnsupportedError(f"cannot translate {expr!r} to a native expression")
     op = expr.op
-    args = [to_druid(a, columns) for a in expr.args]
+    args = [to_druid(a, columns, deadline) for a in expr.args]
     if op in _BINARY:
         return BinaryOp(_BINARY[op], args[0], args[1])
     if op == "NEG":
@@ -158,5 +159,5 @@ def _substring(expr: Call, args: list[Expr]) -> Expr:
     return ECall("if", (ECall("notnull", (args[0],)), ECall("nvl", (sliced, ELiteral(""))), ELiteral(None)))
 
 
-def druid_text(expr: Scalar, columns: Sequence[str]) -> str:
-    return to_druid(expr, columns).to_string()
+def druid_text(expr: Scalar, columns: Sequence[str], deadline: PlanningDeadline = NO_DEADLINE) -> str:
+    return to_druid(expr, columns, deadline).to_string()

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from common.query.filters import (And, ArrayContainsElement, Equals, ExpressionFilter, FalseFilter, Filter, In, Like,
                                   Not, NullFilter, Or, Range, Regex, TrueFilter)
 from common.sql.druid_expression import druid_text
+from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.scalar import Call, Literal, Ref, Scalar
 from common.sql.sql_types import BIGINT, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, SqlType
 
@@ -99,19 +100,20 @@ def _array_membership(call: Call, columns: Sequence[str]) -> Filter | None:
     return And(parts) if call.op == "ARRAY_CONTAINS" else Or(parts)
 
 
-def to_filter(expr: Scalar, columns: Sequence[str], virtual=None) -> Filter:
+def to_filter(expr: Scalar, columns: Sequence[str], virtual=None, deadline: PlanningDeadline = NO_DEADLINE) -> Filter:
     """A native filter equivalent to ``expr`` over the input columns named ``columns``. With
-    ``virtual`` (the planner's virtual columns), JSON paths filter through nested-field columns."""
+    ``virtual`` (the planner's virtual columns), JSON paths filter through nested-field columns.
+    ``deadline``: checked per node of an expression rendered as a native expression."""
     if isinstance(expr, Literal):
         return TrueFilter() if expr.value is True else FalseFilter()
     if isinstance(expr, Call):
         op = expr.op
         if op == "AND":
-            return And(tuple(to_filter(a, columns, virtual) for a in expr.args))
+            return And(tuple(to_filter(a, columns, virtual, deadline) for a in expr.args))
         if op == "OR":
-            return Or(tuple(to_filter(a, columns, virtual) for a in expr.args))
+            return Or(tuple(to_filter(a, columns, virtual, deadline) for a in expr.args))
         if op == "NOT":
-            return Not(to_filter(expr.args[0], columns, virtual))
+            return Not(to_filter(expr.args[0], columns, virtual, deadline))
         if op in _FLIP:
             out = _comparison(expr, columns, virtual)
             if out is not None:
@@ -150,4 +152,4 @@ def to_filter(expr: Scalar, columns: Sequence[str], virtual=None) -> Filter:
                     # "or IS NULL" (Druid's legacy in-filter), so the null stays out of it.
                     unknown = ExpressionFilter("null")
                     return Or((In(column, tuple(known)), unknown)) if known else unknown
-    return ExpressionFilter(druid_text(expr, columns))
+    return ExpressionFilter(druid_text(expr, columns, deadline))

@@ -37,6 +37,7 @@ from common.sql.logical_plan import (AggCall, Aggregate, Field, Join, Project, R
                                      Values)
 from common.sql.logical_plan import Filter as FilterNode
 from common.sql.native_filter import to_filter
+from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.scalar import Call, Literal, Ref, Scalar
 from common.sql.sql_types import VARCHAR
 from common.sql.stages import (BROKER_INPUT, JoinStage, NativeStage, SelectStage, SortStage, Stage, TableStage,
@@ -96,15 +97,16 @@ def peel(node: RelNode) -> Block:
 class _VirtualColumns:
     """Input columns by position, and expressions as deduplicated virtual columns."""
 
-    def __init__(self, columns: tuple[str, ...] | list[str]) -> None:
+    def __init__(self, columns: tuple[str, ...] | list[str], deadline: PlanningDeadline = NO_DEADLINE) -> None:
         self.columns = tuple(columns)
+        self.deadline = deadline
         self.list: list[VirtualColumn] = []
         self._by_key: dict[tuple[str, str], str] = {}
 
     def column_for(self, e: Scalar) -> str:
         if isinstance(e, Ref):
             return self.columns[e.index]
-        text = druid_text(e, self.columns)
+        text = druid_text(e, self.columns, self.deadline)
         out_type = e.type.native_output_name if e.type.column_type is not None else "STRING"
         key = (text, out_type)
         if key not in self._by_key:
@@ -151,7 +153,8 @@ def time_granularity(e: Scalar, time_index: int | None) -> Granularity | None:
 
 
 class NativePlanner:
-    def __init__(self, context: dict | None = None) -> None:
+    def __init__(self, context: dict | None = None, deadline: PlanningDeadline = NO_DEADLINE) -> None:
+        self.deadline = deadline  # the statement's planning deadline, checked per native expression node
         self.native_context = {k: v for k, v in (context or {}).items() if k not in SQL_ONLY_CONTEXT}
 
     def plan(self, node: RelNode) -> Stage:
@@ -230,7 +233,7 @@ class NativePlanner:
         intervals, rest = split_time_condition(where.condition, time_index)
         if not intervals:
             return (ETERNITY,), FalseFilter()
-        return tuple(intervals), None if rest is None else to_filter(rest, in_cols, vcs)
+        return tuple(intervals), None if rest is None else to_filter(rest, in_cols, vcs, self.deadline)
 
     def _scan(self, b: Block, datasource, in_cols, input_stage, time_index) -> Stage:
         src_fields = b.source.fields
@@ -239,7 +242,7 @@ class NativePlanner:
         else:
             exprs = tuple(Ref(i, f.type) for i, f in enumerate(src_fields))
             names = tuple(f.name for f in src_fields)
-        vcs = _VirtualColumns(in_cols)
+        vcs = _VirtualColumns(in_cols, self.deadline)
         sources = [vcs.column_for(e) for e in exprs]
         intervals, filt = self._where(b.where, in_cols, time_index, vcs)
         limit, offset, order = None, 0, "none"
@@ -272,7 +275,7 @@ class NativePlanner:
                 if wrapper is not None:
                     node = wrapper.with_inputs((node,))
             return self._block(node)
-        vcs = _VirtualColumns(in_cols)
+        vcs = _VirtualColumns(in_cols, self.deadline)
         intervals, filt = self._where(b.where, in_cols, time_index, vcs)
         agg_fields = agg.fields
         post_exprs = b.post.exprs if b.post is not None else tuple(Ref(i, f.type) for i, f in enumerate(agg_fields))
@@ -301,7 +304,7 @@ class NativePlanner:
             if isinstance(e, Ref):
                 sources.append(agg_cols[e.index])
                 continue
-            text = druid_text(e, agg_cols)
+            text = druid_text(e, agg_cols, self.deadline)
             existing = next((p.name for p in posts if p.expression == text), None)
             if existing is None:
                 existing = fresh_name("p", len(posts), agg_cols)
@@ -334,7 +337,7 @@ class NativePlanner:
                                     for key in sort.keys)
                     limit_spec = LimitSpec(columns, sort.limit, sort.offset)
                     remaining_sort = None
-                having = to_filter(b.having.condition, agg_cols) if b.having is not None else None
+                having = to_filter(b.having.condition, agg_cols, None, self.deadline) if b.having is not None else None
                 query = GroupByQuery(**common, context=context, granularity=ALL, dimensions=tuple(dims),
                                      having=having, limit_spec=limit_spec)
         stage = NativeStage(query, tuple(sources), post_fields, unique_names(post_names), input_stage)
@@ -397,12 +400,12 @@ class NativePlanner:
         else:
             raise UnsupportedError(f"aggregate function {func} cannot run natively")
         if call.filter is not None:
-            out = Filtered(name, to_filter(call.filter, in_cols), out)
+            out = Filtered(name, to_filter(call.filter, in_cols, None, vcs.deadline), out)
         return out
 
 
-def plan_stages(plan: RelNode, context: dict | None = None) -> Stage:
-    return NativePlanner(context).plan(plan)
+def plan_stages(plan: RelNode, context: dict | None = None, deadline: PlanningDeadline = NO_DEADLINE) -> Stage:
+    return NativePlanner(context, deadline).plan(plan)
 
 
 __all__ = ["NativePlanner", "Planned", "plan_stages", "peel", "time_granularity", "Block"]

@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from common.sql.planning_deadline import check_deadline
 from common.sql.sql_types import BOOLEAN, SqlType
 
 
@@ -51,8 +50,9 @@ FALSE = Literal(False, BOOLEAN)
 
 
 def transform(expr: Scalar, fn: Callable[[Scalar], Scalar]) -> Scalar:
-    """Rebuild bottom-up, applying ``fn`` to every node after its children."""
-    check_deadline()
+    """Rebuild bottom-up, applying ``fn`` to every node after its children. (Not checked against
+    the planning deadline: a rule rewrites one plan node's expressions, and ``optimize`` checks
+    between plan nodes.)"""
     if isinstance(expr, Call):
         args = tuple(transform(a, fn) for a in expr.args)
         if args != expr.args:

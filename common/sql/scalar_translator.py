@@ -21,7 +21,7 @@ from common.query.filter_values import check_like
 from common.sql import functions
 from common.sql.array_translator import (MV_FUNCTIONS, array_call_nodes, array_type_of, cast_to_array,
                                          json_value_of_plain, mv_call)
-from common.sql.planning_deadline import check_deadline
+from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_literals import literal_value, parameter_literal, parse_timestamp
 from common.sql.sql_text import LazySqlText, sql_text, written_name
@@ -99,6 +99,7 @@ class Session:
     time_zone: str = "UTC"
     now_ms: int = 0
     parameters: tuple | None = ()  # None: planning without values (describe); parameters read as NULL
+    deadline: PlanningDeadline = field(default=NO_DEADLINE, compare=False, hash=False)  # checked per node
     # What the translation read besides the text and the catalog ("current time"): a plan that
     # read the clock must not be reused later. Filled in while translating.
     reads: set = field(default_factory=set, compare=False, hash=False)
@@ -152,7 +153,7 @@ class ScalarTranslator:
 
     # ---- entry points ------------------------------------------------------------------------
     def translate(self, node: exp.Expression) -> Scalar:
-        check_deadline()
+        self.session.deadline.check()
         hit = self.scope.intercept(node, self)
         if hit is not None:
             return hit

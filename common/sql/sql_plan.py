@@ -20,6 +20,7 @@ from common.query.model import Query, ScanQuery
 from common.sql.catalog import SqlCatalog
 from common.sql.logical_plan import RelNode, TableScan
 from common.sql.native_planner import plan_stages
+from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.rules import optimize
 from common.sql.scalar_translator import Session
 from common.sql import broker_ops
@@ -189,7 +190,7 @@ def _max_join_rows(context: dict) -> int:
     return value
 
 
-def _session(context: dict, parameters: tuple | None) -> Session:
+def _session(context: dict, parameters: tuple | None, deadline: PlanningDeadline = NO_DEADLINE) -> Session:
     tz = context.get("sqlTimeZone") or "UTC"
     if not isinstance(tz, str):
         raise ValidationError(f"context sqlTimeZone must be a time zone name, got {tz!r}")
@@ -204,20 +205,23 @@ def _session(context: dict, parameters: tuple | None) -> Session:
         now_ms = int(now)
     else:
         now_ms = parse_instant(str(now))
-    return Session(tz, now_ms, parameters)
+    return Session(tz, now_ms, parameters, deadline=deadline)
 
 
-def plan_sql(sql: str, catalog: SqlCatalog, parameters: Sequence = (), context: dict | None = None) -> SqlPlan:
+def plan_sql(sql: str, catalog: SqlCatalog, parameters: Sequence = (), context: dict | None = None,
+             deadline: PlanningDeadline = NO_DEADLINE) -> SqlPlan:
     """Plan one statement (SET statements may precede the query; EXPLAIN PLAN FOR is allowed).
     With no ``parameters`` for a statement that has ``?`` placeholders, the plan describes the
     statement (parameter_count, output_schema with unknown parameters read as NULL) and refuses
-    to execute."""
+    to execute. ``deadline``: the statement's planning deadline, checked all through planning
+    (see planning_deadline.py)."""
     with depth_guard("the statement"):
-        return _plan(sql, catalog, parameters, context)
+        return _plan(sql, catalog, parameters, context, deadline)
 
 
-def _plan(sql: str, catalog: SqlCatalog, parameters: Sequence, context: dict | None) -> SqlPlan:
-    statement = parse_statement(sql)
+def _plan(sql: str, catalog: SqlCatalog, parameters: Sequence, context: dict | None,
+          deadline: PlanningDeadline) -> SqlPlan:
+    statement = parse_statement(sql, deadline)
     merged = dict(context or {})
     merged.update(statement.settings)
     params = tuple(parameters or ())
@@ -227,10 +231,10 @@ def _plan(sql: str, catalog: SqlCatalog, parameters: Sequence, context: dict | N
     elif len(params) != statement.parameter_count:
         raise ValidationError(f"the statement has {statement.parameter_count} ? parameters but {len(params)} "
                               "values were given")
-    session = _session(merged, params if bound else None)
+    session = _session(merged, params if bound else None, deadline)
     fetched: dict = {}
-    logical = optimize(translate(statement.query, catalog, session, fetched))
-    stage = plan_stages(logical, merged)
+    logical = optimize(translate(statement.query, catalog, session, fetched), deadline=deadline)
+    stage = plan_stages(logical, merged, deadline)
     return SqlPlan("explain" if statement.explain else "query", merged, statement.parameter_count, logical, stage,
                    bound, catalog, fetched, frozenset(session.reads))
 

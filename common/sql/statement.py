@@ -26,7 +26,7 @@ from sqlglot.tokens import TokenType
 from common.errors import UnsupportedError, ValidationError
 from common.expr.nesting import MAX_NESTING, nesting_error
 from common.sql.sql_literals import unicode_string
-from common.sql.planning_deadline import DeadlineParser, DeadlineTokenizer, check_deadline
+from common.sql.planning_deadline import NO_DEADLINE, DeadlineParser, DeadlineTokenizer, PlanningDeadline
 from common.sql.statement_kind import EMPTY_MESSAGE, StatementKind, classify
 
 DIALECT = "druid"
@@ -44,10 +44,11 @@ class Statement:
     parameter_count: int = 0
 
 
-def _parse(sql: str) -> list[exp.Expression | None]:
+def _parse(sql: str, deadline: PlanningDeadline) -> list[exp.Expression | None]:
     try:
         # sqlglot.parse(sql, read="druid"), with the planning deadline checked as it goes.
-        return DeadlineParser(dialect=Druid).parse(DeadlineTokenizer(dialect=Druid).tokenize(sql), sql)
+        return DeadlineParser(dialect=Druid, deadline=deadline).parse(
+            DeadlineTokenizer(dialect=Druid, deadline=deadline).tokenize(sql), sql)
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
         line, col = first.get("line"), first.get("col")
@@ -90,7 +91,7 @@ def _list_item(tokens, i: int):
     return None
 
 
-def _fold_literal_lists(text: str, tokens) -> tuple[str, dict[str, list]]:
+def _fold_literal_lists(text: str, tokens, deadline: PlanningDeadline) -> tuple[str, dict[str, list]]:
     """``text`` with each long ``IN (literal, ...)`` list replaced by a marker, and the lists."""
     lists: dict[str, list] = {}
     spans = []
@@ -99,7 +100,7 @@ def _fold_literal_lists(text: str, tokens) -> tuple[str, dict[str, list]]:
         if tokens[i].token_type == TokenType.IN and i + 1 < n and tokens[i + 1].token_type == TokenType.L_PAREN:
             items, j = [], i + 2
             while True:
-                check_deadline()
+                deadline.check()
                 found = _list_item(tokens, j)
                 if found is None:
                     break
@@ -128,9 +129,9 @@ def _fold_literal_lists(text: str, tokens) -> tuple[str, dict[str, list]]:
     return "".join(out), lists
 
 
-def _unfold_literal_lists(statements: list, lists: dict[str, list]) -> None:
+def _unfold_literal_lists(statements: list, lists: dict[str, list], deadline: PlanningDeadline) -> None:
     for statement in statements:
-        check_deadline()
+        deadline.check()
         for node in list(statement.find_all(exp.Placeholder)):
             items = lists.get(node.name)
             parent = node.parent
@@ -203,22 +204,22 @@ def _decode_unicode_strings(tree: exp.Expression) -> None:
         node.replace(exp.Literal.string(text))
 
 
-def parse_statement(sql: str) -> Statement:
+def parse_statement(sql: str, deadline: PlanningDeadline = NO_DEADLINE) -> Statement:
     if not isinstance(sql, str) or not sql.strip():
         raise ValidationError(EMPTY_MESSAGE)
     classified = classify(sql)
     _refuse(classified.kind, classified.head, classified.explain)
     _check_nesting(sql, classified.tokens)
-    text, lists = _fold_literal_lists(classified.body, classified.tokens)
+    text, lists = _fold_literal_lists(classified.body, classified.tokens, deadline)
     placeholders = [t for t in classified.tokens if t.token_type == TokenType.PLACEHOLDER and t.text == "?"]
-    statements = [s for s in _parse(text) if s is not None]
+    statements = [s for s in _parse(text, deadline) if s is not None]
     if placeholders:
         # Rewrite back to front so earlier offsets stay valid.
         for i in range(len(placeholders) - 1, -1, -1):
             tok = placeholders[i]
             text = text[:tok.start] + f":{PARAMETER_PREFIX}{i}" + text[tok.end + 1:]
-        statements = [s for s in _parse(text) if s is not None]
-    _unfold_literal_lists(statements, lists)
+        statements = [s for s in _parse(text, deadline) if s is not None]
+    _unfold_literal_lists(statements, lists, deadline)
     _keep_written_calls(statements, sql, classified.tokens, placeholders)
     if any(t.token_type == TokenType.UNICODE_STRING for t in classified.tokens):
         for statement in statements:

@@ -11,7 +11,8 @@ query id with the context key ``sqlQueryId`` (SQL: ``SET sqlQueryId = 'x'; SELEC
 ``queryId`` (native), as in Druid.
 
 A statement is registered before it is planned, so KILL QUERY also stops one that is still
-planning (the planner checks the kill flag where it checks its deadline, ``planning_stop``):
+planning (the planner checks the kill flag where it checks its deadline: the statement's
+``RunningQuery`` is passed to the service, ``tracked``, and its native queries report to it):
 ``execute`` plans inside ``track``, and ``describe`` (Flight SQL plans when a statement is prepared
 and in GetFlightInfo, then runs it in DoGet) inside ``registry.planning``.
 """
@@ -21,7 +22,6 @@ from __future__ import annotations
 import pyarrow as pa
 
 from common.sql.kill_statement import kill_target
-from common.sql.planning_deadline import planning_stop
 from services.broker.core.sql_backend import StatementInfo
 from services.broker.query_origin import current_origin, sql_query_id
 
@@ -51,13 +51,11 @@ class LoggedSql:
                     running.record.result_rows = sent[0]
                     emit(piece, running.is_active)
 
-                with planning_stop(running.stop_if_killed):
-                    table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
-                                               emit=counted, **pinned)
+                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
+                                           emit=counted, tracked=running, **pinned)
             else:
-                with planning_stop(running.stop_if_killed):
-                    table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
-                                               **pinned)
+                table = self.inner.execute(sql, parameters, context, running.record.user, running.is_active,
+                                           tracked=running, **pinned)
             running.record.result_rows = sent[0] + table.num_rows
             return table
 
@@ -75,8 +73,7 @@ class LoggedSql:
         origin = current_origin()
         wanted = None if origin is not None and origin.query_id else sql_query_id(sql, context)
         with self.registry.planning("sql", sql, user, wanted) as running:
-            with planning_stop(running.stop_if_killed):
-                return self.inner.describe(sql, context, running.record.user, **options)
+            return self.inner.describe(sql, context, running.record.user, stop=running.stop_if_killed, **options)
 
     # Flight SQL's catalog calls (GetCatalogs, GetDbSchemas, GetTables, GetTableTypes) read no
     # data: they are not queries, so they are not tracked.
@@ -103,7 +100,7 @@ class LoggedNative:
         context = query.get("context") if isinstance(query, dict) else getattr(query, "context", None)
         wanted = query_id or (context.get("queryId") if isinstance(context, dict) else None)
         with self.registry.track("native", query_id=str(wanted) if wanted else None, is_active=is_active) as running:
-            result = self.inner.execute(query, timeout_s, running.query_id, running.is_active)
+            result = self.inner.execute(query, timeout_s, running.query_id, running.is_active, tracked=running)
             running.record.result_rows = result.table.num_rows
             return result
 

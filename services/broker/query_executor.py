@@ -110,22 +110,24 @@ class QueryExecutor:
         return schema
 
     def execute(self, query: Query | dict, timeout_s: float, query_id: str | None = None,
-                is_active=lambda: True, schemas=None) -> engine.Result:
+                is_active=lambda: True, schemas=None, tracked=None) -> engine.Result:
         """``schemas``: datasource -> the schema a SQL statement was planned with, used instead of
-        the current one so the rows match the schema its plan announced."""
+        the current one so the rows match the schema its plan announced. ``tracked``: the query
+        log's running query this native query belongs to (its id, and what it read is reported
+        to it through ``watch``), or None."""
         if isinstance(query, dict):
             query = query_from_json(query)
         deadline = time.monotonic() + timeout_s
         if not isinstance(query.datasource, str):
             inner = self.execute(query.datasource, max(deadline - time.monotonic(), 0.001), query_id, is_active,
-                                 schemas)
+                                 schemas, tracked)
             return engine.execute_on_table(query, inner.table, inner.stats)
         query = topn_threshold.without_directive(query)  # rounds are the broker's to choose, never a client's
         schema = self._schema(query.datasource, query.context, schemas)
         engine.validate(query, schema)
-        query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
+        query_id = query_id or (tracked.query_id if tracked is not None else None) or uuid.uuid4().hex
         budget = MemoryBudget.for_query(query.context, self.max_query_bytes, query_id, "broker")
-        partial = self._gather(query, schema, deadline, query_id, is_active, budget)
+        partial = self._gather(query, schema, deadline, query_id, is_active, budget, tracked)
         return engine.Result(engine.finalize(query, partial, schema), partial.stats)
 
     @staticmethod
@@ -134,7 +136,7 @@ class QueryExecutor:
         return isinstance(query, ScanQuery) and isinstance(query.datasource, str)
 
     def execute_stream(self, query: Query | dict, timeout_s: float, emit, query_id: str | None = None,
-                       is_active=lambda: True, schemas=None) -> RunStats:
+                       is_active=lambda: True, schemas=None, tracked=None) -> RunStats:
         """A scan's rows handed to ``emit`` (finalized tables, a batch at a time) as the historicals
         send them, never all held here: every historical is asked at once; in no order they are
         read in turn, the others waiting meanwhile under gRPC's flow control; ordered by time, their
@@ -149,10 +151,10 @@ class QueryExecutor:
         deadline = time.monotonic() + timeout_s
         schema = self._schema(query.datasource, query.context, schemas)
         engine.validate(query, schema)
-        query_id = query_id or (self.watch.current_id() if self.watch is not None else None) or uuid.uuid4().hex
+        query_id = query_id or (tracked.query_id if tracked is not None else None) or uuid.uuid4().hex
         plan = self._plan(query, list(query.intervals))
-        if self.watch is not None:
-            self.watch.native_started()
+        if self.watch is not None and tracked is not None:
+            self.watch.native_started(tracked)
         finalize = scan_engine.StreamFinalizer(query, schema)
         query_json = query.json_text()
         calls: list = []
@@ -197,8 +199,8 @@ class QueryExecutor:
         finally:
             for *_, call in calls:
                 call.cancel()  # the rest of a limit, or an error: nothing more is read
-        if self.watch is not None:
-            self.watch.native_finished(query, stats, [s for segs in plan.by_server.values() for s in segs])
+        if self.watch is not None and tracked is not None:
+            self.watch.native_finished(tracked, query, stats, [s for segs in plan.by_server.values() for s in segs])
         return stats
 
     def _stream_failed(self, query, query_id: str, server: str, segments, used: int, exc: Exception, exclude: dict,
@@ -268,7 +270,7 @@ class QueryExecutor:
     tables = None
 
     def _gather(self, query: Query, schema, deadline: float, query_id: str, is_active,
-                budget: MemoryBudget = UNLIMITED) -> Partial:
+                budget: MemoryBudget = UNLIMITED, tracked=None) -> Partial:
         intervals = list(query.intervals)
         spread = True
         if self.tables is not None and self.gather_rows > 0:
@@ -278,8 +280,8 @@ class QueryExecutor:
             spread = choice.rows is None or choice.rows > self.gather_rows
         plan = self._plan(query, intervals, spread)
         coverage = plan.coverage
-        if self.watch is not None:
-            self.watch.native_started()
+        if self.watch is not None and tracked is not None:
+            self.watch.native_started(tracked)
         merged = None
         if len(plan.by_server) > 1 and topn_threshold.eligible(query):
             merged = self._gather_topn(query, schema, plan.by_server, deadline, query_id, is_active)
@@ -289,8 +291,9 @@ class QueryExecutor:
             partials = [p for _, _, p in units]
             merged = engine.merge(query, partials, budget) if partials else Partial(pa.table({}), RunStats())
         merged.coverage = coverage
-        if self.watch is not None:
-            self.watch.native_finished(query, merged.stats, [s for segs in plan.by_server.values() for s in segs])
+        if self.watch is not None and tracked is not None:
+            read = [s for segs in plan.by_server.values() for s in segs]
+            self.watch.native_finished(tracked, query, merged.stats, read)
         return merged
 
     def _gather_topn(self, query, schema, by_server: dict, deadline: float, query_id: str, is_active) -> Partial | None:

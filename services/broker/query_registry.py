@@ -3,8 +3,9 @@
 A front door runs each statement inside ``track(...)``: the query gets an id (the one its client
 chose, the one its front door announced, or a new one), is registered while it runs, and when it
 ends is logged (``core/query_log``: in memory, bounded, and in the JSON-lines file). Native queries
-a statement runs report to the statement being tracked on their thread (``native_started`` /
-``native_finished``, called by the scatter/gather executor): their segments, rows scanned, bytes
+a statement runs report to its ``RunningQuery``, handed to the service and the scatter/gather
+executor explicitly (``tracked``; nothing per query is ambient, issue 24), which call
+``native_started`` / ``native_finished`` with it: their segments, rows scanned, bytes
 read and, per group of segments, the projection that served them or ``base`` with each miss
 reason. That choice is recomputed on the broker from the segments' manifests (``TableChoice``),
 since partials come back merged.
@@ -22,7 +23,6 @@ query``) or chosen again (the statement runs). Nothing tells a user which ids ot
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import time
 import uuid
@@ -36,7 +36,6 @@ from services.broker.query_origin import current_origin
 from services.broker.table_choice import TableChoice
 from services.security.authorizer import ALLOW_ALL, is_admin
 
-_CURRENT: contextvars.ContextVar[RunningQuery | None] = contextvars.ContextVar("strata_running_query", default=None)
 MAX_SHAPES = 1024  # query shapes kept, by query text
 MAX_PENDING = 4096  # statements planned, not yet run, that KILL QUERY can still stop
 PENDING_TTL_S = 1800.0  # as long as a Flight SQL prepared statement lives idle
@@ -74,7 +73,7 @@ class RunningQuery:
         self._cancelled = True
 
     def stop_if_killed(self) -> None:
-        """The planner's check (``planning_stop``): a killed statement stops planning."""
+        """The planner's stop check (``PlanningDeadline.stop``): a killed statement stops planning."""
         if self._cancelled:
             raise Cancelled(f"query {self.record.query_id} was killed while it was being planned")
 
@@ -93,7 +92,7 @@ class _Tracked:
     """``QueryRegistry.track``'s context manager (a class: a generator-based one costs a query
     more than its bookkeeping does)."""
 
-    __slots__ = ("registry", "kind", "sql", "user", "query_id", "is_active", "running", "token", "log_success",
+    __slots__ = ("registry", "kind", "sql", "user", "query_id", "is_active", "running", "log_success",
                  "registered")
 
     def __init__(self, registry: QueryRegistry, kind: str, sql, user, query_id, is_active,
@@ -102,13 +101,9 @@ class _Tracked:
         self.query_id, self.is_active = query_id, is_active
         self.log_success = log_success
         self.running: RunningQuery | None = None
-        self.token = None
         self.registered = False
 
     def __enter__(self) -> RunningQuery:
-        outer = _CURRENT.get()
-        if outer is not None:  # nested: the statement's own native queries report to it
-            return outer
         registry = self.registry
         origin = current_origin()
         user = self.user
@@ -136,19 +131,15 @@ class _Tracked:
                 running.cancel(pending.killed_by)
         if origin is not None and origin.reply is not None and self.log_success:  # planning only: the run answers
             origin.reply.query_id = qid
-        self.token = _CURRENT.set(running)
         self.running = running
         return running
 
     def __exit__(self, exc_type, exc, tb) -> bool:
         running = self.running
-        if running is None:  # nested
-            return False
         registry = self.registry
         status, error = OK, None
         if exc is not None:
             status, error = registry._status_of(running, exc), exc
-        _CURRENT.reset(self.token)
         record = running.record
         if self.registered:
             with registry._lock:
@@ -193,8 +184,8 @@ class QueryRegistry:
     def track(self, kind: str, sql: str | None = None, user: str | None = None, query_id: str | None = None,
               is_active=None) -> _Tracked:
         """Run a statement as a tracked query: ``with registry.track(...) as running`` (its
-        RunningQuery). Nested inside a tracked query on the same thread (a statement's own native
-        queries), yields the outer one."""
+        RunningQuery, which the caller hands to what runs the statement: ``native_started`` /
+        ``native_finished`` are told which query a native query belongs to)."""
         return _Tracked(self, kind, sql, user, query_id, is_active)
 
     def planning(self, kind: str, sql: str | None, user: str | None, query_id: str | None = None) -> _Tracked:
@@ -229,20 +220,12 @@ class QueryRegistry:
         if self.log_file is not None:
             self.log_file.write(record)
 
-    # ---- what the executor reports (on the query's thread) ----------------------------------------------
-    def current_id(self) -> str | None:
-        running = _CURRENT.get()
-        return running.query_id if running is not None else None
-
-    def native_started(self) -> None:
-        running = _CURRENT.get()
-        if running is not None and running.first_native is None:
+    # ---- what the executor reports of a tracked query's native queries ----------------------------------
+    def native_started(self, running: RunningQuery) -> None:
+        if running.first_native is None:
             running.first_native = time.perf_counter()
 
-    def native_finished(self, query, stats, segment_ids) -> None:
-        running = _CURRENT.get()
-        if running is None:
-            return
+    def native_finished(self, running: RunningQuery, query, stats, segment_ids) -> None:
         datasource = query.datasource if isinstance(query.datasource, str) else None
         shape = None
         if not (query.context or {}).get(ADVISOR_PROBE):
@@ -301,10 +284,6 @@ class QueryRegistry:
         return running + finished
 
 
-def current_query() -> RunningQuery | None:
-    return _CURRENT.get()
-
-
 def query_registry_from_config(broker, authorizer, node) -> QueryRegistry:
     """The registry of a broker's ``[broker]`` section; manifests come from the broker's view."""
     from services.broker.query_log_file import QueryLogFile
@@ -321,4 +300,4 @@ def query_registry_from_config(broker, authorizer, node) -> QueryRegistry:
     return QueryRegistry(log, log_file, authorizer, manifest_of)
 
 
-__all__ = ["ADVISOR_PROBE", "QueryRegistry", "RunningQuery", "current_query", "query_registry_from_config"]
+__all__ = ["ADVISOR_PROBE", "QueryRegistry", "RunningQuery", "query_registry_from_config"]

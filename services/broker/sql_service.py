@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pyarrow as pa
 
@@ -19,7 +19,7 @@ from common.catalog.catalog_errors import TableExistsError, TableNotFoundError
 from common.errors import QueryTimeoutError, UnsupportedError, ValidationError
 from common.sql import plan_sql
 from common.sql.sql_plan import SqlPlan
-from common.sql.planning_deadline import planning_deadline
+from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.planning_deadline import timeout_error as planning_timeout
 from common.sql.statement_kind import classify
 from common.ingest.discovered_schema import explain_ingestion
@@ -342,7 +342,7 @@ class SqlService:
             return None
         return self._plans.get(key)
 
-    def _plan(self, sql: str, user, parameters, context: dict):
+    def _plan(self, sql: str, user, parameters, context: dict, deadline: PlanningDeadline = NO_DEADLINE):
         """Plans are reused while nothing they depend on changed: a Flight SQL client prepares
         (plans) and then executes (plans again) the same text, and dashboards repeat queries.
         Plans holding system-table snapshots, the current time or parameters are not cached."""
@@ -362,7 +362,7 @@ class SqlService:
         # The policy travels in the catalog view the statement plans with (see BrokerCatalog.under_policy).
         catalog = SecureSqlCatalog(self.catalog.under_policy(policy) if policy is not None else self.catalog,
                                    self.authorizer, user)
-        plan = plan_sql(sql, catalog, parameters, context)
+        plan = plan_sql(sql, catalog, parameters, context, deadline)
         # The schemas the plan was made with run it too (see SecureSqlCatalog.schemas).
         plan.planned_schemas = catalog.schemas
         if key is not None and not parameters and plan.reusable:
@@ -404,10 +404,14 @@ class SqlService:
         return scan is not None and self.executor.streams(scan[0])
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
-                user: str | None = None, is_active=lambda: True, emit=None, plan: SqlPlan | None = None) -> pa.Table:
+                user: str | None = None, is_active=lambda: True, emit=None, plan: SqlPlan | None = None,
+                tracked=None) -> pa.Table:
         """The statement's result; with ``emit``, a scan's rows go to ``emit`` a piece at
         a time as historicals send them and the table returned is empty (see ``streams``).
-        ``plan``: the statement's plan as ``describe`` gave it (run as it is, not looked up)."""
+        ``plan``: the statement's plan as ``describe`` gave it (run as it is, not looked up).
+        ``tracked``: the query log's ``RunningQuery`` of the statement, or None: its kill check
+        (``stop_if_killed``, a flag read) runs wherever planning checks its deadline, and the
+        native queries the statement runs report to it."""
         started = time.monotonic()
         # Only statements that plan (no DDL, ingestion or parameters) are ever cached.
         if plan is None and not parameters:
@@ -422,8 +426,9 @@ class SqlService:
                 return self._explain_ingestion(head, dict(context or {}), user)
             # The timeout covers planning too (a huge IN list or a deep expression takes planning
             # time): the planner checks the deadline in its loops and stops there.
-            with planning_deadline(self._timeout({**dict(context or {}), **head.settings}), started):
-                plan = self._plan(sql, user, parameters, dict(context or {}))
+            stop = tracked.stop_if_killed if tracked is not None else None
+            planning = PlanningDeadline(self._timeout({**dict(context or {}), **head.settings}), started, stop)
+            plan = self._plan(sql, user, parameters, dict(context or {}), planning)
         timeout_s = self._timeout(plan.context)
         deadline = started + timeout_s
         if time.monotonic() > deadline:
@@ -433,7 +438,7 @@ class SqlService:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
-            return self.executor.execute(query, remaining, None, is_active, schemas=schemas).table
+            return self.executor.execute(query, remaining, None, is_active, schemas=schemas, tracked=tracked).table
 
         schemas = plan.planned_schemas
 
@@ -444,7 +449,7 @@ class SqlService:
             if remaining <= 0:
                 raise QueryTimeoutError(f"query timed out after {timeout_s:.1f}s (context timeout)")
             self.executor.execute_stream(query, remaining, lambda table: emit(shape(table)), None, is_active,
-                                         schemas=schemas)
+                                         schemas=schemas, tracked=tracked)
             return plan.result_schema.empty_table()
         return plan.execute(run_native)
 
@@ -490,7 +495,7 @@ class SqlService:
         return pa.Table.from_pylist([row], schema=EXPLAIN_SCHEMA)
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None,
-                 parameters: Sequence | None = None) -> StatementInfo:
+                 parameters: Sequence | None = None, stop: Callable[[], None] | None = None) -> StatementInfo:
         plan = self._cached(sql, user, context) if not parameters else None
         if plan is not None:  # a statement without parameters, planned before: what it said then
             return _info(plan)
@@ -507,19 +512,19 @@ class SqlService:
         catalog = SecureSqlCatalog(self.catalog, self.authorizer, user)
         count = head.parameter_count
         # Preparing plans too, so the query timeout bounds it as it bounds execute.
-        with planning_deadline(self._timeout({**dict(context or {}), **head.settings})):
-            if count == 0 or parameters is not None:
-                plan = self._plan(sql, user, tuple(parameters or ()), dict(context or {}))
-                if count == 0 and plan.reusable:
-                    return _info(plan)
-                return StatementInfo(plan.parameter_count, plan.output_schema)
-            try:
-                plan = plan_sql(sql, catalog, [None] * count, dict(context or {}))
-                return StatementInfo(plan.parameter_count, None)
-            except (PermissionError, QueryTimeoutError, QueryCancelledError):  # killed while it planned
-                raise
-            except Exception:  # planning may need the parameters' types: decide when they are bound
-                return StatementInfo(count, None)
+        deadline = PlanningDeadline(self._timeout({**dict(context or {}), **head.settings}), stop=stop)
+        if count == 0 or parameters is not None:
+            plan = self._plan(sql, user, tuple(parameters or ()), dict(context or {}), deadline)
+            if count == 0 and plan.reusable:
+                return _info(plan)
+            return StatementInfo(plan.parameter_count, plan.output_schema)
+        try:
+            plan = plan_sql(sql, catalog, [None] * count, dict(context or {}), deadline)
+            return StatementInfo(plan.parameter_count, None)
+        except (PermissionError, QueryTimeoutError, QueryCancelledError):  # killed while it planned
+            raise
+        except Exception:  # planning may need the parameters' types: decide when they are bound
+            return StatementInfo(count, None)
 
     def _authorize_ingestion(self, sql: str, context: dict | None, user: str | None) -> None:
         """Refuse preparing an INSERT/REPLACE the user may not run; other errors wait for execute."""

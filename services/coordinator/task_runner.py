@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 
 from common.errors import StrataError, ValidationError
-from services.ingestion.spark_session import task_master
+from common.ingest.task_master import task_master
 from services.deep_storage.upload_folder import ingest_root, task_key_prefix
 from services.node_process import log_tail
 from services.node_process import process_group_alive

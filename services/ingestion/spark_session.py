@@ -38,11 +38,10 @@ import time
 from collections.abc import Mapping
 
 from common.errors import StrataError
+from common.ingest.task_master import REMOTE_ENV, configured_remote, default_master
 
-MASTER_ENV = "STRATA_SPARK_MASTER"
 DRIVER_MEMORY_ENV = "STRATA_SPARK_DRIVER_MEMORY"
 CONF_ENV = "STRATA_SPARK_CONF"
-REMOTE_ENV = "STRATA_SPARK_REMOTE"
 WARM_UP_TIMEOUT_S = 60.0
 JVM_START_ATTEMPTS = 3
 CONNECT_REACH_TIMEOUT_S = 15.0
@@ -72,15 +71,6 @@ _BASE_CONF = {
     "spark.python.daemon.module": WORKER_DAEMON,
     "spark.python.worker.reuse": "true",
 }
-
-
-def default_master() -> str:
-    return os.environ.get(MASTER_ENV, "").strip() or "local[*]"
-
-
-def configured_remote() -> str | None:
-    """The Spark Connect server sessions connect to (``STRATA_SPARK_REMOTE``), or None."""
-    return os.environ.get(REMOTE_ENV, "").strip() or None
 
 
 # A driver JVM that runs one ingestion and exits compiles with C1 only: C2 spent 2-3 s of CPU per
@@ -123,19 +113,6 @@ def configured_conf() -> dict[str, str]:
     if not isinstance(value, dict):
         raise StrataError(f"{CONF_ENV} must be a JSON object of Spark settings, got {type(value).__name__}")
     return {str(k): str(v) for k, v in value.items()}
-
-
-def task_master(spec: Mapping, configured: str | None = None) -> str | None:
-    """The master a task needs instead of the configured one, or None: ``maxNumTasks`` on a local
-    master is Spark's task slots, fixed when a session starts (so a warm driver cannot run it)."""
-    if configured is None and configured_remote() is not None:
-        return None  # a Connect server's slots are its own; the task runs there like any other
-    configured = configured if configured is not None else default_master()
-    max_tasks = (spec.get("context") or {}).get("maxNumTasks")
-    if max_tasks is None or not configured.startswith("local"):
-        return None
-    # Druid counts one controller plus workers; locally the workers are Spark's task slots.
-    return f"local[{max(1, int(max_tasks) - 1)}]"
 
 
 def get_or_create_session(app_name: str = "strata-ingestion", master: str | None = None,
@@ -331,4 +308,5 @@ def warm_up(session, timeout_s: float = WARM_UP_TIMEOUT_S) -> None:
         sc.setLocalProperty("spark.jobGroup.id", None)
 
 
-__all__ = ["CONF_ENV", "DRIVER_MEMORY_ENV", "MASTER_ENV", "REMOTE_ENV", "TASK_LOG_ENV", "SparkStartError", "configured_conf", "configured_remote", "default_master", "get_or_create_session", "session_conf", "task_master", "warm_up"]
+__all__ = ["CONF_ENV", "DRIVER_MEMORY_ENV", "TASK_LOG_ENV", "SparkStartError", "configured_conf",
+           "get_or_create_session", "session_conf", "warm_up"]

@@ -25,6 +25,7 @@ import traceback
 import grpc
 
 from common.errors import StrataError, ValidationError
+from common.ingest.task_master import task_master
 from services.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
 from services.grpc_server import channel
 from services.transport_security import transport_security_for_task
@@ -91,7 +92,7 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spar
     from services.ingestion.coordinator_publisher import CoordinatorPublisher
     from services.ingestion.ingestion_report import IngestionCancelled, IngestionFailed
     from services.ingestion.spark_job import IngestionJob, run_ingestion
-    from services.ingestion.spark_session import get_or_create_session, task_master
+    from services.ingestion.spark_session import get_or_create_session
 
     stub = coordinator_pb2_grpc.CoordinatorServiceStub(channel(coordinator, transport_security_for_task()))
     task = stub.GetTask(coordinator_pb2.TaskRequest(id=task_id), timeout=60)

@@ -165,18 +165,17 @@ def test_kill_query_ends_a_running_sql_query(cluster, conn):
 def test_kill_query_ends_a_statement_still_planning(cluster, conn, monkeypatch, protocol):
     """Flight SQL plans in GetFlightInfo, gRPC inside the run: either way the statement is
     registered before planning starts, and a KILL stops the planner at its next check."""
-    from common.sql.planning_deadline import check_deadline
-
     sql_service = cluster.broker.sql
     real_plan = sql_service._plan
     planning, release = threading.Event(), threading.Event()
 
     def slow_plan(sql, *args, **kwargs):  # planning that takes until released, checking as the planner does
         if "/* slow plan */" in sql:
+            planning_deadline = args[3] if len(args) > 3 else kwargs["deadline"]  # the statement's own
             planning.set()
             deadline = time.monotonic() + 60
             while not release.wait(0.01) and time.monotonic() < deadline:
-                check_deadline()
+                planning_deadline.check()
         return real_plan(sql, *args, **kwargs)
 
     monkeypatch.setattr(sql_service, "_plan", slow_plan)

@@ -145,11 +145,7 @@ def test_no_grab_bag_modules_and_every_package_says_what_it_holds():
 ROLES = ("broker", "coordinator", "historical", "ingestion")
 ROLE_CLIENTS = ("client", "catalog_client")  # services/<role>/<this>.py: how other roles call a role
 # (importing module, imported module) -> why it is allowed for now.
-ROLE_IMPORTS_ALLOWED = {
-    ("services/coordinator/task_runner.py", "services.ingestion.spark_session"):
-        "the coordinator launches ingestion task processes; task_master decides whether a task needs its "
-        "own Spark master. Move the task runner into the ingestion role (an RPC) to drop this.",
-}
+ROLE_IMPORTS_ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def _role_of(path: str) -> str | None:

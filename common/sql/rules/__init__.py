@@ -10,7 +10,7 @@ argument per aggregation and refuses more.
 from __future__ import annotations
 
 from common.sql.logical_plan import RelNode, transform_plan
-from common.sql.planning_deadline import check_deadline
+from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.rules.aggregate_through_project import aggregate_through_project
 from common.sql.rules.avg_to_sum_count import avg_to_sum_count
 from common.sql.rules.equi_join import equi_join
@@ -46,15 +46,25 @@ RULES = (
 MAX_PASSES = 50
 
 
-def optimize(plan: RelNode, rules=RULES) -> RelNode:
+def optimize(plan: RelNode, rules=RULES, deadline: PlanningDeadline = NO_DEADLINE) -> RelNode:
+    """``plan`` rewritten by ``rules`` until none changes it; ``deadline`` checked before each
+    rule's application to each plan node."""
     for _ in range(MAX_PASSES):
         before = plan
         for rule in rules:
-            check_deadline()
-            plan = transform_plan(plan, rule)
+            deadline.check()
+            plan = transform_plan(plan, rule if not deadline.checks else _checked(rule, deadline))
         if plan == before:
             return plan
     return plan
+
+
+def _checked(rule, deadline: PlanningDeadline):
+    def checked(node: RelNode) -> RelNode:
+        deadline.check()
+        return rule(node)
+
+    return checked
 
 
 __all__ = ["RULES", "optimize"]

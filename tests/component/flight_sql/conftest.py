@@ -25,7 +25,8 @@ class FakeNative:
     def __init__(self) -> None:
         self.queries: list[dict] = []
 
-    def execute(self, query: dict, timeout_s: float, query_id=None, is_active=lambda: True, schemas=None):
+    def execute(self, query: dict, timeout_s: float, query_id=None, is_active=lambda: True, schemas=None,
+                tracked=None):
         self.queries.append(query)
         channel = pa.chunked_array([pa.array(["#en", "#fr"]).dictionary_encode(),
                                     pa.array(["#de", "#en"]).dictionary_encode()])

@@ -32,7 +32,8 @@ class WaitingNative:
     def result_schema(self, query: dict) -> pa.Schema:
         return pa.schema([("n", pa.int64())])
 
-    def execute(self, query: dict, timeout_s: float, query_id=None, is_active=lambda: True, schemas=None):
+    def execute(self, query: dict, timeout_s: float, query_id=None, is_active=lambda: True, schemas=None,
+                tracked=None):
         seen = {}
         if query.get("wait"):
             def watchdog():

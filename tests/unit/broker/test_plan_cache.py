@@ -19,7 +19,7 @@ from tests.unit.sql.fake_catalog import FakeCatalog
 
 
 class _Executor:
-    def execute(self, query, remaining, _, is_active, schemas=None):
+    def execute(self, query, remaining, _, is_active, schemas=None, tracked=None):
         raise AssertionError("these statements run on the broker alone")
 
 
@@ -145,7 +145,7 @@ def test_a_constant_statement_that_fails_fails_every_time():
 class _NoRows:
     """A cluster with no rows: every native query answers an empty table (columns read as NULL)."""
 
-    def execute(self, query, remaining, _, is_active, schemas=None):
+    def execute(self, query, remaining, _, is_active, schemas=None, tracked=None):
         class Result:
             table = pa.table({})
         return Result()
@@ -185,7 +185,7 @@ class _RecordingSchemas(_NoRows):
     def __init__(self) -> None:
         self.seen: list = []
 
-    def execute(self, query, remaining, _, is_active, schemas=None):
+    def execute(self, query, remaining, _, is_active, schemas=None, tracked=None):
         self.seen.append(schemas)
         return super().execute(query, remaining, _, is_active)
 

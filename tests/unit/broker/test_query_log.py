@@ -213,7 +213,7 @@ def test_another_users_running_id_can_be_chosen_again_and_kill_reaches_only_ones
 
 
 def test_a_statement_is_killable_while_it_plans():
-    from common.sql.planning_deadline import check_deadline, planning_stop
+    from common.sql.planning_deadline import PlanningDeadline
 
     registry = QueryRegistry()
     planning, killed, outcome = threading.Event(), threading.Event(), {}
@@ -221,10 +221,10 @@ def test_a_statement_is_killable_while_it_plans():
     def plan():  # a planner checking its deadline as it goes, as sqlglot's tokenizer and parser do
         try:
             with registry.planning("sql", "SELECT slow", None, "p1") as running:
-                with planning_stop(running.stop_if_killed):
-                    planning.set()
-                    assert killed.wait(10)
-                    check_deadline()
+                deadline = PlanningDeadline(300, stop=running.stop_if_killed)  # what the service plans with
+                planning.set()
+                assert killed.wait(10)
+                deadline.check()
             outcome["planned"] = True
         except Exception as exc:  # noqa: BLE001 - asserted below
             outcome["error"] = exc
@@ -281,11 +281,9 @@ def test_a_running_id_cannot_be_reused():
         t.start()
         t.join(10)
     assert errors == ["query id 'same' is already running; choose another id (or none)"]
-    # a statement's own native queries, on its thread, are part of it rather than new queries
-    with registry.track("sql", query_id="a") as outer:
-        with registry.track("native", query_id="b") as inner:
-            assert inner is outer
-    assert [r.query_id for r in registry.records()] == ["same", "a"]
+    # (A statement's own native queries are not tracked again: they report to its RunningQuery,
+    # handed to them explicitly; see test_two_statements_on_two_threads_each_get_only_their_own_native_reports.)
+    assert [r.query_id for r in registry.records()] == ["same"]
 
 
 def test_status_of_failures_and_the_origin_of_calls():
@@ -368,8 +366,8 @@ def test_logged_tables_are_what_explain_says(manifests, query, expected):
 
     registry = QueryRegistry(manifest_of=manifests.get)
     q = query_from_json(query)
-    with registry.track("native", query_id="t"):
-        registry.native_finished(q, RunStats(segments=3), list(manifests))
+    with registry.track("native", query_id="t") as running:
+        registry.native_finished(running, q, RunStats(segments=3), list(manifests))
     [record] = registry.records()
     got = sorted((t.projection, t.segments, tuple(sorted(t.rejected.items()))) for t in record.tables)
     want = sorted((g["projection"], g["segments"], tuple(sorted(g["rejected"].items())))
@@ -430,11 +428,49 @@ def test_a_query_run_again_logs_the_same_tables_and_a_manifest_known_later_count
                          "granularity": "all", "dimensions": ["channel"], "aggregations": [{"type": "count", "name": "n"}]})
 
     def logged(query_id: str) -> list[tuple]:
-        with registry.track("native", query_id=query_id):
-            registry.native_finished(q, RunStats(segments=3), list(manifests))
+        with registry.track("native", query_id=query_id) as running:
+            registry.native_finished(running, q, RunStats(segments=3), list(manifests))
         record = next(r for r in registry.records() if r.query_id == query_id)
         return sorted((t.projection, t.segments) for t in record.tables)
 
     assert logged("a") == logged("b") == [("base", 1), ("daily_channel_page", 1)]
     known.update(manifests)
     assert logged("c") == logged("d") == [("base", 1), ("daily_channel_page", 2)]
+
+
+def test_two_statements_on_two_threads_each_get_only_their_own_native_reports(manifests):
+    # The running query travels explicitly (``tracked``), not in ambient per-thread state: two
+    # statements tracked at once, reporting in an interleaved order, each log only what they ran.
+    from common.query.model import query_from_json
+    from common.query.partial import RunStats
+
+    registry = QueryRegistry(manifest_of=manifests.get)
+    q = query_from_json({"queryType": "timeseries", "dataSource": "events", "intervals": ["2020-01-01/2020-01-04"],
+                         "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]})
+    both_in = threading.Barrier(2, timeout=10)
+    turn = {"a": threading.Event(), "b": threading.Event()}
+    errors = []
+
+    def statement(name: str, segments: int, other: str) -> None:
+        try:
+            with registry.track("sql", sql=f"SELECT {name}", query_id=name) as running:
+                both_in.wait()
+                if name == "b":
+                    assert turn["b"].wait(10)  # a reports first, b while a is still running
+                registry.native_started(running)
+                registry.native_finished(running, q, RunStats(segments=segments), list(manifests))
+                turn[other].set()
+                if name == "a":
+                    assert turn["a"].wait(10)  # a ends only after b reported
+        except Exception as exc:  # noqa: BLE001 - asserted below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=statement, args=("a", 2, "b")),
+               threading.Thread(target=statement, args=("b", 5, "a"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert errors == []
+    by_id = {r.query_id: r for r in registry.records()}
+    assert by_id["a"].segments == 2 and by_id["b"].segments == 5

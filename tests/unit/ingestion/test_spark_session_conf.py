@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from common.errors import StrataError
-from services.ingestion.spark_session import CONF_ENV, session_conf, task_master
+from common.ingest.task_master import task_master
+from services.ingestion.spark_session import CONF_ENV, session_conf
 
 
 def test_configured_settings_reach_every_master_and_explicit_conf_wins(monkeypatch):

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from common.query.hll_union import DECODED, union_images
+from common.query.hll_union import _decode, union_images
 from common.query.sketch_aggregators import HllSketch
 
 SIZES = [0, 1, 5, 7, 8, 9, 50, 300, 383, 384, 385, 386, 1000, 5000, 60000]
@@ -88,27 +88,32 @@ def test_combine_through_aggregator_falls_back_with_same_answer():
     assert agg.finalize(out).to_pylist() == [_estimate(_reference(values, np.zeros(2, np.int64), 1, 12)[0], 12)]
 
 
-def test_a_column_seen_again_is_served_decoded_with_the_same_results():
+def test_a_kept_decoding_serves_every_grouping_with_the_same_results():
     rng = random.Random(7)
     blobs = [_sketch(rng, 12, rng.choice(SIZES)).serialize_compact() for _ in range(60)]
     values = pa.array(blobs, pa.binary())
-    for groups in (1, 3, 7, 1, 60):  # the same buffers again and again, grouped differently
+    made = []
+
+    def keep(kind, make):  # a source keeping one decoding of its stored column
+        if not made:
+            made.append(make(values))
+        return made[0]
+
+    for groups in (1, 3, 7, 1, 60):  # the same column again and again, grouped differently
         gid = np.array([rng.randrange(groups) for _ in range(len(blobs))], np.int64)
-        got = union_images(values, gid, groups, 12)
+        got = union_images(values, gid, groups, 12, keep)
         expected = _reference(values, gid, groups, 12)
         assert [_estimate(b, 12) for b in got.to_pylist()] == [_estimate(b, 12) for b in expected]
-    assert DECODED.get(values, 12) is DECODED.get(values, 12)  # decoded once, then found
+    assert len(made) == 1  # decoded once
 
 
-def test_the_decoded_cache_stays_within_its_bound():
-    from common.query.hll_union import _DecodedCache
+def test_a_kept_decoding_of_another_length_is_not_used():
+    # What a source keeps is of its whole stored column; values of another length (rows taken)
+    # are decoded as given.
+    rng = random.Random(5)
+    whole = pa.array([_sketch(rng, 12, 300).serialize_compact() for _ in range(6)], pa.binary())
+    part = whole.slice(0, 4)
+    gid = np.zeros(4, np.int64)
+    got = union_images(part, gid, 1, 12, lambda kind, make: _decode(whole, 12))
+    assert _estimate(got.to_pylist()[0], 12) == _estimate(_reference(part, gid, 1, 12)[0], 12)
 
-    rng = random.Random(3)
-    columns = [pa.array([_sketch(rng, 12, 5000).serialize_compact() for _ in range(4)], pa.binary())
-               for _ in range(5)]
-    cache = _DecodedCache(max_bytes=3 * 40_000)
-    for col in columns:
-        cache.get(col, 12)
-        cache.get(col, 12)  # second sighting: cached if it fits
-    assert 0 < len(cache._entries) < len(columns)
-    assert 0 < cache._entries.nbytes <= cache.max_bytes

@@ -5,6 +5,8 @@ a segment as soon as that segment retires."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from common.bounded_cache import BoundedCache
@@ -73,6 +75,7 @@ def test_a_warm_query_honours_a_changed_declared_type(segments, declared):
 class _Lease:
     def __init__(self) -> None:
         self.listeners = []
+        self.kept = {}  # what the real lease's ``hold`` keeps alive
 
     def on_retire(self, listener) -> bool:
         self.listeners.append(listener)
@@ -81,6 +84,14 @@ class _Lease:
     def retire(self) -> None:
         for listener in self.listeners:
             listener()
+        self.kept.clear()
+
+    def hold(self, key, value) -> bool:
+        self.kept[key] = value
+        return True
+
+    def unhold(self, key) -> None:
+        self.kept.pop(key, None)
 
 
 class _Segment:
@@ -173,3 +184,58 @@ def test_bounded_cache_sliding_expiry():
         now[0] = t
         assert cache.get("used") == 1
     assert cache.expire() == 1 and "idle" not in cache and cache.get("used") == 1
+
+
+def _open_paths() -> list[str]:
+    """What this process's descriptors open (an unlinked file reads '<path> (deleted)')."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            continue  # closed meanwhile (the listing's own descriptor)
+    return out
+
+
+def test_segments_dropped_without_close_take_their_prepared_queries_and_files(segments, tmp_path):
+    # In-process callers of execute often just drop their segments: the cache must not keep them
+    # (nor their files) until later queries push the entries out.
+    import gc
+    import shutil
+
+    paths = []
+    for i, seg in enumerate(segments[:2]):
+        paths.append(str(tmp_path / f"dropped{i}.sseg"))
+        shutil.copyfile(seg.path, paths[-1])
+    copies = [Segment.open(p) for p in paths]
+    query = {**CORPUS[0], "intervals": ["2000-01-01/2100-01-01"]}
+    cache = PreparedCache(memory=None)
+    kept = _run(cache, query, copies, engine.union_schema(copies))[0]
+    assert len(cache) == 1 and _same(_run(cache, query, copies, engine.union_schema(copies))[0], kept)
+    other = _run(cache, query, segments, engine.union_schema(segments))[0]  # over live segments
+    assert len(cache) == 2
+    for p in paths:
+        os.unlink(p)
+    assert any(p + " (deleted)" in _open_paths() for p in paths)
+    del copies
+    gc.collect()
+    assert len(cache) == 1 and cache.items()[0][1].segments == tuple(segments)
+    assert not any(p in o for p in paths for o in _open_paths())  # their descriptors closed
+    assert _same(_run(cache, query, segments, engine.union_schema(segments))[0], other)
+
+
+def test_the_in_process_cache_drops_what_execute_prepared_over_dropped_segments(segments, tmp_path):
+    import gc
+    import shutil
+
+    path = str(tmp_path / "executed.sseg")
+    shutil.copyfile(segments[0].path, path)
+    copy = Segment.open(path)
+    query_runner.PREPARED.clear()
+    query_runner.execute({**CORPUS[0], "intervals": ["2000-01-01/2100-01-01"]}, [copy])
+    generation = copy.generation
+    assert [k for k, _ in query_runner.PREPARED.items() if generation in k.segments]
+    del copy
+    gc.collect()
+    assert not [k for k, _ in query_runner.PREPARED.items() if generation in k.segments]
+    assert not any(path in o for o in _open_paths())

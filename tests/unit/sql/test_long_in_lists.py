@@ -88,7 +88,7 @@ def test_twenty_thousand_values_match_duckdb(env, column, literal):
 
 
 class _Executor:
-    def execute(self, query, remaining, _, is_active, schemas=None):
+    def execute(self, query, remaining, _, is_active, schemas=None, tracked=None):
         raise AssertionError("planning must time out before anything runs")
 
 

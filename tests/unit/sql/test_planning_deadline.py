@@ -11,7 +11,7 @@ import pytest
 
 from common.errors import QueryTimeoutError
 from common.sql import plan_sql
-from common.sql.planning_deadline import check_deadline, planning_deadline
+from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.statement_kind import classify
 from common.types import ColumnType
 from services.broker.sql_service import SqlService
@@ -57,8 +57,7 @@ def _clock_readings(name: str, timeout: float, monkeypatch) -> int:
     classify(SLOW[name])  # kept per text, as after the front door: every run checks the same steps
     clock = _FakeClock()
     monkeypatch.setattr(module, "time", clock)
-    with planning_deadline(timeout):
-        plan_sql(SLOW[name], CATALOG)
+    plan_sql(SLOW[name], CATALOG, deadline=PlanningDeadline(timeout))
     return clock.now
 
 
@@ -105,18 +104,53 @@ def test_a_slow_statement_stops_at_the_timeout_through_the_broker(name):
     assert stopped < whole / 2, (stopped, whole)
 
 
-def test_without_a_deadline_the_check_is_a_no_op_and_deadlines_nest():
-    check_deadline()
-    with planning_deadline(300):
-        check_deadline()
-        with planning_deadline(-1):
-            with pytest.raises(QueryTimeoutError):
-                check_deadline()
-        check_deadline()  # the outer deadline is back
-    check_deadline()
+def test_without_a_deadline_the_check_is_a_no_op():
+    NO_DEADLINE.check()
+    PlanningDeadline(300).check()
+    with pytest.raises(QueryTimeoutError):
+        PlanningDeadline(-1).check()
+
+
+def test_two_statements_planning_at_once_each_check_only_their_own_deadline_and_stop():
+    # No ambient state: one thread's passed deadline and stop check never reach the other's planning.
+    import threading
+
+    inside, release = threading.Event(), threading.Event()
+    calls = {"a": 0, "b": 0}
+    outcome: dict = {}
+
+    def stop_a():
+        calls["a"] += 1
+        if calls["a"] == 1:
+            inside.set()  # a is planning: b plans now, with its own deadline passed
+            assert release.wait(30)
+
+    def stop_b():
+        calls["b"] += 1
+
+    def plan_a():
+        try:
+            outcome["a"] = plan_sql(SLOW["plus_chain"], CATALOG, deadline=PlanningDeadline(300, stop=stop_a))
+        except Exception as exc:  # noqa: BLE001 - asserted below
+            outcome["a"] = exc
+
+    t = threading.Thread(target=plan_a)
+    t.start()
+    try:
+        assert inside.wait(30)
+        with pytest.raises(QueryTimeoutError, match="while planning"):
+            plan_sql(SLOW["plus_chain"], CATALOG, deadline=PlanningDeadline(-1, stop=stop_b))
+        assert calls["b"] == 0  # the time check fired first; a's stop was never called by b
+        plan_sql("SELECT x FROM t", CATALOG)  # and a third, with none, plans while a is stopped
+    finally:
+        release.set()
+        t.join(60)
+    assert not isinstance(outcome["a"], Exception), outcome["a"]
+    assert [f.name for f in outcome["a"].output_schema] == ["y"]
+    assert calls["a"] > 1  # a's own check ran all through its planning
 
 
 def test_a_fast_statement_plans_under_a_deadline():
-    with planning_deadline(300):
-        plan = plan_sql("SELECT s, COUNT(*) AS c FROM t WHERE x IN (1, 2.5, NULL) GROUP BY s", CATALOG)
+    plan = plan_sql("SELECT s, COUNT(*) AS c FROM t WHERE x IN (1, 2.5, NULL) GROUP BY s", CATALOG,
+                    deadline=PlanningDeadline(300))
     assert [f.name for f in plan.output_schema] == ["s", "c"]
