@@ -104,9 +104,12 @@ def member_rows(hay: ListRows, needles: ListRows) -> tuple[np.ndarray, np.ndarra
     hay_codes, needle_codes = equality_codes(hay.values, needles.values)
     width = int(max(hay_codes.max(initial=-1), needle_codes.max(initial=-1))) + 1
     hay_keys = hay.parents * width + hay_codes
-    hay_keys = hay_keys[hay_codes >= 0]
+    hay_keys = np.sort(hay_keys[hay_codes >= 0])
     needle_rows = needles.parents
-    found = np.isin(needle_rows * width + needle_codes, hay_keys) & (needle_codes >= 0)
+    needle_keys = needle_rows * width + needle_codes
+    # A sorted search, not np.isin: isin may pick a lookup table as large as the key range.
+    at = np.minimum(np.searchsorted(hay_keys, needle_keys), max(len(hay_keys) - 1, 0))
+    found = (hay_keys[at] == needle_keys) & (needle_codes >= 0) if len(hay_keys) else np.zeros(len(needle_keys), bool)
     return found, needle_rows
 
 
