@@ -204,6 +204,21 @@ CASES = [
      "SELECT list_filter(astr, lambda x: x IN ('a', 'é')), list_filter(al, lambda x: x IS NULL OR x NOT IN (0, 1)) "
      "FROM t"),
     ("SELECT s FROM t WHERE MV_CONTAINS(astr, 'ключ')", "SELECT s FROM t WHERE list_contains(astr, 'ключ')"),
+    # ARRAY_TO_MV: its values as text; grouped, one group per value (a null or empty array in the
+    # null group), as Druid groups a multi-value string; MV_TO_ARRAY reads it back as an array
+    ("SELECT ARRAY_TO_MV(ad), MV_TO_ARRAY(ARRAY_TO_MV(al)), MV_LENGTH(ARRAY_TO_MV(astr)) FROM t",
+     "SELECT CAST(ad AS VARCHAR[]), CAST(al AS VARCHAR[]), len(astr) FROM t"),
+    ("SELECT ARRAY_TO_MV(astr) AS k, COUNT(*), SUM(n) FROM t GROUP BY 1",
+     "SELECT k, COUNT(*), SUM(n) FROM (SELECT n, unnest(CASE WHEN len(astr) > 0 THEN astr ELSE [NULL] END) AS k "
+     "FROM t) GROUP BY k"),
+    ("SELECT ARRAY_TO_MV(ad) AS k, s, COUNT(*) AS c FROM t WHERE n > 0 GROUP BY k, s HAVING COUNT(*) > 1",
+     "SELECT k, s, COUNT(*) AS c FROM (SELECT s, unnest(CASE WHEN len(ad) > 0 THEN CAST(ad AS VARCHAR[]) "
+     "ELSE [NULL] END) AS k FROM t WHERE n > 0) GROUP BY k, s HAVING COUNT(*) > 1"),
+    ("SELECT ARRAY_TO_MV(al), ARRAY_TO_MV(astr), COUNT(*) FROM t WHERE ARRAY_LENGTH(al) < 6 "
+     "GROUP BY ARRAY_TO_MV(al), ARRAY_TO_MV(astr)",
+     "SELECT a, b, COUNT(*) FROM (SELECT unnest(CASE WHEN len(al) > 0 THEN CAST(al AS VARCHAR[]) ELSE [NULL] END) "
+     "AS a, astr FROM t WHERE len(al) < 6), unnest(CASE WHEN len(astr) > 0 THEN astr ELSE [NULL] END) AS u(b) "
+     "GROUP BY a, b"),
     # JSON_VALUE answers on plain columns: '$' is the value, '$[n]' an array's element, other paths null
     ("SELECT JSON_VALUE(s, '$'), JSON_VALUE(n, '$' RETURNING DOUBLE), JSON_VALUE(s, '$.a') FROM t",
      "SELECT s, CAST(n AS DOUBLE), NULL FROM t"),
@@ -322,6 +337,9 @@ def test_druid_array_docs_example(tmp_path):
     groups = sql("SELECT arrayString, COUNT(*) AS c FROM array_example GROUP BY arrayString")
     assert sorted((json.dumps(r["arrayString"]), r["c"]) for r in groups) == sorted(
         [('["a", "b"]', 2), ('[null, "b"]', 1), ("[]", 1), ("null", 1)])
+    # ARRAY_TO_MV as its doc shows it (doubles as Java prints them)
+    assert [r["mv"] for r in sql("SELECT ARRAY_TO_MV(arrayDouble) AS mv FROM array_example ORDER BY label")] == [
+        ["1.1", "2.2", None], ["999.0", None, "5.5"], [None, "2.2", "1.1"], [], None]
     assert sql("SELECT ARRAY_LENGTH(arrayDouble) AS n, ARRAY_OFFSET(arrayDouble, 0) AS first FROM array_example "
                "ORDER BY label") == [{"n": 3, "first": 1.1}, {"n": 3, "first": 999.0}, {"n": 3, "first": None},
                                      {"n": 0, "first": None}, {"n": None, "first": None}]
