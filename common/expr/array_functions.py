@@ -6,9 +6,9 @@ function is defined on nulls), offsets out of range give null, ``array_offset_of
 element is null. Element equality compares the elements after both sides are brought to the array's
 element type, so ``array_contains(longs, 2.0)`` matches 2 as Druid's does.
 
-Lengths, offsets and casts run as Arrow kernels over the flattened values; the set-like functions
-(contains, overlap, offset_of, to_string) walk rows in Python, which is fine for the row counts one
-expression batch holds and keeps their null rules readable.
+Every function runs over the flattened values with Arrow kernels and numpy (``list_rows``): no
+Python loop per row, so a million-row batch costs a few passes over its elements. Whole-array
+comparison and ``string_to_array`` (a regex split with Java's rules) still walk rows.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from common.errors import ValidationError
 from common.expr.evaluator import Type, cast_value, const, is_scalar, plain, register, to_string, unify
+from common.expr.list_rows import ListRows, gather, in_constant_set, member_rows, rows_with
 from common.types.column_type import LONG, STRING, ColumnType, TypeKind
 
 
@@ -48,13 +49,6 @@ def _check_array(call, types, positions) -> None:
                                   f"'{call.args[i].to_string()}' is {t.sql_name} in '{call.to_string()}'")
 
 
-def _rows(v, n: int) -> list:
-    """Python values of ``v`` (array or scalar), one per row."""
-    if is_scalar(v):
-        return [v.as_py()] * n
-    return plain(v).to_pylist()
-
-
 def _list_rows(v, element: ColumnType, n: int) -> list:
     """Rows of ``v`` as Python lists of ``element`` (None for a null array); scalars repeat."""
     if is_scalar(v):
@@ -62,6 +56,29 @@ def _list_rows(v, element: ColumnType, n: int) -> list:
             return [None] * n
         v = pa.repeat(v, n)
     return to_list_array(v, element).to_pylist()
+
+
+def _lists(v, element: ColumnType, n: int) -> ListRows:
+    """``v`` (a list array, a scalar repeated n times, or single values read as one-element arrays)
+    as ListRows of ``element``."""
+    if is_scalar(v):
+        if not v.is_valid:
+            return ListRows.of(pa.nulls(n, pa.list_(element.to_arrow())))
+        v = pa.repeat(v, n)
+    return ListRows.of(to_list_array(v, element))
+
+
+def _per_row(v, element: ColumnType, n: int) -> pa.Array:
+    """A single value per row (scalars repeated) converted to ``element``."""
+    v = pa.repeat(v, n) if is_scalar(v) else plain(v)
+    return cast_value(v, element).cast(element.to_arrow())
+
+
+def _numbers(v, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(float64 values, validity) per row of a numeric argument (scalars repeated)."""
+    v = pa.repeat(v, n) if is_scalar(v) else plain(v)
+    valid = v.is_valid().to_numpy(zero_copy_only=False)
+    return pc.cast(v, pa.float64()).fill_null(0).to_numpy(zero_copy_only=False), valid
 
 
 def _length(args) -> int:
@@ -89,10 +106,6 @@ def to_list_array(v, element: ColumnType) -> pa.Array:
     values = cast_value(v.values, element) if len(v.values) else pa.array([], element.to_arrow())
     values = values.cast(element.to_arrow())
     return pa.ListArray.from_arrays(v.offsets, values, mask=v.is_null()).cast(target)
-
-
-def _from_rows(rows: list, out: ColumnType) -> pa.Array:
-    return pa.array(rows, out.to_arrow())
 
 
 # ---- construction and casts ----------------------------------------------------------------------
@@ -147,16 +160,12 @@ def _element_at(args, out, base: int):
         ok = (k >= 0) & (k < lengths) & arrays.is_valid().to_numpy(zero_copy_only=False)
         at = np.where(ok, offsets[:-1] + k, 0)
         return arrays.values.take(pa.array(at, mask=~ok)).cast(out.to_arrow())
-    lists = arrays.to_pylist()
-    idx = _rows(index, n)
-    result = []
-    for values, i in zip(lists, idx):
-        if values is None or i is None:
-            result.append(None)
-            continue
-        k = int(i) - base
-        result.append(values[k] if 0 <= k < len(values) else None)
-    return pa.array(result, out.to_arrow())
+    rows = _lists(arrays, out, n)
+    at, has = _numbers(index, n)
+    k = np.trunc(at) - base
+    ok = has & rows.valid & (k >= 0) & (k < rows.lengths)
+    pick = np.where(ok, rows.starts + np.where(ok, k, 0).astype(np.int64), 0)
+    return rows.values.take(pa.array(pick, mask=~ok)).cast(out.to_arrow())
 
 
 @register("array_offset", args=(2, 2), kinds="xn", out=_element_infer, doc="array_offset(arr, index): 0-based")
@@ -167,14 +176,6 @@ def _array_offset(args, types, out, call):
 @register("array_ordinal", args=(2, 2), kinds="xn", out=_element_infer, doc="array_ordinal(arr, index): 1-based")
 def _array_ordinal(args, types, out, call):
     return _element_at(args, out, 1)
-
-
-def _needles(v, t: Type, element: ColumnType, n: int) -> list:
-    """The element(s) to look for, per row, converted to the array's element type."""
-    if t is not None and t.kind is TypeKind.ARRAY:
-        return _list_rows(v, element, n)
-    converted = cast_value(pa.repeat(v, n) if is_scalar(v) else plain(v), element)
-    return converted.to_pylist()
 
 
 def _element_type(types) -> ColumnType:
@@ -193,19 +194,30 @@ def _array_contains(args, types, out, call):
     as_array = types[1] is not None and types[1].kind is TypeKind.ARRAY
     if not as_array and is_scalar(args[1]) and not is_scalar(args[0]):
         return _contains_constant(plain(args[0]), args[1], element)
-    hay = _list_rows(args[0], element, n)
-    needles = _needles(args[1], types[1], element, n)
-    result = []
-    for values, needle in zip(hay, needles):
-        if values is None:
-            result.append(None)
-        elif needle is None:
-            result.append(None)  # an unknown element may or may not be there, as SQL reads NULL
-        elif as_array:
-            result.append(all(x in values for x in needle))
+    hay = _lists(args[0], element, n)
+    if as_array:
+        if is_scalar(args[1]) and args[1].is_valid and len(args[1]) <= 8:
+            # A short constant list: one pass over the values per wanted element.
+            found = np.ones(n, dtype=bool)
+            for wanted in to_list_array(pa.repeat(args[1], 1), element).values:
+                found &= _rows_holding(hay, pa.array([wanted.as_py()], element.to_arrow()))
+            needles_valid = np.ones(n, dtype=bool)
         else:
-            result.append(needle in values)
-    return pa.array(result, pa.bool_())
+            needles = _lists(args[1], element, n)
+            hit, rows = member_rows(hay, needles)
+            found = np.bincount(rows[~hit], minlength=n)[:n] == 0  # no wanted element missing
+            needles_valid = needles.valid
+        return pa.array(found, mask=~(hay.valid & needles_valid))
+    needle = _per_row(args[1], element, n)
+    parents = hay.parents
+    hit = pc.equal(hay.values, needle.take(pa.array(parents))).fill_null(False).to_numpy(zero_copy_only=False)
+    # an unknown element may or may not be there, as SQL reads NULL
+    return pa.array(rows_with(hit, parents, n), mask=~(hay.valid & needle.is_valid().to_numpy(zero_copy_only=False)))
+
+
+def _rows_holding(hay: ListRows, constants: pa.Array) -> np.ndarray:
+    """Whether each row of ``hay`` holds one of ``constants``."""
+    return rows_with(in_constant_set(hay.values, constants), hay.parents, hay.n)
 
 
 def _contains_constant(arrays: pa.Array, needle: pa.Scalar, element: ColumnType) -> pa.Array:
@@ -226,25 +238,39 @@ def _array_overlap(args, types, out, call):
     _check_array(call, types, [0, 1])
     n = _length(args)
     element = _element_type(types)
-    left, right = _list_rows(args[0], element, n), _list_rows(args[1], element, n)
-    result = []
-    for a, b in zip(left, right):
-        result.append(None if a is None or b is None else bool(set(a) & set(b)))
-    return pa.array(result, pa.bool_())
+    left, right = args
+    if is_scalar(left) and not is_scalar(right):
+        left, right = right, left  # overlap is symmetric: keep the constant on the right
+    hay = _lists(left, element, n)
+    if is_scalar(right):
+        if not right.is_valid:
+            return pa.nulls(n, pa.bool_())
+        constants = to_list_array(pa.repeat(right, 1), element).values
+        return pa.array(_rows_holding(hay, constants), mask=~hay.valid)
+    other = _lists(right, element, n)
+    hit, rows = member_rows(hay, other)
+    return pa.array(rows_with(hit, rows, n), mask=~(hay.valid & other.valid))
 
 
 def _position(args, types, base: int):
     n = _length(args)
     element = _element_type(types[:1])
-    hay = _list_rows(args[0], element, n)
-    needles = _needles(args[1], types[1], element, n)
-    result = []
-    for values, needle in zip(hay, needles):
-        if values is None or needle is None or needle not in values:
-            result.append(None)
-        else:
-            result.append(values.index(needle) + base)
-    return pa.array(result, pa.int64())
+    if types[1] is not None and types[1].kind is TypeKind.ARRAY:
+        return pa.nulls(n, pa.int64())  # an array is never an element of a flat array
+    hay = _lists(args[0], element, n)
+    parents = hay.parents
+    if is_scalar(args[1]):
+        needle = _per_row(args[1], element, 1)[0]
+        hit = pc.equal(hay.values, needle) if needle.is_valid else pa.nulls(len(hay.values), pa.bool_())
+    else:
+        hit = pc.equal(hay.values, _per_row(args[1], element, n).take(pa.array(parents)))
+    at = np.flatnonzero(hit.fill_null(False).to_numpy(zero_copy_only=False))
+    rows, first = np.unique(parents[at], return_index=True)  # the first hit of each row
+    position = np.zeros(n, dtype=np.int64)
+    found = np.zeros(n, dtype=bool)
+    position[rows] = at[first] - hay.starts[rows] + base
+    found[rows] = True
+    return pa.array(position, mask=~(found & hay.valid))
 
 
 @register("array_offset_of", args=(2, 2), kinds="xa", out=LONG, strict=False,
@@ -274,9 +300,7 @@ def _first_array_infer(call, types):
 def _array_append(args, types, out, call):
     _check_array(call, types, [0])
     n = _length(args)
-    arrays = _list_rows(args[0], out.element, n)
-    extra = _needles(args[1], types[1], out.element, n)
-    return _from_rows([None if a is None else a + [x] for a, x in zip(arrays, extra)], out)
+    return _join_rows(_lists(args[0], out.element, n), _single(args[1], types[1], out.element, n), out)
 
 
 @register("array_prepend", args=(2, 2), kinds="ax", out=_first_array_infer, strict=False,
@@ -284,17 +308,32 @@ def _array_append(args, types, out, call):
 def _array_prepend(args, types, out, call):
     _check_array(call, types, [1])
     n = _length(args)
-    arrays = _list_rows(args[1], out.element, n)
-    extra = _needles(args[0], types[0], out.element, n)
-    return _from_rows([None if a is None else [x] + a for a, x in zip(arrays, extra)], out)
+    arrays = _lists(args[1], out.element, n)
+    return _join_rows(_single(args[0], types[0], out.element, n), arrays, out, valid=arrays.valid)
 
 
 @register("array_concat", args=(2, 2), kinds="x", out=_first_array_infer, strict=False,
           doc="array_concat(arr1, arr2): null if either is null")
 def _array_concat(args, types, out, call):
     n = _length(args)
-    parts = [_list_rows(a, out.element, n) for a in args]
-    return _from_rows([None if a is None or b is None else a + b for a, b in zip(*parts)], out)
+    left, right = (_lists(a, out.element, n) for a in args)
+    return _join_rows(left, right, out)
+
+
+def _single(v, t: Type, element: ColumnType, n: int) -> ListRows:
+    """The element to add, per row, as one-element lists (a null element stays, as Druid appends it)."""
+    if t is not None and t.kind is TypeKind.ARRAY:
+        raise ValidationError("array_append/array_prepend add one element; use array_concat to join two arrays")
+    values = _per_row(v, element, n)
+    return ListRows(values, np.arange(n, dtype=np.int64), np.ones(n, dtype=np.int64), np.ones(n, dtype=bool))
+
+
+def _join_rows(left: ListRows, right: ListRows, out: ColumnType, valid: np.ndarray | None = None) -> pa.Array:
+    """Row r of left followed by row r of right; null where either is a null array (or not ``valid``)."""
+    values = pa.concat_arrays([left.values.cast(out.element.to_arrow()), right.values.cast(out.element.to_arrow())])
+    valid = left.valid & right.valid if valid is None else valid
+    pieces = [(left.starts, left.lengths), (right.starts + len(left.values), right.lengths)]
+    return gather(left, pieces, valid, values)
 
 
 @register("array_slice", args=(2, 3), kinds="xn", out=_first_array_infer,
@@ -302,17 +341,17 @@ def _array_concat(args, types, out, call):
 def _array_slice(args, types, out, call):
     _check_array(call, types, [0])
     n = _length(args)
-    arrays = _rows(args[0], n)
-    starts = _rows(args[1], n)
-    ends = _rows(args[2], n) if len(args) > 2 else [None] * n
-    result = []
-    for a, s, e in zip(arrays, starts, ends):
-        if a is None or s is None or s < 0 or s > len(a):
-            result.append(None)
-            continue
-        e = len(a) if e is None else e
-        result.append(a[int(s):int(e)] if e >= s else None)
-    return _from_rows(result, out)
+    rows = _lists(args[0], out.element, n)
+    start, has_start = _numbers(args[1], n)
+    if len(args) > 2:
+        end, has_end = _numbers(args[2], n)
+    else:
+        end, has_end = np.zeros(n), np.zeros(n, dtype=bool)
+    end = np.where(has_end, end, rows.lengths)  # no end (or a null one): to the last element
+    ok = rows.valid & has_start & (start >= 0) & (start <= rows.lengths) & (end >= start)
+    first = np.where(ok, np.trunc(start), 0).astype(np.int64)
+    last = np.minimum(np.where(ok, np.trunc(end), 0).astype(np.int64), rows.lengths)
+    return gather(rows, [(rows.starts + first, np.maximum(last - first, 0))], ok)
 
 
 @register("array_to_string", args=(2, 2), kinds="xs", out=STRING,
@@ -320,20 +359,12 @@ def _array_slice(args, types, out, call):
 def _array_to_string(args, types, out, call):
     _check_array(call, types, [0])
     n = _length(args)
-    arrays = to_list_array(args[0], _element_type(types[:1])) if not is_scalar(args[0]) else \
-        to_list_array(pa.repeat(args[0], n), _element_type(types[:1]))
-    texts = to_string(arrays.flatten()).to_pylist()
-    offsets = arrays.offsets.to_pylist()
-    valid = arrays.is_valid().to_pylist()
-    seps = _rows(args[1], n)
-    result = []
-    for r in range(len(arrays)):
-        if not valid[r] or seps[r] is None:
-            result.append(None)
-            continue
-        part = texts[offsets[r]:offsets[r + 1]]
-        result.append(seps[r].join("null" if x is None else x for x in part))
-    return pa.array(result, pa.string())
+    rows = _lists(args[0], _element_type(types[:1]), n)
+    texts = to_string(rows.values).fill_null("null")
+    lists = pa.ListArray.from_arrays(pa.array(np.concatenate(([0], np.cumsum(rows.lengths))).astype(np.int32)),
+                                     texts, mask=pa.array(~rows.valid))
+    separator = args[1] if is_scalar(args[1]) else plain(args[1])
+    return pc.binary_join(lists, separator.cast(pa.string()))
 
 
 @register("string_to_array", args=(2, 2), kinds="sk", out=ColumnType(TypeKind.ARRAY, STRING),
@@ -386,6 +417,11 @@ def _mv_filter(args, types, out, call):
     _check_array(call, types, [0, 1])
     n = _length(args)
     keep_listed = call.name.lower() == "mv_filter_only"
-    listed = set(_list_rows(args[1], out.element, 1)[0] or [])
-    arrays = _list_rows(args[0], out.element, n)
-    return _from_rows([None if a is None else [x for x in a if (x in listed) == keep_listed] for a in arrays], out)
+    listed = _lists(args[1] if is_scalar(args[1]) else plain(args[1])[0], out.element, 1)
+    rows = _lists(args[0], out.element, n)
+    keep = in_constant_set(rows.values, listed.values.slice(0, int(listed.lengths.sum()))) == keep_listed
+    kept = np.flatnonzero(keep)
+    counts = np.bincount(rows.parents[kept], minlength=n)[:n]
+    offsets = np.concatenate(([0], np.cumsum(counts))).astype(np.int32)
+    return pa.ListArray.from_arrays(pa.array(offsets), rows.values.take(pa.array(kept)).cast(out.element.to_arrow()),
+                                    mask=pa.array(~rows.valid))

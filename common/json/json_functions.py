@@ -15,9 +15,8 @@ import math
 import pyarrow as pa
 
 from common.errors import ValidationError
-from common.json.document_paths import literal_paths
 from common.json.document_text import depth_over, dumps_document, loads_document, lone_surrogate, surrogate_escape
-from common.json.path_steps import documents, parse_path, walk
+from common.json.path_steps import documents, key_text, parse_path, walk
 
 LIST_OF_STRINGS = pa.list_(pa.string())
 
@@ -71,12 +70,27 @@ def json_keys(values: pa.Array, path: str) -> pa.Array:
 
 
 def json_paths(values: pa.Array) -> pa.Array:
-    """Paths of every literal (and array of literals) in each document, as the nested column
-    names its fields."""
+    """Paths of every literal (and array of literals) in each document, in document order, as
+    Druid's json_paths lists them: a document that is not an object or array (a literal, or null)
+    is the one path ``$``; a null field is a literal at its path; an empty array is an array of
+    literals (one path); an empty object adds no path."""
+    return pa.array([_paths_of(d) for d in _docs(values, "JSON_PATHS")], LIST_OF_STRINGS)
+
+
+def _paths_of(doc) -> list[str]:
     out = []
-    for d in _docs(values, "JSON_PATHS"):
-        out.append(None if d is None else list(dict.fromkeys(p for p, _, _ in literal_paths(d))))
-    return pa.array(out, LIST_OF_STRINGS)
+    stack = [("$", doc)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key in reversed(list(value)):
+                stack.append((path + key_text(str(key)), value[key]))
+        elif isinstance(value, list) and any(isinstance(e, (dict, list)) for e in value):
+            for i in range(len(value) - 1, -1, -1):  # an array holding containers is walked per element
+                stack.append((f"{path}[{i}]", value[i]))
+        else:
+            out.append(path)
+    return out
 
 
 def _python(value, is_json: bool):

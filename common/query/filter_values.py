@@ -206,6 +206,10 @@ def coerce(value, ctype: ColumnType, column: str):
             return int(value)
         if isinstance(value, (int, float)):
             return value if ctype.kind is TypeKind.LONG and isinstance(value, int) else float(value)
+        if isinstance(value, str) and value.lower() in ("true", "false"):
+            # Druid casts 'true'/'false' to 1/0 for a numeric column (booleans are stored as LONG 0/1)
+            flag = int(value.lower() == "true")
+            return flag if ctype.kind is TypeKind.LONG else float(flag)
         try:
             num = float(value)
         except (TypeError, ValueError):

@@ -22,7 +22,7 @@ MV_FUNCTIONS = {"MV_LENGTH": "ARRAY_LENGTH", "MV_OFFSET": "ARRAY_OFFSET", "MV_OR
                 "MV_CONCAT": "ARRAY_CONCAT", "MV_SLICE": "ARRAY_SLICE", "MV_TO_STRING": "ARRAY_TO_STRING",
                 "STRING_TO_MV": "STRING_TO_ARRAY", "MV_FILTER_ONLY": "MV_FILTER_ONLY",
                 "MV_FILTER_NONE": "MV_FILTER_NONE",
-                "MV_TO_ARRAY": None}
+                "MV_TO_ARRAY": None, "ARRAY_TO_MV": None}
 # the arguments that are arrays, by function (ARRAY_PREPEND takes the element first)
 _ARRAY_POSITIONS = {"ARRAY_PREPEND": (1,), "ARRAY_CONCAT": (0, 1), "ARRAY_OVERLAP": (0, 1), "STRING_TO_ARRAY": (),
                     "MV_FILTER_ONLY": (0, 1), "MV_FILTER_NONE": (0, 1)}
@@ -137,10 +137,18 @@ def mv_call(tr, node: exp.Expression) -> Scalar | None:
     nodes = list(node.expressions)
     args = [tr.translate(n) for n in nodes]
     target = MV_FUNCTIONS[name]
-    if target is None:  # MV_TO_ARRAY
+    if target is None:  # MV_TO_ARRAY, ARRAY_TO_MV
         if len(args) != 1:
-            raise ValidationError(f"MV_TO_ARRAY takes 1 argument, got {len(args)} in '{sql_text(node)}'")
-        return as_array(args[0], node)
+            raise ValidationError(f"{name} takes 1 argument, got {len(args)} in '{sql_text(node)}'")
+        if name == "MV_TO_ARRAY":
+            return as_array(args[0], node)
+        # Outside GROUP BY (which mv_grouping unnests) a multi-value string reads as its values,
+        # as text: Druid shows ARRAY_TO_MV(doubles) as ["1.1", "999.0", null].
+        ctype = args[0].type.column_type
+        if args[0].type != NULL and not (ctype is not None and ctype.is_array):
+            raise ValidationError(f"ARRAY_TO_MV needs an array, but '{sql_text(nodes[0])}' is {args[0].type} "
+                                  f"in '{sql_text(node)}'")
+        return cast_to_array(args[0], from_column_type(ColumnType(TypeKind.ARRAY, ColumnType.parse("STRING"))), node)
     for i in _ARRAY_POSITIONS.get(target, (0,)):
         if i < len(args):
             args[i] = as_array(args[i], node)

@@ -75,6 +75,8 @@ KNOWN_FUNCTIONS = sorted(
        "COUNT", "SUM", "MIN", "MAX", "AVG", "APPROX_COUNT_DISTINCT", "ANY_VALUE", "EARLIEST", "LATEST"}
     | set(MV_FUNCTIONS))
 
+_BOOLEAN_TEXT = {"true": 1.0, "false": 0.0}
+
 
 def is_aggregate(node: exp.Expression) -> bool:
     if isinstance(node, exp.Filter):
@@ -229,10 +231,14 @@ class ScalarTranslator:
             elif other.type.is_numeric:
                 if isinstance(text, Literal):
                     try:
-                        number = float(text.value)
+                        # Druid reads 'true'/'false' (any case) as 1/0 where a number is wanted, so
+                        # discovered booleans (LONG 0/1) compare with the text they came from.
+                        number = _BOOLEAN_TEXT.get(text.value.lower(), None) if isinstance(text.value, str) \
+                            else None
+                        number = float(text.value) if number is None else number
                     except ValueError:
                         raise ValidationError(f"cannot compare {other.type} with '{text.value}' in '{sql_text(node)}'; "
-                                              "use a number") from None
+                                              "use a number, or 'true'/'false'") from None
                     converted = Literal(int(number), BIGINT) if number.is_integer() and other.type.is_exact \
                         else Literal(number, DOUBLE)
                 else:
@@ -480,6 +486,10 @@ class ScalarTranslator:
         TO_JSON_STRING: arguments checked here, semantics in common/json."""
         values = [self.translate(v) for v in value_nodes]
         json_type = from_column_type(JSON_TYPE)
+        if op == "JSON_PATHS" and not (values[0].type.column_type is not None
+                                       and values[0].type.column_type.complex_name == "json"):
+            # Druid reads anything that is not JSON (text, a number, an array, NULL) as one literal: ['$']
+            return self.call("ARRAY", [Literal("$", VARCHAR)], node)
         for v, n in zip(values, value_nodes):
             is_json = v.type.column_type is not None and v.type.column_type.complex_name == "json"
             if op in ("PARSE_JSON", "TRY_PARSE_JSON"):

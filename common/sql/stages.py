@@ -238,8 +238,9 @@ class UnnestStage(Stage):
         if len(pc.list_flatten(arrays)) != len(pc.list_parent_indices(arrays)):
             arrays = pa.array(arrays.to_pylist(), arrays.type)  # null rows spanning values: rebuild them empty
         parents = pc.list_parent_indices(arrays)
-        rows = table.take(parents)
-        kept = [rows.column(i) for i in range(table.num_columns) if i != self.position]
+        # Repeat only the other columns: taking the array column too copied every array once per element.
+        others = table.remove_column(self.position)
+        kept = list(others.take(parents).columns) if others.num_columns else []
         element = pc.list_flatten(arrays).cast(self.fields[-1].type.to_arrow())
         return pa.Table.from_arrays(kept + [element], names=list(self.columns))
 

@@ -20,6 +20,7 @@ from common.sql.broker_ops import unique_names
 from common.sql.catalog import SqlCatalog, resolve_table
 from common.sql.logical_plan import (AGGREGATE_FUNCTIONS, AggCall, Aggregate, Field, Filter, Join, Project, RelNode,
                                      Sort, SortKey, TableScan, Union, Unnest, Values)
+from common.sql.mv_grouping import explode_mv_groups
 from common.sql.scalar import Call, Literal, Ref, Scalar, remap
 from common.sql.scalar_translator import (ScalarTranslator, Scope, Session, contains_aggregate, is_aggregate,
                                           literal_value, sql_text, unify_types)
@@ -365,6 +366,7 @@ class Translator:
         distinct = select.args.get("distinct")
         if distinct is not None and distinct.args.get("on") is not None:
             raise UnsupportedError("DISTINCT ON is not supported")
+        select = explode_mv_groups(select)
         rel, scope = self.from_clause(select)
         where = select.args.get("where")
         if where is not None:

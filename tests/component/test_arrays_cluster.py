@@ -72,3 +72,13 @@ def test_unnest_through_the_cluster(conn):
     got = _sql(conn, "SELECT x, COUNT(*) AS c FROM arrays CROSS JOIN UNNEST(astr) AS u(x) GROUP BY x ORDER BY x")
     # per day: 'a' three times, 'é' and 'b' once, one null element; [] and null arrays give no rows
     assert got.to_pylist() == [{"x": None, "c": 2}, {"x": "a", "c": 6}, {"x": "b", "c": 2}, {"x": "é", "c": 2}]
+
+
+def test_array_to_mv_groups_per_value_across_historicals(conn):
+    got = _sql(conn, "SELECT ARRAY_TO_MV(astr) AS v, COUNT(*) AS c FROM arrays GROUP BY 1")
+    # per day: 'a' three times, 'é' and 'b' once; the null array, [] and the null element in the null group
+    assert {r["v"]: r["c"] for r in got.to_pylist()} == {None: 6, "a": 6, "b": 2, "é": 2}
+    got = _sql(conn, "SELECT JSON_PATHS(s) AS p, MV_TO_ARRAY(ARRAY_TO_MV(al)) AS m FROM arrays ORDER BY __time LIMIT 6")
+    assert got.column("p").to_pylist() == [["$"]] * 6
+    assert got.column("m").to_pylist() == [None if a is None else [None if x is None else str(x) for x in a]
+                                           for a in LONGS]

@@ -289,3 +289,51 @@ SELECT x, COUNT(*) FROM arrays CROSS JOIN UNNEST(arrayLong) AS u(x) WHERE s = 'a
 SELECT x FROM UNNEST(ARRAY['a', 'b']) AS u(x);
 -- native:
 -- []
+
+-- name: array_to_mv_group_by_unnests_on_the_broker
+SELECT ARRAY_TO_MV(arrayLong) AS k, COUNT(*) FROM arrays WHERE s = 'a' GROUP BY 1;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "filter": {
+--       "type": "equals",
+--       "column": "s",
+--       "matchValue": "a",
+--       "matchValueType": "STRING"
+--     },
+--     "columns": [
+--       "arrayLong"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]
+
+-- name: json_paths_of_a_plain_column_is_root
+SELECT JSON_PATHS(s) FROM arrays;
+-- native:
+-- [
+--   {
+--     "queryType": "scan",
+--     "dataSource": "arrays",
+--     "intervals": [
+--       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
+--     ],
+--     "virtualColumns": [
+--       {
+--         "type": "expression",
+--         "name": "v0",
+--         "expression": "cast(array('$'), 'ARRAY<STRING>')",
+--         "outputType": "ARRAY<STRING>"
+--       }
+--     ],
+--     "columns": [
+--       "v0"
+--     ],
+--     "resultFormat": "compactedList"
+--   }
+-- ]

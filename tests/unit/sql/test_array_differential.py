@@ -75,6 +75,13 @@ def env(tmp_path_factory):
     con.execute("SET default_null_order = 'nulls_first_on_asc_last_on_desc'")
     con.register("t_arrow", table)
     con.execute("CREATE TABLE t AS SELECT * FROM t_arrow")
+    # Druid's set-like array functions find a null element by a null one; DuckDB's skip nulls.
+    has_null = "len(list_filter({}, lambda x: x IS NULL)) > 0"
+    con.execute(f"CREATE MACRO druid_overlap(a, b) AS CASE WHEN a IS NULL OR b IS NULL THEN NULL "
+                f"ELSE list_has_any(a, b) OR ({has_null.format('a')} AND {has_null.format('b')}) END")
+    con.execute(f"CREATE MACRO druid_has_all(a, b) AS CASE WHEN a IS NULL OR b IS NULL THEN NULL "
+                f"ELSE list_has_all(a, list_filter(b, lambda x: x IS NOT NULL)) "
+                f"AND (NOT {has_null.format('b')} OR {has_null.format('a')}) END")
     con.unregister("t_arrow")
     yield catalog, segments, con
     con.close()
@@ -137,6 +144,40 @@ CASES = [
     ("SELECT COUNT(*) FROM t WHERE NOT ARRAY_OVERLAP(astr, ARRAY['é', 'ключ']) "
      "AND ARRAY_CONTAINS(al, ARRAY[0, 1])",
      "SELECT COUNT(*) FROM t WHERE NOT list_has_any(astr, ['é', 'ключ']) AND list_has_all(al, [0, 1])"),
+    # both sides vary by row (the per-row kernels, not the constant filter)
+    ("SELECT ARRAY_OVERLAP(al, ARRAY_APPEND(ARRAY[2], n)), ARRAY_OVERLAP(astr, ARRAY_SLICE(astr, 1)), "
+     "ARRAY_OVERLAP(ARRAY[0, 1], al), ARRAY_OVERLAP(ad, ARRAY_PREPEND(-0.0, ARRAY_SLICE(ad, 2))) FROM t",
+     "SELECT druid_overlap(al, [2, n]), druid_overlap(astr, CASE WHEN len(astr) >= 1 THEN astr[2:] END), "
+     "druid_overlap([0, 1], al), druid_overlap(ad, CASE WHEN len(ad) >= 2 THEN list_prepend(-0.0, ad[3:]) END) "
+     "FROM t"),
+    ("SELECT ARRAY_CONTAINS(al, ARRAY_SLICE(al, 1, 3)), ARRAY_CONTAINS(astr, ARRAY[s, 'a']), "
+     "ARRAY_CONTAINS(ad, ARRAY[1.5, 2.0, -3.25, 1e-3, 0.0, -0.0, 1.0, 3.0, 4.0]), "
+     "ARRAY_CONTAINS(al, ARRAY[NULL, 1]) FROM t",
+     "SELECT druid_has_all(al, CASE WHEN len(al) >= 1 THEN al[2:3] END), druid_has_all(astr, [s, 'a']), "
+     "druid_has_all(ad, [1.5, 2.0, -3.25, 1e-3, 0.0, -0.0, 1.0, 3.0, 4.0]), druid_has_all(al, [NULL, 1]) FROM t"),
+    ("SELECT ARRAY_OFFSET_OF(astr, s), ARRAY_ORDINAL_OF(al, n), ARRAY_OFFSET_OF(ad, n / 2.0), "
+     "ARRAY_ORDINAL_OF(al, NULL) FROM t",
+     "SELECT CASE WHEN s IS NOT NULL THEN list_position(astr, s) - 1 END, "
+     "CASE WHEN n IS NOT NULL THEN list_position(al, n) END, "
+     "CASE WHEN n IS NOT NULL THEN list_position(ad, n / 2.0) - 1 END, CAST(NULL AS BIGINT) FROM t"),
+    ("SELECT ARRAY_SLICE(al, n), ARRAY_SLICE(astr, n, n + 2), ARRAY_SLICE(ad, 1, n), ARRAY_SLICE(al, n, 1) FROM t",
+     "SELECT CASE WHEN n >= 0 AND n <= len(al) THEN al[n + 1:] END, "
+     "CASE WHEN n >= 0 AND n <= len(astr) THEN astr[n + 1:n + 2] END, "
+     "CASE WHEN len(ad) >= 1 AND n IS NULL THEN ad[2:] WHEN len(ad) >= 1 AND n >= 1 THEN ad[2:n] END, "
+     "CASE WHEN n >= 0 AND n <= len(al) AND n <= 1 THEN al[n + 1:1] END FROM t"),
+    ("SELECT ARRAY_TO_STRING(al, s), ARRAY_TO_STRING(ARRAY[s, NULL], '-') FROM t",
+     # DuckDB wants a constant separator: join on chr(1), then put each row's separator in
+     "SELECT replace(array_to_string(list_transform(al, lambda x: coalesce(CAST(x AS VARCHAR), 'null')), chr(1)), "
+     "chr(1), s), coalesce(s, 'null') || '-null' FROM t"),
+    ("SELECT ARRAY_PREPEND(n, al), ARRAY_APPEND(astr, s), ARRAY_CONCAT(al, ARRAY_SLICE(al, 1)), "
+     "ARRAY_CONCAT(ARRAY[n], al) FROM t",
+     "SELECT CASE WHEN al IS NOT NULL THEN list_prepend(n, al) END, "
+     "CASE WHEN astr IS NOT NULL THEN list_append(astr, s) END, "
+     "CASE WHEN len(al) >= 1 THEN list_concat(al, al[2:]) END, CASE WHEN al IS NOT NULL THEN list_concat([n], al) END "
+     "FROM t"),
+    ("SELECT MV_FILTER_ONLY(ad, ARRAY[0.0, NULL]), MV_FILTER_NONE(astr, ARRAY['a', NULL]) FROM t",
+     "SELECT list_filter(ad, lambda x: x IS NULL OR x = 0.0), list_filter(astr, lambda x: x IS NOT NULL AND x <> 'a') "
+     "FROM t"),
     ("SELECT s FROM t WHERE NOT ARRAY_CONTAINS(astr, '')", "SELECT s FROM t WHERE NOT list_contains(astr, '')"),
     ("SELECT ARRAY_OFFSET_OF(al, 2), ARRAY_ORDINAL_OF(astr, 'a'), ARRAY_ORDINAL_OF(ad, 1.5) FROM t",
      "SELECT list_position(al, 2) - 1, list_position(astr, 'a'), list_position(ad, 1.5) FROM t"),
@@ -163,6 +204,21 @@ CASES = [
      "SELECT list_filter(astr, lambda x: x IN ('a', 'é')), list_filter(al, lambda x: x IS NULL OR x NOT IN (0, 1)) "
      "FROM t"),
     ("SELECT s FROM t WHERE MV_CONTAINS(astr, 'ключ')", "SELECT s FROM t WHERE list_contains(astr, 'ключ')"),
+    # ARRAY_TO_MV: its values as text; grouped, one group per value (a null or empty array in the
+    # null group), as Druid groups a multi-value string; MV_TO_ARRAY reads it back as an array
+    ("SELECT ARRAY_TO_MV(ad), MV_TO_ARRAY(ARRAY_TO_MV(al)), MV_LENGTH(ARRAY_TO_MV(astr)) FROM t",
+     "SELECT CAST(ad AS VARCHAR[]), CAST(al AS VARCHAR[]), len(astr) FROM t"),
+    ("SELECT ARRAY_TO_MV(astr) AS k, COUNT(*), SUM(n) FROM t GROUP BY 1",
+     "SELECT k, COUNT(*), SUM(n) FROM (SELECT n, unnest(CASE WHEN len(astr) > 0 THEN astr ELSE [NULL] END) AS k "
+     "FROM t) GROUP BY k"),
+    ("SELECT ARRAY_TO_MV(ad) AS k, s, COUNT(*) AS c FROM t WHERE n > 0 GROUP BY k, s HAVING COUNT(*) > 1",
+     "SELECT k, s, COUNT(*) AS c FROM (SELECT s, unnest(CASE WHEN len(ad) > 0 THEN CAST(ad AS VARCHAR[]) "
+     "ELSE [NULL] END) AS k FROM t WHERE n > 0) GROUP BY k, s HAVING COUNT(*) > 1"),
+    ("SELECT ARRAY_TO_MV(al), ARRAY_TO_MV(astr), COUNT(*) FROM t WHERE ARRAY_LENGTH(al) < 6 "
+     "GROUP BY ARRAY_TO_MV(al), ARRAY_TO_MV(astr)",
+     "SELECT a, b, COUNT(*) FROM (SELECT unnest(CASE WHEN len(al) > 0 THEN CAST(al AS VARCHAR[]) ELSE [NULL] END) "
+     "AS a, astr FROM t WHERE len(al) < 6), unnest(CASE WHEN len(astr) > 0 THEN astr ELSE [NULL] END) AS u(b) "
+     "GROUP BY a, b"),
     # JSON_VALUE answers on plain columns: '$' is the value, '$[n]' an array's element, other paths null
     ("SELECT JSON_VALUE(s, '$'), JSON_VALUE(n, '$' RETURNING DOUBLE), JSON_VALUE(s, '$.a') FROM t",
      "SELECT s, CAST(n AS DOUBLE), NULL FROM t"),
@@ -281,6 +337,9 @@ def test_druid_array_docs_example(tmp_path):
     groups = sql("SELECT arrayString, COUNT(*) AS c FROM array_example GROUP BY arrayString")
     assert sorted((json.dumps(r["arrayString"]), r["c"]) for r in groups) == sorted(
         [('["a", "b"]', 2), ('[null, "b"]', 1), ("[]", 1), ("null", 1)])
+    # ARRAY_TO_MV as its doc shows it (doubles as Java prints them)
+    assert [r["mv"] for r in sql("SELECT ARRAY_TO_MV(arrayDouble) AS mv FROM array_example ORDER BY label")] == [
+        ["1.1", "2.2", None], ["999.0", None, "5.5"], [None, "2.2", "1.1"], [], None]
     assert sql("SELECT ARRAY_LENGTH(arrayDouble) AS n, ARRAY_OFFSET(arrayDouble, 0) AS first FROM array_example "
                "ORDER BY label") == [{"n": 3, "first": 1.1}, {"n": 3, "first": 999.0}, {"n": 3, "first": None},
                                      {"n": 0, "first": None}, {"n": None, "first": None}]

@@ -140,4 +140,5 @@ def test_paths_and_round_trips(env):
 
     assert sorted(canon(r["s"]) for r in got if r["s"]) == \
         sorted(canon(t) for t in texts if t is not None and json.loads(t) is not None)
-    assert all("$.id" in r["p"] for r in got if r["p"] is not None)
+    assert all("$.id" in r["p"] for r in got if r["s"] is not None)
+    assert all(r["p"] == ["$"] for r in got if r["s"] is None)  # a null document is one literal, as in Druid
