@@ -190,6 +190,9 @@ def test_cancel_a_running_native_query(cluster):
 def test_grafana_request_shapes(cluster):
     status = requests.get(cluster.url + "/status", timeout=60)
     assert status.status_code == 200 and "version" in status.json() and "memory" in status.json()
+    health = requests.get(cluster.url + "/status/health", timeout=60)  # Druid's bare true, as every Druid process
+    assert (health.status_code, health.headers["Content-Type"], health.content) == (200, "application/json", b"true")
+    assert requests.get(cluster.url + "/status/ready", timeout=60).json()["healthy"] is True
     r = sql(cluster, {"query": "SELECT channel, COUNT(*) AS n FROM wiki GROUP BY 1 ORDER BY 2 DESC LIMIT 2",
                       "resultFormat": "array", "header": True, "context": {"sqlTimeZone": "Etc/UTC"}})
     assert r.status_code == 200 and r.headers["X-Druid-SQL-Header-Included"] == "yes"
