@@ -1,8 +1,13 @@
 """HttpEndpoint: the small HTTP side of every role: health, Prometheus metrics, and extra routes
 (the coordinator's catalog REST API plugs in here).
 
+Probes: ``GET /status/ready`` is strata's readiness (200 or 503 with a JSON body: ``healthy``,
+``role``, the ``pid``...; what ``strata up``, docker-compose and Kubernetes wait on);
+``/status/live`` is liveness (the process answers); ``/status/health`` answers a bare ``true``, as
+every Druid process does, for Druid tools that poll it.
+
 Authentication: given an ``authorizer`` that is enabled, every request except ``GET
-/status/health``, ``/status/live`` and ``/metrics`` (probes and Prometheus scrapes stay open)
+/status/ready``, ``/status/health``, ``/status/live`` and ``/metrics`` (probes and Prometheus scrapes stay open)
 must carry ``Authorization: Basic ...`` or a bearer token the authorizer issued; otherwise the
 answer is 401 with ``WWW-Authenticate: Basic realm="strata"``, before any route (or 404) is
 looked at. Route handlers keep the signature ``handler(method, path, query, body, headers)``
@@ -142,6 +147,10 @@ class HttpEndpoint:
             # Liveness is the process answering; health (readiness) may fail while etcd is down.
             return 200, "application/json", b'{"live":true}'
         if path == "/status/health" and method == "GET":
+            # Druid's answer (every Druid process serves it): the process is up. Readiness with
+            # strata's details is /status/ready.
+            return 200, "application/json", b"true"
+        if path == "/status/ready" and method == "GET":
             # The pid tells a launcher (strata up) it reached its own process, not another
             # cluster's node answering on a port this one failed to bind.
             health = {**self._health(), "pid": os.getpid()}

@@ -24,7 +24,7 @@ STRATA_METADATA_URL_FILE. The file's content, without its final newline, is the 
 STRATA_<SECTION>_<KEY>, then STRATA_<SECTION>_<KEY>_FILE, then ``key``, then ``key_file``.
 
 [auth] is off unless ``enabled = true`` (the embedded quickstart leaves it off; compose and k8s turn
-it on). On, every REST route but /status/health, /status/live and /metrics and every Flight SQL
+it on). On, every REST route but /status/ready, /status/health, /status/live and /metrics and every Flight SQL
 call needs Basic credentials or a bearer token. ``admin_user``/``admin_password`` (give the
 password by env: STRATA_AUTH_ADMIN_PASSWORD) name the admin, who holds every permission;
 ``users_file`` is an optional TOML file of further users and their READ/WRITE grants on datasources

@@ -158,9 +158,15 @@ class QueryFrontDoor:
         log.debug("query %s finished in %.3f s, %d rows", query_id, seconds, table.num_rows)
         return QueryResult(query_id, table, stats, seconds)
 
-    def streams(self, request: QueryRequest) -> bool:
-        """Whether ``stream`` would stream this request (asked after planning it: a cache lookup)."""
-        if request.native is not None or request.sql is None or request.parameter_rows:
+    def streams(self, request: QueryRequest, native: bool = False) -> bool:
+        """Whether ``stream`` would stream this request (asked after planning it: a cache lookup);
+        ``native``: whether a native scan may stream."""
+        if request.native is not None:
+            # Native scans stream only for callers that ask (Druid's HTTP API); Flight's native
+            # tickets keep running whole.
+            native_streams = getattr(self.native, "streams", None)
+            return bool(native and native_streams is not None and native_streams(request.native))
+        if request.sql is None or request.parameter_rows:
             return False
         streams = getattr(self.sql, "streams", None)
         if streams is None:
@@ -170,14 +176,15 @@ class QueryFrontDoor:
         return bool(streams(request.sql, (), _context(request), request.user))
 
     def stream(self, request: QueryRequest, expected_schema: pa.Schema | None = None,
-               is_active: Callable[[], bool] = lambda: True) -> Iterator[pa.RecordBatch] | None:
+               is_active: Callable[[], bool] = lambda: True, native: bool = False) -> Iterator[pa.RecordBatch] | None:
         """The rows of a statement the SQL backend streams (one scan, unordered or by time, see
         ``SqlService.streams``) as record batches, produced by a thread of its own while the
         caller sends them, a few pieces ahead: the broker never holds the whole result. None for
         every other request (``run`` it). A failure before the first rows raises QueryFailed here;
         one later is raised by the iterator. The query stops when the iterator is closed, or when
-        ``is_active`` (asked on this thread only, until the first rows) turns False."""
-        if not self.streams(request):
+        ``is_active`` (asked on this thread only, until the first rows) turns False. With
+        ``native``, a native scan of a datasource streams too (``QueryExecutor.execute_stream``)."""
+        if not self.streams(request, native):
             return None
         stream = ResultStream(timeout_s=request.timeout_s if request.timeout_s is not None else self.default_timeout_s)
         # The query's thread sees what the caller's context holds (who called, the announced id).
@@ -210,6 +217,9 @@ class QueryFrontDoor:
         timeout_s = request.timeout_s if request.timeout_s is not None else self.default_timeout_s
         if request.native is not None:
             self._authorize_native(request)
+            if emit is not None:  # a scan (``streams``): its rows go to emit, none are held here
+                stats = self._native_backend().execute_stream(request.native, timeout_s, emit, query_id, is_active)
+                return pa.table({}), stats
             result = self._native_backend().execute(request.native, timeout_s, query_id, is_active)
             return result.table, getattr(result, "stats", None)
         context = _context(request)

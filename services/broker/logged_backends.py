@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from common.query.model import query_from_json
 from common.sql.kill_statement import kill_target
 from services.broker.core.sql_backend import StatementInfo
 from services.broker.query_origin import current_origin, sql_query_id
@@ -103,6 +104,29 @@ class LoggedNative:
             result = self.inner.execute(query, timeout_s, running.query_id, running.is_active, tracked=running)
             running.record.result_rows = result.table.num_rows
             return result
+
+    def streams(self, query) -> bool:
+        """Whether ``execute_stream`` takes the query (a scan of a datasource); a query that does
+        not parse is not streamed, so ``execute`` reports what is wrong with it."""
+        try:
+            return bool(self.inner.streams(query_from_json(query) if isinstance(query, dict) else query))
+        except Exception:  # noqa: BLE001 - refused by execute, with its message
+            return False
+
+    def execute_stream(self, query, timeout_s: float, emit, query_id: str | None = None, is_active=lambda: True):
+        """A scan's rows handed to ``emit`` as the historicals send them, tracked (KILL, the log) as
+        ``execute`` is; rows counted as they go."""
+        context = query.get("context") if isinstance(query, dict) else getattr(query, "context", None)
+        wanted = query_id or (context.get("queryId") if isinstance(context, dict) else None)
+        with self.registry.track("native", query_id=str(wanted) if wanted else None, is_active=is_active) as running:
+            sent = [0]
+
+            def counted(piece: pa.Table) -> None:
+                sent[0] += piece.num_rows
+                running.record.result_rows = sent[0]
+                emit(piece, running.is_active)
+
+            return self.inner.execute_stream(query, timeout_s, counted, running.query_id, running.is_active)
 
     def result_schema(self, query):
         """Planning only (GetFlightInfo's schema): nothing runs, so nothing is tracked."""

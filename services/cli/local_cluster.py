@@ -370,7 +370,7 @@ class LocalCluster:
 
 def health(rec: dict) -> tuple[bool, dict]:
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{rec['http_port']}/status/health", timeout=2) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{rec['http_port']}/status/ready", timeout=2) as r:
             return r.status == 200, json.loads(r.read())
     except (OSError, ValueError):
         return False, {}

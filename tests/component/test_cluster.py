@@ -281,7 +281,7 @@ def test_health_reflection_and_metrics(cluster):
     with urllib.request.urlopen(f"http://127.0.0.1:{cluster.historicals[0].http.port}/metrics", timeout=5) as r:
         text = r.read().decode()
     assert "strata_segments_served 7.0" in text and "strata_segment_loads_total" in text
-    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.coordinator.http.port}/status/health", timeout=5) as r:
+    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.coordinator.http.port}/status/ready", timeout=5) as r:
         assert json.loads(r.read())["leader"] is True
     # The leader's view: nodes by role, replication per datasource, tasks by state.
     with urllib.request.urlopen(f"http://127.0.0.1:{cluster.coordinator.http.port}/metrics", timeout=5) as r:

@@ -20,6 +20,8 @@ from pydruid.db import connect
 from pydruid.utils.aggregators import count, longsum
 
 from common.demo import table as demo_table
+from common.errors import ValidationError
+from services.broker.druid_http.native_resource import DruidNativeResource, druid_shape
 from services.broker.druid_http.result_format import ResultWriter
 from services.http_endpoint import HttpEndpoint
 from services.metrics import Metrics
@@ -190,6 +192,9 @@ def test_cancel_a_running_native_query(cluster):
 def test_grafana_request_shapes(cluster):
     status = requests.get(cluster.url + "/status", timeout=60)
     assert status.status_code == 200 and "version" in status.json() and "memory" in status.json()
+    health = requests.get(cluster.url + "/status/health", timeout=60)  # Druid's bare true, as every Druid process
+    assert (health.status_code, health.headers["Content-Type"], health.content) == (200, "application/json", b"true")
+    assert requests.get(cluster.url + "/status/ready", timeout=60).json()["healthy"] is True
     r = sql(cluster, {"query": "SELECT channel, COUNT(*) AS n FROM wiki GROUP BY 1 ORDER BY 2 DESC LIMIT 2",
                       "resultFormat": "array", "header": True, "context": {"sqlTimeZone": "Etc/UTC"}})
     assert r.status_code == 200 and r.headers["X-Druid-SQL-Header-Included"] == "yes"
@@ -326,6 +331,75 @@ def test_a_mid_stream_error_truncates_the_body(fmt):
                 orjson.loads(partial)
         else:
             assert not partial.endswith(b"\n\n")
+        conn.close()
+    finally:
+        endpoint.stop()
+
+
+def test_native_scan_streams_past_a_small_memory_budget(cluster):
+    """A scan larger than the broker's memory budget (its max_query_bytes): held whole (the
+    executor's run) it is refused; through POST /druid/v2 it streams, chunked, and every row
+    arrives as Druid writes it."""
+    budget = 200_000  # less than the whole result, held on the broker
+    query = {"queryType": "scan", "dataSource": "wiki", "intervals": [INTERVAL]}
+    executor = cluster.broker.executor
+    configured, executor.max_query_bytes = executor.max_query_bytes, budget
+    try:
+        with pytest.raises(ValidationError, match="on the broker .* over its limit maxBytesInMemory"):
+            executor.execute(query, 60)
+        with requests.post(cluster.url + "/druid/v2", json=query, stream=True, timeout=60) as r:
+            assert r.status_code == 200 and r.headers.get("Transfer-Encoding") == "chunked", r.content[:600]
+            assert r.headers["X-Druid-Query-Id"]
+            body = b"".join(r.iter_content(chunk_size=None))
+    finally:
+        executor.max_query_bytes = configured
+    assert len(body) > budget
+    assert body == orjson.dumps(orjson.loads(body))  # Druid's compact JSON, nothing extra
+    [answer] = orjson.loads(body)
+    expected = druid_shape(query, cluster.wiki)[0]
+    assert answer["segmentId"] == "wiki" and set(answer["columns"]) == set(expected["columns"])
+    assert sorted(map(orjson.dumps, answer["events"]), key=bytes) == \
+        sorted((orjson.dumps({c: e[c] for c in answer["columns"]}) for e in expected["events"]), key=bytes)
+    compact = dict(query, resultFormat="compactedList", columns=["__time", "channel", "added"], limit=5,
+                   order="ascending")
+    [rows] = requests.post(cluster.url + "/druid/v2", json=compact, timeout=60).json()
+    first = cluster.wiki.sort_by("__time").slice(0, 5)
+    assert rows["columns"] == ["__time", "channel", "added"]
+    assert [r[0] for r in rows["events"]] == [int(t.timestamp() * 1000) for t in first.column("__time").to_pylist()]
+    empty = dict(query, intervals=["2001-01-01/2001-01-02"])
+    assert requests.post(cluster.url + "/druid/v2", json=empty, timeout=60).content == b"[]"
+
+
+@pytest.mark.parametrize("fmt", ["list", "compactedList"])
+def test_a_mid_stream_error_truncates_a_native_scan(fmt):
+    table = pa.table({"__time": pa.array([0, 1000], pa.timestamp("ms", tz="UTC")), "n": [7, 9]})
+
+    class FailingFrontDoor:  # the rows of a scan, then a failure (a historical lost part way)
+        def stream(self, request, expected_schema=None, is_active=lambda: True, native=False):
+            assert native and request.native["queryType"] == "scan"
+
+            def batches():
+                yield table.to_batches()[0]
+                raise QueryFailed(ClientError(TIMEOUT, "query timed out"))
+            return batches()
+
+    resource = DruidNativeResource(FailingFrontDoor())
+    endpoint = HttpEndpoint("127.0.0.1", 0, Metrics("test"), lambda: {"healthy": True})
+    endpoint.route("/druid/v2", lambda method, path, query, body, headers: resource.post(body, headers, query))
+    endpoint.start()
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", endpoint.port, timeout=30)
+        conn.request("POST", "/druid/v2", body=orjson.dumps({"queryType": "scan", "dataSource": "t",
+                                                             "intervals": [INTERVAL], "resultFormat": fmt}))
+        response = conn.getresponse()
+        assert response.status == 200
+        with pytest.raises(http.client.IncompleteRead) as cut:
+            response.read()
+        partial = cut.value.partial
+        assert b"1000" in partial and b"9" in partial  # the rows sent before the failure arrived
+        with pytest.raises(orjson.JSONDecodeError):
+            orjson.loads(partial)
+        assert orjson.loads(partial + b"]}]")[0]["events"]  # only the ending is missing
         conn.close()
     finally:
         endpoint.stop()

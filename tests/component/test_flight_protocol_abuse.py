@@ -360,7 +360,7 @@ def test_huge_and_lying_http_bodies(cluster, client):
             assert "Content-Length" in json.loads(response.read())["error"]
         finally:
             conn.close()
-    status, out = _http(port, "GET", "/status/health")
+    status, out = _http(port, "GET", "/status/ready")
     assert status == 200 and json.loads(out)["healthy"] is True
     assert_serving(client)
 

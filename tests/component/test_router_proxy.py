@@ -38,7 +38,7 @@ def test_console_files_served_with_a_strict_policy(cluster):
     assert '<script src="console.js"' in page.text
     assert requests.get(cluster.url + "/console.js", timeout=30).headers["Content-Type"].startswith("text/javascript")
     assert requests.get(cluster.url + "/../services/router/main.py", timeout=30).status_code == 404
-    assert requests.get(cluster.url + "/status/health", timeout=30).json()["role"] == "router"
+    assert requests.get(cluster.url + "/status/ready", timeout=30).json()["role"] == "router"
     assert b"process_resident_memory_bytes" in requests.get(cluster.url + "/metrics", timeout=30).content
 
 

@@ -230,7 +230,7 @@ def http(port: int, path: str, headers: dict | None = None, method: str = "GET")
 
 
 def _rest_checks(port: int, route: str) -> None:
-    for path in ("/status/health", "/status/live", "/metrics"):
+    for path in ("/status/ready", "/status/health", "/status/live", "/metrics"):
         assert http(port, path)[0] == 200, path
     for headers in ({}, {"Authorization": basic_header("reader", "wrong")},
                     {"Authorization": basic_header("ghost", PASSWORDS["reader"])}, {"X-Strata-User": "admin"}):

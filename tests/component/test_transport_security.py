@@ -88,7 +88,7 @@ def test_grpc_health_and_broker_queries_over_tls(cluster, ca_only):
 def test_https_status_health_on_every_node(cluster, certs):
     context = ssl.create_default_context(cadata=certs["ca"].decode())
     for node in (cluster.coordinator, cluster.broker, *cluster.historicals):
-        url = node.endpoints()["http"] + "/status/health"
+        url = node.endpoints()["http"] + "/status/ready"
         assert url.startswith("https://127.0.0.1:")
         with urllib.request.urlopen(url, timeout=10, context=context) as response:
             assert json.loads(response.read())["healthy"] is True

@@ -46,9 +46,9 @@ def add_coordinator(cluster: LocalCluster, name: str = "coordinator-2", timeout_
 
 
 def coordinator_health(record: dict) -> dict | None:
-    """The coordinator's /status/health body (``leader`` says whether it leads), or None if down."""
+    """The coordinator's /status/ready body (``leader`` says whether it leads), or None if down."""
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{record['http_port']}/status/health", timeout=2) as r:
+        with urllib.request.urlopen(f"http://127.0.0.1:{record['http_port']}/status/ready", timeout=2) as r:
             return json.loads(r.read())
     except (OSError, ValueError):
         return None

@@ -443,6 +443,7 @@ MEMOIZED = {
     "common/demo/wikipedia.py", "common/expr/functions.py", "services/transport_security.py",
     "common/query/projection_match.py",
     "services/coordinator/core/rules.py",  # minus_period: Joda period arithmetic, pure in (instant, period)
+    "services/broker/druid_http/result_format.py",  # _clock_tables: two constant tables, built on first use
 }
 # ``id()`` of an object as a key keeps state that the object's identity, not its value, names: a
 # reused id answers for another object. Listed: a label (no state).

@@ -6,8 +6,8 @@
 - ``POST /druid/v2/sql/task`` and the task API under ``/druid/indexer/v1`` (task_resource);
 - ``POST /druid/v2`` native JSON queries, ``DELETE /druid/v2/{id}`` (native_resource);
 - ``GET /druid/v2/datasources``, ``/druid/v2/datasources/{ds}``, ``.../dimensions``, ``.../metrics``;
-- ``GET /status``, ``/status/properties``, ``/status/selfDiscovered/status`` (``/status/health``
-  stays the endpoint's own readiness probe).
+- ``GET /status``, ``/status/properties``, ``/status/selfDiscovered/status`` (``/status/health``,
+  Druid's bare ``true``, and strata's ``/status/ready`` are the HttpEndpoint's, on every role).
 
 Users, grants and TLS are the HTTP endpoint's (Basic auth, 401/403), the same as Flight SQL's.
 """

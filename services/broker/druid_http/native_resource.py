@@ -9,7 +9,9 @@ its result table is then reshaped the way Druid's clients (PyDruid, the console)
 - groupBy: ``[{"version": "v1", "timestamp", "event": {...}}]``; with context ``resultAsArray``,
   arrays ``[timestamp millis (unless granularity is all), dimensions..., aggregators...]``
 - scan: ``[{"segmentId", "columns", "events"}]``, events objects (``list``) or arrays
-  (``compactedList``), ``__time`` as epoch millis as Druid's scan returns it.
+  (``compactedList``), ``__time`` as epoch millis as Druid's scan returns it. A scan of a
+  datasource streams (``scan_body``): rows are written as the historicals send them, with the
+  SQL endpoint's bounded memory and its truncated body on a failure part way.
 
 timeBoundary and dataSourceMetadata run as the timeseries of the least and greatest ``__time``
 (through the front door, so grants and the query log apply); segmentMetadata answers from the
@@ -19,6 +21,7 @@ broker's view of the served segments (their columns, types, sizes and rows), aft
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 
 import orjson
 import pyarrow as pa
@@ -28,7 +31,8 @@ from common.errors import ValidationError
 from common.types.interval import _ETERNITY_END, _ETERNITY_START, format_instant, parse_instant
 from services import query_errors as qe
 from services.broker.druid_http.druid_errors import druid_error
-from services.broker.druid_http.result_format import json_values
+from services.broker.druid_http.result_format import ResultWriter, json_values
+from services.broker.druid_http.sql_resource import chunks
 from services.broker.front_door import QueryFrontDoor, QueryRequest
 from services.broker.query_origin import note_call
 from services.http_endpoint import REMOTE_HEADER, USER_HEADER
@@ -109,6 +113,36 @@ def druid_shape(query: dict, table: pa.Table) -> list:
     return table.to_pylist()
 
 
+def _with_millis(batch) -> pa.Table:
+    """A scan's rows with ``__time`` as epoch millis, as Druid's scan returns it."""
+    table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+    if TIME not in table.column_names:
+        return table
+    index = table.column_names.index(TIME)
+    millis = pc.cast(table.column(TIME).cast(pa.timestamp("ms", tz="UTC")), pa.int64())
+    return table.set_column(index, TIME, millis)
+
+
+def scan_body(query: dict, batches) -> Iterator[bytes]:
+    """A scan's answer, ``[{"segmentId", "columns", "events": [...]}]``, written a batch at a time
+    as the rows arrive (the same text ``druid_shape`` gives). A failure part way raises out of the
+    iterator after the events so far: the body lacks its closing ``]}]``, as a client can tell."""
+    writer = None
+    for batch in batches:
+        if not batch.num_rows:
+            continue
+        table = _with_millis(batch)
+        if writer is None:
+            datasource = query.get("dataSource")
+            head = {"segmentId": datasource if isinstance(datasource, str) else "query",
+                    "columns": table.column_names}
+            writer = ResultWriter("array" if query.get("resultFormat") == "compactedList" else "object",
+                                  table.schema)
+            yield b"[" + orjson.dumps(head)[:-1] + b',"events":['
+        yield writer.rows(table)
+    yield b"[]" if writer is None else b"]}]"
+
+
 def _time_bounds_query(query: dict) -> dict:
     """The timeseries giving a datasource's least and greatest __time (timeBoundary, dataSourceMetadata)."""
     out = {"queryType": "timeseries", "dataSource": query.get("dataSource"), "granularity": "all",
@@ -179,6 +213,7 @@ class DruidNativeResource:
         note_call("http", headers.get(REMOTE_HEADER), user, query_id)
         reply = {QUERY_ID_HEADER: query_id}
         kind = query.get("queryType")
+        pretty = bool(params and "pretty" in params)
         try:
             if kind == "segmentMetadata":
                 shaped = self._segment_metadata(query, user)
@@ -187,6 +222,10 @@ class DruidNativeResource:
                 shaped = _time_bounds_shape(query, self.front_door.run(request).table)
             else:
                 request = QueryRequest(user, native=query, query_id=query_id, protocol="http")
+                # A scan streams: its rows are written as the historicals send them, never all held.
+                streamed = self.front_door.stream(request, native=True) if kind == "scan" and not pretty else None
+                if streamed is not None:
+                    return 200, JSON, chunks(scan_body(query, streamed)), reply
                 shaped = druid_shape(query, self.front_door.run(request).table)
         except qe.QueryFailed as exc:
             status, payload = druid_error(exc.error, self.host)
@@ -194,7 +233,7 @@ class DruidNativeResource:
         except Exception as exc:  # noqa: BLE001 - never a traceback
             status, payload = druid_error(qe.client_error(exc), self.host)
             return status, JSON, payload, reply
-        if params and "pretty" in params:
+        if pretty:
             return 200, JSON, orjson.dumps(shaped, option=orjson.OPT_INDENT_2), reply
         return 200, JSON, orjson.dumps(shaped), reply
 

@@ -175,14 +175,20 @@ def time_zone(query: SqlQuery) -> str:
 
 
 def chunks(pieces: Iterator[bytes]) -> Iterator[bytes]:
-    """Pieces coalesced to about CHUNK_BYTES (a small batch per HTTP chunk would cost a write each)."""
+    """Pieces coalesced to about CHUNK_BYTES (a small batch per HTTP chunk would cost a write each).
+    A failure of ``pieces`` sends what came before it, then propagates (the body is cut there)."""
     pending, size = [], 0
-    for piece in pieces:
-        pending.append(piece)
-        size += len(piece)
-        if size >= CHUNK_BYTES:
+    try:
+        for piece in pieces:
+            pending.append(piece)
+            size += len(piece)
+            if size >= CHUNK_BYTES:
+                yield b"".join(pending)
+                pending, size = [], 0
+    except Exception:
+        if pending:
             yield b"".join(pending)
-            pending, size = [], 0
+        raise
     if pending:
         yield b"".join(pending)
 

@@ -87,6 +87,27 @@ def test_timestamps_in_the_sql_time_zone():
     assert int(back.timestamp() * 1000) == ms[1]
 
 
+def test_utc_timestamps_match_pythons_iso_text_across_the_calendar():
+    """The UTC path builds the text from day and time-of-day tables: every instant, before 1970,
+    far ahead, on day boundaries and with nulls, reads as datetime writes it (millis, Z)."""
+    import random
+
+    rng = random.Random(7)
+    day = 86_400_000
+    lo, hi = -62135596800000, 253402300799999  # 0001-01-01 .. 9999-12-31T23:59:59.999
+    ms = [lo, hi, -1, 0, day - 1, day, -day, -day - 1, 951782400000, 4107542399999] + \
+        [rng.randrange(lo, hi) for _ in range(3000)] + [rng.randrange(-3 * day, 3 * day) for _ in range(500)] + [None]
+    table = pa.table({"__time": pa.array(ms, pa.timestamp("ms", tz="UTC"))})
+    epoch = dt.datetime(1970, 1, 1)
+
+    def iso(v):
+        return None if v is None else (epoch + dt.timedelta(milliseconds=v)).isoformat(timespec="milliseconds") + "Z"
+    expected = [iso(v) for v in ms]
+    batches = table.to_batches(max_chunksize=700)
+    assert [r[0] for r in orjson.loads(written("array", table, batches=batches))] == expected
+    assert written("csv", table, batches=batches).split(b"\n")[:-2] == [(e or "").encode() for e in expected]
+
+
 def test_values_as_jackson_writes_them():
     table = pa.table({
         "d": pa.array([1.0, -0.0, float("nan"), float("inf"), -float("inf"), None, 0.1], pa.float64()),

@@ -32,7 +32,7 @@ K8S = ROOT / "k8s"
 DEPLOY = ROOT / "deploy"
 COMPOSE_FILE = ROOT / "docker-compose.yml"
 K8S_VERSION = "1.30"
-HEALTH_PATH = "/status/health"
+HEALTH_PATH = "/status/ready"  # readiness, strata's JSON (/status/health is Druid's bare true)
 LIVE_PATH = "/status/live"  # liveness must not fail just because etcd or PostgreSQL is down
 METRICS_PATH = "/metrics"
 

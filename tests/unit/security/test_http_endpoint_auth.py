@@ -49,7 +49,7 @@ def call(ep, path, method="GET", headers=None, body=None):
         return err.code, dict(err.headers), err.read()
 
 
-@pytest.mark.parametrize("path", ["/status/health", "/status/live", "/metrics"])
+@pytest.mark.parametrize("path", ["/status/ready", "/status/health", "/status/live", "/metrics"])
 def test_probes_and_metrics_stay_open(endpoint, path):
     assert call(endpoint, path)[0] == 200
 
@@ -94,3 +94,19 @@ def test_auth_off_passes_no_user_and_strips_a_claimed_one():
     ep.route("/druid/", _echo_route(ALLOW_ALL))
     status, _, body = ep.dispatch("GET", "/druid/x", {}, b"", {"X-Strata-User": "admin"})
     assert status == 200 and json.loads(body)["user"] is None
+
+
+def test_status_health_is_druids_bare_true_and_readiness_is_status_ready():
+    """Druid tools poll /status/health for a bare ``true``; strata's probes read /status/ready."""
+    state = {"healthy": True}
+    ep = HttpEndpoint("127.0.0.1", 0, Metrics("broker"), lambda: {**state, "role": "broker"}).start()
+    try:
+        assert ep.dispatch("GET", "/status/health", {}, b"", {}) == (200, "application/json", b"true")
+        status, ctype, body = ep.dispatch("GET", "/status/ready", {}, b"", {})
+        assert (status, ctype) == (200, "application/json")
+        assert json.loads(body)["role"] == "broker" and isinstance(json.loads(body)["pid"], int)
+        state["healthy"] = False  # not ready (etcd down...): readiness says 503, Druid's health still true
+        assert ep.dispatch("GET", "/status/ready", {}, b"", {})[0] == 503
+        assert ep.dispatch("GET", "/status/health", {}, b"", {})[:3] == (200, "application/json", b"true")
+    finally:
+        ep.stop()
