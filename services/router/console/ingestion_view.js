@@ -6,7 +6,7 @@ import { el, errorBox, replace, table } from "./dom.js";
 const COLUMNS = ["task_id", "type", "datasource", "status", "runner_status", "created_time", "duration", "error_msg"];
 const REFRESH_MS = 3000;
 
-export function ingestionView() {
+export function ingestionView(initialTask) {
   const body = el("div", { id: "tasks-table" }, "loading…");
   const report = el("div", { id: "task-report" });
   let timer = null;
@@ -37,6 +37,7 @@ export function ingestionView() {
   }
 
   load();
+  if (initialTask) openReport(initialTask);  // #ingestion/<task id>: that task's report opens
   const section = el("section", { id: "ingestion-view", class: "view" },
     el("div", { class: "toolbar" }, el("h2", {}, "Tasks"), el("button", { onclick: load }, "Refresh")), body, report);
   // Polls only while the view is in the page.

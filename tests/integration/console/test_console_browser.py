@@ -137,6 +137,12 @@ def test_each_view_renders(browser, cluster):
     assert (rows["wiki"][1], rows["wiki"][2]) == tuple(str(v) for v in expected[0])
     assert rows["wiki"][2] == str(cluster.wiki.num_rows) and rows["wiki"][5] == "fully available"
     shot(page, "data")
+    # Each datasource links to its catalog definition's form.
+    page.click("#data-table tr:has(td:text-is('wiki')) a.catalog-link")
+    page.wait_for_selector("#catalog-form h3:has-text('wiki')")
+    assert page.url.endswith("#catalog/wiki")
+    page.click("#nav-data")
+    page.wait_for_selector("#data-table tbody tr")
     page.click("#data-table tbody tr td.link >> text=wiki")
     page.wait_for_selector("#segments-table tbody tr")
     assert page.input_value("#segments-datasource") == "wiki"
