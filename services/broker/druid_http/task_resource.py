@@ -14,6 +14,9 @@ Druid's ``compact`` task too (``{"type": "compact", "dataSource", "ioConfig": {"
 datasource): strata's compaction rewrites the interval's segments with the catalog's current
 definition (its projections), so the keys Druid's compaction reads its layout from
 (``dimensionsSpec``, ``granularitySpec``, ...) are refused with where to set them instead.
+A completed task's report carries Druid's ``rowStats`` and ``unparseableEvents`` (the parse
+exception samples, with file and line) beside strata's own report. The task's log
+(``.../task/{id}/log``) is the leading coordinator's (services/coordinator/task_log_http.py).
 ``POST /druid/indexer/v1/task/{id}/shutdown`` cancels a task. Both need WRITE on the datasource.
 """
 
@@ -238,8 +241,32 @@ def _reports(task) -> dict:
         return {"killUnusedSegments": {"type": "killUnusedSegments", "taskId": task.id,
                                        "payload": report if isinstance(report, dict) else {}}}
     state = {"SUCCESS": "COMPLETED", "FAILED": "COMPLETED", "CANCELED": "COMPLETED"}.get(task.state, task.state)
-    return {"ingestionStatsAndErrors": {"type": "ingestionStatsAndErrors", "taskId": task.id, "payload": {
-        "ingestionState": state, "errorMsg": task.error or None, "report": report if isinstance(report, dict) else {}}}}
+    report = report if isinstance(report, dict) else {}
+    payload = {"ingestionState": state, "errorMsg": task.error or None, "report": report}
+    if "rowsRead" in report:  # the final report (a running task's is its progress)
+        payload.update(druid_row_stats(report, task.finished_ms or None))
+    return {"ingestionStatsAndErrors": {"type": "ingestionStatsAndErrors", "taskId": task.id, "payload": payload}}
 
 
-__all__ = ["DruidTaskResource", "is_ingestion", "task_status"]
+def druid_row_stats(report: dict, at_ms: int | None) -> dict:
+    """Druid's ``rowStats`` and ``unparseableEvents`` (its ParseExceptionReport: input, errorType,
+    details, timeOfExceptionMillis) of strata's ingestion report. strata builds segments in one
+    phase, Druid's ``buildSegments``; the samples are the first rows that did not parse (the count
+    is ``unparseable``), each naming its file and line."""
+    def count(key):
+        value = report.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    unparseable, filtered = count("parseExceptions"), count("rowsFiltered")
+    events = []
+    for sample in report.get("parseExceptionSamples") or []:
+        if isinstance(sample, dict):
+            events.append({"input": sample.get("raw"), "errorType": "unparseable", "timeOfExceptionMillis": at_ms,
+                           "details": [f"{sample.get('source')}, line {sample.get('line')}: {sample.get('reason')}"]})
+    return {"rowStats": {"buildSegments": {"processed": max(count("rowsRead") - unparseable - filtered, 0),
+                                           "processedWithError": 0, "thrownAway": filtered,
+                                           "unparseable": unparseable}},
+            "unparseableEvents": {"buildSegments": events}}
+
+
+__all__ = ["DruidTaskResource", "compact_interval", "druid_row_stats", "is_ingestion", "task_status"]
