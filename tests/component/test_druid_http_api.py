@@ -672,3 +672,30 @@ def test_compact_task_submitted_as_druid_shapes_it(cluster):
         assert refused.status_code == status_code and wanted in refused.json()["errorMessage"], refused.text
     for t in (task.id, legacy.json()["task"], everything.json()["task"]):
         cluster.client.cancel_task(t)
+
+
+def test_task_log_on_the_coordinator(cluster):
+    """Druid's task log is the file the task runner gave the task's process, read on the
+    coordinator's HTTP port: whole, from an offset, or its tail; a task that has not started or
+    that is unknown says so."""
+    coordinator = f"http://127.0.0.1:{cluster.coordinator.http.port}/druid/indexer/v1/task"
+    task = cluster.client.submit_task("wiki", "compact", "COMPACT wiki", {})  # PENDING: no Spark here
+    try:
+        pending = requests.get(f"{coordinator}/{task.id}/log", timeout=60)
+        assert pending.status_code == 200 and pending.text == f"task {task.id} has not started yet: no log\n"
+        text = "2026-01-01 task started\nSpark: stage 1 done\nno parse exceptions\n"
+        with open(cluster.coordinator.task_runner.log_path(task.id), "w") as f:
+            f.write(text)
+        whole = requests.get(f"{coordinator}/{task.id}/log", timeout=60)
+        assert (whole.status_code, whole.text) == (200, text)
+        assert whole.headers["Content-Type"].startswith("text/plain")
+        assert requests.get(f"{coordinator}/{task.id}/log?offset=-20", timeout=60).text == text[-20:]
+        assert requests.get(f"{coordinator}/{task.id}/log?offset=24", timeout=60).text == text[24:]
+        bad = requests.get(f"{coordinator}/{task.id}/log?offset=end", timeout=60)
+        assert bad.status_code == 400 and "offset 'end' is not an integer" in bad.json()["error"]
+        unknown = requests.get(f"{coordinator}/no-such-task/log", timeout=60)
+        assert unknown.status_code == 404 and unknown.json() == {"error": "no task 'no-such-task'"}
+        # The rest of the task API stays the broker's: the coordinator's handler passes it on.
+        assert requests.get(f"{coordinator}/{task.id}/status", timeout=60).status_code == 404
+    finally:
+        cluster.client.cancel_task(task.id)

@@ -127,6 +127,9 @@ class DruidTaskResource:
                 if rest[2] == "status":
                     return 200, JSON, orjson.dumps({"task": task.id, "status": task_status(task)})
                 return 200, JSON, orjson.dumps(_reports(task))
+            if method == "GET" and len(rest) == 3 and rest[0] == "task" and rest[2] == "log":
+                return self._error(qe.NOT_FOUND, "a task's log is served by the leading coordinator: GET "
+                                                 f"{path} on its HTTP port, or through the router")
             if method == "GET" and rest == ["tasks"]:
                 return 200, JSON, orjson.dumps(self._tasks(query, user))
             if method == "POST" and rest == ["task"]:

@@ -298,6 +298,8 @@ def test_projection_use_and_advice_then_add_it_to_the_catalog(browser, views_clu
     page.click("#advice-message a.compaction-task")
     page.wait_for_selector("#task-report h3")
     assert task_id in page.text_content("#task-report h3")
+    assert page.text_content("#task-log") == f"task {task_id} has not started yet: no log\n"
+    assert '"ingestionState": "PENDING"' in page.text_content("#task-report-json")
     c.client.cancel_task(task_id)
     assert page.dialogs == [] and page.faults == []
     page.close()
