@@ -300,6 +300,12 @@ def test_projection_use_and_advice_then_add_it_to_the_catalog(browser, views_clu
     assert task_id in page.text_content("#task-report h3")
     assert page.text_content("#task-log") == f"task {task_id} has not started yet: no log\n"
     assert '"ingestionState": "PENDING"' in page.text_content("#task-report-json")
+    # The log through the router is the coordinator's, with the same grants: a reader of wiki only
+    # is told no such task exists.
+    assert rest(c, "GET", f"/druid/indexer/v1/task/{task_id}/log").text == \
+        f"task {task_id} has not started yet: no log\n"
+    hidden = requests.get(f"{c.url}druid/indexer/v1/task/{task_id}/log", auth=READER, timeout=60)
+    assert hidden.status_code == 404 and hidden.json() == {"error": f"no task '{task_id}'"}
     c.client.cancel_task(task_id)
     assert page.dialogs == [] and page.faults == []
     page.close()
