@@ -10,7 +10,7 @@ from services.coordinator.assignment_journal import AssignmentJournal
 from services.coordinator.catalog_server import install_catalog
 from services.coordinator.duty_runner import ClusterState, DutyRunner
 from services.coordinator.kafka_lag_monitor import KafkaLagMonitor
-from services.coordinator import rules_http, segment_lifecycle_http, supervisor_http
+from services.coordinator import rules_http, segment_lifecycle_http, supervisor_http, task_log_http
 from services.coordinator.core.kill_plan import parse_kill_spec
 from services.coordinator.segment_lifecycle import AutoKill, SegmentLifecycle
 from services.coordinator.core.rules import DEFAULT_TIER
@@ -87,6 +87,7 @@ class CoordinatorProcess(NodeProcess):
         self.lag_monitor = KafkaLagMonitor(self.supervisors, self.metrics,
                                            lambda: self.runner.is_leader and self.runner.leadership_fresh())
         servicer.supervisor_lag = self.lag_monitor.snapshot
+        task_log_http.register(self.http, self.tasks, self.task_runner.log_path, self.authorizer)  # Druid's task log
         supervisor_http.register(self.http, self.supervisors, self.authorizer,
                                  lambda sid: [t for t in self.tasks.list(sid) if t.type == "kafka"],
                                  lag=self.lag_monitor.snapshot)

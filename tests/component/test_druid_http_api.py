@@ -640,3 +640,62 @@ def test_the_first_content_type_wins(cluster):
     response = conn.getresponse()
     assert response.status == 200 and orjson.loads(response.read()) == [{"x": "first wins"}]
     conn.close()
+
+
+def test_compact_task_submitted_as_druid_shapes_it(cluster):
+    """Druid's compact task on the broker's task API becomes strata's compaction of the interval
+    (PENDING here: no Spark), followed like any task; what strata's compaction cannot honour is
+    refused naming the key, before a task exists."""
+    url = cluster.url + "/druid/indexer/v1/task"
+    io = {"type": "compact", "inputSpec": {"type": "interval", "interval": "2015-09-12T00:00:00Z/2015-09-13"}}
+    submitted = requests.post(url, json={"type": "compact", "dataSource": "wiki", "ioConfig": io}, timeout=60)
+    assert submitted.status_code == 200, submitted.text
+    task = cluster.client.task(submitted.json()["task"])
+    assert (task.type, task.datasource, task.state) == ("compact", "wiki", "PENDING")
+    assert orjson.loads(task.spec_json) == {"interval": "2015-09-12T00:00:00.000Z/2015-09-13T00:00:00.000Z"}
+    status = requests.get(f"{cluster.url}/druid/indexer/v1/task/{task.id}/status", timeout=60).json()["status"]
+    assert (status["type"], status["dataSource"], status["runnerStatusCode"]) == ("compact", "wiki", "PENDING")
+    legacy = requests.post(url, json={"type": "compact", "dataSource": "wiki", "interval": "2015-09-13/2015-09-14"},
+                           timeout=60)
+    assert orjson.loads(cluster.client.task(legacy.json()["task"]).spec_json) == {
+        "interval": "2015-09-13T00:00:00.000Z/2015-09-14T00:00:00.000Z"}
+    everything = requests.post(url, json={"type": "compact", "dataSource": "wiki"}, timeout=60)
+    assert orjson.loads(cluster.client.task(everything.json()["task"]).spec_json or "{}") == {}
+    for body, status_code, wanted in (
+            ({"type": "compact", "dataSource": "wiki", "granularitySpec": {"segmentGranularity": "DAY"}}, 501,
+             "'granularitySpec' not supported"),
+            ({"type": "compact", "dataSource": "wiki", "interval": "yesterday"}, 400, "interval 'yesterday'"),
+            ({"type": "compact", "dataSource": "wiki", "ioConfig": {"type": "compact", "inputSpec": {
+                "type": "segments", "segments": []}}}, 400, "strata compacts by interval only"),
+            ({"type": "compact", "ioConfig": io}, 400, "compact task: 'dataSource' is required")):
+        refused = requests.post(url, json=body, timeout=60)
+        assert refused.status_code == status_code and wanted in refused.json()["errorMessage"], refused.text
+    for t in (task.id, legacy.json()["task"], everything.json()["task"]):
+        cluster.client.cancel_task(t)
+
+
+def test_task_log_on_the_coordinator(cluster):
+    """Druid's task log is the file the task runner gave the task's process, read on the
+    coordinator's HTTP port: whole, from an offset, or its tail; a task that has not started or
+    that is unknown says so."""
+    coordinator = f"http://127.0.0.1:{cluster.coordinator.http.port}/druid/indexer/v1/task"
+    task = cluster.client.submit_task("wiki", "compact", "COMPACT wiki", {})  # PENDING: no Spark here
+    try:
+        pending = requests.get(f"{coordinator}/{task.id}/log", timeout=60)
+        assert pending.status_code == 200 and pending.text == f"task {task.id} has not started yet: no log\n"
+        text = "2026-01-01 task started\nSpark: stage 1 done\nno parse exceptions\n"
+        with open(cluster.coordinator.task_runner.log_path(task.id), "w") as f:
+            f.write(text)
+        whole = requests.get(f"{coordinator}/{task.id}/log", timeout=60)
+        assert (whole.status_code, whole.text) == (200, text)
+        assert whole.headers["Content-Type"].startswith("text/plain")
+        assert requests.get(f"{coordinator}/{task.id}/log?offset=-20", timeout=60).text == text[-20:]
+        assert requests.get(f"{coordinator}/{task.id}/log?offset=24", timeout=60).text == text[24:]
+        bad = requests.get(f"{coordinator}/{task.id}/log?offset=end", timeout=60)
+        assert bad.status_code == 400 and "offset 'end' is not an integer" in bad.json()["error"]
+        unknown = requests.get(f"{coordinator}/no-such-task/log", timeout=60)
+        assert unknown.status_code == 404 and unknown.json() == {"error": "no task 'no-such-task'"}
+        # The rest of the task API stays the broker's: the coordinator's handler passes it on.
+        assert requests.get(f"{coordinator}/{task.id}/status", timeout=60).status_code == 404
+    finally:
+        cluster.client.cancel_task(task.id)

@@ -8,7 +8,15 @@ only to users who may READ the task's datasource.
 
 ``POST /druid/indexer/v1/task`` takes Druid's ``kill`` task (``{"type": "kill", "dataSource",
 "interval", "versions", "batchSize", "limit"}``): the coordinator validates it, runs it in its own
-process and deletes only unused segments (rows, then files); it is followed like any task.
+process and deletes only unused segments (rows, then files); it is followed like any task. It takes
+Druid's ``compact`` task too (``{"type": "compact", "dataSource", "ioConfig": {"type": "compact",
+"inputSpec": {"type": "interval", "interval"}}}``, or a top-level ``interval``; none: all of the
+datasource): strata's compaction rewrites the interval's segments with the catalog's current
+definition (its projections), so the keys Druid's compaction reads its layout from
+(``dimensionsSpec``, ``granularitySpec``, ...) are refused with where to set them instead.
+A completed task's report carries Druid's ``rowStats`` and ``unparseableEvents`` (the parse
+exception samples, with file and line) beside strata's own report. The task's log
+(``.../task/{id}/log``) is the leading coordinator's (services/coordinator/task_log_http.py).
 ``POST /druid/indexer/v1/task/{id}/shutdown`` cancels a task. Both need WRITE on the datasource.
 """
 
@@ -19,7 +27,8 @@ import json
 import orjson
 
 from common.sql.statement_kind import classify
-from common.types.interval import format_instant
+from common.errors import StrataError
+from common.types.interval import Interval, format_instant
 from services import query_errors as qe
 from services.broker.druid_http.druid_errors import druid_error
 from services.broker.front_door import QueryRequest
@@ -30,8 +39,11 @@ JSON = "application/json"
 # strata's task states -> Druid's (statusCode, runnerStatusCode)
 _STATES = {"PENDING": ("RUNNING", "PENDING"), "RUNNING": ("RUNNING", "RUNNING"), "SUCCESS": ("SUCCESS", "NONE"),
            "FAILED": ("FAILED", "NONE"), "CANCELED": ("FAILED", "NONE")}
-_DRUID_TYPES = frozenset({"kill"})  # task types strata runs as Druid defines them
+_DRUID_TYPES = frozenset({"kill", "compact"})  # task types strata runs as Druid defines them
 _KILL_EXAMPLE = '{"type": "kill", "dataSource": "wikipedia", "interval": "2015-09-12/2015-09-13"}'
+_COMPACT_EXAMPLE = ('{"type": "compact", "dataSource": "wikipedia", "ioConfig": {"type": "compact", '
+                    '"inputSpec": {"type": "interval", "interval": "2015-09-12/2015-09-13"}}}')
+_COMPACT_KEYS = frozenset({"type", "id", "dataSource", "ioConfig", "interval", "context"})
 _STATE_FILTERS = {"running": ("RUNNING",), "pending": ("PENDING",), "waiting": ("PENDING",),
                   "complete": ("SUCCESS", "FAILED", "CANCELED")}
 
@@ -115,6 +127,9 @@ class DruidTaskResource:
                 if rest[2] == "status":
                     return 200, JSON, orjson.dumps({"task": task.id, "status": task_status(task)})
                 return 200, JSON, orjson.dumps(_reports(task))
+            if method == "GET" and len(rest) == 3 and rest[0] == "task" and rest[2] == "log":
+                return self._error(qe.NOT_FOUND, "a task's log is served by the leading coordinator: GET "
+                                                 f"{path} on its HTTP port, or through the router")
             if method == "GET" and rest == ["tasks"]:
                 return 200, JSON, orjson.dumps(self._tasks(query, user))
             if method == "POST" and rest == ["task"]:
@@ -136,20 +151,26 @@ class DruidTaskResource:
                                                             f"{_KILL_EXAMPLE}")) from None
         if not isinstance(payload, dict):
             raise qe.QueryFailed(qe.ClientError(qe.INVALID, f"a task is a JSON object, e.g. {_KILL_EXAMPLE}"))
-        if payload.get("type") != "kill":
+        kind = payload.get("type")
+        if kind not in ("kill", "compact"):
             raise qe.QueryFailed(qe.ClientError(qe.UNSUPPORTED, (
-                f"task type {payload.get('type')!r} is not run here: POST /druid/indexer/v1/task takes \"kill\" "
+                f"task type {kind!r} is not run here: POST /druid/indexer/v1/task takes \"kill\" and \"compact\" "
                 "tasks; ingest with INSERT or REPLACE through POST /druid/v2/sql/task")))
+        example = _KILL_EXAMPLE if kind == "kill" else _COMPACT_EXAMPLE
         datasource = payload.get("dataSource")
         if not isinstance(datasource, str) or not datasource:
-            raise qe.QueryFailed(qe.ClientError(qe.INVALID, f"kill task: 'dataSource' is required, e.g. "
-                                                            f"{_KILL_EXAMPLE}"))
+            raise qe.QueryFailed(qe.ClientError(qe.INVALID, f"{kind} task: 'dataSource' is required, e.g. {example}"))
         if not self.authorizer.can(user, "WRITE", "DATASOURCE", datasource):
             raise qe.QueryFailed(qe.ClientError(qe.DENIED, f"user '{user}' may not WRITE datasource "
-                                                           f"'{datasource}'; a kill needs WRITE"))
-        statement = f"KILL {datasource} {payload.get('interval', '')}".strip()
+                                                           f"'{datasource}'; a {kind} needs WRITE"))
+        if kind == "kill":
+            statement, spec = f"KILL {datasource} {payload.get('interval', '')}".strip(), payload
+        else:
+            interval = compact_interval(payload)
+            statement = f"COMPACT {datasource} {interval or ''}".strip()
+            spec = {"interval": interval} if interval else {}
         try:
-            task = self._client().submit_task(datasource, "kill", statement, payload)
+            task = self._client().submit_task(datasource, kind, statement, spec)
         except qe.QueryFailed:
             raise
         except Exception as exc:  # noqa: BLE001 - the coordinator's validation (INVALID), or it being away
@@ -184,6 +205,36 @@ class DruidTaskResource:
                 and self.authorizer.can(user, "READ", "DATASOURCE", t.datasource)]
 
 
+def compact_interval(payload: dict) -> str | None:
+    """The interval a Druid compact task names (ioConfig.inputSpec.interval, or the legacy top-level
+    ``interval``) in strata's spelling, or None for all of the datasource."""
+    extra = sorted(set(payload) - _COMPACT_KEYS)
+    if extra:
+        raise qe.QueryFailed(qe.ClientError(qe.UNSUPPORTED, (
+            f"compact task: {', '.join(repr(k) for k in extra)} not supported: strata's compaction rewrites segments "
+            "with the catalog's definition of the datasource (its projections, granularity and cluster keys); "
+            "change that (PUT /druid/coordinator/v1/catalog/tables/druid/<datasource>) and compact again")))
+    io = payload.get("ioConfig")
+    text = payload.get("interval")
+    if io is not None:
+        spec = io.get("inputSpec") if isinstance(io, dict) else None
+        if not isinstance(spec, dict) or spec.get("type", "interval") != "interval" or "interval" not in spec:
+            raise qe.QueryFailed(qe.ClientError(qe.INVALID, (
+                "compact task: ioConfig must be {\"type\": \"compact\", \"inputSpec\": {\"type\": \"interval\", "
+                f"\"interval\": \"<start>/<end>\"}}}}; strata compacts by interval only, e.g. {_COMPACT_EXAMPLE}")))
+        if text is not None and text != spec["interval"]:
+            raise qe.QueryFailed(qe.ClientError(qe.INVALID, "compact task: 'interval' and "
+                                                            "ioConfig.inputSpec.interval differ; give one"))
+        text = spec["interval"]
+    if text is None:
+        return None
+    try:
+        return str(Interval.parse(text))
+    except (StrataError, ValueError, TypeError) as exc:
+        raise qe.QueryFailed(qe.ClientError(qe.INVALID, f"compact task: interval {text!r} is not an ISO-8601 "
+                                                        f"interval ({exc}), e.g. 2015-09-12/2015-09-13")) from None
+
+
 def _reports(task) -> dict:
     try:
         report = json.loads(task.report_json or "{}")
@@ -193,8 +244,32 @@ def _reports(task) -> dict:
         return {"killUnusedSegments": {"type": "killUnusedSegments", "taskId": task.id,
                                        "payload": report if isinstance(report, dict) else {}}}
     state = {"SUCCESS": "COMPLETED", "FAILED": "COMPLETED", "CANCELED": "COMPLETED"}.get(task.state, task.state)
-    return {"ingestionStatsAndErrors": {"type": "ingestionStatsAndErrors", "taskId": task.id, "payload": {
-        "ingestionState": state, "errorMsg": task.error or None, "report": report if isinstance(report, dict) else {}}}}
+    report = report if isinstance(report, dict) else {}
+    payload = {"ingestionState": state, "errorMsg": task.error or None, "report": report}
+    if "rowsRead" in report:  # the final report (a running task's is its progress)
+        payload.update(druid_row_stats(report, task.finished_ms or None))
+    return {"ingestionStatsAndErrors": {"type": "ingestionStatsAndErrors", "taskId": task.id, "payload": payload}}
 
 
-__all__ = ["DruidTaskResource", "is_ingestion", "task_status"]
+def druid_row_stats(report: dict, at_ms: int | None) -> dict:
+    """Druid's ``rowStats`` and ``unparseableEvents`` (its ParseExceptionReport: input, errorType,
+    details, timeOfExceptionMillis) of strata's ingestion report. strata builds segments in one
+    phase, Druid's ``buildSegments``; the samples are the first rows that did not parse (the count
+    is ``unparseable``), each naming its file and line."""
+    def count(key):
+        value = report.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    unparseable, filtered = count("parseExceptions"), count("rowsFiltered")
+    events = []
+    for sample in report.get("parseExceptionSamples") or []:
+        if isinstance(sample, dict):
+            events.append({"input": sample.get("raw"), "errorType": "unparseable", "timeOfExceptionMillis": at_ms,
+                           "details": [f"{sample.get('source')}, line {sample.get('line')}: {sample.get('reason')}"]})
+    return {"rowStats": {"buildSegments": {"processed": max(count("rowsRead") - unparseable - filtered, 0),
+                                           "processedWithError": 0, "thrownAway": filtered,
+                                           "unparseable": unparseable}},
+            "unparseableEvents": {"buildSegments": events}}
+
+
+__all__ = ["DruidTaskResource", "compact_interval", "druid_row_stats", "is_ingestion", "task_status"]

@@ -64,6 +64,19 @@ export function errorMessage(status, value) {
   return `HTTP ${status}`;
 }
 
+// A task's log (Druid's GET /druid/indexer/v1/task/{id}/log: plain text), its last ``tailBytes``.
+export async function taskLog(taskId, tailBytes) {
+  const response = await fetch(`/druid/indexer/v1/task/${encodeURIComponent(taskId)}/log?offset=${-tailBytes}`,
+    { headers: sessionHeaders(), credentials: "omit" });
+  const text = await response.text();
+  if (!response.ok) {
+    let value = text;
+    try { value = JSON.parse(text); } catch { /* the message is the text */ }
+    throw new ApiError(response.status, errorMessage(response.status, value));
+  }
+  return text;
+}
+
 // SQL through /druid/v2/sql: {columns, rows} (rows as arrays), the header row split off.
 export async function sql(query, context = {}, signal = undefined) {
   const { value, headers } = await request("POST", "/druid/v2/sql",

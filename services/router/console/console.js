@@ -17,7 +17,7 @@ const VIEWS = {
   query: ["Query", () => queryView()],
   data: ["Data", () => dataView((ds) => { location.hash = "segments/" + encodeURIComponent(ds); })],
   segments: ["Segments", (arg) => segmentsView(arg)],
-  ingestion: ["Ingestion", () => ingestionView()],
+  ingestion: ["Ingestion", (arg) => ingestionView(arg)],
   services: ["Services", () => servicesView()],
   retention: ["Retention", () => retentionView()],
   catalog: ["Catalog", (arg) => catalogView(arg)],

@@ -1,6 +1,7 @@
 // The Data view: each datasource with its size, rows, segments, time range, availability and
 // replicas: the coordinator's datasource summary (segments, size, time range) beside sys.segments
-// (rows, availability, replicas). Both list only what the user may read.
+// (rows, availability, replicas). Both list only what the user may read. Each links to its segments
+// and to its catalog definition's form.
 import { request, sqlObjects } from "./api.js";
 import { el, errorBox, formatBytes, replace, table } from "./dom.js";
 
@@ -23,17 +24,19 @@ export function dataView(openSegments) {
       const byName = new Map(counts.map((r) => [r.datasource, r]));
       const rows = summaries.map((d) => ({ datasource: d.name, ...d.properties.segments, ...(byName.get(d.name) || {}) }));
       if (!rows.length) { replace(body, el("p", {}, "no datasources")); return; }
-      const columns = ["datasource", "segments", "rows", "size", "time range", "availability", "replicas"];
+      const columns = ["datasource", "segments", "rows", "size", "time range", "availability", "replicas", "catalog"];
       const grid = table(columns, rows.map((r) => [
         r.datasource, r.count, r.rows, formatBytes(r.size), `${r.minTime} / ${r.maxTime}`,
         r.segments === undefined ? "not served" : r.available_segments === r.segments ? "fully available"
           : `${(100 * r.available_segments / r.segments).toFixed(1)}% available`,
-        r.min_replicas]));
-      // The datasource cell opens its segments.
+        r.min_replicas, ""]));
+      // The datasource cell opens its segments; the last one links to its catalog definition's form.
       grid.querySelectorAll("tbody tr").forEach((tr, i) => {
         const cell = tr.firstChild;
         cell.classList.add("link");
         cell.addEventListener("click", () => openSegments(rows[i].datasource));
+        tr.lastChild.append(el("a", { class: "catalog-link", href: "#catalog/" + encodeURIComponent(rows[i].datasource) },
+          "definition"));
       });
       replace(body, grid);
     } catch (error) {

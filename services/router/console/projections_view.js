@@ -2,8 +2,10 @@
 // definitions and what segments hold), how often each served a query's segments or was refused
 // and why (from the query log, sys.queries.tables), and the projection advisor's proposals
 // (sys.projection_advice) with an action that adds one to the catalog definition (its ALTER TABLE
-// .. ADD PROJECTION statement); segments get it when the datasource is next compacted.
-import { sql, sqlObjects } from "./api.js";
+// .. ADD PROJECTION statement), then an offer to compact the datasource so its segments get it:
+// Druid's compact task through the task API (POST /druid/indexer/v1/task) over the interval its
+// segments cover, the same offer shown whenever a catalog projection is missing from segments.
+import { request, sql, sqlObjects } from "./api.js";
 import { el, errorBox, formatBytes, replace, table } from "./dom.js";
 
 function sqlText(value) {
@@ -85,7 +87,12 @@ export function projectionsView(initial) {
         ? `the query log holds ${usage.queries} queries on ${ds}: ${usage.total - usage.base} of ${usage.total} `
           + `segment reads served by a projection (${rate(usage.total - usage.base, usage.total)})`
         : `the query log holds no queries on ${ds}`);
+      const missing = defined.filter((d) => d.defined_in_catalog === 1 && d.segments_with < d.segments_total)
+        .map((d) => d.name);
+      const offer = missing.length ? el("p", { id: "compaction-offer", class: "warning" },
+        `${missing.join(", ")}: in the catalog, not yet in every segment of ${ds}. `, compactButton(ds)) : null;
       replace(body, el("h3", {}, "Projections"), summary, el("div", { id: "projections-table", class: "table-wrap" }, definedTable),
+        offer,
         el("h3", {}, "Advisor's proposals"), el("div", { id: "advice-table" }, adviceTable(ds, advice, load)),
         el("div", { id: "advice-message" }));
     } catch (error) {
@@ -117,7 +124,7 @@ function adviceTable(ds, advice, reload) {
         await reload();  // the view is built again: the new projection listed, the proposal gone
         replace(document.getElementById("advice-message"), el("p", { class: "ok" },
           `projection ${advice[i].projection} added to the catalog definition of ${ds}; segments get it when `
-          + `${ds} is next compacted`));
+          + `${ds} is next compacted. `, compactButton(ds)));
       } catch (error) {
         button.disabled = false;
         replace(message, errorBox(error));
@@ -127,4 +134,33 @@ function adviceTable(ds, advice, reload) {
     tr.lastChild.title = advice[i].statement;  // the whole statement on hover; the cell is cut
   });
   return el("div", { class: "table-wrap" }, grid);
+}
+
+// The interval the datasource's segments cover (published, not overshadowed), as Druid writes one.
+async function segmentsInterval(ds) {
+  const [span] = await sqlObjects(`SELECT MIN("start") AS s, MAX("end") AS e FROM sys.segments
+    WHERE datasource = ${sqlText(ds)} AND is_published = 1 AND is_overshadowed = 0`);
+  return span && span.s && span.e ? `${span.s}/${span.e}` : null;
+}
+
+// Submits Druid's compact task for all of ``ds``'s segments; the answer names the task, which the
+// Ingestion view follows.
+function compactButton(ds) {
+  const button = el("button", { class: "compact-now", onclick: async () => {
+    const host = button.parentNode;
+    button.disabled = true;
+    try {
+      const interval = await segmentsInterval(ds);
+      if (!interval) throw new Error(`${ds} has no published segments to compact`);
+      const { value } = await request("POST", "/druid/indexer/v1/task", { type: "compact", dataSource: ds,
+        ioConfig: { type: "compact", inputSpec: { type: "interval", interval } } });
+      replace(host, el("p", { class: "ok compaction-submitted" }, `compaction task `,
+        el("a", { href: "#ingestion/" + encodeURIComponent(value.task), class: "compaction-task" }, value.task),
+        ` submitted for ${ds} over ${interval}; its segments get the catalog's projections when it succeeds`));
+    } catch (error) {
+      button.disabled = false;
+      host.append(errorBox(error));
+    }
+  } }, `Compact ${ds} now`);
+  return button;
 }

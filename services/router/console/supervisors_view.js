@@ -3,7 +3,9 @@
 // reset / terminate; a spec can be submitted (POST .../supervisor). Beside the table, the lag per
 // partition of one chosen supervisor over time (supervisor_lag_chart.js), its status read as often
 // as the coordinator refreshes it (tuningConfig.offsetFetchPeriod, at least PT1S). Reset and
-// terminate ask for a second click rather than a dialog (no window.confirm in the console).
+// terminate ask for a second click rather than a dialog (no window.confirm in the console). A row's
+// click charts that supervisor; under the chart, chosen partitions of the charted supervisor are
+// set to typed offsets (POST .../resetOffsets, Druid's body: the other partitions keep theirs).
 import { request } from "./api.js";
 import { el, errorBox, replace } from "./dom.js";
 import { LagHistory, drawLagChart, partitionLag, periodMs } from "./supervisor_lag_chart.js";
@@ -22,6 +24,10 @@ export function supervisorsView() {
     placeholder: '{"type": "kafka", "spec": {"dataSchema": {...}, "ioConfig": {"topic": ..., ...}}}' });
   const chartPicker = el("select", { id: "supervisor-lag-select", "aria-label": "supervisor to chart" });
   const chart = el("div", { id: "supervisor-lag-chart" });
+  const offsetsForm = el("div", { id: "supervisor-offsets" });
+  let offsetsKey = null;
+  const payloads = new Map();  // supervisor id -> its last status payload
+  const topics = new Map();  // supervisor id -> its topic
   const histories = new Map();  // supervisor id -> LagHistory (only the listed ones are kept)
   const fetchPeriods = new Map();  // supervisor id -> its offsetFetchPeriod in ms
   let lastLoad = 0;
@@ -43,10 +49,12 @@ export function supervisorsView() {
       for (const gone of [...histories.keys()].filter((id) => !ids.includes(id))) histories.delete(gone);
       supervisors.forEach((s, i) => {
         fetchPeriods.set(s.id, fetchPeriodMs(s.spec));
-        if (!statuses[i].error) historyOf(s.id).record(statuses[i]);
+        topics.set(s.id, (((s.spec && s.spec.spec) || s.spec || {}).ioConfig || {}).topic || statuses[i].stream);
+        if (!statuses[i].error) { historyOf(s.id).record(statuses[i]); payloads.set(s.id, statuses[i]); }
       });
       updatePicker(ids);
       drawChart();
+      drawOffsetsForm();
       if (body.querySelector(".armed")) return;  // a reset/terminate waits for its second click: keep its button
       if (!supervisors.length) { replace(body, el("p", {}, "no supervisors")); return; }
       replace(body, el("div", { class: "table-wrap" }, el("table", { class: "grid" },
@@ -69,7 +77,70 @@ export function supervisorsView() {
 
   function drawChart() {
     const id = chartPicker.value || null;
+    body.querySelectorAll("tr[data-supervisor]").forEach((tr) => tr.classList.toggle("charted", tr.dataset.supervisor === id));
     return drawLagChart(chart, id, id ? histories.get(id) : null);
+  }
+
+  // The charted supervisor's partitions, each with a tick box and the offset to set; built again
+  // only when the supervisor or its partitions change, so a refresh keeps what is being typed.
+  function drawOffsetsForm() {
+    const id = chartPicker.value || null;
+    const payload = id ? payloads.get(id) : null;
+    const parts = payload ? partitionLag(payload) : [];
+    const key = JSON.stringify([id, parts.map((o) => o.partition)]);
+    if (key === offsetsKey) return;
+    offsetsKey = key;
+    if (!id || !parts.length) {
+      replace(offsetsForm, id ? el("p", { class: "status" }, `no partitions known yet for ${id}`) : null);
+      return;
+    }
+    const latest = payload.latestOffsets || {};
+    const rows = parts.map((o) => el("tr", { "data-partition": o.partition },
+      el("td", {}, el("input", { type: "checkbox", class: "offset-chosen", "aria-label": `partition ${o.partition}` })),
+      el("td", {}, `partition ${o.partition}`),
+      el("td", {}, o.committed ?? "none"), el("td", {}, latest[o.partition] ?? "?"),
+      el("td", {}, el("input", { type: "number", min: 0, step: 1, class: "offset-value",
+        value: o.committed ?? latest[o.partition] ?? 0 }))));
+    replace(offsetsForm, el("h3", {}, "Set offsets of ", id),
+      el("table", { class: "grid" }, el("thead", {}, el("tr", {}, ["", "partition", "committed", "latest", "new offset"]
+        .map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
+      el("button", { id: "reset-offsets", onclick: () => resetOffsets(id, rows) }, "Set chosen partitions' offsets"));
+  }
+
+  async function resetOffsets(id, rows) {
+    const chosen = rows.filter((tr) => tr.querySelector(".offset-chosen").checked);
+    if (!chosen.length) {
+      replace(message, errorBox(new Error("tick the partitions whose offsets to set")));
+      return;
+    }
+    const map = {};
+    for (const tr of chosen) {
+      const text = tr.querySelector(".offset-value").value.trim();
+      if (!/^\d+$/.test(text)) {
+        replace(message, errorBox(new Error(`partition ${tr.dataset.partition}: the offset must be a whole number `
+          + `of 0 or more, got '${text}'`)));
+        return;
+      }
+      map[tr.dataset.partition] = Number(text);
+    }
+    try {
+      await request("POST", `${BASE}/${encodeURIComponent(id)}/resetOffsets`, { type: "kafka", partitions: {
+        type: "end", stream: topics.get(id), partitionOffsetMap: map } });
+      replace(message, el("p", { class: "ok" }, `${id}: offsets set: `
+        + Object.entries(map).map(([p, o]) => `partition ${p} at ${o}`).join(", ")));
+      offsetsKey = null;  // built again with the new committed offsets
+    } catch (error) {
+      replace(message, errorBox(error));
+    }
+    load();
+  }
+
+  function chartSupervisor(id) {
+    if (chartPicker.value === id) return;
+    chartPicker.value = id;
+    drawChart();
+    drawOffsetsForm();
+    readCharted();
   }
 
   // Between the table's refreshes, the charted supervisor's status as often as its offsets are read.
@@ -79,6 +150,7 @@ export function supervisorsView() {
     lastChartRead = Date.now();
     try {
       const { value } = await request("GET", `${BASE}/${encodeURIComponent(id)}/status`);
+      payloads.set(id, value.payload);
       if (id === chartPicker.value && historyOf(id).record(value.payload)) drawChart();
     } catch {
       // the table's next refresh shows the error
@@ -90,7 +162,10 @@ export function supervisorsView() {
     const io = spec.ioConfig || {};
     const offsets = payload.error ? [] : partitionLag(payload);
     const lagKnown = offsets.some((o) => o.lag !== undefined);
-    return el("tr", { "data-supervisor": s.id, class: String(s.state || "").toLowerCase() },
+    // A click on the row (not on its buttons) charts this supervisor.
+    return el("tr", { "data-supervisor": s.id, title: "click to chart its lag",
+      class: [String(s.state || "").toLowerCase(), s.id === chartPicker.value ? "charted" : ""].join(" ").trim(),
+      onclick: (e) => { if (!e.target.closest("button")) chartSupervisor(s.id); } },
       el("td", {}, s.id),
       el("td", { class: "actions" },
         s.suspended ? action(s.id, "resume", "Resume") : action(s.id, "suspend", "Suspend"),
@@ -158,13 +233,13 @@ export function supervisorsView() {
     }
   }
 
-  chartPicker.addEventListener("change", () => { drawChart(); readCharted(); });
+  chartPicker.addEventListener("change", () => { drawChart(); drawOffsetsForm(); readCharted(); });
   load();
   const section = el("section", { id: "supervisors-view", class: "view" },
     el("div", { class: "toolbar" }, el("h2", {}, "Supervisors"), el("button", { onclick: load }, "Refresh")),
     el("div", { class: "supervisors-layout" }, body,
       el("div", { id: "supervisor-lag", class: "chart-panel" },
-        el("div", { class: "toolbar" }, el("h3", {}, "Lag per partition"), chartPicker), chart)),
+        el("div", { class: "toolbar" }, el("h3", {}, "Lag per partition"), chartPicker), chart, offsetsForm)),
     message,
     el("details", { id: "supervisor-submit" }, el("summary", {}, "Submit a supervisor spec"), specText,
       el("div", { class: "toolbar" }, el("button", { id: "submit-supervisor", onclick: submit }, "Submit"))));

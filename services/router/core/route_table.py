@@ -2,7 +2,9 @@
 
     /druid/v2/*            a broker (SQL, native queries, datasource listings)
     /druid/indexer/*       a broker: strata serves Druid's task API (the overlord's) there, but
-                           /druid/indexer/v1/supervisor* (Kafka supervisors) is the leading coordinator's
+                           /druid/indexer/v1/supervisor* (Kafka supervisors) and a task's log
+                           (/druid/indexer/v1/task/{id}/log, the file its process wrote) are the
+                           leading coordinator's
     /druid/coordinator/*   the leading coordinator
     /proxy/coordinator/*   the leading coordinator, with the /proxy/coordinator prefix dropped
     /proxy/overlord/*      the task API's holder (a broker), with the /proxy/overlord prefix dropped
@@ -50,6 +52,14 @@ class Route:
 # The overlord's paths strata serves on the coordinator rather than the broker: supervisors run
 # as a leader duty there (services/coordinator/supervisor_http.py).
 _SUPERVISORS = "/druid/indexer/v1/supervisor"
+_TASK = "/druid/indexer/v1/task/"
+
+
+def _coordinators(upstream: str) -> bool:
+    if upstream == _SUPERVISORS or upstream.startswith((_SUPERVISORS + "/", _SUPERVISORS + "?")):
+        return True
+    parts = upstream.split("?", 1)[0][len(_TASK):].split("/") if upstream.startswith(_TASK) else []
+    return len(parts) == 2 and parts[1] == "log"
 
 
 def route_for(path: str) -> Route | None:
@@ -57,8 +67,7 @@ def route_for(path: str) -> Route | None:
     for prefix, role, dropped in _TABLE:
         if path.startswith(prefix) or path == prefix.rstrip("/"):
             upstream = path[len(dropped):] or "/"
-            if upstream == _SUPERVISORS or upstream.startswith(_SUPERVISORS + "/") \
-                    or upstream.startswith(_SUPERVISORS + "?"):
+            if _coordinators(upstream):
                 role = COORDINATOR
             return Route(role, upstream)
     return None

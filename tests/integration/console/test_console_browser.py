@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+import requests
 
 from common.demo import table as demo_table
 from tests.harness.auth_cluster import ADMIN, READER
@@ -22,6 +23,11 @@ pytest.importorskip("playwright.sync_api")
 EXTERN = """TABLE(EXTERN('{"type": "inline", "data": "2015-09-12T00:00:00Z,a\\n"}',
     '{"type": "csv", "columns": ["ts", "s"]}',
     '[{"name": "ts", "type": "string"}, {"name": "s", "type": "string"}]'))"""
+
+# Two rows, the second one's n not a number: a parse exception the task is allowed (maxParseExceptions).
+EXTERN_WITH_A_BAD_ROW = """TABLE(EXTERN('{"type": "inline", "data": "2015-09-12T00:00:00Z,a,1\\n2015-09-12T00:00:01Z,b,oops\\n"}',
+    '{"type": "csv", "columns": ["ts", "s", "n"]}',
+    '[{"name": "ts", "type": "string"}, {"name": "s", "type": "string"}, {"name": "n", "type": "long"}]'))"""
 
 TASK_TIMEOUT_MS = 240_000
 
@@ -137,6 +143,12 @@ def test_each_view_renders(browser, cluster):
     assert (rows["wiki"][1], rows["wiki"][2]) == tuple(str(v) for v in expected[0])
     assert rows["wiki"][2] == str(cluster.wiki.num_rows) and rows["wiki"][5] == "fully available"
     shot(page, "data")
+    # Each datasource links to its catalog definition's form.
+    page.click("#data-table tr:has(td:text-is('wiki')) a.catalog-link")
+    page.wait_for_selector("#catalog-form h3:has-text('wiki')")
+    assert page.url.endswith("#catalog/wiki")
+    page.click("#nav-data")
+    page.wait_for_selector("#data-table tbody tr")
     page.click("#data-table tbody tr td.link >> text=wiki")
     page.wait_for_selector("#segments-table tbody tr")
     assert page.input_value("#segments-datasource") == "wiki"
@@ -209,7 +221,9 @@ def test_insert_from_the_query_view_runs_its_task_to_success_in_ingestion(browse
     released to a real Spark driver: the Ingestion view's refresh follows it to SUCCESS, and the
     inserted row answers SQL."""
     page = signed_in(browser, cluster, ADMIN)
-    run_query(page, f"INSERT INTO fresh SELECT TIME_PARSE(ts) AS __time, s FROM {EXTERN} PARTITIONED BY DAY")
+    run_query(page, "SET maxParseExceptions = 1;\n"
+                    f"INSERT INTO fresh SELECT TIME_PARSE(ts) AS __time, s, n FROM {EXTERN_WITH_A_BAD_ROW} "
+                    "PARTITIONED BY DAY")
     task_id = page.text_content("#submitted-task a")
     assert task_id and task_id in page.text_content("#query-status")
     page.click("#submitted-task a")
@@ -231,6 +245,23 @@ def test_insert_from_the_query_view_runs_its_task_to_success_in_ingestion(browse
     page.click(f"#tasks-table td:text-is('{task_id}')")
     page.wait_for_selector("#task-report pre")
     assert task_id in page.text_content("#task-report pre")
+    # Its report: Druid's row stats and the parse exception (the input row and where it was), and its log.
+    report = requests.get(f"{cluster.url}druid/indexer/v1/task/{task_id}/reports", auth=ADMIN, timeout=60).json()
+    payload = report["ingestionStatsAndErrors"]["payload"]
+    assert payload["rowStats"]["buildSegments"]["unparseable"] == 1
+    [event] = payload["unparseableEvents"]["buildSegments"]
+    page.wait_for_selector("#task-parse-exceptions tbody tr")
+    assert page.eval_on_selector_all("#task-parse-exceptions tbody tr",
+                                     "rs => rs.map(r => Array.from(r.cells, c => c.textContent))") == [
+        ["buildSegments", event["input"], "; ".join(event["details"])]]
+    assert "oops" in event["input"] and "line 2" in event["details"][0]
+    assert page.eval_on_selector("#task-row-stats tbody tr", "r => Array.from(r.cells, c => c.textContent)") == [
+        "buildSegments", "1", "0", "0", "1"]
+    log = requests.get(f"{cluster.url}druid/indexer/v1/task/{task_id}/log", auth=ADMIN, timeout=60)
+    assert log.status_code == 200 and log.text.strip() and "no log" not in log.text
+    shown = page.text_content("#task-log")  # read when the page opened it: the log may have grown since
+    assert shown.strip() and shown[:200] in log.text
+    shot(page, "ingestion")
     cluster.wait_queryable("fresh", 1)
     assert flight_sql(cluster, ADMIN, "SELECT s FROM fresh") == [("a",)]
     page.close()

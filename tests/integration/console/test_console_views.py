@@ -27,6 +27,7 @@ from common.query.projection import ProjectionSpec, projection_rows
 from common.segment.builder import build_segment
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
+from common.types.interval import Interval
 from services.deep_storage.deep_storage import deep_storage_key
 from tests.conftest import day_interval, make_events_table
 from tests.fixtures.kafka_broker import kafka_broker  # noqa: F401
@@ -280,6 +281,32 @@ def test_projection_use_and_advice_then_add_it_to_the_catalog(browser, views_clu
                                   "r => Array.from(r.cells, c => c.textContent)")
     assert added[1:3] == ["yes", f"0 of {segments}"]
     assert advice[0][0] not in page.text_content("#advice-table")
+
+    # Then compaction, so existing segments get it: Druid's compact task over the interval the
+    # segments cover (it stays PENDING here: no task may run in this cluster).
+    assert advice[0][0] in page.text_content("#compaction-offer")
+    page.click("#advice-message button.compact-now")
+    page.wait_for_selector("#advice-message .compaction-submitted")
+    task_id = page.text_content("#advice-message a.compaction-task")
+    task = c.client.task(task_id)
+    assert (task.type, task.datasource, task.state) == ("compact", "events", "PENDING")
+    assert Interval.parse(json.loads(task.spec_json)["interval"]) == \
+        Interval(day_interval(0).start, day_interval(DAYS - 1).end)
+    assert f"over {json.loads(task.spec_json)['interval'].split('/')[0][:10]}" in \
+        page.text_content("#advice-message .compaction-submitted")
+    # The link opens the task in the Ingestion view.
+    page.click("#advice-message a.compaction-task")
+    page.wait_for_selector("#task-report h3")
+    assert task_id in page.text_content("#task-report h3")
+    assert page.text_content("#task-log") == f"task {task_id} has not started yet: no log\n"
+    assert '"ingestionState": "PENDING"' in page.text_content("#task-report-json")
+    # The log through the router is the coordinator's, with the same grants: a reader of wiki only
+    # is told no such task exists.
+    assert rest(c, "GET", f"/druid/indexer/v1/task/{task_id}/log").text == \
+        f"task {task_id} has not started yet: no log\n"
+    hidden = requests.get(f"{c.url}druid/indexer/v1/task/{task_id}/log", auth=READER, timeout=60)
+    assert hidden.status_code == 404 and hidden.json() == {"error": f"no task '{task_id}'"}
+    c.client.cancel_task(task_id)
     assert page.dialogs == [] and page.faults == []
     page.close()
 
@@ -444,6 +471,9 @@ def test_lag_per_partition_from_a_kafka_broker_in_table_and_chart_then_reset(  #
         "ioConfig": {"topic": LAG_TOPIC, "consumerProperties": {"bootstrap.servers": kafka_broker.bootstrap},
                      "useEarliestOffset": True},
         "tuningConfig": {"type": "kafka", "offsetFetchPeriod": "PT1S"}}}
+    # Another supervisor, listed first, so the chart starts on it: a click on lagged's row charts lagged.
+    idle = {**SPEC, "spec": {**SPEC["spec"], "dataSchema": {**SPEC["spec"]["dataSchema"], "dataSource": "idle_edits"}}}
+    assert rest(c, "POST", SUPERVISORS, json=idle).status_code == 200
     page = signed_in(browser, c, ADMIN)
     try:
         page.click("#nav-supervisors")
@@ -452,7 +482,10 @@ def test_lag_per_partition_from_a_kafka_broker_in_table_and_chart_then_reset(  #
         page.fill("#supervisor-spec", json.dumps(spec))
         page.click("#submit-supervisor")
         page.wait_for_selector("#supervisors-table tr[data-supervisor='lagged']")
-        page.select_option("#supervisor-lag-select", "lagged")
+        assert page.input_value("#supervisor-lag-select") == "idle_edits"
+        page.click("#supervisors-table tr[data-supervisor='lagged'] .supervisor-topic")
+        assert page.input_value("#supervisor-lag-select") == "lagged"
+        page.wait_for_selector("#supervisors-table tr[data-supervisor='lagged'].charted")
 
         wait_until(lambda: lag_cell(page, "lagged") == PRODUCED, timeout_s=30, what="the page's lag per partition")
         status = rest(c, "GET", f"{SUPERVISORS}/lagged/status").json()["payload"]
@@ -483,6 +516,25 @@ def test_lag_per_partition_from_a_kafka_broker_in_table_and_chart_then_reset(  #
         wait_until(lambda: not charts or (chart_of(page) or {}).get("last") == list(behind.values()), timeout_s=30,
                    what="the chart's last point after the commit")
 
+        # Offsets of chosen partitions set from the page (resetOffsets): only partition 1 ticked, set to
+        # 3; partition 0 keeps its offset though its box shows another number.
+        page.wait_for_selector("#supervisor-offsets tr[data-partition='2']")
+        page.click("#reset-offsets")
+        assert page.text_content("#supervisors-message .error") == "Error: tick the partitions whose offsets to set"
+        page.fill("#supervisor-offsets tr[data-partition='0'] .offset-value", "6")
+        page.check("#supervisor-offsets tr[data-partition='1'] .offset-chosen")
+        page.fill("#supervisor-offsets tr[data-partition='1'] .offset-value", "-1")
+        page.click("#reset-offsets")
+        assert "partition 1: the offset must be a whole number" in page.text_content("#supervisors-message .error")
+        page.fill("#supervisor-offsets tr[data-partition='1'] .offset-value", "3")
+        page.click("#reset-offsets")
+        page.wait_for_selector("#supervisors-message .ok")
+        assert page.text_content("#supervisors-message") == "lagged: offsets set: partition 1 at 3"
+        committed = {"0": 5, "1": 3}
+        assert rest(c, "GET", f"{SUPERVISORS}/lagged/status").json()["payload"]["committedOffsets"] == committed
+        wait_until(lambda: lag_cell(page, "lagged") == {"0": 2, "1": 1, "2": 0}, timeout_s=30,
+                   what="the lag after the offsets were set")
+
         # Reset: one click arms it and does nothing; the second makes the coordinator forget the offsets.
         page.click("tr[data-supervisor='lagged'] button.supervisor-reset")
         assert page.text_content("tr[data-supervisor='lagged'] button.supervisor-reset") == "Confirm reset"
@@ -498,3 +550,4 @@ def test_lag_per_partition_from_a_kafka_broker_in_table_and_chart_then_reset(  #
     finally:
         page.close()
         rest(c, "POST", f"{SUPERVISORS}/lagged/terminate")
+        rest(c, "POST", f"{SUPERVISORS}/idle_edits/terminate")

@@ -22,6 +22,11 @@ from services.router.core.route_table import (
     ("/proxy/overlord/druid/indexer/v1/supervisor/wiki/suspend",
      Route(COORDINATOR, "/druid/indexer/v1/supervisor/wiki/suspend")),
     ("/druid/indexer/v1/supervisors", Route(BROKER, "/druid/indexer/v1/supervisors")),
+    ("/druid/indexer/v1/task/t1/log", Route(COORDINATOR, "/druid/indexer/v1/task/t1/log")),
+    ("/proxy/overlord/druid/indexer/v1/task/t1/log?offset=-10",
+     Route(COORDINATOR, "/druid/indexer/v1/task/t1/log?offset=-10")),
+    ("/druid/indexer/v1/task/t1/reports", Route(BROKER, "/druid/indexer/v1/task/t1/reports")),
+    ("/druid/indexer/v1/task/log/status", Route(BROKER, "/druid/indexer/v1/task/log/status")),
     ("/", None), ("/index.html", None), ("/druid", None), ("/druid/v2x", None), ("/proxy/other/x", None),
 ])
 def test_route_for(path, route):
