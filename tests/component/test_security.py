@@ -321,7 +321,7 @@ def test_compaction_submit_needs_write_and_tasks_show_by_read(cluster, user):
             assert {t.id for t in cluster.client.tasks()} == before
         if user != "admin":
             # INSERT reads input tables only the broker authorizes: never submitted directly.
-            with pytest.raises(ClusterError, match="PERMISSION_DENIED: .*may submit only compact tasks"):
+            with pytest.raises(ClusterError, match="PERMISSION_DENIED: .*may submit only compact and kill tasks"):
                 client.submit_task("wiki", "insert", insert_into("wiki"))
             # Listing tasks shows only datasources the user may read or write.
             assert {t.datasource for t in client.tasks()} <= READABLE[user] | WRITABLE[user]
