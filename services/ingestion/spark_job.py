@@ -75,6 +75,7 @@ from services.ingestion.schema_discovery import expand_dynamic
 from services.ingestion.spark_api import spark_api
 from services.ingestion.spark_sql import check_time_column, to_spark_sql
 from common.ingest.statement import IngestionStatement
+from common.ingest.rollup_metrics import rollup_metrics
 from services.deep_storage.upload_folder import ingest_root, new_run_token
 
 _DRAIN_TIMEOUT_S = 60.0
@@ -557,7 +558,7 @@ class _Run:
         sort = tuple(c for c in stmt.clustered_by if c != TIME_COLUMN)
         json_columns = tuple(dict.fromkeys((*stmt.json_columns(), *self.job.column_options)))
         return BuildSpec(segments, self.prefix, sort, tuple(self.job.projections), json_columns,
-                         dict(self.job.column_options))
+                         dict(self.job.column_options), rollup_metrics(stmt.select))
 
     def build(self, blobs, spec: BuildSpec) -> list[SegmentDescriptor]:
         """``blobs``: BLOB_DDL rows, one segment's rows per blob."""
