@@ -138,6 +138,18 @@ def test_csv_ingested_with_rollup_matches_duckdb_through_the_broker(cluster):
                "ORDER BY page, language, edits")
     wait_rows(cluster, got_sql, [dict(zip(("page", "language", "edits", "added", "deleted", "max_delta"), r))
                                  for r in want])
+    # The aggregated columns are recorded as the segments' metrics, with Spark's output types.
+    import requests
+
+    url = f"http://127.0.0.1:{cluster.broker.http.port}/druid/v2"
+    shape = requests.get(url + "/datasources/wiki_csv", timeout=60).json()
+    assert sorted(shape["dimensions"]) == ["language", "page"]
+    assert sorted(shape["metrics"]) == ["added", "deleted", "edits", "max_delta"]
+    entries = requests.post(url, json={"queryType": "segmentMetadata", "dataSource": "wiki_csv",
+                                       "analysisTypes": ["aggregators"]}, timeout=60).json()
+    assert entries and all({n: a["type"] for n, a in e["aggregators"].items()} ==
+                           {"edits": "count", "added": "longSum", "deleted": "longSum", "max_delta": "longMax"}
+                           for e in entries)
 
 
 def test_ingestion_uses_catalog_defaults_input_tables_and_sealing(cluster):
