@@ -69,3 +69,14 @@ def test_the_builder_records_typed_metrics_in_the_manifest_and_descriptor(tmp_pa
     assert descriptor.metrics() == expected  # a metric the rows lack ("gone") is not recorded
     seg = Segment.open(storage.root + "/" + out.column("location")[0].as_py())
     assert seg.manifest.metrics == expected
+
+
+def test_kept_metrics_are_recorded_as_they_are(tmp_path):
+    storage = LocalDeepStorage(str(tmp_path / "deep"))
+    iv = Interval.parse("2020-01-01/2020-01-02")
+    spec = BuildSpec({0: PlannedSegment(SegmentId("ds", iv, "v2", 0), 1)}, "ds/_ingest/compact/",
+                     kept_metrics={"cnt": "count", "added": None, "gone": "longSum"})
+    batch = pa.record_batch({"__time": pa.array([iv.start], pa.int64()), "cnt": pa.array([2], pa.int64()),
+                             "added": pa.array([1.5], pa.float64())})
+    out = build_one([batch], 0, spec.segments[0], spec, storage, str(tmp_path))
+    assert descriptor_of(out.to_pylist()[0], spec).metrics() == {"cnt": "count", "added": None}
