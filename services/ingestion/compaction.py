@@ -141,4 +141,5 @@ def prepare_compaction(datasource: str, descriptors: Sequence[SegmentDescriptor]
     return compaction_sql(datasource, chunks, schema, parquet_path, chunk_granularity(chunks))
 
 
-__all__ = ["chosen_segments", "chunk_granularity", "compaction_metrics", "compaction_sql", "export_rows", "prepare_compaction"]
+__all__ = ["chosen_segments", "chunk_granularity", "compaction_metrics", "compaction_sql", "export_rows",
+           "prepare_compaction"]
