@@ -144,8 +144,10 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
                   projections: Sequence[ProjectionTable] = (),
                   column_options: dict[str, dict] | None = None,
                   compression: PartCompression | None = DEFAULT_COMPRESSION,
-                  string_bitmaps: bool = False) -> SegmentManifest:
-    """``column_options``: per column, its encoding's settings (for a JSON column: maxFields,
+                  string_bitmaps: bool = False, metrics: dict[str, str | None] | None = None) -> SegmentManifest:
+    """``metrics``: a rollup's aggregated columns with their Druid aggregator types (None where
+    Druid has none), recorded in the manifest; every other column is a dimension.
+    ``column_options``: per column, its encoding's settings (for a JSON column: maxFields,
     skipPaths, typedPaths, keepRaw; for a STRING column: bitmaps, packCodes, codeBlockRows (0 for one codes part); for a DOUBLE/FLOAT
     column: valueDictionary; for a fixed-width column, __time included: blockRows, 0 for one part). ``compression``: which parts
     are stored compressed (see part_codec.py); None writes every part uncompressed, as segments
@@ -164,6 +166,11 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     if dupes:
         raise ValidationError(f"segment {segment_id}: duplicate column names {dupes}")
     sort_columns = tuple(c for c in sort_columns if c != TIME_COLUMN)
+    metrics = dict(metrics or {})
+    for col in metrics:
+        if col not in names or col == TIME_COLUMN:
+            raise ValidationError(f"segment {segment_id}: metric '{col}' is not a column of the input "
+                                  f"({', '.join(names)}); only stored columns other than {TIME_COLUMN} can be metrics")
     for col in sort_columns:
         if col not in names:
             raise ValidationError(f"segment {segment_id}: sort column '{col}' is not in the input ({', '.join(names)})")
@@ -240,6 +247,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
             dictionaries=dictionaries,
             projections=tuple(projection_manifests),
             required_features=features,
+            metrics=metrics,
         )
         holder["manifest"] = manifest
         return manifest.to_bytes()

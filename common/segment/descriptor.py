@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from common.segment.manifest import SegmentManifest
+from common.segment.manifest import SegmentManifest, metrics_of
 from common.segment.segment_id import SegmentId
 from common.types.column_type import ColumnType
 
@@ -37,6 +37,10 @@ class SegmentDescriptor:
     def schema(self) -> dict[str, ColumnType]:
         cols = json.loads(self.manifest_json).get("columns", [])
         return {c["name"]: ColumnType.parse(c["type"]) for c in cols}
+
+    def metrics(self) -> dict[str, str | None]:
+        """A rollup segment's metric columns -> Druid aggregator type; {} for any other segment."""
+        return metrics_of(json.loads(self.manifest_json or "{}"))
 
     def to_json(self) -> dict:
         return {"id": self.id.to_json(), "size": self.size, "numRows": self.num_rows, "location": self.location,

@@ -13,7 +13,11 @@ The manifest is what makes the container extensible without a format break:
   needs a feature it does not know instead of misreading it;
 - ``partialProjections`` (with the feature ``partialCopy``) marks a historical's partial copy
   (a partial load rule's): only those projections' parts (and the shared dictionaries they use)
-  are in the file; the base columns and other projections are described but absent.
+  are in the file; the base columns and other projections are described but absent;
+- ``metrics`` (a rollup's segments only) names the columns that hold aggregated values, each with
+  the Druid aggregator type that made it (null when Druid has none); the other columns but
+  ``__time`` are dimensions. A manifest without the key (no rollup, or written before the key
+  existed) has no metrics; older readers ignore the key, so it needs no required feature.
 """
 
 from __future__ import annotations
@@ -179,6 +183,7 @@ class SegmentManifest:
     required_features: tuple[str, ...] = ()
     format_version: int = FORMAT_VERSION
     partial_projections: tuple[str, ...] | None = None  # a partial copy's projections; None: whole
+    metrics: dict[str, str | None] = field(default_factory=dict)  # metric column -> aggregator type
 
     def column(self, name: str) -> ColumnManifest | None:
         for col in self.columns:
@@ -208,7 +213,7 @@ class SegmentManifest:
         return out
 
     def _to_json(self) -> dict:
-        return {
+        out = {
             "format": FORMAT_NAME,
             "formatVersion": self.format_version,
             "requiredFeatures": list(self.required_features),
@@ -223,6 +228,9 @@ class SegmentManifest:
             "files": {k: v.to_json() for k, v in self.files.items()},
             "created": self.created,
         }
+        if self.metrics:
+            out["metrics"] = [{"name": n, "type": t} for n, t in self.metrics.items()]
+        return out
 
     def to_bytes(self) -> bytes:
         return json.dumps(self.to_json(), separators=(",", ":"), sort_keys=True).encode()
@@ -256,4 +264,10 @@ class SegmentManifest:
             required_features=tuple(obj.get("requiredFeatures", ())),
             format_version=version,
             partial_projections=tuple(obj["partialProjections"]) if obj.get("partialProjections") is not None else None,
+            metrics=metrics_of(obj),
         )
+
+
+def metrics_of(manifest: dict) -> dict[str, str | None]:
+    """Metric column -> aggregator type of a manifest's JSON; {} when it records none."""
+    return {m["name"]: m.get("type") for m in manifest.get("metrics") or () if isinstance(m, dict) and "name" in m}

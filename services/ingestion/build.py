@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from common.errors import ValidationError
+from common.ingest.rollup_metrics import aggregator_type
 from common.query.projection import projection_rows, spec_of
 from common.segment.builder import build_segment
 from common.types.column_type import JSON, TIME_COLUMN
@@ -66,6 +67,9 @@ class BuildSpec:
     projections: tuple[dict, ...] = ()  # the target table's projection definitions (catalog)
     json_columns: tuple[str, ...] = ()  # columns holding JSON documents, stored as nested columns
     column_options: Mapping[str, dict] = field(default_factory=dict)  # per column encoding settings
+    metrics: Mapping[str, str | None] = field(default_factory=dict)  # a rollup's metric -> aggregator kind
+    # Metrics the rows already are, with their aggregator types (a compaction keeps the old segments')
+    kept_metrics: Mapping[str, str | None] = field(default_factory=dict)
 
     def key(self, segment_id: SegmentId) -> str:
         return self.key_prefix + segment_filename(segment_id)
@@ -97,8 +101,11 @@ def build_one(batches: list[pa.RecordBatch], part: int, planned: PlannedSegment,
         projections = [projection_rows(spec_of(p), plain) for p in spec.projections]
         del plain
         types = {c: JSON for c in spec.json_columns if c in table.column_names}
+        metrics = {name: kind for name, kind in spec.kept_metrics.items() if name in table.column_names}
+        metrics.update({name: aggregator_type(kind, table.schema.field(name).type)
+                        for name, kind in spec.metrics.items() if name in table.column_names})
         manifest = build_segment(table, path, sid, spec.sort_columns, types, projections=projections,
-                                 column_options=dict(spec.column_options))
+                                 column_options=dict(spec.column_options), metrics=metrics)
         size = storage.push(path, key)
     finally:
         if os.path.exists(path):

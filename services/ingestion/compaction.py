@@ -106,6 +106,17 @@ def _merged(intervals: Sequence[Interval]) -> list[Interval]:
     return out
 
 
+def compaction_metrics(descriptors: Sequence[SegmentDescriptor], interval: Interval | None) -> dict[str, str | None]:
+    """The metrics the compacted segments keep: every chosen segment's (a compaction rewrites rows
+    without a GROUP BY, so the rollup's metrics would otherwise read as dimensions). A column two
+    segments name with different aggregators keeps no type (null)."""
+    out: dict[str, str | None] = {}
+    for d in chosen_segments(descriptors, interval):
+        for name, kind in d.metrics().items():
+            out[name] = kind if out.get(name, kind) == kind else None
+    return out
+
+
 def prepare_compaction(datasource: str, descriptors: Sequence[SegmentDescriptor], interval: Interval | None,
                        pull, work_dir: str) -> str:
     """Pull the chosen segments (``pull(descriptor, local_path)``), export their rows, and return
@@ -130,4 +141,5 @@ def prepare_compaction(datasource: str, descriptors: Sequence[SegmentDescriptor]
     return compaction_sql(datasource, chunks, schema, parquet_path, chunk_granularity(chunks))
 
 
-__all__ = ["chosen_segments", "chunk_granularity", "compaction_sql", "export_rows", "prepare_compaction"]
+__all__ = ["chosen_segments", "chunk_granularity", "compaction_metrics", "compaction_sql", "export_rows",
+           "prepare_compaction"]

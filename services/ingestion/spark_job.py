@@ -75,6 +75,7 @@ from services.ingestion.schema_discovery import expand_dynamic
 from services.ingestion.spark_api import spark_api
 from services.ingestion.spark_sql import check_time_column, to_spark_sql
 from common.ingest.statement import IngestionStatement
+from common.ingest.rollup_metrics import rollup_metrics
 from services.deep_storage.upload_folder import ingest_root, new_run_token
 
 _DRAIN_TIMEOUT_S = 60.0
@@ -104,6 +105,7 @@ class IngestionJob:
     column_options: Mapping[str, dict] = field(default_factory=dict)  # per column encoding settings (catalog)
     declared_types: Mapping[str, object] = field(default_factory=dict)  # catalog column -> ColumnType (provided schema)
     sealed_columns: tuple[str, ...] | None = None  # a sealed target's declared columns (checked after discovery)
+    kept_metrics: Mapping[str, str | None] = field(default_factory=dict)  # a compaction's: metric -> aggregator type
 
     @property
     def settings(self) -> dict:
@@ -557,7 +559,7 @@ class _Run:
         sort = tuple(c for c in stmt.clustered_by if c != TIME_COLUMN)
         json_columns = tuple(dict.fromkeys((*stmt.json_columns(), *self.job.column_options)))
         return BuildSpec(segments, self.prefix, sort, tuple(self.job.projections), json_columns,
-                         dict(self.job.column_options))
+                         dict(self.job.column_options), rollup_metrics(stmt.select), dict(self.job.kept_metrics))
 
     def build(self, blobs, spec: BuildSpec) -> list[SegmentDescriptor]:
         """``blobs``: BLOB_DDL rows, one segment's rows per blob."""

@@ -58,7 +58,7 @@ def _compaction(stub, coordinator: str, task, spec: dict, cleanups: list):
     from common.types.interval import Interval
     from services.rpc.convert import descriptor_from_proto
     from services.deep_storage import deep_storage_from_url
-    from services.ingestion.compaction import prepare_compaction
+    from services.ingestion.compaction import compaction_metrics, prepare_compaction
     from common.ingest.statement import parse_ingestion
 
     datasource = task.datasource
@@ -83,7 +83,8 @@ def _compaction(stub, coordinator: str, task, spec: dict, cleanups: list):
         if exc.code() != grpc.StatusCode.NOT_FOUND:
             raise
         projections = []
-    return parse_ingestion(sql, spec.get("context") or {}), {**spec, "projections": projections}
+    return parse_ingestion(sql, spec.get("context") or {}), {**spec, "projections": projections,
+                                                              "keptMetrics": compaction_metrics(descriptors, interval)}
 
 
 def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spark=None) -> int:
@@ -121,7 +122,8 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spar
         job = IngestionJob(task_id, statement, default_granularity, dict(spec.get("context") or {}),
                            tuple(spec.get("projections") or ()), dict(spec.get("columnOptions") or {}),
                            {n: ColumnType.parse(t) for n, t in (spec.get("declaredTypes") or {}).items()},
-                           tuple(sealed) if sealed is not None else None)
+                           tuple(sealed) if sealed is not None else None,
+                           dict(spec.get("keptMetrics") or {}) if task.type == "compact" else {})
         if spark is None:
             spark = get_or_create_session(f"strata-{task_id}", master=task_master(spec))
 

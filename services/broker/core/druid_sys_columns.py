@@ -10,6 +10,7 @@ import json
 
 import pyarrow as pa
 from common.types.interval import format_instant
+from services.broker.core.segment_facts import dimensions_and_metrics
 
 SEGMENT_FIELDS = [("num_replicas", pa.int64()), ("is_active", pa.int64()), ("is_realtime", pa.int64()),
                   ("is_overshadowed", pa.int64()), ("shard_spec", pa.string()), ("dimensions", pa.string()),
@@ -60,8 +61,13 @@ def add_segment_columns(rows: dict, descriptors: dict, wanted: dict | None = Non
         row["is_realtime"] = 0
         partitions = d.num_partitions if d is not None else None
         row["shard_spec"] = json.dumps({"type": "numbered", "partitionNum": sid.partition, "partitions": partitions})
-        row["dimensions"] = json.dumps([c for c in schema if c != "__time"]) if d is not None else None
-        row["metrics"] = "[]" if d is not None else None  # segments do not record rolled-up metrics
+        if d is not None:
+            # Druid's text: compact JSON arrays; a rollup segment's metrics from its manifest.
+            dimensions, metrics = dimensions_and_metrics(schema, [d.metrics()])
+            row["dimensions"] = json.dumps(dimensions, separators=(",", ":"))
+            row["metrics"] = json.dumps(metrics, separators=(",", ":"))
+        else:
+            row["dimensions"] = row["metrics"] = None
         # As Druid: -1 for a segment the rules have not judged (not published, or published
         # after the load status was read).
         row["replication_factor"] = wanted.get(sid, -1)

@@ -2,6 +2,8 @@
 
 - per segment: the projections it holds, and per nested JSON column its number of fields and
   whether the path guard left paths in the raw values only;
+- per datasource: which columns are dimensions and which rolled-up metrics (Druid's
+  ``/druid/v2/datasources/{ds}``), from the metrics the segments' manifests record;
 - per datasource and projection (``sys.projections``): the definition (the catalog's, else the
   newest segment's), how many segments hold it, and its rows against those segments' base rows.
 """
@@ -30,6 +32,21 @@ def manifest_facts(manifest_json: str) -> dict:
                           "guardTriggered": bool(c.get("stats", {}).get("guardTriggered", False))}
               for c in m.get("columns", []) if c.get("encoding") == "nested"}
     return {"projections": projections, "json_columns": nested}
+
+
+def dimensions_and_metrics(columns: Iterable[str], segment_metrics: Iterable[Mapping[str, str | None]]
+                           ) -> tuple[list[str], list[str]]:
+    """(dimensions, metrics) of a datasource with ``columns`` (its schema, in order) whose visible
+    segments record ``segment_metrics``: the metrics are the union of every segment's, the
+    dimensions every other column but ``__time``. A column that is a metric in one segment and
+    not in another (a rollup appended to plain rows) counts as a metric, as its values there
+    are aggregated."""
+    columns = list(columns)
+    metrics: dict[str, None] = {}
+    for m in segment_metrics:
+        metrics.update(dict.fromkeys(m))
+    ordered = [c for c in columns if c in metrics] + sorted(c for c in metrics if c not in columns)
+    return [c for c in columns if c != "__time" and c not in metrics], ordered
 
 
 def projections_table(segments: Iterable[tuple[str, str, int, str]],
@@ -68,4 +85,4 @@ def _row(datasource, name, spec, defined: bool, entry: dict, total: int) -> dict
             "projection_rows": entry["rows"], "base_rows": entry["base"]}
 
 
-__all__ = ["PROJECTIONS_SCHEMA", "manifest_facts", "projections_table"]
+__all__ = ["PROJECTIONS_SCHEMA", "dimensions_and_metrics", "manifest_facts", "projections_table"]

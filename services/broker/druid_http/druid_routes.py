@@ -23,6 +23,7 @@ import orjson
 from services import query_errors as qe
 from services.broker.druid_http.druid_errors import druid_error
 from services.broker.druid_http.native_resource import DruidNativeResource
+from services.broker.core.segment_facts import dimensions_and_metrics
 from services.broker.druid_http.sql_resource import DruidSqlResource
 from services.broker.druid_http.statements_resource import DruidStatementsResource
 from services.broker.druid_http.task_resource import DruidTaskResource
@@ -116,9 +117,8 @@ class DruidHttpApi:
                                                                     f"lists the ones you may query"), self.host)
             return status, JSON, body
         schema = visible.datasource_schema(name) or {}
-        # Segments do not record which columns were rolled-up metrics: every column is a dimension.
-        dimensions = [c for c in schema if c != "__time"]
-        shape = {"dimensions": dimensions, "metrics": []}
+        dimensions, metrics = dimensions_and_metrics(schema, (d.metrics() for d in self._segments(name)))
+        shape = {"dimensions": dimensions, "metrics": metrics}
         return _json(shape[rest[1]] if len(rest) == 2 else shape)
 
     # ---- /status ------------------------------------------------------------------------------------

@@ -170,20 +170,55 @@ def _time_bounds_shape(query: dict, table: pa.Table) -> list:
     return [{"timestamp": low, "result": {"minTime": low, "maxTime": high}}]
 
 
-def segment_metadata(descriptors: list, merge: bool = False) -> list:
-    """Druid's segmentMetadata answer for served segments (one entry each, or one merged)."""
+def _aggregator(name: str, kind: str) -> dict:
+    """A metric's aggregator as Druid's segmentMetadata lists it (the factory that reads the column)."""
+    return {"type": kind, "name": name} if kind == "count" else {"type": kind, "name": name, "fieldName": name}
+
+
+def _merged_aggregators(entries: list[dict | None], strategy: str) -> dict | None:
+    """Druid's aggregatorMergeStrategy: strict (null on any unknown or conflict), lenient (skip
+    unknown segments, null out a conflicting column), latest (the newest segment's wins; entries
+    come in segment id order, whose version part sorts by time)."""
+    known = [e for e in entries if e is not None]
+    if strategy == "strict" and len(known) < len(entries):
+        return None
+    out: dict = {}
+    for entry in known:
+        for name, agg in entry.items():
+            if strategy == "latest" or name not in out:
+                out[name] = agg
+            elif out[name] != agg:
+                if strategy == "strict":
+                    return None
+                out[name] = None
+    return out
+
+
+def segment_metadata(descriptors: list, merge: bool = False, analysis_types=None, merge_strategy: str = "strict"
+                     ) -> list:
+    """Druid's segmentMetadata answer for served segments (one entry each, or one merged).
+    ``aggregators`` is given only when ``analysis_types`` asks for it, as in Druid: a rollup
+    segment's metrics with their aggregators ({} for a segment without metrics); null when a
+    metric's aggregator is unknown (Druid's "unknown aggregators")."""
+    want_aggregators = analysis_types is not None and "aggregators" in analysis_types
     out = []
     for d in sorted(descriptors, key=lambda d: str(d.id)):
         columns = {name: {"typeSignature": t.native_name, "type": t.native_name, "hasMultipleValues": False,
                           "hasNulls": name != TIME, "size": 0, "cardinality": None, "minValue": None,
                           "maxValue": None, "errorMessage": None} for name, t in d.schema().items()}
+        aggregators = None
+        if want_aggregators:
+            metrics = d.metrics()
+            aggregators = None if None in metrics.values() else {n: _aggregator(n, k) for n, k in metrics.items()}
         out.append({"id": str(d.id), "intervals": [str(d.id.interval)], "columns": columns, "size": d.size,
-                    "numRows": d.num_rows, "aggregators": None, "projections": None, "timestampSpec": None,
+                    "numRows": d.num_rows, "aggregators": aggregators, "projections": None, "timestampSpec": None,
                     "queryGranularity": None, "rollup": None})
     if merge and out:
         merged = dict(out[0], id="merged", intervals=sorted({i for e in out for i in e["intervals"]}),
                       size=sum(e["size"] for e in out), numRows=sum(e["numRows"] for e in out),
-                      columns={k: v for e in out for k, v in e["columns"].items()})
+                      columns={k: v for e in out for k, v in e["columns"].items()},
+                      aggregators=_merged_aggregators([e["aggregators"] for e in out], merge_strategy)
+                      if want_aggregators else None)
         return [merged]
     return out
 
@@ -245,7 +280,18 @@ class DruidNativeResource:
             raise qe.QueryFailed(qe.ClientError(qe.INVALID, "segmentMetadata needs a table dataSource (a name)"))
         if self.authorizer is not None:
             self.authorizer.require(user, "READ", "DATASOURCE", datasource)
-        return segment_metadata(self.segments(datasource), bool(query.get("merge")))
+        analysis_types = query.get("analysisTypes")
+        if analysis_types is not None and (not isinstance(analysis_types, list)
+                                           or not all(isinstance(a, str) for a in analysis_types)):
+            raise qe.QueryFailed(qe.ClientError(qe.INVALID, "segmentMetadata analysisTypes must be a list of names "
+                                                            "such as [\"aggregators\", \"cardinality\"]"))
+        strategy = query.get("aggregatorMergeStrategy")
+        if strategy is None:
+            strategy = "lenient" if query.get("lenientAggregatorMerge") is True else "strict"
+        if strategy not in ("strict", "lenient", "latest"):
+            raise qe.QueryFailed(qe.ClientError(qe.INVALID, f"segmentMetadata aggregatorMergeStrategy {strategy!r} is "
+                                                            "unknown; use strict, lenient or latest"))
+        return segment_metadata(self.segments(datasource), bool(query.get("merge")), analysis_types, strategy)
 
     def cancel(self, query_id: str, headers: dict):
         if self.queries is not None:

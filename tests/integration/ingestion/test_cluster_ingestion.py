@@ -138,6 +138,35 @@ def test_csv_ingested_with_rollup_matches_duckdb_through_the_broker(cluster):
                "ORDER BY page, language, edits")
     wait_rows(cluster, got_sql, [dict(zip(("page", "language", "edits", "added", "deleted", "max_delta"), r))
                                  for r in want])
+    # The aggregated columns are recorded as the segments' metrics, with Spark's output types.
+    import requests
+
+    url = f"http://127.0.0.1:{cluster.broker.http.port}/druid/v2"
+    shape = requests.get(url + "/datasources/wiki_csv", timeout=60).json()
+    assert sorted(shape["dimensions"]) == ["language", "page"]
+    assert sorted(shape["metrics"]) == ["added", "deleted", "edits", "max_delta"]
+    entries = requests.post(url, json={"queryType": "segmentMetadata", "dataSource": "wiki_csv",
+                                       "analysisTypes": ["aggregators"]}, timeout=60).json()
+    assert entries and all({n: a["type"] for n, a in e["aggregators"].items()} ==
+                           {"edits": "count", "added": "longSum", "deleted": "longSum", "max_delta": "longMax"}
+                           for e in entries)
+    # Compaction rewrites the rows without a GROUP BY; the new version keeps the metrics.
+    from services.cli.main import main as strata
+
+    active = ("SELECT version, metrics FROM sys.segments WHERE datasource = 'wiki_csv' AND is_active = 1 "
+              "AND is_available = 1")
+    old = {r["version"] for r in rows(cluster, active)}
+    assert strata(["compact", "wiki_csv", "--coordinator", f"127.0.0.1:{cluster.coordinator.grpc.port}"]) == 0
+    deadline = time.monotonic() + 120
+    while True:
+        served = rows(cluster, active)
+        if served and not {r["version"] for r in served} & old:
+            break
+        assert time.monotonic() < deadline, f"compacted segments not served: {served}"
+        time.sleep(0.2)
+    assert all(sorted(json.loads(r["metrics"])) == ["added", "deleted", "edits", "max_delta"] for r in served)
+    wait_rows(cluster, got_sql, [dict(zip(("page", "language", "edits", "added", "deleted", "max_delta"), r))
+                                 for r in want])
 
 
 def test_ingestion_uses_catalog_defaults_input_tables_and_sealing(cluster):

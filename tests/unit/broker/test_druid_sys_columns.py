@@ -52,3 +52,23 @@ def test_task_and_server_property_columns():
     assert table.to_pylist() == [
         {"server": "h:1", "service_name": "strata/broker", "node_roles": '["broker"]', "property": "a", "value": "1"},
         {"server": "h:1", "service_name": "strata/broker", "node_roles": '["broker"]', "property": "b", "value": "2"}]
+
+
+def _descriptor(segment_id: SegmentId, columns: list[str], metrics: dict | None = None):
+    from common.segment.descriptor import SegmentDescriptor
+
+    manifest = {"columns": [{"name": c, "type": "LONG" if c != "page" else "STRING"} for c in columns]}
+    if metrics is not None:
+        manifest["metrics"] = [{"name": n, "type": t} for n, t in metrics.items()]
+    return SegmentDescriptor(segment_id, 1, 1, "k", 1, json.dumps(manifest))
+
+
+def test_dimensions_and_metrics_are_druids_compact_json_text():
+    rollup = sid("wiki", "2015-09-12", "2015-09-13", "v1")
+    plain = sid("wiki", "2015-09-13", "2015-09-14", "v1")
+    rows = {rollup: {"is_published": 1}, plain: {"is_published": 1}}
+    add_segment_columns(rows, {rollup: _descriptor(rollup, ["__time", "page", "cnt", "added"],
+                                                   {"cnt": "count", "added": "longSum"}),
+                               plain: _descriptor(plain, ["__time", "page", "added"])})
+    assert (rows[rollup]["dimensions"], rows[rollup]["metrics"]) == ('["page"]', '["cnt","added"]')
+    assert (rows[plain]["dimensions"], rows[plain]["metrics"]) == ('["page","added"]', "[]")

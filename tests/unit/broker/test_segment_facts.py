@@ -27,3 +27,14 @@ def test_projections_table_counts_segments_and_rows_and_marks_catalog_definition
     assert rows[("ds", "p")]["defined_in_catalog"] == 1 and json.loads(rows[("ds", "p")]["spec"])["v"] == 3
     assert rows[("ds", "new")]["segments_with"] == 0
     assert rows[("other", "q")]["defined_in_catalog"] == 0 and rows[("other", "q")]["segments_total"] == 1
+
+
+def test_dimensions_and_metrics_split_by_the_union_of_the_segments_metrics():
+    from services.broker.core.segment_facts import dimensions_and_metrics
+
+    columns = ["__time", "channel", "added", "cnt", "page"]
+    # One rollup segment says cnt and added; a plain segment says nothing; another names page.
+    dims, metrics = dimensions_and_metrics(columns, [{"cnt": "count", "added": "longSum"}, {}, {"page": None}])
+    assert dims == ["channel"] and metrics == ["added", "cnt", "page"]  # in the schema's order
+    assert dimensions_and_metrics(columns, []) == (["channel", "added", "cnt", "page"], [])
+    assert dimensions_and_metrics(["__time", "a"], [{"gone": "longSum"}]) == (["a"], ["gone"])

@@ -51,3 +51,18 @@ def test_exported_rows_and_the_replace_they_feed(tmp_path):
     st = parse_ingestion(sql)
     assert st.mode == "REPLACE" and st.overwrite == (Interval(T0, T0 + DAY),) and st.json_columns() == ("j",)
     assert str(st.partitioned_by) == "day" or st.partitioned_by.to_json() == "day"
+
+
+def test_compaction_keeps_the_chosen_segments_metrics():
+    from services.ingestion.compaction import compaction_metrics
+
+    def seg(day: int, metrics: dict | None) -> SegmentDescriptor:
+        manifest = {} if metrics is None else {"metrics": [{"name": n, "type": t} for n, t in metrics.items()]}
+        return SegmentDescriptor(SegmentId("ds", Interval(T0 + day * DAY, T0 + (day + 1) * DAY), "v1", 0), 1, 1, "k",
+                                 1, json.dumps(manifest))
+
+    ds = [seg(0, {"cnt": "count", "added": "longSum"}), seg(1, {"cnt": "count", "added": "doubleSum", "u": None}),
+          seg(2, None)]
+    assert compaction_metrics(ds, None) == {"cnt": "count", "added": None, "u": None}  # conflicting types: unknown
+    assert compaction_metrics(ds, Interval(T0, T0 + DAY)) == {"cnt": "count", "added": "longSum"}
+    assert compaction_metrics(ds, Interval(T0 + 2 * DAY, T0 + 3 * DAY)) == {}  # plain rows stay plain
