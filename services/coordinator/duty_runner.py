@@ -160,7 +160,7 @@ class DutyRunner:
             served_shapes = state.served_shapes.get(server, {})
             assigned = state.assigned_shapes.get(server, {})
             # A served copy without an assignment key (adopted after a restart) is of its served shape.
-            shapes = {s: assigned[s] if s in state.assigned.get(server, {}) else served_shapes.get(s, ())
+            shapes = {s: assigned.get(s, ()) if s in state.assigned.get(server, {}) else served_shapes.get(s, ())
                       for s in loaded | loading}
             servers[server] = ServerView(int(info.get("max_cache_bytes", 0)), loaded, loading,
                                          str(info.get("tier") or DEFAULT_TIER),
