@@ -18,12 +18,15 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from common.errors import StrataError
 from common.segment.descriptor import SegmentDescriptor
+from common.segment.manifest import SegmentManifest
 from common.segment.segment_id import SegmentId
 from services.coordinator.core.duties import (DEFAULT_GIVE_UP_EXPIRY_MS, Drop, DutyParams, ForgetLoadFailure, Load,
                                               LoadFailure, MarkUnused, RetryLoad, RetrySent, SegmentEntry, ServerView,
                                               Unmatched, run_duties)
-from services.coordinator.core.rules import DEFAULT_TIER
+from services.coordinator.core.rules import DEFAULT_TIER, PartialLoadRule
+from services.coordinator.core.segment_parts import SegmentParts
 from services.coordinator.core.replication_status import replication_status
 from services.coordinator.segment_metrics import SegmentMetrics
 from services.discovery.keys import (assignment_key, assignments_prefix, load_failure_key, load_failures_prefix,
@@ -43,14 +46,25 @@ class ClusterState:
         for key, value in discovery.get_prefix(nodes_prefix("historical")).items():
             self.historicals[parse_node_key(key).node_id] = json.loads(value)
         self.served: dict[str, dict[SegmentId, SegmentDescriptor]] = defaultdict(dict)
+        # server -> segment -> the projections of a partial copy, as announced / as assigned
+        # (a segment missing is whole; they differ while the historical reloads it in a new shape)
+        self.served_shapes: dict[str, dict[SegmentId, tuple[str, ...]]] = defaultdict(dict)
+        self.assigned_shapes: dict[str, dict[SegmentId, tuple[str, ...]]] = defaultdict(dict)
         for key, value in discovery.get_prefix(served_prefix()).items():
             server = parse_served_key(key).server
-            d = SegmentDescriptor.from_bytes(value)
+            obj = json.loads(value)
+            d = SegmentDescriptor.from_json(obj)
             self.served[server][d.id] = d
+            if shape := load_projections(obj):
+                self.served_shapes[server][d.id] = shape
         self.assigned: dict[str, dict[SegmentId, str]] = defaultdict(dict)
         for key, value in discovery.get_prefix(assignments_prefix()).items():
             server = parse_assignment_key(key).server
-            self.assigned[server][SegmentDescriptor.from_bytes(value).id] = key
+            obj = json.loads(value)
+            sid = SegmentDescriptor.from_json(obj).id
+            self.assigned[server][sid] = key
+            if shape := load_projections(obj):
+                self.assigned_shapes[server][sid] = shape
         self.load_failures: dict[tuple[str, SegmentId], LoadFailure] = {}
         for key, value in discovery.get_prefix(load_failures_prefix()).items():
             try:
@@ -60,6 +74,14 @@ class ClusterState:
                 continue
             self.load_failures[(parse_load_failure_key(key).server, report.segment)] = LoadFailure(
                 report.attempts, report.failed_ms, report.reason)
+
+
+def load_projections(obj: dict) -> tuple[str, ...]:
+    """The projections an assignment or announcement names (a partial copy's), () for whole."""
+    names = obj.get("loadProjections")
+    if isinstance(names, list) and names and all(isinstance(n, str) for n in names):
+        return tuple(sorted(names))
+    return ()
 
 
 class DutyRunner:
@@ -74,7 +96,8 @@ class DutyRunner:
         # The RetryLoads sent, so a report is answered once (see RetrySent); only the leader's
         # loop thread touches it, and a new leader starting empty sends at most one more each.
         self._retries_sent: dict[tuple[str, SegmentId], RetrySent] = {}
-        self._projections: dict[SegmentId, tuple[str, ...]] = {}  # segment -> its projection names
+        # segment -> its projection names and their parts' sizes
+        self._projections: dict[SegmentId, tuple[tuple[str, ...], SegmentParts | None]] = {}
         self.period_s = period_ms / 1000
         self._stop = threading.Event()
         self._leader = threading.Event()
@@ -134,8 +157,15 @@ class DutyRunner:
         for server, info in state.historicals.items():
             loaded = frozenset(state.served.get(server, {}))
             loading = frozenset(s for s in state.assigned.get(server, {}) if s not in loaded)
+            served_shapes = state.served_shapes.get(server, {})
+            assigned = state.assigned_shapes.get(server, {})
+            # A served copy without an assignment key (adopted after a restart) is of its served shape.
+            shapes = {s: assigned.get(s, ()) if s in state.assigned.get(server, {}) else served_shapes.get(s, ())
+                      for s in loaded | loading}
             servers[server] = ServerView(int(info.get("max_cache_bytes", 0)), loaded, loading,
-                                         str(info.get("tier") or DEFAULT_TIER))
+                                         str(info.get("tier") or DEFAULT_TIER),
+                                         {s: v for s, v in shapes.items() if v},
+                                         served_shapes)
             for sid, d in state.served.get(server, {}).items():
                 if sid not in used:
                     unused[sid] = SegmentEntry(sid, d.size, d.num_partitions)
@@ -144,32 +174,38 @@ class DutyRunner:
                           replication=self.replication, load_failures=state.load_failures,
                           give_up_expiry_ms=self.give_up_expiry_ms, retries_sent=self._retries_sent,
                           rules=self.rules.stored() if self.rules is not None else {},
-                          projections={sid: self._projection_names(d) for sid, d in used.items()})
+                          projections={sid: self._projections_of(d)[0] for sid, d in used.items()},
+                          parts={sid: parts for sid, d in used.items() if (parts := self._projections_of(d)[1])})
 
-    def _projection_names(self, descriptor) -> tuple[str, ...]:
-        """A segment's projection names, from its manifest (parsed once: a segment id names one
-        immutable manifest)."""
-        names = self._projections.get(descriptor.id)
-        if names is None:
+    def _projections_of(self, descriptor) -> tuple[tuple[str, ...], SegmentParts | None]:
+        """A segment's projection names and its parts' sizes, from its manifest (parsed once: a
+        segment id names one immutable manifest)."""
+        known = self._projections.get(descriptor.id)
+        if known is None:
+            names: tuple[str, ...] = ()
+            parts = None
             try:
                 manifest = json.loads(descriptor.manifest_json or "{}")
                 names = tuple(str(p["name"]) for p in manifest.get("projections", ()) if p.get("name"))
-            except (ValueError, TypeError, AttributeError, KeyError):
-                names = ()  # an unreadable manifest: no projections for a partial rule to select
+                if names:
+                    parts = SegmentParts.from_manifest(SegmentManifest.from_json(manifest, str(descriptor.id)),
+                                                       descriptor.size)
+            except (ValueError, TypeError, AttributeError, KeyError, StrataError):
+                pass  # unreadable: no projections to select, or a partial copy reserves the whole size
             if len(self._projections) >= 200_000:
                 self._projections.clear()
-            self._projections[descriptor.id] = names
-        return names
+            known = self._projections[descriptor.id] = (names, parts)
+        return known
 
-    def _assignment(self, descriptor, params: DutyParams) -> bytes:
-        """The assignment's value: the descriptor, plus the projections to serve and the rule's
-        type when a partial load rule placed it."""
-        names = params.partial(descriptor.id)
+    def _assignment(self, descriptor, params: DutyParams, names: tuple[str, ...]) -> bytes:
+        """The assignment's value: the descriptor, plus the projections to serve (``names``) and
+        the rule that wants them when it is a partial copy."""
         if not names:
             return descriptor.to_bytes()
         rule = params.rule(descriptor.id)
         named = f"{rule.kind} {json.dumps(rule.matcher.to_json(), separators=(',', ':'))} of datasource " \
-                f"'{descriptor.id.datasource}'"
+                f"'{descriptor.id.datasource}'" if isinstance(rule, PartialLoadRule) else \
+                f"a partial load rule of datasource '{descriptor.id.datasource}'"
         return json.dumps({**descriptor.to_json(), "loadProjections": list(names), "loadRule": named},
                           separators=(",", ":")).encode()
 
@@ -191,14 +227,16 @@ class DutyRunner:
         for command in commands:
             if isinstance(command, Load):
                 d = used[command.segment]
-                self.discovery.put(assignment_key(command.server, d.id), self._assignment(d, params))
+                self.discovery.put(assignment_key(command.server, d.id),
+                                   self._assignment(d, params, command.projections))
+                dropped.add((command.server, command.segment))  # assigned anew: not for _adopt to overwrite
                 self.metrics.coordinator_commands.labels("load").inc()
             elif isinstance(command, RetryLoad):
                 failure = state.load_failures.get((command.server, command.segment))
                 log.info("retrying the load of %s on %s (failed %d times: %s)", command.segment, command.server,
                          failure.attempts if failure else 0, failure.reason if failure else "")
                 self.discovery.put(assignment_key(command.server, command.segment),
-                                   self._assignment(used[command.segment], params))
+                                   self._assignment(used[command.segment], params, params.partial(command.segment)))
                 if failure is not None:
                     self._retries_sent[(command.server, command.segment)] = RetrySent(failure.failed_ms, params.now_ms)
                 self.metrics.coordinator_commands.labels("retry_load").inc()
@@ -216,7 +254,7 @@ class DutyRunner:
             elif isinstance(command, MarkUnused):
                 self.store.mark_unused([command.segment])
                 self.metrics.coordinator_commands.labels("mark_unused").inc()
-        self._adopt(state, used, dropped)
+        self._adopt(state, used, dropped, params)
         self.metrics.duty_seconds.observe(time.perf_counter() - started)
         self.last_run_ms = int(time.time() * 1000)
         return commands
@@ -275,9 +313,11 @@ class DutyRunner:
             self.discovery.put(key, d.to_bytes())
         self.discovery.delete(key)
 
-    def _adopt(self, state: ClusterState, used: dict, dropped: set) -> None:
+    def _adopt(self, state: ClusterState, used: dict, dropped: set, params: DutyParams) -> None:
         for server, served in state.served.items():
             for sid, d in served.items():
                 if sid in used and sid not in state.assigned.get(server, {}) and (server, sid) not in dropped:
                     log.info("adopting %s on %s", d.id, server)
-                    self.discovery.put(assignment_key(server, sid), used[sid].to_bytes())
+                    # In the shape it serves: the next run's Reshape changes it if the rule wants another.
+                    self.discovery.put(assignment_key(server, sid),
+                                       self._assignment(used[sid], params, state.served_shapes[server].get(sid, ())))

@@ -12,7 +12,9 @@ give-up expired) is fed as ``LoadFailureForgotten``, so this node forgets that f
 An assignment from a partial load rule names the projections to serve (``loadProjections``, and
 the rule as ``loadRule``): the cache keeps a partial copy holding only those projections' bytes
 (fetched by byte ranges), the copy answers only queries they answer (``Segment.loaded_projections``),
-and the announcement says so, so brokers send it only such queries.
+and the announcement says so, so brokers send it only such queries. When the rule changes, the
+coordinator assigns the segment again in its new shape: the node fetches that copy while the old
+one serves (queries holding a lease finish on it), swaps them, and announces the new shape.
 """
 
 from __future__ import annotations
@@ -108,7 +110,7 @@ class HistoricalNode:
                         self._partial[descriptor.id] = partial
                     else:
                         self._partial.pop(descriptor.id, None)
-                self.feed(Assigned(descriptor, stimulus))
+                self.feed(Assigned(descriptor, stimulus, tuple(sorted(partial["loadProjections"])) if partial else ()))
             else:
                 sid = self._keys.pop(name, None)
                 if sid is not None:
@@ -144,10 +146,14 @@ class HistoricalNode:
             self.metrics.segment_drops.inc()
             self._update_gauges()
         elif isinstance(command, Announce):
+            # The shape of the copy now served, which brokers route by (during a reload it may
+            # differ from the assignment's until the new copy is swapped in).
             d = command.descriptor
             with self._lock:
                 partial = self._partial.get(d.id)
-            value = json.dumps({**d.to_json(), **partial}, separators=(",", ":")).encode() if partial else d.to_bytes()
+            rule = partial["loadRule"] if partial else "a partial load rule"
+            value = json.dumps({**d.to_json(), "loadProjections": list(command.projections), "loadRule": rule},
+                               separators=(",", ":")).encode() if command.projections else d.to_bytes()
             self._announcer.set(served_key(self.server_id, d.id), value)
             self._update_gauges()
         elif isinstance(command, Unannounce):
@@ -164,9 +170,8 @@ class HistoricalNode:
         try:
             if command.force_refetch:
                 self.cache.evict(d.id)
-            with self._lock:
-                partial = self._partial.get(d.id)
-            self.cache.load(d.id, d.location, d.size, tuple(partial["loadProjections"]) if partial else None)
+            # A reload fetches the new shape beside the served copy and swaps them (segment_cache).
+            self.cache.load(d.id, d.location, d.size, command.projections or None)
         except Exception as exc:
             stimulus = self.stimulus_id("load-failed")
             log.warning("%s: loading %s (for %s) failed: %s", stimulus, d.id, command.stimulus_id, exc)
@@ -174,7 +179,7 @@ class HistoricalNode:
             self.feed(LoadFailed(d.id, str(exc), stimulus))
             return
         self.metrics.segment_loads.labels("ok").inc()
-        self.feed(LoadSucceeded(d.id, self.stimulus_id("load-succeeded")))
+        self.feed(LoadSucceeded(d.id, self.stimulus_id("load-succeeded"), command.projections))
 
     def _verify_restored(self) -> None:
         try:
@@ -213,12 +218,9 @@ class HistoricalNode:
         """The copy as this node serves it: only its rule's projections for a partial load (set
         at every use, so a copy re-opened after a refetch is restricted too)."""
         if segment is not None:
-            with self._lock:
-                partial = self._partial.get(segment.id)
-            # A partial copy serves what its file holds, whatever the assignment says meanwhile.
-            held = segment.manifest.partial_projections
-            segment.loaded_projections = held if held is not None else \
-                tuple(partial["loadProjections"]) if partial else None
+            # A copy serves what its file holds, whatever the assignment says meanwhile (during
+            # a reload the old copy answers until the new one is swapped in).
+            segment.loaded_projections = segment.manifest.partial_projections
         return segment
 
     def leases(self, sids: list[SegmentId]) -> tuple[list[Segment], list[SegmentId]]:

@@ -20,7 +20,9 @@
 - ``load(..., projections=)`` (a partial load rule) keeps a partial copy: only those projections'
   bytes, fetched by byte ranges where deep storage serves them (else pulled whole and cut here;
   common/segment/partial_copy.py). A copy that is not what the load asks for (partial with other
-  projections, or partial where the whole segment is wanted, or the reverse) is fetched again.
+  projections, or partial where the whole segment is wanted, or the reverse) is fetched again
+  beside it and swapped in by rename once verified; queries keep the old copy meanwhile (those
+  that leased it finish on it), and if the fetch fails the old copy stays.
 
 Segments handed to queries are never closed under them: queries lease them (``leases``,
 ``SegmentLease``), eviction and replacement retire a segment, and its file is closed when the last
@@ -181,11 +183,6 @@ class SegmentCache:
         storage); with ``projections``, a partial copy holding only those. Returns the verified,
         open Segment."""
         want = tuple(sorted(set(projections))) if projections else None
-        with self._lock:
-            held = self._held.get(segment_id)
-            other = held is not None and held.segment.manifest.partial_projections != want
-        if other:
-            self.evict(segment_id)  # another cut of the segment: fetched again as asked
         deadline = time.monotonic() + self.wait_timeout_s
         while True:
             with self._lock:
@@ -242,6 +239,8 @@ class SegmentCache:
             held = self._held.get(segment_id)
             if held is not None:
                 self._plan.pin(segment_id)
+        if held is not None and held.segment.manifest.partial_projections != want:
+            return self._reshape(segment_id, key, path, want)
         if held is not None:
             # Restored after a restart and not fully checked yet: check before serving.
             try:
@@ -287,6 +286,35 @@ class SegmentCache:
                 segment.close()
             with self._lock:
                 self._evict_locked(segment_id)
+            raise
+
+    def _reshape(self, segment_id: SegmentId, key: str, path: str, want: tuple[str, ...] | None) -> Segment:
+        """Another cut of a held (pinned) segment: fetched and verified beside the old copy, then
+        renamed over it, so the old copy serves until then and stays if anything fails."""
+        staging = os.path.join(self.cache_dir, _TMP_PREFIX + "reshape-" + os.path.basename(path))
+        try:
+            staged = self._fetch(segment_id, key, staging, want)
+            new_size = staged.size
+            staged.close()
+            self._write_sidecar(segment_id, key)  # the same key: true of either copy
+            with self._lock:
+                entry = self._plan.entry(segment_id)
+                # The new copy's bytes; unserved segments make room if needed (CacheFullError
+                # otherwise, and the old copy stays).
+                for victim in self._plan.plan_admit(segment_id, new_size):
+                    self._evict_locked(victim)
+                os.replace(staging, path)
+                segment = Segment.open(path)  # the bytes just verified, under their own name
+                self._plan.admit(segment_id, new_size, served=entry.served)
+                self._install_locked(segment_id, segment, key)
+                self._plan.mark_served(segment_id)
+                self._plan.unpin(segment_id)
+            return segment
+        except BaseException:
+            _unlink(staging)
+            with self._lock:
+                if self._plan.entry(segment_id) is not None:
+                    self._plan.unpin(segment_id)
             raise
 
     # ---- verification --------------------------------------------------------------------

@@ -44,6 +44,7 @@ from common.segment.segment_id import SegmentId
 from common.segment.timeline import Timeline, TimelineSegment
 from services.coordinator.core.rules import (DEFAULT_TIER, PartialLoadRule, Rule, default_rules, matching_rule, rules_for,
                                              wanted_replicas)
+from services.coordinator.core.segment_parts import SegmentParts
 
 DEFAULT_MAX_MOVES = 10
 DEFAULT_MAX_LOAD_ATTEMPTS = 3  # failed loads on one server before the segment goes elsewhere
@@ -80,12 +81,20 @@ class SegmentEntry:
 @dataclass(frozen=True)
 class ServerView:
     """One historical as last reported: its capacity, what it serves and what it is loading, and
-    the tier it belongs to (``[historical] tier``)."""
+    the tier it belongs to (``[historical] tier``).
+
+    A copy's shape is the projections it holds (a partial load rule's), () for the whole segment.
+    ``shapes``: the shape each held segment is assigned (what the server holds or is fetching);
+    ``served_shapes``: the shape each loaded copy is announced with (what queries use now). They
+    differ while the server reloads a copy in another shape: it keeps serving the old one until
+    the new one is in, so both take room meanwhile. A segment missing from either is whole."""
 
     max_bytes: int
     loaded: frozenset[SegmentId] = frozenset()
     loading: frozenset[SegmentId] = frozenset()
     tier: str = DEFAULT_TIER
+    shapes: Mapping[SegmentId, tuple[str, ...]] = field(default_factory=dict)
+    served_shapes: Mapping[SegmentId, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -112,7 +121,9 @@ class RetrySent:
 @dataclass(frozen=True)
 class Load:
     """Load ``segment`` on ``server``; with ``projections``, only those projections of it (a
-    partial load rule's tier), else the whole segment."""
+    partial load rule's tier), else the whole segment. For a segment the server already holds in
+    another shape it is a reload: the server fetches the new shape while serving the old copy,
+    then swaps them."""
 
     server: str
     segment: SegmentId
@@ -206,6 +217,9 @@ class DutyParams:
     rules: Mapping[str, tuple[Rule, ...]] = field(default_factory=dict)
     # segment -> the names of its projections (from its manifest), which partial load rules select
     projections: Mapping[SegmentId, tuple[str, ...]] = field(default_factory=dict)
+    # segment -> its parts' sizes (from its manifest), to reserve only a partial copy's bytes; a
+    # segment without an entry reserves its whole size for any copy
+    parts: Mapping[SegmentId, SegmentParts] = field(default_factory=dict)
     commands: tuple[Command, ...] = ()
     _by_id: dict[SegmentId, DutySegment] = field(init=False, repr=False, compare=False)
     _rule_of: dict[SegmentId, Rule | None] = field(init=False, repr=False, compare=False)
@@ -289,6 +303,11 @@ class DutyParams:
             return rule.projections_to_load(self.projections.get(segment, ())) or ()
         return ()
 
+    def copy_size(self, segment: SegmentId, shape: tuple[str, ...], whole: int) -> int:
+        """Bytes a copy of ``segment`` in ``shape`` takes on a server (``whole``: its size)."""
+        parts = self.parts.get(segment)
+        return parts.copy_size(shape, whole) if shape and parts is not None else whole
+
     def wanted(self, segment: SegmentId) -> dict[str, int]:
         """tier -> replicas a used segment should have (no entry: none there)."""
         return {t: n for t, n in wanted_replicas(self.rule(segment), self._tier_sizes).items() if n > 0}
@@ -348,12 +367,19 @@ class _Cluster:
         self.holders: dict[SegmentId, set[str]] = defaultdict(set)
         self.loaded_by: dict[SegmentId, set[str]] = defaultdict(set)
         self.marked_unused: set[SegmentId] = set()
+        self.shape: dict[str, dict[SegmentId, tuple[str, ...]]] = {}  # assigned shapes (see ServerView)
+        self.served_shape: dict[str, dict[SegmentId, tuple[str, ...]]] = {}
+        self._params = params
         for server, view in params.servers.items():
             held = set(view.loaded) | set(view.loading)
             self.holds[server] = held
             self.loaded[server] = set(view.loaded)
-            self.committed[server] = sum(self.sizes.get(s, 0) for s in held)
-            self.held_bytes[server] = self.committed[server]
+            self.shape[server] = {s: tuple(view.shapes.get(s, ())) for s in held}
+            self.served_shape[server] = {s: tuple(view.served_shapes.get(s, ())) for s in view.loaded}
+            self.held_bytes[server] = sum(self.size_on(server, s) for s in held)
+            # A copy being reloaded in another shape holds its old bytes too until the swap.
+            self.committed[server] = self.held_bytes[server] + sum(
+                self.copy_size(s, old) for s, old in self.served_shape[server].items() if old != self.shape[server][s])
             for seg in held:
                 self.holders[seg].add(server)
             for seg in view.loaded:
@@ -371,15 +397,24 @@ class _Cluster:
         if server not in self.holds:
             raise ValidationError(f"command {command} names server '{server}', which is not in the snapshot")
         if isinstance(command, Load):
+            shape = tuple(command.projections)
             if seg not in self.holds[server]:
                 self.holds[server].add(seg)
                 self.holders[seg].add(server)
-                self.committed[server] += self.sizes.get(seg, 0)
-                self.held_bytes[server] += self.sizes.get(seg, 0)
+                self.shape[server][seg] = shape
+                self.committed[server] += self.size_on(server, seg)
+                self.held_bytes[server] += self.size_on(server, seg)
+            elif self.shape[server][seg] != shape:
+                # A reload: the new shape's bytes come while the old copy still serves.
+                self.held_bytes[server] -= self.size_on(server, seg)
+                self.shape[server][seg] = shape
+                self.committed[server] += self.size_on(server, seg)
+                self.held_bytes[server] += self.size_on(server, seg)
         else:
             # Capacity stays committed until the server reports the drop done (see module doc).
             if seg in self.holds[server]:
-                self.held_bytes[server] -= self.sizes.get(seg, 0)
+                self.held_bytes[server] -= self.size_on(server, seg)
+                self.shape[server].pop(seg, None)
             self.holds[server].discard(seg)
             self.loaded[server].discard(seg)
             self.holders[seg].discard(server)
@@ -388,13 +423,24 @@ class _Cluster:
     def free(self, server: str) -> int:
         return self.max_bytes[server] - self.committed[server]
 
+    def copy_size(self, seg: SegmentId, shape: tuple[str, ...]) -> int:
+        return self._params.copy_size(seg, shape, self.sizes.get(seg, 0))
+
+    def size_on(self, server: str, seg: SegmentId) -> int:
+        """Bytes the copy ``server`` holds (or is getting) of ``seg`` takes, by its shape."""
+        return self.copy_size(seg, self.shape[server].get(seg, ()))
+
+    def reloading(self, server: str, seg: SegmentId) -> bool:
+        """Whether ``server`` serves ``seg`` in a shape other than the one it is assigned."""
+        served = self.served_shape[server].get(seg)
+        return served is not None and seg in self.loaded[server] and served != self.shape[server].get(seg, ())
+
     def drop_order(self, seg: SegmentId, among: Iterable[str]) -> list[str]:
         """Holders of ``seg`` best dropped first: those where a copy of this size weighs most
         on sum(bytes^2 / capacity), the measure Balance lowers. Using the same measure here
         is what makes a finished move drop the source's copy and not the target's."""
-        size = self.sizes.get(seg, 0)
-
         def weight(server: str) -> tuple:
+            size = self.size_on(server, seg)
             cap = self.max_bytes[server]
             # A server without capacity should hold nothing: drop there first.
             gain = Fraction(2 * self.held_bytes[server] - size, cap) if cap > 0 else None
@@ -469,15 +515,24 @@ class RetryFailedLoads:
                     commands.append(ForgetLoadFailure(server, seg))
                 continue
             desc = live.get(seg)
-            if desc is None or seg in cluster.loaded[server]:
-                continue  # not wanted (its drop is DropUnneeded's), or loaded after all
+            if desc is None:
+                continue  # not wanted: its drop is DropUnneeded's
+            if seg in cluster.loaded[server]:
+                # Loaded after all; or a reload into another shape failed while the old copy
+                # still serves: retried there after the backoff, never moved (that would drop
+                # a serving copy).
+                if (cluster.reloading(server, seg) and params.retry_due(failure)
+                        and not params.retry_sent(server, seg, failure)):
+                    commands.append(RetryLoad(server, seg))
+                continue
             # An exhausted record older than the expiry (the leader was away, or the expiry is
             # shorter than a run) earns one more try here rather than a move: moving it now
             # would leave this server a candidate again at once, and Assign could put it back.
             if params.gave_up(server, seg):
                 elsewhere = [s for s in cluster.holds if s != server and seg not in cluster.holds[s]
                              and params.tier_of(s) == params.tier_of(server)
-                             and not params.gave_up(s, seg) and cluster.free(s) >= desc.size]
+                             and not params.gave_up(s, seg)
+                             and cluster.free(s) >= params.copy_size(seg, params.partial(seg), desc.size)]
                 if elsewhere:
                     command = Drop(server, seg)
                     cluster.apply(command)
@@ -514,6 +569,33 @@ def _in_tier(params: DutyParams, servers: Iterable[str], tier: str) -> set[str]:
     return {s for s in servers if params.tier_of(s) == tier}
 
 
+class Reshape:
+    """Copies in a shape their rule no longer wants (the rule changed whole to partial, partial
+    to whole, or to other projections) are loaded again in the wanted shape where they are. The
+    server keeps serving the old copy until the new one is in and then swaps them, so the copy
+    keeps counting as its tier's replica throughout; it needs room for both meanwhile, else it
+    waits for a later run. Copies in tiers the rule does not want are left to DropUnneeded."""
+
+    def run(self, params: DutyParams) -> DutyParams:
+        cluster = _Cluster(params)
+        commands: list[Command] = []
+        for desc in sorted(_live(params, cluster), key=lambda d: d.id):
+            rule = params.rule(desc.id)
+            if rule is None or rule.action == "drop":
+                continue
+            shape = params.partial(desc.id)
+            tiers = params.wanted(desc.id)
+            for server in sorted(cluster.holders[desc.id]):
+                if params.tier_of(server) not in tiers or cluster.shape[server].get(desc.id, ()) == shape:
+                    continue
+                if cluster.free(server) < params.copy_size(desc.id, shape, desc.size):
+                    continue  # no room for both copies yet
+                command = Load(server, desc.id, shape)
+                cluster.apply(command)
+                commands.append(command)
+        return params.with_commands(commands)
+
+
 class Assign:
     """Unassigned and under-replicated segments go, tier by tier as their rule wants, to the
     servers of that tier with the most free bytes that do not already hold them (nor gave up on
@@ -524,11 +606,12 @@ class Assign:
         commands: list[Command] = []
         newest_first = sorted(_live(params, cluster), key=lambda d: (-d.id.interval.end, -d.id.interval.start, d.id))
         for desc in newest_first:
+            size = params.copy_size(desc.id, params.partial(desc.id), desc.size)
             for tier, want in sorted(params.wanted(desc.id).items()):
                 for _ in range(want - len(_in_tier(params, cluster.holders[desc.id], tier))):
                     targets = [s for s in cluster.holds
                                if params.tier_of(s) == tier and desc.id not in cluster.holds[s]
-                               and cluster.free(s) >= desc.size and not params.gave_up(s, desc.id)]
+                               and cluster.free(s) >= size and not params.gave_up(s, desc.id)]
                     if not targets:
                         break  # no room in the tier: retried next run, after drops free space
                     target = min(targets, key=lambda s: (-cluster.free(s), s))
@@ -616,7 +699,7 @@ class Balance:
                 if n and held > n and loaded >= n:
                     for loser in cluster.drop_order(seg, _in_tier(params, cluster.loaded_by[seg], tier))[:held - n]:
                         if loser in projected:
-                            projected[loser] -= live[seg].size
+                            projected[loser] -= cluster.size_on(loser, seg)
             while budget > 0 and len(servers) >= 2:
                 share = {s: Fraction(projected[s], cluster.max_bytes[s]) for s in servers}
                 source = min(servers, key=lambda s: (-share[s], s))
@@ -625,10 +708,11 @@ class Balance:
                 if desc is None:
                     break
                 command = Load(target, desc.id, params.partial(desc.id))
+                size = cluster.size_on(source, desc.id)
                 cluster.apply(command)
                 commands.append(command)
-                projected[target] += desc.size
-                projected[source] -= desc.size
+                projected[target] += cluster.size_on(target, desc.id)
+                projected[source] -= size
                 budget -= 1
         return params.with_commands(commands)
 
@@ -637,25 +721,30 @@ class Balance:
               tier: str, source: str, target: str, projected: Mapping[str, int],
               params: DutyParams) -> DutySegment | None:
         src_cap, dst_cap = cluster.max_bytes[source], cluster.max_bytes[target]
-        best: DutySegment | None = None
+        best: tuple[int, DutySegment] | None = None
         for seg in cluster.loaded[source]:
             desc = live.get(seg)
             if desc is None:
                 continue
             want = wants[seg].get(tier, 0)
-            if (want == 0 or desc.size <= 0 or seg in cluster.holds[target] or cluster.is_loading(seg)
+            # Only a copy of the wanted shape moves (Reshape reloads the others in place first);
+            # its size is that shape's.
+            shape = params.partial(seg)
+            size = params.copy_size(seg, shape, desc.size)
+            if (want == 0 or size <= 0 or seg in cluster.holds[target] or cluster.is_loading(seg)
+                    or cluster.shape[source].get(seg, ()) != shape or cluster.reloading(source, seg)
                     or len(_in_tier(params, cluster.loaded_by[seg], tier)) < want
-                    or desc.size > cluster.free(target) or params.gave_up(target, seg)):
+                    or size > cluster.free(target) or params.gave_up(target, seg)):
                 continue
             # Moving s bytes from u to t changes sum(b^2/cap) by s(2t+s)/dst_cap - s(2u-s)/src_cap.
-            if (2 * projected[target] + desc.size) * src_cap >= (2 * projected[source] - desc.size) * dst_cap:
+            if (2 * projected[target] + size) * src_cap >= (2 * projected[source] - size) * dst_cap:
                 continue
-            if best is None or (-desc.size, desc.id) < (-best.size, best.id):
-                best = desc
-        return best
+            if best is None or (-size, seg) < (-best[0], best[1].id):
+                best = (size, desc)
+        return None if best is None else best[1]
 
 
-DUTIES = (MarkOvershadowed(), RunRules(), RetryFailedLoads(), Assign(), DropUnneeded(), Balance())
+DUTIES = (MarkOvershadowed(), RunRules(), RetryFailedLoads(), Reshape(), Assign(), DropUnneeded(), Balance())
 
 
 def run_duties(params: DutyParams, duties=DUTIES) -> list[Command]:

@@ -20,6 +20,12 @@ record of a segment no longer assigned here once its ``give_up_expiry_ms`` has p
 ``LoadFailureForgotten`` (the node watches its records) drops the attempt count with it, so a
 later assignment here counts its failures from one. The record and this memory agree: a
 segment is in ``failed`` exactly while this server's record of it should exist.
+
+A copy has a shape: the projections a partial load rule wants of it (``projections``), or () for
+the whole segment. An assignment of a served segment in another shape (the rule changed) is a
+reload: the new copy is fetched while the old one keeps serving (``reloading``), then swapped
+in and announced with its shape. A reload that fails leaves the old copy serving and reports
+the failure, so the coordinator retries it; a segment may then be both served and failed.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ STIMULUS_LOG_SIZE = 1000
 class Assigned:
     descriptor: SegmentDescriptor
     stimulus_id: str
+    projections: tuple[str, ...] = ()  # the shape: a partial copy's projections, () whole
 
 
 @dataclass(frozen=True)
@@ -52,12 +59,14 @@ class AssignmentsResynced:
 
     descriptors: tuple[SegmentDescriptor, ...]
     stimulus_id: str
+    projections: dict = field(default_factory=dict)  # segment -> its shape, when partial
 
 
 @dataclass(frozen=True)
 class LoadSucceeded:
     segment: SegmentId
     stimulus_id: str
+    projections: tuple[str, ...] = ()  # the shape of the copy now served
 
 
 @dataclass(frozen=True)
@@ -91,9 +100,14 @@ Event = (Assigned | Unassigned | AssignmentsResynced | LoadSucceeded | LoadFaile
 # ---- commands --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Load:
+    """Load the segment in shape ``projections``; with ``reload``, beside the copy it serves in
+    another shape, which serves until the new one replaces it."""
+
     descriptor: SegmentDescriptor
     stimulus_id: str
     force_refetch: bool = False
+    projections: tuple[str, ...] = ()
+    reload: bool = False
 
 
 @dataclass(frozen=True)
@@ -106,6 +120,7 @@ class Drop:
 class Announce:
     descriptor: SegmentDescriptor
     stimulus_id: str
+    projections: tuple[str, ...] = ()  # the served copy's shape
 
 
 @dataclass(frozen=True)
@@ -151,6 +166,9 @@ class AssignmentState:
     loading: set[SegmentId] = field(default_factory=set)
     served: set[SegmentId] = field(default_factory=set)
     failed: dict[SegmentId, LoadFailure] = field(default_factory=dict)
+    shapes: dict[SegmentId, tuple[str, ...]] = field(default_factory=dict)  # assigned shape (absent: whole)
+    served_shapes: dict[SegmentId, tuple[str, ...]] = field(default_factory=dict)  # served copy's (absent: whole)
+    reloading: set[SegmentId] = field(default_factory=set)  # served, and fetched again in the assigned shape
     validate: bool = False
     # The latest events handled, for post-mortems: (stimulus id, event).
     stimulus_log: deque = field(default_factory=lambda: deque(maxlen=STIMULUS_LOG_SIZE))
@@ -165,7 +183,7 @@ class AssignmentState:
     def _handle(self, event: Event) -> list[Command]:
         sid_ = event.stimulus_id
         if isinstance(event, Assigned):
-            return self._assigned(event.descriptor, sid_)
+            return self._assigned(event.descriptor, sid_, tuple(event.projections))
         if isinstance(event, Unassigned):
             return self._unassigned(event.segment, sid_)
         if isinstance(event, AssignmentsResynced):
@@ -174,20 +192,32 @@ class AssignmentState:
             for sid in [s for s in self.assigned if s not in wanted]:
                 out.extend(self._unassigned(sid, sid_))
             for d in event.descriptors:
-                out.extend(self._assigned(d, sid_))
+                out.extend(self._assigned(d, sid_, tuple(event.projections.get(d.id, ()))))
             return out
         if isinstance(event, LoadSucceeded):
-            if event.segment not in self.loading:
+            seg = event.segment
+            if seg not in self.loading and seg not in self.reloading:
                 return []  # a stale outcome (nothing of ours is loading it)
-            self.loading.discard(event.segment)
+            self.loading.discard(seg)
+            self.reloading.discard(seg)
             out: list[Command] = []
-            if self.failed.pop(event.segment, None) is not None:
-                out.append(ClearLoadFailure(event.segment, sid_))
-            if event.segment in self.assigned:
-                self.served.add(event.segment)
-                return out + [Announce(self.assigned[event.segment], sid_)]
-            return out + [Drop(event.segment, sid_)]  # unassigned while loading
+            if self.failed.pop(seg, None) is not None:
+                out.append(ClearLoadFailure(seg, sid_))
+            if seg not in self.assigned:
+                return out + [Drop(seg, sid_)]  # unassigned while loading
+            self.served.add(seg)
+            self._set_served_shape(seg, tuple(event.projections))
+            out.append(Announce(self.assigned[seg], sid_, tuple(event.projections)))
+            # The assignment changed shape again while this copy was fetched: once more.
+            return out + self._reload_if_reshaped(seg, sid_)
         if isinstance(event, LoadFailed):
+            if event.segment in self.reloading:
+                # The old copy still serves; the coordinator retries the reload after its backoff.
+                self.reloading.discard(event.segment)
+                before = self.failed.get(event.segment)
+                failure = LoadFailure(event.reason, (before.attempts if before else 0) + 1)
+                self.failed[event.segment] = failure
+                return [ReportLoadFailure(event.segment, failure.reason, failure.attempts, sid_)]
             if event.segment not in self.loading:
                 return []
             self.loading.discard(event.segment)
@@ -203,19 +233,50 @@ class AssignmentState:
             if event.segment not in self.served:
                 return []
             self.served.discard(event.segment)
+            self.served_shapes.pop(event.segment, None)
             self.loading.add(event.segment)
-            return [Unannounce(event.segment, sid_), Load(self.assigned[event.segment], sid_, force_refetch=True)]
+            if event.segment in self.reloading:
+                # A fresh copy in the assigned shape is already being fetched: its outcome is the load's.
+                self.reloading.discard(event.segment)
+                return [Unannounce(event.segment, sid_)]
+            return [Unannounce(event.segment, sid_), Load(self.assigned[event.segment], sid_, force_refetch=True,
+                                                          projections=self.shapes.get(event.segment, ()))]
         raise TypeError(f"unknown event {event!r}")
 
-    def _assigned(self, descriptor: SegmentDescriptor, stimulus_id: str) -> list[Command]:
+    def _assigned(self, descriptor: SegmentDescriptor, stimulus_id: str,
+                  projections: tuple[str, ...] = ()) -> list[Command]:
         sid = descriptor.id
         self.assigned[sid] = descriptor
-        if sid in self.served or sid in self.loading:
-            return []
+        if projections:
+            self.shapes[sid] = projections
+        else:
+            self.shapes.pop(sid, None)
+        if sid in self.served:
+            return self._reload_if_reshaped(sid, stimulus_id)
+        if sid in self.loading:
+            return []  # LoadSucceeded compares the loaded shape with the one assigned by then
         # A segment that failed before is retried (the coordinator put its assignment again); the
         # failure record stays, with its attempt count, until a load succeeds.
         self.loading.add(sid)
-        return [Load(descriptor, stimulus_id, force_refetch=sid in self.failed)]
+        return [Load(descriptor, stimulus_id, force_refetch=sid in self.failed, projections=projections)]
+
+    def _set_served_shape(self, sid: SegmentId, shape: tuple[str, ...]) -> None:
+        if shape:
+            self.served_shapes[sid] = shape
+        else:
+            self.served_shapes.pop(sid, None)
+
+    def _reload_if_reshaped(self, sid: SegmentId, stimulus_id: str) -> list[Command]:
+        """A served copy whose shape is not the assigned one is fetched again in that shape (not
+        forced: the old copy must keep serving), unless that is already under way."""
+        shape = self.shapes.get(sid, ())
+        if sid in self.reloading:
+            return []
+        if self.served_shapes.get(sid, ()) == shape:
+            # Assigned back to the shape served (a reload had failed): nothing failed any more.
+            return [ClearLoadFailure(sid, stimulus_id)] if self.failed.pop(sid, None) is not None else []
+        self.reloading.add(sid)
+        return [Load(self.assigned[sid], stimulus_id, projections=shape, reload=True)]
 
     def _forgotten(self, sid: SegmentId, stimulus_id: str) -> list[Command]:
         failure = self.failed.get(sid)
@@ -235,8 +296,14 @@ class AssignmentState:
     def _unassigned(self, sid: SegmentId, stimulus_id: str) -> list[Command]:
         if self.assigned.pop(sid, None) is None:
             return []
+        self.shapes.pop(sid, None)
         if sid in self.served:
             self.served.discard(sid)
+            self.served_shapes.pop(sid, None)
+            if sid in self.reloading:
+                # Its fetch still runs: LoadSucceeded finds it unassigned and drops what it brought.
+                self.reloading.discard(sid)
+                self.loading.add(sid)
             return [Unannounce(sid, stimulus_id), Drop(sid, stimulus_id)]
         return []  # still loading: LoadSucceeded will see it unassigned and drop it
 
@@ -248,9 +315,14 @@ class AssignmentState:
         unassigned = self.served - set(self.assigned)
         if unassigned:
             raise InvalidState(f"served without an assignment: {sorted(map(str, unassigned))}")
-        served_failed = self.served & set(self.failed)
+        served_failed = {s for s in self.served & set(self.failed)
+                         if self.served_shapes.get(s, ()) == self.shapes.get(s, ())}
         if served_failed:
             raise InvalidState(f"served yet recorded as failed: {sorted(map(str, served_failed))}")
+        if not self.reloading <= self.served:
+            raise InvalidState(f"reloading yet not served: {sorted(map(str, self.reloading - self.served))}")
+        if not set(self.shapes) <= set(self.assigned) or not set(self.served_shapes) <= self.served:
+            raise InvalidState("a shape is kept for a segment not assigned or not served")
         for sid, failure in self.failed.items():
             if failure.attempts < 1:
                 raise InvalidState(f"failure of {sid} has {failure.attempts} attempts")

@@ -8,6 +8,7 @@ STRATA_SCREENSHOTS=1 saves a 1280x800 screenshot of each view into docs/images/ 
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -195,6 +196,60 @@ def test_retention_edit_saves_through_the_router(browser, cluster):
     page.fill("#rules-json", '[{"type": "loadSometimes"}]')
     page.click("#save-rules")
     assert "loadSometimes" in page.text_content("#rules-message .error")
+
+    # A partial load rule made in the form goes first, in Druid's JSON; saved, the list shows its
+    # matcher and onCannotMatch.
+    page.fill("#rules-json", '[{"type": "loadForever", "tieredReplicants": {"_default_tier": 1}}]')
+    page.click("#add-partial-rule")
+    assert "at least one projection name" in page.text_content("#rules-message .error")
+    page.select_option("#partial-type", "loadPartialByPeriod")
+    page.fill("#partial-span", "P3650D")
+    page.select_option("#partial-matcher", "globProjection")
+    page.fill("#partial-names", "*_daily, by_?")
+    page.fill("#partial-excludes", "secret_daily")
+    page.select_option("#partial-on-cannot-match", "fallThrough")
+    page.click("#add-partial-rule")
+    partial = {"type": "loadPartialByPeriod", "period": "P3650D", "includeFuture": True,
+               "tieredReplicants": {"_default_tier": 1},
+               "matcher": {"type": "globProjection", "patterns": ["*_daily", "by_?"], "excludes": ["secret_daily"]},
+               "onCannotMatch": "fallThrough"}
+    whole = {"type": "loadForever", "tieredReplicants": {"_default_tier": 1}}
+    assert json.loads(page.input_value("#rules-json")) == [partial, whole]
+    page.click("#save-rules")
+    page.wait_for_function("() => document.querySelector('#rules-message').textContent === 'saved'")
+    page.wait_for_selector("#rules-list tr:has(td:text-is('_default')) .rule-matcher")
+    row = "#rules-list tr:has(td:text-is('_default'))"
+    assert page.text_content(f"{row} .rule-matcher") == "projections (globProjection): *_daily, by_? except secret_daily"
+    assert page.text_content(f"{row} .rule-on-cannot-match") == "onCannotMatch fallThrough"
+    assert "loadPartialByPeriod period P3650D _default_tier×1" in page.text_content(f"{row} li")
+    # Edited again: rule 0 loaded into the form, its matcher and onCannotMatch changed, put back in place.
+    page.click(f"{row} button.edit-rules")
+    page.fill("#partial-index", "0")
+    page.click("#load-partial-rule")
+    assert page.input_value("#partial-names") == "*_daily, by_?" and page.input_value("#partial-span") == "P3650D"
+    page.select_option("#partial-matcher", "exactProjection")
+    page.fill("#partial-names", "by_page_daily")
+    page.select_option("#partial-on-cannot-match", "fullLoad")
+    page.click("#add-partial-rule")
+    # As stored (the coordinator fills in useDefaultTierForNull, which the form keeps).
+    edited = {**partial, "matcher": {"type": "exactProjection", "names": ["by_page_daily"]}, "onCannotMatch": "fullLoad",
+              "useDefaultTierForNull": True}
+    assert json.loads(page.input_value("#rules-json")) == [edited, {**whole, "useDefaultTierForNull": True}]
+    page.click("#save-rules")
+    page.wait_for_function("() => document.querySelector('#rules-message').textContent === 'saved'")
+    page.wait_for_selector(f"{row} .rule-on-cannot-match:text-is('onCannotMatch fullLoad')")
+    assert page.text_content(f"{row} .rule-matcher") == "projections (exactProjection): by_page_daily"
+    page.fill("#partial-index", "1")
+    page.click("#load-partial-rule")
+    assert "rule 1 is not a partial load rule" in page.text_content("#rules-message .error")
+    # A matcher the coordinator refuses shows its message naming the rule and field.
+    page.fill("#rules-json", '[{"type": "loadPartialForever", "matcher": {"type": "exactProjection", "names": []}}]')
+    page.click("#save-rules")
+    message = page.text_content("#rules-message .error:has-text('matcher.names')")
+    assert "rule 0 (loadPartialForever): field 'matcher.names' must be a non-empty list" in message
+    page.fill("#rules-json", json.dumps([whole]))
+    page.click("#save-rules")
+    page.wait_for_function("() => document.querySelector('#rules-message').textContent === 'saved'")
     page.close()
 
 

@@ -14,7 +14,7 @@ import uuid
 import pyarrow as pa
 import pytest
 
-from common.errors import SegmentCorruptError
+from common.errors import SegmentCorruptError, ValidationError
 from common.query import execute
 from common.segment import Segment
 from common.segment.time_partitioner import build_segments
@@ -358,8 +358,9 @@ CHANNELS = {"queryType": "groupBy", "dataSource": "wiki", "intervals": ["2020-01
             "dimensions": ["channel"], "aggregations": [{"type": "longSum", "name": "a", "fieldName": "added"}]}
 
 
-@pytest.mark.parametrize("ranged", [True, False], ids=["byte-ranges", "whole-pull-cut-here"])
-def test_a_partial_load_keeps_only_the_projection(storage, built, tmp_path, ranged):
+def projected_segment(storage, built, tmp_path):
+    """The first day's segment with a by_channel projection and a long text column, pushed to
+    ``storage``: (its id, rows, deep storage key, whole size, the groupBy by channel's answer)."""
     from common.query.projection import ProjectionSpec, projection_rows
     from common.segment.builder import build_segment
 
@@ -372,12 +373,17 @@ def test_a_partial_load_keeps_only_the_projection(storage, built, tmp_path, rang
     build_segment(rows, whole_path, sid, projections=[projection_rows(ProjectionSpec.from_json(BY_CHANNEL), rows)])
     key = f"wiki/projected-{sid.interval.start}.sseg"
     storage.push(whole_path, key)
-    source = storage.inner if ranged else storage  # CountingStorage has no byte ranges
     whole_size = os.path.getsize(whole_path)
     whole = Segment.open(whole_path)
     want = execute({**CHANNELS, "context": {"noProjections": True}}, [whole]).table.to_pylist()
     whole.close()
+    return sid, rows, key, whole_size, want
 
+
+@pytest.mark.parametrize("ranged", [True, False], ids=["byte-ranges", "whole-pull-cut-here"])
+def test_a_partial_load_keeps_only_the_projection(storage, built, tmp_path, ranged):
+    sid, rows, key, whole_size, want = projected_segment(storage, built, tmp_path)
+    source = storage.inner if ranged else storage  # CountingStorage has no byte ranges
     cache = SegmentCache(str(tmp_path / "cache"), 10 << 20, source)
     part = cache.load(sid, key, whole_size, ("by_channel",))
     assert part.manifest.partial_projections == ("by_channel",) and part.loaded_projections == ("by_channel",)
@@ -398,3 +404,28 @@ def test_a_partial_load_keeps_only_the_projection(storage, built, tmp_path, rang
     assert full.manifest.partial_projections is None and full.loaded_projections is None
     assert os.path.getsize(again.path(sid)) == whole_size and totals(full)[0] == rows.num_rows
     assert again.load(sid, key, whole_size, ("by_channel",)).manifest.partial_projections == ("by_channel",)
+
+
+def test_another_cut_is_swapped_in_while_queries_finish_on_the_old_copy(storage, built, tmp_path):
+    sid, rows, key, whole_size, want = projected_segment(storage, built, tmp_path)
+    cache = SegmentCache(str(tmp_path / "cache"), 10 << 20, storage.inner)
+    part = cache.load(sid, key, whole_size, ("by_channel",))
+    with cache.acquire(sid) as leased:  # a query in flight on the partial copy
+        full = cache.load(sid, key, whole_size)  # partial -> whole, fetched beside it and swapped
+        assert full is not leased and full.manifest.partial_projections is None
+        assert cache.get(sid) is full and os.path.getsize(cache.path(sid)) == whole_size
+        assert cache.used_bytes() == full.size
+        assert not leased._container.closed  # the old copy answers the query that holds it
+        assert execute(CHANNELS, [leased]).table.to_pylist() == want
+    assert leased._container.closed  # and goes with its last lease
+    assert totals(full)[0] == rows.num_rows and execute(CHANNELS, [full]).table.to_pylist() == want
+    # A cut that cannot be made (a projection the segment lacks) fails and keeps the copy served.
+    with pytest.raises(ValidationError, match="has none of the projections"):
+        cache.load(sid, key, whole_size, ("by_page",))
+    assert cache.get(sid) is full and not full._container.closed
+    assert not [n for n in os.listdir(cache.cache_dir) if n.startswith(".tmp-")]
+    # whole -> partial: the bytes shrink to the projection's.
+    again = cache.load(sid, key, whole_size, ("by_channel",))
+    assert again.manifest.partial_projections == ("by_channel",) and cache.used_bytes() == again.size < whole_size / 2
+    assert execute(CHANNELS, [again]).table.to_pylist() == want
+    assert part._container.closed and full._container.closed

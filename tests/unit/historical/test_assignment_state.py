@@ -190,10 +190,63 @@ def test_validation_names_a_broken_invariant():
         AssignmentState(assigned={d.id: d}, served={d.id}, failed={d.id: LoadFailure("x", 1)}).validate_state()
 
 
+def test_a_new_shape_is_fetched_while_the_old_copy_serves_then_announced():
+    s = machine()
+    d = descriptor(1)
+    s.handle(Assigned(d, "put-1", ("a",)))
+    assert s.handle(LoadSucceeded(d.id, "ok-1", ("a",))) == [Announce(d, "ok-1", ("a",))]
+    # The rule changed: a reload, no unannounce (the old copy keeps serving).
+    assert s.handle(Assigned(d, "put-2", ("a", "b"))) == [Load(d, "put-2", projections=("a", "b"), reload=True)]
+    assert s.served == {d.id} and s.reloading == {d.id}
+    assert s.handle(Assigned(d, "put-3", ("a", "b"))) == []  # the same shape again: already under way
+    assert s.handle(LoadSucceeded(d.id, "ok-2", ("a", "b"))) == [Announce(d, "ok-2", ("a", "b"))]
+    # Partial -> whole, changed again to partial while the whole copy is fetched: one more reload.
+    assert s.handle(Assigned(d, "put-4")) == [Load(d, "put-4", reload=True)]
+    assert s.handle(Assigned(d, "put-5", ("b",))) == []
+    assert s.handle(LoadSucceeded(d.id, "ok-3")) == [Announce(d, "ok-3"), Load(d, "ok-3", projections=("b",),
+                                                                              reload=True)]
+    assert s.handle(LoadSucceeded(d.id, "ok-4", ("b",))) == [Announce(d, "ok-4", ("b",))]
+
+
+def test_a_failed_reload_keeps_the_old_copy_and_is_reported():
+    s = machine()
+    d = descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    s.handle(LoadSucceeded(d.id, "ok-1"))
+    s.handle(Assigned(d, "put-2", ("a",)))
+    assert s.handle(LoadFailed(d.id, "no such projection", "fail-1")) == [
+        ReportLoadFailure(d.id, "no such projection", 1, "fail-1")]
+    assert s.served == {d.id} and s.served_shapes == {}  # still serving the whole copy
+    # The coordinator's retry: reloaded again, not forced (that would evict the serving copy).
+    assert s.handle(Assigned(d, "put-3", ("a",))) == [Load(d, "put-3", projections=("a",), reload=True)]
+    assert s.handle(LoadSucceeded(d.id, "ok-2", ("a",))) == [ClearLoadFailure(d.id, "ok-2"), Announce(d, "ok-2", ("a",))]
+    # Failed again, then assigned back to the shape it serves: the failure no longer holds.
+    s.handle(Assigned(d, "put-4"))
+    s.handle(LoadFailed(d.id, "x", "fail-2"))
+    assert s.handle(Assigned(d, "put-5", ("a",))) == [ClearLoadFailure(d.id, "put-5")]
+
+
+def test_unassigned_or_corrupted_while_reloading():
+    s = machine()
+    d = descriptor(1)
+    s.handle(Assigned(d, "put-1"))
+    s.handle(LoadSucceeded(d.id, "ok-1"))
+    s.handle(Assigned(d, "put-2", ("a",)))
+    assert s.handle(Unassigned(d.id, "del-1")) == [Unannounce(d.id, "del-1"), Drop(d.id, "del-1")]
+    assert s.handle(LoadSucceeded(d.id, "ok-2", ("a",))) == [Drop(d.id, "ok-2")]  # what the fetch brought goes too
+    s.handle(Assigned(d, "put-3"))
+    s.handle(LoadSucceeded(d.id, "ok-3"))
+    s.handle(Assigned(d, "put-4", ("a",)))
+    # Corrupt while the new shape is fetched: unannounced, and that fetch is the repair.
+    assert s.handle(SegmentCorrupted(d.id, "bad-1")) == [Unannounce(d.id, "bad-1")]
+    assert s.handle(LoadSucceeded(d.id, "ok-4", ("a",))) == [Announce(d, "ok-4", ("a",))]
+
+
 SEGMENTS = [descriptor(day, part) for day in (1, 2) for part in (0, 10)]  # partition 10 vs 1: distinct ids
 _seg = st.sampled_from(SEGMENTS)
+_shape = st.sampled_from([(), ("a",), ("a", "b")])  # whole, or partial copies of other projections
 EVENTS = st.one_of(
-    st.builds(lambda d: ("assigned", d), _seg),
+    st.builds(lambda d, p: ("assigned", d, p), _seg, _shape),
     st.builds(lambda d: ("unassigned", d), _seg),
     st.builds(lambda d: ("succeeded", d), _seg),
     st.builds(lambda d, r: ("failed", d, r), _seg, st.sampled_from(["", "not found", "é\n\x00"])),
@@ -209,23 +262,22 @@ def test_any_event_sequence_keeps_the_invariants_and_every_command_names_its_sti
     """The node feeds outcomes only for loads it started, as the real shell does; everything else
     (assignment changes, corruption reports, resyncs) comes in any order."""
     s = machine()
-    in_flight: set = set()
+    in_flight: dict = {}  # segment -> the shape its load fetches
     for i, ev in enumerate(events):
         stimulus = f"s-{i}"
         kind, d = ev[0], ev[1]
         if kind == "assigned":
-            event = Assigned(d, stimulus)
+            event = Assigned(d, stimulus, ev[2])
         elif kind == "unassigned":
             event = Unassigned(d.id, stimulus)
         elif kind == "succeeded":
             if d.id not in in_flight:
                 continue
-            in_flight.discard(d.id)
-            event = LoadSucceeded(d.id, stimulus)
+            event = LoadSucceeded(d.id, stimulus, in_flight.pop(d.id))
         elif kind == "failed":
             if d.id not in in_flight:
                 continue
-            in_flight.discard(d.id)
+            in_flight.pop(d.id)
             event = LoadFailed(d.id, ev[2], stimulus)
         elif kind == "corrupted":
             event = SegmentCorrupted(d.id, stimulus)
@@ -239,13 +291,20 @@ def test_any_event_sequence_keeps_the_invariants_and_every_command_names_its_sti
         for c in commands:
             if isinstance(c, Load):
                 assert c.descriptor.id not in in_flight, "a second load of a segment already loading"
-                in_flight.add(c.descriptor.id)
+                assert c.projections == s.shapes.get(c.descriptor.id, ())  # always the assigned shape
+                assert c.reload == (c.descriptor.id in s.served)  # a served copy is never refetched over
+                in_flight[c.descriptor.id] = c.projections
             if isinstance(c, Announce):
                 assert c.descriptor.id in s.served and c.descriptor.id in s.assigned
+                assert c.projections == s.served_shapes.get(c.descriptor.id, ())
             if isinstance(c, ReportLoadFailure):
                 assert s.failed[c.segment].attempts == c.attempts >= 1
             if isinstance(c, ClearLoadFailure):
                 assert c.segment not in s.failed
+        # A served copy of another shape than assigned is being fetched again, or its reload failed.
+        for sid in s.served:
+            if s.served_shapes.get(sid, ()) != s.shapes.get(sid, ()):
+                assert sid in s.reloading or sid in s.failed
         if kind == "forgotten":  # forgotten unless the record must stay for a pending retry
             assert (d.id in s.failed) == (d.id in s.assigned and d.id not in s.loading and had_failure)
-        assert in_flight == s.loading
+        assert set(in_flight) == s.loading | s.reloading
