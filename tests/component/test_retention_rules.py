@@ -291,8 +291,9 @@ def test_automatic_kill_on_a_cluster(tmp_path):
     try:
         [older, newer] = sorted(c.publish(life_table(), "life"), key=lambda d: d.id)
         c.coordinator.store.mark_unused([older.id])
-        c.wait_until(lambda: c.coordinator.store.get(older.id) is None, what="the unused segment killed")
-        assert not c.storage().exists(older.location)
+        # The kill deletes the row, then the file: wait for both, not only the first.
+        c.wait_until(lambda: c.coordinator.store.get(older.id) is None and not c.storage().exists(older.location),
+                     what="the unused segment's row and file killed")
         assert c.coordinator.store.get(newer.id).used and c.storage().exists(newer.location)
     finally:
         c.stop()
@@ -389,6 +390,7 @@ def test_kill_task_through_the_druid_task_api(cluster):
     assert http(cluster, "POST", "/druid/coordinator/v1/rules/doomed",
                 [{"type": "loadForever", "tieredReplicants": {"hot": 1}}])[0] == 200
     older, newer = sorted(cluster.publish(life_table(), "doomed"), key=lambda d: d.id)
+    cluster.wait_queryable("doomed", 2)  # the count below must not race the newer segment's load
     cluster.coordinator.store.mark_unused([older.id])
     everything = {"type": "kill", "dataSource": "doomed", "interval": "1900-01-01/2200-01-01"}
 
@@ -413,9 +415,11 @@ def test_kill_task_through_the_druid_task_api(cluster):
         "fileErrors": []}
     got, _ = cluster.client.sql(f"SELECT type, datasource, status FROM sys.tasks WHERE task_id = '{task_id}'")
     assert got.to_pylist() == [{"type": "kill", "datasource": "doomed", "status": "SUCCESS"}]
-    got, _ = cluster.client.native({"queryType": "timeseries", "dataSource": "doomed", "intervals": ALL_TIME,
-                                    "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]})
-    assert got.to_pylist()[0]["n"] == 4
+    count = {"queryType": "timeseries", "dataSource": "doomed", "intervals": ALL_TIME,
+             "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]}
+    # The broker drops the killed (unused) segment from its view when the historical unannounces it.
+    cluster.wait_until(lambda: cluster.client.native(count)[0].to_pylist()[0]["n"] == 4,
+                       what="only the used segment's rows answering")
 
     # Bad tasks are refused before a task exists, naming the field; other task types say where to go.
     status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {**everything, "limit": 0})
