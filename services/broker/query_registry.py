@@ -115,20 +115,23 @@ class _Tracked:
                              self.kind, self.sql, registry.clock_ms())
         running = RunningQuery(record, self.is_active, time.perf_counter())
         key = (user, qid)
+        pending = None
         with registry._lock:
             if key not in registry._running:
                 registry._running[key] = running
                 self.registered = True
+                if self.log_success:
+                    # Moved from pending to running in one step under the lock, so a KILL QUERY
+                    # always finds the statement in one of the two.
+                    pending = registry._pending.pop(key)
         # The user's own query runs under the id (another user's id is free to use). A statement
         # only planned now runs later, when that one may be over: it plans unregistered.
         if not self.registered and self.log_success:
             raise ValidationError(f"query id '{qid}' is already running; choose another id (or none)")
-        if self.log_success:
-            # The run of a statement planned earlier under this id: a KILL QUERY that came between
-            # (it found the statement pending) stops the run before it starts.
-            pending = registry._pending.pop(key)
-            if pending is not None and pending.cancelled:
-                running.cancel(pending.killed_by)
+        # The run of a statement planned earlier under this id: a KILL QUERY that came between
+        # (it found the statement pending) stops the run before it starts.
+        if pending is not None and pending.cancelled:
+            running.cancel(pending.killed_by)
         if origin is not None and origin.reply is not None and self.log_success:  # planning only: the run answers
             origin.reply.query_id = qid
         self.running = running
@@ -141,14 +144,15 @@ class _Tracked:
         if exc is not None:
             status, error = registry._status_of(running, exc), exc
         record = running.record
+        planned_only = exc is None and not self.log_success
         if self.registered:
             with registry._lock:
                 registry._running.pop((record.user, record.query_id), None)
-        if exc is None and not self.log_success:
-            # Planned, to be run (and logged) by a later call under the same id: pending until
-            # then, so KILL QUERY finds it between the two calls too.
-            if self.registered:
-                registry._pending.put((record.user, record.query_id), running)
+                if planned_only:
+                    # Planned, to be run (and logged) by a later call under the same id: pending
+                    # until then, moved in the same step, so KILL QUERY finds it between the calls.
+                    registry._pending.put((record.user, record.query_id), running)
+        if planned_only:
             return False
         planning = None
         if running.first_native is not None:
@@ -253,18 +257,18 @@ class QueryRegistry:
         """Kill the user's running query ``query_id`` (the admin's: every user's under that id).
         Another user's query is answered exactly as an id nobody runs."""
         admin = is_admin(self.authorizer, user)
-        with self._lock:
+        with self._lock:  # running and pending read together: a run starting meanwhile moves under this lock
             if admin:
                 targets = [r for (_, qid), r in self._running.items() if qid == query_id]
             else:
                 mine = self._running.get((user, query_id))
                 targets = [mine] if mine is not None else []
-        # Planned and not yet running (between GetFlightInfo and DoGet): its run will not start.
-        if admin:
-            targets += [r for (_, qid), r in self._pending.items() if qid == query_id]
-        else:
-            pending = self._pending.get((user, query_id))
-            targets += [pending] if pending is not None else []
+            # Planned and not yet running (between GetFlightInfo and DoGet): its run will not start.
+            if admin:
+                targets += [r for (_, qid), r in self._pending.items() if qid == query_id]
+            else:
+                pending = self._pending.get((user, query_id))
+                targets += [pending] if pending is not None else []
         if not targets:
             raise ValidationError(f"no running query '{query_id}'; sys.queries lists queries with status 'running'")
         for running in targets:

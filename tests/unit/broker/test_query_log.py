@@ -242,6 +242,62 @@ def test_a_statement_is_killable_while_it_plans():
         ("p1", "cancelled", "killed by an anonymous user (KILL QUERY)")
 
 
+class _PausingPending:
+    """The registry's pending statements, pausing (at most ``pause_s``) inside the chosen call, so
+    a KILL QUERY can arrive exactly while a statement moves between planned and running."""
+
+    def __init__(self, inner, at: str, pause_s: float = 0.3) -> None:
+        self.inner, self.at, self.pause_s = inner, at, pause_s
+        self.inside, self.go = threading.Event(), threading.Event()
+
+    def _pause(self, name: str) -> None:
+        if name == self.at and not self.inside.is_set():
+            self.inside.set()
+            self.go.wait(self.pause_s)
+
+    def put(self, *args, **kwargs):
+        self._pause("put")
+        return self.inner.put(*args, **kwargs)
+
+    def pop(self, *args, **kwargs):
+        self._pause("pop")
+        return self.inner.pop(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.mark.parametrize("at", ["put", "pop"])  # planning ends (running -> pending); the run starts (pending -> running)
+def test_kill_finds_a_statement_moving_between_planned_and_running(at):
+    """A statement planned by one call and run by the next (Flight SQL, the statements API) moves
+    from running to pending and back under the registry's lock, so a KILL QUERY arriving during
+    the move finds it. It once answered "no running query" there, and the run went on uncancelled."""
+    registry = QueryRegistry()
+    registry._pending = pausing = _PausingPending(registry._pending, at)
+    outcome, answered = {}, threading.Event()
+
+    def plan_then_run():
+        with registry.planning("sql", "SELECT 1", "erin", "moving"):
+            pass
+        try:
+            with registry.track("sql", sql="SELECT 1", user="erin", query_id="moving") as running:
+                outcome["run"] = running
+                assert answered.wait(10)  # running until the KILL has answered
+                running.stop_if_killed_pending()
+        except Cancelled:
+            outcome["stopped before it ran"] = True
+
+    t = threading.Thread(target=plan_then_run)
+    t.start()
+    assert pausing.inside.wait(10)
+    answer = _kill_answer(registry, "moving", "erin")  # waits for the lock the move holds, if any
+    pausing.go.set()
+    answered.set()
+    t.join(10)
+    assert answer == "query moving is being killed", answer
+    assert outcome["run"].cancelled  # killed before it ran, or while running: either way it stops
+
+
 def test_a_statement_planned_for_a_later_run_is_logged_by_the_run_only():
     registry = QueryRegistry()
     with registry.planning("sql", "SELECT 1", "erin", "p2"):
