@@ -43,7 +43,11 @@ class NodeProcess:
             signal.signal(sig, lambda *_: self._stopped.set())
         self.start()
         logging.getLogger(f"strata.{self.role}").info("%s started: %s", self.role, self.endpoints())
-        self._stopped.wait()
+        # Waits in short steps: Python runs a signal handler only when the main thread runs
+        # bytecode, and the kernel may deliver SIGTERM to any of the gRPC/Flight threads, so an
+        # unbounded wait could miss it (the broker once sat 20 s until SIGKILL after SIGTERM).
+        while not self._stopped.wait(0.2):
+            pass
         self.stop()
         return 0
 

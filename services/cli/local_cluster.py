@@ -136,6 +136,7 @@ def _toml(sections: dict) -> str:
 class LocalCluster:
     def __init__(self, directory: str = DEFAULT_DIR) -> None:
         self.dir = os.path.abspath(directory)
+        self.killed_at_down: list[str] = []
         self.state_path = os.path.join(self.dir, "cluster.json")
 
     def state(self) -> dict | None:
@@ -284,6 +285,8 @@ class LocalCluster:
         deadline = time.monotonic() + timeout_s
         while any(_alive(rec["pid"]) for rec in nodes) and time.monotonic() < deadline:
             time.sleep(0.05)
+        # Nodes that ignored SIGTERM for timeout_s (a bug: a node stops cleanly on it), for callers to report.
+        self.killed_at_down = [rec["name"] for rec in nodes if _alive(rec["pid"])]
         for rec in nodes:
             if _alive(rec["pid"]):
                 _signal_group(rec["pid"], signal.SIGKILL)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import urllib.request
 
+import adbc_driver_flightsql.dbapi as flight_sql
 import pytest
 
 from common.errors import StrataError
@@ -117,6 +118,10 @@ def test_down_waits_for_every_process_and_up_gets_the_same_ports_again(tmp_path,
                 console + "druid/v2/sql", data=b'{"query": "SELECT 1 AS one"}',
                 headers={"Content-Type": "application/json"}), timeout=30) as answer:
             assert json.loads(answer.read()) == [{"one": 1}]
+        # A Flight SQL query too: the broker's Flight server once kept SIGTERM from stopping it.
+        with flight_sql.connect(cluster.endpoints()["flight"]) as conn, conn.cursor() as cur:
+            cur.execute("SELECT 1 AS one")
+            assert cur.fetchall() == [(1,)]
         # A task process that outlived its coordinator (as after a SIGKILL): down stops it too.
         tasks = os.path.join(cluster.dir, "coordinator", "tasks")
         os.makedirs(tasks, exist_ok=True)
@@ -133,6 +138,7 @@ def test_down_waits_for_every_process_and_up_gets_the_same_ports_again(tmp_path,
     pids = [n["pid"] for n in cluster.running()["nodes"]]
     cluster.down()
     assert [p for p in pids + [leftover.pid] if _alive(p)] == []  # gone when down returns, not later
+    assert cluster.killed_at_down == []  # every node stopped on SIGTERM, none needed SIGKILL
     # Right after down, the documented ports are free again (their connections in TIME_WAIT).
     second = cluster.up(historicals=1, lease_ttl_s=2, duty_period_ms=200)
     try:
