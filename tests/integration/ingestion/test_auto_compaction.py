@@ -19,7 +19,8 @@ DATA = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..",
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     c = EmbeddedCluster(str(tmp_path_factory.mktemp("autocompact")), historicals=1,
-                        coordinator={"auto_compaction": True, "max_compaction_tasks": 1})
+                        coordinator={"auto_compaction": True, "max_compaction_tasks": 1,
+                                     "warm_task_drivers": 1})  # one Spark session for the compactions
     yield c
     c.stop()
 

@@ -26,7 +26,8 @@ ROWS = 3 * len(range(0, 60, 7))
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = EmbeddedCluster(str(tmp_path_factory.mktemp("at_submission")), historicals=1)
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("at_submission")), historicals=1,
+                        coordinator={"warm_task_drivers": 1})  # one Spark session for the module's tasks
     yield c
     c.stop()
 

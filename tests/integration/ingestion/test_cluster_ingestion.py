@@ -25,7 +25,8 @@ def updates(mode_clause: str, name: str) -> str:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = EmbeddedCluster(str(tmp_path_factory.mktemp("ingest")), historicals=2)
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("ingest")), historicals=2,
+                        coordinator={"warm_task_drivers": 1})  # one Spark session for the module's tasks
     yield c
     c.stop()
 

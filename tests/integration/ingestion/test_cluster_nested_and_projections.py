@@ -17,7 +17,8 @@ DATA = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..",
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = EmbeddedCluster(str(tmp_path_factory.mktemp("nested")), historicals=1)
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("nested")), historicals=1,
+                        coordinator={"warm_task_drivers": 1})  # one Spark session for the module's tasks
     yield c
     c.stop()
 

@@ -21,7 +21,8 @@ pytestmark = pytest.mark.skipif(not os.path.isdir(DATA), reason="shared test dat
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = EmbeddedCluster(str(tmp_path_factory.mktemp("schemaless")), historicals=1)
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("schemaless")), historicals=1,
+                        coordinator={"warm_task_drivers": 1})  # one Spark session for the module's tasks
     yield c
     c.stop()
 

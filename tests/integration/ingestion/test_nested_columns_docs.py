@@ -78,7 +78,10 @@ def wait_count(cluster, datasource: str, want: int, timeout_s: float = 60.0) -> 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = EmbeddedCluster(str(tmp_path_factory.mktemp("nested-docs")), historicals=1)
+    # Two warm task drivers (the runner starts two tasks at a time): each Spark session starts once
+    # for the module's ten INSERTs, not once per task.
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("nested-docs")), historicals=1,
+                        coordinator={"warm_task_drivers": 2})
     yield c
     c.stop()
 
