@@ -257,6 +257,7 @@ def _start_with_retries(builder, attempts: int = JVM_START_ATTEMPTS, backoff_s: 
     task runner); what it printed during the last attempt is put in the error, so the task's
     error names the cause. Other errors are raised at once."""
     log_path = log_path if log_path is not None else os.environ.get(TASK_LOG_ENV)
+    said_last = ""  # the JVM's output of the latest attempt that printed any
     for attempt in range(1, attempts + 1):
         start = _log_size(log_path)
         try:
@@ -266,8 +267,11 @@ def _start_with_retries(builder, attempts: int = JVM_START_ATTEMPTS, backoff_s: 
                 raise
             _reset_gateway()
             first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            # An attempt can end with no output (seen once under a full test run's load, the
+            # launcher gone before the JVM spoke); the reason an earlier one gave still names it.
+            said_last = _jvm_output(log_path, start) or said_last
             if attempt == attempts:
-                output = _jvm_output(log_path, start)
+                output = said_last
                 said = f"; the JVM's last output:\n{output}" if output else \
                     "; the JVM printed nothing (see the task log)"
                 raise SparkStartError(f"the Spark driver did not start after {attempt} attempts: "

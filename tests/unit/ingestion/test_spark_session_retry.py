@@ -9,17 +9,18 @@ from services.ingestion.spark_session import SparkStartError
 
 class FlakyBuilder:
     def __init__(self, failures: int, message: str = "[JAVA_GATEWAY_EXITED] Java gateway process exited",
-                 log=None, error: type[Exception] = RuntimeError):
+                 log=None, error: type[Exception] = RuntimeError, silent: tuple[int, ...] = ()):
         self.failures = failures
         self.message = message
         self.calls = 0
         self.log = log
         self.error = error
+        self.silent = silent  # attempts whose JVM prints nothing
 
     def getOrCreate(self):  # noqa: N802 - pyspark's name
         self.calls += 1
         if self.calls <= self.failures:
-            if self.log is not None:  # what the JVM would print to the task log it inherits
+            if self.log is not None and self.calls not in self.silent:  # what the JVM prints to the task log
                 with open(self.log, "a") as f:
                     f.write(f"Invalid maximum heap size: -Xmx{self.calls}qq\n"
                             "Error: Could not create the Java Virtual Machine.\n")
@@ -72,6 +73,15 @@ def test_the_error_carries_what_the_jvm_printed_on_its_last_attempt(sleeps, tmp_
     message = str(err.value)
     assert "Invalid maximum heap size: -Xmx3qq" in message and "Could not create the Java Virtual Machine" in message
     assert "-Xmx1qq" not in message and "task started" not in message  # only the last attempt's output
+
+
+def test_a_silent_last_attempt_reports_what_the_latest_speaking_attempt_printed(sleeps, tmp_path):
+    log = tmp_path / "task.log"
+    builder = FlakyBuilder(5, log=log, silent=(3,))
+    with pytest.raises(SparkStartError) as err:
+        spark_session._start_with_retries(builder, log_path=str(log))
+    message = str(err.value)
+    assert "Invalid maximum heap size: -Xmx2qq" in message and "-Xmx1qq" not in message
 
 
 def test_the_task_log_comes_from_the_environment(sleeps, tmp_path, monkeypatch):
