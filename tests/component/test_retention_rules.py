@@ -417,9 +417,14 @@ def test_kill_task_through_the_druid_task_api(cluster):
     assert got.to_pylist() == [{"type": "kill", "datasource": "doomed", "status": "SUCCESS"}]
     count = {"queryType": "timeseries", "dataSource": "doomed", "intervals": ALL_TIME,
              "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]}
-    # The broker drops the killed (unused) segment from its view when the historical unannounces it.
-    cluster.wait_until(lambda: cluster.client.native(count)[0].to_pylist()[0]["n"] == 4,
-                       what="only the used segment's rows answering")
+    # The broker drops the killed (unused) segment from its view when the historical unannounces
+    # it; a query sent before that can find the segment already gone from the historical.
+    def broker_sees_only_newer() -> bool:
+        with cluster.broker.node.lock:
+            return {str(s) for s in cluster.broker.node.view.descriptors if s.datasource == "doomed"} == {str(newer.id)}
+
+    cluster.wait_until(broker_sees_only_newer, what="the broker dropping the killed segment")
+    assert cluster.client.native(count)[0].to_pylist()[0]["n"] == 4
 
     # Bad tasks are refused before a task exists, naming the field; other task types say where to go.
     status, out = broker_http(cluster, "POST", "/druid/indexer/v1/task", {**everything, "limit": 0})
