@@ -25,17 +25,13 @@ import os
 import shutil
 import statistics
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from playwright.sync_api import sync_playwright  # noqa: E402
+from bench.demo_cluster import demo_cluster  # noqa: E402
 
-from common.demo import table as demo_table  # noqa: E402
-from services.cli.cluster_client import ClusterClient  # noqa: E402
-from services.cli.local_cluster import LocalCluster  # noqa: E402
-from services.deep_storage import deep_storage_from_url  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -95,17 +91,8 @@ def main() -> int:
     if not shutil.which(CHROMIUM):
         print(f"{CHROMIUM} is missing: apt-get install chromium (scripts/test.sh does)", file=sys.stderr)
         return 2
-    work = tempfile.mkdtemp(prefix="strata-console-load-")
-    cluster = LocalCluster(os.path.join(work, "cluster"))
     lines = []
-    try:
-        cluster.up(historicals=1, ports="auto")
-        endpoints = cluster.endpoints()
-        client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
-        storage = deep_storage_from_url(os.path.join(cluster.dir, "deep-storage"))
-        descriptors = client.build_and_publish(demo_table(args.rows), "wiki", storage)
-        client.wait_loaded("wiki", len(descriptors), 600)
-        client.close()
+    with demo_cluster(args.rows, prefix="strata-console-load-") as (_cluster, endpoints):
         console = endpoints["console"]
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -127,10 +114,6 @@ def main() -> int:
                     lines.append(f"| {view} | " + " | ".join(cells) + " |")
             finally:
                 browser.close()
-    finally:
-        if cluster.state() is not None:
-            cluster.down()
-        shutil.rmtree(work, ignore_errors=True)
     lines.append("")
     lines.append(f"ms from the start of navigation, median / slowest of {args.runs} runs; "
                  f"{args.rows:,} rows; load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d')}")

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 import threading
 import time
 
@@ -23,11 +21,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import adbc_driver_flightsql.dbapi as flight_sql  # noqa: E402
 import requests  # noqa: E402
 
-from bench.cluster import TRIVIAL, TRIVIAL_SQL  # noqa: E402
-from common.demo import table as demo_table  # noqa: E402
-from services.cli.cluster_client import ClusterClient  # noqa: E402
-from services.cli.local_cluster import LocalCluster  # noqa: E402
-from services.deep_storage import deep_storage_from_url  # noqa: E402
+from bench.cluster import TRIVIAL_SQL  # noqa: E402
+from bench.demo_cluster import demo_cluster  # noqa: E402
 
 LARGE_SQL = "SELECT __time, channel, page, \"user\", added, deleted FROM wiki"
 
@@ -85,20 +80,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=300)
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="strata-druid-http-")
-    cluster = LocalCluster(os.path.join(work, "cluster"))
     lines = []
-    try:
-        cluster.up(historicals=1, ports="auto")
-        endpoints = cluster.endpoints()
-        client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
-        storage = deep_storage_from_url(os.path.join(cluster.dir, "deep-storage"))
-        descriptors = client.build_and_publish(demo_table(args.rows), "wiki", storage)
-        client.wait_loaded("wiki", len(descriptors), 600)
-        deadline = time.monotonic() + 60
-        while client.native(TRIVIAL)[1].segments < 1 and time.monotonic() < deadline:
-            time.sleep(0.05)  # the broker sees announcements a moment later
-        client.close()
+    with demo_cluster(args.rows, prefix="strata-druid-http-") as (cluster, endpoints):
         broker_pid = next(rec["pid"] for rec in cluster.running()["nodes"] if rec["role"] == "broker")
         url = endpoints["broker_http"] + "/druid/v2/sql"
         session = requests.Session()
@@ -152,10 +135,6 @@ def main() -> int:
                     seconds = time.perf_counter() - started
                 lines.append(f"| HTTP {fmt} | {seconds:.2f} | {args.rows / seconds:,.0f} | {rss.growth_mib:.0f} |")
             cur.close()
-    finally:
-        if cluster.state() is not None:
-            cluster.down()
-        shutil.rmtree(work, ignore_errors=True)
     lines.append("")
     lines.append(f"load average {os.getloadavg()[0]:.1f}")
     print("\n".join(lines) if args.markdown else "\n".join(line.replace("|", " ") for line in lines))
