@@ -17,6 +17,7 @@ from __future__ import annotations
 import bz2
 import csv
 import datetime
+import decimal
 import gzip
 import io
 import json
@@ -118,6 +119,8 @@ def _to_double(v, column: str):
             return float(v)
         except OverflowError:  # an integer beyond every double
             raise BadValue(f"column '{column}': {v} is out of range for DOUBLE") from None
+    if isinstance(v, decimal.Decimal):  # a Parquet DECIMAL: the correctly rounded double, as Arrow's cast
+        return float(v)
     if isinstance(v, str):
         s = v.strip()
         if not s:
@@ -152,6 +155,8 @@ def _to_string(v, column: str):
         return str(v)
     if isinstance(v, float):
         return str(jackson_value(v))
+    if type(v) is datetime.date:  # a Parquet DATE, printed as Arrow's and Spark's casts print it
+        return v.isoformat()
     kind = "a list" if isinstance(v, list) else "an object"
     hint = "declare it ARRAY<VARCHAR>" if isinstance(v, list) else "declare it COMPLEX<json>"
     raise BadValue(f"column '{column}': {kind} cannot be a VARCHAR; {hint}")
@@ -614,6 +619,21 @@ def _delimited_rows(name, lines, fmt, signature, batcher: _Batcher, first_line: 
         yield line_no
 
 
+def cast_column(values: pa.Array, target: pa.DataType) -> pa.Array:
+    """A Parquet column as ``target``, value for value what the row-by-row converters give.
+
+    Arrow's own decimal-to-double cast scales by a power of ten in floating point and can miss
+    the nearest double (-8.979 became -8.979000000000001), so decimals go through their exact
+    text, which Arrow parses correctly rounded, as float(Decimal) does."""
+    if values.type == target:
+        return values
+    if pa.types.is_decimal(values.type) and pa.types.is_floating(target):
+        return values.cast(pa.string()).cast(target)
+    # Finer-than-microsecond times truncate, as everywhere else in strata.
+    lossy = pa.types.is_timestamp(values.type) and pa.types.is_timestamp(target)
+    return values.cast(target, safe=not lossy)
+
+
 def _parse_parquet(name: str, stream: BinaryIO, signature, batch_rows: int) -> Iterator[pa.RecordBatch]:
     import pyarrow.parquet as pq
 
@@ -638,12 +658,7 @@ def _parse_parquet(name: str, stream: BinaryIO, signature, batch_rows: int) -> I
             try:
                 if ctype.kind is TypeKind.COMPLEX:
                     raise pa.ArrowInvalid("encode as JSON")
-                if values.type == field.type:
-                    arrays.append(values)
-                else:
-                    # Finer-than-microsecond times truncate, as everywhere else in strata.
-                    lossy = pa.types.is_timestamp(values.type) and pa.types.is_timestamp(field.type)
-                    arrays.append(values.cast(field.type, safe=not lossy))
+                arrays.append(cast_column(values, field.type))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 ok = False
                 break
@@ -662,5 +677,5 @@ def _parse_parquet(name: str, stream: BinaryIO, signature, batch_rows: int) -> I
 
 
 __all__ = ["BATCH_ROWS", "META_COLUMNS", "META_ERROR", "META_FILE", "META_LINE", "META_RAW", "arrow_type",
-           "converter", "decompressed", "json_line_rows", "output_schema", "parse_file",
+           "cast_column", "converter", "decompressed", "json_line_rows", "output_schema", "parse_file",
            "read_error_batch"]

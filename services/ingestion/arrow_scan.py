@@ -23,7 +23,7 @@ from common.errors import ValidationError
 from common.types.column_type import TIME_COLUMN, TypeKind
 from common.types.granularity import Granularity
 from services.ingestion.partitioning import CHUNK_COLUMN, chunk_starts
-from common.ingest.row_parser import arrow_type
+from common.ingest.row_parser import arrow_type, cast_column
 
 BATCH_ROWS = 1 << 18
 TASKS_PER_CORE = 2
@@ -173,7 +173,7 @@ def _as_travel(values: pa.Array, kind: pa.DataType) -> pa.Array:
     if values.type == target:
         return values
     if target != DICTIONARY_STRING:
-        return values.cast(kind)
+        return cast_column(values, kind)
     if pa.types.is_dictionary(values.type):
         return values.cast(target)
     return values.cast(kind).dictionary_encode()

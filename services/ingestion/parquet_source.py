@@ -5,7 +5,8 @@ do not fit their declared type into parse exceptions. Spark's own reader is many
 (no Python, Spark splits files by row group across tasks), so every file whose needed columns
 convert losslessly -- the same value the Python path would produce, never a parse exception --
 goes there, and the rest (unreadable files, strings declared as numbers, nanosecond or INT96
-times, decimals, nested columns, unusual codecs, ...) keeps the Python path and its per-row
+times, decimals other than up to 15 digits as DOUBLE, dates outside years 1-9999 or without
+statistics, nested columns, unusual codecs, ...) keeps the Python path and its per-row
 parse exceptions with file and row number. The decision is taken per file from its footer on
 the driver, which also yields the row count, so no Spark pass is needed to count rows read.
 """
@@ -75,7 +76,34 @@ def _spark_source_type(column) -> tuple[str, bool] | None:
         return "long", False
     if physical == "INT64" and kind == "Timestamp" and logical.get("timeUnit") in ("milliseconds", "microseconds"):
         return ("timestamp" if logical.get("isAdjustedToUTC") else "timestamp_ntz"), False
+    if physical == "INT32" and kind == "Date":
+        return "date", False
+    if kind == "Decimal" and physical in ("INT32", "INT64", "FIXED_LEN_BYTE_ARRAY", "BYTE_ARRAY"):
+        # Up to 15 digits the unscaled value and the power of ten are exact doubles, so Spark's
+        # division and row_parser's float(Decimal) are both the correctly rounded double.
+        precision, scale = int(logical["precision"]), int(logical.get("scale", 0))
+        return f"decimal({precision},{scale})", precision <= 15
     return None
+
+
+# Dates Spark and row_parser print and convert alike: four-digit years (ISO-8601 without a sign),
+# which are also the years a TIMESTAMP holds. Days since 1970-01-01.
+_DATE_MIN, _DATE_MAX = -719_162, 2_932_896  # 0001-01-01, 9999-12-31
+
+
+def _dates_in_range(meta, index: int) -> bool:
+    """Whether every row group's statistics bound the DATE column ``index`` to four-digit years."""
+    for r in range(meta.num_row_groups):
+        chunk = meta.row_group(r).column(index)
+        stats = chunk.statistics
+        if chunk.num_values == 0 or (stats is not None and stats.null_count == chunk.num_values):
+            continue
+        if stats is None or not stats.has_min_max:
+            return False
+        # The physical INT32 days: the logical values of dates past 9999 are not Python dates.
+        if stats.min_raw < _DATE_MIN or stats.max_raw > _DATE_MAX:
+            return False
+    return True
 
 
 _INTEGERS = {"byte", "short", "int", "long"}
@@ -90,15 +118,16 @@ def native_cast(source: str, exact_double: bool, declared: ColumnType) -> bool:
     """
     kind = declared.kind
     if kind is TypeKind.STRING:
-        return source in _INTEGERS or source in ("string", "boolean")
+        return source in _INTEGERS or source in ("string", "boolean", "date")
     if kind is TypeKind.LONG:
         return source in _INTEGERS or source == "boolean"
     if kind is TypeKind.DOUBLE:
-        return source in ("float", "double", "boolean") or (source in _INTEGERS and exact_double)
+        return (source in ("float", "double", "boolean")
+                or ((source in _INTEGERS or source.startswith("decimal(")) and exact_double))
     if kind is TypeKind.FLOAT:
         return source == "float"
     if kind is TypeKind.TIMESTAMP:
-        return source in ("timestamp", "timestamp_ntz")
+        return source in ("timestamp", "timestamp_ntz", "date")
     return False  # arrays and COMPLEX<json> need row_parser's conversions
 
 
@@ -132,6 +161,8 @@ def _file_columns(path: str, signature) -> tuple[tuple, tuple[int, ...]] | None:
             return None
         source = _spark_source_type(leaf)
         if source is None or not native_cast(source[0], source[1], ctype):
+            return None
+        if source[0] == "date" and not _dates_in_range(meta, index):
             return None
         columns.append((name, *source))
         needed.append(index)
@@ -169,8 +200,12 @@ def read_native(spark, group: NativeGroup, signature):
 
     spark_types = {"boolean": T.BooleanType(), "byte": T.ByteType(), "short": T.ShortType(), "int": T.IntegerType(),
                    "long": T.LongType(), "float": T.FloatType(), "double": T.DoubleType(), "string": T.StringType(),
-                   "timestamp": T.TimestampType(), "timestamp_ntz": T.TimestampNTZType()}
+                   "timestamp": T.TimestampType(), "timestamp_ntz": T.TimestampNTZType(), "date": T.DateType()}
     present = {name: kind for name, kind, _ in group.columns}
+    for kind in present.values():
+        if kind.startswith("decimal("):
+            precision, scale = kind[len("decimal("):-1].split(",")
+            spark_types[kind] = T.DecimalType(int(precision), int(scale))
     # An explicit schema of the needed columns only: Spark infers nothing from footers, so a
     # column it cannot represent (nanosecond times, say) that the SELECT does not need is harmless.
     schema = T.StructType([T.StructField(name, spark_types[kind], True) for name, kind in present.items()])

@@ -4,6 +4,7 @@ DuckDB over the same input files."""
 
 from __future__ import annotations
 
+import decimal
 import functools
 import gzip
 import http.server
@@ -457,16 +458,22 @@ def typed_parquet(tmp_path):
         "s": pa.array([["x", "é", "日本"][i % 3] for i in range(n)]).dictionary_encode(),
         "naive": pa.array([i * 1000 for i in range(n)], pa.timestamp("us")),
         "unused_ns": pa.array(range(n), pa.timestamp("ns", tz="UTC")),
+        # year 1, the days Rome's calendar switch skipped, year 9999: Spark must not rebase them
+        "day": pa.array([None if i % 13 == 0 else [-719_162 + i // 4, -141_440 + i // 4, 2_932_896 - i // 4, 15_901][i % 4]
+                         for i in range(n)], pa.int32()).cast(pa.date32()),
+        "day2": pa.array([None if i % 9 == 0 else 15_000 + i for i in range(n)], pa.int32()).cast(pa.date32()),
+        "dec": pa.array([None if i % 6 == 0 else decimal.Decimal(i * 7 - 9000) / 1000 for i in range(n)],
+                        pa.decimal128(12, 3)),
     })
     pq.write_table(table, tmp_path / "typed.parquet", row_group_size=700)
     return tmp_path / "typed.parquet"
 
 
 TYPED_COLUMNS = ("ts TIMESTAMP, i8 BIGINT, u32 DOUBLE, flag VARCHAR, flag_n BIGINT, f FLOAT, d DOUBLE, s VARCHAR, "
-                 "naive TIMESTAMP")
+                 "naive TIMESTAMP, day VARCHAR, day2 TIMESTAMP, dec DOUBLE")
 
 
-def _typed_sql(path, select="ts AS __time, i8, u32, flag, f, d, s", where="", rows_per_segment=1000):
+def _typed_sql(path, select="ts AS __time, i8, u32, flag, f, d, s, day, dec", where="", rows_per_segment=1000):
     return f"""SET rowsPerSegment = {rows_per_segment};
         INSERT INTO typed SELECT {select}
         FROM TABLE(localfiles(files => ARRAY['{path}'], format => 'parquet')) EXTEND ({TYPED_COLUMNS}) {where}
@@ -484,7 +491,7 @@ def test_parquet_readers_agree(spark, deep, typed_parquet, tmp_path, monkeypatch
                         lambda *a: seen["native"].append(plan_parquet(*a)) or seen["native"][-1])
     row_parser_copy = tmp_path / "row[parser].parquet"  # a name Spark would glob: read by row_parser
     row_parser_copy.write_bytes(typed_parquet.read_bytes())
-    columns = ["__time", "i8", "u32", "flag", "f", "d", "s"]
+    columns = ["__time", "i8", "u32", "flag", "f", "d", "s", "day", "dec"]
     results = []
     for path, where in ((typed_parquet, ""), (typed_parquet, "WHERE i8 IS NULL OR i8 IS NOT NULL"),
                         (row_parser_copy, "")):
@@ -494,13 +501,20 @@ def test_parquet_readers_agree(spark, deep, typed_parquet, tmp_path, monkeypatch
     assert [s is not None for s in seen["scan"]] == [True, False, False]
     assert [len(p.groups) for p in seen["native"]] == [1, 1, 0]
     assert results[0] == results[1] == results[2]
-    assert results[0][0][1:] == (None, 0.0, None, 0.0, None, "x")
+    assert results[0][0][1:] == (None, 0.0, None, 0.0, None, "x", None, None)
+    written = pq.read_table(typed_parquet)
+    days = written.column("day").cast(pa.string()).to_pylist()
+    assert {"0001-01-02", "1582-10-06", "9999-12-31"} <= set(days)
+    assert sorted(filter(None, (r[7] for r in results[0]))) == sorted(filter(None, days))
+    decimals = [float(v) for v in written.column("dec").to_pylist() if v is not None]
+    assert sorted(r[8] for r in results[0] if r[8] is not None) == sorted(decimals)
     # a TIMESTAMP other than __time is stored as epoch millis, whoever reads it
     stored = []
     for path in (typed_parquet, row_parser_copy):
-        report, _ = ingest(spark, _typed_sql(path, select="ts AS __time, naive, flag_n, s"), deep)
-        stored.append(scan(segments_of(deep, report), "typed", ["__time", "naive"]))
+        report, _ = ingest(spark, _typed_sql(path, select="ts AS __time, naive, flag_n, s, day2"), deep)
+        stored.append(scan(segments_of(deep, report), "typed", ["__time", "naive", "day2"]))
     assert stored[0] == stored[1] and stored[0][1][1] == 1
+    assert stored[0][0][2] is None and stored[0][1][2] == (15_000 + 1) * 86_400_000  # a DATE is its midnight UTC
 
 
 def test_parquet_clustered_ranges_through_the_arrow_scan(spark, deep, typed_parquet):  # noqa: F811

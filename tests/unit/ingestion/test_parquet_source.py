@@ -4,6 +4,7 @@ from footers on the driver; and how an ArrowScan cuts and reads them. No Spark h
 from __future__ import annotations
 
 import datetime
+import decimal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,7 +13,7 @@ import pytest
 from common.types.column_type import ColumnType
 from services.ingestion.arrow_scan import _tasks, plain_projection, read_pieces, travel_type
 from services.ingestion.parquet_source import NativeGroup, native_cast, plan_parquet
-from common.ingest.row_parser import arrow_type, parse_file
+from common.ingest.row_parser import arrow_type, cast_column, parse_file
 from common.ingest.external_source import ExternalSource
 from common.ingest.statement import parse_ingestion
 
@@ -30,7 +31,10 @@ def typed(tmp_path):
         "s": ["x", None, "é"], "dict": pa.array(["a", "b", "a"]).dictionary_encode(),
         "bin": [b"x", b"y", None], "ms": pa.array([0, 1, None], pa.timestamp("ms", tz="UTC")),
         "naive": pa.array([0, 1, 2], pa.timestamp("us")), "ns": pa.array([0, 1, 2], pa.timestamp("ns", tz="UTC")),
-        "day": pa.array([datetime.date(2020, 1, 1)] * 3), "tags": [["a"], [], None],
+        "day": pa.array([datetime.date(2020, 1, 1), None, datetime.date(1, 1, 1)]), "tags": [["a"], [], None],
+        "dec": pa.array([decimal.Decimal("1.250"), None, decimal.Decimal("-0.001")], pa.decimal128(9, 3)),
+        "bigdec": pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("-12345678901234567.89")],
+                           pa.decimal128(20, 2)),
     })
     path = tmp_path / "typed.parquet"
     pq.write_table(table, path, row_group_size=2)
@@ -44,7 +48,9 @@ def typed(tmp_path):
     ("d", "VARCHAR", False), ("bin", "VARCHAR", False),
     ("f", "DOUBLE", True), ("d", "DOUBLE", True), ("u32", "DOUBLE", True), ("i64", "DOUBLE", False),
     ("f", "FLOAT", True), ("d", "FLOAT", False),
-    ("ms", "TIMESTAMP", True), ("naive", "TIMESTAMP", True), ("ns", "TIMESTAMP", False), ("day", "TIMESTAMP", False),
+    ("ms", "TIMESTAMP", True), ("naive", "TIMESTAMP", True), ("ns", "TIMESTAMP", False), ("day", "TIMESTAMP", True),
+    ("day", "VARCHAR", True), ("day", "BIGINT", False), ("day", "DOUBLE", False),
+    ("dec", "DOUBLE", True), ("dec", "VARCHAR", False), ("dec", "BIGINT", False), ("bigdec", "DOUBLE", False),
     ("tags", "ARRAY<VARCHAR>", False), ("s", "COMPLEX<json>", False),
 ])
 def test_a_file_goes_native_only_when_every_needed_column_converts_exactly(typed, column, declared, native):
@@ -78,10 +84,11 @@ def test_native_casts_are_the_ones_row_parser_makes(typed):
     values as a plain Arrow cast (which Spark's CAST matches; the Spark side is in the integration tests)."""
     table = pq.read_table(typed)
     spark_kind = {"i8": "byte", "u32": "long", "b": "boolean", "f": "float", "d": "double", "s": "string",
-                  "dict": "string", "ms": "timestamp", "naive": "timestamp_ntz"}
+                  "dict": "string", "ms": "timestamp", "naive": "timestamp_ntz", "day": "date",
+                  "dec": "decimal(9,3)"}
     for column, kind in spark_kind.items():
         for declared in ("BIGINT", "VARCHAR", "DOUBLE", "FLOAT", "TIMESTAMP"):
-            exact = column in ("i8", "u32", "f")  # sources of at most 32 bits
+            exact = column in ("i8", "u32", "f", "dec")  # sources of at most 32 bits, decimals of at most 15 digits
             ctype = ColumnType.parse(declared)
             if not native_cast(kind, exact, ctype):
                 continue
@@ -91,6 +98,56 @@ def test_native_casts_are_the_ones_row_parser_makes(typed):
                 parsed = pa.Table.from_batches(list(parse_file(typed, f, source.input_format, source.signature)))
             assert parsed.column("__strata_error").null_count == parsed.num_rows, (column, declared)
             assert parsed.column(column).to_pylist() == table.column(column).cast(arrow_type(ctype)).to_pylist()
+
+
+def test_decimals_become_the_nearest_double_on_every_path(tmp_path):
+    """Arrow's decimal-to-double cast misses the nearest double for some values; the batch path,
+    the Arrow scan and row by row all give float(Decimal)."""
+    values = [decimal.Decimal(i * 7 - 9000) / 1000 for i in range(2000)] + [None]
+    column = pa.array(values, pa.decimal128(12, 3))
+    assert column.cast(pa.float64()).to_pylist() != [None if v is None else float(v) for v in values]  # Arrow's miss
+    assert cast_column(column, pa.float64()).to_pylist() == [None if v is None else float(v) for v in values]
+    path = tmp_path / "dec.parquet"
+    pq.write_table(pa.table({"dec": column}), path)
+    [batch] = list(read_pieces([(str(path), 0, 0, len(values))], [("dec", "dec", pa.float64())]))
+    assert batch.column(0).to_pylist() == [None if v is None else float(v) for v in values]
+
+
+def _dates(tmp_path, name, days):
+    path = tmp_path / name
+    pq.write_table(pa.table({"day": pa.array(days, pa.int32()).cast(pa.date32())}), path)
+    return str(path)
+
+
+def test_dates_go_native_only_with_four_digit_years(tmp_path):
+    """Spark prints years past 9999 with a sign and row_parser cannot hold them; so a DATE column
+    goes native only when its statistics bound it to years 1-9999 (an all-null column too)."""
+    inside = _dates(tmp_path, "in.parquet", [-719_162, None, 2_932_896])
+    beyond = _dates(tmp_path, "beyond.parquet", [0, 2_932_897])
+    before = _dates(tmp_path, "before.parquet", [-719_163, 0])
+    nulls = _dates(tmp_path, "nulls.parquet", [None, None])
+    no_stats = tmp_path / "nostats.parquet"
+    pq.write_table(pa.table({"day": pa.array([0], pa.int32()).cast(pa.date32())}), no_stats, write_statistics=False)
+    plan = plan_parquet([inside, beyond, before, nulls, str(no_stats)], sig(day="VARCHAR"), True)
+    assert plan.fallback == (1, 2, 4) and plan.groups[0].paths == (inside, nulls)
+
+
+def test_row_by_row_converts_dates_and_decimals_as_the_batch_cast_does(tmp_path):
+    """A value that does not fit sends its batch row by row; the other rows' DATE and DECIMAL
+    values must come out as the whole-batch cast gives them, not as parse exceptions."""
+    path = tmp_path / "mixed.parquet"
+    days = [datetime.date(2013, 7, 15), datetime.date(1, 1, 1), None]
+    decs = [decimal.Decimal("-8.979"), None, decimal.Decimal("-123456789.123456")]
+    pq.write_table(pa.table({"day": days, "dec": pa.array(decs, pa.decimal128(15, 6)), "n": ["1", "x", "3"]}), path)
+    source = ExternalSource.of({"type": "inline", "data": "x"}, {"type": "parquet"},
+                               [{"name": "day", "type": "VARCHAR"}, {"name": "dec", "type": "DOUBLE"},
+                                {"name": "n", "type": "BIGINT"}])
+    with open(path, "rb") as f:
+        parsed = pa.Table.from_batches(list(parse_file(str(path), f, source.input_format, source.signature)))
+    good = parsed.filter(pa.compute.is_null(parsed.column("__strata_error")))
+    assert good.column("day").to_pylist() == ["2013-07-15", None]
+    assert good.column("dec").to_pylist() == [-8.979, -123456789.123456]
+    assert parsed.num_rows == 3 and good.num_rows == 2
 
 
 def test_plain_projection():
