@@ -573,7 +573,7 @@ class QueryExecutor:
             avoid = {sid: exclude.get(sid, set()) | set(unfit.get(sid, ())) for sid in set(exclude) | set(unfit)}
             steps: dict[SegmentId, object] = {}
             with self.view_lock:
-                for sid in failed:
+                for sid in sorted(failed):
                     in_view = InView.GONE if sid not in self.view.descriptors else InView.VISIBLE \
                         if sid in self.view.visible(sid.datasource, [sid.interval]) else InView.OVERSHADOWED
                     steps[sid] = next_step(MissingSegment(
@@ -583,14 +583,15 @@ class QueryExecutor:
                 ask = [sid for sid, step in steps.items() if isinstance(step, AskCoordinator)]
                 waiting = {sid: (frozenset(self.view.replicas.get(sid, ())), sid in self.view.descriptors)
                            for sid, step in steps.items() if isinstance(step, WaitForView)}
-                fail = next((step for step in steps.values() if isinstance(step, Fail)), None)
-                if not ask and not waiting and fail is None:
+                fails = [step for step in steps.values() if isinstance(step, Fail)]
+                if not ask and not waiting and not fails:
                     keep = set(segments) - {sid for sid, step in steps.items() if isinstance(step, LeaveOut)}
                     retry = self.view.plan(query.datasource, list(query.intervals), avoid, keep,
                                            tiers=context_tiers(query.context))
                     break
-            if fail is not None:
-                raise StrataError(fail.message, kind=fail.kind)
+            if fails:
+                more = f" ({len(fails) - 1} more segments alike)" if len(fails) > 1 else ""
+                raise StrataError(fails[0].message + more, kind=fails[0].kind)
             if ask:
                 used.update(self._used_states(query.datasource, ask, deadline))
             elif waiting:

@@ -1,16 +1,22 @@
 """What the broker does with a segment a replica did not answer for (Druid's missingSegments):
-every branch of ``next_step`` with its exact outcome, and the coordinator's load status read as
-used / unused / no replicas."""
+every branch of ``next_step`` with its exact outcome, the coordinator's load status read as used /
+unused / no replicas, and the scatter's shell (``QueryExecutor._replan``) carrying it out on a real
+ServedView: where it asks again, what it leaves out, what it raises."""
 
 from __future__ import annotations
 
 import dataclasses
+import time
 
+import grpc
 import pytest
 
-from common.errors import ErrorKind
+from common.errors import ErrorKind, StrataError
+from common.query.model import query_from_json
+from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from common.types.interval import Interval
+from services.broker import query_executor
 from services.broker.core.missing_segment import (
     AskCoordinator,
     Cause,
@@ -24,6 +30,10 @@ from services.broker.core.missing_segment import (
     next_step,
     used_of,
 )
+from services.broker.core.served_view import ServedView
+from services.broker.query_executor import QueryExecutor
+from services.historical.client import missing_segments_metadata
+from services.metrics import Metrics
 
 DAY = 86_400_000
 SID = SegmentId("wiki", Interval(0, DAY), "v1")
@@ -112,3 +122,112 @@ def test_used_of_reads_the_load_status():
     gone = SegmentId("wiki", Interval(2 * DAY, 3 * DAY), "v1")
     assert used_of(wanted, [SID, OTHER, gone]) == {SID: Used.USED, OTHER: Used.NO_REPLICAS, gone: Used.UNUSED}
     assert used_of(wanted, []) == {}
+
+
+# ---- the scatter's shell around it (QueryExecutor._replan), on a real ServedView ------------------
+QUERY = query_from_json({"queryType": "timeseries", "dataSource": "wiki", "intervals": ["1970-01-01/1970-01-03"],
+                         "granularity": "all", "aggregations": [{"type": "count", "name": "n"}]})
+
+
+class CallError(grpc.RpcError):
+    """A historical call's failure as gRPC raises it: code, details, trailing metadata."""
+
+    def __init__(self, code: grpc.StatusCode, details: str, metadata=()) -> None:
+        self._code, self._details, self._metadata = code, details, tuple(metadata)
+
+    def code(self):
+        return self._code
+
+    def details(self):
+        return self._details
+
+    def trailing_metadata(self):
+        return self._metadata
+
+
+def descriptor(sid: SegmentId) -> SegmentDescriptor:
+    return SegmentDescriptor(sid, 100, 10, f"key-{sid.interval.start}", 1, "{}")
+
+
+def not_served(*missing: SegmentId) -> CallError:
+    return CallError(grpc.StatusCode.NOT_FOUND, f"historical h1 does not serve {', '.join(map(str, missing))}",
+                     missing_segments_metadata(missing))
+
+
+def left_out(ex: QueryExecutor, reason: str) -> float:
+    return ex.metrics.segments_left_out.labels(reason)._value.get()
+
+
+def shell(used_states) -> QueryExecutor:
+    view = ServedView()
+    view.served("h1", descriptor(SID))
+    view.served("h1", descriptor(OTHER))
+    return QueryExecutor(view, historical_client=None, metrics=Metrics("test"), threads=1, used_states=used_states)
+
+
+def replan(ex: QueryExecutor, exc: Exception, exclude=None) -> dict:
+    return ex._replan(QUERY, "q1", "h1", [SID, OTHER], exc, exclude if exclude is not None else {},
+                      time.monotonic() + 30)
+
+
+def test_an_unused_segment_is_left_out_and_the_rest_asked_again_where_it_was():
+    asked = []
+
+    def used_states(datasource, segments, timeout_s):
+        asked.append((datasource, list(segments)))
+        return {sid: Used.UNUSED for sid in segments}
+
+    ex = shell(used_states)
+    exclude: dict = {}
+    # h1 still serves OTHER: it is asked again for it alone; SID is no longer used.
+    assert replan(ex, not_served(SID), exclude) == {"h1": [OTHER]}
+    assert asked == [("wiki", [SID])] and exclude == {SID: {"h1"}}
+    assert left_out(ex, "unused") == 1 and ex.metrics.replica_retries._value.get() == 1
+
+
+def test_a_moved_segment_is_asked_of_its_new_replica():
+    ex = shell(None)
+
+    def used_states(datasource, segments, timeout_s):
+        ex.view.served("h2", descriptor(SID))  # the move's new replica reaches the view meanwhile
+        return {sid: Used.USED for sid in segments}
+
+    ex.used_states = used_states
+    assert replan(ex, not_served(SID)) == {"h1": [OTHER], "h2": [SID]}
+    assert left_out(ex, "unused") == 0
+
+
+def test_a_used_segment_nobody_serves_fails_unavailable_naming_it(monkeypatch):
+    monkeypatch.setattr(query_executor, "VIEW_CATCH_UP_S", 0.05)
+    ex = shell(lambda datasource, segments, timeout_s: {sid: Used.USED for sid in segments})
+    with pytest.raises(StrataError) as caught:
+        replan(ex, not_served(SID))
+    assert caught.value.kind is ErrorKind.UNAVAILABLE
+    assert str(caught.value).startswith(f"segment {SID} is not available: no replica answered for it (tried h1; ")
+    assert "the coordinator still lists it as used" in str(caught.value)
+
+
+def test_the_view_catching_up_ends_the_wait():
+    ex = shell(lambda datasource, segments, timeout_s: {sid: Used.UNKNOWN for sid in segments})
+    ex.view.unserved("h1", SID)  # the unannouncement arrived: gone from the view, the coordinator mute
+    assert replan(ex, not_served(SID)) == {"h1": [OTHER]}
+    assert left_out(ex, "unannounced") == 1
+
+
+def test_without_the_list_every_segment_of_the_call_counts_as_missing():
+    ex = shell(lambda datasource, segments, timeout_s: {sid: Used.NO_REPLICAS for sid in segments})
+    bare = CallError(grpc.StatusCode.NOT_FOUND, "historical h1 does not serve it")
+    assert replan(ex, bare) == {}
+    assert left_out(ex, "no_replicas") == 2
+
+
+def test_an_internal_failure_is_not_waited_on_nor_asked_about():
+    def used_states(datasource, segments, timeout_s):
+        raise AssertionError("the coordinator is asked only about segments not served")
+
+    ex = shell(used_states)
+    with pytest.raises(StrataError) as caught:
+        replan(ex, CallError(grpc.StatusCode.INTERNAL, "boom"))
+    assert caught.value.kind is ErrorKind.INTERNAL
+    assert str(caught.value) == (f"no replica left for {SID} (tried h1); the last one, on h1, failed with "
+                                 f"INTERNAL: boom (1 more segments alike)")
