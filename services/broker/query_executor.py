@@ -611,10 +611,11 @@ class QueryExecutor:
         if self.used_states is None or timeout_s <= 0:
             return {sid: Used.UNKNOWN for sid in segments}
         try:
-            return self.used_states(datasource, segments, timeout_s)
+            answered = self.used_states(datasource, segments, timeout_s)
         except Exception as exc:  # noqa: BLE001 - unreachable, no coordinator up, a timeout: unknown
             log.info("could not ask the coordinator about %d segments of %s: %s", len(segments), datasource, exc)
-            return {sid: Used.UNKNOWN for sid in segments}
+            answered = {}
+        return {sid: answered.get(sid, Used.UNKNOWN) for sid in segments}  # every one answered: asked once
 
     def _wait_for_view(self, waiting: dict, until: float) -> None:
         """Until the replicas or presence of a ``waiting`` segment change in the view, or ``until``.

@@ -209,9 +209,9 @@ def test_queries_racing_the_end_of_segments_answer_before_or_after(cluster):
     end(1, lambda: http(cluster, "POST", "/druid/coordinator/v1/rules/race",
                         [{"type": "dropByInterval", "interval": day_interval(1)}, LOAD_BOTH]), "unused")
     # Used, but kept in deep storage only: the coordinator says no replica is wanted.
+    unloaded = {"type": "loadByInterval", "interval": day_interval(2), "tieredReplicants": {"_default_tier": 0}}
     end(2, lambda: http(cluster, "POST", "/druid/coordinator/v1/rules/race",
-                        [{"type": "loadByInterval", "interval": day_interval(2), "tieredReplicants": {"_default_tier": 0}},
-                         {"type": "dropByInterval", "interval": day_interval(1)}, LOAD_BOTH]), "no_replicas")
+                        [unloaded, {"type": "dropByInterval", "interval": day_interval(1)}, LOAD_BOTH]), "no_replicas")
     assert cluster.coordinator.store.get(days[2].id).used
 
     # Killing the unused days while queries run changes no answer.
