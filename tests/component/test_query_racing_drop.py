@@ -10,16 +10,19 @@ missingSegments, services/broker/core/missing_segment.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
 import urllib.request
 
+import grpc
 import pyarrow as pa
 import pytest
 
 from services.cli.cluster_client import ClusterClient
 from services.discovery.keys import served_prefix
+from services.historical.client import HistoricalClient, missing_segments
 from tests.harness.embedded_cluster import EmbeddedCluster
 
 DAY = 86_400_000
@@ -222,3 +225,24 @@ def test_queries_racing_the_end_of_segments_answer_before_or_after(cluster):
     assert asker.answers and all(a == ROWS[3] for a in asker.answers), asker.answers[:5]
     assert cluster.coordinator.store.get(days[0].id) is None and cluster.coordinator.store.get(days[1].id) is None
     assert count(cluster) == ROWS[3]
+
+
+def test_a_historical_names_the_segments_it_does_not_serve(cluster):
+    """NOT_FOUND's trailing metadata lists exactly the requested segments the historical lacks, so
+    the broker asks elsewhere for those alone."""
+    assert http(cluster, "POST", "/druid/coordinator/v1/rules/named", [LOAD_BOTH]) == (200, {})
+    [served] = cluster.publish(table().slice(0, ROWS[0]), "named")
+    cluster.wait_queryable("named", 1, replicas=2)
+    absent = dataclasses.replace(served.id, version="v-never-published")
+    historical = cluster.historicals[0]
+    client = HistoricalClient(f"127.0.0.1:{historical.grpc.port}")
+    try:
+        query = json.dumps({**COUNT, "dataSource": "named"})
+        call = client.ask(query, "q-named", [served.id, absent], {"value": served.schema()["value"]}, timeout_s=30)
+        with pytest.raises(grpc.RpcError) as caught:
+            call.read()
+        assert caught.value.code() == grpc.StatusCode.NOT_FOUND
+        assert str(absent) in caught.value.details()
+        assert missing_segments(caught.value, [served.id, absent]) == {absent}
+    finally:
+        client.close()
