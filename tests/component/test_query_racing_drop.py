@@ -6,7 +6,8 @@ after, never an error nor another count.
 The race is made certain, not left to chance: the broker's served-segment watch is held back (a
 discovery that lags) from the action until the historicals have dropped the segment, so the broker
 still plans it on replicas that no longer serve it; a query then must answer without it (Druid's
-missingSegments, services/broker/core/missing_segment.py)."""
+missingSegments, services/broker/core/missing_segment.py). And the historical's NOT_FOUND names
+exactly the segments it lacks."""
 
 from __future__ import annotations
 
