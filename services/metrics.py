@@ -109,6 +109,12 @@ class Metrics:
                                                  "unread message of one partition", stream + ["partition"], registry=r)
         self.replica_retries = Counter("strata_broker_replica_retries", "Queries retried on another replica",
                                        registry=r)
+        # Druid's missingSegments that were not retried: segments a historical no longer served
+        # and that were no longer meant to be (services/broker/core/missing_segment.py).
+        self.segments_left_out = Counter("strata_broker_segments_left_out", "Segments a query answered without "
+                                         "because a historical had just dropped them and they were no longer meant "
+                                         "to be served (unused, overshadowed, no replicas by rule, unannounced)",
+                                         ["reason"], registry=r)
         self.partial_rows = Counter("strata_broker_partial_rows", "Result rows historicals sent the broker",
                                     ["query_type"], registry=r)
         self.partial_bytes = Counter("strata_broker_partial_bytes",

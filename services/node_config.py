@@ -8,7 +8,7 @@
                       tier (default "_default_tier"; retention rules place replicas per tier)
     [coordinator]     replication (0 = 2 when two or more historicals, else 1); duty_period_ms; state_dir; max_running_tasks;
                       warm_task_drivers; give_up_expiry_ms; kill_unused_after_ms (0 = no automatic kill);
-                      max_kill_per_run; kill_period_ms;
+                      max_kill_per_run; kill_period_ms; replication_throttle_limit;
                       auto_compaction; max_compaction_tasks
     [broker]          tier_preference ("hot,cold": read from replicas on these tiers first); query_timeout_ms; query_log_entries; query_log_max_age_s; query_log_file;
                       query_log_file_bytes; query_log_file_backups; max_query_bytes; prefetch_results
@@ -122,6 +122,9 @@ class CoordinatorSection:
     kill_unused_after_ms: int = 0
     max_kill_per_run: int = 100
     kill_period_ms: int = 3_600_000
+    # Druid's replicationThrottleLimit: per tier, copies of segments already served elsewhere
+    # (replicas after a rule change, reloads in another shape) loading at once at most.
+    replication_throttle_limit: int = 500
 
 
 @dataclass(frozen=True)

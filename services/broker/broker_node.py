@@ -10,11 +10,13 @@ from urllib.parse import unquote
 
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
+from services.broker.core.missing_segment import used_of
 from services.broker.core.served_view import ServedView
 from services.coordinator.client import CoordinatorClient
 from services.discovery import Announcer
 from services.discovery.keys import node_key, nodes_prefix, parse_node_key, parse_served_key, served_prefix
 from services.historical.client import HistoricalClient
+from services.rpc.convert import segment_id_from_proto
 from services.transport_security import NO_SECURITY, TransportSecurity
 
 log = logging.getLogger("strata.broker")
@@ -91,6 +93,15 @@ class BrokerNode:
                 client = self._coordinator_client = CoordinatorClient(target, security=self.security)
                 self._clients.append(client)
             return client
+
+    def used_states(self, datasource: str, segments, timeout_s: float) -> dict:
+        """Whether each of ``segments`` is still meant to be served, as the coordinator's load
+        status says (for a segment a historical no longer serves; see core/missing_segment.py)."""
+        client = self.coordinator_client()
+        if client is None:
+            raise ConnectionError("no coordinator is announced")
+        wanted = {segment_id_from_proto(s.id): s.wanted_replicas for s in client.load_status(datasource, timeout_s)}
+        return used_of(wanted, segments)
 
     def coordinator_http(self) -> str | None:
         for value in self.discovery.get_prefix(nodes_prefix("coordinator")).values():

@@ -68,7 +68,8 @@ class BrokerProcess(NodeProcess):
         self.executor = QueryExecutor(self.node.view, self.node.historical_client, self.metrics, self.node.lock,
                                       schema_for=lambda name, policy: (
                                           self.catalog.under_policy(policy).datasource_schema(name)),
-                                      max_query_bytes=config.broker.max_query_bytes)
+                                      max_query_bytes=config.broker.max_query_bytes,
+                                      used_states=self.node.used_states)
         schema_conflicts = conflict_mode({"schemaConflicts": config.broker.schema_conflicts})
         self.sql = SqlService(self.catalog, self.executor, timeout_s, self.authorizer,
                               {"schemaConflicts": schema_conflicts})

@@ -13,6 +13,7 @@ outstanding calls are cancelled and the caller gets a QueryTimeoutError.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import uuid
@@ -21,16 +22,30 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 import grpc
 import pyarrow as pa
 
-from common.errors import QueryTimeoutError, StrataError, UnsupportedError, ValidationError
+from common.errors import ErrorKind, QueryTimeoutError, StrataError, UnsupportedError, ValidationError
 from common.query import engine, scan_engine, topn_threshold
 from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, UNLIMITED, MemoryBudget, table_bytes
 from common.query.model import Query, ScanQuery, query_from_json
 from common.query.partial import Partial, RunStats
 from common.segment.segment_id import SegmentId
 from services.broker.call_watchdog import CallWatchdog
+from services.broker.core.missing_segment import (
+    AskCoordinator,
+    Cause,
+    Fail,
+    InView,
+    LeaveOut,
+    MissingSegment,
+    Used,
+    WaitForView,
+    next_step,
+)
 from services.broker.core.schema_merge import check_policy
 from services.broker.core.served_view import context_tiers
+from services.historical.client import missing_segments
 from services.query_errors import QueryCancelledError, kind_of_code
+
+log = logging.getLogger("strata.broker")
 
 # Errors after which another replica may succeed: the internal and unavailable kinds
 # (common/errors.STATUSES), plus what a historical says when only it cannot serve the call now
@@ -40,6 +55,16 @@ _RETRYABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.NOT_FOUND, grpc.Statu
               grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN, grpc.StatusCode.CANCELLED,
               grpc.StatusCode.RESOURCE_EXHAUSTED}
 
+# What a failure says about the replica (services/broker/core/missing_segment.py); other retryable
+# codes (INTERNAL, UNKNOWN, DATA_LOSS) are failures reading the segment.
+_CAUSES = {grpc.StatusCode.NOT_FOUND: Cause.NOT_SERVED, grpc.StatusCode.UNAVAILABLE: Cause.UNREACHABLE,
+           grpc.StatusCode.CANCELLED: Cause.UNREACHABLE, grpc.StatusCode.RESOURCE_EXHAUSTED: Cause.UNREACHABLE}
+# How long a query waits for the served view to catch up with a segment a historical no longer
+# serves (the unannouncement travels through discovery: milliseconds, seconds under load), and
+# for the coordinator to say whether it is still used.
+VIEW_CATCH_UP_S = 2.0
+COORDINATOR_ASK_S = 5.0
+_VIEW_POLL_S = 0.01
 
 # Each historical a query asks costs the broker a call, a partial to decode and merge, and the
 # historical a request to take in and a reply to send: together about as much as reading tens of
@@ -55,7 +80,7 @@ class Cancelled(QueryCancelledError):
 class QueryExecutor:
     def __init__(self, view, historical_client, metrics, view_lock: threading.Lock | None = None, threads: int = 16,
                  schema_for=None, max_query_bytes: int | None = DEFAULT_MAX_QUERY_BYTES,
-                 gather_rows: int = GATHER_ROWS) -> None:
+                 gather_rows: int = GATHER_ROWS, used_states=None) -> None:
         self.view = view
         # A query whose segments read at most this many rows in all (``tables`` knows) goes to as
         # few historicals as hold them; 0: always spread.
@@ -69,6 +94,8 @@ class QueryExecutor:
         self._partial_children: dict[str, tuple] = {}
         self.view_lock = view_lock or threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="strata-scatter")
+        # (datasource, segments, timeout_s) -> segment -> Used, the coordinator's word (None: not asked).
+        self.used_states = used_states
         self.watchdog = CallWatchdog()
 
     def result_schema(self, query: Query | dict) -> pa.Schema:
@@ -193,7 +220,8 @@ class QueryExecutor:
                         if finalize.done:
                             break
                 except (grpc.RpcError, ConnectionError, OSError) as exc:
-                    self._stream_failed(query, query_id, server, segments, used, exc, exclude, is_active, start)
+                    self._stream_failed(query, query_id, server, segments, used, exc, exclude, is_active, start,
+                                        deadline)
                 finally:
                     self.watchdog.unwatch(token)
         finally:
@@ -204,7 +232,7 @@ class QueryExecutor:
         return stats
 
     def _stream_failed(self, query, query_id: str, server: str, segments, used: int, exc: Exception, exclude: dict,
-                       is_active, start) -> None:
+                       is_active, start, deadline: float) -> None:
         """A historical's stream broke: ask other replicas when none of its rows were used yet."""
         if isinstance(exc, grpc.RpcError) and exc.code() == grpc.StatusCode.CANCELLED and not is_active():
             raise Cancelled(f"query {query_id} was cancelled") from None
@@ -212,7 +240,7 @@ class QueryExecutor:
             detail = f"{exc.code().name}: {exc.details()}" if isinstance(exc, grpc.RpcError) else str(exc)
             raise StrataError(f"historical {server} failed after {used:,} of its rows were sent ({detail}); "
                               f"run the query again") from None
-        for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+        for other, segs in self._replan(query, query_id, server, segments, exc, exclude, deadline).items():
             start(other, segs)
 
     def _merge_in_time_order(self, query, query_id: str, calls: list, start, exclude: dict, finalize, emit,
@@ -242,7 +270,7 @@ class QueryExecutor:
                         streams.remove(stream)
                         self.watchdog.unwatch(stream[5])
                         self._stream_failed(query, query_id, stream[0], stream[1], stream[4], exc, exclude, is_active,
-                                            start)
+                                            start, deadline)
                 if opened < len(calls):
                     continue  # replicas asked instead of a failed stream: read them too before merging
                 if not streams:
@@ -398,7 +426,7 @@ class QueryExecutor:
                     call = client.ask(query_json, query_id, segments, schema,
                                       timeout_s=max(deadline - time.monotonic(), 0.001))
                 except (grpc.RpcError, ConnectionError, OSError) as exc:
-                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude, deadline).items():
                         retries.setdefault(other, []).extend(segs)
                     continue
                 started.append((server, segments, client, call, self.watchdog.watch(call, is_active)))
@@ -411,10 +439,10 @@ class QueryExecutor:
                 except grpc.RpcError as exc:
                     if exc.code() == grpc.StatusCode.CANCELLED and not is_active():
                         raise Cancelled(f"query {query_id} was cancelled") from None
-                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude, deadline).items():
                         retries.setdefault(other, []).extend(segs)
                 except (ConnectionError, OSError) as exc:
-                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude).items():
+                    for other, segs in self._replan(query, query_id, server, segments, exc, exclude, deadline).items():
                         retries.setdefault(other, []).extend(segs)
                 finally:
                     self.watchdog.unwatch(token)
@@ -453,7 +481,7 @@ class QueryExecutor:
                         units.append((server, segments, partial))
                         continue
                     except (grpc.RpcError, ConnectionError, OSError) as exc:
-                        retry = self._replan(query, query_id, server, segments, exc, exclude)
+                        retry = self._replan(query, query_id, server, segments, exc, exclude, deadline)
                     for other, segs in retry.items():
                         submit(other, segs)
         except BaseException:
@@ -503,9 +531,13 @@ class QueryExecutor:
                                f"or load whole segments of this interval with a load rule without a matcher")
 
     def _replan(self, query: Query, query_id: str, server: str, segments: list[SegmentId], exc: Exception,
-                exclude: dict) -> dict:
-        """After ``server`` failed on ``segments``: raise when no other replica may do better,
-        else where to ask again (other replicas of just those segments)."""
+                exclude: dict, deadline: float) -> dict:
+        """After ``server`` failed on ``segments``: where to ask again. The segments it failed on go
+        to other replicas; those it does serve (a NOT_FOUND names the others) to any. A segment no
+        replica is left for is decided by ``missing_segment.next_step``: left out when it is no
+        longer meant to be served, else the query fails. ``exclude``: segment -> replicas that
+        failed on it in this query."""
+        failed = None
         if isinstance(exc, grpc.RpcError):
             code = exc.code()
             last_failure = f"{code.name}: {exc.details()}"
@@ -520,24 +552,81 @@ class QueryExecutor:
             if code not in _RETRYABLE:
                 raise StrataError(f"historical {server} failed: {code.name}: {exc.details()}",
                                   kind=kind_of_code(code)) from None
+            cause = _CAUSES.get(code, Cause.FAILED)
+            if code == grpc.StatusCode.NOT_FOUND:
+                failed = missing_segments(exc, segments)
         else:
+            code = None
             last_failure = str(exc)  # the stream broke mid-way: as retryable as UNAVAILABLE
+            cause = Cause.UNREACHABLE
         self.metrics.replica_retries.inc()
-        for sid in segments:
+        failed = failed or set(segments)
+        for sid in failed:
             exclude.setdefault(sid, set()).add(server)
-        with self.view_lock:
-            copies = self.view.partial_copies(segments) if self.view.partial else {}
-        unfit = self._unfit_partials(query, copies)
-        for sid, servers in unfit.items():  # partial copies that cannot answer stay out of a retry too
-            exclude.setdefault(sid, set()).update(servers)
-        with self.view_lock:
-            retry = self.view.plan(query.datasource, list(query.intervals), exclude, set(segments),
-                                   tiers=context_tiers(query.context))
-        if retry.unavailable:
-            raise StrataError(
-                f"no replica left for {', '.join(map(str, retry.unavailable))}; the last one, on {server}, "
-                f"failed with {last_failure}")
+        kind = kind_of_code(code) if cause is Cause.FAILED else ErrorKind.UNAVAILABLE
+        wait_until = min(deadline, time.monotonic() + VIEW_CATCH_UP_S)
+        used: dict[SegmentId, Used] = {}
+        while True:
+            with self.view_lock:
+                copies = self.view.partial_copies(segments) if self.view.partial else {}
+            unfit = self._unfit_partials(query, copies)  # partial copies that cannot answer stay out too
+            avoid = {sid: exclude.get(sid, set()) | set(unfit.get(sid, ())) for sid in set(exclude) | set(unfit)}
+            steps: dict[SegmentId, object] = {}
+            with self.view_lock:
+                for sid in sorted(failed):
+                    in_view = InView.GONE if sid not in self.view.descriptors else InView.VISIBLE \
+                        if sid in self.view.visible(sid.datasource, [sid.interval]) else InView.OVERSHADOWED
+                    steps[sid] = next_step(MissingSegment(
+                        sid, cause, server, last_failure, frozenset(exclude.get(sid, ())),
+                        frozenset(self.view.replicas.get(sid, set()) - avoid.get(sid, set())), in_view, used.get(sid),
+                        time.monotonic() < wait_until, kind))
+                ask = [sid for sid, step in steps.items() if isinstance(step, AskCoordinator)]
+                waiting = {sid: (frozenset(self.view.replicas.get(sid, ())), sid in self.view.descriptors)
+                           for sid, step in steps.items() if isinstance(step, WaitForView)}
+                fails = [step for step in steps.values() if isinstance(step, Fail)]
+                if not ask and not waiting and not fails:
+                    keep = set(segments) - {sid for sid, step in steps.items() if isinstance(step, LeaveOut)}
+                    retry = self.view.plan(query.datasource, list(query.intervals), avoid, keep,
+                                           tiers=context_tiers(query.context))
+                    break
+            if fails:
+                more = f" ({len(fails) - 1} more segments alike)" if len(fails) > 1 else ""
+                raise StrataError(fails[0].message + more, kind=fails[0].kind)
+            if ask:
+                used.update(self._used_states(query.datasource, ask, deadline))
+            elif waiting:
+                self._wait_for_view(waiting, wait_until)
+        for sid, step in steps.items():
+            if isinstance(step, LeaveOut):
+                self.metrics.segments_left_out.labels(step.reason).inc()
+                log.info("query %s: answered without %s (%s)", query_id, sid, step.detail)
+        if retry.unavailable:  # the view changed between the decision and the plan (it cannot: one lock)
+            raise StrataError(f"no replica left for {', '.join(map(str, retry.unavailable))}; the last one, on "
+                              f"{server}, failed with {last_failure}", kind=kind)
         return retry.by_server
+
+    def _used_states(self, datasource: str, segments: list[SegmentId], deadline: float) -> dict[SegmentId, Used]:
+        """The coordinator's word on ``segments``: UNKNOWN when it cannot be asked in time."""
+        timeout_s = min(deadline - time.monotonic(), COORDINATOR_ASK_S)
+        if self.used_states is None or timeout_s <= 0:
+            return {sid: Used.UNKNOWN for sid in segments}
+        try:
+            answered = self.used_states(datasource, segments, timeout_s)
+        except Exception as exc:  # noqa: BLE001 - unreachable, no coordinator up, a timeout: unknown
+            log.info("could not ask the coordinator about %d segments of %s: %s", len(segments), datasource, exc)
+            answered = {}
+        return {sid: answered.get(sid, Used.UNKNOWN) for sid in segments}  # every one answered: asked once
+
+    def _wait_for_view(self, waiting: dict, until: float) -> None:
+        """Until the replicas or presence of a ``waiting`` segment change in the view, or ``until``.
+        The view changes on the discovery watch's thread; polled, as a change is due within
+        milliseconds (the announcement was removed before the historical dropped its copy)."""
+        while time.monotonic() < until:
+            time.sleep(min(_VIEW_POLL_S, max(until - time.monotonic(), 0)))
+            with self.view_lock:
+                if any((frozenset(self.view.replicas.get(sid, ())), sid in self.view.descriptors) != seen
+                       for sid, seen in waiting.items()):
+                    return
 
     def _call(self, server: str, request: tuple, deadline: float, holder: dict) -> Partial:
         client = self.historical_client(server)

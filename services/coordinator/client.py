@@ -83,8 +83,9 @@ class CoordinatorClient:
         return [PublishedSegment(descriptor_from_proto(r.descriptor), r.used, r.created_ms)
                 for r in self._call("ListSegments", request, 30).segments]
 
-    def load_status(self, datasource: str = "") -> list:
-        return list(self._call("GetLoadStatus", coordinator_pb2.LoadStatusRequest(datasource=datasource), 30).segments)
+    def load_status(self, datasource: str = "", timeout_s: float = 30) -> list:
+        return list(self._call("GetLoadStatus", coordinator_pb2.LoadStatusRequest(datasource=datasource),
+                               timeout_s).segments)
 
     def servers(self):
         return self._call("ListServers", coordinator_pb2.ListServersRequest(), 10)

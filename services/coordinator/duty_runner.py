@@ -25,6 +25,7 @@ from common.segment.segment_id import SegmentId
 from services.coordinator.core.duties import (DEFAULT_GIVE_UP_EXPIRY_MS, Drop, DutyParams, ForgetLoadFailure, Load,
                                               LoadFailure, MarkUnused, RetryLoad, RetrySent, SegmentEntry, ServerView,
                                               Unmatched, run_duties)
+from services.coordinator.core.replication_throttle import DEFAULT_REPLICATION_THROTTLE_LIMIT
 from services.coordinator.core.rules import DEFAULT_TIER, PartialLoadRule
 from services.coordinator.core.segment_parts import SegmentParts
 from services.coordinator.core.replication_status import replication_status
@@ -86,13 +87,15 @@ def load_projections(obj: dict) -> tuple[str, ...]:
 
 class DutyRunner:
     def __init__(self, store, discovery, metrics, replication: int = 0, period_ms: int = 1000,
-                 give_up_expiry_ms: int = DEFAULT_GIVE_UP_EXPIRY_MS, rules=None) -> None:
+                 give_up_expiry_ms: int = DEFAULT_GIVE_UP_EXPIRY_MS, rules=None,
+                 replication_throttle_limit: int = DEFAULT_REPLICATION_THROTTLE_LIMIT) -> None:
         self.store = store
         self.rules = rules  # a RuleStore; None: no stored rules (the seeded default only)
         self.discovery = discovery
         self.metrics = metrics
         self.replication = replication
         self.give_up_expiry_ms = give_up_expiry_ms
+        self.replication_throttle_limit = replication_throttle_limit
         # The RetryLoads sent, so a report is answered once (see RetrySent); only the leader's
         # loop thread touches it, and a new leader starting empty sends at most one more each.
         self._retries_sent: dict[tuple[str, SegmentId], RetrySent] = {}
@@ -173,6 +176,7 @@ class DutyRunner:
                           servers=servers, unused=tuple(unused.values()), now_ms=int(time.time() * 1000),
                           replication=self.replication, load_failures=state.load_failures,
                           give_up_expiry_ms=self.give_up_expiry_ms, retries_sent=self._retries_sent,
+                          replication_throttle_limit=self.replication_throttle_limit,
                           rules=self.rules.stored() if self.rules is not None else {},
                           projections={sid: self._projections_of(d)[0] for sid, d in used.items()},
                           parts={sid: parts for sid, d in used.items() if (parts := self._projections_of(d)[1])})

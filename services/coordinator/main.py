@@ -59,7 +59,8 @@ class CoordinatorProcess(NodeProcess):
             self.journal = AssignmentJournal(config.coordinator.state_dir, self.memory_store, self.discovery)
         self.rules = RuleStore(self.store, config.coordinator.replication)
         self.runner = DutyRunner(self.store, self.discovery, self.metrics, config.coordinator.replication,
-                                 config.coordinator.duty_period_ms, config.coordinator.give_up_expiry_ms, self.rules)
+                                 config.coordinator.duty_period_ms, config.coordinator.give_up_expiry_ms, self.rules,
+                                 config.coordinator.replication_throttle_limit)
         self.task_metrics = TaskMetrics(self.metrics)
         self.tasks = TaskStore(self.store, on_final=self.task_metrics.on_final)
         self.task_metrics.tasks = self.tasks

@@ -13,6 +13,7 @@ services/broker/query_executor.py).
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable
 
@@ -34,6 +35,33 @@ _STREAM = "/strata.v1.HistoricalService/RunQuery"
 _KEPT_REQUESTS = 1024
 _KEPT_BYTES = 4 << 20
 _KEPT_MAX_BYTES = 16 << 10  # a larger request (thousands of segments) is written every time
+# NOT_FOUND's trailing metadata: the requested segments the historical does not serve (a JSON list
+# of ids), so the broker asks elsewhere for just those; binary ("-bin"): ids may be any Unicode.
+MISSING_SEGMENTS_KEY = "strata-missing-segments-bin"
+_MISSING_MAX_BYTES = 4 << 10  # more would not fit gRPC's metadata limit: then every segment counts as missing
+
+
+def missing_segments_metadata(missing: Iterable[SegmentId]) -> tuple:
+    """The trailing metadata a historical sends with NOT_FOUND (empty when the list is too long)."""
+    value = json.dumps([str(s) for s in missing]).encode()
+    return ((MISSING_SEGMENTS_KEY, value),) if len(value) <= _MISSING_MAX_BYTES else ()
+
+
+def missing_segments(exc, segments: Iterable[SegmentId]) -> set[SegmentId] | None:
+    """Of ``segments`` (a call's), those a NOT_FOUND said the historical does not serve; None when
+    it did not say (a historical before this list, or a list too long to send)."""
+    try:
+        metadata = exc.trailing_metadata() or ()
+    except Exception:  # noqa: BLE001 - not a call's error (a ConnectionError): nothing said
+        return None
+    for key, value in metadata:
+        if key == MISSING_SEGMENTS_KEY:
+            try:
+                named = set(json.loads(value))
+            except (ValueError, TypeError):
+                return None
+            return {s for s in segments if str(s) in named}
+    return None
 
 class HistoricalClient:
     def __init__(self, target: str, security: TransportSecurity = NO_SECURITY) -> None:

@@ -16,6 +16,7 @@ from common.query.memory_budget import DEFAULT_MAX_QUERY_BYTES, MemoryBudget
 from common.query.model import query_from_json
 from common.query.prepared_query import PreparedCache, PreparedKey, PreparedQuery
 from common.query.query_runner import Deadline, QueryRunner
+from services.historical.client import missing_segments_metadata
 from services.historical.parked_partials import ParkedPartials
 from services.historical.query_metrics import QueryMetrics
 from services.rpc.arrow_stream import table_to_chunks, table_to_message
@@ -89,7 +90,9 @@ class HistoricalServicer(historical_pb2_grpc.HistoricalServiceServicer):
         try:  # every segment's file stays open until the query is done with it, evicted or not
             if missing:
                 self.metrics.queries.labels(*_labels_of(request), "missing_segments").inc()
-                # NOT_FOUND: the broker asks another replica (its view was behind this node's).
+                # NOT_FOUND: the broker asks another replica (its view was behind this node's) for
+                # just these, named in the trailing metadata.
+                context.set_trailing_metadata(missing_segments_metadata(missing))
                 self._abort(context, NotFoundError(
                     f"historical {self.node.server_id} does not serve {', '.join(map(str, missing))}"))
             types = tuple(declared.items())

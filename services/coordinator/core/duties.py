@@ -44,6 +44,7 @@ from common.segment.segment_id import SegmentId
 from common.segment.timeline import Timeline, TimelineSegment
 from services.coordinator.core.rules import (DEFAULT_TIER, PartialLoadRule, Rule, default_rules, matching_rule, rules_for,
                                              wanted_replicas)
+from services.coordinator.core.replication_throttle import DEFAULT_REPLICATION_THROTTLE_LIMIT, ReplicationThrottle
 from services.coordinator.core.segment_parts import SegmentParts
 
 DEFAULT_MAX_MOVES = 10
@@ -192,6 +193,9 @@ class DutyParams:
     ``_default_tier`` (``[coordinator] replication``; 0 means 2). A tier never holds two copies
     on one server, so 2 replicas on a one-historical tier is one copy.
     ``max_moves``: balancing moves in flight at most, counting those of earlier runs.
+    ``replication_throttle_limit``: per tier, loads of segments already served elsewhere (replicas,
+    reloads in another shape) in flight at most, counting those of earlier runs; a segment no
+    one serves is loaded regardless (see ``replication_throttle.py``).
     ``load_failures``: (server, segment) -> the failure that server reported; retried after
     ``load_backoff_ms * 2**(attempts - 1)`` (at most ``max_load_backoff_ms``), and after
     ``max_load_attempts`` the server has given up on the segment. A record of a segment the
@@ -208,6 +212,7 @@ class DutyParams:
     now_ms: int = 0
     replication: int = 0
     max_moves: int = DEFAULT_MAX_MOVES
+    replication_throttle_limit: int = DEFAULT_REPLICATION_THROTTLE_LIMIT
     load_failures: Mapping[tuple[str, SegmentId], LoadFailure] = field(default_factory=dict)
     max_load_attempts: int = DEFAULT_MAX_LOAD_ATTEMPTS
     load_backoff_ms: int = DEFAULT_LOAD_BACKOFF_MS
@@ -246,6 +251,9 @@ class DutyParams:
             raise ValidationError(f"coordinator replication must be >= 0 (0 = automatic), got {self.replication}")
         if self.max_moves < 0:
             raise ValidationError(f"coordinator max_moves must be >= 0, got {self.max_moves}")
+        if self.replication_throttle_limit < 0:
+            raise ValidationError(f"coordinator replication_throttle_limit must be >= 0, got "
+                                  f"{self.replication_throttle_limit}")
         by_id: dict[SegmentId, DutySegment] = {}
         for desc in self.used:
             if desc.id in by_id:
@@ -451,6 +459,15 @@ class _Cluster:
     def is_loading(self, seg: SegmentId) -> bool:
         return len(self.holders[seg]) > len(self.loaded_by[seg])
 
+    def throttle(self) -> ReplicationThrottle:
+        """Per tier, copies of segments served elsewhere that are loading, or reloading in place."""
+        in_flight: dict[str, int] = defaultdict(int)
+        for server, held in self.holds.items():
+            tier = self._params.tier_of(server)
+            in_flight[tier] += sum(1 for seg in held if self.reloading(server, seg)
+                                   or (seg not in self.loaded[server] and self.loaded_by[seg]))
+        return ReplicationThrottle(self._params.replication_throttle_limit, in_flight)
+
 
 def _timelines(descriptors: Iterable[DutySegment]) -> dict[str, Timeline]:
     out: dict[str, Timeline] = {}
@@ -578,6 +595,7 @@ class Reshape:
 
     def run(self, params: DutyParams) -> DutyParams:
         cluster = _Cluster(params)
+        throttle = cluster.throttle()
         commands: list[Command] = []
         for desc in sorted(_live(params, cluster), key=lambda d: d.id):
             rule = params.rule(desc.id)
@@ -590,6 +608,8 @@ class Reshape:
                     continue
                 if cluster.free(server) < params.copy_size(desc.id, shape, desc.size):
                     continue  # no room for both copies yet
+                if desc.id in cluster.loaded[server] and not throttle.take(params.tier_of(server)):
+                    continue  # the tier reloads enough at once: a later run
                 command = Load(server, desc.id, shape)
                 cluster.apply(command)
                 commands.append(command)
@@ -603,6 +623,7 @@ class Assign:
 
     def run(self, params: DutyParams) -> DutyParams:
         cluster = _Cluster(params)
+        throttle = cluster.throttle()
         commands: list[Command] = []
         newest_first = sorted(_live(params, cluster), key=lambda d: (-d.id.interval.end, -d.id.interval.start, d.id))
         for desc in newest_first:
@@ -614,6 +635,8 @@ class Assign:
                                and cluster.free(s) >= size and not params.gave_up(s, desc.id)]
                     if not targets:
                         break  # no room in the tier: retried next run, after drops free space
+                    if cluster.loaded_by[desc.id] and not throttle.take(tier):
+                        break  # served elsewhere, and the tier loads enough such copies: a later run
                     target = min(targets, key=lambda s: (-cluster.free(s), s))
                     command = Load(target, desc.id, params.partial(desc.id))
                     cluster.apply(command)
