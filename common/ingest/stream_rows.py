@@ -312,26 +312,84 @@ class StreamRowRules:
                     changed[TIME] = _transformed_time(results[i][TIME])
                 except _Bad as e:
                     failed[i] = str(e)
+                    changed = row
             out.append(changed)
         return out
 
     def _filter(self, rows: list[dict], failed: dict[int, str]) -> np.ndarray:
-        from common.query.row_source import ColumnSource, TableRowSource
-
         keep = np.zeros(len(rows), dtype=bool)
         columns = sorted(self.filter.columns())
         alive = (i for i in range(len(rows)) if i not in failed)
         for idx, arrays, _ in _groups(rows, columns, failed, alive):
-            table = pa.table(arrays) if arrays else pa.table({"__none": pa.nulls(len(idx))})
-            source = ColumnSource(TableRowSource(table, "the transformSpec filter"), None)
+            # Typed nulls: a null-typed column has no values an IN set can be compared with.
+            arrays = {c: (a.cast(pa.string()) if pa.types.is_null(a.type) else a) for c, a in arrays.items()}
             try:
-                mask = np.asarray(self.filter.matches(source, False), dtype=bool)
+                mask = _matches(self.filter, arrays, len(idx))
             except (ValidationError, pa.ArrowException, ValueError, TypeError) as e:
                 for i in idx:
                     failed[i] = f"transformSpec.filter failed: {e}"
                 continue
             keep[np.array(idx, dtype=np.int64)] = mask
         return keep
+
+
+def _matches(flt, arrays: dict[str, pa.Array], n: int) -> np.ndarray:
+    """The filter's row mask. A leaf over a multi-value (list) field matches a row when it matches
+    any of the row's values, and and/or/not combine those row matches: Druid's multi-value
+    dimension semantics (``not(selector a)`` drops a row holding ["a", "e"])."""
+    from common.query.filters import And, Not, Or
+    from common.query.row_source import ColumnSource, TableRowSource
+
+    lists = [c for c in flt.columns() if c in arrays and pa.types.is_list(arrays[c].type)]
+    if not lists:  # the engine's own filter, with its three-valued logic
+        table = pa.table({c: arrays[c] for c in flt.columns() if c in arrays} or {"__none": pa.nulls(n)})
+        return np.asarray(flt.matches(ColumnSource(TableRowSource(table, "the transformSpec filter"), None), False),
+                          dtype=bool)
+    if isinstance(flt, And):
+        out = np.ones(n, dtype=bool)
+        for f in flt.fields:
+            out &= _matches(f, arrays, n)
+        return out
+    if isinstance(flt, Or):
+        out = np.zeros(n, dtype=bool)
+        for f in flt.fields:
+            out |= _matches(f, arrays, n)
+        return out
+    if isinstance(flt, Not):
+        # SQL-compatible: NOT of an unknown (null) comparison is not a match either.
+        return ~_matches(flt.field, arrays, n) & ~_unknown(flt.field, arrays, n)
+    if len(lists) > 1:
+        raise ValidationError(f"a filter over two multi-value fields ({', '.join(sorted(lists))}) is not supported")
+    column = lists[0]
+    values = arrays[column].to_pylist()
+    owner = [i for i, v in enumerate(values) for _ in (v or [None])]
+    flat = pa.array([e for v in values for e in (v or [None])], pa.string())
+    exploded = {c: (flat if c == column else arrays[c].take(pa.array(owner, pa.int64()))) for c in arrays}
+    hits = _matches(flt, exploded, len(owner))
+    out = np.zeros(n, dtype=bool)
+    np.logical_or.at(out, np.array(owner, dtype=np.int64), hits)
+    return out
+
+
+def _unknown(flt, arrays: dict[str, pa.Array], n: int) -> np.ndarray:
+    """Rows where a leaf filter's column is null (its comparison is unknown, not false)."""
+    from common.query.filters import And, ColumnFilter, Not, NullFilter, Or
+
+    if isinstance(flt, NullFilter) or not isinstance(flt, (ColumnFilter, And, Or, Not)):
+        return np.zeros(n, dtype=bool)
+    if isinstance(flt, Not):
+        return _unknown(flt.field, arrays, n)
+    if isinstance(flt, (And, Or)):
+        out = np.zeros(n, dtype=bool)
+        for f in flt.fields:
+            out |= _unknown(f, arrays, n)
+        return out
+    arr = arrays.get(flt.column)
+    if arr is None:
+        return np.ones(n, dtype=bool)
+    if pa.types.is_list(arr.type):  # an empty multi-value row is null, as in Druid
+        return np.array([not v for v in arr.to_pylist()], dtype=bool)
+    return np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _transformed_time(value) -> int:
