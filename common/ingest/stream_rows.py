@@ -246,9 +246,10 @@ class StreamRowRules:
     def decide(self, messages: Iterable[Message]) -> StreamRows:
         out = StreamRows()
         rows: list[dict] = []
-        origin: list[Message] = []
+        origin: list[tuple[int, Message]] = []
+        errors: list[tuple[int, RowException]] = []  # with the message's position: reported in read order
         spec = self.spec
-        for m in messages:
+        for pos, m in enumerate(messages):
             for row, reason in self._records(m):
                 if reason is None:
                     try:
@@ -257,10 +258,10 @@ class StreamRowRules:
                     except _Bad as e:
                         reason = str(e)
                 if reason is not None:
-                    out.parse_exceptions.append(RowException(m.partition, m.offset, reason))
+                    errors.append((pos, RowException(m.partition, m.offset, reason)))
                     continue
                 rows.append(row)
-                origin.append(m)
+                origin.append((pos, m))
         failed: dict[int, str] = {}
         if self.transforms:
             rows = self._transform(rows, failed)
@@ -276,13 +277,15 @@ class StreamRowRules:
         floored = self.granularity.bucket_start(times) if len(times) else times
         for i, row in enumerate(rows):
             if i in failed:
-                out.parse_exceptions.append(RowException(origin[i].partition, origin[i].offset, failed[i]))
+                pos, m = origin[i]
+                errors.append((pos, RowException(m.partition, m.offset, failed[i])))
             elif not keep[i] or not in_bounds[i]:
                 out.thrown_away += 1
             else:
                 row[TIME] = int(floored[i])
                 out.rows.append(row)
-        out.parse_exceptions.sort(key=lambda e: (e.partition, e.offset))
+        errors.sort(key=lambda e: e[0])
+        out.parse_exceptions = [e for _, e in errors]
         return out
 
     def _transform(self, rows: list[dict], failed: dict[int, str]) -> list[dict]:
