@@ -112,7 +112,17 @@ def catalog_job_options(spec: SupervisorSpec, table: dict | None) -> dict:
         if declared:
             out["declared_types"] = declared
     if props.get("sealed"):
-        out["sealed_columns"] = tuple(sorted({c["name"] for c in columns}))
+        declared = {c["name"] for c in columns}
+        if not spec.schema_discovery:
+            # The spec names every column: refuse before reading anything, as the broker refuses such an INSERT.
+            undeclared = [n for n in [d.name for d in spec.dimensions] + [m.name for m in spec.metrics]
+                          if n not in declared]
+            if undeclared:
+                raise ValidationError(
+                    f"datasource {spec.datasource} is sealed and does not declare {', '.join(undeclared)}; add "
+                    f"them to its catalog entry (ALTER TABLE {spec.datasource} ADD COLUMN ...) or drop them from "
+                    "the supervisor spec's dimensionsSpec/metricsSpec")
+        out["sealed_columns"] = tuple(sorted(declared))
     return out
 
 

@@ -27,6 +27,7 @@ number in one message and a string in the next is read as each message wrote it.
 from __future__ import annotations
 
 import csv
+import datetime
 import io
 import math
 from collections.abc import Iterable
@@ -76,6 +77,16 @@ class _Bad(Exception):
 
 
 def _time_ms(value, fmt: str, column: str) -> int:
+    # The usual case first, without the checks below: ISO text such as 2024-05-01T10:00:00.123Z.
+    if type(value) is str and fmt in ("iso", "auto") and len(value) >= 20 and value[-1] == "Z" \
+            and value[10] == "T" and value[4] == "-":
+        try:
+            ms = (datetime.datetime.fromisoformat(value) - _EPOCH) // _MS
+        except ValueError:
+            pass
+        else:
+            if MIN_MILLIS <= ms <= MAX_MILLIS:
+                return ms
     if value is None or (isinstance(value, str) and not value.strip()):
         raise _Bad(f"no timestamp: field '{column}' is missing or null")
     if isinstance(value, bool) or isinstance(value, (dict, list)):
@@ -96,12 +107,27 @@ def _time_ms(value, fmt: str, column: str) -> int:
             raise _Bad(f"timestamp field '{column}' is the number {value}, not an ISO-8601 time (format {fmt}); "
                        "use format millis or auto for epoch milliseconds")
         try:
-            ms = parse_instant(value)
+            ms = _iso_ms(value)
         except ValidationError:
             raise _Bad(f"timestamp field '{column}': cannot parse '{value[:100]}' as an ISO-8601 time") from None
     if not MIN_MILLIS <= ms <= MAX_MILLIS:
         raise _Bad(f"timestamp field '{column}': {value!r} is out of range for a time (years 1 to 9999)")
     return ms
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_MS = datetime.timedelta(milliseconds=1)
+
+
+def _iso_ms(text: str) -> int:
+    """``parse_instant`` with a fast path for the usual shape of event times
+    (``2024-05-01T10:00:00[.fff]Z``), which was most of the time of a micro-batch's rules."""
+    if len(text) >= 20 and text[-1] == "Z" and text[10] == "T" and text[4] == "-":
+        try:
+            return (datetime.datetime.fromisoformat(text) - _EPOCH) // _MS
+        except ValueError:
+            pass
+    return parse_instant(text)
 
 
 def _is_integer_text(value) -> bool:

@@ -3,6 +3,9 @@ options for its jobs."""
 
 from __future__ import annotations
 
+import pytest
+
+from common.errors import ValidationError
 from common.ingest.stream_insert import catalog_job_options, micro_batch_sql
 from common.ingest.supervisor_spec import parse_supervisor_spec
 from common.types.column_type import ColumnType
@@ -69,3 +72,12 @@ def test_catalog_options():
     declared = spec(dimensionsSpec={"dimensions": ["a"]})
     assert "declared_types" not in catalog_job_options(declared, table)  # the spec's dimension types win
     assert catalog_job_options(discovered, None) == {}
+
+
+def test_a_sealed_table_refuses_undeclared_spec_columns_before_reading():
+    table = {"type": "datasource", "properties": {"sealed": True}, "columns": [{"name": "a"}, {"name": "n"}]}
+    ok = spec(dimensionsSpec={"dimensions": ["a"]}, metricsSpec=[{"type": "count", "name": "n"}])
+    assert catalog_job_options(ok, table) == {"sealed_columns": ("a", "n")}
+    bad = spec(dimensionsSpec={"dimensions": ["a", "b"]}, metricsSpec=[{"type": "count", "name": "m"}])
+    with pytest.raises(ValidationError, match="datasource d is sealed and does not declare b, m; add them"):
+        catalog_job_options(bad, table)
