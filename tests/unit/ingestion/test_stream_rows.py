@@ -263,3 +263,16 @@ def test_filters_on_multi_value_fields_match_any_value(flt, kept):
     assert out.parse_exceptions == []
     assert [r for r in out.rows] == [{**rows[i], TIME: START} for i in kept]
     assert out.thrown_away == len(rows) - len(kept)
+
+
+def test_nan_and_infinity_from_text():
+    """CSV values are text; "NaN" and "-Infinity" become numbers only when a transform casts them.
+    A NaN result is stored as null (the rows travel as JSON lines, which have no NaN)."""
+    s = spec({"inputFormat": {"type": "csv", "columns": ["ts", "x"]}},
+             transformSpec={"transforms": [{"name": "y", "expression": "cast(x, 'DOUBLE') * 2"}],
+                            "filter": {"type": "range", "column": "y", "matchValueType": "DOUBLE", "lower": 0}})
+    out = decide(s, f"{START},NaN\n{START},-Infinity\n{START},-0.0\n{START},1.5\n{START},\n")
+    assert out.parse_exceptions == []
+    assert [(r.get("x"), r["y"]) for r in out.rows] == [("-0.0", -0.0), ("1.5", 3.0)]
+    assert math.copysign(1, out.rows[0]["y"]) == -1
+    assert out.thrown_away == 3  # NaN (stored as null), -inf and null are not >= 0
