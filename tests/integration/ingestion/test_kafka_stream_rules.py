@@ -235,3 +235,52 @@ def test_csv_messages_with_the_catalogs_projections_and_sealed_table(spark, kafk
     finally:
         strict.close()
     assert publisher.supervisors.offsets("rules_b").offsets == {0: len(messages)}
+
+
+def test_rollup_with_schema_discovery(spark, kafka_broker, store, deep):  # noqa: F811
+    """Discovered dimensions roll up too: every field but the timestamp and the metrics' inputs is
+    a dimension (GROUP BY ALL over *)."""
+    kafka_broker.create_topic("rules-c", 1)
+    rng = random.Random(7)
+    events = [{"ts": iso(TASK_START + rng.randint(0, HOUR - 1)), "page": rng.choice(["a", "b", None]),
+               "lang": rng.choice(["en", "de"]), "v": rng.choice([1, 2.25, -0.0, None])} for _ in range(300)]
+    kafka_broker.produce("rules-c", [(0, json.dumps(e).encode()) for e in events])
+    spec = parse_supervisor_spec({"type": "kafka", "spec": {
+        "dataSchema": {"dataSource": "rules_c", "timestampSpec": {"column": "ts", "format": "iso"},
+                       "dimensionsSpec": {"useSchemaDiscovery": True},
+                       "granularitySpec": {"segmentGranularity": "DAY", "queryGranularity": "HOUR"},
+                       "metricsSpec": [{"type": "count", "name": "n"}, {"type": "doubleSum", "name": "v_sum",
+                                                                         "fieldName": "v"}]},
+        "ioConfig": {"topic": "rules-c", "consumerProperties": {"bootstrap.servers": kafka_broker.bootstrap},
+                     "useEarliestOffset": True},
+        "tuningConfig": {"type": "kafka", "maxRowsInMemory": 1000}}})
+    publisher = StorePublisher(store)
+    task = StreamTask(spark, spec, "task-r4", publisher, deep.root, task_start_ms=TASK_START)
+    try:
+        batches = []
+        deadline = time.monotonic() + DEADLINE_S
+        offsets = {0: 0}
+        while offsets != {0: len(events)}:
+            assert time.monotonic() < deadline, f"offsets stuck at {offsets}"
+            batches.append(task.run_micro_batch(offsets))
+            offsets = batches[-1].end
+    finally:
+        task.close()
+    segments = segments_of(store, deep, "rules_c")
+    columns = set().union(*({c.name for c in s.manifest.columns} for s in segments))
+    assert columns == {"__time", "page", "lang", "n", "v_sum"}
+    stored = scan(segments, "rules_c", ["__time", "page", "lang", "n", "v_sum"])
+    db = duckdb.connect()
+    db.execute("CREATE TABLE m (o BIGINT, t BIGINT, page VARCHAR, lang VARCHAR, v DOUBLE)")
+    db.executemany("INSERT INTO m VALUES (?, ?, ?, ?, ?)",  # all in the task's first hour
+                   [(o, TASK_START, e["page"], e["lang"], e["v"]) for o, e in enumerate(events)])
+    want = db.execute("SELECT t, page, lang, COUNT(*), SUM(v) FROM m GROUP BY ALL").fetchall()
+    per_batch = sum(db.execute(f"SELECT COUNT(*) FROM (SELECT DISTINCT page, lang FROM m WHERE o >= {b.start[0]} "
+                               f"AND o < {b.end[0]})").fetchone()[0] for b in batches)
+    assert len(stored) == per_batch
+    got: dict = {}
+    for r in stored:
+        key = (r["__time"], r["page"], r["lang"])
+        n, v = got.get(key, (0, None))
+        got[key] = (n + r["n"], v if r["v_sum"] is None else (r["v_sum"] if v is None else v + r["v_sum"]))
+    assert sorted(((*k, *v) for k, v in got.items()), key=repr) == sorted(want, key=repr)
