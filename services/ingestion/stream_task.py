@@ -40,7 +40,7 @@ from common.ingest.stream_insert import catalog_job_options, micro_batch_sql
 from common.ingest.stream_rows import StreamRowRules
 from common.ingest.supervisor_spec import SupervisorSpec, parse_supervisor_spec
 from services.ingestion.ingestion_report import IngestionReport
-from services.ingestion.kafka_reader import KafkaMessage, KafkaReader
+from services.ingestion.kafka_reader import KafkaReader
 from services.ingestion.spark_job import IngestionJob, run_ingestion
 
 # How many parse exception samples a task keeps for its status (as Druid's maxSavedParseExceptions).
