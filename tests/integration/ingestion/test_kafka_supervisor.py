@@ -273,6 +273,10 @@ def test_rollup_supervisor_with_the_catalogs_projection(cluster, kafka_broker): 
                             == ["by_page"] for s in segments)
     broker = f"http://127.0.0.1:{cluster.broker.http.port}/druid/v2/datasources/rolled_wiki/metrics"
     assert sorted(requests.get(broker, timeout=30).json()) == ["id_sum", "n"]
+    [meta] = requests.post(f"http://127.0.0.1:{cluster.broker.http.port}/druid/v2", timeout=30, json={
+        "queryType": "segmentMetadata", "dataSource": "rolled_wiki", "merge": True,
+        "analysisTypes": ["aggregators"]}).json()
+    assert {n: a["type"] for n, a in meta["aggregators"].items()} == {"n": "count", "id_sum": "longSum"}
     deadline = time.monotonic() + 60
     while True:
         stats = requests.get(f"{cluster.supervisor_url}/rolled_wiki/stats", timeout=30).json()
