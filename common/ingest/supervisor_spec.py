@@ -4,9 +4,13 @@ The accepted JSON is Druid's: ``{"type": "kafka", "spec": {"dataSchema": ..., "i
 "tuningConfig": ...}}`` (the older form with the three sections at the top level is accepted too).
 Every object is read with the keys it may hold: an unknown key is an error that names it with
 its path (``spec.ioConfig.topik``) and the keys allowed there, so a typo never silently becomes a
-default. Keys Druid defines that strata does not implement yet (transformSpec filters, metrics
-with rollup, topicPattern, csv/tsv input) are refused naming the key, rather than ignored: an
-ignored rejection period or filter would load rows the user meant to keep out.
+default. Keys Druid defines that strata does not implement yet (topicPattern, sketch metrics,
+flattenSpec) are refused naming the key, rather than ignored: an ignored setting would load rows
+the user meant to keep out or store values the user did not ask for.
+
+Rollup (``metricsSpec``, ``queryGranularity``), ``transformSpec`` (Druid filters and expression
+transforms), message rejection periods and csv/tsv input are checked here; what they do to each
+message is ``common/ingest/stream_rows.py``.
 """
 
 from __future__ import annotations
@@ -18,11 +22,25 @@ from dataclasses import dataclass, field
 
 from common.errors import ValidationError
 from common.types.granularity import Granularity, Period
+from common.types.interval import parse_instant
 
 # Druid's supervisor ids become deep-storage folder names and URL path parts.
 _ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,254}$")
 _TIMESTAMP_FORMATS = ("auto", "iso", "millis", "posix")
 _DIMENSION_TYPES = ("string", "long", "float", "double", "json", "auto")
+# Druid's metric aggregators strata rolls up: type -> (SQL aggregate, the field's SQL type). Each one
+# merges partial results exactly (a sum of sums), so micro-batches and segments compose.
+METRIC_TYPES = {
+    "count": ("COUNT", None),
+    "longSum": ("SUM", "BIGINT"), "doubleSum": ("SUM", "DOUBLE"), "floatSum": ("SUM", "DOUBLE"),
+    "longMin": ("MIN", "BIGINT"), "doubleMin": ("MIN", "DOUBLE"), "floatMin": ("MIN", "DOUBLE"),
+    "longMax": ("MAX", "BIGINT"), "doubleMax": ("MAX", "DOUBLE"), "floatMax": ("MAX", "DOUBLE"),
+}
+# Batch INSERT stores approximate distinct counts finalized (a number, not a sketch), and numbers
+# of distinct values of two micro-batches cannot be added: these would give wrong answers.
+_SKETCH_METRICS = ("hyperUnique", "HLLSketchBuild", "HLLSketchMerge", "thetaSketch", "quantilesDoublesSketch",
+                   "cardinality")
+_INPUT_FORMATS = ("json", "csv", "tsv")
 _SECRET = re.compile(r"password|secret|jaas|\.key$|token|credential", re.IGNORECASE)
 
 
@@ -34,6 +52,28 @@ class SupervisorSpecError(ValidationError):
 class Dimension:
     name: str
     type: str = "string"
+
+
+@dataclass(frozen=True)
+class Metric:
+    type: str  # a METRIC_TYPES key
+    name: str
+    field_name: str | None = None  # None for count
+
+
+@dataclass(frozen=True)
+class Transform:
+    name: str
+    expression: str
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    type: str = "json"  # json, csv or tsv
+    columns: tuple[str, ...] = ()  # csv/tsv: the fields of each line, in order
+    delimiter: str = "\t"  # tsv
+    list_delimiter: str = "\u0001"  # csv/tsv: a value holding it is a multi-value (list) value
+    skip_header_rows: int = 0  # csv/tsv: lines skipped at the start of each message
 
 
 @dataclass(frozen=True)
@@ -49,6 +89,14 @@ class SupervisorSpec:
     schema_discovery: bool = False  # dimensions empty or useSchemaDiscovery: every field is a column
     segment_granularity: str = "HOUR"
     query_granularity: str = "NONE"
+    rollup: bool = False
+    metrics: tuple[Metric, ...] = ()
+    transforms: tuple[Transform, ...] = ()
+    filter: Mapping | None = None  # transformSpec.filter, Druid's native filter JSON
+    input_format: InputFormat = InputFormat()
+    late_rejection_period_ms: int | None = None
+    late_rejection_start_ms: int | None = None
+    early_rejection_period_ms: int | None = None
     task_count: int = 1
     replicas: int = 1
     task_duration_ms: int = 3_600_000
@@ -196,16 +244,125 @@ def _data_schema(obj: dict, path: str) -> dict:
         raise SupervisorSpecError(f"{path}.granularitySpec.type must be \"uniform\", got {json.dumps(gran['type'])}")
     out["segment_granularity"] = _granularity(gran, "segmentGranularity", f"{path}.granularitySpec", "HOUR")
     out["query_granularity"] = _granularity(gran, "queryGranularity", f"{path}.granularitySpec", "NONE")
-    if out["query_granularity"] != "NONE":
-        raise SupervisorSpecError(f"{path}.granularitySpec.queryGranularity is not supported yet for streaming "
-                                  "(rollup is not implemented); leave it out or use NONE")
-    if _bool(gran, "rollup", f"{path}.granularitySpec", False):
-        raise SupervisorSpecError(f"{path}.granularitySpec.rollup is not supported yet for streaming; set it false")
-    if obj.get("metricsSpec"):
-        raise SupervisorSpecError(f"{path}.metricsSpec is not supported yet for streaming (no rollup); leave it empty")
-    if obj.get("transformSpec"):
-        raise SupervisorSpecError(f"{path}.transformSpec is not supported yet for streaming; leave it out")
+    if out["query_granularity"] == "ALL":
+        raise SupervisorSpecError(f"{path}.granularitySpec.queryGranularity ALL would give every row one timestamp; "
+                                  "use NONE or a period such as MINUTE or HOUR")
+    # Druid's default for rollup is true, but without metrics there is nothing to roll up into:
+    # rollup applies when it is true and metricsSpec is given (or rollup is said explicitly).
+    out["metrics"] = _metrics(obj.get("metricsSpec", []), f"{path}.metricsSpec")
+    out["rollup"] = _bool(gran, "rollup", f"{path}.granularitySpec", bool(out["metrics"]))
+    if out["rollup"] and not out["metrics"]:
+        raise SupervisorSpecError(f"{path}.granularitySpec.rollup is true but {path}.metricsSpec is empty; add "
+                                  "metrics (e.g. {\"type\": \"count\", \"name\": \"count\"}) or set rollup false")
+    names = {d.name for d in out["dimensions"]}
+    for m in out["metrics"]:
+        if m.name in names:
+            raise SupervisorSpecError(f"{path}.metricsSpec: '{m.name}' is both a dimension and a metric; rename one")
+        if m.name in ("__time", out["timestamp_column"]):
+            raise SupervisorSpecError(f"{path}.metricsSpec: a metric cannot be named '{m.name}' (the time column)")
+    out.update(_transform_spec(_object(obj.get("transformSpec", {}), f"{path}.transformSpec"),
+                               f"{path}.transformSpec"))
     return out
+
+
+def _metrics(listed, path: str) -> tuple[Metric, ...]:
+    if not isinstance(listed, list):
+        raise SupervisorSpecError(f"{path} must be a list of aggregators")
+    out: list[Metric] = []
+    for i, m in enumerate(listed):
+        where = f"{path}[{i}]"
+        m = _object(m, where)
+        kind = _string(m, "type", where, required=True)
+        if kind in _SKETCH_METRICS:
+            raise SupervisorSpecError(f"{where}.type '{kind}' is not supported for streaming: strata stores approximate "
+                                      "distinct counts finalized, and those of two micro-batches cannot be merged; "
+                                      "keep the column as a dimension and count distinct values at query time")
+        if kind not in METRIC_TYPES:
+            raise SupervisorSpecError(f"{where}.type must be one of {', '.join(METRIC_TYPES)}, got '{kind}'")
+        if kind == "count":
+            _check_keys(m, where, ("type", "name"))
+            out.append(Metric(kind, _string(m, "name", where, required=True)))
+            continue
+        _check_keys(m, where, ("type", "name", "fieldName"), {"expression": "use a transformSpec transform and name "
+                                                                            "it in fieldName"})
+        out.append(Metric(kind, _string(m, "name", where, required=True), _string(m, "fieldName", where,
+                                                                                   required=True)))
+    names = [m.name for m in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SupervisorSpecError(f"{path} names {', '.join(dup)} more than once")
+    return tuple(out)
+
+
+def _transform_spec(obj: dict, path: str) -> dict:
+    from common.expr import parse as parse_expression
+    from common.query.filters import filter_from_json
+
+    _check_keys(obj, path, ("transforms", "filter"))
+    listed = obj.get("transforms", [])
+    if not isinstance(listed, list):
+        raise SupervisorSpecError(f"{path}.transforms must be a list of {{\"type\": \"expression\", \"name\", "
+                                  "\"expression\"}} objects")
+    transforms: list[Transform] = []
+    for i, t in enumerate(listed):
+        where = f"{path}.transforms[{i}]"
+        t = _object(t, where)
+        _check_keys(t, where, ("type", "name", "expression"))
+        if t.get("type", "expression") != "expression":
+            raise SupervisorSpecError(f"{where}.type must be \"expression\", got {json.dumps(t.get('type'))}")
+        name = _string(t, "name", where, required=True)
+        text = _string(t, "expression", where, required=True)
+        try:
+            parse_expression(text)
+        except ValidationError as e:
+            raise SupervisorSpecError(f"{where}.expression: {e}") from None
+        transforms.append(Transform(name, text))
+    names = [t.name for t in transforms]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SupervisorSpecError(f"{path}.transforms names {', '.join(dup)} more than once")
+    flt = obj.get("filter")
+    if flt is not None:
+        try:
+            filter_from_json(_object(flt, f"{path}.filter"))
+        except SupervisorSpecError:
+            raise
+        except (ValidationError, KeyError, TypeError) as e:
+            raise SupervisorSpecError(f"{path}.filter: {e}") from None
+    return {"transforms": tuple(transforms), "filter": flt}
+
+
+def _input_format(obj: dict, path: str) -> InputFormat:
+    kind = obj.get("type")
+    if kind not in _INPUT_FORMATS:
+        raise SupervisorSpecError(f"{path}.type must be one of {', '.join(_INPUT_FORMATS)}, got {json.dumps(kind)}")
+    if kind == "json":
+        _check_keys(obj, path, ("type", "keepNullColumns", "flattenSpec"))
+        if obj.get("flattenSpec"):
+            raise SupervisorSpecError(f"{path}.flattenSpec is not supported yet; nested objects are stored "
+                                      "as JSON columns")
+        return InputFormat()
+    _check_keys(obj, path, ("type", "columns", "findColumnsFromHeader", "listDelimiter", "skipHeaderRows")
+                + (("delimiter",) if kind == "tsv" else ()))
+    if _bool(obj, "findColumnsFromHeader", path, False):
+        raise SupervisorSpecError(f"{path}.findColumnsFromHeader true is not supported for streaming (each message "
+                                  "would need its own header); list the fields in columns")
+    columns = obj.get("columns")
+    if not isinstance(columns, list) or not columns or not all(isinstance(c, str) and c for c in columns):
+        raise SupervisorSpecError(f"{path}.columns must be a non-empty list of column names (the fields of each line)")
+    dup = sorted({c for c in columns if columns.count(c) > 1})
+    if dup:
+        raise SupervisorSpecError(f"{path}.columns lists {', '.join(dup)} more than once")
+    delimiter = obj.get("delimiter", "\t")
+    list_delimiter = obj.get("listDelimiter", "\u0001")
+    for key, value in (("delimiter", delimiter), ("listDelimiter", list_delimiter)):
+        if not isinstance(value, str) or not value or "\n" in value or "\r" in value:
+            raise SupervisorSpecError(f"{path}.{key} must be a non-empty string without line breaks, got "
+                                      f"{json.dumps(value)}")
+    if kind == "tsv" and delimiter == list_delimiter:
+        raise SupervisorSpecError(f"{path}.delimiter and listDelimiter must differ")
+    return InputFormat(kind, tuple(columns), delimiter, list_delimiter,
+                       _int(obj, "skipHeaderRows", path, 0, minimum=0))
 
 
 def _dimensions(obj: dict, path: str, timestamp_column: str) -> dict:
@@ -242,11 +399,9 @@ def _dimensions(obj: dict, path: str, timestamp_column: str) -> dict:
 def _io_config(obj: dict, path: str) -> dict:
     _check_keys(obj, path, ("type", "topic", "consumerProperties", "inputFormat", "taskCount", "replicas",
                             "taskDuration", "useEarliestOffset", "startDelay", "period", "completionTimeout",
-                            "pollTimeout"),
-                {"topicPattern": "name one topic in ioConfig.topic",
-                 "lateMessageRejectionPeriod": "late messages are not rejected yet; leave it out",
-                 "earlyMessageRejectionPeriod": "early messages are not rejected yet; leave it out",
-                 "lateMessageRejectionStartDateTime": "late messages are not rejected yet; leave it out"})
+                            "pollTimeout", "lateMessageRejectionPeriod", "earlyMessageRejectionPeriod",
+                            "lateMessageRejectionStartDateTime"),
+                {"topicPattern": "name one topic in ioConfig.topic"})
     if obj.get("type", "kafka") != "kafka":
         raise SupervisorSpecError(f"{path}.type must be \"kafka\", got {json.dumps(obj['type'])}")
     topic = _string(obj, "topic", path, required=True)
@@ -261,14 +416,18 @@ def _io_config(obj: dict, path: str) -> dict:
             # group's committed offsets would be a second truth that can disagree.
             raise SupervisorSpecError(f"{path}.consumerProperties.{key} is managed by strata (tasks assign and seek "
                                       "to the offsets stored with the published segments); remove it")
-    fmt = _object(obj.get("inputFormat", {"type": "json"}), f"{path}.inputFormat")
-    _check_keys(fmt, f"{path}.inputFormat", ("type", "keepNullColumns", "flattenSpec"))
-    if fmt.get("type") != "json":
-        raise SupervisorSpecError(f"{path}.inputFormat.type must be \"json\" (csv and tsv are not supported yet for "
-                                  f"streaming), got {json.dumps(fmt.get('type'))}")
-    if fmt.get("flattenSpec"):
-        raise SupervisorSpecError(f"{path}.inputFormat.flattenSpec is not supported yet; nested objects are stored "
-                                  "as JSON columns")
+    input_format = _input_format(_object(obj.get("inputFormat", {"type": "json"}), f"{path}.inputFormat"),
+                                 f"{path}.inputFormat")
+    if "lateMessageRejectionPeriod" in obj and "lateMessageRejectionStartDateTime" in obj:
+        raise SupervisorSpecError(f"{path}: give only one of lateMessageRejectionPeriod and "
+                                  "lateMessageRejectionStartDateTime (as in Druid)")
+    late_start = None
+    if "lateMessageRejectionStartDateTime" in obj:
+        text = _string(obj, "lateMessageRejectionStartDateTime", path)
+        try:
+            late_start = parse_instant(text)
+        except ValidationError as e:
+            raise SupervisorSpecError(f"{path}.lateMessageRejectionStartDateTime: {e}") from None
     for key in ("taskCount", "replicas"):
         if _int(obj, key, path, 1) > 1:
             raise SupervisorSpecError(f"{path}.{key} above 1 is not supported yet (one task reads every partition); "
@@ -277,7 +436,14 @@ def _io_config(obj: dict, path: str) -> dict:
             "consumer_properties": {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()},
             "task_count": _int(obj, "taskCount", path, 1), "replicas": _int(obj, "replicas", path, 1),
             "task_duration_ms": _period_ms(obj, "taskDuration", path, 3_600_000),
-            "use_earliest_offset": _bool(obj, "useEarliestOffset", path, False)}
+            "use_earliest_offset": _bool(obj, "useEarliestOffset", path, False), "input_format": input_format,
+            "late_rejection_period_ms": _optional_period_ms(obj, "lateMessageRejectionPeriod", path),
+            "early_rejection_period_ms": _optional_period_ms(obj, "earlyMessageRejectionPeriod", path),
+            "late_rejection_start_ms": late_start}
+
+
+def _optional_period_ms(obj: dict, key: str, path: str) -> int | None:
+    return _period_ms(obj, key, path, 0) if key in obj else None
 
 
 def _tuning_config(obj: dict, path: str) -> dict:

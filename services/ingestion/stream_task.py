@@ -3,9 +3,10 @@
 Each micro-batch:
 
     read the assigned partitions from the task's current offsets (KafkaReader: assign + seek)
-      -> check each message is a JSON object with its timestamp (else a parse exception naming
-         partition, offset and reason)
-      -> the good ones as JSON lines in a work file -> the ordinary INSERT path of spark_job
+      -> each message through the spec's rules (common/ingest/stream_rows.py: parse json/csv/tsv,
+         timestamp, transforms, filter, late/early rejection; a parse exception names partition,
+         offset and reason, a filtered or rejected row counts as thrownAway)
+      -> the rows as JSON lines in a work file -> the ordinary INSERT path of spark_job
          (schema discovery or the spec's dimensions, the catalog's projections and types, segment
          builder, deep storage)
       -> publish the segments and the end offsets in ONE coordinator transaction, refused unless
@@ -22,6 +23,7 @@ them is the one batch ingestion runs.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -34,9 +36,11 @@ import orjson
 
 from common.errors import ValidationError
 from common.ingest.statement import parse_ingestion
+from common.ingest.stream_insert import catalog_job_options, micro_batch_sql
+from common.ingest.stream_rows import StreamRowRules
 from common.ingest.supervisor_spec import SupervisorSpec, parse_supervisor_spec
 from services.ingestion.ingestion_report import IngestionReport
-from services.ingestion.kafka_reader import KafkaMessage, KafkaReader
+from services.ingestion.kafka_reader import KafkaReader
 from services.ingestion.spark_job import IngestionJob, run_ingestion
 
 # How many parse exception samples a task keeps for its status (as Druid's maxSavedParseExceptions).
@@ -75,6 +79,7 @@ class MicroBatchResult:
     rows: int
     parse_exceptions: list[StreamParseException] = field(default_factory=list)
     report: IngestionReport | None = None
+    thrown_away: int = 0  # filtered out by transformSpec, or rejected as late or early
 
 
 class _StreamPublisher:
@@ -95,69 +100,13 @@ class _StreamPublisher:
         self.published = True
 
 
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _time_expression(spec: SupervisorSpec) -> str:
-    column = _quote(spec.timestamp_column)
-    if spec.timestamp_format == "millis":
-        return f"MILLIS_TO_TIMESTAMP(CAST({column} AS BIGINT))"
-    if spec.timestamp_format == "posix":
-        return f"MILLIS_TO_TIMESTAMP(CAST({column} AS BIGINT) * 1000)"
-    return f"TIME_PARSE(CAST({column} AS VARCHAR))"
-
-
-_SQL_TYPES = {"string": "VARCHAR", "long": "BIGINT", "float": "DOUBLE", "double": "DOUBLE",
-              "json": "TYPE('COMPLEX<json>')"}
-
-
-def micro_batch_sql(spec: SupervisorSpec, path: str) -> str:
-    """The INSERT a micro-batch runs over its JSON lines file."""
-    args = [f"files => ARRAY[{_literal(path)}]", "format => 'json'"]
-    if spec.dimension_exclusions:
-        args.append(f"exclude => ARRAY[{', '.join(_literal(c) for c in spec.dimension_exclusions)}]")
-    source = f"TABLE(localfiles({', '.join(args)}))"
-    if spec.schema_discovery:
-        declared = [d for d in spec.dimensions if d.type in _SQL_TYPES]
-        select = f"{_time_expression(spec)} AS __time, *"
-        if declared:
-            source += " PARTIAL (" + ", ".join(f"{_quote(d.name)} {_SQL_TYPES[d.type]}" for d in declared) + ")"
-    else:
-        ts_type = "BIGINT" if spec.timestamp_format in ("millis", "posix") else "VARCHAR"
-        extend = [f"{_quote(spec.timestamp_column)} {ts_type}"]
-        extend += [f"{_quote(d.name)} {_SQL_TYPES.get(d.type, 'VARCHAR')}" for d in spec.dimensions]
-        source += " EXTEND (" + ", ".join(extend) + ")"
-        select = f"{_time_expression(spec)} AS __time, " + ", ".join(_quote(d.name) for d in spec.dimensions)
-    return (f"INSERT INTO {_quote(spec.datasource)} SELECT {select} FROM {source} "
-            f"PARTITIONED BY {spec.segment_granularity}")
-
-
-def _check(spec: SupervisorSpec, m: KafkaMessage) -> tuple[bytes | None, str | None]:
-    """The message as one JSON line, or the reason it is a parse exception."""
-    if not m.value:
-        return None, "empty message (no value)"
-    try:
-        row = orjson.loads(m.value)
-    except orjson.JSONDecodeError as e:
-        return None, f"not JSON: {e}"
-    if not isinstance(row, dict):
-        return None, f"a JSON {type(row).__name__}, not an object"
-    if row.get(spec.timestamp_column) is None:
-        return None, f"no timestamp: field '{spec.timestamp_column}' is missing or null"
-    return orjson.dumps(row), None
-
-
 class StreamTask:
     """One task of a supervisor: micro-batches from ``start`` until stopped or refused."""
 
     def __init__(self, spark, spec: SupervisorSpec, task_id: str, publisher, storage_url: str,
                  storage_endpoint: str = "", reader: KafkaReader | None = None,
-                 job_defaults: Callable[[IngestionJob], IngestionJob] | None = None) -> None:
+                 job_defaults: Callable[[IngestionJob], IngestionJob] | None = None,
+                 task_start_ms: int | None = None) -> None:
         self.spark = spark
         self.spec = spec
         self.task_id = task_id
@@ -166,6 +115,9 @@ class StreamTask:
         self.storage_endpoint = storage_endpoint
         self.reader = reader or KafkaReader(spec.bootstrap_servers, spec.consumer_properties)
         self.job_defaults = job_defaults  # the catalog's projections/types for the datasource, as for INSERT
+        # Druid bounds late/early messages by when the task started (its creation).
+        self.rules = StreamRowRules(spec, task_start_ms if task_start_ms is not None else time.time_ns() // 1_000_000)
+        self.thrown_away = 0
         self.parse_exceptions = 0
         self.samples: list[StreamParseException] = []
         self.batches = 0
@@ -183,14 +135,13 @@ class StreamTask:
         result = MicroBatchResult(start, end, len(messages), 0)
         if not messages:
             return result
-        lines = []
         seen_ms = time.time_ns() // 1_000_000
-        for m in messages:
-            line, reason = _check(self.spec, m)
-            if reason is not None:
-                result.parse_exceptions.append(StreamParseException(m.partition, m.offset, reason, seen_ms))
-            else:
-                lines.append(line)
+        decided = self.rules.decide(messages)
+        result.parse_exceptions.extend(StreamParseException(e.partition, e.offset, e.reason, seen_ms)
+                                       for e in decided.parse_exceptions)
+        result.thrown_away = decided.thrown_away
+        self.thrown_away += decided.thrown_away
+        lines = [orjson.dumps(row) for row in decided.rows]
         self._count(result.parse_exceptions)
         stream = {"datasource": self.spec.datasource, "topic": self.spec.topic, "start": start, "end": end}
         publisher = _StreamPublisher(self.publisher, stream)
@@ -238,7 +189,7 @@ class StreamTask:
     def status(self) -> dict:
         """What the task reports (sys.tasks' report, the supervisor status)."""
         return {"type": "kafka", "supervisor": self.spec.id, "topic": self.spec.topic, "microBatches": self.batches,
-                "rowsWritten": self.rows, "parseExceptions": self.parse_exceptions,
+                "rowsWritten": self.rows, "parseExceptions": self.parse_exceptions, "thrownAway": self.thrown_away,
                 "parseExceptionSamples": [e.to_json() for e in self.samples]}
 
     def run(self, start: Mapping[int, int], stop: threading.Event, duration_s: float | None = None,
@@ -259,11 +210,17 @@ class StreamTask:
 
 
 def run_supervisor_task(spark, task_id: str, spec: Mapping, publisher, storage_url: str, storage_endpoint: str,
-                        cancel_event: threading.Event, progress: Callable[[dict], None] | None = None) -> dict:
+                        cancel_event: threading.Event, progress: Callable[[dict], None] | None = None,
+                        catalog_table: dict | None = None, task_start_ms: int | None = None) -> dict:
     """A ``kafka`` task (services/coordinator/supervisor_manager.py) in its process: micro-batches
-    from the committed offsets it was given until taskDuration or a cancel; returns its report."""
+    from the committed offsets it was given until taskDuration or a cancel; returns its report.
+    ``catalog_table``: the datasource's catalog entry (JSON), applied to every micro-batch as to
+    an INSERT; ``task_start_ms``: when the supervisor created the task (late/early rejection)."""
     supervisor = parse_supervisor_spec(spec["supervisor"])
-    task = StreamTask(spark, supervisor, task_id, publisher, storage_url, storage_endpoint)
+    options = catalog_job_options(supervisor, catalog_table)
+    defaults = (lambda job: dataclasses.replace(job, **options)) if options else None
+    task = StreamTask(spark, supervisor, task_id, publisher, storage_url, storage_endpoint, job_defaults=defaults,
+                      task_start_ms=task_start_ms)
     try:
         committed = {int(p): int(o) for p, o in (spec.get("startOffsets") or {}).items()}
         start = task.reader.start_offsets(supervisor.topic, committed, supervisor.use_earliest_offset)

@@ -101,7 +101,7 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spar
     cleanups: list = []
     try:
         if task.type == "kafka":
-            return _run_stream(stub, task_id, spec, cancel_event, spark)
+            return _run_stream(stub, task_id, spec, cancel_event, spark, coordinator, task.created_ms)
         if task.type == "compact":
             statement, spec = _compaction(stub, coordinator, task, spec, cleanups)
         else:
@@ -155,7 +155,23 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spar
             cleanup()
 
 
-def _run_stream(stub, task_id: str, spec: dict, cancel_event: threading.Event, spark) -> int:
+def _catalog_table(coordinator: str, datasource: str) -> dict | None:
+    """The datasource's catalog entry (JSON), or None when it has none."""
+    from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
+
+    catalog = catalog_pb2_grpc.CatalogServiceStub(channel(coordinator, transport_security_for_task()))
+    try:
+        meta = catalog.GetTable(catalog_pb2.GetTableRequest(id=catalog_pb2.TableId(schema="druid", name=datasource)),
+                                timeout=60)
+    except grpc.RpcError as exc:
+        if exc.code() != grpc.StatusCode.NOT_FOUND:
+            raise
+        return None
+    return json.loads(meta.spec_json or "{}")
+
+
+def _run_stream(stub, task_id: str, spec: dict, cancel_event: threading.Event, spark, coordinator: str = "",
+                created_ms: int = 0) -> int:
     """A Kafka supervisor's task: micro-batches until taskDuration, a cancel (suspend, terminate)
     or a refused publish; each micro-batch is published with its offsets (stream_task.py)."""
     from services.ingestion.coordinator_publisher import CoordinatorPublisher  # start-up cost, as in run_task
@@ -175,9 +191,12 @@ def _run_stream(stub, task_id: str, spec: dict, cancel_event: threading.Event, s
             log.warning("progress update failed", exc_info=True)
 
     try:
+        # The catalog's definition as it is when the task starts applies to all its micro-batches.
+        table = _catalog_table(coordinator, datasource) if coordinator else None
         report = run_supervisor_task(spark, task_id, spec, CoordinatorPublisher(stub, task_id, datasource),
                                      os.environ.get("STRATA_DEEP_STORAGE_URL", "var/strata/deep-storage"),
-                                     os.environ.get("STRATA_DEEP_STORAGE_ENDPOINT", ""), cancel_event, progress)
+                                     os.environ.get("STRATA_DEEP_STORAGE_ENDPOINT", ""), cancel_event, progress,
+                                     table, created_ms or None)
     except StreamTaskFailed as exc:
         # Its report keeps the parse exception samples (partition, offset, reason) for the status.
         _update(stub, task_id, "FAILED", exc.report, str(exc))

@@ -23,7 +23,7 @@ from services.coordinator.store import SegmentRecord, SegmentStore
 from services.coordinator.supervisor_store import SupervisorStore
 from services.deep_storage import LocalDeepStorage
 from services.ingestion.ingestion_report import IngestionFailed
-from services.ingestion.stream_task import StreamTask, TooManyStreamParseExceptions, micro_batch_sql
+from services.ingestion.stream_task import StreamTask, TooManyStreamParseExceptions
 from tests.fixtures.kafka_broker import kafka_broker  # noqa: F401
 from tests.fixtures.spark_session import spark  # noqa: F401
 
@@ -213,17 +213,6 @@ def test_parse_exceptions_name_partition_and_offset(spark, kafka_broker, store, 
     finally:
         strict.close()
     assert publisher.supervisors.offsets("wiki_c").offsets == {0: 8}
-
-
-def test_declared_dimensions_sql():
-    spec = parse_supervisor_spec({"type": "kafka", "spec": {
-        "dataSchema": {"dataSource": "d", "timestampSpec": {"column": "t", "format": "millis"},
-                       "dimensionsSpec": {"dimensions": ["a", {"type": "long", "name": "b"}]}},
-        "ioConfig": {"topic": "x", "consumerProperties": {"bootstrap.servers": "h:1"}}}})
-    sql = micro_batch_sql(spec, "/tmp/it's.json")
-    assert sql == ("INSERT INTO \"d\" SELECT MILLIS_TO_TIMESTAMP(CAST(\"t\" AS BIGINT)) AS __time, \"a\", \"b\" "
-                   "FROM TABLE(localfiles(files => ARRAY['/tmp/it''s.json'], format => 'json')) "
-                   "EXTEND (\"t\" BIGINT, \"a\" VARCHAR, \"b\" BIGINT) PARTITIONED BY HOUR")
 
 
 def test_run_stops_when_asked(spark, kafka_broker, store, deep):  # noqa: F811
