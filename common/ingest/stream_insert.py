@@ -14,7 +14,10 @@ INSERT path, so streamed segments are built, typed and described exactly as batc
 
 from __future__ import annotations
 
+from common.errors import ValidationError
+from common.ingest.external_source import extend_column_type
 from common.ingest.supervisor_spec import METRIC_TYPES, Metric, SupervisorSpec
+from common.types.column_type import ColumnType
 
 _SQL_TYPES = {"string": "VARCHAR", "long": "BIGINT", "float": "DOUBLE", "double": "DOUBLE",
               "json": "TYPE('COMPLEX<json>')"}
@@ -84,9 +87,6 @@ def catalog_job_options(spec: SupervisorSpec, table: dict | None) -> dict:
     built into every segment, nested storage options of declared JSON columns, declared types as
     the provided schema of discovered columns, and for a sealed table its declared columns (the
     job refuses any other, naming it). ``IngestionJob`` field -> value; empty without an entry."""
-    from common.errors import ValidationError
-    from common.ingest.external_source import extend_column_type
-    from common.types.column_type import ColumnType
 
     if not table:
         return {}

@@ -39,7 +39,10 @@ import orjson
 import pyarrow as pa
 
 from common.errors import ValidationError
+from common.expr import evaluate_column, parse
 from common.ingest.supervisor_spec import SupervisorSpec
+from common.query.filters import And, ColumnFilter, Not, NullFilter, Or, filter_from_json
+from common.query.row_source import ColumnSource, TableRowSource
 from common.types.column_type import ColumnType
 from common.types.granularity import Granularity
 from common.types.interval import parse_instant
@@ -202,8 +205,6 @@ class StreamRowRules:
     """The per-message rules of one supervisor spec, for a task that started at ``task_start_ms``."""
 
     def __init__(self, spec: SupervisorSpec, task_start_ms: int) -> None:
-        from common.expr import parse
-        from common.query.filters import filter_from_json
 
         self.spec = spec
         self.fmt = spec.input_format
@@ -315,7 +316,6 @@ class StreamRowRules:
         return out
 
     def _transform(self, rows: list[dict], failed: dict[int, str]) -> list[dict]:
-        from common.expr import evaluate_column
 
         results: list[dict] = [{} for _ in rows]
         for name, expr in self.transforms:
@@ -366,8 +366,6 @@ def _matches(flt, arrays: dict[str, pa.Array], n: int) -> np.ndarray:
     """The filter's row mask. A leaf over a multi-value (list) field matches a row when it matches
     any of the row's values, and and/or/not combine those row matches: Druid's multi-value
     dimension semantics (``not(selector a)`` drops a row holding ["a", "e"])."""
-    from common.query.filters import And, Not, Or
-    from common.query.row_source import ColumnSource, TableRowSource
 
     lists = [c for c in flt.columns() if c in arrays and pa.types.is_list(arrays[c].type)]
     if not lists:  # the engine's own filter, with its three-valued logic
@@ -402,7 +400,6 @@ def _matches(flt, arrays: dict[str, pa.Array], n: int) -> np.ndarray:
 
 def _unknown(flt, arrays: dict[str, pa.Array], n: int) -> np.ndarray:
     """Rows where a leaf filter's column is null (its comparison is unknown, not false)."""
-    from common.query.filters import And, ColumnFilter, Not, NullFilter, Or
 
     if isinstance(flt, NullFilter) or not isinstance(flt, (ColumnFilter, And, Or, Not)):
         return np.zeros(n, dtype=bool)

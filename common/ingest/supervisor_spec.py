@@ -21,6 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from common.errors import ValidationError
+from common.expr import parse as parse_expression
+from common.query.filters import filter_from_json
 from common.types.granularity import Granularity, Period
 from common.types.interval import parse_instant
 
@@ -295,8 +297,6 @@ def _metrics(listed, path: str) -> tuple[Metric, ...]:
 
 
 def _transform_spec(obj: dict, path: str) -> dict:
-    from common.expr import parse as parse_expression
-    from common.query.filters import filter_from_json
 
     _check_keys(obj, path, ("transforms", "filter"))
     listed = obj.get("transforms", [])

@@ -26,7 +26,7 @@ import grpc
 
 from common.errors import StrataError, ValidationError
 from common.ingest.task_master import task_master
-from services.rpc.gen.strata.v1 import coordinator_pb2, coordinator_pb2_grpc
+from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc, coordinator_pb2, coordinator_pb2_grpc
 from services.grpc_server import channel
 from services.transport_security import transport_security_for_task
 
@@ -54,7 +54,6 @@ def _compaction(stub, coordinator: str, task, spec: dict, cleanups: list):
     """The REPLACE a compaction task runs, and its spec with the catalog's projections as they are
     now (the point of compacting: segments get the current definitions)."""
     from common.catalog.table_spec import TableSpec
-    from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
     from common.types.interval import Interval
     from services.rpc.convert import descriptor_from_proto
     from services.deep_storage import deep_storage_from_url
@@ -157,7 +156,6 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spar
 
 def _catalog_table(coordinator: str, datasource: str) -> dict | None:
     """The datasource's catalog entry (JSON), or None when it has none."""
-    from services.rpc.gen.strata.v1 import catalog_pb2, catalog_pb2_grpc
 
     catalog = catalog_pb2_grpc.CatalogServiceStub(channel(coordinator, transport_security_for_task()))
     try:
