@@ -106,7 +106,10 @@ def validate(query: Query, schema: dict[str, ColumnType]) -> None:
 
 def scan_spec_for(query: Query) -> ScanSpec:
     """What ``query`` needs from a segment (Druid's CursorBuildSpec). Built per segment run, so it
-    only gathers references; what is derived from them (the columns read) is computed on demand."""
+    only gathers references; what is derived from them (the columns read) is computed on demand.
+    An unnest reads base rows: its spec is a scan's of every column, which no projection serves."""
+    if isinstance(query.datasource, UnnestDataSource):
+        return ScanSpec(intervals=tuple(query.intervals), context=query.context)
     if isinstance(query, ScanQuery):
         return ScanSpec(intervals=tuple(query.intervals), filter=query.filter,
                         virtual_columns=tuple(query.virtual_columns), context=query.context,
@@ -120,10 +123,7 @@ def scan_spec_for(query: Query) -> ScanSpec:
 def source_for(query: Query, segment: Segment) -> SegmentRowSource:
     """The segment's choice of table (base rows or a projection) for this query, as a row source.
     An unnest reads base rows (a projection holds no arrays to explode)."""
-    if isinstance(query.datasource, UnnestDataSource):
-        choice = segment.source_for(ScanSpec(intervals=tuple(query.intervals), context=query.context))
-    else:
-        choice = segment.source_for(scan_spec_for(query), match_projection)
+    choice = segment.source_for(scan_spec_for(query), match_projection)
     src = SegmentRowSource.of(choice)
     src.rejected = choice.rejected
     return src

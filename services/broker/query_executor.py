@@ -79,9 +79,9 @@ class QueryExecutor:
         return self._empty_result(query).schema
 
     def _empty_result(self, query: Query) -> pa.Table:
-        if not isinstance(query.datasource, str):
+        if query.table is None:
             return engine.execute_on_table(query, self._empty_result(query.datasource)).table
-        schema = self._schema(query.datasource, query.context)
+        schema = self._schema(query.table, query.context)
         engine.validate(query, schema)
         return engine.finalize(query, Partial(pa.table({}), RunStats()), schema)
 
@@ -118,12 +118,12 @@ class QueryExecutor:
         if isinstance(query, dict):
             query = query_from_json(query)
         deadline = time.monotonic() + timeout_s
-        if not isinstance(query.datasource, str):
+        if query.table is None:
             inner = self.execute(query.datasource, max(deadline - time.monotonic(), 0.001), query_id, is_active,
                                  schemas, tracked)
             return engine.execute_on_table(query, inner.table, inner.stats)
         query = topn_threshold.without_directive(query)  # rounds are the broker's to choose, never a client's
-        schema = self._schema(query.datasource, query.context, schemas)
+        schema = self._schema(query.table, query.context, schemas)
         engine.validate(query, schema)
         query_id = query_id or (tracked.query_id if tracked is not None else None) or uuid.uuid4().hex
         budget = MemoryBudget.for_query(query.context, self.max_query_bytes, query_id, "broker")
@@ -133,7 +133,7 @@ class QueryExecutor:
     @staticmethod
     def streams(query: Query) -> bool:
         """Whether ``execute_stream`` takes the query: a scan of a datasource."""
-        return isinstance(query, ScanQuery) and isinstance(query.datasource, str)
+        return isinstance(query, ScanQuery) and query.table is not None
 
     def execute_stream(self, query: Query | dict, timeout_s: float, emit, query_id: str | None = None,
                        is_active=lambda: True, schemas=None, tracked=None) -> RunStats:
@@ -149,13 +149,13 @@ class QueryExecutor:
         if not self.streams(query):
             raise ValueError("execute_stream runs scans of a datasource only")
         deadline = time.monotonic() + timeout_s
-        schema = self._schema(query.datasource, query.context, schemas)
+        schema = self._schema(query.table, query.context, schemas)
         engine.validate(query, schema)
         query_id = query_id or (tracked.query_id if tracked is not None else None) or uuid.uuid4().hex
         plan = self._plan(query, list(query.intervals))
         if self.watch is not None and tracked is not None:
             self.watch.native_started(tracked)
-        finalize = scan_engine.StreamFinalizer(query, schema)
+        finalize = scan_engine.StreamFinalizer(query, engine.query_schema(query, schema))
         query_json = query.json_text()
         calls: list = []
         exclude: dict[SegmentId, set[str]] = {}
@@ -275,8 +275,8 @@ class QueryExecutor:
         spread = True
         if self.tables is not None and self.gather_rows > 0:
             with self.view_lock:
-                segments = self.view.visible(query.datasource, intervals)
-            choice = self.tables.of(query, query.datasource, segments)  # outside the lock: may read manifests
+                segments = self.view.visible(query.table, intervals)
+            choice = self.tables.of(query, query.table, segments)  # outside the lock: may read manifests
             spread = choice.rows is None or choice.rows > self.gather_rows
         plan = self._plan(query, intervals, spread)
         coverage = plan.coverage
@@ -469,11 +469,11 @@ class QueryExecutor:
         that cannot answer it; a segment with no other copy fails the query with the reason."""
         tiers = context_tiers(query.context)
         with self.view_lock:
-            copies = self.view.partial_copies(self.view.visible(query.datasource, intervals)) \
+            copies = self.view.partial_copies(self.view.visible(query.table, intervals)) \
                 if self.view.partial else {}
         unfit = self._unfit_partials(query, copies)
         with self.view_lock:
-            plan = self.view.plan(query.datasource, intervals, {s: set(v) for s, v in unfit.items()} or None,
+            plan = self.view.plan(query.table, intervals, {s: set(v) for s, v in unfit.items()} or None,
                                   spread=spread, tiers=tiers)
         if plan.unavailable:
             raise self._unavailable(plan.unavailable, unfit)
@@ -531,7 +531,7 @@ class QueryExecutor:
         for sid, servers in unfit.items():  # partial copies that cannot answer stay out of a retry too
             exclude.setdefault(sid, set()).update(servers)
         with self.view_lock:
-            retry = self.view.plan(query.datasource, list(query.intervals), exclude, set(segments),
+            retry = self.view.plan(query.table, list(query.intervals), exclude, set(segments),
                                    tiers=context_tiers(query.context))
         if retry.unavailable:
             raise StrataError(
