@@ -21,6 +21,7 @@ from common.query.filters import And, ArrayContainsElement, Equals, Filter, In, 
 from common.query.row_source import RowSource
 from common.query.selection import select
 from common.query.unnest_datasource import UnnestDataSource
+from common.query.virtual_column import VirtualColumn
 from common.types.column_type import ColumnType
 from common.types.interval import Interval
 
@@ -105,7 +106,12 @@ def unnest_row_source(unnest: UnnestDataSource, base: RowSource, query_filter: F
     base_vcs = [vc for vc in virtual_columns if not _reads_output(vc.columns(), unnest.output, virtual)]
     sel = select(base, _and(pre), intervals, base_vcs, expected)
     cols = sel.columns
-    arrays = unnest.virtual_column.evaluate(cols) if cols.num_rows else None
+    vc = unnest.virtual_column
+    if vc.declared_type is not None and not vc.declared_type.is_array:
+        # Druid writes a multi-value string's unnest as "outputType": "STRING": the element's type,
+        # which the elements are cast to, not the array's.
+        vc = VirtualColumn(vc.name, vc.expression)
+    arrays = vc.evaluate(cols) if cols.num_rows else None
     parents, element = _explode(arrays, unnest.element_type(cols.types()))
     rows = cols.rows
     if rows is not None:
