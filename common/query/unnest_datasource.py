@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from common.errors import ValidationError
+from common.errors import ValidationError, unknown_name_message
 from common.query.filters import Filter, filter_from_json, filter_to_json
 from common.query.virtual_column import VirtualColumn
 from common.types.column_type import TIME_COLUMN, ColumnType
@@ -58,8 +58,6 @@ class UnnestDataSource:
 
     def validate(self, schema: dict[str, ColumnType]) -> None:
         """Fail naming the unknown column or the clash, before any segment is read."""
-        from common.errors import unknown_name_message
-
         base = schema if isinstance(self.base, str) else self.base.schema_over(schema)
         if not isinstance(self.base, str):
             self.base.validate(schema)

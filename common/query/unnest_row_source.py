@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from common.expr.node import Identifier
 from common.query.filters import And, ArrayContainsElement, Equals, Filter, In, Or
 from common.query.row_source import RowSource
 from common.query.selection import select
@@ -57,8 +58,6 @@ def _element_prefilter(unnest: UnnestDataSource, base: RowSource) -> list[Filter
     matching element only when its array holds the value. Added only where the base can answer
     them from an index (else reading the array once, in the explosion, is cheaper)."""
     parsed = unnest.virtual_column.parsed
-    from common.expr.node import Identifier
-
     if not isinstance(parsed, Identifier) or parsed.name not in base.schema:
         return []
     column, ctype = parsed.name, base.schema[parsed.name]

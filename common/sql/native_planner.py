@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from common.errors import UnsupportedError
 from common.query.aggregators import (AnyValue, ArrayAgg, ArrayConcat, Count, EarliestLatest, Filtered, Max, Min,
                                       StringMinMax, Sum)
-from common.query.filters import FalseFilter, Filter, Not, NullFilter
+from common.query.filters import And, FalseFilter, Filter, Not, NullFilter
 from common.query.model import (DimensionSpec, GroupByQuery, LimitSpec, OrderByColumn, ScanQuery, TimeseriesQuery,
                                 TopNMetric, TopNQuery)
 from common.query.post_aggregators import ExpressionPost
@@ -250,8 +250,6 @@ class NativePlanner:
             (mine if part.columns() == {datasource.output} else rest).append(part)
         if not mine:
             return datasource, filt
-        from common.query.filters import And
-
         unnest_filter = mine[0] if len(mine) == 1 else And(tuple(mine))
         left = None if not rest else rest[0] if len(rest) == 1 else And(tuple(rest))
         return UnnestDataSource(datasource.base, datasource.virtual_column, unnest_filter), left
