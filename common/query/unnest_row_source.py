@@ -70,10 +70,19 @@ def _element_prefilter(unnest: UnnestDataSource, base: RowSource) -> list[Filter
             values, value_type = part.values, None
         else:
             continue
+        element = ctype.element if ctype.is_array else ctype
+        # Only values that compare alike both ways: text with a string, numbers with numbers (an
+        # equality of a string element with the number 2 matches '2.0', which the text '2' does not).
+        if element.is_string:
+            alike = all(isinstance(v, str) for v in values) and value_type in (None, "STRING")
+        else:
+            alike = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+        if not alike:
+            continue
         if ctype.is_array and base.element_index(column) is not None:
             terms = [ArrayContainsElement(column, v, value_type) for v in values]
         elif ctype.is_string and base.index(column) is not None:
-            terms = [Equals(column, v, value_type) if value_type else In(column, (v,)) for v in values]
+            terms = [In(column, (v,)) for v in values]
         else:
             continue
         out.append(terms[0] if len(terms) == 1 else Or(tuple(terms)))

@@ -322,3 +322,20 @@ def test_element_index_of_all_null_and_empty_arrays(tmp_path):
     got = execute({"queryType": "scan", "dataSource": {"type": "unnest", "base": "e", "virtualColumn": {
         "type": "expression", "name": "u", "expression": "a"}}, "intervals": [INTERVAL], "columns": ["u"]}, [seg])
     assert got.table.column("u").to_pylist() == [None]
+
+
+def test_unnest_filter_by_a_number_on_text_elements_is_not_narrowed_by_text(tmp_path):
+    """An equality with the number 2 matches the text elements '2' and '2.0' (compared as numbers);
+    the element index, which compares text, must not narrow the rows for it."""
+    table = pa.table({"__time": pa.array([T0, T0 + 1, T0 + 2], pa.int64()),
+                      "a": pa.array([["2.0", "x"], ["2"], ["3"]], pa.list_(pa.string()))})
+    path = str(tmp_path / "n.sseg")
+    build_segment(table, path, SegmentId("n", Interval.of(INTERVAL), "v1", 0))
+    seg = Segment.open(path)
+    ds = {"type": "unnest", "base": "n", "virtualColumn": {"type": "expression", "name": "u", "expression": "a"},
+          "unnestFilter": {"type": "equals", "column": "u", "matchValue": 2, "matchValueType": "LONG"}}
+    got = execute({"queryType": "scan", "dataSource": ds, "intervals": [INTERVAL], "columns": ["u"]}, [seg])
+    assert sorted(got.table.column("u").to_pylist()) == ["2", "2.0"]
+    ds["unnestFilter"] = {"type": "equals", "column": "u", "matchValue": "2"}
+    got = execute({"queryType": "scan", "dataSource": ds, "intervals": [INTERVAL], "columns": ["u"]}, [seg])
+    assert got.table.column("u").to_pylist() == ["2"] and got.stats.rows_after_prefilter == 1
