@@ -178,11 +178,10 @@ class ValueColumn:
         offsets = c.array(self._parts["elementOffsets"]).to_numpy(zero_copy_only=False)
         rows = c.array(rows_part).to_numpy(zero_copy_only=False)
         null_rows = c.array(self._parts["arrayNullRows"]).to_numpy(zero_copy_only=False)
-        if len(offsets) != len(dictionary) + 1 or (len(offsets) and int(offsets[-1]) != len(rows)) or \
-                (len(rows) and int(rows.max()) >= self.num_rows):
+        if len(offsets) != len(dictionary) + 1 or int(offsets[-1]) != len(rows):
             raise SegmentCorruptError(f"segment {c.label}: the element index of an ARRAY column does not match its "
                                       f"{self.num_rows} rows", getattr(c, "segment_id", None))
-        index = ElementIndex(dictionary, offsets, rows, null_rows, self.num_rows)
+        index = ElementIndex(dictionary, offsets, rows, null_rows, self.num_rows, c.label, getattr(c, "segment_id", None))
         return c.derived(rows_part, "elementIndex", lambda: index, index.nbytes)
 
     def values(self, check: bool = True) -> pa.Array:
