@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from common.expr.node import Identifier
+from common.expr.node import Call, Identifier
 from common.query.filters import And, ArrayContainsElement, Equals, Filter, In, Or
 from common.query.row_source import RowSource
 from common.query.selection import select
@@ -58,6 +58,10 @@ def _element_prefilter(unnest: UnnestDataSource, base: RowSource) -> list[Filter
     matching element only when its array holds the value. Added only where the base can answer
     them from an index (else reading the array once, in the explosion, is cheaper)."""
     parsed = unnest.virtual_column.parsed
+    if isinstance(parsed, Call) and parsed.name == "cast" and len(parsed.args) == 2 and \
+            isinstance(parsed.args[0], Identifier) and base.schema.get(parsed.args[0].name) is not None and \
+            base.schema[parsed.args[0].name].is_string:
+        parsed = parsed.args[0]  # SQL's UNNEST(s) of a string: the string as a one-element array
     if not isinstance(parsed, Identifier) or parsed.name not in base.schema:
         return []
     column, ctype = parsed.name, base.schema[parsed.name]

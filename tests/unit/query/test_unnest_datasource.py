@@ -339,3 +339,14 @@ def test_unnest_filter_by_a_number_on_text_elements_is_not_narrowed_by_text(tmp_
     ds["unnestFilter"] = {"type": "equals", "column": "u", "matchValue": "2"}
     got = execute({"queryType": "scan", "dataSource": ds, "intervals": [INTERVAL], "columns": ["u"]}, [seg])
     assert got.table.column("u").to_pylist() == ["2"] and got.stats.rows_after_prefilter == 1
+
+
+def test_unnest_of_a_string_column_narrows_by_its_index(env):
+    """SQL's UNNEST(s) of a VARCHAR reads it as a one-element array; a filter on the element then
+    selects rows through the string column's own index before anything is exploded."""
+    catalog, segments, con = env
+    pushed: list = []
+    got = _strata(env, "SELECT n, x FROM t CROSS JOIN UNNEST(s) AS u(x) WHERE x = 'ключ'", pushed)
+    assert_rows_equal(got, duck_rows(con, "SELECT n, s FROM t WHERE s = 'ключ'"), ordered=False)
+    result = execute(pushed[0], segments)
+    assert result.stats.rows_after_prefilter == len(got) < result.stats.rows_in_segments
