@@ -68,6 +68,10 @@ QUERIES = [
      "SELECT x, COUNT(*) AS c FROM t CROSS JOIN UNNEST(tags) AS u(x) GROUP BY x ORDER BY c DESC, x LIMIT 10",
      "SELECT x, count(*) AS c FROM t, unnest(t.tags) AS u(x) GROUP BY x ORDER BY c DESC, x LIMIT 10",
      "SELECT arrayJoin(tags) AS x, count() AS c FROM b.t GROUP BY x ORDER BY c DESC, x LIMIT 10"),
+    ("UNNEST(tags) where element = constant, count (unnestFilter)",
+     "SELECT COUNT(*) FROM t CROSS JOIN UNNEST(tags) AS u(x) WHERE x = 't7'",
+     "SELECT count(*) FROM t, unnest(t.tags) AS u(x) WHERE x = 't7'",
+     "SELECT count() FROM b.t ARRAY JOIN tags AS x WHERE x = 't7'"),
 ]
 
 

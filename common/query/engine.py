@@ -22,6 +22,8 @@ from common.query.partial import Partial, RunStats
 from common.query.prepared_query import PreparedQuery
 from common.query.projection_match import match_projection
 from common.query.row_source import RowSource, SegmentRowSource, TableRowSource
+from common.query.unnest_datasource import UnnestDataSource
+from common.query.unnest_row_source import UnnestRowSource, unnest_row_source
 from common.segment.scan_spec import ScanSpec
 from common.segment.segment import Segment
 from common.types.column_type import TIME_COLUMN, ColumnType
@@ -48,8 +50,19 @@ def _engine(query: Query):
     raise ValidationError(f"unsupported query type {type(query).__name__}")
 
 
+def query_schema(query: Query, schema: dict[str, ColumnType]) -> dict[str, ColumnType]:
+    """The columns ``query`` reads given its table's ``schema``: an unnest data source adds its
+    unnested column."""
+    if isinstance(query.datasource, UnnestDataSource):
+        return query.datasource.schema_over(schema)
+    return schema
+
+
 def validate(query: Query, schema: dict[str, ColumnType]) -> None:
     """Fail early, naming the unknown column / bad type, before any segment is touched."""
+    if isinstance(query.datasource, UnnestDataSource):
+        query.datasource.validate(schema)
+        schema = query.datasource.schema_over(schema)
     available = dict(schema)
     available.setdefault(TIME_COLUMN, ColumnType.parse("TIMESTAMP"))
     for vc in query.virtual_columns:
@@ -93,7 +106,10 @@ def validate(query: Query, schema: dict[str, ColumnType]) -> None:
 
 def scan_spec_for(query: Query) -> ScanSpec:
     """What ``query`` needs from a segment (Druid's CursorBuildSpec). Built per segment run, so it
-    only gathers references; what is derived from them (the columns read) is computed on demand."""
+    only gathers references; what is derived from them (the columns read) is computed on demand.
+    An unnest reads base rows: its spec is a scan's of every column, which no projection serves."""
+    if isinstance(query.datasource, UnnestDataSource):
+        return ScanSpec(intervals=tuple(query.intervals), context=query.context)
     if isinstance(query, ScanQuery):
         return ScanSpec(intervals=tuple(query.intervals), filter=query.filter,
                         virtual_columns=tuple(query.virtual_columns), context=query.context,
@@ -105,7 +121,8 @@ def scan_spec_for(query: Query) -> ScanSpec:
 
 
 def source_for(query: Query, segment: Segment) -> SegmentRowSource:
-    """The segment's choice of table (base rows or a projection) for this query, as a row source."""
+    """The segment's choice of table (base rows or a projection) for this query, as a row source.
+    An unnest reads base rows (a projection holds no arrays to explode)."""
     choice = segment.source_for(scan_spec_for(query), match_projection)
     src = SegmentRowSource.of(choice)
     src.rejected = choice.rejected
@@ -134,6 +151,8 @@ def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType]
     if schema is None:
         schema = dict(src.schema)
     coverage = _coverage(src, query, prepared)
+    if isinstance(query.datasource, UnnestDataSource):
+        return _run_unnest(query, src, schema, coverage, budget, source)
     if isinstance(query, ScanQuery):
         partial = scan_engine.run(query, src, schema, coverage, budget)
     else:
@@ -143,6 +162,36 @@ def run(query: Query, source: Segment | RowSource, schema: dict[str, ColumnType]
     partial.projection = src.projection
     partial.rejected = tuple(src.rejected)
     return partial
+
+
+def _run_unnest(query: Query, src: RowSource, schema: dict[str, ColumnType], coverage, budget: MemoryBudget,
+                source) -> Partial:
+    """One segment's partial of a query over an unnest data source: the segment's rows exploded
+    (narrowed first by what the filters allow, see unnest_row_source), then the query's engine on
+    them. The stats count the segment's rows, as for any query, and the exploded rows matched."""
+    exploded = unnest_row_source(query.datasource, src, query.filter, list(query.intervals), query.virtual_columns,
+                                 schema)
+    full = query.datasource.schema_over(schema)
+    if isinstance(query, ScanQuery):
+        partial = scan_engine.run(query, exploded, full, coverage, budget)
+    else:
+        partial = _engine(query).run(query, exploded, full, coverage, budget, None)
+    if isinstance(source, Segment):
+        source.check_unchanged()
+    s = partial.stats
+    partial.stats = RunStats(1, src.num_rows, _base_rows(exploded), _base_rows(exploded), s.rows_matched,
+                             _bytes(exploded) + s.bytes_read)
+    return partial
+
+
+def _base_rows(source: RowSource) -> int:
+    """Rows the innermost base kept after its pre-filter (what the explosion read)."""
+    return source.base_rows_read if not isinstance(source.base, UnnestRowSource) else _base_rows(source.base)
+
+
+def _bytes(source: RowSource) -> int:
+    inner = _bytes(source.base) if isinstance(source.base, UnnestRowSource) else 0
+    return source.bytes_read + inner
 
 
 def batches(query: Query, sources: Sequence[RowSource]) -> list[list[int]]:
@@ -186,7 +235,7 @@ def merge(query: Query, partials: Sequence[Partial], budget: MemoryBudget = UNLI
 
 
 def finalize(query: Query, partial: Partial, schema: dict[str, ColumnType] | None = None) -> pa.Table:
-    return _engine(query).finalize(query, partial, schema or {})
+    return _engine(query).finalize(query, partial, query_schema(query, schema or {}))
 
 
 @dataclass
@@ -205,5 +254,5 @@ def execute_on_table(query: Query, table: pa.Table, stats: RunStats | None = Non
     return Result(finalize(query, merged, source.schema), merged.stats)
 
 
-__all__ = ["Result", "batches", "execute_on_table", "finalize", "merge", "run",
+__all__ = ["Result", "batches", "execute_on_table", "finalize", "merge", "query_schema", "run",
            "run_together", "union_schema", "validate"]

@@ -356,8 +356,9 @@ class ExpressionFilter(Filter):
 @dataclass(frozen=True)
 class ArrayContainsElement(Filter):
     """Druid's ``arrayContainsElement``: rows whose array holds ``value`` (compared in the array's
-    element type; numbers by value, so 2 matches 2.0). A null array is unknown. Plain ARRAY
-    columns keep no per-element index, so this answers from values."""
+    element type; numbers by value, so 2 matches 2.0). A null array is unknown. A stored ARRAY
+    column's per-element index answers it (common/segment/element_index.py); a segment without
+    one, or a computed array, answers from values."""
 
     column: str
     value: Any  # never None
@@ -365,6 +366,17 @@ class ArrayContainsElement(Filter):
 
     def columns(self) -> frozenset[str]:
         return frozenset([self.column])
+
+    def supports_index(self, selector) -> bool:
+        find = getattr(selector, "element_index_for", None)
+        return find is not None and find(self.column) is not None
+
+    def index(self, selector, include_unknown) -> BitMap:
+        idx = selector.element_index_for(self.column)
+        out = idx.rows_with(self.value)
+        if include_unknown:
+            out |= idx.null_bitmap()
+        return out
 
     def matches(self, cols, include_unknown) -> np.ndarray:
         arr = cols[self.column]

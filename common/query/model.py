@@ -16,6 +16,7 @@ from common.expr.nesting import depth_guard
 from common.query.aggregators import Aggregator, aggregator_from_json
 from common.query.filters import Filter, filter_from_json, filter_to_json
 from common.query.post_aggregators import PostAggregator, post_aggregator_from_json
+from common.query.unnest_datasource import UnnestDataSource, table_of
 from common.query.virtual_column import VirtualColumn
 from common.types.column_type import ColumnType
 from common.types.granularity import ALL, Granularity
@@ -139,7 +140,7 @@ class TopNMetric:
 
 @dataclass(frozen=True)
 class Query:
-    datasource: Any  # a table name, or a Query for a subquery data source
+    datasource: Any  # a table name, an UnnestDataSource, or a Query for a subquery data source
     intervals: tuple[Interval, ...] = (ETERNITY,)
     filter: Filter | None = None
     virtual_columns: tuple[VirtualColumn, ...] = ()
@@ -150,6 +151,11 @@ class Query:
     @property
     def datasource_name(self) -> str:
         return self.datasource if isinstance(self.datasource, str) else self.datasource.datasource_name
+
+    @property
+    def table(self) -> str | None:
+        """The table whose segments the query reads (directly or unnested); None for a subquery."""
+        return table_of(self.datasource)
 
     def __post_init__(self) -> None:
         # The JSON text, made once where the query is made: queries are never changed after
@@ -168,7 +174,12 @@ class Query:
         return text if text is not None else json.dumps(self.to_json())
 
     def _base_json(self) -> dict:
-        ds = self.datasource if isinstance(self.datasource, str) else {"type": "query", "query": self.datasource.to_json()}
+        if isinstance(self.datasource, str):
+            ds = self.datasource
+        elif isinstance(self.datasource, UnnestDataSource):
+            ds = self.datasource.to_json()
+        else:
+            ds = {"type": "query", "query": self.datasource.to_json()}
         out = {"queryType": self.query_type, "dataSource": ds, "intervals": [str(i) for i in self.intervals]}
         if self.filter is not None:
             out["filter"] = filter_to_json(self.filter)
@@ -356,11 +367,13 @@ def _query_from_json(obj: dict) -> Query:
                 ds = ds["name"]
             elif ds.get("type") == "query":
                 ds = query_from_json(ds["query"])
+            elif ds.get("type") == "unnest":
+                ds = UnnestDataSource.from_json(ds)
             else:
-                raise ValidationError(f"unknown dataSource type '{ds.get('type')}'; valid: table, query")
+                raise ValidationError(f"unknown dataSource type '{ds.get('type')}'; valid: table, query, unnest")
     if not ds:
         raise ValidationError("query needs a 'dataSource'")
-    if not isinstance(ds, (str, Query)):
+    if not isinstance(ds, (str, Query, UnnestDataSource)):
         raise ValidationError(f"'dataSource' must be a datasource name or a table/query object, got {ds!r:.80}")
     with _field("intervals"):
         intervals = _intervals(obj)

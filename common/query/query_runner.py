@@ -199,11 +199,12 @@ def prepare(query: Query | dict, segments: Sequence[Segment], cache: PreparedCac
 def prepared_over(query: Query, segments: Sequence[Segment]) -> PreparedQuery:
     """The schema of the query's datasource over ``segments`` (the query checked against it) and
     the row sources of the segments it reads."""
-    if not isinstance(query.datasource, str):
+    table = query.table
+    if table is None:
         return PreparedQuery(None, query, {})  # a subquery: prepared when its inner query runs
-    chosen = [s for s in segments if s.id.datasource == query.datasource
+    chosen = [s for s in segments if s.id.datasource == table
               and any(iv.overlaps(s.interval) for iv in query.intervals)]
-    schema = engine.union_schema(s for s in segments if s.id.datasource == query.datasource)
+    schema = engine.union_schema(s for s in segments if s.id.datasource == table)
     engine.validate(query, schema)
     return PreparedQuery(None, query, schema, chosen, [engine.source_for(query, s) for s in chosen])
 
@@ -213,7 +214,7 @@ def execute(query: Query | dict, segments: Sequence[Segment], pool: Executor | N
     with leased(segments):  # a segment closed meanwhile keeps its file open until this run ends
         prepared = prepare(query, segments)
         query = prepared.query
-        if not isinstance(query.datasource, str):
+        if query.table is None:
             inner = execute(query.datasource, segments, pool)
             return engine.execute_on_table(query, inner.table, inner.stats)
         merged = (_RUNNER if pool is None else QueryRunner(pool)).run(prepared)

@@ -61,6 +61,10 @@ class RowSource:
         """(codes with -1 for null, dictionary) when the column stores codes, else None."""
         return None
 
+    def element_index(self, name: str):
+        """An array column's per-element index (common/segment/element_index.py), when it has one."""
+        return None
+
     def take(self, name: str, rows: np.ndarray | None) -> pa.Array:
         raise NotImplementedError
 
@@ -133,6 +137,12 @@ class SegmentRowSource(RowSource):
 
     def dictionary_codes(self, name: str) -> tuple[np.ndarray, pa.Array] | None:
         return self.table.column(name).dictionary_codes() if self.table.has_column(name) else None
+
+    def element_index(self, name: str):
+        if not self.table.has_column(name):
+            return None
+        found = getattr(self.table.column(name), "element_index", None)
+        return found() if found is not None else None
 
     def take(self, name: str, rows: np.ndarray | None) -> pa.Array:
         return self.table.column(name).take(rows)

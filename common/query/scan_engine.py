@@ -33,7 +33,8 @@ def run(query: ScanQuery, source: RowSource, schema: dict[str, ColumnType], cove
     # Filters run first (on every selected row); the OFFSET+LIMIT rows this segment can return are
     # taken next, and only then are the projected columns read and their expressions evaluated, so
     # `SELECT <20,000 expressions> .. LIMIT 1` computes each expression for one row, not the segment.
-    sel = select(source, query.filter, list(query.intervals), query.virtual_columns, schema)
+    flt = source.residual_filter if source.replaces_filter else query.filter
+    sel = select(source, flt, list(query.intervals), query.virtual_columns, schema)
     cols = sel.columns
     matched = cols.num_rows
     cap = _cap(query)

@@ -83,6 +83,15 @@ class SourceIndexes:
             return None
         return self.source.index(column)
 
+    def element_index_for(self, column: str):
+        """A stored ARRAY column's per-element index, read as stored; None when values must answer
+        (a virtual column, a declared type that differs, a segment without the index)."""
+        if column in self.virtual or column in self.source.aliases or column not in self.source.schema:
+            return None
+        if column in self.expected and self.expected[column] != self.source.schema[column]:
+            return None
+        return self.source.element_index(column)
+
     def is_virtual(self, column: str) -> bool:
         return column in self.virtual
 

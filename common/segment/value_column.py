@@ -25,6 +25,8 @@ import pyarrow.compute as pc
 
 from common.errors import SegmentCorruptError
 from common.segment.container import Container, ipc_bytes
+from common.segment.element_index import ROLES as ELEMENT_ROLES
+from common.segment.element_index import ElementIndex, encode_element_index
 from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.types.column_type import ColumnType, TypeKind
 
@@ -34,7 +36,11 @@ class PlainSpec(EncodingSpec):
     value_dictionary: bool | None = None  # True: parts dictionary + codes instead of values
     block_rows: int | None = None  # set: parts block0, block1, ... of this many rows each
     blocks: int | None = None
-    KEYS: ClassVar = (("valueDictionary", "value_dictionary"), ("blockRows", "block_rows"), ("blocks", "blocks"))
+    # True: an ARRAY column's per-element index parts (element_index.py); no feature is required,
+    # an older reader ignores them.
+    element_index: bool | None = None
+    KEYS: ClassVar = (("valueDictionary", "value_dictionary"), ("blockRows", "block_rows"), ("blocks", "blocks"),
+                      ("elementIndex", "element_index"))
 
     def features(self) -> tuple[str, ...]:
         return ((NUMBER_DICTIONARY,) if self.value_dictionary else ()) + \
@@ -45,6 +51,8 @@ class PlainSpec(EncodingSpec):
             return ("dictionary", "codes")
         if self.block_rows is not None:
             return tuple(f"block{i}" for i in range(int(self.blocks or 0)))
+        if self.element_index:
+            return required + ELEMENT_ROLES
         return required
 
 
@@ -156,6 +164,26 @@ class ValueColumn:
     _block_rows: int | None = None
     _stored_bytes: int | None = None
 
+    def element_index(self) -> ElementIndex | None:
+        """The ARRAY column's per-element index, when the segment stores one (see element_index.py);
+        None for other columns and for segments written before it (filters then read values)."""
+        if "elementRows" not in self._parts:
+            return None
+        rows_part = self._parts["elementRows"]
+        hit = self._container.cached(rows_part, "elementIndex")
+        if hit is not None:
+            return hit
+        c = self._container
+        dictionary = c.array(self._parts["elementDictionary"])
+        offsets = c.array(self._parts["elementOffsets"]).to_numpy(zero_copy_only=False)
+        rows = c.array(rows_part).to_numpy(zero_copy_only=False)
+        null_rows = c.array(self._parts["arrayNullRows"]).to_numpy(zero_copy_only=False)
+        if len(offsets) != len(dictionary) + 1 or int(offsets[-1]) != len(rows):
+            raise SegmentCorruptError(f"segment {c.label}: the element index of an ARRAY column does not match its "
+                                      f"{self.num_rows} rows", getattr(c, "segment_id", None))
+        index = ElementIndex(dictionary, offsets, rows, null_rows, self.num_rows, c.label, getattr(c, "segment_id", None))
+        return c.derived(rows_part, "elementIndex", lambda: index, index.nbytes)
+
     def values(self, check: bool = True) -> pa.Array:
         # Not memoized here: the container reads mapped parts in place and keeps decoded
         # (compressed) ones in its bounded cache, which a reference held here would defeat.
@@ -200,10 +228,12 @@ class ValueColumn:
         return dictionary.take(self._container.array(self._parts["codes"]))
 
     def part_bytes(self, roles: tuple[str, ...] = ("values",)) -> int:
-        # Reading values reads every part of the column, however it is stored. Summed once: a
+        # Reading values reads every part of the column, however it is stored (but not the element
+        # index, which only filters read). Summed once: a
         # column of many blocks would otherwise pay a step per block on every query.
         if self._stored_bytes is None:
-            total = sum(self._container.part_length(p) for p in self._parts.values())
+            total = sum(self._container.part_length(p) for role, p in self._parts.items()
+                        if role not in ELEMENT_ROLES)
             if not total:
                 return total  # not memoized: the container did not know its parts yet
             self._stored_bytes = total
@@ -277,6 +307,10 @@ def _encode(values: pa.Array, ctype: ColumnType, options: dict | None = None) ->
     looked_up = _value_dictionary_parts(values) if allowed else None
     if looked_up is not None:
         return EncodedColumn(looked_up, stats, PlainSpec(value_dictionary=True))
+    if pa.types.is_list(values.type) and (options or {}).get("elementIndex", True) is not False:
+        parts = {"values": ipc_bytes(values)}
+        parts.update({role: ipc_bytes(arr) for role, arr in encode_element_index(values).items()})
+        return EncodedColumn(parts, stats, PlainSpec(element_index=True))
     block_rows = (options or {}).get("blockRows", BLOCK_ROWS)
     fixed = pa.types.is_integer(values.type) or pa.types.is_floating(values.type) or pa.types.is_timestamp(values.type)
     if fixed and block_rows and len(values) > block_rows:

@@ -246,6 +246,37 @@ class Unnest(RelNode):
 
 
 @dataclass(frozen=True)
+class UnnestScan(RelNode):
+    """UNNEST of a datasource's rows (``input``: its TableScan, or another UnnestScan), which the
+    native planner sends to the historicals as an ``unnest`` data source. Same rows as ``Unnest``;
+    a node of its own so that no rule moves filters or projections below it again (they run on
+    the exploded rows, or as the data source's filters)."""
+
+    input: RelNode
+    expr: Scalar
+    name: str
+
+    @property
+    def fields(self):
+        from common.sql.sql_types import from_column_type  # a cycle: sql_types is imported by the scalars
+
+        element = from_column_type(self.expr.type.column_type.element)
+        return self.input.fields + (Field(self.name, element),)
+
+    def inputs(self):
+        return (self.input,)
+
+    def with_inputs(self, inputs):
+        return replace(self, input=inputs[0])
+
+    def map_scalars(self, fn):
+        return replace(self, expr=fn(self.expr))
+
+    def _label(self):
+        return f"UnnestScan({show(self.expr)} AS {self.name})"
+
+
+@dataclass(frozen=True)
 class Join(RelNode):
     """Output: the left fields, then the right fields. ``condition`` refers to both, right
     fields shifted by the number of left fields; the equi_join rule turns it into key pairs."""

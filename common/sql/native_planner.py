@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from common.errors import UnsupportedError
 from common.query.aggregators import (AnyValue, ArrayAgg, ArrayConcat, Count, EarliestLatest, Filtered, Max, Min,
                                       StringMinMax, Sum)
-from common.query.filters import FalseFilter, Filter, Not, NullFilter
+from common.query.filters import And, FalseFilter, Filter, Not, NullFilter
 from common.query.model import (DimensionSpec, GroupByQuery, LimitSpec, OrderByColumn, ScanQuery, TimeseriesQuery,
                                 TopNMetric, TopNQuery)
 from common.query.post_aggregators import ExpressionPost
@@ -30,11 +30,13 @@ from common.expr.node import Call as ECall
 from common.expr.node import Identifier
 from common.expr.node import Literal as ELiteral
 from common.query.nested_field import NestedFieldColumn
+from common.query.unnest_datasource import UnnestDataSource
+from common.query.unnest_row_source import split_and
 from common.query.virtual_column import VirtualColumn
 from common.sql.broker_ops import unique_names
 from common.sql.druid_expression import druid_text
 from common.sql.logical_plan import (AggCall, Aggregate, Field, Join, Project, RelNode, Sort, TableScan, Union, Unnest,
-                                     Values)
+                                     UnnestScan, Values)
 from common.sql.logical_plan import Filter as FilterNode
 from common.sql.native_filter import to_filter
 from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
@@ -199,6 +201,10 @@ class NativePlanner:
             in_cols = tuple(f.name for f in src.fields)
             datasource = src.table.name
             time_index = next((i for i, f in enumerate(src.fields) if f.name == TIME_COLUMN), None)
+        elif isinstance(src, UnnestScan):
+            input_stage = None
+            datasource, in_cols = self._unnest_datasource(src)
+            time_index = next((i for i, f in enumerate(src.fields) if f.name == TIME_COLUMN), None)
         else:
             input_stage = self.plan(src)
             in_cols = input_stage.columns
@@ -214,6 +220,39 @@ class NativePlanner:
         if b.aggregate is not None:
             return self._aggregate(b, datasource, in_cols, input_stage, time_index)
         return self._scan(b, datasource, in_cols, input_stage, time_index)
+
+    def _unnest_datasource(self, node: UnnestScan) -> tuple[UnnestDataSource, tuple[str, ...]]:
+        """The ``unnest`` data source of an UnnestScan (nested ones over their inner one) and the
+        column name of each of its fields; the element is named as Druid's planner names it."""
+        if isinstance(node.input, UnnestScan):
+            base, base_cols = self._unnest_datasource(node.input)
+        else:
+            base, base_cols = node.input.table.name, tuple(f.name for f in node.input.fields)
+        depth, inner = 0, node.input
+        while isinstance(inner, UnnestScan):
+            depth, inner = depth + 1, inner.input
+        name = f"j{depth}.unnest"
+        while name in base_cols:
+            name = "_" + name
+        text = druid_text(node.expr, base_cols, self.deadline)
+        out_type = ColumnType.parse(node.expr.type.native_output_name)
+        return UnnestDataSource(base, VirtualColumn(name, text, out_type)), base_cols + (name,)
+
+    @staticmethod
+    def _unnest_filter(datasource, filt: Filter | None):
+        """Filters on the unnested value alone move into the unnest data source's unnestFilter,
+        as Druid plans them (the historicals then narrow base rows by them, through the array's
+        per-element index); the rest stays the query's filter."""
+        if not isinstance(datasource, UnnestDataSource) or filt is None:
+            return datasource, filt
+        mine, rest = [], []
+        for part in split_and(filt):
+            (mine if part.columns() == {datasource.output} else rest).append(part)
+        if not mine:
+            return datasource, filt
+        unnest_filter = mine[0] if len(mine) == 1 else And(tuple(mine))
+        left = None if not rest else rest[0] if len(rest) == 1 else And(tuple(rest))
+        return UnnestDataSource(datasource.base, datasource.virtual_column, unnest_filter), left
 
     def _finish(self, stage: Stage, sort: Sort | None, top: Project | None) -> Stage:
         """Broker-side ORDER BY/LIMIT/OFFSET and the final projection over a planned stage."""
@@ -245,6 +284,7 @@ class NativePlanner:
         vcs = _VirtualColumns(in_cols, self.deadline)
         sources = [vcs.column_for(e) for e in exprs]
         intervals, filt = self._where(b.where, in_cols, time_index, vcs)
+        datasource, filt = self._unnest_filter(datasource, filt)
         limit, offset, order = None, 0, "none"
         sort = b.sort
         if sort is not None:
@@ -277,6 +317,7 @@ class NativePlanner:
             return self._block(node)
         vcs = _VirtualColumns(in_cols, self.deadline)
         intervals, filt = self._where(b.where, in_cols, time_index, vcs)
+        datasource, filt = self._unnest_filter(datasource, filt)
         agg_fields = agg.fields
         post_exprs = b.post.exprs if b.post is not None else tuple(Ref(i, f.type) for i, f in enumerate(agg_fields))
         post_names = b.post.names if b.post is not None else agg.names

@@ -77,6 +77,8 @@ class QueryRequest:
         if self.native is None:
             return ("sql", "sql")
         ds = self.native.get("dataSource") if isinstance(self.native, dict) else None
+        while isinstance(ds, dict) and ds.get("type") in ("unnest", "table"):  # an unnest counts as its table's
+            ds = ds.get("base") if ds.get("type") == "unnest" else ds.get("name")
         return (ds if isinstance(ds, str) else "subquery", str(self.native.get("queryType")))
 
 

@@ -106,9 +106,9 @@ class QueryExecutor:
         return self._empty_result(query).schema
 
     def _empty_result(self, query: Query) -> pa.Table:
-        if not isinstance(query.datasource, str):
+        if query.table is None:
             return engine.execute_on_table(query, self._empty_result(query.datasource)).table
-        schema = self._schema(query.datasource, query.context)
+        schema = self._schema(query.table, query.context)
         engine.validate(query, schema)
         return engine.finalize(query, Partial(pa.table({}), RunStats()), schema)
 
@@ -145,12 +145,12 @@ class QueryExecutor:
         if isinstance(query, dict):
             query = query_from_json(query)
         deadline = time.monotonic() + timeout_s
-        if not isinstance(query.datasource, str):
+        if query.table is None:
             inner = self.execute(query.datasource, max(deadline - time.monotonic(), 0.001), query_id, is_active,
                                  schemas, tracked)
             return engine.execute_on_table(query, inner.table, inner.stats)
         query = topn_threshold.without_directive(query)  # rounds are the broker's to choose, never a client's
-        schema = self._schema(query.datasource, query.context, schemas)
+        schema = self._schema(query.table, query.context, schemas)
         engine.validate(query, schema)
         query_id = query_id or (tracked.query_id if tracked is not None else None) or uuid.uuid4().hex
         budget = MemoryBudget.for_query(query.context, self.max_query_bytes, query_id, "broker")
@@ -160,7 +160,7 @@ class QueryExecutor:
     @staticmethod
     def streams(query: Query) -> bool:
         """Whether ``execute_stream`` takes the query: a scan of a datasource."""
-        return isinstance(query, ScanQuery) and isinstance(query.datasource, str)
+        return isinstance(query, ScanQuery) and query.table is not None
 
     def execute_stream(self, query: Query | dict, timeout_s: float, emit, query_id: str | None = None,
                        is_active=lambda: True, schemas=None, tracked=None) -> RunStats:
@@ -176,13 +176,13 @@ class QueryExecutor:
         if not self.streams(query):
             raise ValueError("execute_stream runs scans of a datasource only")
         deadline = time.monotonic() + timeout_s
-        schema = self._schema(query.datasource, query.context, schemas)
+        schema = self._schema(query.table, query.context, schemas)
         engine.validate(query, schema)
         query_id = query_id or (tracked.query_id if tracked is not None else None) or uuid.uuid4().hex
         plan = self._plan(query, list(query.intervals))
         if self.watch is not None and tracked is not None:
             self.watch.native_started(tracked)
-        finalize = scan_engine.StreamFinalizer(query, schema)
+        finalize = scan_engine.StreamFinalizer(query, engine.query_schema(query, schema))
         query_json = query.json_text()
         calls: list = []
         exclude: dict[SegmentId, set[str]] = {}
@@ -303,8 +303,8 @@ class QueryExecutor:
         spread = True
         if self.tables is not None and self.gather_rows > 0:
             with self.view_lock:
-                segments = self.view.visible(query.datasource, intervals)
-            choice = self.tables.of(query, query.datasource, segments)  # outside the lock: may read manifests
+                segments = self.view.visible(query.table, intervals)
+            choice = self.tables.of(query, query.table, segments)  # outside the lock: may read manifests
             spread = choice.rows is None or choice.rows > self.gather_rows
         plan = self._plan(query, intervals, spread)
         coverage = plan.coverage
@@ -497,11 +497,11 @@ class QueryExecutor:
         that cannot answer it; a segment with no other copy fails the query with the reason."""
         tiers = context_tiers(query.context)
         with self.view_lock:
-            copies = self.view.partial_copies(self.view.visible(query.datasource, intervals)) \
+            copies = self.view.partial_copies(self.view.visible(query.table, intervals)) \
                 if self.view.partial else {}
         unfit = self._unfit_partials(query, copies)
         with self.view_lock:
-            plan = self.view.plan(query.datasource, intervals, {s: set(v) for s, v in unfit.items()} or None,
+            plan = self.view.plan(query.table, intervals, {s: set(v) for s, v in unfit.items()} or None,
                                   spread=spread, tiers=tiers)
         if plan.unavailable:
             raise self._unavailable(plan.unavailable, unfit)
@@ -586,14 +586,14 @@ class QueryExecutor:
                 fails = [step for step in steps.values() if isinstance(step, Fail)]
                 if not ask and not waiting and not fails:
                     keep = set(segments) - {sid for sid, step in steps.items() if isinstance(step, LeaveOut)}
-                    retry = self.view.plan(query.datasource, list(query.intervals), avoid, keep,
+                    retry = self.view.plan(query.table, list(query.intervals), avoid, keep,
                                            tiers=context_tiers(query.context))
                     break
             if fails:
                 more = f" ({len(fails) - 1} more segments alike)" if len(fails) > 1 else ""
                 raise StrataError(fails[0].message + more, kind=fails[0].kind)
             if ask:
-                used.update(self._used_states(query.datasource, ask, deadline))
+                used.update(self._used_states(query.table, ask, deadline))
             elif waiting:
                 self._wait_for_view(waiting, wait_until)
         for sid, step in steps.items():

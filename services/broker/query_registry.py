@@ -230,7 +230,7 @@ class QueryRegistry:
             running.first_native = time.perf_counter()
 
     def native_finished(self, running: RunningQuery, query, stats, segment_ids) -> None:
-        datasource = query.datasource if isinstance(query.datasource, str) else None
+        datasource = query.table
         shape = None
         if not (query.context or {}).get(ADVISOR_PROBE):
             text = query.json_text()

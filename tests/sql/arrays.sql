@@ -262,13 +262,25 @@ SELECT s, ARRAY_AGG(DISTINCT ARRAY_LENGTH(arrayLong)), ARRAY_AGG(s) FROM arrays 
 --   }
 -- ]
 
--- name: unnest_column_then_group_on_the_broker
+-- name: unnest_column_grouped_on_the_historicals
 SELECT x, COUNT(*) FROM arrays CROSS JOIN UNNEST(arrayLong) AS u(x) WHERE s = 'a' GROUP BY x;
 -- native:
 -- [
 --   {
---     "queryType": "scan",
---     "dataSource": "arrays",
+--     "queryType": "groupBy",
+--     "dataSource": {
+--       "type": "unnest",
+--       "base": {
+--         "type": "table",
+--         "name": "arrays"
+--       },
+--       "virtualColumn": {
+--         "type": "expression",
+--         "name": "j0.unnest",
+--         "expression": "arrayLong",
+--         "outputType": "ARRAY<LONG>"
+--       }
+--     },
 --     "intervals": [
 --       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
 --     ],
@@ -278,10 +290,21 @@ SELECT x, COUNT(*) FROM arrays CROSS JOIN UNNEST(arrayLong) AS u(x) WHERE s = 'a
 --       "matchValue": "a",
 --       "matchValueType": "STRING"
 --     },
---     "columns": [
---       "arrayLong"
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
 --     ],
---     "resultFormat": "compactedList"
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "j0.unnest",
+--         "outputName": "d0",
+--         "outputType": "LONG"
+--       }
+--     ]
 --   }
 -- ]
 
@@ -290,13 +313,25 @@ SELECT x FROM UNNEST(ARRAY['a', 'b']) AS u(x);
 -- native:
 -- []
 
--- name: array_to_mv_group_by_unnests_on_the_broker
+-- name: array_to_mv_group_by_unnests_on_the_historicals
 SELECT ARRAY_TO_MV(arrayLong) AS k, COUNT(*) FROM arrays WHERE s = 'a' GROUP BY 1;
 -- native:
 -- [
 --   {
---     "queryType": "scan",
---     "dataSource": "arrays",
+--     "queryType": "groupBy",
+--     "dataSource": {
+--       "type": "unnest",
+--       "base": {
+--         "type": "table",
+--         "name": "arrays"
+--       },
+--       "virtualColumn": {
+--         "type": "expression",
+--         "name": "j0.unnest",
+--         "expression": "case_searched(array_length(cast(arrayLong, 'ARRAY<STRING>')) > 0, cast(arrayLong, 'ARRAY<STRING>'), cast(array(null), 'ARRAY<STRING>'))",
+--         "outputType": "ARRAY<STRING>"
+--       }
+--     },
 --     "intervals": [
 --       "-146136543-09-08T08:23:32.096Z/146140482-04-24T15:36:27.903Z"
 --     ],
@@ -306,10 +341,21 @@ SELECT ARRAY_TO_MV(arrayLong) AS k, COUNT(*) FROM arrays WHERE s = 'a' GROUP BY 
 --       "matchValue": "a",
 --       "matchValueType": "STRING"
 --     },
---     "columns": [
---       "arrayLong"
+--     "granularity": "all",
+--     "aggregations": [
+--       {
+--         "type": "count",
+--         "name": "a0"
+--       }
 --     ],
---     "resultFormat": "compactedList"
+--     "dimensions": [
+--       {
+--         "type": "default",
+--         "dimension": "j0.unnest",
+--         "outputName": "d0",
+--         "outputType": "STRING"
+--       }
+--     ]
 --   }
 -- ]
 

@@ -25,6 +25,7 @@ from common.sql.rules.prune_unnest_columns import prune_unnest_columns
 from common.sql.rules.push_filter_into_join import push_filter_into_join
 from common.sql.rules.remove_identity_project import remove_identity_project
 from common.sql.rules.split_distinct_aggregates import split_distinct_aggregates
+from common.sql.rules.unnest_table import unnest_table
 
 RULES = (
     avg_to_sum_count,
@@ -38,6 +39,7 @@ RULES = (
     equi_join,
     prune_join_columns,
     prune_unnest_columns,
+    unnest_table,
     merge_projects,
     aggregate_through_project,
     remove_identity_project,
