@@ -49,8 +49,8 @@ class SupervisorSpec:
     schema_discovery: bool = False  # dimensions empty or useSchemaDiscovery: every field is a column
     segment_granularity: str = "HOUR"
     query_granularity: str = "NONE"
-    task_count: int = 1
-    replicas: int = 1
+    task_count: int = 1  # task groups: partition p is read by group p % task_count
+    replicas: int = 1  # identical tasks per group; the first to publish a range wins (exactly once)
     task_duration_ms: int = 3_600_000
     use_earliest_offset: bool = False
     max_rows_in_memory: int = 150_000
@@ -269,10 +269,6 @@ def _io_config(obj: dict, path: str) -> dict:
     if fmt.get("flattenSpec"):
         raise SupervisorSpecError(f"{path}.inputFormat.flattenSpec is not supported yet; nested objects are stored "
                                   "as JSON columns")
-    for key in ("taskCount", "replicas"):
-        if _int(obj, key, path, 1) > 1:
-            raise SupervisorSpecError(f"{path}.{key} above 1 is not supported yet (one task reads every partition); "
-                                      "set it to 1 or leave it out")
     return {"topic": topic, "bootstrap_servers": servers,
             "consumer_properties": {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()},
             "task_count": _int(obj, "taskCount", path, 1), "replicas": _int(obj, "replicas", path, 1),
