@@ -146,7 +146,8 @@ def test_task_groups_with_replicas_publish_each_range_once(cluster, kafka_broker
     # Replicas that lost a publish race ended superseded and were replaced; none failed.
     tasks = cluster.client.tasks("groups_wiki")
     assert not [t for t in tasks if t.state == "FAILED"], [(t.id, t.error[:300]) for t in tasks]
-    assert all(t.report.get("superseded") for t in tasks if t.state == "SUCCESS"), [t.report for t in tasks]
+    reports = {t.id: json.loads(t.report_json or "{}") for t in tasks}
+    assert all(reports[t.id].get("superseded") for t in tasks if t.state == "SUCCESS"), reports
     terminate(cluster, "groups_wiki")
     wait_exact(cluster, "groups_wiki", produced)
 
