@@ -33,9 +33,9 @@ def task_facts(task, current_spec: dict, cancelling: bool = False) -> TaskFacts:
     ``taskGroup``: they are group 0 reading every partition."""
     spec = task.spec or {}
     listed = spec.get("partitions")
-    return TaskFacts(task.id, int(spec.get("taskGroup", 0)), tuple(int(p) for p in listed) if listed is not None else None,
-                     not task.is_final, task.state, task.finished_ms or 0, spec.get("supervisor") == current_spec,
-                     cancelling)
+    partitions = tuple(int(p) for p in listed) if listed is not None else None
+    return TaskFacts(task.id, int(spec.get("taskGroup", 0)), partitions, not task.is_final, task.state,
+                     task.finished_ms or 0, spec.get("supervisor") == current_spec, cancelling)
 
 
 class SupervisorManager:
@@ -84,7 +84,8 @@ class SupervisorManager:
                              "startOffsets": {str(p): o for p, o in sorted(command.start_offsets.items())}}
                 if command.partitions is not None:
                     task_spec["partitions"] = list(command.partitions)
-                where = f"partitions {list(command.partitions)}" if command.partitions is not None else "every partition"
+                listed = command.partitions
+                where = f"partitions {list(listed)}" if listed is not None else "every partition"
                 task = self.tasks.create(record.id, TASK_TYPE,
                                          f"kafka supervisor {record.id} (topic {spec.topic}, task group "
                                          f"{command.group}: {where})", task_spec)
