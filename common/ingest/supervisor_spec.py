@@ -99,8 +99,8 @@ class SupervisorSpec:
     late_rejection_period_ms: int | None = None
     late_rejection_start_ms: int | None = None
     early_rejection_period_ms: int | None = None
-    task_count: int = 1
-    replicas: int = 1
+    task_count: int = 1  # task groups: partition p is read by group p % task_count
+    replicas: int = 1  # identical tasks per group; the first to publish a range wins (exactly once)
     task_duration_ms: int = 3_600_000
     use_earliest_offset: bool = False
     max_rows_in_memory: int = 150_000
@@ -428,10 +428,6 @@ def _io_config(obj: dict, path: str) -> dict:
             late_start = parse_instant(text)
         except ValidationError as e:
             raise SupervisorSpecError(f"{path}.lateMessageRejectionStartDateTime: {e}") from None
-    for key in ("taskCount", "replicas"):
-        if _int(obj, key, path, 1) > 1:
-            raise SupervisorSpecError(f"{path}.{key} above 1 is not supported yet (one task reads every partition); "
-                                      "set it to 1 or leave it out")
     return {"topic": topic, "bootstrap_servers": servers,
             "consumer_properties": {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()},
             "task_count": _int(obj, "taskCount", path, 1), "replicas": _int(obj, "replicas", path, 1),

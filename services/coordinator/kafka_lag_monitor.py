@@ -123,6 +123,14 @@ class KafkaLagMonitor:
         with self._lock:
             return self._snapshots.get(supervisor_id)
 
+    def partitions(self, supervisor_id: str, topic: str) -> list[int] | None:
+        """The topic's partitions as the broker last reported them for the supervisor (the
+        supervisor splits them among its task groups), or None before a first answer."""
+        snap = self.snapshot(supervisor_id)
+        if snap is None or snap.topic != topic or not snap.latest:
+            return None
+        return sorted(snap.latest)
+
     def run_once(self) -> None:
         """Asks the broker of every supervisor whose offsetFetchPeriod has passed."""
         records = {r.id: r for r in self.supervisors.list()}  # terminated ones are left out

@@ -92,7 +92,8 @@ class CoordinatorProcess(NodeProcess):
         supervisor_http.register(self.http, self.supervisors, self.authorizer,
                                  lambda sid: [t for t in self.tasks.list(sid) if t.type == "kafka"],
                                  lag=self.lag_monitor.snapshot)
-        self.runner.extra_duties.append(SupervisorManager(self.supervisors, self.tasks, self.task_runner).run_once)
+        self.runner.extra_duties.append(SupervisorManager(self.supervisors, self.tasks, self.task_runner,
+                                                          partitions=self.lag_monitor.partitions).run_once)
         if config.coordinator.kill_unused_after_ms > 0:
             self.runner.extra_duties.append(AutoKill(self.lifecycle, config.coordinator.kill_unused_after_ms,
                                                      config.coordinator.max_kill_per_run,

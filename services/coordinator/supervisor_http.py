@@ -97,9 +97,12 @@ class SupervisorHttp:
             if action == "status":
                 return json_reply(200, self._status(record))
             if action == "stats":
-                # Druid's shape: task group -> task id -> row stats; one task group here.
-                active = [t for t in self.tasks(sid) if not t.is_final]
-                return json_reply(200, {"0": {t.id: task_row_stats(t.report) for t in active}} if active else {})
+                # Druid's shape: task group -> task id -> row stats.
+                groups: dict[str, dict] = {}
+                for t in self.tasks(sid):
+                    if not t.is_final:
+                        groups.setdefault(str(_group(t)), {})[t.id] = task_row_stats(t.report)
+                return json_reply(200, dict(sorted(groups.items(), key=lambda g: int(g[0]))))
             healthy = self._state(record)["healthy"]
             return json_reply(200 if healthy else 503, {"healthy": healthy})
         self._allow(method, "POST")
@@ -157,8 +160,9 @@ class SupervisorHttp:
             # metadata store but does not show them here).
             "committedOffsets": {str(p): o for p, o in sorted(committed.offsets.items())} if committed else {},
             "latestOffsets": _by_partition(latest) if latest else None,
-            # Druid's minimumLag is the least lag over a partition's replica tasks; one task reads
-            # each partition here, so it is that partition's lag.
+            # Per partition, what is left after the committed offsets: replicas publish through
+            # those, so the least lag over a partition's replica tasks (Druid's minimumLag) is
+            # this once their publish lands.
             "minimumLag": _by_partition(lag.lag) if latest else None,
             "aggregateLag": lag.stats.aggregate if latest else None,
             # Lag in time, named as Druid's Kinesis status does: per partition the age of the
@@ -186,16 +190,26 @@ def _by_partition(offsets) -> dict:
 def _task_report(task, spec, latest, now_ms: int) -> dict:
     """One active task as Druid's TaskReportData: where it started, where it is (its last
     progress report), and its lag behind the latest offsets."""
-    starting = {int(p): int(o) for p, o in (task.spec.get("startOffsets") or {}).items()}
-    current = {int(p): int(o) for p, o in (task.report.get("offsets") or {}).items()} or starting
+    # The offsets the task resolved (its report) over the committed ones it was given: a partition
+    # never committed starts at the earliest or latest offset, which only the task knows.
+    given = task.report.get("startOffsets") or task.spec.get("startOffsets") or {}
+    starting = {int(p): int(o) for p, o in given.items()}
+    current = {**starting, **{int(p): int(o) for p, o in (task.report.get("offsets") or {}).items()}}
+    listed = task.spec.get("partitions")
     out = {"id": task.id, "startTime": format_instant(task.started_ms) if task.started_ms else None,
            "remainingSeconds": (max((task.started_ms + spec.task_duration_ms - now_ms) // 1000, 0)
                                 if task.started_ms else None),
-           "type": "ACTIVE", "startingOffsets": _by_partition(starting), "currentOffsets": _by_partition(current),
-           "lag": None}
+           "type": "ACTIVE", "taskGroup": _group(task),
+           # strata's own field: the partitions its group reads (None: every partition of the topic)
+           "partitions": [int(p) for p in listed] if listed is not None else None,
+           "startingOffsets": _by_partition(starting), "currentOffsets": _by_partition(current), "lag": None}
     if latest:
         out["lag"] = {str(p): max(int(latest[p]) - current[p], 0) for p in sorted(current) if p in latest}
     return out
+
+
+def _group(task) -> int:
+    return int((task.spec or {}).get("taskGroup", 0))
 
 
 def _truthy(value) -> bool:

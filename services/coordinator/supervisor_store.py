@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from common.errors import ValidationError
+from common.errors import ErrorKind, ValidationError
 from common.ingest.supervisor_spec import SupervisorSpec, parse_supervisor_spec
 from services.coordinator.store import SegmentRecord, SegmentStore, stream_offsets_table, supervisors_table
 
@@ -30,7 +30,11 @@ RUNNING, SUSPENDED, TERMINATED = "RUNNING", "SUSPENDED", "TERMINATED"
 
 
 class OffsetsConflictError(ValidationError):
-    """The stored offsets are not the ones a task started from: its publish was refused."""
+    """The stored offsets are not the ones a task started from: its publish was refused. A
+    CONFLICT (gRPC ABORTED), so the task can tell it lost the range to another task (a replica)
+    from a publish that failed."""
+
+    kind = ErrorKind.CONFLICT
 
 
 class SupervisorNotFoundError(ValidationError):

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from common.errors import ValidationError
+from common.errors import ErrorKind, ValidationError
 from common.ingest.statement import parse_ingestion
 from common.ingest.stream_insert import catalog_job_options, micro_batch_sql
 from common.ingest.stream_rows import StreamRowRules
@@ -224,12 +224,37 @@ def run_supervisor_task(spark, task_id: str, spec: Mapping, publisher, storage_u
     try:
         committed = {int(p): int(o) for p, o in (spec.get("startOffsets") or {}).items()}
         start = task.reader.start_offsets(supervisor.topic, committed, supervisor.use_earliest_offset)
+        if spec.get("partitions") is not None:  # its task group's share (supervisor_machine.py)
+            mine = {int(p) for p in spec["partitions"]}
+            start = {p: o for p, o in start.items() if p in mine}
+            if not start:
+                raise ValidationError(f"none of partitions {sorted(mine)} exist in topic '{supervisor.topic}'")
+        started = {"startOffsets": {str(p): o for p, o in sorted(start.items())},
+                   "taskGroup": int(spec.get("taskGroup", 0))}
         try:
-            end = task.run(start, cancel_event, progress=progress)
+            end = task.run(start, cancel_event,
+                           progress=(lambda r: progress({**r, **started})) if progress is not None else None)
         except TooManyStreamParseExceptions as exc:
-            raise StreamTaskFailed(str(exc), {**task.status(),
-                                              "startOffsets": {str(p): o for p, o in sorted(start.items())}}) from None
-        return {**task.status(), "startOffsets": {str(p): o for p, o in sorted(start.items())},
-                "endOffsets": {str(p): o for p, o in sorted(end.items())}}
+            raise StreamTaskFailed(str(exc), {**task.status(), **started}) from None
+        except Exception as exc:
+            refusal = publish_refusal(exc)
+            if refusal is None:
+                raise
+            # A replica (or an older task) published this range first: what this one read is
+            # loaded already, its own uploads are gone (run_ingestion), and the supervisor starts
+            # the next task from the offsets now committed.
+            return {**task.status(), **started, "superseded": str(refusal)}
+        return {**task.status(), **started, "endOffsets": {str(p): o for p, o in sorted(end.items())}}
     finally:
         task.close()
+
+
+def publish_refusal(exc: BaseException | None) -> BaseException | None:
+    """The coordinator's refusal of a publish whose start offsets were no longer the committed
+    ones (a CONFLICT, see SupervisorStore), however deep ``exc`` wraps it; else None."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if getattr(exc, "kind", None) == ErrorKind.CONFLICT:
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None

@@ -106,8 +106,8 @@ def test_permissions(api):
 
 
 def kafka_task(task_id: str, state: str, report: dict | None = None, error: str = "", start: dict | None = None,
-               started_ms: int = 0, finished_ms: int = 0) -> TaskRecord:
-    return TaskRecord(task_id, "wiki", "kafka", state, "", {"startOffsets": start or {}}, report or {}, error,
+               started_ms: int = 0, finished_ms: int = 0, **spec) -> TaskRecord:
+    return TaskRecord(task_id, "wiki", "kafka", state, "", {"startOffsets": start or {}, **spec}, report or {}, error,
                       started_ms, started_ms, finished_ms)
 
 
@@ -129,7 +129,7 @@ def test_status_shows_lag_per_partition_and_per_task(api):
     assert (payload["state"], payload["healthy"]) == ("RUNNING", True)
     [task] = payload["activeTasks"]
     assert task == {"id": "t2", "startTime": "2023-11-14T22:13:20.000Z", "remainingSeconds": 3000, "type": "ACTIVE",
-                    "startingOffsets": {"0": 40, "1": 50}, "currentOffsets": {"0": 70, "1": 50},
+                    "taskGroup": 0, "partitions": None, "startingOffsets": {"0": 40, "1": 50}, "currentOffsets": {"0": 70, "1": 50},
                     "lag": {"0": 30, "1": 0}}
     # Before the first answer from the broker, lag is unknown (null), not 0.
     payload = api("GET", "/wiki/status")[1]["payload"]
@@ -140,6 +140,30 @@ def test_status_shows_lag_per_partition_and_per_task(api):
         "totals": {"buildSegments": {"processed": 30, "processedWithError": 0, "thrownAway": 0, "unparseable": 1}},
         "microBatches": 2}}})
     assert api("GET", "/wiki/stats") == (200, {})
+
+
+def test_status_and_stats_show_every_replica_of_every_task_group(api):
+    io = {**SPEC["spec"]["ioConfig"], "taskCount": 2, "replicas": 2}
+    api("POST", body={**SPEC, "spec": {**SPEC["spec"], "ioConfig": io}})
+    lag = LagSnapshot("edits", {0: 100, 1: 50, 2: 10}, {0: 0, 1: 0, 2: 0}, LagStats(0, 0, 0.0), 1)
+    # Replicas of group 0 (partitions 0 and 2) at different offsets; group 1's task has not reported
+    # yet (its starting offsets are the committed ones it was given); a superseded replica is over.
+    tasks = [kafka_task("a", "RUNNING", {"offsets": {"0": 90, "2": 10}, "startOffsets": {"0": 80, "2": 4},
+                                         "rowsWritten": 16}, start={"0": 80}, taskGroup=0, partitions=[0, 2]),
+             kafka_task("b", "RUNNING", {"offsets": {"0": 100, "2": 10}, "startOffsets": {"0": 80, "2": 4},
+                                         "rowsWritten": 26}, start={"0": 80}, taskGroup=0, partitions=[0, 2]),
+             kafka_task("c", "PENDING", start={"1": 50}, taskGroup=1, partitions=[1]),
+             kafka_task("d", "SUCCESS", {"superseded": "offsets moved"}, taskGroup=1, partitions=[1], finished_ms=3)]
+    payload = api("GET", "/wiki/status", tasks=tasks, lag=lag)[1]["payload"]
+    got = [(t["id"], t["taskGroup"], t["partitions"], t["startingOffsets"], t["currentOffsets"], t["lag"])
+           for t in payload["activeTasks"]]
+    assert got == [("a", 0, [0, 2], {"0": 80, "2": 4}, {"0": 90, "2": 10}, {"0": 10, "2": 0}),
+                   ("b", 0, [0, 2], {"0": 80, "2": 4}, {"0": 100, "2": 10}, {"0": 0, "2": 0}),
+                   ("c", 1, [1], {"1": 50}, {"1": 50}, {"1": 0})]
+    assert payload["replicas"] == 2 and payload["partitions"] == 3
+    stats = api("GET", "/wiki/stats", tasks=tasks)[1]
+    assert {g: {t: s["totals"]["buildSegments"]["processed"] for t, s in v.items()} for g, v in stats.items()} == {
+        "0": {"a": 16, "b": 26}, "1": {"c": 0}}
 
 
 def test_health_and_recent_errors_from_failed_tasks_and_the_broker(api):

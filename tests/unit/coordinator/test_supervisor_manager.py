@@ -73,3 +73,39 @@ def test_suspend_cancels_once_and_failed_tasks_back_off(parts):
     supervisors.set_state("wiki", TERMINATED)
     manager.run_once()
     assert len(runner.cancelled) == 2
+
+
+def test_task_groups_and_replicas_from_the_reported_partitions(tmp_path):
+    store = SegmentStore(f"sqlite:///{tmp_path / 'g.db'}")
+    known: dict = {}
+    supervisors, tasks, runner, clock = SupervisorStore(store), TaskStore(store), Runner(), Clock()
+    manager = SupervisorManager(supervisors, tasks, runner, 5_000, clock, partitions=lambda sid, topic: known.get(topic))
+    spec = {"type": "kafka", "spec": {**SPEC["spec"], "ioConfig": {**SPEC["spec"]["ioConfig"], "taskCount": 2,
+                                                                   "replicas": 2}}}
+    supervisors.upsert(parse_supervisor_spec(spec))
+    supervisors.reset_offsets("wiki", {0: 7, 1: 3, 2: 9}, topic="edits")
+    manager.run_once()
+    assert tasks.list("wiki") == []  # two groups need the partition list first
+    known["edits"] = [0, 1, 2]
+    manager.run_once()
+    manager.run_once()
+    got = sorted((t.spec["taskGroup"], t.spec["partitions"], t.spec["startOffsets"]) for t in tasks.list("wiki"))
+    assert got == [(0, [0, 2], {"0": 7, "2": 9}), (0, [0, 2], {"0": 7, "2": 9}), (1, [1], {"1": 3}), (1, [1], {"1": 3})]
+    # A replica that lost a publish race ends superseded: only it is replaced, from the new offsets.
+    loser = tasks.list("wiki")[0]
+    tasks.transition(loser.id, "RUNNING")
+    tasks.transition(loser.id, "SUCCESS", report={"superseded": "offsets moved"})
+    supervisors.reset_offsets("wiki", {0: 20, 2: 11})
+    manager.run_once()
+    [new] = [t for t in tasks.list("wiki") if t.id not in {x.id for x in tasks.list("wiki")[:4]}]
+    assert (new.spec["taskGroup"], new.spec["startOffsets"]) == (0, {"0": 20, "2": 11})
+    # A changed spec (taskCount 1) cancels every old task once and starts the new group's replicas
+    # (the compare-and-swap keeps a cancelled task that publishes meanwhile from duplicating).
+    one = {"type": "kafka", "spec": {**SPEC["spec"], "ioConfig": {**SPEC["spec"]["ioConfig"], "replicas": 2}}}
+    supervisors.upsert(parse_supervisor_spec(one))
+    manager.run_once()
+    manager.run_once()
+    active = [t.id for t in tasks.list("wiki") if not t.is_final]
+    assert sorted(runner.cancelled) == sorted(active[:4]) and len(active) == 6
+    assert [tasks.get(t).spec["partitions"] for t in active[4:]] == [[0, 1, 2], [0, 1, 2]]
+    store.close()
