@@ -119,9 +119,11 @@ def read_range(conf: dict, topic: str, partition: int, start: int, end: int,
 
 
 class LogEnds:
-    """Each partition's log end (``kafka_offset_plan.log_end``), with one consumer kept open. A
-    partition's end is read again only when its high watermark moved: record batches are
-    immutable, so the same watermark means the same last batch and the same end."""
+    """Each partition's log end (``kafka_offset_plan.log_end``), with one consumer kept open. On
+    Kafka a partition is probed only when its high watermark moved (the same watermark is the same
+    end). Where a probe found more than the watermark said (a broker reporting the last batch's
+    first offset + 1), the next probe starts at the last end found - 1: a probe that stopped
+    before the end of a batch (its messages are handed over in chunks) goes on from there."""
 
     def __init__(self, conf: dict) -> None:
         self._consumer = _consumer(conf)
@@ -144,8 +146,10 @@ class LogEnds:
         out, probe = {}, {}
         for p, (low, high) in marks.items():
             known = self._known.get((topic, p))
-            if known is not None and known[0] == high:
-                out[p] = known[1]
+            if known is not None and known == (high, high):
+                out[p] = high
+            elif known is not None and known[0] == high:
+                probe[p] = known[1] - 1
             elif high > low:
                 probe[p] = high - 1
             else:
@@ -153,7 +157,7 @@ class LogEnds:
         if probe:
             seen = self._probe(topic, probe)
             for p, offset in probe.items():
-                out[p] = log_end(offset + 1, seen.get(p, ()))
+                out[p] = log_end(max(offset + 1, marks[p][1]), seen.get(p, ()))
         for p, (_, high) in marks.items():
             self._known[(topic, p)] = (high, out[p])
         return out

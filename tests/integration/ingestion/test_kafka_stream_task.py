@@ -27,7 +27,7 @@ from services.ingestion.stream_task import StreamTask, TooManyStreamParseExcepti
 from tests.fixtures.kafka_broker import kafka_broker  # noqa: F401
 from tests.fixtures.spark_session import spark  # noqa: F401
 
-DEADLINE_S = 120.0
+DEADLINE_S = 300.0  # a loaded 2-core machine: a micro-batch is two Spark jobs (read, build)
 
 
 class StorePublisher:
