@@ -3,8 +3,8 @@ a real Kafka-protocol broker (Tansu) and real Spark, published into a real metad
 
 - the messages are read in Spark's executors: the driver's Kafka clients may read metadata and
   offsets but never assign a partition or fetch a message, and every row still arrives;
-- the query keeps streaming what is produced while it runs, stops when asked, and its Spark
-  checkpoint plays no part in where the next task starts;
+- the query keeps streaming what is produced while it runs and stops when asked; a task whose
+  start offsets are stale has its first publish refused and ends on that error;
 - a task SIGKILLed mid-stream and restarted from the committed offsets loses and duplicates
   nothing: the rows and their checksum equal what was produced."""
 
@@ -22,6 +22,7 @@ import pytest
 
 from common.ingest.supervisor_spec import parse_supervisor_spec
 from services.ingestion import kafka_reader
+from services.ingestion.ingestion_report import IngestionFailed
 from services.ingestion.stream_task import StreamTask
 from tests.fixtures.kafka_broker import kafka_broker  # noqa: F401
 from tests.fixtures.spark_session import spark  # noqa: F401
@@ -125,6 +126,16 @@ def test_streaming_task_reads_in_the_executors(spark, kafka_broker, store, deep,
     assert MetadataOnlyConsumer.fetches == []  # the driver never assigned, polled or consumed
     got = stored_rows(store, deep, "exec_read")
     assert got == expected_rows(rows + more)
+
+    # A task started from stale offsets (the range was published since) streams its first
+    # micro-batch, whose publish is refused: the task ends with that error and adds no row.
+    stale = StreamTask(spark, spec, "task-e2", publisher, deep.root)
+    try:
+        with pytest.raises(IngestionFailed, match="moved since the task started"):
+            stale.run({p: 0 for p in counts}, threading.Event(), duration_s=DEADLINE_S)
+    finally:
+        stale.close()
+    assert stored_rows(store, deep, "exec_read") == got
 
 
 def test_task_killed_mid_stream_restarts_from_the_committed_offsets(spark, kafka_broker, store, deep,  # noqa: F811
