@@ -14,97 +14,23 @@ import time
 
 import pytest
 
-from common.query import execute
-from common.segment import Segment
-from common.segment.timeline import TimelineSegment
-from services.coordinator.core.allocation import PartitionLedger
 from common.ingest.supervisor_spec import parse_supervisor_spec
-from services.coordinator.store import SegmentRecord, SegmentStore
-from services.coordinator.supervisor_store import SupervisorStore
-from services.deep_storage import LocalDeepStorage
 from services.ingestion.ingestion_report import IngestionFailed
 from services.ingestion.stream_task import StreamTask, TooManyStreamParseExceptions
 from tests.fixtures.kafka_broker import kafka_broker  # noqa: F401
 from tests.fixtures.spark_session import spark  # noqa: F401
+from tests.integration.ingestion.stream_tasks import (  # noqa: F401 - deep and store are fixtures
+    StorePublisher,
+    deep,
+    events,
+    expected_rows,
+    produce,
+    store,
+    stored_rows,
+    supervisor,
+)
 
-DEADLINE_S = 120.0
-
-
-class StorePublisher:
-    """The coordinator's allocate and stream publish, over a real metadata store."""
-
-    def __init__(self, store: SegmentStore, fail_publish: bool = False) -> None:
-        self.store = store
-        self.supervisors = SupervisorStore(store)
-        self.ledger = PartitionLedger()
-        self.fail_publish = fail_publish
-        self.versions = 0
-
-    def allocate(self, datasource, intervals, mode, partitions=None):
-        existing = [TimelineSegment(r.id, r.num_partitions) for r in self.store.list(datasource)]
-        self.versions += 1
-        return {a.interval: a for a in self.ledger.allocate(existing, intervals, mode, f"v{self.versions:04d}",
-                                                            partitions)}
-
-    def publish(self, descriptors, replace_intervals, stream=None):
-        assert stream is not None and replace_intervals is None
-        if self.fail_publish:
-            raise RuntimeError("the task died before its publish reached the coordinator")
-        self.supervisors.publish_with_offsets([SegmentRecord.from_descriptor(d) for d in descriptors],
-                                              stream["datasource"], stream["topic"], stream["start"], stream["end"])
-
-
-def supervisor(topic: str, bootstrap: str, ds: str, **tuning) -> dict:
-    return {"type": "kafka", "spec": {
-        "dataSchema": {"dataSource": ds, "timestampSpec": {"column": "ts", "format": "iso"},
-                       "dimensionsSpec": {"useSchemaDiscovery": True},
-                       "granularitySpec": {"segmentGranularity": "HOUR"}},
-        "ioConfig": {"topic": topic, "consumerProperties": {"bootstrap.servers": bootstrap},
-                     "useEarliestOffset": True, "taskDuration": "PT1H"},
-        "tuningConfig": {"type": "kafka", "maxRowsInMemory": 200, **tuning}}}
-
-
-def events(n: int, start: int = 0) -> list[dict]:
-    """Mean data: NULLs, fractions next to integers, -0.0, non-ASCII, far-apart hours."""
-    out = []
-    for i in range(start, start + n):
-        out.append({"ts": f"2024-0{1 + i % 3}-0{1 + i % 7}T{i % 24:02d}:{i % 60:02d}:00.{i % 1000:03d}Z",
-                    "id": i, "page": None if i % 11 == 0 else f"Seite-ü{i % 5}",
-                    "added": -0.0 if i % 13 == 0 else (i / 4 if i % 2 else i)})
-    return out
-
-
-@pytest.fixture
-def store(tmp_path):
-    with SegmentStore(f"sqlite:///{tmp_path / 'metadata.db'}") as s:
-        yield s
-
-
-@pytest.fixture
-def deep(tmp_path):
-    return LocalDeepStorage(str(tmp_path / "deep"))
-
-
-def produce(broker, topic: str, rows: list[dict], partitions: int) -> dict[int, int]:
-    sent = [(r["id"] % partitions, json.dumps(r).encode()) for r in rows]
-    broker.produce(topic, sent)
-    counts: dict[int, int] = {}
-    for p, _ in sent:
-        counts[p] = counts.get(p, 0) + 1
-    return counts
-
-
-def stored_rows(store: SegmentStore, deep, ds: str) -> list[tuple]:
-    segments = [Segment.open(os.path.join(deep.root, *r.location.split("/"))) for r in store.list(ds)]
-    if not segments:
-        return []
-    table = execute({"queryType": "scan", "dataSource": ds, "intervals": ["1000-01-01/3000-01-01"],
-                     "columns": ["id", "page", "added"]}, segments).table
-    return sorted(((r["id"], r["page"], r["added"]) for r in table.to_pylist()), key=repr)
-
-
-def expected_rows(rows: list[dict]) -> list[tuple]:
-    return sorted(((r["id"], r["page"], float(r["added"])) for r in rows), key=repr)
+DEADLINE_S = 300.0  # a loaded 2-core machine: a micro-batch is two Spark jobs (read, build)
 
 
 def drain(task: StreamTask, start: dict[int, int], until) -> dict[int, int]:

@@ -1,7 +1,8 @@
 """A Kafka task stopped by maxParseExceptions ends with a report that keeps its parse exception
 samples (partition, offset, reason, when), which the supervisor's recentErrors show. The bad
-messages are refused before any Spark job, so a scripted reader stands in for the broker (the
-real reader is tested against Tansu in tests/integration/ingestion). No sockets, no Spark."""
+messages are refused before any Spark job, so a scripted reader stands in for the broker and a
+scripted micro-batch for the streaming query (the real ones are tested against Tansu and Spark in
+tests/integration/ingestion). No sockets, no Spark."""
 
 from __future__ import annotations
 
@@ -25,9 +26,6 @@ class Reader:
     def start_offsets(self, topic, committed, earliest):
         return {0: 5, 1: 0}
 
-    def read(self, topic, start, max_messages, idle_s=0.5):
-        return [KafkaMessage(0, 5, b"{oops", 1), KafkaMessage(1, 0, b"[1, 2]", 1), KafkaMessage(0, 6, b"", 1)]
-
     def close(self) -> None:
         self.closed = True
 
@@ -40,8 +38,15 @@ class Publisher:
         self.calls.append((args, kwargs))
 
 
+def one_micro_batch(self, start, stop, duration_s=None, progress=None):
+    """The streaming query's first micro-batch: offsets 5-6 of partition 0 and 0 of partition 1."""
+    messages = [KafkaMessage(0, 5, b"{oops", 1), KafkaMessage(1, 0, b"[1, 2]", 1), KafkaMessage(0, 6, b"", 1)]
+    return self.process_batch(start, {0: 7, 1: 1}, messages).end
+
+
 def test_too_many_parse_exceptions_fail_the_task_with_the_samples(monkeypatch):
     monkeypatch.setattr(stream_task, "KafkaReader", Reader)
+    monkeypatch.setattr(stream_task.StreamTask, "run", one_micro_batch)
     publisher = Publisher()
     with pytest.raises(stream_task.StreamTaskFailed) as caught:
         stream_task.run_supervisor_task(None, "t1", {"supervisor": SPEC, "startOffsets": {"0": 5}}, publisher,

@@ -1,7 +1,8 @@
 """A Kafka task of a task group reads only its group's partitions, and a task whose publish the
 coordinator refuses because another replica published that range first (a CONFLICT) ends
 superseded, not failed. Batches of bad messages only (no Spark job runs for them), a scripted
-reader standing in for the broker. No sockets, no Spark."""
+reader standing in for the broker and scripted micro-batches for the streaming query. No sockets,
+no Spark."""
 
 from __future__ import annotations
 
@@ -28,12 +29,19 @@ class Reader:
     def start_offsets(self, topic, committed, earliest):
         return {0: 0, 1: int(committed.get(1, 0)), 2: 0}
 
-    def read(self, topic, start, max_messages, idle_s=0.5):
-        Reader.reads.append(dict(start))
-        return [KafkaMessage(p, o, b"{oops", 1) for p, o in sorted(start.items())]
-
     def close(self) -> None:
         pass
+
+
+def micro_batches(self, start, stop, duration_s=None, progress=None):
+    """The streaming query: one bad message per partition and micro-batch, until a publish is refused."""
+    offsets = dict(start)
+    while True:
+        Reader.reads.append(dict(offsets))
+        messages = [KafkaMessage(p, o, b"{oops", 1) for p, o in sorted(offsets.items())]
+        offsets = self.process_batch(offsets, {p: o + 1 for p, o in offsets.items()}, messages).end
+        if progress is not None:
+            progress(self._report(offsets))
 
 
 class RefusingPublisher:
@@ -51,6 +59,7 @@ class RefusingPublisher:
 
 def test_a_group_task_reads_its_partitions_and_ends_superseded_when_a_replica_wins(monkeypatch):
     monkeypatch.setattr(stream_task, "KafkaReader", Reader)
+    monkeypatch.setattr(stream_task.StreamTask, "run", micro_batches)
     Reader.reads = []
     publisher = RefusingPublisher()
     progress = []
@@ -66,6 +75,7 @@ def test_a_group_task_reads_its_partitions_and_ends_superseded_when_a_replica_wi
 
 def test_other_publish_errors_still_fail_the_task(monkeypatch):
     monkeypatch.setattr(stream_task, "KafkaReader", Reader)
+    monkeypatch.setattr(stream_task.StreamTask, "run", micro_batches)
 
     class Down:
         def publish(self, *args, **kwargs):
