@@ -19,6 +19,7 @@ cancels it cannot leave a file behind once the folder is deleted after the job g
 
 from __future__ import annotations
 
+import logging
 import re
 import shutil
 import tempfile
@@ -78,6 +79,7 @@ from common.ingest.statement import IngestionStatement
 from common.ingest.rollup_metrics import rollup_metrics
 from services.deep_storage.upload_folder import ingest_root, new_run_token
 
+log = logging.getLogger("strata.ingestion")
 _DRAIN_TIMEOUT_S = 60.0
 # Longer than spark.python.task.killTimeout (2 s): a cancelled task's Python worker is gone by then.
 _QUIET_S = 5.0
@@ -213,6 +215,7 @@ class _Run:
         self.samples: list[ParseExceptionSample] = []
         self.segments: tuple[SegmentReport, ...] = ()
         self.uploading = False
+        self.published = False  # the publish returned: from here on nothing may remove the uploads
         self.text_frame = None  # the cached text_scan output, when the run reads through it
         self.text_keys: dict = {}  # its sampled keys by chunk start
 
@@ -223,7 +226,10 @@ class _Run:
         self._close_phase(now)
         self.current = name
         self.phase_started = now
-        self.check_cancelled()
+        if not self.published:
+            # Once published the segments are in: a cancel now must not undo them (run_ingestion
+            # would remove their files under rows the coordinator already serves).
+            self.check_cancelled()
         if self.progress is not None:
             self.progress(name, details)
 
@@ -303,6 +309,7 @@ class _Run:
         descriptors = self.build(blobs, spec)
         self.phase("publishing", segments=len(descriptors))
         self.publisher.publish(descriptors, stmt.replace_intervals)
+        self.published = True
         self.segments = tuple(SegmentReport(d.id, d.num_rows, d.size, d.location) for d in descriptors)
         self.phase("done")
         return self.report("SUCCESS")
@@ -737,6 +744,13 @@ def run_ingestion(spark, job: IngestionJob, storage_url: str, storage_endpoint: 
     try:
         return run.run()
     except BaseException as exc:
+        if run.published:
+            # Only the bookkeeping after the publish failed (a progress report, say): the rows
+            # are in, so their files stay, and the job succeeded.
+            if not isinstance(exc, Exception):
+                raise
+            log.warning("ingestion %s: published, then %s", job.job_id, _failure_message(exc))
+            return run.report("SUCCESS")
         cancelled = cancel_event is not None and cancel_event.is_set()
         try:
             run.cleanup_uploads()

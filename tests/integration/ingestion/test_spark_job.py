@@ -416,6 +416,27 @@ def test_cancelled_job_publishes_nothing_and_deletes_uploads(spark, deep, monkey
     assert phases[-1] == "building" and deleted, "the run cleaned its upload folder"
 
 
+def test_a_cancel_right_after_the_publish_keeps_the_published_segments(spark, deep):  # noqa: F811
+    """A suspend reaching a stream task just after its publish committed: the rows are in, so the
+    run succeeds and no file of a published segment is removed."""
+    cancel = threading.Event()
+
+    class CancelledAtCommit(FakePublisher):
+        def publish(self, descriptors, replace_intervals):
+            super().publish(descriptors, replace_intervals)
+            cancel.set()
+
+    def progress(phase, details):
+        if phase == "done":
+            raise RuntimeError("the progress report after the publish failed")
+
+    pub = CancelledAtCommit()
+    report, _ = ingest(spark, _sql_updates("INSERT INTO animals", "updates-data.json"), deep, pub,
+                       progress=progress, cancel_event=cancel)
+    assert report.status == "SUCCESS" and len(pub.publishes) == 1 and report.segments
+    assert sum(s.num_rows for s in segments_of(deep, report)) == report.rows_written > 0
+
+
 def test_cancel_before_start(spark, deep):  # noqa: F811
     cancel = threading.Event()
     cancel.set()
