@@ -231,9 +231,6 @@ CASES = [
      "select coalesce(long,c) as col  from druid.all_auto, "
      "unnest(json_value(arrayNestedLong, '$[1]' returning bigint array)) as u(c) ",
      [[v] for v in [2, 1, 1, 4, 4, 5, 5, 5]], False),
-    ("testJsonValueNestedEmptyArray",
-     "SELECT json_value(cObj, '$.z.d') FROM druid.all_auto",
-     [["[]"]] * 7, False),
 ]
 
 
@@ -295,3 +292,112 @@ def test_coalesce_over_an_unnested_column_is_sql_coalesce(druid):
     assert Counter(c for c, _, _ in got) == Counter(published)  # the unnested values are Druid's
     assert all(col == (c if c is not None else long) for c, long, col in got)
     assert sorted(col for _, _, col in got) == [1, 2, 2, 3, 3, 4, 4, 5]
+
+
+# testScanAllTypesAuto: SELECT * FROM druid.all_auto, Druid's rows in SQL-compatible null handling
+# (its segment order: sorted by str), columns in its signature order, arrays and JSON as the text
+# its test prints. Columns: __time (millis), str, long, double, bool, variant, variantNumeric,
+# variantEmptyObj, variantEmtpyArray, variantWithArrays, obj, complexObj, arrayString,
+# arrayStringNulls, arrayLong, arrayLongNulls, arrayDouble, arrayDoubleNulls, arrayVariant,
+# arrayBool, arrayNestedLong, arrayObject, null, then the constant columns and cnt.
+ALL_AUTO_COLUMNS = [
+    "__time", "str", "long", "double", "bool", "variant", "variantNumeric", "variantEmptyObj", "variantEmtpyArray",
+    "variantWithArrays", "obj", "complexObj", "arrayString", "arrayStringNulls", "arrayLong", "arrayLongNulls",
+    "arrayDouble", "arrayDoubleNulls", "arrayVariant", "arrayBool", "arrayNestedLong", "arrayObject", "null", "cstr",
+    "clong", "cdouble", "cObj", "cstringArray", "cLongArray", "cDoubleArray", "cEmptyArray", "cEmptyObj",
+    "cNullArray", "cEmptyObjectArray", "cObjectArray", "cnt"]
+_CONSTANTS = ["hello", 1234, 1.234, '{"x":1,"y":"hello","z":{"a":1.1,"b":1234,"c":["a","b","c"],"d":[]}}',
+              '["a","b","c"]', "[1,2,3]", "[1.1,2.2,3.3]", "[]", "{}", "[null,null]", "[{},{},{}]",
+              '[{"a":"b","x":1,"y":1.3}]', 1]
+T = 1672531200000
+ALL_AUTO_ROWS = [
+    [T, N, N, N, 1, "51", -0.13, "1", "[]", "[51,-35]",
+     '{"a":700,"b":{"x":"g","y":1.1,"z":[9,null,9,9]},"v":[]}',
+     '{"x":400,"y":[{"l":[null],"m":100,"n":5},{"l":["a","b","c"],"m":"a","n":1}],"z":{}}',
+     N, '["a","b"]', N, "[2,3]", N, "[null]", N, "[1,0,1]", N, '[{"x":1},{"x":2}]', N] + _CONSTANTS,
+    [T, "", 2, N, 0, "b", 1.1, '"b"', "2", "b",
+     '{"a":200,"b":{"x":"b","y":1.1,"z":[2,4,6]},"v":[]}',
+     '{"x":10,"y":[{"l":["b","b","c"],"m":"b","n":2},[1,2,3]],"z":{"a":[5.5],"b":false}}',
+     '["a","b","c"]', '[null,"b"]', "[2,3]", N, "[3.3,4.4,5.5]", "[999.0,null,5.5]", "[null,null,2.2]", "[1,1]",
+     "[null,[null],[]]", '[{"x":3},{"x":4}]', N] + _CONSTANTS,
+    [T, "a", 1, 1.0, 1, "1", 1.0, "1", "1", "1",
+     '{"a":100,"b":{"x":"a","y":1.1,"z":[1,2,3,4]},"v":[]}',
+     '{"x":1234,"y":[{"l":["a","b","c"],"m":"a","n":1},{"l":["a","b","c"],"m":"a","n":1}],'
+     '"z":{"a":[1.1,2.2,3.3],"b":true}}',
+     '["a","b"]', '["a","b"]', "[1,2,3]", "[1,null,3]", "[1.1,2.2,3.3]", "[1.1,2.2,null]", '["a","1","2.2"]',
+     "[1,0,1]", "[[1,2,null],[3,4]]", '[{"x":1},{"x":2}]', N] + _CONSTANTS,
+    [T, "b", 4, 3.3, 1, "1", N, "{}", "4", "1",
+     '{"a":400,"b":{"x":"d","y":1.1,"z":[3,4]},"v":[]}',
+     '{"x":1234,"z":{"a":[1.1,2.2,3.3],"b":true}}',
+     '["d","e"]', '["b","b"]', "[1,4]", "[1]", "[2.2,3.3,4.0]", N, '["a","b","c"]', "[null,0,1]",
+     "[[1,2],[3,4],[5,6,7]]", '[{"x":null},{"x":2}]', N] + _CONSTANTS,
+    [T, "c", N, 4.4, 1, "hello", -1000.0, "{}", "[]", "hello",
+     '{"a":500,"b":{"x":"e","z":[1,2,3,4]},"v":"a"}',
+     '{"x":11,"y":[],"z":{"a":[null],"b":false}}',
+     N, N, "[1,2,3]", "[]", "[1.1,2.2,3.3]", N, N, "[0]", N, '[{"x":1000},{"y":2000}]', N] + _CONSTANTS,
+    [T, "d", 5, 5.9, 0, N, 3.33, '"a"', "6", N,
+     '{"a":600,"b":{"x":"f","y":1.1,"z":[6,7,8,9]},"v":"b"}',
+     N, '["a","b"]', N, N, "[null,2,9]", N, "[999.0,5.5,null]", '["a","1","2.2"]', "[]", "[[1],[1,2,null]]",
+     '[{"a":1},{"b":2}]', N] + _CONSTANTS,
+    [T, "null", 3, 2.0, N, "3.0", 1.0, "3.3", "3", "3.0",
+     '{"a":300}',
+     '{"x":4.4,"y":[{"l":[],"m":100,"n":3},{"l":["a"]},{"l":["b"],"n":[]}],"z":{"a":[],"b":true}}',
+     '["b","c"]', '["d",null,"b"]', "[1,2,3,4]", "[1,2,3]", "[1.1,3.3]", "[null,2.2,null]", "[1,null,1]",
+     "[1,null,1]", "[[1],null,[1,2,3]]", '[null,{"x":2}]', N] + _CONSTANTS,
+]
+
+
+def test_scan_all_types_auto(druid):
+    """Druid's testScanAllTypesAuto over strata's SELECT *, value for value, with two documented
+    differences, each checked rather than skipped:
+    - A scalar in an ARRAY column: Druid's variant column keeps the scalar (it prints 2 where the
+      file has 2 in variantEmtpyArray); strata stores every value of an ARRAY column as an array,
+      the scalar as a one-element array ([2]), so the column has one type. Druid's scalar x is
+      compared as [x].
+    - obj: Druid's test was written before the file gained obj.c (its rows have no "c" key); the
+      published objects must equal the file's minus "c", and strata's must equal the file's."""
+    table = druid("SELECT * FROM druid.all_auto")
+    assert set(table.column_names) == set(ALL_AUTO_COLUMNS)
+    table = table.select(ALL_AUTO_COLUMNS)
+    kinds = [_kind(f) for f in table.schema]
+    obj = ALL_AUTO_COLUMNS.index("obj")
+    with open(os.path.join(DATA, FILES["all_auto"]), encoding="utf-8") as f:
+        file_obj = {json.loads(line).get("str", "<missing>"): json.loads(line).get("obj") for line in f if line.strip()}
+
+    def normal(field: pa.Field, kind: str, v):
+        if not isinstance(v, str) or kind not in ("json", "list"):
+            return v
+        if kind == "json":
+            return json.loads(v)
+        text_elements = pa.types.is_string(field.type.value_type)
+        v = json.loads(v) if v.startswith("[") or not text_elements else v
+        if not isinstance(v, list):
+            v = [v]  # Druid's scalar in an ARRAY column (see above)
+        # Druid prints a mixed-type variant's array with its own element types ([51,-35] in an
+        # ARRAY<STRING> column); strata holds the column's element type: compare as that text.
+        return [str(e) if text_elements and e is not None and not isinstance(e, str) else e for e in v]
+
+    got_rows = []
+    for row in table.to_pylist():
+        values = list(row.values())
+        values[0] = int(values[0].timestamp() * 1000)
+        got_rows.append([normal(f, k, v) for f, k, v in zip(table.schema, kinds, values)])
+    want_rows = [[normal(f, k, v) for f, k, v in zip(table.schema, kinds, r)] for r in ALL_AUTO_ROWS]
+    for want in want_rows:
+        in_file = file_obj[want[1]]
+        assert want[obj] == {k: v for k, v in in_file.items() if k != "c"}
+        want[obj] = in_file
+    assert Counter(map(_key, got_rows)) == Counter(map(_key, want_rows))
+
+
+def test_json_value_of_an_empty_array_is_null(druid):
+    """testJsonValueNestedEmptyArray (a regression test for a crash) publishes '[]' for
+    JSON_VALUE(cObj, '$.z.d'), where d is always []: Druid's text of an array value (Java's
+    Arrays.deepToString) leaking out of a VARCHAR read, which for a non-empty array would be
+    '[a, b, c]', no JSON at all. strata keeps JSON_VALUE's rule without RETURNING ARRAY: an array
+    or object at the path is NULL (as Druid's nested-columns doc reproduces in
+    tests/integration/ingestion/test_nested_columns_docs.py), empty or not; JSON_QUERY gives the
+    array itself."""
+    got = _rows(druid("SELECT json_value(cObj, '$.z.d'), json_value(cObj, '$.z.c'), json_query(cObj, '$.z.d'), "
+                      "JSON_VALUE(cObj, '$.z.d' RETURNING BIGINT ARRAY) FROM druid.all_auto"))
+    assert got == [[None, None, "[]", []]] * 7
