@@ -67,10 +67,13 @@ def array_type_of(to: exp.DataType, text: str) -> SqlType | None:
     name = inner.this.name if isinstance(inner, exp.DataType) and isinstance(inner.this, exp.DataType.Type) \
         else str(getattr(inner, "this", "")).upper()
     element = CAST_TARGETS.get(name)
-    if element is None or element.name not in ("BIGINT", "DOUBLE", "FLOAT", "VARCHAR"):
+    if element is None or element.name not in ("BIGINT", "DOUBLE", "FLOAT", "VARCHAR", "BOOLEAN"):
         raise UnsupportedError(f"CAST to an array of {name or 'unknown type'} is not supported in '{text}'; "
-                               "valid: ARRAY<BIGINT>, ARRAY<DOUBLE>, ARRAY<VARCHAR>")
-    native = element.native if element.name != "FLOAT" else ColumnType.parse("DOUBLE")
+                               "valid: ARRAY<BIGINT>, ARRAY<DOUBLE>, ARRAY<VARCHAR>, ARRAY<BOOLEAN>")
+    # Druid's BOOLEAN ARRAY is ARRAY<LONG> of 1/0, as booleans are stored: strata has no boolean
+    # element type, so it is BIGINT ARRAY here (its elements read as 1/0, not true/false).
+    native = {"FLOAT": ColumnType.parse("DOUBLE"), "BOOLEAN": ColumnType.parse("LONG")}.get(element.name,
+                                                                                           element.native)
     return from_column_type(ColumnType(TypeKind.ARRAY, native))
 
 
