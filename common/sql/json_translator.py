@@ -126,6 +126,8 @@ def json_call(tr, op: str, node: exp.Expression, value_nodes: list, path: exp.Ex
                                    and values[0].type.column_type.complex_name == "json"):
         # Druid reads anything that is not JSON (text, a number, an array, NULL) as one literal: ['$']
         return tr.call("ARRAY", [Literal("$", VARCHAR)], node)
+    if op in ("JSON_QUERY", "JSON_QUERY_ARRAY", "JSON_KEYS"):
+        values[0] = _as_json(values[0], value_nodes[0])
     for v, n in zip(values, value_nodes):
         is_json = v.type.column_type is not None and v.type.column_type.complex_name == "json"
         if op in ("PARSE_JSON", "TRY_PARSE_JSON"):
@@ -140,6 +142,20 @@ def json_call(tr, op: str, node: exp.Expression, value_nodes: list, path: exp.Ex
     out = {"JSON_QUERY": json_type, "JSON_MERGE": json_type, "PARSE_JSON": json_type, "TRY_PARSE_JSON": json_type,
            "TO_JSON_STRING": VARCHAR}.get(op, from_column_type(STRING_ARRAY_TYPE))
     return Call(op, tuple(args), out)
+
+
+def _as_json(value: Scalar, node: exp.Expression) -> Scalar:
+    """A value that is not COMPLEX<json> (text, a number, a timestamp, an array) read as the JSON
+    literal it is, as Druid's JSON_QUERY and JSON_KEYS read one: JSON_QUERY(s, '$') of the text 'A'
+    is the JSON string "A", any deeper path of a literal is NULL, and the text is never parsed."""
+    column_type = value.type.column_type
+    if value.type == NULL or (column_type is not None and column_type.complex_name == "json"):
+        return value
+    if value.type == INTERVAL or column_type is None:
+        return value  # the caller's check names what cannot be read as JSON
+    text = Call("TO_JSON_STRING", (value,), VARCHAR)
+    return Call("PARSE_JSON", (text,), from_column_type(JSON_TYPE))
+
 
 def json_object(tr, node: exp.JSONObject) -> Scalar:
     args = []

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import os
 from collections import Counter
 
@@ -45,6 +44,7 @@ from common.types.column_type import TypeKind
 from common.types.interval import Interval, parse_instant
 from common.types.type_discovery import discover_rows
 from tests.unit.sql.fake_catalog import FakeCatalog
+from tests.unit.sql.quidem_cells import Error, cell, rows, same
 
 DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "qaArray", "funcs.json.gz")
 pytestmark = pytest.mark.skipif(not os.path.isfile(DATA), reason="shared test data not found")
@@ -91,47 +91,6 @@ def druid(tmp_path_factory):
     segments = [_build(table, str(base / "test_array.sseg"), json_types)]
     catalog = FakeCatalog({"test_array": union_schema(segments)})
     return lambda text: execute_sql(text, catalog, lambda q: execute(q, segments).table)
-
-
-def _java_double(x: float) -> str:
-    if math.isnan(x):
-        return "NaN"
-    if math.isinf(x):
-        return "Infinity" if x > 0 else "-Infinity"
-    if x == int(x) and abs(x) < 1e7:
-        return f"{x:.1f}"
-    return repr(x)
-
-
-def _cell(v, top: bool = True) -> str:
-    """A value as Druid's quidem mysql output prints it."""
-    if v is None:
-        return "" if top else "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        return _java_double(v)
-    if isinstance(v, list):
-        return "[" + ", ".join(_cell(e, False) for e in v) + "]"
-    return str(v)
-
-
-class Error:
-    """Druid answers the query with an error (its message shown for the record)."""
-
-    def __init__(self, druid_message: str) -> None:
-        self.druid_message = druid_message
-
-
-def rows(*cells) -> list[list[str]]:
-    return [c if isinstance(c, list) else [c] for c in cells]
-
-
-FOUR = 4
-
-
-def same(*cells, n: int = FOUR) -> list[list[str]]:
-    return [list(cells)] * n
 
 
 # ---- ingest_schema_discovery_range_rollup_false.01.std.iq ------------------------------------
@@ -222,7 +181,7 @@ def test_druid_qa_array_result(druid, iq, test_id, sql, want):
             druid(sql)
         return
     table = druid(sql)
-    got = [[_cell(v) for v in r.values()] for r in table.to_pylist()]
+    got = [[cell(v) for v in r.values()] for r in table.to_pylist()]
     if test_id in BOOLEAN_ELEMENTS:
         want = [[{"true": "1", "false": "0"}.get(c, c) for c in r] for r in want]
     if "ORDER BY" in sql.upper():

@@ -1,0 +1,132 @@
+"""Druid's published results for its qaJsonCols test set, reproduced exactly.
+
+The data is /work/shared/data/qaJsonCols/funcs.json.gz (4 rows: two with scalars, empty
+containers and the deep objects c1/c2 of ``a_*`` keys, two whose scalars and containers are null
+and whose c1/c2 hold ``b_*`` keys), ingested as Druid's ``funcs_and_sql`` spec ingests it:
+``auto`` columns (schema discovery), no rollup, a ``cnt`` count metric, table ``test_json_cols``.
+
+The cases are Druid's quidem file apache/druid
+``quidem-ut/src/test/quidem/org.apache.druid.quidem.QTest/qaJsonCols/funcs_and_sql_func_json_paths.01.all.iq``,
+each query with the cells Druid prints (see quidem_cells.py).
+
+Deliberate differences, checked rather than skipped:
+- Rows are compared as a multiset: Druid's own files return these rows in different orders from
+  one query to the next (its A031 lists the 2022-01 rows first, its A034 the 2022-02 rows).
+- The paths inside one JSON_PATHS array are compared as a set: Druid lists them in its hash set's
+  order (``[$[2], $[1]]``); strata lists them in document order.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections import Counter
+
+import pyarrow as pa
+import pytest
+
+from common.ingest.row_parser import META_COLUMNS, parse_file
+from common.query import execute
+from common.query.engine import union_schema
+from common.segment.builder import build_segment
+from common.segment.segment import Segment
+from common.segment.segment_id import SegmentId
+from common.sql import execute_sql
+from common.types.column_type import TypeKind
+from common.types.interval import Interval, parse_instant
+from common.types.type_discovery import discover_rows
+from tests.unit.sql.fake_catalog import FakeCatalog
+from tests.unit.sql.quidem_cells import cell, rows, same
+
+DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "qaJsonCols",
+                    "funcs.json.gz")
+pytestmark = pytest.mark.skipif(not os.path.isfile(DATA), reason="shared test data not found")
+
+
+@pytest.fixture(scope="module")
+def druid(tmp_path_factory):
+    with gzip.open(DATA, "rt", encoding="utf-8") as f:
+        docs = [json.loads(line) for line in f if line.strip()]
+    signature = tuple(discover_rows(docs, "funcs.json.gz").signature())
+    with open(DATA, "rb") as f:
+        table = pa.Table.from_batches(list(parse_file("funcs.json.gz", f, {"type": "json"}, signature)))
+    assert not any(table.column("__strata_error").to_pylist())
+    table = table.drop_columns(list(META_COLUMNS))
+    times = pa.array([parse_instant(v) for v in table.column("timestamp").to_pylist()], pa.int64())
+    table = table.drop_columns(["timestamp"]).add_column(0, "__time", times)
+    table = table.append_column("cnt", pa.array([1] * table.num_rows, pa.int64()))
+    path = str(tmp_path_factory.mktemp("qa-json-cols") / "test_json_cols.sseg")
+    build_segment(table, path, SegmentId("test_json_cols", Interval.of("2022-01-01/2022-03-01"), "v1", 0),
+                  column_types={n: t for n, t in signature if t.kind is TypeKind.COMPLEX})
+    segments = [Segment.open(path)]
+    catalog = FakeCatalog({"test_json_cols": union_schema(segments)})
+    return lambda text: execute_sql(text, catalog, lambda q: execute(q, segments).table)
+
+
+def _paths(text: str) -> tuple:
+    """A printed JSON_PATHS array as the set of its paths (Druid's order is its hash set's)."""
+    inner = text[1:-1]
+    return tuple(sorted(inner.split(", "))) if inner else ()
+
+
+_OBJ10 = ("[$.a_str, $.a_empty_array, $.a_null, $.a_num_int, $.a_bool, $.a_empty_array_nested[1], "
+          "$.a_empty_array_nested[2], $.a_empty_obj_nested.o2, $.a_num_float, $.a_empty_obj_nested.o3]")
+_ARRAY20 = ("[$[0].a_bool, $[1].a_num_int, $[0].a_num_int, $[1].a_bool, $[1].a_num_float, $[0].a_num_float, "
+            "$[1].a_empty_array, $[0].a_empty_array, $[1].a_str, $[1].a_null, $[0].a_null, $[0].a_str, "
+            "$[1].a_empty_array_nested[2], $[0].a_empty_obj_nested.o3, $[1].a_empty_obj_nested.o2, "
+            "$[0].a_empty_obj_nested.o2, $[1].a_empty_obj_nested.o3, $[0].a_empty_array_nested[2], "
+            "$[1].a_empty_array_nested[1], $[0].a_empty_array_nested[1]]")
+ROOT = "[$]"
+
+# (test id, SQL, Druid's cells; True when the cells are JSON_PATHS arrays)
+JSON_PATHS = [("SEL_DATASOURCE", "SELECT count(*) cnt FROM test_json_cols", rows("4"), False)]
+_n = 1
+for _arg in ("__time", "'ABCD'", "s_str", "1234", "s_num_int", "1234.5678", "s_num_float"):
+    JSON_PATHS += [
+        (f"A{_n:03d}", f"SELECT json_paths({_arg}) c FROM test_json_cols", same(ROOT), True),
+        (f"A{_n + 1:03d}", f"SELECT count(*) c FROM test_json_cols WHERE json_paths({_arg}) IS NOT NULL", rows("4"),
+         False),
+        (f"A{_n + 2:03d}", f"SELECT count(*) c FROM test_json_cols WHERE json_paths({_arg}) IS NULL", rows("0"), False),
+    ]
+    _n += 3
+JSON_PATHS += [
+    ("A022", "SELECT json_paths(NULL) c FROM test_json_cols", same(ROOT), True),
+    ("A023", "SELECT count(*) c FROM test_json_cols WHERE json_paths(NULL) IS NULL", rows("0"), False),
+    ("A024", "SELECT count(*) c FROM test_json_cols WHERE json_paths(NULL) IS NOT NULL", rows("4"), False),
+    ("A025", "SELECT json_paths(json_query(s_str, '$')) c FROM test_json_cols", same(ROOT), True),
+    ("A026", "SELECT json_paths(json_query(s_num_int, '$')) c FROM test_json_cols", same(ROOT), True),
+    ("A027", "SELECT json_paths(json_query(s_num_float, '$')) c FROM test_json_cols", same(ROOT), True),
+    ("A028", "SELECT json_paths(json_query(s_null, '$')) c FROM test_json_cols", same(ROOT), True),
+    ("A029", "SELECT json_paths(json_query(c_empty_obj, '$')) c FROM test_json_cols",
+     rows(ROOT, ROOT, "[]", "[]"), True),
+    ("A030", "SELECT json_paths(json_query(c_empty_array, '$')) c FROM test_json_cols", same(ROOT), True),
+    ("A031", "SELECT json_paths(json_query(c_empty_obj_nested, '$')) c FROM test_json_cols",
+     rows("[$.o2, $.o3]", "[$.o2, $.o3]", ROOT, ROOT), True),
+    ("A032", "SELECT json_paths(json_query(c_empty_array_nested, '$')) c FROM test_json_cols",
+     rows("[$[2], $[1]]", "[$[2], $[1]]", ROOT, ROOT), True),
+    ("A033", "SELECT array_length(json_paths(c1)) c FROM test_json_cols", same("130"), False),
+    ("A034", "SELECT array_length(json_paths(json_query(c1, '$.a_obj'))) c FROM test_json_cols",
+     rows("1", "1", "40", "40"), False),
+]
+for _i, (_path, _cells) in enumerate([
+        ("$.a_obj.a_str", same(ROOT)), ("$.a_obj.a_num_int", same(ROOT)), ("$.a_obj.a_num_float", same(ROOT)),
+        ("$.a_obj.a_null", same(ROOT)), ("$.a_obj.a_empty_obj", rows(ROOT, ROOT, "[]", "[]")),
+        ("$.a_obj.a_empty_array", same(ROOT)),
+        ("$.a_obj.a_empty_obj_nested", rows("[$.o2, $.o3]", "[$.o2, $.o3]", ROOT, ROOT)),
+        ("$.a_obj.a_empty_array_nested", rows("[$[2], $[1]]", "[$[2], $[1]]", ROOT, ROOT)),
+        ("$.a_obj.a_obj", rows(_OBJ10, _OBJ10, ROOT, ROOT)), ("$.a_obj.a_array", rows(_ARRAY20, _ARRAY20, ROOT, ROOT)),
+        ("$.a_obj.a_array[0]", rows(_OBJ10, _OBJ10, ROOT, ROOT)), ("$.a_obj.a_array[0].a_str", same(ROOT)),
+        ("$.a_obj.a_array[0].a_num_int", same(ROOT)), ("$.a_obj.a_array[0].a_num_float", same(ROOT)),
+        ("$.a_obj.a_array[0].a_null", same(ROOT))]):
+    JSON_PATHS.append((f"A{35 + _i:03d}", f"SELECT json_paths(json_query(c1, '{_path}')) c FROM test_json_cols",
+                       _cells, True))
+
+
+@pytest.mark.parametrize("test_id, sql, want, paths", JSON_PATHS, ids=[c[0] for c in JSON_PATHS])
+def test_druid_qa_json_paths_result(druid, test_id, sql, want, paths):
+    got = [[cell(v) for v in r.values()] for r in druid(sql).to_pylist()]
+    if paths:
+        got = [[_paths(c) for c in r] for r in got]
+        want = [[_paths(c) for c in r] for r in want]
+    assert Counter(map(tuple, got)) == Counter(map(tuple, want))
