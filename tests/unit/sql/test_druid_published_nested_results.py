@@ -29,48 +29,25 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 
-from common.ingest.row_parser import META_COLUMNS, parse_file
 from common.query import execute
 from common.query.engine import union_schema
-from common.segment.builder import build_segment
-from common.segment.segment import Segment
-from common.segment.segment_id import SegmentId
 from common.sql import execute_sql
-from common.types.column_type import TypeKind
-from common.types.interval import Interval, parse_instant
-from common.types.type_discovery import discover_rows
+from tests.unit.sql.druid_test_files import DATA, discovered_table, segment_of
 from tests.unit.sql.fake_catalog import FakeCatalog
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data")
 FILES = {"arrays": "nested-array-test-data.json", "all_auto": "nested-all-types-test-data.json"}
 
 pytestmark = pytest.mark.skipif(not all(os.path.isfile(os.path.join(DATA, f)) for f in FILES.values()),
                                 reason="shared test data not found")
 
 
-def _segment(ds: str, name: str, base) -> Segment:
-    """The file through schema discovery and the ingestion row parser into one segment."""
-    path = os.path.join(DATA, name)
-    with open(path, encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    signature = tuple(discover_rows(rows, name).signature())
-    with open(path, "rb") as f:
-        table = pa.Table.from_batches(list(parse_file(name, f, {"type": "json"}, signature)))
-    assert not any(table.column("__strata_error").to_pylist()), "the file parses without errors"
-    table = table.drop_columns(list(META_COLUMNS))
-    times = pa.array([parse_instant(v) for v in table.column("timestamp").to_pylist()], pa.int64())
-    table = table.drop_columns(["timestamp"]).add_column(0, "__time", times)
-    table = table.append_column("cnt", pa.array([1] * table.num_rows, pa.int64()))
-    out = str(base / f"{ds}.sseg")
-    build_segment(table, out, SegmentId(ds, Interval.of("2023-01-01/2023-01-03"), "v1", 0),
-                  column_types={n: t for n, t in signature if t.kind is TypeKind.COMPLEX})
-    return Segment.open(out)
-
-
 @pytest.fixture(scope="module")
 def druid(tmp_path_factory):
     base = tmp_path_factory.mktemp("druid-nested")
-    segments = {ds: [_segment(ds, name, base)] for ds, name in FILES.items()}
+    segments = {}
+    for ds, name in FILES.items():
+        table, json_types = discovered_table(name)
+        segments[ds] = [segment_of(table, json_types, ds, "2023-01-01/2023-01-03", str(base / f"{ds}.sseg"))]
     catalog = FakeCatalog({ds: union_schema(segs) for ds, segs in segments.items()})
 
     def run(sql: str) -> pa.Table:

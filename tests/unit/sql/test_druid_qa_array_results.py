@@ -24,8 +24,6 @@ Deliberate differences, checked rather than skipped:
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 from collections import Counter
 
@@ -33,21 +31,15 @@ import pyarrow as pa
 import pytest
 
 from common.errors import StrataError
-from common.ingest.row_parser import META_COLUMNS, parse_file
 from common.query import execute
 from common.query.engine import union_schema
-from common.segment.builder import build_segment
-from common.segment.segment import Segment
-from common.segment.segment_id import SegmentId
 from common.sql import execute_sql
-from common.types.column_type import TypeKind
-from common.types.interval import Interval, parse_instant
-from common.types.type_discovery import discover_rows
+from tests.unit.sql.druid_test_files import DATA, discovered_table, segment_of
 from tests.unit.sql.fake_catalog import FakeCatalog
 from tests.unit.sql.quidem_cells import Error, cell, rows, same
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "qaArray", "funcs.json.gz")
-pytestmark = pytest.mark.skipif(not os.path.isfile(DATA), reason="shared test data not found")
+NAME = "qaArray/funcs.json.gz"
+pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(DATA, NAME)), reason="shared test data not found")
 
 # The transforms of Druid's qaArray ingestion specs, in their order.
 TRANSFORMS = {
@@ -59,36 +51,21 @@ TRANSFORMS = {
     "t_empty_scalar1": "json_value(a_empty, '$[0]')", "t_empty_scalar2": "json_value(a_nested, '$[5][0]')",
     "t_mixed_scalar1": "json_value(a_mixed, '$[0]')", "t_mixed_scalar2": "json_value(a_nested, '$[6][0]')",
 }
-IV = Interval.of("2022-01-01/2022-03-01")
-
-
-def _build(table: pa.Table, path: str, types: dict) -> Segment:
-    build_segment(table, path, SegmentId("test_array", IV, "v1", 0), column_types=types)
-    return Segment.open(path)
+IV = "2022-01-01/2022-03-01"
 
 
 @pytest.fixture(scope="module")
 def druid(tmp_path_factory):
     base = tmp_path_factory.mktemp("qa-array")
-    with gzip.open(DATA, "rt", encoding="utf-8") as f:
-        rows = [json.loads(line) for line in f if line.strip()]
-    signature = tuple(discover_rows(rows, "funcs.json.gz").signature())
-    with open(DATA, "rb") as f:
-        raw = pa.Table.from_batches(list(parse_file("funcs.json.gz", f, {"type": "json"}, signature)))
-    assert not any(raw.column("__strata_error").to_pylist())
-    raw = raw.drop_columns(list(META_COLUMNS))
-    times = pa.array([parse_instant(v) for v in raw.column("timestamp").to_pylist()], pa.int64())
-    raw = raw.drop_columns(["timestamp"]).add_column(0, "__time", times)
-    raw = raw.append_column("cnt", pa.array([1] * raw.num_rows, pa.int64()))
-    json_types = {n: t for n, t in signature if t.kind is TypeKind.COMPLEX}
-    staged = [_build(raw, str(base / "raw.sseg"), json_types)]
+    raw, json_types = discovered_table(NAME)
+    staged = [segment_of(raw, json_types, "test_array", IV, str(base / "raw.sseg"))]
     catalog = FakeCatalog({"test_array": union_schema(staged)})
     # The transform columns, by strata's JSON_VALUE over the ingested columns.
     sql = "SELECT *, " + ", ".join(f"{e} AS {n}" for n, e in TRANSFORMS.items()) + " FROM test_array"
     table = execute_sql(sql, catalog, lambda q: execute(q, staged).table)
     table = table.set_column(0, "__time", pa.array([int(t.timestamp() * 1000) for t in
                                                     table.column("__time").to_pylist()], pa.int64()))
-    segments = [_build(table, str(base / "test_array.sseg"), json_types)]
+    segments = [segment_of(table, json_types, "test_array", IV, str(base / "test_array.sseg"))]
     catalog = FakeCatalog({"test_array": union_schema(segments)})
     return lambda text: execute_sql(text, catalog, lambda q: execute(q, segments).table)
 

@@ -18,48 +18,27 @@ Deliberate differences, checked rather than skipped:
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 from collections import Counter
 
-import pyarrow as pa
 import pytest
 
-from common.ingest.row_parser import META_COLUMNS, parse_file
 from common.query import execute
 from common.query.engine import union_schema
-from common.segment.builder import build_segment
-from common.segment.segment import Segment
-from common.segment.segment_id import SegmentId
 from common.sql import execute_sql
-from common.types.column_type import TypeKind
-from common.types.interval import Interval, parse_instant
-from common.types.type_discovery import discover_rows
+from tests.unit.sql.druid_test_files import DATA, discovered_table, segment_of
 from tests.unit.sql.fake_catalog import FakeCatalog
 from tests.unit.sql.quidem_cells import cell, rows, same
 
-DATA = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "qaJsonCols",
-                    "funcs.json.gz")
-pytestmark = pytest.mark.skipif(not os.path.isfile(DATA), reason="shared test data not found")
+NAME = "qaJsonCols/funcs.json.gz"
+pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(DATA, NAME)), reason="shared test data not found")
 
 
 @pytest.fixture(scope="module")
 def druid(tmp_path_factory):
-    with gzip.open(DATA, "rt", encoding="utf-8") as f:
-        docs = [json.loads(line) for line in f if line.strip()]
-    signature = tuple(discover_rows(docs, "funcs.json.gz").signature())
-    with open(DATA, "rb") as f:
-        table = pa.Table.from_batches(list(parse_file("funcs.json.gz", f, {"type": "json"}, signature)))
-    assert not any(table.column("__strata_error").to_pylist())
-    table = table.drop_columns(list(META_COLUMNS))
-    times = pa.array([parse_instant(v) for v in table.column("timestamp").to_pylist()], pa.int64())
-    table = table.drop_columns(["timestamp"]).add_column(0, "__time", times)
-    table = table.append_column("cnt", pa.array([1] * table.num_rows, pa.int64()))
+    table, json_types = discovered_table(NAME)
     path = str(tmp_path_factory.mktemp("qa-json-cols") / "test_json_cols.sseg")
-    build_segment(table, path, SegmentId("test_json_cols", Interval.of("2022-01-01/2022-03-01"), "v1", 0),
-                  column_types={n: t for n, t in signature if t.kind is TypeKind.COMPLEX})
-    segments = [Segment.open(path)]
+    segments = [segment_of(table, json_types, "test_json_cols", "2022-01-01/2022-03-01", path)]
     catalog = FakeCatalog({"test_json_cols": union_schema(segments)})
     return lambda text: execute_sql(text, catalog, lambda q: execute(q, segments).table)
 
