@@ -12,6 +12,12 @@ Deliberate differences, each kept to what cannot be otherwise:
   among strata's matches for the query without the LIMIT, and strata's LIMIT answer must be n of
   those matches.
 - Druid prints arrays as JSON text where its test stringifies them; they are compared as arrays.
+- ``ORDER BY <aggregate>`` leaves ties in an order SQL does not fix (Druid's is its group key
+  order): the sorted column is compared in order, the rows as a multiset.
+- ARRAY_CONCAT_AGG without DISTINCT concatenates in row order, which is segment order (above):
+  its elements are compared as a multiset.
+- ARRAY_AGG of an array column (Druid's ARRAY<ARRAY<..>>): strata has no nested array type and
+  answers with a clear error naming ARRAY_CONCAT_AGG (test_array_agg_of_arrays_is_a_clear_error).
 """
 
 from __future__ import annotations
@@ -62,7 +68,8 @@ def j(*texts) -> list:
     return [_value(t) for t in texts]
 
 
-# (test name, SQL, expected rows, how: "ordered" | "any order" | "limit")
+# (test name, SQL, expected rows, how: "ordered" | "any order" | "limit" | ("sorted by", column)
+#  | "concat agg")
 CASES = [
     ("testGroupByArrayColumnFromCase",
      "SELECT CASE WHEN arrayStringNulls = ARRAY['a', 'b'] THEN arrayLongNulls END as arr, count(1) from arrays "
@@ -158,6 +165,24 @@ CASES = [
       [["c"], [3, 4], [2.2, N]], [["b", "c"], [], [N, 5.5]], [N, [3], N], [N, N, [1.1]], [["e"], [], N],
       [["b"], N, [5.5, N]], [["b"], [3], [2.2, N]], [["c"], [3, 4], [2.2, N]], [["b", "c"], [], [N, 5.5]]],
      "any order"),
+    ("testArrayLengthArrayColumn",
+     "SELECT arrayStringNulls, ARRAY_LENGTH(arrayStringNulls), SUM(cnt) FROM druid.arrays GROUP BY 1, 2 "
+     "ORDER BY 2 DESC",
+     [j('["d",null,"b"]', 3, 2), j('[null,"b"]', 2, 2), j('["a","b"]', 2, 3), j('["b","b"]', 2, 2), j("[null]", 1, 1),
+      j("[]", 0, 1), j(N, N, 3)], ("sorted by", 1)),
+    ("testArrayGroupAsLongArrayColumn",
+     "SELECT arrayLongNulls, SUM(cnt) FROM druid.arrays GROUP BY 1 ORDER BY 2 DESC",
+     [[N, 3], [[N, 2, 9], 2], [[1, N, 3], 2], [[1, 2, 3], 2], [[2, 3], 2], [[], 1], [[N], 1], [[1], 1]],
+     ("sorted by", 1)),
+    ("testArrayGroupAsDoubleArrayColumn",
+     "SELECT arrayDoubleNulls, SUM(cnt) FROM druid.arrays GROUP BY 1 ORDER BY 2 DESC",
+     [[N, 3], [[N, 2.2, N], 2], [[1.1, 2.2, N], 2], [[999.0, N, 5.5], 2], [[999.0, 5.5, N], 2], [[], 1], [[N], 1],
+      [[N, 1.1], 1]], ("sorted by", 1)),
+    ("testArrayConcatAggArrayColumns",
+     "SELECT ARRAY_CONCAT_AGG(arrayLongNulls), ARRAY_CONCAT_AGG(DISTINCT arrayDouble), ARRAY_CONCAT_AGG(DISTINCT "
+     "arrayStringNulls) FILTER(WHERE arrayLong = ARRAY[2,3]) FROM arrays WHERE arrayDoubleNulls is not null",
+     [j("[2,3,null,2,9,1,null,3,1,2,3,2,3,null,2,9,1,null,3,1,2,3]", "[1.1,2.2,3.3,4.4,5.5]", '[null,"b"]')],
+     "concat agg"),
 ]
 
 
@@ -166,6 +191,14 @@ def test_druid_published_array_result(druid, name, sql, want, how):
     got = _rows(druid(sql))
     if how == "ordered":
         assert got == want
+    elif how == "concat agg":
+        assert len(got) == len(want) == 1
+        assert sorted(got[0][0], key=_key) == sorted(want[0][0], key=_key)
+        assert got[0][1:] == want[0][1:]
+    elif isinstance(how, tuple):
+        column = how[1]
+        assert [r[column] for r in got] == [r[column] for r in want]
+        assert Counter(map(_key, got)) == Counter(map(_key, want))
     elif how == "any order":
         assert Counter(map(_key, got)) == Counter(map(_key, want))
     else:
@@ -174,3 +207,13 @@ def test_druid_published_array_result(druid, name, sql, want, how):
         assert len(got) == min(limit, sum(matches.values()))
         assert not Counter(map(_key, got)) - matches, "strata's rows are matches"
         assert not Counter(map(_key, want)) - matches, "Druid's published rows are among strata's matches"
+
+
+def test_array_agg_of_arrays_is_a_clear_error(druid):
+    """testArrayAggArrayColumns publishes ARRAY_AGG(arrayLongNulls) as an array of arrays
+    ([[2,3],[null,2,9],...]); strata has no nested array type, so it says what to use instead."""
+    from common.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="ARRAY_AGG needs a single value.*use ARRAY_CONCAT_AGG"):
+        druid("SELECT ARRAY_AGG(arrayLongNulls), ARRAY_AGG(DISTINCT arrayDouble), ARRAY_AGG(DISTINCT arrayStringNulls) "
+              "FILTER(WHERE arrayLong = ARRAY[2,3]) FROM arrays WHERE arrayDoubleNulls is not null")
