@@ -183,6 +183,38 @@ CASES = [
      "arrayStringNulls) FILTER(WHERE arrayLong = ARRAY[2,3]) FROM arrays WHERE arrayDoubleNulls is not null",
      [j("[2,3,null,2,9,1,null,3,1,2,3,2,3,null,2,9,1,null,3,1,2,3]", "[1.1,2.2,3.3,4.4,5.5]", '[null,"b"]')],
      "concat agg"),
+    ("testUnnestArrayColumnsString",
+     "SELECT a FROM druid.arrays, UNNEST(arrayString) as unnested (a)",
+     [[v] for v in "d e a b a b b c a b c d e a b a b b c a b c".split()], "any order"),
+    ("testUnnestArrayColumnsLong",
+     "SELECT a FROM druid.arrays, UNNEST(arrayLong) as unnested (a)",
+     [[v] for v in [1, 2, 3, 1, 4, 1, 2, 3, 1, 2, 3, 4, 2, 3] * 2], "any order"),
+    ("testUnnestArrayColumnsLongNulls",
+     "SELECT a FROM druid.arrays, UNNEST(arrayLongNulls) as unnested (a)",
+     [[v] for v in [2, 3, 1, N, 2, 9, 1, N, 3, 1, 2, 3, 2, 3, N, N, 2, 9, 1, N, 3, 1, 2, 3]], "any order"),
+    ("testUnnestArrayColumnsDouble",
+     "SELECT a FROM druid.arrays, UNNEST(arrayDouble) as unnested (a)",
+     [[v] for v in [1.1, 2.2, 3.3, 2.2, 3.3, 4.0, 1.1, 2.2, 3.3, 1.1, 3.3, 3.3, 4.4, 5.5] * 2], "any order"),
+    ("testUnnestArrayColumnsDoubleNulls",
+     "SELECT a FROM druid.arrays, UNNEST(arrayDoubleNulls) as unnested (a)",
+     [[v] for v in [N, 999.0, 5.5, N, 1.1, 2.2, N, N, 2.2, N, 999.0, N, 5.5, N, 1.1, 999.0, 5.5, N, 1.1, 2.2, N, N,
+                    2.2, N, 999.0, N, 5.5]], "any order"),
+    ("testUnnestTwiceArrayColumns",
+     "SELECT arrayStringNulls, arrayLongNulls, usn, uln  FROM druid.arrays, UNNEST(arrayStringNulls) as t2 (usn), "
+     "UNNEST(arrayLongNulls) as t3 (uln)",
+     [[["a", "b"], [2, 3], u, l] for u in "ab" for l in (2, 3)]
+     + [[["b", "b"], [1], "b", 1]] * 2
+     + [[["a", "b"], [1, N, 3], u, l] for u in "ab" for l in (1, N, 3)]
+     + [[["d", N, "b"], [1, 2, 3], u, l] for u in ("d", N, "b") for l in (1, 2, 3)]
+     + [[["a", "b"], [2, 3], u, l] for u in "ab" for l in (2, 3)]
+     + [[["b", "b"], [N], "b", N]] * 2
+     + [[[N], [N, 2, 9], N, l] for l in (N, 2, 9)]
+     + [[["d", N, "b"], [1, 2, 3], u, l] for u in ("d", N, "b") for l in (1, 2, 3)], "any order"),
+    ("testUnnestThriceWithFiltersOnDimAndAllUnnestColumnsArrayColumns",
+     "SELECT arrayString, uln, udn, usn FROM ( SELECT * FROM ( SELECT * FROM arrays, UNNEST(arrayLongNulls) as "
+     "ut(uln)), UNNEST(arrayDoubleNulls) as ut(udn) ), UNNEST(arrayStringNulls) as ut(usn)  WHERE arrayString = "
+     "ARRAY['a','b'] AND uln = 1 AND udn = 2.2 AND usn = 'a'",
+     [[["a", "b"], 1, 2.2, "a"]], "any order"),
 ]
 
 
