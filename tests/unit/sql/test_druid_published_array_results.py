@@ -215,6 +215,19 @@ CASES = [
      "ut(uln)), UNNEST(arrayDoubleNulls) as ut(udn) ), UNNEST(arrayStringNulls) as ut(usn)  WHERE arrayString = "
      "ARRAY['a','b'] AND uln = 1 AND udn = 2.2 AND usn = 'a'",
      [[["a", "b"], 1, 2.2, "a"]], "any order"),
+    ("testUnnestThriceWithFiltersOnDimAndAllUnnestColumnsArrayColumnsOrFilters",
+     "SELECT arrayString, uln, udn, usn FROM ( SELECT * FROM ( SELECT * FROM arrays, UNNEST(arrayLongNulls) as "
+     "ut(uln)), UNNEST(arrayDoubleNulls) as ut(udn) ), UNNEST(arrayStringNulls) as ut(usn)  WHERE arrayString = "
+     "ARRAY['a','b'] AND (uln = 1 OR udn = 2.2) AND usn = 'a'",
+     [[["a", "b"], 1, 1.1, "a"], [["a", "b"], 1, 2.2, "a"], [["a", "b"], 1, N, "a"], [["a", "b"], N, 2.2, "a"],
+      [["a", "b"], 3, 2.2, "a"]], "any order"),
+    ("testUnnestWithGroupByArrayColumn",
+     "SELECT usn FROM druid.arrays, UNNEST(arrayStringNulls) as u (usn) GROUP BY usn ",
+     [[N], ["a"], ["b"], ["d"]], "ordered"),
+    ("testUnnestWithTimeFilterOnlyArrayColumn",
+     "select c from arrays, unnest(arrayStringNulls) as u(c) where __time >= TIMESTAMP '2023-01-02 00:00:00' and "
+     "__time <= TIMESTAMP '2023-01-03 00:10:00'",
+     [[v] for v in ["a", "b", "b", "b", N, "d", N, "b", N, "b"]], "any order"),
 ]
 
 
