@@ -8,7 +8,8 @@ schema discovery (``auto`` columns), no rollup, a ``cnt`` count metric, and 14 t
 
 The cases are Druid's quidem files (apache/druid
 ``quidem-ut/src/test/quidem/org.apache.druid.quidem.QTest/qaArray/``):
-``ingest_schema_discovery_range_rollup_false.01.std.iq`` and ``ops_funcs_array_funcs.01.all.iq``,
+``ingest_schema_discovery_range_rollup_false.01.std.iq`` and ``ops_funcs_array_funcs.01.all.iq``
+and ``.02.all.iq`` (ARRAY constructor, ARRAY_LENGTH, ARRAY_OFFSET, ARRAY_ORDINAL, ARRAY_CONTAINS),
 each query with the cells Druid prints for it (its ``mysql`` output format: NULL is an empty
 cell, an array is ``[a, b, null]``, a double as Java prints it, a BOOLEAN as true/false).
 
@@ -121,34 +122,45 @@ ARRAY_FUNCS = [
      Error("QueryInterruptedException")),
 ]
 _lengths = {"bool": "3", "int": "3", "float": "3", "str": "3", "null": "3", "empty": "0", "mixed": "5"}
-_offsets = {"bool": ["1", "true"], "int": ["1", "1"], "float": ["0.1", "0.1"], "str": ["S1", "S1"],
-            "null": ["", ""], "empty": ["", ""]}
+# The first element (ARRAY_OFFSET 0, ARRAY_ORDINAL 1) of the rows holding one: the column, then
+# the same array read from a_nested (Druid's BOOLEAN ARRAY prints it true).
+_firsts = {"bool": ["1", "true", "true"], "int": ["1"] * 3, "float": ["0.1"] * 3, "str": ["S1"] * 3,
+           "null": [""] * 3, "empty": [""] * 3, "mixed": ["true"] * 3}
+_contains_one = {"bool": "true", "int": "true", "float": "false", "str": "false", "null": "false",
+                 "empty": "false"}
 _c = 1
 for _kind, (_col, _p1, _p2, _t) in _NESTED.items():
     for _j, _arg in enumerate([_col, f"json_value(a_nested, '{_p1}' RETURNING {_t} array)",
                                f"json_value(a_nested, '{_p2}' RETURNING {_t} array)"]):
-        ARRAY_FUNCS.append((f"A1_B2_C{_c + _j}_D1", f"SELECT array_length({_arg}) AS col FROM test_array",
-                            same(_lengths[_kind])))
-        if _kind in _offsets:
-            first = _offsets[_kind][0 if _j == 0 else 1]
-            ARRAY_FUNCS.append((f"A1_B3_C{_c + _j}_D1", f"SELECT array_offset({_arg}, 0) AS col FROM test_array",
-                                rows(first, first, "", "") if _kind != "empty" or _j == 0 else None))
+        first = _firsts[_kind][_j]
+        ARRAY_FUNCS += [
+            (f"A1_B2_C{_c + _j}_D1", f"SELECT array_length({_arg}) AS col FROM test_array", same(_lengths[_kind])),
+            (f"A1_B3_C{_c + _j}_D1", f"SELECT array_offset({_arg}, 0) AS col FROM test_array",
+             rows(first, first, "", "")),
+            (f"A1_B4_C{_c + _j}_D1", f"SELECT array_ordinal({_arg}, 1) AS col FROM test_array",
+             rows(first, first, "", "")),
+        ]
+        if _kind in _contains_one:
+            ARRAY_FUNCS.append((f"A1_B5_C{_c + _j}_D1", f"SELECT array_contains({_arg}, 1) AS col FROM test_array",
+                                same(_contains_one[_kind])))
     _c += 3
-ARRAY_FUNCS = [c for c in ARRAY_FUNCS if c[2] is not None]  # the file's A1_B3 cases end at a_empty itself
-ARRAY_FUNCS += [
-    ("A1_B2_C22_D1", "SELECT array_length(a_nested) AS col FROM test_array",
-     Error("Cannot apply 'ARRAY_LENGTH' to arguments of type 'ARRAY_LENGTH(")),
-    ("A1_B2_C23_D1", "SELECT array_length(json_value(a_nested, '$[7]' RETURNING varchar array)) AS col "
-                     "FROM test_array", same("")),
-    ("A1_B2_C24_D1", "SELECT array_length(json_value(a_nested, '$[7][7]' RETURNING varchar array)) AS col "
-                     "FROM test_array", same("")),
-]
+for _b, _fn in (("B2", "array_length"), ("B3", "array_offset"), ("B4", "array_ordinal")):
+    _second = {"B2": "", "B3": ", 0", "B4": ", 1"}[_b]
+    _name = _fn.upper()
+    ARRAY_FUNCS += [
+        (f"A1_{_b}_C22_D1", f"SELECT {_fn}(a_nested{_second}) AS col FROM test_array",
+         Error(f"Cannot apply '{_name}' to arguments of type '{_name}(")),
+        (f"A1_{_b}_C23_D1", f"SELECT {_fn}(json_value(a_nested, '$[7]' RETURNING varchar array){_second}) AS col "
+                            "FROM test_array", same("")),
+        (f"A1_{_b}_C24_D1", f"SELECT {_fn}(json_value(a_nested, '$[7][7]' RETURNING varchar array){_second}) AS col "
+                            "FROM test_array", same("")),
+    ]
 
 # Cases whose cells are elements of a BOOLEAN ARRAY (see the module's docstring).
-BOOLEAN_ELEMENTS = {"A1_B3_C2_D1", "A1_B3_C3_D1"}
+BOOLEAN_ELEMENTS = {"A1_B3_C2_D1", "A1_B3_C3_D1", "A1_B4_C2_D1", "A1_B4_C3_D1"}
 
 CASES = [("ingest_schema_discovery_range_rollup_false.01", *c) for c in INGEST] + \
-        [("ops_funcs_array_funcs.01", *c) for c in ARRAY_FUNCS]
+        [("ops_funcs_array_funcs.01-02", *c) for c in ARRAY_FUNCS]
 
 
 @pytest.mark.parametrize("iq, test_id, sql, want", CASES, ids=[f"{c[0]}:{c[1]}:{i}" for i, c in enumerate(CASES)])
