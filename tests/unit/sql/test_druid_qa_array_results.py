@@ -10,6 +10,7 @@ The cases are Druid's quidem files (apache/druid
 ``quidem-ut/src/test/quidem/org.apache.druid.quidem.QTest/qaArray/``):
 ``ingest_schema_discovery_range_rollup_false.01.std.iq`` and ``ops_funcs_array_funcs.01.all.iq``
 and ``.02.all.iq`` (ARRAY constructor, ARRAY_LENGTH, ARRAY_OFFSET, ARRAY_ORDINAL, ARRAY_CONTAINS),
+``ops_funcs_json_funcs.01.all.iq`` (JSON_KEYS, JSON_OBJECT and JSON_PATHS over arrays),
 each query with the cells Druid prints for it (its ``mysql`` output format: NULL is an empty
 cell, an array is ``[a, b, null]``, a double as Java prints it, a BOOLEAN as true/false).
 
@@ -25,6 +26,7 @@ Deliberate differences, checked rather than skipped:
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 
@@ -156,11 +158,54 @@ for _b, _fn in (("B2", "array_length"), ("B3", "array_offset"), ("B4", "array_or
                             "FROM test_array", same("")),
     ]
 
+# ---- ops_funcs_json_funcs.01.all.iq -----------------------------------------------------------
+_KEYS = {"bool": "[0, 1, 2]", "int": "[0, 1, 2]", "float": "[0, 1, 2]", "str": "[0, 1, 2]", "null": "[0, 1, 2]",
+         "empty": "[]", "mixed": "[0, 1, 2, 3, 4]"}
+_OBJECTS = {"bool": ('{"k":[1,0,null]}', '{"k":[null,0,1]}'), "int": ('{"k":[1,2,null]}', '{"k":[null,2,1]}'),
+            "float": ('{"k":[0.1,0.2,null]}', '{"k":[null,0.2,0.1]}'),
+            "str": ('{"k":["S1","S2",null]}', '{"k":[null,"S2","S1"]}'),
+            "null": ('{"k":[null,null,null]}',) * 2, "empty": ('{"k":[]}',) * 2,
+            "mixed": ('{"k":["true","1","0.1","S1",null]}', '{"k":[null,"S1","0.1","1","true"]}')}
+_NESTED_DOC = ('[[true,false,null],[1,2,null],[0.1,0.2,null],["S1","S2",null],[null,null,null],[],'
+               '[true,1,0.1,"S1",null],[[true,false,null],[1,2,null],[0.1,0.2,null],["S1","S2",null],'
+               '[null,null,null],[],[true,1,0.1,"S1",null],[[true,false,null],[1,2,null],[0.1,0.2,null],'
+               '["S1","S2",null],[null,null,null],[],[true,1,0.1,"S1",null]]]]')
+_REVERSED_DOC = ('[[null,false,true],[null,2,1],[null,0.2,0.1],[null,"S2","S1"],[null,null,null],[],'
+                 '[null,"S1",0.1,1,true],[[null,false,true],[null,2,1],[null,0.2,0.1],[null,"S2","S1"],'
+                 '[null,null,null],[],[null,"S1",0.1,1,true],[[null,false,true],[null,2,1],[null,0.2,0.1],'
+                 '[null,"S2","S1"],[null,null,null],[],[null,"S1",0.1,1,true]]]]')
+JSON_FUNCS = [("SEL_DATASOURCE", "SELECT count(*) cnt FROM test_array", rows("4"))]
+_c = 1
+for _kind, (_col, _p1, _p2, _t) in _NESTED.items():
+    for _j, _arg in enumerate([_col, f"json_value(a_nested, '{_p1}' RETURNING {_t} array)",
+                               f"json_value(a_nested, '{_p2}' RETURNING {_t} array)"]):
+        first, second = _OBJECTS[_kind]
+        JSON_FUNCS += [
+            (f"A1_B1_C{_c + _j}_D1", f"SELECT json_keys({_arg}, '$.') AS col FROM test_array", same(_KEYS[_kind])),
+            (f"A1_B2_C{_c + _j}_D1", f"SELECT json_object(KEY 'k' value {_arg}) AS col FROM test_array",
+             rows(first, first, second, second)),
+        ]
+    _c += 3
+for _p, _cid in (("$[7]", 23), ("$[7][7]", 24)):
+    JSON_FUNCS += [
+        (f"A1_B1_C{_cid}_D1", f"SELECT json_keys(json_value(a_nested, '{_p}' RETURNING varchar array), '$.') AS col "
+                              "FROM test_array", same("")),
+        (f"A1_B2_C{_cid}_D1", f"SELECT json_object(KEY 'k' value json_value(a_nested, '{_p}' RETURNING varchar array))"
+                              " AS col FROM test_array", same('{"k":null}')),
+    ]
+JSON_FUNCS += [
+    ("A1_B1_C22_D1", "SELECT json_keys(a_nested, '$.') AS col FROM test_array", same("[0, 1, 2, 3, 4, 5, 6, 7]")),
+    ("A1_B2_C22_D1", "SELECT json_object(KEY 'k' value a_nested) AS col FROM test_array",
+     rows(*[f'{{"k":{d}}}' for d in (_REVERSED_DOC, _REVERSED_DOC, _NESTED_DOC, _NESTED_DOC)])),
+    ("A1_B3_C1_D1", "SELECT json_paths(a_bool) AS col FROM test_array", same("[$]")),
+]
+
 # Cases whose cells are elements of a BOOLEAN ARRAY (see the module's docstring).
 BOOLEAN_ELEMENTS = {"A1_B3_C2_D1", "A1_B3_C3_D1", "A1_B4_C2_D1", "A1_B4_C3_D1"}
 
 CASES = [("ingest_schema_discovery_range_rollup_false.01", *c) for c in INGEST] + \
-        [("ops_funcs_array_funcs.01-02", *c) for c in ARRAY_FUNCS]
+        [("ops_funcs_array_funcs.01-02", *c) for c in ARRAY_FUNCS] + \
+        [("ops_funcs_json_funcs.01", *c) for c in JSON_FUNCS]
 
 
 @pytest.mark.parametrize("iq, test_id, sql, want", CASES, ids=[f"{c[0]}:{c[1]}:{i}" for i, c in enumerate(CASES)])
@@ -171,8 +216,11 @@ def test_druid_qa_array_result(druid, iq, test_id, sql, want):
         return
     table = druid(sql)
     got = [[cell(v) for v in r.values()] for r in table.to_pylist()]
-    if test_id in BOOLEAN_ELEMENTS:
+    if test_id in BOOLEAN_ELEMENTS and iq.startswith("ops_funcs_array_funcs"):
         want = [[{"true": "1", "false": "0"}.get(c, c) for c in r] for r in want]
+    if iq.startswith("ops_funcs_json_funcs") and "json_object" in sql:  # JSON compared as values
+        got, want = ([[json.loads(c) for c in r] for r in t] for t in (got, want))
+        got, want = ([json.dumps(r, sort_keys=True) for r in t] for t in (got, want))
     if "ORDER BY" in sql.upper():
         assert got == want
     else:
