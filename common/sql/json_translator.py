@@ -109,6 +109,7 @@ def json_value(tr, node: exp.JSONValue, returning: exp.DataType | None) -> Scala
     native_target = "LONG" if target == BOOLEAN else target.native.native_name
     return Call("JSON_VALUE", (value, Literal(canonical, VARCHAR), Literal(native_target, VARCHAR)), target)
 
+
 def json_path_text(tr, path: exp.Expression | None, node: exp.Expression) -> str:
     if path is None:
         raise ValidationError(f"a JSON path is required in '{sql_text(node)}', e.g. '$.a.b'")
@@ -116,6 +117,7 @@ def json_path_text(tr, path: exp.Expression | None, node: exp.Expression) -> str
     if len(text) >= 2 and text[0] == text[-1] == "'":
         text = text[1:-1].replace("''", "'")
     return path_text(parse_path(text))
+
 
 def json_call(tr, op: str, node: exp.Expression, value_nodes: list, path: exp.Expression | None) -> Scalar:
     """JSON_QUERY, JSON_QUERY_ARRAY, JSON_KEYS, JSON_PATHS, JSON_MERGE, PARSE_JSON, TRY_PARSE_JSON,
