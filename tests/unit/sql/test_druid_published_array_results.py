@@ -137,7 +137,8 @@ CASES = [
     ("testArrayOverlapFilterArrayDoubleColumns",
      "SELECT arrayDoubleNulls, arrayDouble FROM druid.arrays WHERE ARRAY_OVERLAP(arrayDoubleNulls, arrayDouble) "
      "LIMIT 5",
-     [j("[1.1,2.2,null]", "[1.1,2.2,3.3]"), j("[999.0,null,5.5]", "[3.3,4.4,5.5]"), j("[1.1,2.2,null]", "[1.1,2.2,3.3]"),
+     [j("[1.1,2.2,null]", "[1.1,2.2,3.3]"), j("[999.0,null,5.5]", "[3.3,4.4,5.5]"),
+      j("[1.1,2.2,null]", "[1.1,2.2,3.3]"),
       j("[999.0,null,5.5]", "[3.3,4.4,5.5]")], "limit"),
     ("testArrayContainsFilterArrayStringColumn",
      "SELECT arrayStringNulls FROM druid.arrays WHERE ARRAY_CONTAINS(arrayStringNulls, ARRAY['a','b']) LIMIT 5",
@@ -160,7 +161,8 @@ CASES = [
      "LIMIT 5",
      [], "limit"),
     ("testArraySliceArrayColumns",
-     "SELECT ARRAY_SLICE(arrayString, 1), ARRAY_SLICE(arrayLong, 2), ARRAY_SLICE(arrayDoubleNulls, 1) FROM druid.arrays",
+     "SELECT ARRAY_SLICE(arrayString, 1), ARRAY_SLICE(arrayLong, 2), ARRAY_SLICE(arrayDoubleNulls, 1) "
+     "FROM druid.arrays",
      [[N, [3], N], [N, N, []], [["e"], [], N], [["b"], N, [5.5, N]], [["b"], [3], [2.2, N]],
       [["c"], [3, 4], [2.2, N]], [["b", "c"], [], [N, 5.5]], [N, [3], N], [N, N, [1.1]], [["e"], [], N],
       [["b"], N, [5.5, N]], [["b"], [3], [2.2, N]], [["c"], [3, 4], [2.2, N]], [["b", "c"], [], [N, 5.5]]],

@@ -6,8 +6,9 @@ and whose c1/c2 hold ``b_*`` keys), ingested as Druid's ``funcs_and_sql`` spec i
 ``auto`` columns (schema discovery), no rollup, a ``cnt`` count metric, table ``test_json_cols``.
 
 The cases are Druid's quidem file apache/druid
-``quidem-ut/src/test/quidem/org.apache.druid.quidem.QTest/qaJsonCols/funcs_and_sql_func_json_paths.01.all.iq``,
-each query with the cells Druid prints (see quidem_cells.py).
+``quidem-ut/src/test/quidem/org.apache.druid.quidem.QTest/qaJsonCols/funcs_and_sql_func_json_paths.01.all.iq``
+and ``funcs_and_sql_func_json_keys.01.all.iq``, each query with the cells Druid prints (see
+quidem_cells.py); a query Druid rejects must fail here too (the message is strata's own).
 
 Deliberate differences, checked rather than skipped:
 - Rows are compared as a multiset: Druid's own files return these rows in different orders from
@@ -23,12 +24,13 @@ from collections import Counter
 
 import pytest
 
+from common.errors import StrataError
 from common.query import execute
 from common.query.engine import union_schema
 from common.sql import execute_sql
 from tests.unit.sql.druid_test_files import DATA, discovered_table, segment_of
 from tests.unit.sql.fake_catalog import FakeCatalog
-from tests.unit.sql.quidem_cells import cell, rows, same
+from tests.unit.sql.quidem_cells import Error, cell, rows, same
 
 NAME = "qaJsonCols/funcs.json.gz"
 pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(DATA, NAME)), reason="shared test data not found")
@@ -108,4 +110,63 @@ def test_druid_qa_json_paths_result(druid, test_id, sql, want, paths):
     if paths:
         got = [[_paths(c) for c in r] for r in got]
         want = [[_paths(c) for c in r] for r in want]
+    assert Counter(map(tuple, got)) == Counter(map(tuple, want))
+
+
+# funcs_and_sql_func_json_keys.01.all.iq: (test id, SQL, Druid's cells or Error); key order is the
+# document's in both, so the cells compare as printed.
+_A_KEYS = ("[a_str, a_num_int, a_num_float, a_bool, a_null, a_empty_obj, a_empty_array, a_empty_obj_nested, "
+           "a_empty_array_nested, a_obj, a_array]")
+JSON_KEYS = [("SEL_DATASOURCE", "SELECT count(*) cnt FROM test_json_cols", rows("4"))]
+_n = 1
+for _arg in ("__time", "'ABCD'", "s_str", "1234", "s_num_int", "1234.5678", "s_num_float"):
+    JSON_KEYS += [
+        (f"A{_n:03d}", f"SELECT json_keys({_arg}, '$') c FROM test_json_cols", same("")),
+        (f"A{_n + 1:03d}", f"SELECT count(*) c FROM test_json_cols WHERE json_keys({_arg}, '$') IS NOT NULL",
+         rows("0")),
+        (f"A{_n + 2:03d}", f"SELECT count(*) c FROM test_json_cols WHERE json_keys({_arg}, '$') IS NULL", rows("4")),
+    ]
+    _n += 3
+JSON_KEYS += [
+    ("A022", "SELECT json_keys(NULL, '$') c FROM test_json_cols", same("")),
+    ("A023", "SELECT count(*) c FROM test_json_cols WHERE json_keys(NULL, '$') IS NULL", rows("4")),
+    ("A024", "SELECT count(*) c FROM test_json_cols WHERE json_keys(NULL, '$') IS NOT NULL", rows("0")),
+    ("A025", "SELECT json_keys(s_null, '$') c FROM test_json_cols", same("")),
+    ("A026", "SELECT count(*) c FROM test_json_cols WHERE json_keys(s_null, '$') IS NULL", rows("4")),
+    ("A027", "SELECT count(*) c FROM test_json_cols WHERE json_keys(s_null, '$') IS NOT NULL", rows("0")),
+    ("A028", "SELECT json_keys(c1, '$.does.not.exist') c FROM test_json_cols", same("")),
+    ("A029", "SELECT count(*) c FROM test_json_cols WHERE json_keys(c1, '$.does.not.exist') IS NULL", rows("4")),
+    ("A030", "SELECT json_keys(c1, '$.a_array[0,1]') c FROM test_json_cols", Error("QueryInterruptedException")),
+    ("A031", "SELECT json_keys(c1, '$.a_array[0:2]') c FROM test_json_cols", Error("QueryInterruptedException")),
+    ("A032", "SELECT json_keys(c1, '$.a_array[:2]') c FROM test_json_cols", Error("QueryInterruptedException")),
+    ("A033", "SELECT json_keys(c1, '$.a_array[0:]') c FROM test_json_cols", Error("QueryInterruptedException")),
+    ("A034", "SELECT json_keys(c1, '$.a_array[-1].a_str') c FROM test_json_cols", same("")),
+    ("A035", "SELECT json_keys(c1, '$.a_array[-2].a_str') c FROM test_json_cols", same("")),
+    ("A036", "SELECT json_keys(c1, '$.a_array[-1234567890].a_str') c FROM test_json_cols", same("")),
+    ("A037", "SELECT json_keys(c1, '$.a_array[0].a_str.length()') c FROM test_json_cols", same("")),
+    ("A038", "SELECT json_keys(s_str, '$') c FROM test_json_cols", same("")),
+    ("A039", "SELECT json_keys(s_num_int, '$') c FROM test_json_cols", same("")),
+    ("A040", "SELECT json_keys(s_num_float, '$') c FROM test_json_cols", same("")),
+    ("A041", "SELECT json_keys(s_null, '$') c FROM test_json_cols", same("")),
+    ("A042", "SELECT json_keys(c_empty_obj, '$') c FROM test_json_cols", rows("[]", "[]", "", "")),
+    ("A043", "SELECT json_keys(c_empty_array, '$') c FROM test_json_cols", rows("[]", "[]", "", "")),
+    ("A044", "SELECT json_keys(c_empty_obj_nested, '$') c FROM test_json_cols",
+     rows("[o1, o2, o3]", "[o1, o2, o3]", "", "")),
+    ("A045", "SELECT json_keys(c_empty_array_nested, '$') c FROM test_json_cols",
+     rows("[0, 1, 2]", "[0, 1, 2]", "", "")),
+    ("A046", "SELECT json_keys(c1, '$') c FROM test_json_cols", rows(_A_KEYS, _A_KEYS, _A_KEYS.replace("a_", "b_"),
+                                                                      _A_KEYS.replace("a_", "b_"))),
+    ("A047", "SELECT json_keys(c1, '$.a_obj') c FROM test_json_cols", rows(_A_KEYS, _A_KEYS, "", "")),
+    ("A048", "SELECT json_keys(c1, '$.a_obj.a_str') c FROM test_json_cols", same("")),
+    ("A049", "SELECT json_keys(c1, '$.a_obj.a_num_int') c FROM test_json_cols", same("")),
+]
+
+
+@pytest.mark.parametrize("test_id, sql, want", JSON_KEYS, ids=[c[0] for c in JSON_KEYS])
+def test_druid_qa_json_keys_result(druid, test_id, sql, want):
+    if isinstance(want, Error):
+        with pytest.raises(StrataError):
+            druid(sql)
+        return
+    got = [[cell(v) for v in r.values()] for r in druid(sql).to_pylist()]
     assert Counter(map(tuple, got)) == Counter(map(tuple, want))
