@@ -11,7 +11,7 @@ from common.errors import UnsupportedError, ValidationError
 from common.json.path_steps import parse_path
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_text import sql_text
-from common.sql.sql_types import CAST_TARGETS, NULL, SqlType, from_column_type
+from common.sql.sql_types import BIGINT, CAST_TARGETS, NULL, TIMESTAMP, SqlType, from_column_type
 from common.types.column_type import ColumnType, TypeKind
 
 # Druid's multi-value string functions over the array functions: a VARCHAR argument is read as a
@@ -113,6 +113,8 @@ def json_value_of_plain(tr, value: Scalar, node: exp.Expression, target: SqlType
         picked = Call("ARRAY_OFFSET", (value, offset), from_column_type(ctype.element))
     else:
         return Literal(None, target)
+    if picked.type == TIMESTAMP:
+        picked = Call("CAST", (picked,), BIGINT)  # Druid's __time is a LONG of millis: JSON_VALUE reads that
     if picked.type == target:
         return picked
     if target.column_type is not None and target.column_type.is_array:
