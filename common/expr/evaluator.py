@@ -23,7 +23,7 @@ from common.errors import UnsupportedError, ValidationError, unknown_name_messag
 from common.expr.node import COMPARISONS, LOGICAL, BinaryOp, Call, Expr, Identifier, Literal, UnaryOp
 from common.expr.nesting import depth_guard
 from common.types.column_type import DOUBLE, LONG, STRING, ColumnType, TypeKind
-from common.types.number_parsing import double_to_long, text_to_double, to_long_values
+from common.types.number_parsing import boolean_text_as_number, double_to_long, text_to_double, to_long_values
 from common.types.time_zone import time_zone
 
 Value = pa.Array | pa.Scalar
@@ -92,6 +92,8 @@ def to_long(v: Value) -> Value:
     if not (pa.types.is_integer(t) or pa.types.is_boolean(t) or pa.types.is_null(t) or pa.types.is_floating(t)
             or pa.types.is_string(t)):
         raise UnsupportedError(f"cannot convert {t} to LONG")
+    if pa.types.is_string(t):
+        v = boolean_text_as_number(v)
     return to_long_values(v)
 
 
@@ -103,7 +105,7 @@ def to_double(v: Value) -> Value:
     if pa.types.is_timestamp(t):
         v = v.cast(pa.int64())
     if pa.types.is_string(t):
-        return _parse_double(v)
+        return _parse_double(boolean_text_as_number(v))
     return v.cast(pa.float64(), safe=False)  # longs beyond 2**53 round, as SQL and Java convert them
 
 

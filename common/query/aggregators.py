@@ -491,8 +491,8 @@ def _lists_by_group(table: pa.Table, groups: int, has: np.ndarray, list_type: pa
 @dataclass(frozen=True)
 class ArrayConcat(Aggregator):
     """ARRAY_CONCAT_AGG: the arrays of a group concatenated in row order; with ``distinct``, the
-    set of their elements, sorted (as Druid's ARRAY_CONCAT_AGG(DISTINCT ..) builds it). A group
-    with no non-null array is null."""
+    set of their elements, sorted with null first (as Druid's ARRAY_CONCAT_AGG(DISTINCT ..) builds
+    it). A group with no non-null array is null."""
 
     field_name: str = ""
     distinct: bool = False
@@ -532,7 +532,7 @@ class ArrayConcat(Aggregator):
                           "i": pa.array(np.arange(len(parents), dtype=np.int64)), "v": elements})
         if self.distinct:
             table = table.group_by(["g", "v"], use_threads=False).aggregate([])
-            table = table.sort_by([("g", "ascending"), ("v", "ascending")])
+            table = table.sort_by([("g", "ascending"), ("v", "ascending", "at_start")])  # null first, as Druid
         else:
             table = table.sort_by([("g", "ascending"), ("i", "ascending")])
         return _lists_by_group(table, groups, has, values.type)

@@ -11,7 +11,7 @@ from common.errors import UnsupportedError, ValidationError
 from common.json.path_steps import parse_path
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_text import sql_text
-from common.sql.sql_types import CAST_TARGETS, NULL, SqlType, from_column_type
+from common.sql.sql_types import BIGINT, CAST_TARGETS, NULL, TIMESTAMP, SqlType, from_column_type
 from common.types.column_type import ColumnType, TypeKind
 
 # Druid's multi-value string functions over the array functions: a VARCHAR argument is read as a
@@ -67,10 +67,13 @@ def array_type_of(to: exp.DataType, text: str) -> SqlType | None:
     name = inner.this.name if isinstance(inner, exp.DataType) and isinstance(inner.this, exp.DataType.Type) \
         else str(getattr(inner, "this", "")).upper()
     element = CAST_TARGETS.get(name)
-    if element is None or element.name not in ("BIGINT", "DOUBLE", "FLOAT", "VARCHAR"):
+    if element is None or element.name not in ("BIGINT", "DOUBLE", "FLOAT", "VARCHAR", "BOOLEAN"):
         raise UnsupportedError(f"CAST to an array of {name or 'unknown type'} is not supported in '{text}'; "
-                               "valid: ARRAY<BIGINT>, ARRAY<DOUBLE>, ARRAY<VARCHAR>")
-    native = element.native if element.name != "FLOAT" else ColumnType.parse("DOUBLE")
+                               "valid: ARRAY<BIGINT>, ARRAY<DOUBLE>, ARRAY<VARCHAR>, ARRAY<BOOLEAN>")
+    # Druid's BOOLEAN ARRAY is ARRAY<LONG> of 1/0, as booleans are stored: strata has no boolean
+    # element type, so it is BIGINT ARRAY here (its elements read as 1/0, not true/false).
+    native = {"FLOAT": ColumnType.parse("DOUBLE"), "BOOLEAN": ColumnType.parse("LONG")}.get(element.name,
+                                                                                           element.native)
     return from_column_type(ColumnType(TypeKind.ARRAY, native))
 
 
@@ -110,6 +113,8 @@ def json_value_of_plain(tr, value: Scalar, node: exp.Expression, target: SqlType
         picked = Call("ARRAY_OFFSET", (value, offset), from_column_type(ctype.element))
     else:
         return Literal(None, target)
+    if picked.type == TIMESTAMP:
+        picked = Call("CAST", (picked,), BIGINT)  # Druid's __time is a LONG of millis: JSON_VALUE reads that
     if picked.type == target:
         return picked
     if target.column_type is not None and target.column_type.is_array:

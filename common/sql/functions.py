@@ -109,7 +109,7 @@ def _array_arg(position: int) -> Rule:
 
 SIGNATURES: dict[str, Signature] = {
     # arrays ('r' an array, 'a' anything: a scalar or an array)
-    "ARRAY": Signature(0, None, "a", _array_constructor),
+    "ARRAY": Signature(1, None, "a", _array_constructor),  # ARRAY[] is an error in Druid too
     "ARRAY_LENGTH": Signature(1, 1, "r", BIGINT),
     "ARRAY_OFFSET": Signature(2, 2, "rn", _element_result), "ARRAY_ORDINAL": Signature(2, 2, "rn", _element_result),
     "ARRAY_CONTAINS": Signature(2, 2, "ra", BOOLEAN), "ARRAY_OVERLAP": Signature(2, 2, "r", BOOLEAN),

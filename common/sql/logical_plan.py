@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from common.sql.scalar import Call, Literal, Ref, Scalar
 from common.sql.sql_types import SqlType
+from common.types.column_type import JSON as JSON_TYPE
 
 
 @dataclass(frozen=True)
@@ -230,6 +231,10 @@ class Unnest(RelNode):
         from common.sql.sql_types import from_column_type  # a cycle: sql_types is imported by the scalars
 
         element = from_column_type(self.expr.type.column_type.element)
+        if isinstance(self.expr, Call) and self.expr.op == "JSON_QUERY_ARRAY":
+            # its elements are JSON documents (held as text in an ARRAY<VARCHAR>): typed as
+            # COMPLEX<json> once unnested, so JSON_VALUE and JSON_QUERY read into them, as in Druid
+            element = from_column_type(JSON_TYPE)
         return self.input.fields + (Field(self.name, element),)
 
     def inputs(self):

@@ -11,6 +11,8 @@ is rewritten before planning into the UNNEST it means:
 Each element becomes text, as Druid's multi-value strings hold text ('999.0' for a double), and a
 null or empty array still counts once, in the null group, as Druid groups a row with no values.
 Two ARRAY_TO_MV keys give every pair of values, as two multi-value dimensions do in Druid.
+Only the grouped values are unnested: WHERE and the arguments of aggregates see each row's whole
+array, as Druid filters rows and evaluates aggregator inputs before grouping by each value.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sqlglot
 from sqlglot import exp
 
 from common.errors import ValidationError
+from common.sql.scalar_translator import is_aggregate
 from common.sql.sql_text import sql_text
 
 
@@ -69,6 +72,11 @@ def explode_mv_groups(select: exp.Select) -> exp.Select:
         columns[target.sql(dialect="druid")] = exp.column("v", table=exp.to_identifier(name, quoted=True))
 
     def swap(node: exp.Expression) -> exp.Expression:
+        if is_aggregate(node):
+            # An aggregate's argument is read per row, before the implicit unnest, as in Druid:
+            # SUM(MV_LENGTH(ARRAY_TO_MV(a))) adds each row's whole length to each of its groups.
+            # (A new node is not descended into, so the copy keeps the argument as written.)
+            return node.copy()
         if is_array_to_mv(node):
             column = columns.get(node.sql(dialect="druid"))
             if column is not None:

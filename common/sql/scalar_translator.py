@@ -19,16 +19,14 @@ from sqlglot import exp
 from common.errors import UnsupportedError, ValidationError, unknown_name_message
 from common.query.filter_values import check_like
 from common.sql import functions
-from common.sql.array_translator import (MV_FUNCTIONS, array_call_nodes, array_type_of, cast_to_array,
-                                         json_value_of_plain, mv_call)
+from common.sql.array_translator import MV_FUNCTIONS, array_call_nodes, array_type_of, cast_to_array, mv_call
+from common.sql.json_translator import json_function, json_node, json_value
 from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_literals import literal_value, parameter_literal, parse_timestamp
 from common.sql.sql_text import LazySqlText, sql_text, written_name
 from common.sql.sql_types import (BIGINT, BOOLEAN, CAST_TARGETS, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType,
-                                  common_type, from_column_type)
-from common.types.column_type import JSON as JSON_TYPE
-from common.types.column_type import STRING_ARRAY as STRING_ARRAY_TYPE
+                                  common_type)
 from common.sql.statement import PARAMETER_PREFIX
 from common.types.interval import Interval
 
@@ -122,30 +120,6 @@ class Scope:
 
     def intercept(self, node: exp.Expression, translator: ScalarTranslator) -> Scalar | None:
         return None
-
-
-def _number_literal(node: exp.Expression) -> bool:
-    while isinstance(node, (exp.Paren, exp.Neg)):
-        node = node.this
-    return isinstance(node, exp.Literal) and not node.is_string
-
-
-def _numeric_context(node: exp.Expression) -> bool:
-    """Whether ``node``'s value is used as a number: compared with (or IN, BETWEEN) number
-    literals, an operand of arithmetic, or the argument of SUM, AVG, MIN or MAX."""
-    child, parent = node, node.parent
-    while isinstance(parent, exp.Paren):
-        child, parent = parent, parent.parent
-    if isinstance(parent, (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.Sum, exp.Avg, exp.Min, exp.Max)):
-        return True
-    if isinstance(parent, (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE)):
-        other = parent.expression if parent.this is child else parent.this
-        return _number_literal(other)
-    if isinstance(parent, exp.In) and parent.this is child:
-        return bool(parent.expressions) and all(_number_literal(e) for e in parent.expressions)
-    if isinstance(parent, exp.Between) and parent.this is child:
-        return _number_literal(parent.args["low"]) and _number_literal(parent.args["high"])
-    return False
 
 
 class ScalarTranslator:
@@ -338,14 +312,9 @@ class ScalarTranslator:
         if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.Select)):
             raise UnsupportedError(f"subqueries in {self.scope.clause} are not supported: '{sql_text(node)}'; "
                                    "join with the subquery in FROM instead")
-        if isinstance(node, exp.JSONValue):
-            return self._json_value(node, None)
-        if isinstance(node, exp.JSONKeys):
-            return self._json_call("JSON_KEYS", node, [node.this], node.args.get("expression"))
-        if isinstance(node, exp.ParseJSON):
-            return self._json_call("PARSE_JSON", node, [node.this], None)
-        if isinstance(node, exp.JSONObject):
-            return self._json_object(node)
+        json = json_node(self, node)
+        if json is not None:
+            return json
         if is_aggregate(node):
             name = node.this.key.upper() if isinstance(node, exp.Filter) else (
                 str(node.this).upper() if isinstance(node, exp.Anonymous) else node.key.upper())
@@ -434,94 +403,10 @@ class ScalarTranslator:
             args.append(self.translate(node.args["default"]))
         return self.call("CASE", args, node)
 
-    def _json_value(self, node: exp.JSONValue, returning: exp.DataType | None) -> Scalar:
-        """JSON_VALUE(json, path [RETURNING type]); a CAST around it plans as RETURNING."""
-        returning = returning or node.args.get("returning") or None
-        target = VARCHAR
-        if returning is not None:
-            type_name = returning.this.name if isinstance(returning.this, exp.DataType.Type) else str(returning.this).upper()
-            target = array_type_of(returning, sql_text(node)) or CAST_TARGETS.get(type_name)
-            if target is None or target == TIMESTAMP:
-                raise ValidationError(f"JSON_VALUE cannot return {sql_text(returning)} in '{sql_text(node)}'; "
-                                      "valid: BIGINT, DOUBLE, FLOAT, VARCHAR, BOOLEAN, ARRAY<BIGINT|DOUBLE|VARCHAR>")
-        value = self.translate(node.this)
-        if value.type.column_type is None or value.type.column_type.complex_name != "json":
-            if value.type == INTERVAL or value.type.column_type is None and value.type != NULL:
-                raise ValidationError(f"JSON_VALUE needs a COMPLEX<json> value, but '{sql_text(node.this)}' is "
-                                      f"{value.type}; declare the column as COMPLEX<json> or wrap text in PARSE_JSON()")
-            return json_value_of_plain(self, value, node, target)
-        path = node.args["path"]
-        text = path.sql(dialect="druid") if isinstance(path, exp.Expression) else str(path)
-        if len(text) >= 2 and text[0] == text[-1] == "'":
-            text = text[1:-1].replace("''", "'")
-        from common.json.path_steps import has_wildcard, parse_path, path_text, value_type_for
-
-        parts = parse_path(text)
-        canonical = path_text(parts)
-        if returning is None and not has_wildcard(parts) and _numeric_context(node):
-            # No RETURNING, used as a number (compared with one, in arithmetic, summed): read the
-            # path as the number its field stores, as Druid infers JSON_VALUE's type from context.
-            from common.sql.json_field_types import numeric_type
-
-            lookup = getattr(self.scope, "json_field_types", None)
-            stored = lookup(node.this, canonical) if lookup is not None and isinstance(node.this, exp.Column) else None
-            target = numeric_type(stored)
-        if has_wildcard(parts):  # [*] and ..name reach many values: an array of them
-            target = from_column_type(value_type_for(parts, target.native))
-        native_target = "LONG" if target == BOOLEAN else target.native.native_name
-        return Call("JSON_VALUE", (value, Literal(canonical, VARCHAR), Literal(native_target, VARCHAR)), target)
-
-    def _json_path_text(self, path: exp.Expression | None, node: exp.Expression) -> str:
-        from common.json.path_steps import parse_path, path_text
-
-        if path is None:
-            raise ValidationError(f"a JSON path is required in '{sql_text(node)}', e.g. '$.a.b'")
-        text = path.sql(dialect="druid") if isinstance(path, exp.JSONPath) else self.literal_string(path, "JSON path")
-        if len(text) >= 2 and text[0] == text[-1] == "'":
-            text = text[1:-1].replace("''", "'")
-        return path_text(parse_path(text))
-
-    def _json_call(self, op: str, node: exp.Expression, value_nodes: list, path: exp.Expression | None) -> Scalar:
-        """JSON_QUERY, JSON_QUERY_ARRAY, JSON_KEYS, JSON_PATHS, JSON_MERGE, PARSE_JSON, TRY_PARSE_JSON,
-        TO_JSON_STRING: arguments checked here, semantics in common/json."""
-        values = [self.translate(v) for v in value_nodes]
-        json_type = from_column_type(JSON_TYPE)
-        if op == "JSON_PATHS" and not (values[0].type.column_type is not None
-                                       and values[0].type.column_type.complex_name == "json"):
-            # Druid reads anything that is not JSON (text, a number, an array, NULL) as one literal: ['$']
-            return self.call("ARRAY", [Literal("$", VARCHAR)], node)
-        for v, n in zip(values, value_nodes):
-            is_json = v.type.column_type is not None and v.type.column_type.complex_name == "json"
-            if op in ("PARSE_JSON", "TRY_PARSE_JSON"):
-                if v.type not in (VARCHAR, NULL):
-                    raise ValidationError(f"{op} needs VARCHAR text, but '{sql_text(n)}' is {v.type}")
-            elif op != "TO_JSON_STRING" and not is_json and v.type != NULL:
-                raise ValidationError(f"{op} needs a COMPLEX<json> value, but '{sql_text(n)}' is {v.type}; "
-                                      "declare the column as COMPLEX<json> or wrap text in PARSE_JSON()")
-        args = list(values)
-        if op in ("JSON_QUERY", "JSON_QUERY_ARRAY", "JSON_KEYS"):
-            args.append(Literal(self._json_path_text(path, node), VARCHAR))
-        out = {"JSON_QUERY": json_type, "JSON_MERGE": json_type, "PARSE_JSON": json_type, "TRY_PARSE_JSON": json_type,
-               "TO_JSON_STRING": VARCHAR}.get(op, from_column_type(STRING_ARRAY_TYPE))
-        return Call(op, tuple(args), out)
-
-    def _json_object(self, node: exp.JSONObject) -> Scalar:
-        args = []
-        for pair in node.expressions:
-            if not isinstance(pair, exp.JSONKeyValue):
-                raise ValidationError(f"JSON_OBJECT takes KEY k VALUE v pairs (or k: v) in '{sql_text(node)}'")
-            key = self.translate(pair.this)
-            if key.type not in (VARCHAR, NULL):
-                raise ValidationError(f"JSON_OBJECT keys must be VARCHAR, '{sql_text(pair.this)}' is {key.type}")
-            args.extend([key, self.translate(pair.expression)])
-        if not args:
-            raise ValidationError(f"JSON_OBJECT needs at least one KEY .. VALUE pair in '{sql_text(node)}'")
-        return Call("JSON_OBJECT", tuple(args), from_column_type(JSON_TYPE))
-
     def _cast(self, node: exp.Expression) -> Scalar:
         to = node.args["to"]
         if isinstance(node.this, exp.JSONValue) and not node.this.args.get("returning"):
-            return self._json_value(node.this, to)
+            return json_value(self, node.this, to)
         array_target = array_type_of(to, sql_text(node))
         if array_target is not None:
             return cast_to_array(self.translate(node.this), array_target, node)
@@ -743,18 +628,9 @@ class ScalarTranslator:
             period = self._period(nodes[0], "TIMESTAMPADD")
             return self.call("TIME_SHIFT", [self.translate(nodes[2]), Literal(period, VARCHAR),
                                             self.translate(nodes[1]), self.tz()], node)
-        if name in ("JSON_QUERY", "JSON_QUERY_ARRAY"):
-            if len(nodes) != 2:
-                raise ValidationError(f"{name} takes 2 arguments (json, path) in '{sql_text(node)}'")
-            return self._json_call(name, node, nodes[:1], nodes[1])
-        if name in ("JSON_PATHS", "TRY_PARSE_JSON", "TO_JSON_STRING"):
-            if len(nodes) != 1:
-                raise ValidationError(f"{name} takes 1 argument in '{sql_text(node)}'")
-            return self._json_call(name, node, nodes, None)
-        if name == "JSON_MERGE":
-            if len(nodes) < 2:
-                raise ValidationError(f"JSON_MERGE takes 2 or more arguments in '{sql_text(node)}'")
-            return self._json_call(name, node, nodes, None)
+        json = json_function(self, name, nodes, node)
+        if json is not None:
+            return json
         if name in ("CURRENT_TIMESTAMP", "NOW", "LOCALTIMESTAMP"):
             return Literal(self.session.now(), TIMESTAMP)
         if name in ("POWER", "LOG10") or name in _ANONYMOUS:

@@ -41,6 +41,15 @@ def text_to_double(values: pa.Array) -> pa.Array:
     return pc.if_else(ok, pc.utf8_trim_whitespace(values), pa.scalar(None, pa.string())).cast(pa.float64())
 
 
+def boolean_text_as_number(values: pa.Array) -> pa.Array:
+    """'true' and 'false' (any case, nothing around them) as the texts '1' and '0', other texts as
+    they are: Druid's CAST of text to a number (ExprEval.computeNumber) reads them as 1 and 0, so
+    CAST('true' AS BIGINT) is 1, as a discovered boolean column holds it."""
+    low = pc.utf8_lower(values)
+    return pc.if_else(pc.equal(low, "true"), pa.scalar("1", values.type),
+                      pc.if_else(pc.equal(low, "false"), pa.scalar("0", values.type), values))
+
+
 def double_to_long(x):
     """Java's (long) cast of a double, as Druid casts: truncate toward zero, NaN is 0, and values
     beyond 64 bits (infinities too) saturate to the largest or smallest BIGINT."""

@@ -138,3 +138,32 @@ def test_native_filter_reads_true_false_on_a_long_column(tmp_path):
     assert count({"type": "equals", "column": "flag", "matchValueType": "STRING", "matchValue": "true"}) == 3
     assert count({"type": "equals", "column": "d", "matchValueType": "STRING", "matchValue": "False"}) == 3
     assert count({"type": "in", "dimension": "flag", "values": ["false", "true"]}) == 6
+
+
+# Druid's CAST of text to a number (ExprEval.computeNumber): 'true'/'false' in any case are 1 and
+# 0 (a double, so CAST to BIGINT truncates it to 1/0); anything else is parsed as a number or null.
+# Only the exact word counts: ' true' and 'yes' are no number.
+TEXTS = ["true", "FALSE", "True", "false", "1", "2.9", "yes", " true", "", None]
+WANT_LONG = [1, 0, 1, 0, 1, 2, None, None, None, None]
+
+
+def test_cast_of_true_false_text_is_one_and_zero(tmp_path):
+    table = pa.table({"__time": pa.array([T0 + i for i in range(len(TEXTS))], pa.int64()),
+                      "t": pa.array(TEXTS), "j": pa.array(["{}"] * len(TEXTS))})
+    rows = _sql(tmp_path, table, "SELECT t, CAST(t AS BIGINT) AS l, CAST(t AS DOUBLE) AS d, CAST(t AS FLOAT) AS f "
+                                 "FROM nested")
+    assert [r["l"] for r in rows] == WANT_LONG
+    want_double = [1.0, 0.0, 1.0, 0.0, 1.0, 2.9, None, None, None, None]
+    assert [r["d"] for r in rows] == want_double
+    assert [r["f"] for r in rows] == [None if v is None else pytest.approx(v, rel=1e-6) for v in want_double]
+    literals = _sql(tmp_path, table, "SELECT CAST('true' AS BIGINT) AS a, CAST('FALSE' AS BIGINT) AS b, "
+                                     "CAST('True' AS DOUBLE) AS c, CAST('false' AS DOUBLE) AS d, "
+                                     "CAST('yes' AS BIGINT) AS e FROM nested LIMIT 1")
+    assert literals == [{"a": 1, "b": 0, "c": 1.0, "d": 0.0, "e": None}]
+    # the same rule where the cast filters, groups and sums
+    got = _sql(tmp_path, table, "SELECT COUNT(*) AS n FROM nested WHERE CAST(t AS BIGINT) = 1")
+    assert got == [{"n": WANT_LONG.count(1)}]
+    got = _sql(tmp_path, table, "SELECT CAST(t AS BIGINT) AS l, COUNT(*) AS n FROM nested GROUP BY 1 ORDER BY 1")
+    assert [(r["l"], r["n"]) for r in got] == [(None, 4), (0, 2), (1, 3), (2, 1)]
+    got = _sql(tmp_path, table, "SELECT SUM(CAST(t AS DOUBLE)) AS s FROM nested")
+    assert got == [{"s": pytest.approx(5.9)}]

@@ -112,8 +112,23 @@ def test_json_functions(setup):
         assert g["n"] == 7 and g["bad"] is None
 
 
+def test_json_query_and_keys_of_plain_columns_read_them_as_literals(setup):
+    """Druid's JSON_QUERY and JSON_KEYS read a value that is not COMPLEX<json> as the JSON literal it
+    is (qaJsonCols: JSON_PATHS(JSON_QUERY(s_str, '$')) is ['$']): the text is never parsed, any
+    path below '$' is NULL, a literal has no keys, and NULL stays NULL."""
+    rows = setup[0]
+    got = run(setup, "SELECT JSON_QUERY(product, '$') AS q, JSON_QUERY(product, '$.x') AS below, "
+                     "JSON_KEYS(product, '$') AS k, JSON_QUERY(CAST(NULL AS VARCHAR), '$') AS n, "
+                     "JSON_QUERY(__time, '$') AS t, JSON_QUERY(ARRAY[1, 2], '$[1]') AS e, "
+                     "JSON_PATHS(JSON_QUERY(product, '$')) AS p FROM nested_data_example")
+    assert [json.loads(g["q"]) for g in got] == [r["product"] for r in rows]
+    assert {(g["below"], g["k"], g["n"], g["e"]) for g in got} == {(None, None, None, "2")}
+    assert [int(g["t"]) for g in got] == [1577836800000 + i for i in range(len(rows))]
+    assert all(g["p"] == ["$"] for g in got)
+
+
 @pytest.mark.parametrize("sql, message", [
-    ("SELECT JSON_QUERY(product, '$.x') FROM nested_data_example", "JSON_QUERY needs a COMPLEX<json> value"),
+    ("SELECT JSON_QUERY(INTERVAL '1' DAY, '$.x') FROM nested_data_example", "JSON_QUERY needs a COMPLEX<json> value"),
     ("SELECT PARSE_JSON(details) FROM nested_data_example", "PARSE_JSON needs VARCHAR text"),
     ("SELECT JSON_KEYS(details, '$.a[') FROM nested_data_example", "."),
     ("SELECT JSON_MERGE(details) FROM nested_data_example", "JSON_MERGE takes 2 or more arguments"),
