@@ -86,7 +86,7 @@ def checkout(ref: str, where: str) -> str:
     return where
 
 
-def run(tree: str, bench: str, extra: list[str], timeout_s: float) -> str:
+def run(tree: str, side: str, bench: str, extra: list[str], timeout_s: float) -> str:
     """One benchmark's output, run from ``tree`` (its processes too: they start from the cwd and
     PYTHONPATH, ahead of the venv's editable install)."""
     cmd = [sys.executable, os.path.join(tree, "bench", f"{bench}.py"), *BENCHES[bench][0], *extra]
@@ -98,7 +98,7 @@ def run(tree: str, bench: str, extra: list[str], timeout_s: float) -> str:
     printed = any(line.startswith("|") for line in done.stdout.splitlines())
     if done.returncode != 0 and not printed:
         raise SystemExit(f"{bench} in {tree} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    print(f"  {bench:<20} {'after ' if tree == ROOT else 'before'} {time.monotonic() - started:5.0f} s, "
+    print(f"  {bench:<20} {side:<6} {time.monotonic() - started:5.0f} s, "
           f"load average {os.getloadavg()[0]:.1f}" + (f", exit {done.returncode}" if done.returncode else ""),
           flush=True)
     return done.stdout
@@ -160,8 +160,10 @@ def hop_figures(text: str) -> tuple[list[dict], list[dict]]:
 
 
 def report(bench: str, before: list[dict], after: list[dict]) -> list[tuple]:
+    if not before or not after or not before[0]:
+        raise SystemExit(f"{bench}: no figures found in its output; did its table change?")
     lines = []
-    for name in before[0]:
+    for name in sorted(before[0]):  # a query's figures together
         pairs = [(b[name], a[name]) for b, a in zip(before, after) if name in b and name in a and b[name] > 0]
         if not pairs:
             continue
@@ -176,6 +178,8 @@ def report(bench: str, before: list[dict], after: list[dict]) -> list[tuple]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--baseline", default=BASELINE, help="the commit to compare against")
+    ap.add_argument("--after", help="a commit to measure instead of this tree as it is (checked out like the "
+                                    "baseline, so this tree may change while the benchmarks run)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--benches", default=",".join(BENCHES), help=f"comma-separated, of {', '.join(BENCHES)}")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds one benchmark run may take")
@@ -184,35 +188,43 @@ def main() -> int:
     unknown = sorted(set(benches) - set(BENCHES))
     if unknown:
         raise SystemExit(f"unknown bench(es) {unknown}; choose from {', '.join(BENCHES)}")
-    head = git("rev-parse", "--short", "HEAD")
-    dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else ""
+    if args.after:
+        head, dirty = git("rev-parse", "--short", args.after), ""
+    else:
+        head = git("rev-parse", "--short", "HEAD")
+        dirty = " (with uncommitted changes)" if git("status", "--porcelain", "--untracked-files=no") else ""
     work = tempfile.mkdtemp(prefix="strata-before-after-")
     before_tree = os.path.join(work, "before")
+    after_tree = os.path.join(work, "after") if args.after else ROOT
     started = datetime.now(timezone.utc)
     load_start = os.getloadavg()
     lines: list[tuple] = []
     try:
         checkout(args.baseline, before_tree)
-        print(f"before: {args.baseline} in {before_tree}; after: {head}{dirty} in {ROOT}; "
+        if args.after:
+            checkout(args.after, after_tree)
+        print(f"before: {args.baseline} in {before_tree}; after: {head}{dirty} in {after_tree}; "
               f"{args.rounds} rounds, order swapped each round", flush=True)
         runs: dict[str, tuple[list, list]] = {b: ([], []) for b in benches if b != "hop_cpu"}
         for round_no in range(args.rounds):
             print(f"round {round_no + 1}", flush=True)
-            order = (before_tree, ROOT) if round_no % 2 == 0 else (ROOT, before_tree)
+            order = ((before_tree, "before"), (after_tree, "after"))
             for bench in runs:
-                for tree in order:
-                    text = run(tree, bench, [], args.timeout)
-                    runs[bench][0 if tree == before_tree else 1].append(figures(bench, text))
+                for tree, side in (order if round_no % 2 == 0 else order[::-1]):
+                    text = run(tree, side, bench, [], args.timeout)
+                    runs[bench][0 if side == "before" else 1].append(figures(bench, text))
         for bench, (before, after) in runs.items():
             lines += report(bench, before, after)
         if "hop_cpu" in benches:
             print("hop_cpu (both clusters at once, alternating batches)", flush=True)
-            text = run(ROOT, "hop_cpu", ["--rounds", str(max(args.rounds, 2)), "--baseline", before_tree],
-                       args.timeout)
+            text = run(after_tree, "after", "hop_cpu", ["--rounds", str(max(args.rounds, 2)), "--baseline",
+                                                         before_tree], args.timeout)
             after, before = hop_figures(text)
             lines += report("hop_cpu", before, after)
     finally:
-        subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", before_tree], capture_output=True)
+        for tree in (before_tree, after_tree):
+            if tree != ROOT:
+                subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", tree], capture_output=True)
         shutil.rmtree(work, ignore_errors=True)
     finished = datetime.now(timezone.utc)
     print()
