@@ -183,6 +183,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--benches", default=",".join(BENCHES), help=f"comma-separated, of {', '.join(BENCHES)}")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds one benchmark run may take")
+    ap.add_argument("--save", help="a directory to keep each run's output in (<bench>-<side>-<round>.txt)")
     args = ap.parse_args()
     benches = [b.strip() for b in args.benches.split(",") if b.strip()]
     unknown = sorted(set(benches) - set(BENCHES))
@@ -212,13 +213,17 @@ def main() -> int:
             for bench in runs:
                 for tree, side in (order if round_no % 2 == 0 else order[::-1]):
                     text = run(tree, side, bench, [], args.timeout)
+                    save(args.save, f"{bench}-{side}-{round_no + 1}", text)
                     runs[bench][0 if side == "before" else 1].append(figures(bench, text))
+            if round_no + 1 < args.rounds:  # a run stopped early still has the rounds it finished
+                print_table([line for bench, (before, after) in runs.items() for line in report(bench, before, after)])
         for bench, (before, after) in runs.items():
             lines += report(bench, before, after)
         if "hop_cpu" in benches:
             print("hop_cpu (both clusters at once, alternating batches)", flush=True)
             text = run(after_tree, "after", "hop_cpu", ["--rounds", str(max(args.rounds, 2)), "--baseline",
                                                          before_tree], args.timeout)
+            save(args.save, "hop_cpu", text)
             after, before = hop_figures(text)
             lines += report("hop_cpu", before, after)
     finally:
@@ -233,11 +238,22 @@ def main() -> int:
           f"{load_start[0]:.1f}/{load_start[1]:.1f}/{load_start[2]:.1f}, at the end "
           + "/".join(f"{x:.1f}" for x in os.getloadavg())
           + f"; {os.cpu_count()} cores shared with about 7 engineers' work")
+    print_table(lines)
+    return 0
+
+
+def print_table(lines: list[tuple]) -> None:
     print("| bench | figure | before | after | after/before | per-round after/before |")
     print("|---|---|---|---|---|---|")
     for bench, name, b, a, ratio, low, high in lines:
-        print(f"| {bench} | {name} | {b:.2f} | {a:.2f} | {ratio:.2f} | {low:.2f}-{high:.2f} |")
-    return 0
+        print(f"| {bench} | {name} | {b:.2f} | {a:.2f} | {ratio:.2f} | {low:.2f}-{high:.2f} |", flush=True)
+
+
+def save(directory: str | None, name: str, text: str) -> None:
+    if directory:
+        os.makedirs(directory, exist_ok=True)
+        with open(os.path.join(directory, name + ".txt"), "w", encoding="utf-8") as f:
+            f.write(text)
 
 
 if __name__ == "__main__":
