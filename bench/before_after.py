@@ -86,6 +86,10 @@ def checkout(ref: str, where: str) -> str:
     return where
 
 
+class BenchFailed(Exception):
+    """A benchmark run that printed no table (its cluster did not come up, say)."""
+
+
 def run(tree: str, side: str, bench: str, extra: list[str], timeout_s: float) -> str:
     """One benchmark's output, run from ``tree`` (its processes too: they start from the cwd and
     PYTHONPATH, ahead of the venv's editable install)."""
@@ -97,7 +101,7 @@ def run(tree: str, side: str, bench: str, extra: list[str], timeout_s: float) ->
     # measured; one that printed no table failed.
     printed = any(line.startswith("|") for line in done.stdout.splitlines())
     if done.returncode != 0 and not printed:
-        raise SystemExit(f"{bench} in {tree} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        raise BenchFailed(f"{bench} in {tree} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     print(f"  {bench:<20} {side:<6} {time.monotonic() - started:5.0f} s, "
           f"load average {os.getloadavg()[0]:.1f}" + (f", exit {done.returncode}" if done.returncode else ""),
           flush=True)
@@ -160,10 +164,9 @@ def hop_figures(text: str) -> tuple[list[dict], list[dict]]:
 
 
 def report(bench: str, before: list[dict], after: list[dict]) -> list[tuple]:
-    if not before or not after or not before[0]:
-        raise SystemExit(f"{bench}: no figures found in its output; did its table change?")
     lines = []
-    for name in sorted(before[0]):  # a query's figures together
+    names = sorted({name for b in before for name in b})  # a query's figures together
+    for name in names:
         pairs = [(b[name], a[name]) for b, a in zip(before, after) if name in b and name in a and b[name] > 0]
         if not pairs:
             continue
@@ -206,26 +209,34 @@ def main() -> int:
             checkout(args.after, after_tree)
         print(f"before: {args.baseline} in {before_tree}; after: {head}{dirty} in {after_tree}; "
               f"{args.rounds} rounds, order swapped each round", flush=True)
+        if "hop_cpu" in benches:
+            print("hop_cpu (both clusters at once, alternating batches)", flush=True)
+            try:
+                text = run(after_tree, "after", "hop_cpu", ["--rounds", str(max(args.rounds, 2)), "--baseline",
+                                                             before_tree], args.timeout)
+                save(args.save, "hop_cpu", text)
+                after, before = hop_figures(text)
+                lines += report("hop_cpu", before, after)
+            except BenchFailed as exc:  # the other benches still run
+                print(f"  {exc}", flush=True)
         runs: dict[str, tuple[list, list]] = {b: ([], []) for b in benches if b != "hop_cpu"}
         for round_no in range(args.rounds):
             print(f"round {round_no + 1}", flush=True)
             order = ((before_tree, "before"), (after_tree, "after"))
             for bench in runs:
                 for tree, side in (order if round_no % 2 == 0 else order[::-1]):
-                    text = run(tree, side, bench, [], args.timeout)
+                    try:
+                        text = run(tree, side, bench, [], args.timeout)
+                    except BenchFailed as exc:  # that round of that bench is left out, on both sides
+                        print(f"  {exc}", flush=True)
+                        text = ""
                     save(args.save, f"{bench}-{side}-{round_no + 1}", text)
                     runs[bench][0 if side == "before" else 1].append(figures(bench, text))
             if round_no + 1 < args.rounds:  # a run stopped early still has the rounds it finished
-                print_table([line for bench, (before, after) in runs.items() for line in report(bench, before, after)])
+                print_table(lines + [line for bench, (before, after) in runs.items()
+                                     for line in report(bench, before, after)])
         for bench, (before, after) in runs.items():
             lines += report(bench, before, after)
-        if "hop_cpu" in benches:
-            print("hop_cpu (both clusters at once, alternating batches)", flush=True)
-            text = run(after_tree, "after", "hop_cpu", ["--rounds", str(max(args.rounds, 2)), "--baseline",
-                                                         before_tree], args.timeout)
-            save(args.save, "hop_cpu", text)
-            after, before = hop_figures(text)
-            lines += report("hop_cpu", before, after)
     finally:
         for tree in (before_tree, after_tree):
             if tree != ROOT:
