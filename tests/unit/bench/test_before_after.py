@@ -23,11 +23,11 @@ trivial query through the broker (one text, repeated): p50 1.25 ms, p99 3.00 ms;
 one-segment SQL query through Flight SQL (ADBC), one text repeated: p50 5.90 ms, p99 9.00 ms (goal p50 <= 3 ms); CPU ms per query: broker 2.15, historical 1.00; all processes 3.15
 """
 
-HOP = """rows 500,000, 4 segments
-| round | query | wall p50 ms | broker CPU ms | historicals CPU ms | client CPU ms | baseline: wall p50 ms | baseline: broker CPU ms | baseline: historicals CPU ms | baseline: client CPU ms |
-|---|---|---|---|---|---|---|---|---|---|
-| 1 | hourly | 5.00 | 2.000 | 1.000 | 0.500 | 6.00 | 2.500 | 1.000 | 0.500 |
-| 2 | hourly | 4.00 | 1.000 | 1.000 | 0.500 | 4.00 | 2.000 | 1.000 | 0.500 |
+HOP = """rows 500,000, 4 segments, 100 runs per query and round; CPU ms per query from /proc
+| round | query | wall p50 ms | broker CPU ms | historicals CPU ms | client CPU ms |
+|---|---|---|---|---|---|
+| 1 | hourly | 5.00 | 2.000 | 1.000 | 0.500 |
+| 1 | daily | 4.00 | 1.000 | 1.000 | 0.500 |
 load average 3.1
 """
 
@@ -49,11 +49,11 @@ def test_named_cells_and_lines_become_figures():
     assert not any("ClickHouse" in name or "table" in name for name in cluster)  # not asked for
 
 
-def test_hop_rounds_pair_this_tree_with_the_baseline_and_ratios_pair_rounds():
-    after, before = before_after.hop_figures(HOP)
-    assert [a["hourly · broker CPU ms"] for a in after] == [2.0, 1.0]
-    assert [b["hourly · broker CPU ms"] for b in before] == [2.5, 2.0]
-    lines = {name: rest for _, name, *rest in before_after.report("hop_cpu", before, after)}
-    b_med, a_med, ratio, low, high = lines["hourly · broker CPU ms"]
+def test_hop_figures_and_ratios_pair_round_i_before_with_round_i_after():
+    hop = before_after.figures("hop_cpu", HOP)
+    assert hop["hourly · broker CPU ms"] == 2.0 and hop["daily · wall p50 ms"] == 4.0 and len(hop) == 8
+    before = [{"q · broker CPU ms": 2.5}, {"q · broker CPU ms": 2.0}]
+    after = [{"q · broker CPU ms": 2.0}, {"q · broker CPU ms": 1.0}]
+    [(bench, name, b_med, a_med, ratio, low, high)] = before_after.report("hop_cpu", before, after)
     assert (b_med, a_med, ratio) == (2.25, 1.5, 1.5 / 2.25)
     assert (low, high) == (0.5, 0.8)  # round 2: 1.0 / 2.0, round 1: 2.0 / 2.5
