@@ -53,7 +53,7 @@ BENCHES = {
                             {"proj ms": "ADBC, projection", "base ms": "ADBC, no projection",
                              "proj ms lean": "lean client, projection", "in-process proj ms": "in-process",
                              "DuckDB ms": "DuckDB (peer)"}),
-    "hop_cpu": (["--rows", "500000", "--runs", "100", "--rounds", "1"],
+    "hop_cpu": (["--rows", "500000", "--runs", "300", "--rounds", "1"],
                 {cell: cell for cell in ("wall p50 ms", "broker CPU ms", "historicals CPU ms", "client CPU ms")}),
 }
 # Figures printed outside the tables: (bench, regex with one number group per label, labels).
