@@ -27,6 +27,7 @@ code's cost, not the absolute figures of docs/benchmarks.md's tables.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import shutil
@@ -233,6 +234,22 @@ def print_table(lines: list[tuple]) -> None:
     print("|---|---|---|---|---|---|")
     for bench, name, b, a, ratio, low, high in lines:
         print(f"| {bench} | {name} | {b:.2f} | {a:.2f} | {ratio:.2f} | {low:.2f}-{high:.2f} |", flush=True)
+    print()
+    print("| bench | strata figures | geomean after/before | peer figures | peers' geomean after/before | "
+          "strata's / peers' | strata figures worse in every round |")
+    print("|---|---|---|---|---|---|---|")
+    for bench in dict.fromkeys(line[0] for line in lines):
+        own = [line for line in lines if line[0] == bench and "(peer)" not in line[1]]
+        peers = [line for line in lines if line[0] == bench and "(peer)" in line[1]]
+        mine, theirs = geomean([line[4] for line in own]), geomean([line[4] for line in peers])
+        worse = sum(1 for line in own if line[5] > 1)
+        print(f"| {bench} | {len(own)} | {mine:.2f} | {len(peers)} | {theirs:.2f} | {mine / theirs:.2f} | {worse} |"
+              if peers else f"| {bench} | {len(own)} | {mine:.2f} | 0 | - | - | {worse} |", flush=True)
+
+
+def geomean(values: list[float]) -> float:
+    values = [v for v in values if v > 0]
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
 def save(directory: str | None, name: str, text: str) -> None:
