@@ -48,6 +48,10 @@ class Served:
         os.chdir(tree)
         try:
             self.cluster.up(historicals=2, ports="auto")
+        except BaseException:  # nodes that did start go down with it (a slow coordinator under load)
+            if self.cluster.state() is not None:
+                self.cluster.down()
+            raise
         finally:
             os.chdir(cwd_before)
             if env_before is None:

@@ -29,7 +29,6 @@ UNAUTHENTICATED), anything else as INTERNAL with an error id the broker log also
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import importlib.metadata
 import logging
@@ -47,14 +46,14 @@ from common.sql.statement_kind import classify
 from services.rpc.gen.arrow.flight import flight_session_pb2 as fsession
 from services.rpc.gen.arrow.flight import flight_sql_pb2 as fsql
 from services.broker.call_liveness import CallLiveness
+from services.broker.core.call_origin import CallOrigin
 from services.broker.core.flight_tickets import FlightTicket, FlightTickets
 from services.broker.core.result_prefetch import Prefetch, Prefetcher
 from services.broker.core.prepared_statements import PreparedStatement, PreparedStatements
 from services.broker.core.sql_backend import SqlBackend
 from services.broker.flight_auth import (Authenticate, BasicAuthMiddlewareFactory, BearerTokens, CallIdentity,
                                          HeaderAuthHandler)
-from services.broker.query_origin import (MIDDLEWARE_KEY, announce_flight_query, current_origin, note_call,
-                                          note_flight_call, note_query_id)
+from services.broker.query_origin import MIDDLEWARE_KEY, announce_flight_query, flight_origin
 from services.broker.flight_sql_metadata import (CATALOGS_SCHEMA, DB_SCHEMAS_SCHEMA, FOREIGN_KEYS_SCHEMA,
                                                  PRIMARY_KEYS_SCHEMA, SQL_INFO_SCHEMA, TABLE_TYPES_SCHEMA,
                                                  TABLES_SCHEMA, TABLES_WITH_SCHEMA_SCHEMA, catalogs_table,
@@ -304,12 +303,11 @@ class BrokerFlightServer(flight.FlightServerBase):
 
     def _get_flight_info(self, context, descriptor, is_active: CallLiveness):
         who = self._caller(context)
-        request = self._request(descriptor, who)
+        request = self._request(descriptor, who, flight_origin(context, who.user, who))
         if isinstance(request, QueryRequest):
-            request = announce_flight_query(context, request, who)  # query log: the id, sent back now
-            # The statement is registered under that id while it plans (KILL QUERY finds it), and
-            # one with effects runs under it here.
-            note_query_id(request.query_id)
+            # The id, sent back now: the statement is registered under it while it plans (KILL
+            # QUERY finds it), one with effects runs under it here, and DoGet runs the rest under it.
+            request = announce_flight_query(context, request, who)
         if isinstance(request, QueryRequest) and _has_effects(request):
             # CREATE/ALTER/DROP TABLE, INSERT/REPLACE run now: a client's execute() returns once
             # they are done (drivers fetch the stream in the background); their one-row answer
@@ -321,6 +319,8 @@ class BrokerFlightServer(flight.FlightServerBase):
                                      table.num_rows, table.nbytes)
         if isinstance(request, QueryRequest):
             schema, request = self._planned(request)  # DoGet runs the plan described here
+            # Kept for DoGet (or run ahead by a prefetch) without this call's reply: DoGet's answers.
+            request = request.with_origin(request.origin.without_reply())
         else:
             schema = self._command_schema(request)
         prefetch = self._prefetch(context, request, schema, who) if isinstance(request, QueryRequest) else None
@@ -330,7 +330,8 @@ class BrokerFlightServer(flight.FlightServerBase):
     @_rpc
     def get_schema(self, context, descriptor):
         who = self._caller(context)
-        return flight.SchemaResult(self._schema(self._request(descriptor, who), who))
+        return flight.SchemaResult(self._schema(self._request(descriptor, who, flight_origin(context, who.user, who)),
+                                                who))
 
     @_rpc
     def do_get(self, context, ticket):
@@ -352,8 +353,9 @@ class BrokerFlightServer(flight.FlightServerBase):
             self.streams.check(owner)  # a caller with too many unread results is refused before it runs
         if bad_ticket is not None:
             raise bad_ticket
+        origin = flight_origin(context, who.user, who)
         if command is None:  # plain Flight: the ticket itself is the statement
-            request = self._plain_request(ticket.ticket, who)
+            request = self._plain_request(ticket.ticket, who, origin)
             result = self.front_door.run(request, is_active)
             return _batch_stream(result.table.schema, self.streams.hold(owner, record_batches(result.table)))
         if not isinstance(command, fsql.TicketStatementQuery):
@@ -366,15 +368,16 @@ class BrokerFlightServer(flight.FlightServerBase):
         if entry.user != who.user:
             raise PermissionError("this result ticket was issued to another user")
         if isinstance(entry.request, QueryRequest):
-            note_query_id(entry.request.query_id)
+            who.query_id = entry.request.query_id  # this call answers with the id GetFlightInfo announced
             if entry.prefetch is not None:
                 return self._collect(entry, is_active, owner)
+            request = entry.request.with_origin(origin)  # run (and logged) as this call's
             # An unordered scan streams: rows go out as historicals send them (front_door.stream).
-            streamed = self.front_door.stream(entry.request, expected_schema=entry.schema, is_active=is_active)
+            streamed = self.front_door.stream(request, expected_schema=entry.schema, is_active=is_active)
             if streamed is not None:
                 return _batch_stream(entry.schema, (piece for batch in streamed
                                                     for piece in _split(batch, MAX_BATCH_ROWS, MAX_BATCH_BYTES)))
-            table = self.front_door.run(entry.request, is_active, expected_schema=entry.schema).table
+            table = self.front_door.run(request, is_active, expected_schema=entry.schema).table
         elif isinstance(entry.request, pa.Table):  # a statement with effects, already run
             table = entry.request
         else:
@@ -407,7 +410,7 @@ class BrokerFlightServer(flight.FlightServerBase):
         check_size(body, "DoAction body")
         if action.type == "CreatePreparedStatement":
             request = _unpack_action(body, fsql.ActionCreatePreparedStatementRequest)
-            return [flight.Result(_pack(self._prepare(request, who)))]
+            return [flight.Result(_pack(self._prepare(request, who, flight_origin(context, who.user, who))))]
         if action.type == "ClosePreparedStatement":
             request = _unpack_action(body, fsql.ActionClosePreparedStatementRequest)
             # Closing is idempotent: a statement that already timed out is as closed as can be.
@@ -441,14 +444,11 @@ class BrokerFlightServer(flight.FlightServerBase):
             self._prefetch_ids.discard((request.user, request.query_id))
             return None
         prefetch = Prefetch(owner, functools.partial(self.streams.release, owner))
-        origin = current_origin()
-        address = origin.remote_address if origin is not None else None
-        # The run sees what this call's context holds, with its own origin: the same caller and
-        # the id GetFlightInfo announced, answered by the DoGet that collects it.
-        run_context = contextvars.copy_context()
 
         def run(is_active):
-            return run_context.run(self._run_prefetched, address, request, schema, is_active)
+            # Logged as this call's (its caller, the id GetFlightInfo announced, on ``request``);
+            # the DoGet that collects it answers with the id.
+            return self._run_prefetched(request, schema, is_active)
 
         if not self.prefetcher.start(prefetch, run):
             prefetch.release_slot()
@@ -456,9 +456,8 @@ class BrokerFlightServer(flight.FlightServerBase):
             return None
         return prefetch
 
-    def _run_prefetched(self, address: str | None, request: QueryRequest, schema: pa.Schema, is_active):
+    def _run_prefetched(self, request: QueryRequest, schema: pa.Schema, is_active):
         try:
-            note_call("flight", address, request.user, request.query_id)
             return self.front_door.run(request, is_active, expected_schema=schema)
         finally:
             with self._prefetch_ids_lock:
@@ -490,13 +489,10 @@ class BrokerFlightServer(flight.FlightServerBase):
     # ---- requests ----
 
     def _caller(self, context) -> CallIdentity:
+        """Who calls, and the middleware that sends the query id header (a stand-in that sends
+        nothing when the server runs without it)."""
         who = context.get_middleware(_AUTH)
-        if who is None:
-            who = CallIdentity(None, None, False)
-            note_flight_call(context, None)
-        else:  # query log: the caller's address, and the middleware that sends the query id header
-            note_flight_call(context, who.user, who)
-        return who
+        return CallIdentity(None, None, False) if who is None else who
 
     def _command(self, descriptor) -> Message | None:
         if descriptor.descriptor_type != flight.DescriptorType.CMD:
@@ -511,35 +507,36 @@ class BrokerFlightServer(flight.FlightServerBase):
             raise UnsupportedError("this Flight server has no SQL backend; send native JSON queries")
         return self.front_door.sql
 
-    def _request(self, descriptor, who: CallIdentity) -> QueryRequest | Message:
+    def _request(self, descriptor, who: CallIdentity, origin: CallOrigin) -> QueryRequest | Message:
         """What a descriptor asks for: a query for the front door, or a Flight SQL catalog command."""
         command = self._command(descriptor)
         if command is None:
-            return self._plain_request(descriptor.command, who)
+            return self._plain_request(descriptor.command, who, origin)
         if isinstance(command, fsql.CommandStatementQuery):
             _no_transaction(command)
-            return QueryRequest(who.user, sql=command.query)
+            return QueryRequest(who.user, sql=command.query, origin=origin)
         if isinstance(command, fsql.CommandPreparedStatementQuery):
             stmt = self._statement(command.prepared_statement_handle, who)
             if stmt.parameter_count and not stmt.parameters:
                 raise ValidationError(f"the statement has {stmt.parameter_count} '?' parameter(s) and none "
                                       "are bound; bind values (DoPut) before executing")
-            return QueryRequest(who.user, sql=stmt.sql, parameter_rows=tuple(tuple(r) for r in stmt.parameters))
+            return QueryRequest(who.user, sql=stmt.sql, parameter_rows=tuple(tuple(r) for r in stmt.parameters),
+                                origin=origin)
         if isinstance(command, (fsql.CommandStatementUpdate, fsql.CommandPreparedStatementUpdate)):
             raise UnsupportedError(_READ_ONLY)
         if isinstance(command, fsql.TicketStatementQuery):
             raise ValidationError("TicketStatementQuery is a DoGet ticket, not a GetFlightInfo command")
         return command
 
-    def _plain_request(self, payload: bytes, who: CallIdentity) -> QueryRequest:
+    def _plain_request(self, payload: bytes, who: CallIdentity, origin: CallOrigin) -> QueryRequest:
         """A plain-Flight command or ticket: native JSON, the SQL JSON envelope, or SQL text."""
         if payload.lstrip()[:1] == b"{":
             doc = loads_json(payload, "command (it starts with '{' but is not a JSON query)")
             if isinstance(doc, dict) and "sql" in doc and "queryType" not in doc:
                 sql, parameters, query_context = _envelope(doc)
                 return QueryRequest(who.user, sql=sql, parameter_rows=(tuple(parameters),) if parameters else (),
-                                    context=query_context)
-            return QueryRequest(who.user, native=doc)
+                                    context=query_context, origin=origin)
+            return QueryRequest(who.user, native=doc, origin=origin)
         try:
             sql = payload.decode("utf-8")
         except UnicodeDecodeError:
@@ -547,7 +544,7 @@ class BrokerFlightServer(flight.FlightServerBase):
                                   "nor UTF-8 SQL text") from None
         if not sql.strip():
             raise ValidationError("empty command: send SQL text, a native JSON query or a Flight SQL command")
-        return QueryRequest(who.user, sql=sql)
+        return QueryRequest(who.user, sql=sql, origin=origin)
 
     def _schema(self, request: QueryRequest | Message, who: CallIdentity) -> pa.Schema:
         if not isinstance(request, QueryRequest):
@@ -604,9 +601,9 @@ class BrokerFlightServer(flight.FlightServerBase):
             raise PermissionError("this prepared statement belongs to another user")
         return stmt
 
-    def _prepare(self, request, who: CallIdentity) -> fsql.ActionCreatePreparedStatementResult:
+    def _prepare(self, request, who: CallIdentity, origin: CallOrigin) -> fsql.ActionCreatePreparedStatementResult:
         _no_transaction(request)
-        info = self.front_door.prepare(request.query, who.user)
+        info = self.front_door.prepare(request.query, who.user, origin)
         stmt = self.statements.create(request.query, who.user, who.token, info.parameter_count,
                                       info.dataset_schema)
         result = fsql.ActionCreatePreparedStatementResult(prepared_statement_handle=stmt.handle)

@@ -14,7 +14,6 @@ queries to a NativeBackend (the broker's scatter/gather QueryExecutor).
 
 from __future__ import annotations
 
-import contextvars
 import logging
 import threading
 import time
@@ -26,6 +25,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from common.errors import StrataError, UnsupportedError, ValidationError
+from services.broker.core.call_origin import CallOrigin
 from services.broker.core.sql_backend import SqlBackend, StatementInfo
 from services.broker.result_stream import ResultStream
 from services.query_errors import DENIED, QueryFailed, client_error
@@ -38,8 +38,9 @@ _MAX_LABEL_CHILDREN = 1024
 
 class NativeBackend(Protocol):
     def execute(self, query: dict, timeout_s: float, query_id: str | None = None,
-                is_active: Callable[[], bool] = lambda: True) -> Any:
-        """Run a native query; the result has ``table`` (pa.Table) and ``stats`` (RunStats)."""
+                is_active: Callable[[], bool] = lambda: True, *, origin: CallOrigin | None = None) -> Any:
+        """Run a native query; the result has ``table`` (pa.Table) and ``stats`` (RunStats).
+        ``origin``: who sent it, for a backend that logs queries (the others ignore it)."""
 
     def result_schema(self, query: dict) -> pa.Schema:
         """Validate a native query and say the schema of its result, without running it."""
@@ -56,8 +57,10 @@ class QueryRequest:
     parameter_rows: tuple[tuple, ...] = ()
     context: Mapping | None = None
     timeout_s: float | None = None  # the transport's deadline, if it has one
-    query_id: str | None = None
-    protocol: str = "flight"
+    query_id: str | None = None  # fixed by the client or the front door; else the backend picks one
+    # Who sent it and what answers with its id: set by the front door that built the request,
+    # recorded by the query log (``core/call_origin``).
+    origin: CallOrigin | None = field(default=None, compare=False)
     # The SQL backend's plan from ``QueryFrontDoor.planned`` (a statement without parameters whose
     # plan may run again as it is): run as planned, so what runs is what was described.
     plan: Any = field(default=None, compare=False, repr=False)
@@ -65,11 +68,16 @@ class QueryRequest:
     def with_query_id(self, query_id: str) -> QueryRequest:
         """This request under ``query_id`` (what ``dataclasses.replace`` gives, built directly)."""
         return QueryRequest(self.user, self.sql, self.native, self.parameter_rows, self.context, self.timeout_s,
-                            query_id, self.protocol, self.plan)
+                            query_id, self.origin, self.plan)
 
     def with_plan(self, plan: Any) -> QueryRequest:
         return QueryRequest(self.user, self.sql, self.native, self.parameter_rows, self.context, self.timeout_s,
-                            self.query_id, self.protocol, plan)
+                            self.query_id, self.origin, plan)
+
+    def with_origin(self, origin: CallOrigin | None) -> QueryRequest:
+        """This request as run by another call (Flight: the DoGet that runs what GetFlightInfo planned)."""
+        return QueryRequest(self.user, self.sql, self.native, self.parameter_rows, self.context, self.timeout_s,
+                            self.query_id, origin, self.plan)
 
     @property
     def label(self) -> tuple[str, str]:
@@ -120,7 +128,7 @@ class QueryFrontDoor:
                 return self._native_backend().result_schema(request.native), request
             row = request.parameter_rows[0] if request.parameter_rows else None
             info = self._sql_backend().describe(request.sql, context=_context(request), user=request.user,
-                                                parameters=row)
+                                                parameters=row, origin=request.origin, query_id=request.query_id)
             plan = getattr(info, "plan", None)
             if plan is not None and not request.parameter_rows and request.timeout_s is None:
                 request = request.with_plan(plan)
@@ -128,10 +136,10 @@ class QueryFrontDoor:
         except Exception as exc:  # noqa: BLE001 - classified once, here
             raise QueryFailed(client_error(exc)) from None
 
-    def prepare(self, sql: str, user: str | None) -> StatementInfo:
+    def prepare(self, sql: str, user: str | None, origin: CallOrigin | None = None) -> StatementInfo:
         """What a prepared statement needs to announce: its ``?`` count and, when known, schema."""
         try:
-            return self._sql_backend().describe(sql, context=None, user=user)
+            return self._sql_backend().describe(sql, context=None, user=user, origin=origin)
         except Exception as exc:  # noqa: BLE001
             raise QueryFailed(client_error(exc)) from None
 
@@ -145,7 +153,8 @@ class QueryFrontDoor:
         query_id = request.query_id or uuid.uuid4().hex
         started = time.perf_counter()
         label = request.label
-        log.debug("query %s started (%s, user %s)", query_id, request.protocol, request.user)
+        log.debug("query %s started (%s, user %s)", query_id, request.origin.protocol if request.origin else "-",
+                  request.user)
         try:
             table, stats = self._execute(request, query_id, is_active, emit)
             if expected_schema is not None:
@@ -189,9 +198,8 @@ class QueryFrontDoor:
         if not self.streams(request, native):
             return None
         stream = ResultStream(timeout_s=request.timeout_s if request.timeout_s is not None else self.default_timeout_s)
-        # The query's thread sees what the caller's context holds (who called, the announced id).
-        produce = contextvars.copy_context().run
-        threading.Thread(target=produce, args=(self._produce, request, stream, expected_schema),
+        # The query's thread needs nothing of the caller's: who called and the id are on the request.
+        threading.Thread(target=self._produce, args=(request, stream, expected_schema),
                          name="strata-result-stream", daemon=True).start()
         try:
             stream.wait_first(is_active)
@@ -220,9 +228,11 @@ class QueryFrontDoor:
         if request.native is not None:
             self._authorize_native(request)
             if emit is not None:  # a scan (``streams``): its rows go to emit, none are held here
-                stats = self._native_backend().execute_stream(request.native, timeout_s, emit, query_id, is_active)
+                stats = self._native_backend().execute_stream(request.native, timeout_s, emit, query_id, is_active,
+                                                              origin=request.origin)
                 return pa.table({}), stats
-            result = self._native_backend().execute(request.native, timeout_s, query_id, is_active)
+            result = self._native_backend().execute(request.native, timeout_s, query_id, is_active,
+                                                    origin=request.origin)
             return result.table, getattr(result, "stats", None)
         context = _context(request)
         if request.timeout_s is not None:
@@ -232,9 +242,11 @@ class QueryFrontDoor:
         pinned = {"plan": request.plan} if request.plan is not None else {}  # only backends that gave one
         if emit is not None:
             return backend.execute(request.sql, parameters=rows[0], context=context or None, user=request.user,
-                                   is_active=is_active, emit=emit, **pinned), None
+                                   is_active=is_active, emit=emit, origin=request.origin, query_id=request.query_id,
+                                   **pinned), None
         tables = [backend.execute(request.sql, parameters=row, context=context or None, user=request.user,
-                                  is_active=is_active, **pinned) for row in rows]
+                                  is_active=is_active, origin=request.origin, query_id=request.query_id, **pinned)
+                  for row in rows]
         return _concat(tables), None
 
     # ---- helpers --------------------------------------------------------------------------------

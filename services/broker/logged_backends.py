@@ -6,9 +6,10 @@ calls these, so no query path is left out of the log.
 scatter/gather executor for native JSON queries. Each method the front doors call is written out
 (no ``__getattr__``), as in the secure catalog: a method added to a backend is unreachable
 through these until it is added here, deciding whether it is tracked, so none silently skips the
-log and KILL. A client picks its own
-query id with the context key ``sqlQueryId`` (SQL: ``SET sqlQueryId = 'x'; SELECT ..``) or
-``queryId`` (native), as in Druid.
+log and KILL. Each call carries the statement's ``origin`` (``core/call_origin``: who sent it,
+from where, through which front door) and the id its front door fixed, if any, explicitly: the
+registry records them. Without a fixed id a client picks its own with the context key
+``sqlQueryId`` (SQL: ``SET sqlQueryId = 'x'; SELECT ..``) or ``queryId`` (native), as in Druid.
 
 A statement is registered before it is planned, so KILL QUERY also stops one that is still
 planning (the planner checks the kill flag where it checks its deadline: the statement's
@@ -23,8 +24,9 @@ import pyarrow as pa
 
 from common.query.model import query_from_json
 from common.sql.kill_statement import kill_target
+from services.broker.core.call_origin import CallOrigin
 from services.broker.core.sql_backend import StatementInfo
-from services.broker.query_origin import current_origin, sql_query_id
+from services.broker.query_origin import sql_query_id
 
 
 class LoggedSql:
@@ -36,11 +38,12 @@ class LoggedSql:
             self.streams = streams  # asked for every DoGet: the bound method, not a wrapper call
 
     def execute(self, sql: str, parameters=(), context: dict | None = None, user: str | None = None,
-                is_active=lambda: True, emit=None, **pinned) -> pa.Table:
-        origin = current_origin()
+                is_active=lambda: True, emit=None, *, origin: CallOrigin | None = None, query_id: str | None = None,
+                **pinned) -> pa.Table:
         # The id the call fixed (Flight: announced at GetFlightInfo) wins; else the statement's own.
-        wanted = None if origin is not None and origin.query_id else sql_query_id(sql, context)
-        with self.registry.track("sql", sql=sql, user=user, query_id=wanted, is_active=is_active) as running:
+        wanted = query_id or sql_query_id(sql, context)
+        with self.registry.track("sql", sql=sql, user=user, query_id=wanted, is_active=is_active,
+                                 origin=origin) as running:
             running.stop_if_killed_pending()  # killed after GetFlightInfo planned it, before this run
             target = kill_target(sql)
             sent = [0]
@@ -60,7 +63,8 @@ class LoggedSql:
             running.record.result_rows = sent[0] + table.num_rows
             return table
 
-    def describe(self, sql: str, context: dict | None = None, user: str | None = None, **options):
+    def describe(self, sql: str, context: dict | None = None, user: str | None = None, *,
+                 origin: CallOrigin | None = None, query_id: str | None = None, **options):
         """Preparing plans the statement (Flight SQL: CreatePreparedStatement, GetFlightInfo): it is
         registered while it plans, under the id its call announced or it chose (else a new one,
         shown in sys.queries), so KILL QUERY stops it; logged here only when planning fails (one
@@ -69,11 +73,10 @@ class LoggedSql:
             if kill_target(sql) is not None:
                 return StatementInfo(0, pa.schema([("result", pa.string())]))
         except Exception as exc:
-            self.registry.log_failed("sql", sql, user, exc)
+            self.registry.log_failed("sql", sql, user, exc, origin)
             raise
-        origin = current_origin()
-        wanted = None if origin is not None and origin.query_id else sql_query_id(sql, context)
-        with self.registry.planning("sql", sql, user, wanted) as running:
+        wanted = query_id or sql_query_id(sql, context)
+        with self.registry.planning("sql", sql, user, wanted, origin) as running:
             return self.inner.describe(sql, context, running.record.user, stop=running.stop_if_killed, **options)
 
     # Flight SQL's catalog calls (GetCatalogs, GetDbSchemas, GetTables, GetTableTypes) read no
@@ -97,10 +100,12 @@ class LoggedNative:
         self.inner = inner
         self.registry = registry
 
-    def execute(self, query, timeout_s: float, query_id: str | None = None, is_active=lambda: True):
+    def execute(self, query, timeout_s: float, query_id: str | None = None, is_active=lambda: True, *,
+                origin: CallOrigin | None = None):
         context = query.get("context") if isinstance(query, dict) else getattr(query, "context", None)
         wanted = query_id or (context.get("queryId") if isinstance(context, dict) else None)
-        with self.registry.track("native", query_id=str(wanted) if wanted else None, is_active=is_active) as running:
+        with self.registry.track("native", query_id=str(wanted) if wanted else None, is_active=is_active,
+                                 origin=origin) as running:
             result = self.inner.execute(query, timeout_s, running.query_id, running.is_active, tracked=running)
             running.record.result_rows = result.table.num_rows
             return result
@@ -113,12 +118,14 @@ class LoggedNative:
         except Exception:  # noqa: BLE001 - refused by execute, with its message
             return False
 
-    def execute_stream(self, query, timeout_s: float, emit, query_id: str | None = None, is_active=lambda: True):
+    def execute_stream(self, query, timeout_s: float, emit, query_id: str | None = None, is_active=lambda: True, *,
+                       origin: CallOrigin | None = None):
         """A scan's rows handed to ``emit`` as the historicals send them, tracked (KILL, the log) as
         ``execute`` is; rows counted as they go."""
         context = query.get("context") if isinstance(query, dict) else getattr(query, "context", None)
         wanted = query_id or (context.get("queryId") if isinstance(context, dict) else None)
-        with self.registry.track("native", query_id=str(wanted) if wanted else None, is_active=is_active) as running:
+        with self.registry.track("native", query_id=str(wanted) if wanted else None, is_active=is_active,
+                                 origin=origin) as running:
             sent = [0]
 
             def counted(piece: pa.Table) -> None:

@@ -137,11 +137,12 @@ class QueryExecutor:
         return schema
 
     def execute(self, query: Query | dict, timeout_s: float, query_id: str | None = None,
-                is_active=lambda: True, schemas=None, tracked=None) -> engine.Result:
+                is_active=lambda: True, schemas=None, tracked=None, origin=None) -> engine.Result:
         """``schemas``: datasource -> the schema a SQL statement was planned with, used instead of
         the current one so the rows match the schema its plan announced. ``tracked``: the query
         log's running query this native query belongs to (its id, and what it read is reported
-        to it through ``watch``), or None."""
+        to it through ``watch``), or None. ``origin``: the query log's (``LoggedNative`` records
+        it; a front door without the log passes it here)."""
         if isinstance(query, dict):
             query = query_from_json(query)
         deadline = time.monotonic() + timeout_s
@@ -163,7 +164,7 @@ class QueryExecutor:
         return isinstance(query, ScanQuery) and query.table is not None
 
     def execute_stream(self, query: Query | dict, timeout_s: float, emit, query_id: str | None = None,
-                       is_active=lambda: True, schemas=None, tracked=None) -> RunStats:
+                       is_active=lambda: True, schemas=None, tracked=None, origin=None) -> RunStats:
         """A scan's rows handed to ``emit`` (finalized tables, a batch at a time) as the historicals
         send them, never all held here: every historical is asked at once; in no order they are
         read in turn, the others waiting meanwhile under gRPC's flow control; ordered by time, their

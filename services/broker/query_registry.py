@@ -1,8 +1,9 @@
 """QueryRegistry: the broker's running queries by id, and the query log they go to when they end.
 
 A front door runs each statement inside ``track(...)``: the query gets an id (the one its client
-chose, the one its front door announced, or a new one), is registered while it runs, and when it
-ends is logged (``core/query_log``: in memory, bounded, and in the JSON-lines file). Native queries
+chose, the one its front door announced, or a new one), is registered while it runs with the
+call's ``CallOrigin`` (protocol, remote address, user; passed in, never read from ambient state),
+and when it ends is logged (``core/query_log``: in memory, bounded, and in the JSON-lines file). Native queries
 a statement runs report to its ``RunningQuery``, handed to the service and the scatter/gather
 executor explicitly (``tracked``; nothing per query is ambient, issue 24), which call
 ``native_started`` / ``native_finished`` with it: their segments, rows scanned, bytes
@@ -31,8 +32,8 @@ from common.bounded_cache import BoundedCache
 from common.errors import QueryTimeoutError, ValidationError
 from services.broker.core.query_log import (CANCELLED, DENIED, ERROR, OK, TIMEOUT, QueryLog, QueryRecord, TableUse,
                                             query_shape)
+from services.broker.core.call_origin import CallOrigin
 from services.broker.query_executor import Cancelled
-from services.broker.query_origin import current_origin
 from services.broker.table_choice import TableChoice
 from services.security.authorizer import ALLOW_ALL, is_admin
 
@@ -92,25 +93,24 @@ class _Tracked:
     """``QueryRegistry.track``'s context manager (a class: a generator-based one costs a query
     more than its bookkeeping does)."""
 
-    __slots__ = ("registry", "kind", "sql", "user", "query_id", "is_active", "running", "log_success",
+    __slots__ = ("registry", "kind", "sql", "user", "query_id", "is_active", "origin", "running", "log_success",
                  "registered")
 
     def __init__(self, registry: QueryRegistry, kind: str, sql, user, query_id, is_active,
-                 log_success: bool = True) -> None:
+                 origin: CallOrigin | None, log_success: bool = True) -> None:
         self.registry, self.kind, self.sql, self.user = registry, kind, sql, user
-        self.query_id, self.is_active = query_id, is_active
+        self.query_id, self.is_active, self.origin = query_id, is_active, origin
         self.log_success = log_success
         self.running: RunningQuery | None = None
         self.registered = False
 
     def __enter__(self) -> RunningQuery:
         registry = self.registry
-        origin = current_origin()
+        origin = self.origin
         user = self.user
         if origin is not None and user is None:
             user = origin.user
-        qid = (origin.query_id if origin is not None and origin.query_id else None) or self.query_id \
-            or uuid.uuid4().hex
+        qid = self.query_id or uuid.uuid4().hex
         record = QueryRecord(qid, user, origin.remote_address if origin else None, origin.protocol if origin else "",
                              self.kind, self.sql, registry.clock_ms())
         running = RunningQuery(record, self.is_active, time.perf_counter())
@@ -186,21 +186,23 @@ class QueryRegistry:
 
     # ---- the query's lifetime ---------------------------------------------------------------------------
     def track(self, kind: str, sql: str | None = None, user: str | None = None, query_id: str | None = None,
-              is_active=None) -> _Tracked:
+              is_active=None, origin: CallOrigin | None = None) -> _Tracked:
         """Run a statement as a tracked query: ``with registry.track(...) as running`` (its
         RunningQuery, which the caller hands to what runs the statement: ``native_started`` /
-        ``native_finished`` are told which query a native query belongs to)."""
-        return _Tracked(self, kind, sql, user, query_id, is_active)
+        ``native_finished`` are told which query a native query belongs to). ``origin``: the call
+        that sent it (recorded; its ``reply`` is told the id), or None; ``user`` None is the origin's."""
+        return _Tracked(self, kind, sql, user, query_id, is_active, origin)
 
-    def planning(self, kind: str, sql: str | None, user: str | None, query_id: str | None = None) -> _Tracked:
+    def planning(self, kind: str, sql: str | None, user: str | None, query_id: str | None = None,
+                 origin: CallOrigin | None = None) -> _Tracked:
         """A statement planned now and run by a later call (Flight SQL: prepared, or planned by
         GetFlightInfo, then run by DoGet): registered while it plans, so KILL QUERY finds and
         stops it; logged only when planning fails (the run logs it otherwise)."""
-        return _Tracked(self, kind, sql, user, query_id, None, log_success=False)
+        return _Tracked(self, kind, sql, user, query_id, None, origin, log_success=False)
 
-    def log_failed(self, kind: str, sql: str | None, user: str | None, error: BaseException) -> None:
+    def log_failed(self, kind: str, sql: str | None, user: str | None, error: BaseException,
+                   origin: CallOrigin | None = None) -> None:
         """A statement that failed before it could run (while being prepared)."""
-        origin = current_origin()
         if origin is not None and user is None:
             user = origin.user
         record = QueryRecord(uuid.uuid4().hex, user, origin.remote_address if origin else None,

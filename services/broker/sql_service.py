@@ -405,13 +405,14 @@ class SqlService:
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
                 user: str | None = None, is_active=lambda: True, emit=None, plan: SqlPlan | None = None,
-                tracked=None) -> pa.Table:
+                tracked=None, origin=None, query_id: str | None = None) -> pa.Table:
         """The statement's result; with ``emit``, a scan's rows go to ``emit`` a piece at
         a time as historicals send them and the table returned is empty (see ``streams``).
         ``plan``: the statement's plan as ``describe`` gave it (run as it is, not looked up).
         ``tracked``: the query log's ``RunningQuery`` of the statement, or None: its kill check
         (``stop_if_killed``, a flag read) runs wherever planning checks its deadline, and the
-        native queries the statement runs report to it."""
+        native queries the statement runs report to it. ``origin`` and ``query_id`` are the query
+        log's (``LoggedSql`` records them; a front door without the log passes them here)."""
         started = time.monotonic()
         # Only statements that plan (no DDL, ingestion or parameters) are ever cached.
         if plan is None and not parameters:
@@ -495,7 +496,9 @@ class SqlService:
         return pa.Table.from_pylist([row], schema=EXPLAIN_SCHEMA)
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None,
-                 parameters: Sequence | None = None, stop: Callable[[], None] | None = None) -> StatementInfo:
+                 parameters: Sequence | None = None, stop: Callable[[], None] | None = None, origin=None,
+                 query_id: str | None = None) -> StatementInfo:
+        """``origin`` and ``query_id``: the query log's, as for ``execute``."""
         plan = self._cached(sql, user, context) if not parameters else None
         if plan is not None:  # a statement without parameters, planned before: what it said then
             return _info(plan)

@@ -17,7 +17,9 @@
   constructor, ``setattr`` on another object, ``.memo(...)``), and no cache in the query path is
   keyed by ``id()``: per-query state belongs in a prepared query, not on the objects;
 - no cache outside the runtime: no OrderedDict LRU, functools cache or id()-keyed state but in
-  the listed modules (common/bounded_cache.py is the one cache class).
+  the listed modules (common/bounded_cache.py is the one cache class);
+- no ambient per-query state: no ContextVar, copied context or thread-local in common/ or
+  services/ (what a query needs is passed to it: the call's origin, the running query).
 
 The last rules name today's offenders in allow-lists; an entry that no longer offends fails too,
 so each list only shrinks.
@@ -484,3 +486,53 @@ def test_the_cache_rule_catches_a_new_cache(tmp_path, monkeypatch):
     found = _cache_smells("common/kept.py")
     assert any("OrderedDict" in s for s in found)
     assert any("functools.lru_cache" in s for s in found) and any("id(...)" in s for s in found)
+
+
+# ---- ambient per-query state ------------------------------------------------------------------------------
+# Per-query state travels in explicit objects (issue 24): the call's origin on the QueryRequest
+# (``services/broker/core/call_origin.py``), the running query handed to the planner and the
+# executor (``tracked``), the planning deadline and the merge policy in the plan's context. A
+# ContextVar, a copied context or a thread-local read deep inside is state nobody passed: a
+# query run on another thread sees what happened to be copied, and a reader cannot see where it
+# comes from. Checked in all of common/ and services/ (the query path runs through the broker, the
+# historical, security and rpc). module -> why it may have one; empty since the query origin
+# became a CallOrigin.
+AMBIENT_ALLOWED: dict[str, str] = {}
+AMBIENT_NAMES = ("ContextVar", "copy_context", "local")
+
+
+def ambient_state(path: str) -> list[str]:
+    """``contextvars`` imported, ``ContextVar`` / ``copy_context`` used, or ``threading.local``."""
+    tree = source(path)[1]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == "contextvars" for a in node.names):
+            out.append(f"{node.lineno}: import contextvars")
+        elif isinstance(node, ast.ImportFrom) and node.module == "contextvars":
+            out.append(f"{node.lineno}: from contextvars import ...")
+        elif isinstance(node, ast.ImportFrom) and node.module == "threading" and \
+                any(a.name == "local" for a in node.names):
+            out.append(f"{node.lineno}: from threading import local")
+        elif isinstance(node, ast.Attribute) and node.attr in AMBIENT_NAMES and isinstance(node.value, ast.Name) \
+                and node.value.id in ("contextvars", "threading"):
+            out.append(f"{node.lineno}: {node.value.id}.{node.attr}")
+    return out
+
+
+def test_no_ambient_per_query_state_in_the_query_path():
+    _allowed_or_stale(ambient_state, COMMON + SERVICES, AMBIENT_ALLOWED,
+                      "per-query state read from a ContextVar or thread-local; pass it explicitly (on the "
+                      "QueryRequest, the CallOrigin, the running query or the plan's context)")
+
+
+def test_the_ambient_state_rule_catches_a_new_context_var(tmp_path, monkeypatch):
+    monkeypatch.setitem(globals(), "ROOT", str(tmp_path))
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "ambient.py").write_text(
+        "import contextvars\nimport threading\nfrom contextvars import ContextVar\n"
+        "CURRENT = contextvars.ContextVar('current', default=None)\n_T = threading.local()\n"
+        "def run(fn):\n    return contextvars.copy_context().run(fn)\n")
+    found = ambient_state(os.path.join("common", "ambient.py"))
+    assert [f.split(": ", 1)[1] for f in found] == [
+        "import contextvars", "from contextvars import ...", "contextvars.ContextVar", "threading.local",
+        "contextvars.copy_context"], found

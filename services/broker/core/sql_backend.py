@@ -16,6 +16,8 @@ from typing import Protocol
 
 import pyarrow as pa
 
+from services.broker.core.call_origin import CallOrigin
+
 
 @dataclass(frozen=True)
 class TableInfo:
@@ -39,14 +41,19 @@ class StatementInfo:
 
 class SqlBackend(Protocol):
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
-                user: str | None = None, is_active: Callable[[], bool] = lambda: True) -> pa.Table:
+                user: str | None = None, is_active: Callable[[], bool] = lambda: True, *,
+                origin: CallOrigin | None = None, query_id: str | None = None) -> pa.Table:
         """Run one SQL statement (SET statements before it are allowed) and return its result;
-        stop early once ``is_active()`` is false (the client went away)."""
+        stop early once ``is_active()`` is false (the client went away). ``origin`` (who sent it)
+        and ``query_id`` (the id its front door fixed, if any) are for a backend that logs
+        queries (the broker's ``LoggedSql``); others ignore them."""
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None,
-                 parameters: Sequence | None = None) -> StatementInfo:
+                 parameters: Sequence | None = None, *, origin: CallOrigin | None = None,
+                 query_id: str | None = None) -> StatementInfo:
         """Plan without running: the number of ``?`` parameters and, when known, the result schema
-        (with ``parameters``, the schema for those values)."""
+        (with ``parameters``, the schema for those values). ``origin`` and ``query_id`` as for
+        ``execute``."""
 
     def catalogs(self) -> list[str]:
         """Catalog names (Druid has one: 'druid')."""

@@ -33,8 +33,8 @@ from services import query_errors as qe
 from services.broker.druid_http.druid_errors import druid_error
 from services.broker.druid_http.result_format import ResultWriter, json_values
 from services.broker.druid_http.sql_resource import chunks
+from services.broker.core.call_origin import CallOrigin
 from services.broker.front_door import QueryFrontDoor, QueryRequest
-from services.broker.query_origin import note_call
 from services.http_endpoint import REMOTE_HEADER, USER_HEADER
 
 JSON = "application/json"
@@ -245,7 +245,7 @@ class DruidNativeResource:
         context = query.get("context") if isinstance(query.get("context"), dict) else {}
         query_id = str(context.get("queryId") or uuid.uuid4())
         user = headers.get(USER_HEADER)
-        note_call("http", headers.get(REMOTE_HEADER), user, query_id)
+        origin = CallOrigin("http", headers.get(REMOTE_HEADER), user)
         reply = {QUERY_ID_HEADER: query_id}
         kind = query.get("queryType")
         pretty = bool(params and "pretty" in params)
@@ -253,10 +253,10 @@ class DruidNativeResource:
             if kind == "segmentMetadata":
                 shaped = self._segment_metadata(query, user)
             elif kind in ("timeBoundary", "dataSourceMetadata"):
-                request = QueryRequest(user, native=_time_bounds_query(query), query_id=query_id, protocol="http")
+                request = QueryRequest(user, native=_time_bounds_query(query), query_id=query_id, origin=origin)
                 shaped = _time_bounds_shape(query, self.front_door.run(request).table)
             else:
-                request = QueryRequest(user, native=query, query_id=query_id, protocol="http")
+                request = QueryRequest(user, native=query, query_id=query_id, origin=origin)
                 # A scan streams: its rows are written as the historicals send them, never all held.
                 streamed = self.front_door.stream(request, native=True) if kind == "scan" and not pretty else None
                 if streamed is not None:

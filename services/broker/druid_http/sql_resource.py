@@ -27,8 +27,9 @@ from services import query_errors as qe
 from services.broker.druid_http.druid_errors import druid_error, invalid_input
 from services.broker.druid_http.result_format import ResultWriter, check_format
 from services.broker.druid_http.task_resource import is_ingestion
+from services.broker.core.call_origin import CallOrigin
 from services.broker.front_door import QueryFrontDoor, QueryRequest
-from services.broker.query_origin import note_call, sql_query_id
+from services.broker.query_origin import sql_query_id
 from services.http_endpoint import REMOTE_HEADER, USER_HEADER
 from common.types.interval import parse_instant
 
@@ -226,15 +227,15 @@ class DruidSqlResource:
     def run(self, query: SqlQuery, headers: dict):
         user = headers.get(USER_HEADER)
         context = dict(query.context or {})
-        # The id goes to the query registry through the call's origin, not the context: the context
-        # is part of the plan cache's key, and a fresh id in it would miss the cache every time.
+        # The id goes to the query registry on the request, not in the context: the context is part
+        # of the plan cache's key, and a fresh id in it would miss the cache every time.
         query_id = sql_query_id(query.query, context) or str(uuid.uuid4())
-        note_call("http", headers.get(REMOTE_HEADER), user, query_id)
         reply = {QUERY_ID_HEADER: query_id}
         if query.header:
             reply["X-Druid-SQL-Header-Included"] = "yes"
         request = QueryRequest(user, sql=query.query, parameter_rows=(query.parameters,) if query.parameters else (),
-                               context=context, query_id=query_id, protocol="http")
+                               context=context, query_id=query_id,
+                               origin=CallOrigin("http", headers.get(REMOTE_HEADER), user))
         try:
             schema, request = self.front_door.planned(request)
             batches = self.front_door.stream(request, expected_schema=schema)

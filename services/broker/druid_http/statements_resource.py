@@ -21,7 +21,6 @@ admin); for anyone else it does not exist (404).
 
 from __future__ import annotations
 
-import contextvars
 import threading
 import time
 import uuid
@@ -38,8 +37,9 @@ from services.broker.druid_http.druid_errors import druid_error
 from services.broker.druid_http.result_format import ResultWriter, check_format, column_types
 from services.broker.druid_http.sql_resource import chunks, time_zone
 from services.broker.druid_http.task_resource import is_ingestion
+from services.broker.core.call_origin import CallOrigin
 from services.broker.front_door import QueryRequest
-from services.broker.query_origin import note_call, sql_query_id
+from services.broker.query_origin import sql_query_id
 from services.http_endpoint import REMOTE_HEADER, USER_HEADER
 from services.security.authorizer import is_admin
 
@@ -116,9 +116,9 @@ class DruidStatementsResource:
         except ValidationError as exc:
             return self._error(qe.ClientError(qe.INVALID, str(exc)))
         query_id = sql_query_id(query.query, context) or f"query-{uuid.uuid4()}"
-        note_call("http", headers.get(REMOTE_HEADER), user, query_id)
         request = QueryRequest(user, sql=query.query, parameter_rows=(query.parameters,) if query.parameters else (),
-                               context=context, query_id=query_id, protocol="http")
+                               context=context, query_id=query_id,
+                               origin=CallOrigin("http", headers.get(REMOTE_HEADER), user))
         try:
             schema, request = self.front_door.planned(request)  # a statement that cannot run is refused now
         except qe.QueryFailed as exc:
@@ -131,8 +131,8 @@ class DruidStatementsResource:
                                                                      f"another sqlQueryId"))
         self._keep(statement)
         answer = orjson.dumps(self._status(statement))  # RUNNING: described before it can finish
-        run = contextvars.copy_context().run  # the thread runs under this call's origin (user, id)
-        threading.Thread(target=run, args=(self._run, statement, request), name="strata-sql-statement",
+        # The request carries the call's origin and the id: the thread needs nothing else of this call.
+        threading.Thread(target=self._run, args=(statement, request), name="strata-sql-statement",
                          daemon=True).start()
         return 200, JSON, answer
 

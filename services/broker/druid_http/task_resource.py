@@ -31,8 +31,8 @@ from common.errors import StrataError
 from common.types.interval import Interval, format_instant
 from services import query_errors as qe
 from services.broker.druid_http.druid_errors import druid_error
+from services.broker.core.call_origin import CallOrigin
 from services.broker.front_door import QueryRequest
-from services.broker.query_origin import note_call
 from services.http_endpoint import REMOTE_HEADER, USER_HEADER
 
 JSON = "application/json"
@@ -87,8 +87,8 @@ class DruidTaskResource:
             return self._error(qe.INVALID, "/druid/v2/sql/task runs INSERT and REPLACE statements; send a "
                                            "SELECT to /druid/v2/sql")
         user = headers.get(USER_HEADER)
-        note_call("http", headers.get(REMOTE_HEADER), user)
-        request = QueryRequest(user, sql=query.query, context=dict(query.context or {}), protocol="http")
+        request = QueryRequest(user, sql=query.query, context=dict(query.context or {}),
+                               origin=CallOrigin("http", headers.get(REMOTE_HEADER), user))
         try:
             table = self.front_door.run(request).table
         except qe.QueryFailed as exc:
@@ -142,8 +142,7 @@ class DruidTaskResource:
         return self._error(qe.NOT_FOUND, f"no Druid API at {method} {path}")
 
     def _submit_task(self, body: bytes, headers: dict) -> str:
-        user = headers.get(USER_HEADER)
-        note_call("http", headers.get(REMOTE_HEADER), user)
+        user = headers.get(USER_HEADER)  # a task goes to the coordinator: no query here, no query log
         try:
             payload = orjson.loads(body) if body.strip() else None
         except orjson.JSONDecodeError as exc:

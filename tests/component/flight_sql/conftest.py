@@ -24,10 +24,12 @@ class FakeNative:
 
     def __init__(self) -> None:
         self.queries: list[dict] = []
+        self.origins: list = []  # the CallOrigin each query came with
 
     def execute(self, query: dict, timeout_s: float, query_id=None, is_active=lambda: True, schemas=None,
-                tracked=None):
+                tracked=None, origin=None):
         self.queries.append(query)
+        self.origins.append(origin)
         channel = pa.chunked_array([pa.array(["#en", "#fr"]).dictionary_encode(),
                                     pa.array(["#de", "#en"]).dictionary_encode()])
         table = pa.table({"channel": channel, "count": pa.array([len(self.queries)] * 4, pa.int64())})

@@ -90,11 +90,11 @@ class DuckDbBackend:
     # ---- SqlBackend ----
 
     def execute(self, sql: str, parameters: Sequence = (), context: dict | None = None,
-                user: str | None = None, is_active=lambda: True) -> pa.Table:
+                user: str | None = None, is_active=lambda: True, *, origin=None, query_id=None) -> pa.Table:
         set_context, statement = split_set_statements(sql)
         merged = {**(context or {}), **set_context}
         self.calls.append({"op": "execute", "sql": statement, "parameters": list(parameters),
-                           "context": merged, "user": user})
+                           "context": merged, "user": user, "origin": origin, "query_id": query_id})
         self._maybe_fail()
         with self._lock:
             cur = self._cursor()
@@ -104,9 +104,9 @@ class DuckDbBackend:
                 raise ValidationError(str(exc).split("\n")[0]) from None
 
     def describe(self, sql: str, context: dict | None = None, user: str | None = None,
-                 parameters: Sequence | None = None) -> StatementInfo:
+                 parameters: Sequence | None = None, *, origin=None, query_id=None) -> StatementInfo:
         _, statement = split_set_statements(sql)
-        self.calls.append({"op": "describe", "sql": statement, "user": user})
+        self.calls.append({"op": "describe", "sql": statement, "user": user, "origin": origin, "query_id": query_id})
         count = count_placeholders(statement)
         with self._lock:
             cur = self._cursor()

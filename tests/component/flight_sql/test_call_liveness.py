@@ -33,7 +33,7 @@ class WaitingNative:
         return pa.schema([("n", pa.int64())])
 
     def execute(self, query: dict, timeout_s: float, query_id=None, is_active=lambda: True, schemas=None,
-                tracked=None):
+                tracked=None, origin=None):
         seen = {}
         if query.get("wait"):
             def watchdog():

@@ -116,6 +116,23 @@ def test_native_json_ticket_and_command(client, native):
     assert fetch(client, info).column("count").to_pylist() == [len(native.queries)] * 4
 
 
+def test_each_call_hands_its_origin_and_id_to_the_backends(client, backend, native):
+    """Who called travels explicitly, on the request (issue 24): GetFlightInfo plans under the id
+    it announces, DoGet runs under that id with its own call's origin and answers with the id."""
+    info = client.get_flight_info(flight.FlightDescriptor.for_command(b"SELECT n FROM numbers WHERE n < 2"))
+    planned = backend.last("describe")
+    assert fetch(client, info).num_rows == 2
+    ran = backend.last("execute")
+    assert planned["query_id"] and ran["query_id"] == planned["query_id"]
+    for call in (planned, ran):
+        assert call["origin"].protocol == "flight" and call["origin"].user is None
+        assert re.match(r"ipv[46]:", call["origin"].remote_address), call["origin"]
+    assert ran["origin"] is not planned["origin"]  # DoGet's own call
+    assert ran["origin"].reply is not None and ran["origin"].reply.query_id == ran["query_id"]
+    client.do_get(flight.Ticket(json.dumps(NATIVE).encode())).read_all()
+    assert native.origins[-1].protocol == "flight" and re.match(r"ipv[46]:", native.origins[-1].remote_address)
+
+
 def test_json_envelope_carries_context_and_parameters(client, backend):
     envelope = {"sql": "SELECT page FROM wiki WHERE added > ? ORDER BY page", "parameters": [5],
                 "context": {"sqlTimeZone": "America/Los_Angeles", "priority": 10}}

@@ -53,13 +53,17 @@ def test_ticket_bytes_are_what_protobuf_writes(handle):
 def test_with_query_id_is_replace_for_every_field():
     import dataclasses
 
+    from services.broker.core.call_origin import CallOrigin
     from services.broker.front_door import QueryRequest
 
     values = {"user": "u", "sql": "SELECT 1", "native": {"a": 1}, "parameter_rows": ((1,),), "context": {"k": 1},
-              "timeout_s": 2.5, "query_id": "old", "protocol": "grpc", "plan": object()}
+              "timeout_s": 2.5, "query_id": "old", "origin": CallOrigin("grpc", "ipv4:1.2.3.4:5", "u"), "plan": object()}
     assert set(values) == {f.name for f in dataclasses.fields(QueryRequest)}  # a new field needs with_query_id too
     request = QueryRequest(**values)
     assert request.with_query_id("new") == dataclasses.replace(request, query_id="new")
     assert request.with_query_id("new").plan is request.plan
     other = object()
     assert request.with_plan(other).plan is other and request.with_plan(other) == request
+    moved = CallOrigin("flight", "ipv6:[::1]:6", "u")
+    assert request.with_origin(moved) == dataclasses.replace(request, origin=moved)
+    assert request.with_origin(moved).origin is moved and request.with_query_id("new").origin is request.origin

@@ -16,7 +16,7 @@ from common.types.interval import format_instant
 from services.broker.core.query_log import QueryLog, QueryRecord, TableUse, queries_table, query_shape
 from services.broker.query_executor import Cancelled
 from services.broker.query_log_file import QueryLogFile, read_lines
-from services.broker.query_origin import note_call
+from services.broker.core.call_origin import CallOrigin
 from services.broker.query_registry import QueryRegistry
 from services.security.basic_authorizer import BasicAuthorizer, Grant, UserSpec
 from tests.unit.sql.fake_catalog import FakeCatalog
@@ -344,19 +344,22 @@ def test_a_running_id_cannot_be_reused():
 
 def test_status_of_failures_and_the_origin_of_calls():
     registry = QueryRegistry()
-    note_call("grpc", "ipv4:10.1.2.3:4000", "carol", "fixed-id")
-    with pytest.raises(QueryTimeoutError):
-        with registry.track("sql", sql="SELECT 1"):
+    with pytest.raises(QueryTimeoutError):  # no user given: the origin's
+        with registry.track("sql", sql="SELECT 1", query_id="fixed-id",
+                            origin=CallOrigin("grpc", "ipv4:10.1.2.3:4000", "carol")):
             raise QueryTimeoutError("too slow")
-    note_call("flight", "ipv6:[::1]:5", None)
     with pytest.raises(PermissionError):
-        with registry.track("sql", sql="SELECT 2", user="dave", query_id="mine"):
+        with registry.track("sql", sql="SELECT 2", user="dave", query_id="mine",
+                            origin=CallOrigin("flight", "ipv6:[::1]:5", None)):
             raise PermissionError("no READ")
     by_id = {r.query_id: r for r in registry.records()}
     assert (by_id["fixed-id"].status, by_id["fixed-id"].user, by_id["fixed-id"].remote_address) == \
         ("timeout", "carol", "ipv4:10.1.2.3:4000")
     assert (by_id["mine"].status, by_id["mine"].user, by_id["mine"].protocol) == ("denied", "dave", "flight")
-    note_call("", None)
+    with registry.track("sql", sql="SELECT 3", query_id="nowhere"):  # no origin: nothing is made up
+        pass
+    nowhere = {r.query_id: r for r in registry.records()}["nowhere"]
+    assert (nowhere.protocol, nowhere.remote_address, nowhere.user) == ("", None, None)
 
 
 def test_log_file_rotates_and_holds_whole_json_lines(tmp_path):
@@ -436,7 +439,7 @@ def test_logged_tables_are_what_explain_says(manifests, query, expected):
 def test_a_flight_statement_planned_now_and_run_later_keeps_the_id_it_announced():
     from dataclasses import dataclass
 
-    from services.broker.query_origin import MIDDLEWARE_KEY, announce_flight_query, note_flight_call, note_query_id
+    from services.broker.query_origin import MIDDLEWARE_KEY, announce_flight_query, flight_origin
 
     @dataclass(frozen=True)
     class Request:  # what a front door plans: SQL or native, a context, maybe an id
@@ -466,12 +469,12 @@ def test_a_flight_statement_planned_now_and_run_later_keeps_the_id_it_announced(
     fresh = announce_flight_query(Context(), Request(sql="SELECT 1"))
     assert len(fresh.query_id) == 32
     registry = QueryRegistry()
-    note_flight_call(Context(), "erin")  # the later call that runs it
-    note_query_id(fresh.query_id)
-    with registry.track("sql", sql="SELECT 1"):
+    later = flight_origin(Context(), "erin")  # the later call that runs it, under the announced id
+    with registry.track("sql", sql="SELECT 1", query_id=fresh.query_id, origin=later):
         pass
-    assert [(r.query_id, r.user, r.protocol) for r in registry.records()] == [(fresh.query_id, "erin", "flight")]
-    note_call("", None)
+    assert [(r.query_id, r.user, r.protocol, r.remote_address) for r in registry.records()] == \
+        [(fresh.query_id, "erin", "flight", "ipv4:127.0.0.1:9")]
+    assert later.reply.query_id == fresh.query_id  # that call answers with it
 
 
 def test_a_query_run_again_logs_the_same_tables_and_a_manifest_known_later_counts(manifests):
