@@ -354,6 +354,13 @@ def stages(args) -> int:
                 task_id = client.sql(sql)[0].column("task_id")[0].as_py()
                 submitted = time.perf_counter()
                 deadline = started + 600
+                # The task's state first (a cheap call), then the count: a COUNT(*) every 10 ms for
+                # the whole run would take CPU from the ingestion it measures (a segment queryable a moment
+                # before the task's final update is seen up to 50 ms late).
+                while client.task(task_id).state in ("PENDING", "RUNNING"):
+                    if time.perf_counter() > deadline:
+                        raise TimeoutError(f"INSERT into {table} not done within 600s")
+                    time.sleep(0.05)
                 while True:
                     try:
                         got = client.sql(f"SELECT COUNT(*) AS c FROM {table}")[0].column("c")[0].as_py()
