@@ -41,7 +41,7 @@ from common.types.granularity import Granularity
 from common.types.interval import MIN_MS, Interval
 from common.segment.allocation import Allocation
 from services.deep_storage import deep_storage_from_url
-from services.ingestion import text_scan
+from services.ingestion import arrow_scan, text_scan
 from services.ingestion.arrow_scan import COUNT_DDL, ArrowScan, plan_scan, scan_frame, with_chunks
 from services.ingestion.arrow_scan import count_chunks as count_scan_chunks
 from services.ingestion.build import (
@@ -475,8 +475,6 @@ class _Run:
                          self.api.default_parallelism)
 
     def count_scan(self, scan: ArrowScan, granularity: Granularity) -> dict[int, int]:
-        from services.ingestion import arrow_scan
-
         # Spark Connect's client may not see the files its server's executors read.
         if not self.api.connect and arrow_scan.scan_rows(scan) <= arrow_scan.DRIVER_COUNT_ROWS:
             return self.checked_counts(arrow_scan.count_on_driver(scan, granularity))
