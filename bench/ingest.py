@@ -11,6 +11,14 @@ then SELECT in ClickHouse (chdb, MergeTree) and DuckDB (native table)::
 
     .venv/bin/python bench/ingest.py --small [--runs 10] [--cold-runs 2] [--duty-period-ms 1000]
 
+``--stages`` measures a Parquet INSERT as a user submits it: through the broker to a warm task
+driver, polled until a broker query counts every row, with where the time went (submit, queue,
+the task's Spark phases, publish -> assigned -> served -> counted), each stage from the
+coordinator's task record, the task report, discovery's assignment and served keys (their watch
+events' times) and the broker::
+
+    .venv/bin/python bench/ingest.py --stages [--rows 2000000] [--runs 3] [--duty-period-ms 1000]
+
 ``--inference`` measures schema discovery instead: the same JSON and Parquet inputs ingested with
 a declared schema (EXTEND) and with none (``SELECT ..., *``, types discovered), best of
 ``--runs`` alternating runs each, and the overhead of discovery (goal <= 15%).
@@ -51,8 +59,11 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="--inference: runs per case; else INSERT runs (best shown)")
     ap.add_argument("--small", action="store_true", help="one-row INSERT: submit -> queryable")
     ap.add_argument("--cold-runs", type=int, default=2, help="--small: runs on the per-task JVM path")
-    ap.add_argument("--duty-period-ms", type=int, default=1000, help="--small: the coordinator's duty period")
+    ap.add_argument("--duty-period-ms", type=int, default=1000, help="--small, --stages: the coordinator's duty period")
+    ap.add_argument("--stages", action="store_true", help="Parquet INSERT through a warm driver: submit -> queryable")
     args = ap.parse_args()
+    if args.stages:
+        return stages(args)
     if args.inference:
         return inference(args)
     if args.small:
@@ -262,6 +273,149 @@ def small(args) -> int:
           f"published -> queryable the rest; coordinator duty period {args.duty_period_ms} ms")
     print("task phases, p50 (s): " + ", ".join(f"{k[6:]} {v:.2f}" for k, v in part.items() if k.startswith("phase ")))
     print(f"goal: one-row INSERT queryable within 3 s of submission: p50 {warm_p50:.2f}s, max {max(warm_times):.2f}s")
+    return 0
+
+
+class _KeyTimes:
+    """When each segment's discovery key (assignment or served) was first put, on this process's
+    perf_counter clock (the embedded cluster's watch events arrive in this process)."""
+
+    def __init__(self, discovery, prefix: str, parse) -> None:
+        import threading
+
+        self.parse = parse
+        self.lock = threading.Lock()
+        self.times: dict[str, float] = {}
+        self.watch = discovery.watch_prefix(prefix, self._on)
+
+    def _on(self, event) -> None:
+        if event.type != "put":
+            return
+        try:
+            segment = self.parse(event.key).segment
+        except Exception:  # noqa: BLE001 - not a segment key
+            return
+        now = time.perf_counter()
+        with self.lock:
+            self.times.setdefault(segment, now)
+
+    def span(self, datasource: str) -> tuple[float, float] | None:
+        """First and last of the datasource's segments' times."""
+        with self.lock:
+            got = [t for s, t in self.times.items() if s.startswith(datasource + "_")]
+        return (min(got), max(got)) if got else None
+
+
+def _wait_idle_driver(cluster, timeout_s: float) -> None:
+    """Until the warm driver is idle in the runner's view: a task is SUCCESS a moment before its
+    driver says it is done, and a task submitted in between is not this benchmark's subject."""
+    deadline = time.monotonic() + timeout_s
+    while not any(d["task"] is None and not d["retiring"] for d in cluster.coordinator.task_runner.drivers()):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no idle warm driver within {timeout_s}s")
+        time.sleep(0.05)
+
+
+def stages(args) -> int:
+    """A Parquet INSERT submitted through the broker to a warm task driver, until a broker query
+    counts all its rows; each run a table of its own, the first run (the driver's first Parquet
+    task) shown apart from the best of the others."""
+    import json
+
+    from services.discovery.keys import assignments_prefix, parse_assignment_key, parse_served_key, served_prefix
+    from tests.harness.embedded_cluster import EmbeddedCluster
+
+    work = tempfile.mkdtemp(prefix="strata-stages-bench-")
+    rows = []
+    try:
+        data = demo_table(args.rows).rename_columns(["ts", *demo_table(1).column_names[1:]])
+        data = data.select(["ts", "channel", "page", "user", "isRobot", "namespace", "added", "deleted", "delta"])
+        parquet = os.path.join(work, "wiki.parquet")
+        pq.write_table(data, parquet)
+        cluster = EmbeddedCluster(os.path.join(work, "cluster"), historicals=1, duty_period_ms=args.duty_period_ms,
+                                  max_cache_bytes=8 << 30, coordinator={"warm_task_drivers": 1})
+        try:
+            client = cluster.client
+            started = time.perf_counter()
+            _wait_task(client, client.sql(_one_row_insert("warmup", 0))[0].column("task_id")[0].as_py(), 600)
+            print(f"warm driver up after {time.perf_counter() - started:.1f}s (not counted)", flush=True)
+            discovery = cluster.coordinator.discovery
+            assigned = _KeyTimes(discovery, assignments_prefix(), parse_assignment_key)
+            served = _KeyTimes(discovery, served_prefix(), parse_served_key)
+            for run in range(max(1, args.runs)):
+                _wait_idle_driver(cluster, 120)
+                table = f"wiki{run}"
+                sql = (f"INSERT INTO {table} SELECT ts AS __time, channel, page, \"user\", isRobot, namespace, "
+                       f"added, deleted, delta FROM TABLE(localfiles(files => ARRAY['{parquet}'], format => "
+                       f"'parquet')) EXTEND ({COLUMNS}) PARTITIONED BY DAY")
+                load_before = load_average()
+                cpu_before = process_cpu()
+                wall0, started = time.time(), time.perf_counter()
+                task_id = client.sql(sql)[0].column("task_id")[0].as_py()
+                submitted = time.perf_counter()
+                deadline = started + 600
+                # The task's state first (a cheap call), then the count: a COUNT(*) every 10 ms for
+                # the whole run would take CPU from the ingestion it measures (a segment queryable a moment
+                # before the task's final update is seen up to 50 ms late).
+                while client.task(task_id).state in ("PENDING", "RUNNING"):
+                    if time.perf_counter() > deadline:
+                        raise TimeoutError(f"INSERT into {table} not done within 600s")
+                    time.sleep(0.05)
+                while True:
+                    try:
+                        got = client.sql(f"SELECT COUNT(*) AS c FROM {table}")[0].column("c")[0].as_py()
+                    except Exception:  # noqa: BLE001 - not served yet
+                        got = 0
+                    if got == args.rows:
+                        break
+                    if time.perf_counter() > deadline:
+                        raise TimeoutError(f"INSERT into {table} not queryable within 600s")
+                    time.sleep(0.01)
+                queryable = time.perf_counter()
+                cpu = cpu_delta(cpu_before, process_cpu())
+                _wait_task(client, task_id, 60)
+                task = client.task(task_id)
+                if task.state != "SUCCESS":
+                    raise RuntimeError(f"task {task_id} {task.state}: {task.error}")
+                report = json.loads(task.report_json or "{}")
+
+                def at(ms: int) -> float:  # a coordinator wall-clock time on this run's perf_counter axis
+                    return started + (ms / 1000 - wall0)
+
+                a, s = assigned.span(table), served.span(table)
+                run_started, finished = at(task.started_ms), at(task.finished_ms)
+                stage = {"submit (broker plans, coordinator stores)": submitted - started,
+                         "queued until the driver starts it": max(0.0, run_started - submitted)}
+                stage.update({f"task: {k}": v for k, v in report.get("phases", {}).items() if k != "done"})
+                stage["published -> first assignment"] = a[0] - finished if a else float("nan")
+                stage["assignments -> all served"] = s[1] - a[0] if a and s else float("nan")
+                stage["all served -> broker counts the rows"] = queryable - s[1] if s else float("nan")
+                total = queryable - started
+                # CPU s submit -> queryable; "driver" is this process: the whole embedded cluster.
+                stage.update({f"CPU s, {k}": v for k, v in cpu.items()})
+                stage["CPU s, all"] = sum(cpu.values())
+                rows.append((total, stage, len(report.get("segments", [])), load_before))
+                print(f"run {run + 1}: {total:.2f}s submit -> queryable ({args.rows / total / 1e6:.2f}M rows/s), "
+                      f"load {load_before}: " + ", ".join(f"{k} {v:.2f}" for k, v in stage.items()), flush=True)
+            assigned.watch.cancel()
+            served.watch.cancel()
+        finally:
+            cluster.stop()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    first = rows[0]
+    best = min(rows[1:], key=lambda r: r[0]) if len(rows) > 1 else None
+    header = ("stage (s)", "first Parquet task", *(["best repeated"] if best else []))
+    lines = [(k, f"{v:.2f}", *([f"{best[1].get(k, float('nan')):.2f}"] if best else [])) for k, v in first[1].items()
+             if not k.startswith("CPU")]
+    lines.append(("**submit -> queryable**", f"**{first[0]:.2f}**", *([f"**{best[0]:.2f}**"] if best else [])))
+    lines.append(("rows/s", f"{args.rows / first[0]:,.0f}", *([f"{args.rows / best[0]:,.0f}"] if best else [])))
+    lines += [(k, f"{v:.2f}", *([f"{best[1].get(k, float('nan')):.2f}"] if best else [])) for k, v in first[1].items()
+              if k.startswith("CPU")]
+    print_rows(header, lines, args.markdown)
+    print(f"rows {args.rows:,}, {first[2]} segments per run, 1 historical, duty period {args.duty_period_ms} ms; "
+          f"published = the task's final update; CPU s from /proc (driver: this process, the whole embedded "
+          f"cluster); goal >= 1M rows/s submit -> queryable")
     return 0
 
 

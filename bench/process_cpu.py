@@ -3,7 +3,8 @@
 Benchmarks on a shared machine report CPU seconds beside wall time: wall time grows with other
 people's load, CPU seconds much less. Kinds: ``driver`` (this process), ``jvm`` (the Spark JVM),
 ``python workers`` (the Python worker daemon, pyspark.daemon or strata's worker_daemon, and the
-workers it forked, counting children they already reaped). Empty where /proc is not there.
+workers it forked, counting children they already reaped), ``task driver`` (a warm task driver's
+Python process, services.ingestion.task_driver, started by an in-process coordinator). Empty where /proc is not there.
 ``jvm_threads`` splits the Spark JVM's CPU by thread kind (JIT compilers, GC, task threads, ...).
 """
 
@@ -45,7 +46,7 @@ def process_cpu() -> dict[str, float]:
     for p in mine:
         _, cpu, cmd = procs[p]
         kind = "jvm" if "java" in cmd.split(" ")[0] else "python workers" if any(d in cmd for d in _DAEMONS) \
-            else None
+            else "task driver" if "services.ingestion.task_driver" in cmd else None
         if kind:
             out[kind] = out.get(kind, 0.0) + cpu
     return out

@@ -103,6 +103,8 @@ class DutyRunner:
         self._projections: dict[SegmentId, tuple[tuple[str, ...], SegmentParts | None]] = {}
         self.period_s = period_ms / 1000
         self._stop = threading.Event()
+        # Set by wake(): run the next pass now instead of at the end of the period.
+        self._wake = threading.Event()
         self._leader = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="strata-duties", daemon=True)
         self.last_run_ms = 0
@@ -119,7 +121,9 @@ class DutyRunner:
 
     def set_leader(self, is_leader: bool) -> None:
         (self._leader.set if is_leader else self._leader.clear)()
-        if not is_leader:
+        if is_leader:
+            self.wake()  # a new leader assigns what waits now, not a period later
+        else:
             self._retries_sent = {}  # another leader may answer the reports meanwhile
             with self._gauge_lock:
                 self._clear_cluster_gauges()  # a follower's numbers would go stale beside the new leader's
@@ -134,21 +138,32 @@ class DutyRunner:
 
     def stop(self) -> None:
         self._stop.set()
+        self._wake.set()
         self._thread.join(timeout=5)
 
+    def wake(self) -> None:
+        """Run a pass now rather than at the end of the period: a publish calls it, so new
+        segments are assigned (and the historicals start loading them) at once instead of up to a
+        whole period later. Wakes during a pass coalesce into one more pass right after it."""
+        self._wake.set()
+
     def _loop(self) -> None:
+        extras_due = 0.0  # monotonic time the extra duties run next: once a period, wakes or not
         while not self._stop.is_set():
+            self._wake.clear()  # what this pass sees; a wake from here on asks for one more
             if self._leader.is_set() and self.leadership_fresh():
                 try:
                     self.run_once()
                 except Exception:  # a failed run must not stop later runs
                     log.exception("coordinator duties failed")
-                for duty in self.extra_duties:
-                    try:
-                        duty()
-                    except Exception:
-                        log.exception("coordinator duty %s failed", getattr(duty, "__qualname__", duty))
-            self._stop.wait(self.period_s)
+                if time.monotonic() >= extras_due:
+                    extras_due = time.monotonic() + self.period_s
+                    for duty in self.extra_duties:
+                        try:
+                            duty()
+                        except Exception:
+                            log.exception("coordinator duty %s failed", getattr(duty, "__qualname__", duty))
+            self._wake.wait(self.period_s)
 
     def snapshot(self, used: dict | None = None, state: ClusterState | None = None) -> DutyParams:
         """The duties' input now: used segments, servers (with their tiers), stored rules."""

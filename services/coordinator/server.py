@@ -65,6 +65,8 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
             raise
         self.metrics.publishes.labels("ok").inc()
         self.metrics.published_segments.inc(published)
+        if published:
+            self.runner.wake()  # assign the new segments now, not at the next duty pass
         return coordinator_pb2.PublishSegmentsResponse(published=published)
 
     def ListSegments(self, request, context):

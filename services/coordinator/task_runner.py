@@ -43,6 +43,9 @@ TASK_LOG_ENV = "STRATA_TASK_LOG"
 _TASK_MODULE = "services.ingestion.task_main"
 _DRIVER_MODULE = "services.ingestion.task_driver"
 _DRIVER_BACKOFF_MAX_S = 60.0
+# How long after its task's final state a warm driver is still expected to say "done": a task
+# submitted meanwhile waits for that driver rather than start a JVM of its own (15-70 s).
+_FINISHING_GRACE_S = 10.0
 
 
 class _Driver:
@@ -235,12 +238,15 @@ class TaskRunner:
         if free <= 0:
             return
         for task in [t for t in pending if t.type not in self.local_tasks][:free]:
+            warm = task_master(task.spec or {}) is None
+            if warm and self._idle_driver() is None and self._driver_finishing():
+                break  # left PENDING: the driver's "done" wakes the pass that hands it this task
             # Claim before starting anything: the claim is atomic in the store, so a coordinator
             # that lost its lease while paused cannot start a second driver for a task the new
             # leader has started, and a driver never reports a final state on a PENDING task.
             if not self.leadership_fresh() or not self.tasks.claim(task.id):
                 continue
-            driver = self._idle_driver() if task_master(task.spec or {}) is None else None
+            driver = self._idle_driver() if warm else None
             if driver is None:
                 self._spawn_claimed(task.id)
                 continue
@@ -305,6 +311,23 @@ class TaskRunner:
                     return driver
         return None
 
+    def _driver_finishing(self) -> bool:
+        """Whether a warm driver that keeps serving is busy with a task that already has its final
+        state: the task reports it to the coordinator just before the driver says "done", so a
+        task submitted right after another one ended would otherwise find no idle driver and pay
+        for a JVM of its own."""
+        with self._lock:
+            busy = [d.task for d in self._drivers if d.task is not None and not d.retiring and d.proc.poll() is None]
+        now_ms = time.time() * 1000
+        for task_id in busy:
+            try:
+                task = self.tasks.get(task_id)
+            except Exception:  # noqa: BLE001 - unknown or unreadable: not a driver about to be free
+                continue
+            if task.is_final and now_ms - task.finished_ms < _FINISHING_GRACE_S * 1000:
+                return True
+        return False
+
     def _hand_over(self, driver: _Driver, task_id: str) -> bool:
         with self._lock:
             driver.task = task_id
@@ -363,6 +386,7 @@ class TaskRunner:
                         if parts[2] != "keep":
                             driver.retiring = True
                         self._driver_done.append((driver, parts[1]))
+                    self._wake.set()  # free for the next task now, not at the next pass
 
     def _settle_driver_tasks(self) -> None:
         """Tasks their driver said are over: the driver is free again (or retiring). A task the

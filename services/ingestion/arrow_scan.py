@@ -29,6 +29,10 @@ BATCH_ROWS = 1 << 18
 TASKS_PER_CORE = 2
 MIN_TASK_ROWS = 1 << 16  # below this a task costs more to schedule than to run
 TASK_COLUMN = "task"
+# Up to this many rows the counting pass reads __time on the driver instead of in a Spark job:
+# one column decodes at tens of millions of rows per second per core, and a Spark job (tasks,
+# Python workers, collect) cost more than that read below it on the ingestion benchmark.
+DRIVER_COUNT_ROWS = 1 << 24
 COUNT_DDL = "chunk BIGINT, n BIGINT"
 # Kinds whose value is the same before and after the SELECT's storable cast (spark_job._storable).
 _PLAIN_KINDS = (TypeKind.STRING, TypeKind.LONG, TypeKind.DOUBLE, TypeKind.FLOAT)
@@ -236,6 +240,26 @@ def count_chunks(batches: Iterable[pa.RecordBatch], scan: ArrowScan,
                                      names=["chunk", "n"])
 
 
+def scan_rows(scan: ArrowScan) -> int:
+    return sum(rows for task in scan.tasks for _, _, _, rows in task)
+
+
+def count_on_driver(scan: ArrowScan, granularity: Granularity) -> dict:
+    """What count_chunks gives over every task of ``scan``, read in this process; each row group
+    is read once, whole (tasks may cut one into pieces, each of which decodes it from the start)."""
+    groups: dict[tuple[str, int], int] = {}
+    for task in scan.tasks:
+        for path, group, _offset, rows in task:
+            groups[(path, group)] = groups.get((path, group), 0) + rows
+    whole = ArrowScan((tuple((path, group, 0, rows) for (path, group), rows in groups.items()),), scan.columns)
+    counts: dict = {}
+    for batch in count_chunks([pa.record_batch([pa.array([0], pa.int64())], names=[TASK_COLUMN])], whole,
+                              granularity):
+        for chunk, n in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            counts[chunk] = counts.get(chunk, 0) + n
+    return counts
+
+
 def with_chunks(batches: Iterable[pa.RecordBatch], scan: ArrowScan,
                 granularity: Granularity) -> Iterator[pa.RecordBatch]:
     """A task's rows, each batch with its CHUNK_COLUMN (as spark_job.chunk_column computes it)."""
@@ -248,5 +272,6 @@ def arrow_type_of(scan: ArrowScan, name: str) -> pa.DataType:
     return next(kind for out, _, kind in scan.columns if out == name)
 
 
-__all__ = ["ArrowScan", "COUNT_DDL", "DICTIONARY_STRING", "count_chunks", "plain_projection", "plan_scan", "read_pieces", "scan_frame",
+__all__ = ["ArrowScan", "COUNT_DDL", "DICTIONARY_STRING", "DRIVER_COUNT_ROWS", "count_chunks", "count_on_driver",
+           "scan_rows", "plain_projection", "plan_scan", "read_pieces", "scan_frame",
            "travel_type", "with_chunks"]

@@ -10,7 +10,8 @@ prunes the counting pass to the columns __time needs, and re-reading a Parquet o
 source costs less than caching every row. A SELECT that is not cheap to repeat (aggregation,
 join, ...) or whose result could change between passes (rand(), CURRENT_TIMESTAMP) is cached.
 A SELECT that only picks columns of Parquet files skips Spark's row format altogether: its tasks
-read the files with pyarrow (arrow_scan.py).
+read the files with pyarrow (arrow_scan.py), and up to arrow_scan.DRIVER_COUNT_ROWS rows its
+counting pass reads __time on the driver rather than in a Spark job.
 
 Every upload of a run goes under one deep storage folder of its own, so a failed or cancelled
 run publishes nothing and removes exactly what it uploaded (a task still pushing when Spark
@@ -41,7 +42,7 @@ from common.types.granularity import Granularity
 from common.types.interval import MIN_MS, Interval
 from common.segment.allocation import Allocation
 from services.deep_storage import deep_storage_from_url
-from services.ingestion import text_scan
+from services.ingestion import arrow_scan, text_scan
 from services.ingestion.arrow_scan import COUNT_DDL, ArrowScan, plan_scan, scan_frame, with_chunks
 from services.ingestion.arrow_scan import count_chunks as count_scan_chunks
 from services.ingestion.build import (
@@ -481,6 +482,9 @@ class _Run:
                          self.api.default_parallelism)
 
     def count_scan(self, scan: ArrowScan, granularity: Granularity) -> dict[int, int]:
+        # Spark Connect's client may not see the files its server's executors read.
+        if not self.api.connect and arrow_scan.scan_rows(scan) <= arrow_scan.DRIVER_COUNT_ROWS:
+            return self.checked_counts(arrow_scan.count_on_driver(scan, granularity))
         rows = scan_frame(self.spark, scan).mapInArrow(_scan_counter(scan, granularity), COUNT_DDL).collect()
         counts: dict = {}
         for r in rows:

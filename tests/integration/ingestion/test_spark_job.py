@@ -551,6 +551,31 @@ def test_parquet_clustered_ranges_through_the_arrow_scan(spark, deep, typed_parq
         assert all(a[-1] <= b[0] for a, b in zip(values, values[1:]))  # ranges of s do not overlap
 
 
+def test_parquet_chunks_counted_on_the_driver_or_by_spark_give_the_same_segments(spark, deep, typed_parquet,  # noqa: F811
+                                                                                  monkeypatch):
+    from services.ingestion import arrow_scan
+
+    sql = _typed_sql(typed_parquet, select="ts AS __time, i8, s", rows_per_segment=400)
+    counted = []
+    count_on_driver = arrow_scan.count_on_driver
+
+    def counting(*args):
+        counted.append(1)
+        return count_on_driver(*args)
+
+    monkeypatch.setattr(arrow_scan, "count_on_driver", counting)
+    on_driver, _ = ingest(spark, sql, deep)
+    assert counted  # the small file was counted here, not in a Spark job
+    monkeypatch.setattr(arrow_scan, "DRIVER_COUNT_ROWS", 0)
+    by_spark, _ = ingest(spark, sql, deep)
+    assert len(counted) == 1
+    assert [(s.id.interval, s.id.partition, s.rows) for s in on_driver.segments] == \
+        [(s.id.interval, s.id.partition, s.rows) for s in by_spark.segments]
+    assert on_driver.rows_written == by_spark.rows_written == 3000
+    assert sorted(scan(segments_of(deep, on_driver), "typed", ["__time", "i8", "s"])) == \
+        sorted(scan(segments_of(deep, by_spark), "typed", ["__time", "i8", "s"]))
+
+
 def test_parquet_values_that_do_not_fit_are_parse_exceptions_with_their_row(spark, deep, tmp_path):  # noqa: F811
     path = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"ts": pa.array([0, 1, 2], pa.timestamp("ms", tz="UTC")), "n": ["1", "x", "3"]}), path)

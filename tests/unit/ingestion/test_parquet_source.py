@@ -198,3 +198,30 @@ def test_read_pieces_slices_and_casts(typed, tmp_path):
     assert table.column("s").to_pylist() == table.column("s2").to_pylist() == wanted
     assert table.column("n_text").to_pylist() == [str(i) for i in list(range(100, 550)) + list(range(600, 1000))]
     assert table.column("__time")[0].as_py().timestamp() == 0.1
+
+
+def test_count_on_driver_reads_each_row_group_once_and_counts_as_the_tasks_do(tmp_path):
+    from common.types.granularity import Granularity
+    from services.ingestion.arrow_scan import TASK_COLUMN, ArrowScan, count_chunks, count_on_driver, scan_rows
+
+    path = tmp_path / "times.parquet"
+    day = 86_400_000
+    # Nulls, times before 1970 and far ahead, and row groups that cross day boundaries.
+    times = [None if i % 97 == 0 else (i - 90_000) * 263_000 + (i % 5) * day * 40 for i in range(300_000)]
+    pq.write_table(pa.table({"t": pa.array(times, pa.timestamp("ms")), "x": [str(i % 13) for i in range(300_000)]}),
+                   path, row_group_size=100_000)
+    groups = [NativeGroup((str(path),), (), ((100_000, 100_000, 100_000),))]
+    columns = (("__time", "t", pa.timestamp("us", tz="UTC")), ("x", "x", pa.string()))
+    scan = ArrowScan(_tasks(groups, 8), columns)
+    assert scan_rows(scan) == 300_000
+    assert any(piece[2] for task in scan.tasks for piece in task)  # some row groups are cut
+    for gran in (Granularity.parse("day"), Granularity.parse("hour"), Granularity.parse("all")):
+        want: dict = {}
+        for i in range(len(scan.tasks)):
+            [batch] = count_chunks([pa.record_batch([pa.array([i], pa.int64())], names=[TASK_COLUMN])], scan, gran)
+            for chunk, n in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+                want[chunk] = want.get(chunk, 0) + n
+        got = count_on_driver(scan, gran)
+        assert got == want
+        assert got[None] == sum(1 for t in times if t is None)
+        assert sum(got.values()) == 300_000
