@@ -84,9 +84,14 @@ class ExpressionPost(PostAggregator):
         from common.expr import evaluate_column, parse
         from common.types.column_type import ColumnType
 
-        types = {f.name: ColumnType.from_arrow(f.type, f.name) for f in table.schema}
-        cols = {n: table.column(n).combine_chunks() for n in table.column_names}
-        return evaluate_column(parse(self.expression), cols, table.num_rows, types)
+        expr = parse(self.expression)
+        # Only the columns the expression names: a query with many post-aggregators appends each
+        # one's column to the table the next one reads.
+        names = expr.columns()
+        used = [f for f in table.schema if f.name in names]
+        types = {f.name: ColumnType.from_arrow(f.type, f.name) for f in used}
+        cols = {f.name: table.column(f.name).combine_chunks() for f in used}
+        return evaluate_column(expr, cols, table.num_rows, types)
 
     def to_json(self):
         return {"type": "expression", "name": self.name, "expression": self.expression}
