@@ -181,6 +181,16 @@ def run_together(query: Query, sources: Sequence[RowSource], schema: dict[str, C
     return partial
 
 
+def counts_rows(query: Query, source: RowSource) -> bool:
+    """Whether ``source`` answers ``query`` with its row count, no column read (see ``row_counts``)."""
+    return not isinstance(query, ScanQuery) and grouped_engine.counts_rows(query, source)
+
+
+def row_counts(query: Query, sources: Sequence[RowSource], prepared: PreparedQuery | None = None) -> Partial:
+    """The merged partial of sources that ``counts_rows``: from their metadata."""
+    return grouped_engine.row_counts(query, list(sources), [_coverage(src, query, prepared) for src in sources])
+
+
 def merge(query: Query, partials: Sequence[Partial], budget: MemoryBudget = UNLIMITED) -> Partial:
     return _engine(query).merge(query, list(partials), budget)
 
@@ -205,5 +215,5 @@ def execute_on_table(query: Query, table: pa.Table, stats: RunStats | None = Non
     return Result(finalize(query, merged, source.schema), merged.stats)
 
 
-__all__ = ["Result", "batches", "execute_on_table", "finalize", "merge", "run",
+__all__ = ["Result", "batches", "counts_rows", "execute_on_table", "finalize", "merge", "row_counts", "run",
            "run_together", "union_schema", "validate"]

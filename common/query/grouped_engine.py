@@ -113,6 +113,50 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
     return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
 
 
+def counts_rows(query, source: RowSource) -> bool:
+    """Whether ``source``'s partial is its row count alone: a query of plain counts, no filter, no
+    grouping but (at most) a time bucket that holds the whole source, over a source of base rows
+    inside one of the query's intervals. Its answer then comes from the segment's metadata, no
+    column read (Druid answers such a count from its segments the same way)."""
+    if not isinstance(query, (TimeseriesQuery, GroupByQuery)) or dimensions_of(query) or query.filter is not None:
+        return False
+    if not query.aggregations or any(type(a) is not Count for a in query.aggregations):
+        return False
+    if source.pre_aggregated or source.num_rows == 0:
+        return False
+    bounds = source.time_bounds()
+    if bounds is None:
+        return False
+    lo, hi = bounds
+    if not any(iv.start <= lo and hi < iv.end for iv in query.intervals):
+        return False
+    if _has_time_key(query):
+        first, last = query.granularity.bucket_start(np.array([lo, hi], np.int64))
+        return first == last
+    return True
+
+
+def row_counts(query, sources: list[RowSource], coverages: list) -> Partial:
+    """The merged partial of sources that ``counts_rows``: per time bucket, the sum of their rows."""
+    counts = np.array([src.num_rows for src in sources], np.int64)
+    out: dict[str, pa.Array] = {}
+    if _has_time_key(query):
+        starts = query.granularity.bucket_start(np.array([src.time_bounds()[0] for src in sources], np.int64))
+        buckets, inverse = np.unique(starts, return_inverse=True)
+        out[TIME_COLUMN] = pa.array(buckets, pa.int64()).cast(TIME_TYPE)
+        totals = np.zeros(len(buckets), np.int64)
+        np.add.at(totals, inverse, counts)
+    else:
+        totals = np.array([counts.sum()], np.int64)
+    for agg in query.aggregations:
+        out[agg.name] = pa.array(totals)
+    rows = int(counts.sum())
+    stats = RunStats(len(sources), rows, rows, 0, rows, 0)  # no row scanned, no byte read
+    spans = [c for c in coverages if c is not None]
+    coverage = (min(c[0] for c in spans), max(c[1] for c in spans)) if spans else None
+    return Partial(pa.table(out), stats, coverage)
+
+
 def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str, ColumnType], coverage=None,
                  budget: MemoryBudget = UNLIMITED, prepared: PreparedQuery | None = None) -> Partial | None:
     """The merged partial of several projection sources (pre-aggregated rows of one projection, a
