@@ -22,7 +22,7 @@ from common.query.partial import Partial, RunStats
 from common.query.prepared_query import PreparedQuery
 from common.query.projection_match import match_projection
 from common.query.row_source import RowSource, SegmentRowSource, TableRowSource
-from common.segment.scan_spec import ScanSpec
+from common.segment.scan_spec import ScanSpec, SourceChoice
 from common.segment.segment import Segment
 from common.types.column_type import TIME_COLUMN, ColumnType
 
@@ -105,7 +105,14 @@ def scan_spec_for(query: Query) -> ScanSpec:
 
 
 def source_for(query: Query, segment: Segment) -> SegmentRowSource:
-    """The segment's choice of table (base rows or a projection) for this query, as a row source."""
+    """The segment's choice of table (base rows or a projection) for this query, as a row source.
+    A count its base rows answer from metadata (``counts_rows``) reads no projection either,
+    unless the query asks for one or the copy holds no base rows."""
+    if segment.loaded_projections is None and not isinstance(query, ScanQuery) \
+            and not any(query.context.get(k) for k in ("useProjection", "forceProjections")):
+        m = segment.manifest
+        if grouped_engine.counts_span(query, m.num_rows, None if m.min_time is None else (m.min_time, m.max_time)):
+            return SegmentRowSource.of(SourceChoice(segment.table()))
     choice = segment.source_for(scan_spec_for(query), match_projection)
     src = SegmentRowSource.of(choice)
     src.rejected = choice.rejected

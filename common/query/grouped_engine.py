@@ -79,6 +79,11 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
     sel = _select(query, source, schema, prepared)
     cols = sel.columns
     n = cols.num_rows
+    if n == 0 and not source.pre_aggregated:
+        # No row selected (a filter no row of this segment passes): no group, so no keys to
+        # compute and nothing to accumulate. A partial without columns adds nothing to a merge.
+        stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, 0, cols.bytes_read)
+        return Partial(pa.table({}), stats, coverage)
     keys: list[KeyCodes] = []
     names: list[str] = []
     if _has_time_key(query):
@@ -118,14 +123,23 @@ def counts_rows(query, source: RowSource) -> bool:
     grouping but (at most) a time bucket that holds the whole source, over a source of base rows
     inside one of the query's intervals. Its answer then comes from the segment's metadata, no
     column read (Druid answers such a count from its segments the same way)."""
+    return _counts_only(query) and not source.pre_aggregated and _spans(query, source.num_rows, source.time_bounds())
+
+
+def counts_span(query, num_rows: int, bounds: tuple[int, int] | None) -> bool:
+    """``counts_rows`` for base rows of ``num_rows`` rows between ``bounds`` (first, last time)."""
+    return _counts_only(query) and _spans(query, num_rows, bounds)
+
+
+def _counts_only(query) -> bool:
     if not isinstance(query, (TimeseriesQuery, GroupByQuery)) or dimensions_of(query) or query.filter is not None:
         return False
-    if not query.aggregations or any(type(a) is not Count for a in query.aggregations):
-        return False
-    if source.pre_aggregated or source.num_rows == 0:
-        return False
-    bounds = source.time_bounds()
-    if bounds is None:
+    return bool(query.aggregations) and all(type(a) is Count for a in query.aggregations)
+
+
+def _spans(query, num_rows: int, bounds: tuple[int, int] | None) -> bool:
+    """Whether rows between ``bounds`` all lie inside one of the query's intervals and one bucket."""
+    if num_rows == 0 or bounds is None:
         return False
     lo, hi = bounds
     if not any(iv.start <= lo and hi < iv.end for iv in query.intervals):

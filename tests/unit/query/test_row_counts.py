@@ -84,3 +84,4 @@ def test_counts_agree_with_duckdb(events, events_duck):
 def test_no_segment_in_the_intervals_counts_zero(events):
     got = _run(events, {"queryType": "timeseries", "intervals": ["2030-01-01/2030-01-02"], "aggregations": [COUNT]})
     assert got.table.column("c").to_pylist() == [0]
+
