@@ -5,7 +5,9 @@ aggregate, instead of over every row and grouped on.
 its ``x`` minus one. So the aggregate groups by ``x`` alone and a Project above it computes the
 other keys from each group's ``x`` (native post-aggregators). The same holds for a constant key
 (``GROUP BY 1, URL``) and a repeated one (``GROUP BY x, x``), as long as one key remains: a
-GROUP BY of constants alone still gives no row over no input, where no GROUP BY gives one.
+GROUP BY of constants alone still gives no row over no input, where no GROUP BY gives one. A key
+is computed per group only from columns earlier keys group on (``GROUP BY x, -x``, not ``GROUP
+BY -x, x``), so the groups' order by their keys, Druid's order without ORDER BY, stays the same.
 
 Only keys whose columns group by exact equality: BIGINT, VARCHAR, TIMESTAMP and BOOLEAN, one
 value per group. A DOUBLE key groups -0.0 with 0.0 (and every NaN together), where a function of
@@ -31,13 +33,17 @@ def derived_group_keys(node: RelNode) -> RelNode:
     if not isinstance(node, Aggregate) or len(node.group) < 2:
         return node
     group = node.group
-    # Columns grouped on as themselves, by exact equality: the first key naming each.
+    # Columns grouped on as themselves, by exact equality (the first key naming each), and the
+    # keys computed from such columns named by earlier keys only: dropping those leaves the
+    # order of groups by their keys (Druid's order without ORDER BY) as it was.
     bases: dict[int, int] = {}
+    kept = []
     for i, g in enumerate(group):
-        if isinstance(g, Ref) and g.type.name in _EXACT and g.index not in bases:
+        if _derived(g, bases) or (isinstance(g, Ref) and g.index in bases):
+            continue
+        kept.append(i)
+        if isinstance(g, Ref) and g.type.name in _EXACT:
             bases[g.index] = i
-    kept = [i for i, g in enumerate(group)
-            if not (_derived(g, bases) or (isinstance(g, Ref) and bases.get(g.index, i) != i))]
     if len(kept) == len(group):
         return node
     if not kept:

@@ -82,7 +82,9 @@ CASES = [
      None, ["s", "x"]),
     ("SELECT x, x, COUNT(*) FROM t GROUP BY x, x", None, ["x"]),
     ("SELECT CASE WHEN x > 0 THEN 'pos' ELSE 'other' END AS k, x, COUNT(*) FROM t "
-     "GROUP BY CASE WHEN x > 0 THEN 'pos' ELSE 'other' END, x", None, ["x"]),
+     "GROUP BY x, CASE WHEN x > 0 THEN 'pos' ELSE 'other' END", None, ["x"]),
+    ("SELECT CASE WHEN x > 0 THEN 'pos' ELSE 'other' END AS k, x, COUNT(*) FROM t "
+     "GROUP BY CASE WHEN x > 0 THEN 'pos' ELSE 'other' END, x", None, None),
     ("SELECT x, x - 1 AS y, COUNT(*) AS c FROM t GROUP BY x, x - 1 HAVING x - 1 > 0", None, ["x"]),
     ("SELECT x, x - 1 AS y, COUNT(*) AS c FROM t GROUP BY x, x - 1 ORDER BY y DESC LIMIT 4", None, ["x"]),
     ("SELECT x, x > 1 AS b, COUNT(*) FROM t GROUP BY x, x > 1", None, ["x"]),
@@ -116,3 +118,12 @@ def test_double_keys_and_their_functions_stay_keys(env):
 
 def test_constant_keys_alone_keep_one_key(env):
     assert len(env.dimensions("SELECT 1, 2, COUNT(*) FROM t GROUP BY 1, 2")) == 1
+
+
+def test_a_key_before_the_column_it_is_computed_from_stays_a_key(env):
+    """Without ORDER BY Druid orders groups by their keys: ``GROUP BY -x, x`` orders by -x, which
+    grouping by x alone would not, so -x stays a key; after x it is computed per group."""
+    assert len(env.dimensions("SELECT -x, x, COUNT(*) FROM t GROUP BY -x, x")) == 2
+    assert env.dimensions("SELECT x, -x, COUNT(*) FROM t GROUP BY x, -x") == ["x"]
+    got = engine_rows(env.sql("SELECT -x AS m, x, COUNT(*) AS c FROM t WHERE x IS NOT NULL GROUP BY -x, x"))
+    assert [r[0] for r in got] == sorted(r[0] for r in got)
