@@ -6,7 +6,7 @@ both read finalized values.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -79,15 +79,20 @@ class Arithmetic(PostAggregator):
 @dataclass(frozen=True)
 class ExpressionPost(PostAggregator):
     expression: str = ""
+    # The parsed expression and the columns it names, made on first use and kept with the
+    # query (a cached plan computes its post-aggregators on every run).
+    _parsed: tuple | None = field(default=None, compare=False, repr=False, hash=False)
 
     def compute(self, table):
         from common.expr import evaluate_column, parse
         from common.types.column_type import ColumnType
 
-        expr = parse(self.expression)
+        if self._parsed is None:
+            expr = parse(self.expression)
+            object.__setattr__(self, "_parsed", (expr, expr.columns()))
+        expr, names = self._parsed
         # Only the columns the expression names: a query with many post-aggregators appends each
         # one's column to the table the next one reads.
-        names = expr.columns()
         used = [f for f in table.schema if f.name in names]
         types = {f.name: ColumnType.from_arrow(f.type, f.name) for f in used}
         cols = {f.name: table.column(f.name).combine_chunks() for f in used}
