@@ -99,9 +99,9 @@ class QueryRunner:
         # metadata, on this thread: no column read, no hand-off to the pool, one partial.
         counted = [i for i, src in enumerate(sources) if engine.counts_rows(query, src)]
         if counted:
-            deadline.check()
-            t0 = time.perf_counter()
-            partial = engine.row_counts(query, [sources[i] for i in counted], prepared)
+            with self._slot(deadline):  # a run like any other: it holds a query slot
+                t0 = time.perf_counter()
+                partial = engine.row_counts(query, [sources[i] for i in counted], prepared)
             observer.ran(prepared, counted, partial, time.perf_counter() - t0)
             partials.append(partial)
         rest = set(range(len(sources))) - set(counted)
