@@ -8,7 +8,8 @@ import json
 from collections.abc import Iterable
 
 from common.errors import ValidationError
-from common.query.model import Query
+from common.query.grouped_engine import counts_span
+from common.query.model import Query, ScanQuery
 from common.segment.manifest import SegmentManifest
 from common.segment.segment import choose_projection
 
@@ -46,9 +47,6 @@ def explain_projections(query: Query, manifests: Iterable[str | dict]) -> list[d
 
 
 def _counted_from_metadata(query: Query, manifest: SegmentManifest) -> bool:
-    from common.query.grouped_engine import counts_span
-    from common.query.model import ScanQuery
-
     if isinstance(query, ScanQuery) or manifest.partial_projections is not None:
         return False
     if any(query.context.get(k) for k in ("useProjection", "forceProjections")):
