@@ -24,7 +24,7 @@ from common.query.projection_match import match_projection
 from common.query.row_source import RowSource, SegmentRowSource, TableRowSource
 from common.query.unnest_datasource import UnnestDataSource
 from common.query.unnest_row_source import UnnestRowSource, unnest_row_source
-from common.segment.scan_spec import ScanSpec
+from common.segment.scan_spec import ScanSpec, SourceChoice
 from common.segment.segment import Segment
 from common.types.column_type import TIME_COLUMN, ColumnType
 
@@ -122,7 +122,14 @@ def scan_spec_for(query: Query) -> ScanSpec:
 
 def source_for(query: Query, segment: Segment) -> SegmentRowSource:
     """The segment's choice of table (base rows or a projection) for this query, as a row source.
-    An unnest reads base rows (a projection holds no arrays to explode)."""
+    An unnest reads base rows (a projection holds no arrays to explode). A count its base rows
+    answer from metadata (``counts_rows``) reads no projection either, unless the query asks for
+    one or the copy holds no base rows."""
+    if segment.loaded_projections is None and not isinstance(query, ScanQuery) \
+            and not any(query.context.get(k) for k in ("useProjection", "forceProjections")):
+        m = segment.manifest
+        if grouped_engine.counts_span(query, m.num_rows, None if m.min_time is None else (m.min_time, m.max_time)):
+            return SegmentRowSource.of(SourceChoice(segment.table()))
     choice = segment.source_for(scan_spec_for(query), match_projection)
     src = SegmentRowSource.of(choice)
     src.rejected = choice.rejected
@@ -230,6 +237,16 @@ def run_together(query: Query, sources: Sequence[RowSource], schema: dict[str, C
     return partial
 
 
+def counts_rows(query: Query, source: RowSource) -> bool:
+    """Whether ``source`` answers ``query`` with its row count, no column read (see ``row_counts``)."""
+    return not isinstance(query, ScanQuery) and grouped_engine.counts_rows(query, source)
+
+
+def row_counts(query: Query, sources: Sequence[RowSource], prepared: PreparedQuery | None = None) -> Partial:
+    """The merged partial of sources that ``counts_rows``: from their metadata."""
+    return grouped_engine.row_counts(query, list(sources), [_coverage(src, query, prepared) for src in sources])
+
+
 def merge(query: Query, partials: Sequence[Partial], budget: MemoryBudget = UNLIMITED) -> Partial:
     return _engine(query).merge(query, list(partials), budget)
 
@@ -254,5 +271,5 @@ def execute_on_table(query: Query, table: pa.Table, stats: RunStats | None = Non
     return Result(finalize(query, merged, source.schema), merged.stats)
 
 
-__all__ = ["Result", "batches", "execute_on_table", "finalize", "merge", "query_schema", "run",
-           "run_together", "union_schema", "validate"]
+__all__ = ["Result", "batches", "counts_rows", "execute_on_table", "finalize", "merge", "query_schema", "row_counts",
+           "run", "run_together", "union_schema", "validate"]

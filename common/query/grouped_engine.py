@@ -79,6 +79,11 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
     sel = _select(query, source, schema, prepared)
     cols = sel.columns
     n = cols.num_rows
+    if n == 0 and not source.pre_aggregated:
+        # No row selected (a filter no row of this segment passes): no group, so no keys to
+        # compute and nothing to accumulate. A partial without columns adds nothing to a merge.
+        stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, 0, cols.bytes_read)
+        return Partial(pa.table({}), stats, coverage)
     keys: list[KeyCodes] = []
     names: list[str] = []
     if _has_time_key(query):
@@ -111,6 +116,61 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
             out[agg.name] = agg.accumulate(cols, groups.gid, groups.count)
     stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, n, cols.bytes_read)
     return Partial(pa.table(out) if out else pa.table({}), stats, coverage)
+
+
+def counts_rows(query, source: RowSource) -> bool:
+    """Whether ``source``'s partial is its row count alone: a query of plain counts, no filter, no
+    grouping but (at most) a time bucket that holds the whole source, over a source of base rows
+    inside one of the query's intervals. Its answer then comes from the segment's metadata, no
+    column read (Druid answers such a count from its segments the same way)."""
+    return _counts_only(query) and not source.pre_aggregated and _spans(query, source.num_rows, source.time_bounds())
+
+
+def counts_span(query, num_rows: int, bounds: tuple[int, int] | None) -> bool:
+    """``counts_rows`` for base rows of ``num_rows`` rows between ``bounds`` (first, last time)."""
+    return _counts_only(query) and _spans(query, num_rows, bounds)
+
+
+def _counts_only(query) -> bool:
+    if not isinstance(query, (TimeseriesQuery, GroupByQuery)) or dimensions_of(query) or query.filter is not None:
+        return False
+    if not isinstance(query.datasource, str):
+        return False  # an unnest counts exploded rows, which no segment's metadata knows
+    return bool(query.aggregations) and all(type(a) is Count for a in query.aggregations)
+
+
+def _spans(query, num_rows: int, bounds: tuple[int, int] | None) -> bool:
+    """Whether rows between ``bounds`` all lie inside one of the query's intervals and one bucket."""
+    if num_rows == 0 or bounds is None:
+        return False
+    lo, hi = bounds
+    if not any(iv.start <= lo and hi < iv.end for iv in query.intervals):
+        return False
+    if _has_time_key(query):
+        first, last = query.granularity.bucket_start(np.array([lo, hi], np.int64))
+        return first == last
+    return True
+
+
+def row_counts(query, sources: list[RowSource], coverages: list) -> Partial:
+    """The merged partial of sources that ``counts_rows``: per time bucket, the sum of their rows."""
+    counts = np.array([src.num_rows for src in sources], np.int64)
+    out: dict[str, pa.Array] = {}
+    if _has_time_key(query):
+        starts = query.granularity.bucket_start(np.array([src.time_bounds()[0] for src in sources], np.int64))
+        buckets, inverse = np.unique(starts, return_inverse=True)
+        out[TIME_COLUMN] = pa.array(buckets, pa.int64()).cast(TIME_TYPE)
+        totals = np.zeros(len(buckets), np.int64)
+        np.add.at(totals, inverse, counts)
+    else:
+        totals = np.array([counts.sum()], np.int64)
+    for agg in query.aggregations:
+        out[agg.name] = pa.array(totals)
+    rows = int(counts.sum())
+    stats = RunStats(len(sources), rows, rows, 0, rows, 0)  # no row scanned, no byte read
+    spans = [c for c in coverages if c is not None]
+    coverage = (min(c[0] for c in spans), max(c[1] for c in spans)) if spans else None
+    return Partial(pa.table(out), stats, coverage)
 
 
 def run_together(query: _Aggregating, sources: list[RowSource], schema: dict[str, ColumnType], coverage=None,

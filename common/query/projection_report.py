@@ -8,7 +8,8 @@ import json
 from collections.abc import Iterable
 
 from common.errors import ValidationError
-from common.query.model import Query
+from common.query.grouped_engine import counts_span
+from common.query.model import Query, ScanQuery
 from common.segment.manifest import SegmentManifest
 from common.segment.segment import choose_projection
 
@@ -30,7 +31,10 @@ def explain_projections(query: Query, manifests: Iterable[str | dict]) -> list[d
         if not any(q.overlaps(iv) for q in query.intervals):
             continue
         try:
-            proj, _, rejected = choose_projection(manifest, spec, match_projection)
+            if _counted_from_metadata(query, manifest):
+                proj, rejected = None, ()  # as engine.source_for: base rows, no column read
+            else:
+                proj, _, rejected = choose_projection(manifest, spec, match_projection)
         except ValidationError as exc:
             key = ("error", str(exc))
             entry = groups.setdefault(key, {"projection": None, "segments": 0, "error": str(exc)})
@@ -40,6 +44,15 @@ def explain_projections(query: Query, manifests: Iterable[str | dict]) -> list[d
             entry = groups.setdefault(key, {"projection": name, "segments": 0, "rejected": dict(sorted(rejected))})
         entry["segments"] += 1
     return sorted(groups.values(), key=lambda g: (-g["segments"], str(g["projection"])))
+
+
+def _counted_from_metadata(query: Query, manifest: SegmentManifest) -> bool:
+    if isinstance(query, ScanQuery) or manifest.partial_projections is not None:
+        return False
+    if any(query.context.get(k) for k in ("useProjection", "forceProjections")):
+        return False
+    bounds = None if manifest.min_time is None else (manifest.min_time, manifest.max_time)
+    return counts_span(query, manifest.num_rows, bounds)
 
 
 __all__ = ["explain_projections"]

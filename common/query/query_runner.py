@@ -94,16 +94,26 @@ class QueryRunner:
     def _merged(self, prepared: PreparedQuery, budget: MemoryBudget, deadline: Deadline,
                 observer: RunObserver) -> Partial:
         query, sources = prepared.query, prepared.sources
-        total = sum(src.num_rows for src in sources)
-        pre_rows = sum(src.num_rows for src in sources if src.pre_aggregated)
-        here = [len(sources) == 1 or total <= INLINE_ROWS or (src.pre_aggregated and pre_rows <= INLINE_ROWS)
-                for src in sources]
-        futures = []
         partials: list[Partial] = []
+        # Sources whose answer is their row count (a plain COUNT(*)) are answered together from
+        # metadata, on this thread: no column read, no hand-off to the pool, one partial.
+        counted = [i for i, src in enumerate(sources) if engine.counts_rows(query, src)]
+        if counted:
+            with self._slot(deadline):  # a run like any other: it holds a query slot
+                t0 = time.perf_counter()
+                partial = engine.row_counts(query, [sources[i] for i in counted], prepared)
+            observer.ran(prepared, counted, partial, time.perf_counter() - t0)
+            partials.append(partial)
+        rest = set(range(len(sources))) - set(counted)
+        total = sum(sources[i].num_rows for i in rest)
+        pre_rows = sum(sources[i].num_rows for i in rest if sources[i].pre_aggregated)
+        here = [i not in rest or len(rest) == 1 or total <= INLINE_ROWS
+                or (src.pre_aggregated and pre_rows <= INLINE_ROWS) for i, src in enumerate(sources)]
+        futures = []
         try:
             futures = [self.pool.submit(self._run, prepared, [i], budget, deadline, observer)
                        for i, h in enumerate(here) if not h]
-            mine = [i for i, h in enumerate(here) if h]
+            mine = [i for i, h in enumerate(here) if h and i in rest]
             for batch in engine.batches(query, [sources[i] for i in mine]):
                 partials.extend(self._run(prepared, [mine[i] for i in batch], budget, deadline, observer))
             for fut in futures:

@@ -156,8 +156,16 @@ def select(source: RowSource, filter_: Filter | None, intervals: list[Interval] 
         rows = np.frombuffer(pre.to_array(), dtype=np.uint32).astype(np.int64)
         after_pre = len(rows)
     cols = ColumnSource(source, rows, virtual_columns, expected)
-    if residual and cols.num_rows:
-        mask = evaluate_values(And(tuple(residual)) if len(residual) > 1 else residual[0], cols)
+    for i, part in enumerate(residual):
+        if not cols.num_rows:
+            break
+        mask = evaluate_values(part, cols)
+        if i + 1 < len(residual) and np.count_nonzero(mask) * 2 > len(mask):
+            # Most rows pass: AND the rest in on these rows rather than taking them first.
+            mask &= evaluate_values(And(tuple(residual[i + 1:])), cols)
+            cols = cols.subset(mask)
+            break
+        # Each further condition reads its columns at the rows still selected only.
         cols = cols.subset(mask)
     return Selection(cols, after_pre)
 

@@ -141,6 +141,13 @@ def union_bitmaps(index_bitmap, codes_of, cardinality: int, ids: Ids) -> BitMap:
 def rows_with_ids(codes: np.ndarray, cardinality: int, ids: Ids) -> BitMap:
     """Rows of ``ids`` by one pass over the codes (-1 for null, the pseudo-id ``cardinality``)."""
     if isinstance(ids, IdRun):
+        if ids.lo == 0 and ids.hi >= cardinality:
+            # Every value (a range wider than the column's values, as a date range over a month
+            # of dates is): the non-null rows, often all of them, which one run stores.
+            nulls = codes < 0
+            if ids.hi > cardinality or not nulls.any():
+                return all_rows(len(codes))
+            return bitmap_of_mask(~nulls)
         hit = (codes >= ids.lo) & (codes < ids.hi)
         if ids.lo <= cardinality < ids.hi:
             hit |= codes < 0

@@ -19,7 +19,8 @@ def literal_value(node: exp.Expression):
             return node.this
         return float(node.this) if any(c in node.this for c in ".eE") else int(node.this)
     if isinstance(node, exp.Neg):
-        return -literal_value(node.this)
+        inner = literal_value(node.this)  # None: not a constant (-x), as anything else that is not
+        return None if inner is None or isinstance(inner, str) else -inner
     if isinstance(node, exp.Paren):
         return literal_value(node.this)
     return None

@@ -24,7 +24,7 @@ from common.sql.mv_grouping import explode_mv_groups
 from common.sql.scalar import Call, Literal, Ref, Scalar, remap
 from common.sql.scalar_translator import (ScalarTranslator, Scope, Session, contains_aggregate, is_aggregate,
                                           literal_value, sql_text, unify_types)
-from common.sql.sql_text import written_name
+from common.sql.sql_text import LazySqlText, written_name
 from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, NULL, TIMESTAMP, VARCHAR
 
 _UNSUPPORTED_CLAUSES = {"qualify": "QUALIFY", "windows": "WINDOW", "distribute": "DISTRIBUTE BY", "sort": "SORT BY",
@@ -87,14 +87,24 @@ class AggregateScope(Scope):
         self.input = ScalarTranslator(owner.session, input_scope)
         self.groups = groups
         self.calls: list[AggCall] = []
+        self._positions: dict[AggCall, int] = {}  # call -> its index in ``calls``
         self.clause = clause
 
     def intercept(self, node: exp.Expression, translator: ScalarTranslator) -> Scalar | None:
         if is_aggregate(node):
             call = self.owner.aggregate_call(node, self.input)
-            if call not in self.calls:
+            try:
+                at = self._positions.get(call)
+            except TypeError:  # an unhashable constant inside (a folded array): compare one by one
+                at = self.calls.index(call) if call in self.calls else None
+            if at is None:
+                at = len(self.calls)
                 self.calls.append(call)
-            return Ref(len(self.groups) + self.calls.index(call), call.type)
+                try:
+                    self._positions[call] = at
+                except TypeError:
+                    pass
+            return Ref(len(self.groups) + at, call.type)
         if isinstance(node, exp.Paren) or contains_aggregate(node) or isinstance(node, exp.Window):
             return None
         value = self.input.translate(node)
@@ -559,7 +569,7 @@ class Translator:
 
     # ---- aggregate calls ---------------------------------------------------------------------
     def aggregate_call(self, node: exp.Expression, tr: ScalarTranslator) -> AggCall:
-        text = sql_text(node)
+        text = LazySqlText(node)  # for messages: generating it for every call is most of a wide SELECT's planning
         filter_expr = None
         if isinstance(node, exp.Filter):
             cond = node.expression.this if isinstance(node.expression, exp.Where) else node.expression
@@ -602,7 +612,7 @@ class Translator:
             raise ValidationError(f"{shown} takes one argument, got {len(arg_nodes)} in '{text}'")
         arg = tr.translate(arg_nodes[0])
         t = arg.type
-        arg_text = sql_text(arg_nodes[0])
+        arg_text = LazySqlText(arg_nodes[0])
         if name in ("SUM", "AVG"):
             if not (t.is_numeric or t == NULL):
                 raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}' in '{text}'")

@@ -13,6 +13,8 @@ from common.sql.logical_plan import RelNode, transform_plan
 from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.rules.aggregate_through_project import aggregate_through_project
 from common.sql.rules.avg_to_sum_count import avg_to_sum_count
+from common.sql.rules.derived_group_keys import derived_group_keys
+from common.sql.rules.distribute_sums import distribute_sums
 from common.sql.rules.equi_join import equi_join
 from common.sql.rules.exact_count_distinct import exact_count_distinct
 from common.sql.rules.filter_through_project import filter_through_project
@@ -29,6 +31,7 @@ from common.sql.rules.unnest_table import unnest_table
 
 RULES = (
     avg_to_sum_count,
+    distribute_sums,
     split_distinct_aggregates,
     exact_count_distinct,
     fold_constants,
@@ -42,6 +45,7 @@ RULES = (
     unnest_table,
     merge_projects,
     aggregate_through_project,
+    derived_group_keys,
     remove_identity_project,
 )
 

@@ -191,6 +191,22 @@ CASES = {
                     or_(not_(eq("country", "US")), rng("price", 90, None, vtype="DOUBLE"))),
                "(channel = '#en.wikipedia' OR channel IS NULL) AND NOT (small IN (0, 1) OR page = 'ab') "
                "AND (NOT (country = 'US') OR price >= 90)"),
+    # numeric conditions (no index) ANDed: each next one reads only the rows still selected,
+    # or, when most rows pass, all of them at once
+    "and-numeric-selective-first": (and_(eq("delta", 7, "LONG"), in_("small", [1, 3]), rng("added", 100, None, vtype="LONG"),
+                                         not_(null("price")), like("page", "Main%")),
+                                    "delta = 7 AND small IN (1, 3) AND added >= 100 AND price IS NOT NULL "
+                                    "AND page LIKE 'Main%'"),
+    "and-numeric-broad-first": (and_(rng("delta", -500, None, vtype="LONG"), not_(eq("small", 2)), eq("added", 5, "LONG")),
+                                "delta >= -500 AND NOT (small = 2) AND added = 5"),
+    "and-numeric-none-pass": (and_(eq("delta", 100000, "LONG"), eq("small", 1)), "delta = 100000 AND small = 1"),
+    # IN of a few integers on a column without nulls (numpy comparisons), with fractions and NOT
+    "in-longs-no-nulls": (in_("delta", [-3, 7, 400]), "delta IN (-3, 7, 400)"),
+    "in-longs-no-nulls-fraction": (in_("delta", [2.5, 7]), "delta IN (2.5, 7)"),
+    "not-in-longs-no-nulls": (not_(in_("delta", [-3, 7, 400])), "NOT (delta IN (-3, 7, 400))"),
+    # a string range holding every value: the non-null rows
+    "range-str-every-value": (rng("channel", "", "\uffff"), "channel >= '' AND channel <= '\uffff'"),
+    "not-range-str-every-value": (not_(rng("code", "", "\uffff")), "NOT (code >= '' AND code <= '\uffff')"),
     "and-with-time": (and_(rng("__time", T_DAY2, None, vtype="LONG"), eq("channel", "")),
                       f"t >= {T_DAY2} AND channel = ''"),
 }

@@ -308,8 +308,25 @@ def test_partials_say_which_table_served_them(segments):
     assert partial.projection is None
     assert {name for name, _ in partial.rejected} == {"hourly_channel", "big_channels", "daily_channel_page"}
     q2 = query_from_json({"queryType": "timeseries", "dataSource": "events", "intervals": [EVENTS_INTERVAL],
-                          "granularity": "day", "aggregations": [{"type": "count", "name": "n"}]})
+                          "granularity": "day", "aggregations": [{"type": "count", "name": "n"},
+                                                                 {"type": "longSum", "name": "a", "fieldName": "added"}]})
     assert run(q2, segments[0]).projection == "daily_channel_page"  # the smallest that matches
+    # a plain count of whole day segments is their row count: base rows' metadata, no projection
+    q3 = query_from_json({"queryType": "timeseries", "dataSource": "events", "intervals": [EVENTS_INTERVAL],
+                          "granularity": "day", "aggregations": [{"type": "count", "name": "n"}]})
+    assert run(q3, segments[0]).projection is None
+    assert run(query_from_json({**q3.to_json(), "context": {"useProjection": "daily_channel_page"}}),
+               segments[0]).projection == "daily_channel_page"
+
+
+def test_explain_says_a_plain_count_reads_base_rows(segments):
+    from common.query.model import query_from_json
+    from common.query.projection_report import explain_projections
+
+    q = query_from_json({"queryType": "timeseries", "dataSource": "events", "intervals": [EVENTS_INTERVAL],
+                         "granularity": "day", "aggregations": [{"type": "count", "name": "n"}]})
+    assert explain_projections(q, [s.manifest.to_json() for s in segments]) == \
+        [{"projection": "base", "segments": 3, "rejected": {}}]
 
 
 def test_explain_groups_segments_by_the_table_they_read(segments):

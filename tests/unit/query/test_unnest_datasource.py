@@ -126,6 +126,10 @@ CASES = [
      "SELECT d FROM (SELECT n, unnest(ad) AS d FROM t) WHERE n = 2 AND d > 0"),
     ("SELECT x, s FROM t CROSS JOIN UNNEST(astr) AS u(x) WHERE x = s OR x = 'zz'",
      "SELECT x, s FROM (SELECT s, unnest(astr) AS x FROM t) WHERE x = s OR x = 'zz'"),
+    # a plain count counts exploded rows, never the segments' row counts from their metadata
+    ("SELECT COUNT(*) FROM t CROSS JOIN UNNEST(al) AS u(x)", "SELECT COUNT(*) FROM (SELECT unnest(al) FROM t)"),
+    ("SELECT COUNT(*) FROM t CROSS JOIN UNNEST(astr) AS u(x) WHERE __time >= TIMESTAMP '2000-01-01 00:00:00'",
+     "SELECT COUNT(*) FROM (SELECT unnest(astr) FROM t)"),
     ("SELECT COUNT(*), COUNT(x), MIN(x), MAX(x) FROM t CROSS JOIN UNNEST(al) AS u(x) WHERE x <> 0",
      "SELECT COUNT(*), COUNT(x), MIN(x), MAX(x) FROM (SELECT unnest(al) AS x FROM t) WHERE x <> 0"),
     # expressions over the element and the row

@@ -148,3 +148,24 @@ def test_no_index_for_low_cardinality_or_a_small_budget(tmp_path):
             {"v": i, "user": u} for i, u in enumerate(table.column("user").to_pylist()) if u == "user00042"]
     finally:
         PROCESS_CACHE.set_max_bytes(saved)
+
+
+@given(codes_and_ids())
+@settings(max_examples=200, deadline=None)
+def test_rows_with_ids_are_the_rows_whose_code_is_one_of_them(case):
+    codes, cardinality, ids = case
+    wanted = set(range(ids.lo, ids.hi)) if isinstance(ids, IdRun) else {int(i) for i in ids}
+    # a null row (code -1) has the pseudo-id ``cardinality``
+    naive = [r for r, c in enumerate(codes) if (cardinality if c < 0 else int(c)) in wanted]
+    assert list(rows_with_ids(codes, cardinality, ids)) == naive
+
+
+@pytest.mark.parametrize("codes,run,want", [
+    ([0, 1, 2, 1], IdRun(0, 3), [0, 1, 2, 3]),  # every value, no null: all rows
+    ([0, -1, 2, 1], IdRun(0, 3), [0, 2, 3]),  # every value: the non-null rows
+    ([0, -1, 2, 1], IdRun(0, 4), [0, 1, 2, 3]),  # every value and the null pseudo-id
+    ([0, -1, 2, 1], IdRun(-2, 9), [0, 1, 2, 3]),
+    ([-1, -1], IdRun(0, 3), []),
+])
+def test_a_run_of_every_value(codes, run, want):
+    assert list(rows_with_ids(np.array(codes, dtype=np.int32), 3, run)) == want
