@@ -99,6 +99,7 @@ class LoadResult:
     errors: Counter = field(default_factory=Counter)
     wrong: Counter = field(default_factory=Counter)
     first_error: str | None = None
+    answered_by: Counter = field(default_factory=Counter)  # client number -> answers it got
 
     @property
     def queries(self) -> int:
@@ -122,11 +123,20 @@ def run_load(flight_uri: str, answers: list[tuple[str, str, list[tuple]]], clien
     warnings.filterwarnings("ignore", message="Cannot disable autocommit")
     result = LoadResult(seconds)
     lock = threading.Lock()
-    ready = threading.Barrier(clients + 1, timeout=connect_timeout_s)
     state = {"stop": 0.0}
 
-    def record(name: str, ms: float | None, error: str | None = None, wrong: bool = False) -> None:
+    def start_clock() -> None:
+        state["stop"] = time.monotonic() + seconds
+
+    # The clock starts in the barrier's action, before any client is released: set after the
+    # wait, a client could read the unset end, stop at once, and the run have fewer clients.
+    ready = threading.Barrier(clients + 1, action=start_clock, timeout=connect_timeout_s)
+
+    def record(name: str, ms: float | None, error: str | None = None, wrong: bool = False,
+               client: int | None = None) -> None:
         with lock:
+            if client is not None and error is None:
+                result.answered_by[client] += 1
             if error is not None:
                 result.errors[error.split(":", 1)[0][:80]] += 1
                 result.first_error = result.first_error or error
@@ -161,7 +171,7 @@ def run_load(flight_uri: str, answers: list[tuple[str, str, list[tuple]]], clien
                     record(name, None, f"{name}: {type(exc).__name__}: {exc}")
                     continue
                 ms = (time.perf_counter() - started) * 1000
-                record(name, ms, wrong=canonical(got) != want)
+                record(name, ms, wrong=canonical(got) != want, client=i)
         finally:
             cur.close()
             conn.close()
@@ -174,7 +184,8 @@ def run_load(flight_uri: str, answers: list[tuple[str, str, list[tuple]]], clien
         ready.wait()  # every client connected: the clock starts
     except threading.BrokenBarrierError:
         pass
-    state["stop"] = time.monotonic() + seconds
+    if not state["stop"]:
+        start_clock()  # the barrier broke (a client could not connect in time): the rest run anyway
     for t in threads:
         t.join(timeout=seconds + 600)
     stuck = sum(t.is_alive() for t in threads)
