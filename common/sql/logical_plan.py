@@ -216,6 +216,18 @@ class Sort(RelNode):
         return f"Sort([{keys}], limit={self.limit}, offset={self.offset})"
 
 
+def _unnested_fields(input: RelNode, expr: Scalar, name: str) -> tuple:
+    """The fields of ``input`` and the element of ``expr`` as ``name``: Unnest's and UnnestScan's."""
+    from common.sql.sql_types import from_column_type  # a cycle: sql_types is imported by the scalars
+
+    element = from_column_type(expr.type.column_type.element)
+    if isinstance(expr, Call) and expr.op == "JSON_QUERY_ARRAY":
+        # its elements are JSON documents (held as text in an ARRAY<VARCHAR>): typed as
+        # COMPLEX<json> once unnested, so JSON_VALUE and JSON_QUERY read into them, as in Druid
+        element = from_column_type(JSON_TYPE)
+    return input.fields + (Field(name, element),)
+
+
 @dataclass(frozen=True)
 class Unnest(RelNode):
     """UNNEST: one row per element of the array ``expr`` (over the input's fields) in each input
@@ -228,14 +240,7 @@ class Unnest(RelNode):
 
     @property
     def fields(self):
-        from common.sql.sql_types import from_column_type  # a cycle: sql_types is imported by the scalars
-
-        element = from_column_type(self.expr.type.column_type.element)
-        if isinstance(self.expr, Call) and self.expr.op == "JSON_QUERY_ARRAY":
-            # its elements are JSON documents (held as text in an ARRAY<VARCHAR>): typed as
-            # COMPLEX<json> once unnested, so JSON_VALUE and JSON_QUERY read into them, as in Druid
-            element = from_column_type(JSON_TYPE)
-        return self.input.fields + (Field(self.name, element),)
+        return _unnested_fields(self.input, self.expr, self.name)
 
     def inputs(self):
         return (self.input,)
@@ -263,10 +268,7 @@ class UnnestScan(RelNode):
 
     @property
     def fields(self):
-        from common.sql.sql_types import from_column_type  # a cycle: sql_types is imported by the scalars
-
-        element = from_column_type(self.expr.type.column_type.element)
-        return self.input.fields + (Field(self.name, element),)
+        return _unnested_fields(self.input, self.expr, self.name)
 
     def inputs(self):
         return (self.input,)
