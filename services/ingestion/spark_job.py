@@ -21,7 +21,6 @@ cancels it cannot leave a file behind once the folder is deleted after the job g
 from __future__ import annotations
 
 import logging
-import re
 import shutil
 import tempfile
 import threading
@@ -54,6 +53,7 @@ from services.ingestion.build import (
     descriptor_of,
     split_into_blobs,
 )
+from services.ingestion.failure_message import failure_message
 from services.ingestion.ingestion_report import (
     IngestionCancelled,
     IngestionFailed,
@@ -753,14 +753,14 @@ def run_ingestion(spark, job: IngestionJob, storage_url: str, storage_endpoint: 
             # are in, so their files stay, and the job succeeded.
             if not isinstance(exc, Exception):
                 raise
-            log.warning("ingestion %s: published, then %s", job.job_id, _failure_message(exc))
+            log.warning("ingestion %s: published, then %s", job.job_id, failure_message(exc))
             return run.report("SUCCESS")
         cancelled = cancel_event is not None and cancel_event.is_set()
         try:
             run.cleanup_uploads()
         finally:
             status = "CANCELLED" if cancelled else "FAILED"
-            message = f"ingestion {job.job_id} was cancelled" if cancelled else _failure_message(exc)
+            message = f"ingestion {job.job_id} was cancelled" if cancelled else failure_message(exc)
             report = run.report(status, message)
             if cancelled:
                 raise IngestionCancelled(message + "; nothing was published", report) from None
@@ -777,27 +777,6 @@ def run_ingestion(spark, job: IngestionJob, storage_url: str, storage_endpoint: 
             watcher.join(timeout=5)
         run.api.end_jobs(run.group)
         run.release()
-
-
-def _failure_message(exc: BaseException) -> str:
-    if isinstance(exc, StrataError):
-        return str(exc)
-    text = str(exc)
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    # A Python worker (or its daemon) that could not start: Spark puts what it printed after this line.
-    if "Error from python worker:" in lines:
-        said = lines[lines.index("Error from python worker:") + 1:]
-        said = [ln.strip() for ln in said[:next((i for i, ln in enumerate(said) if ln.startswith("PYTHONPATH was")),
-                                                 len(said))]]
-        path = lines[lines.index("PYTHONPATH was:") + 1].strip() if "PYTHONPATH was:" in lines[:-1] else "?"
-        return (f"Spark's Python workers could not start: {' '.join(said)[:500]} (their PYTHONPATH: {path[:500]}). "
-                "The executors' Python must import strata and its dependencies: install it there or set "
-                "spark.executorEnv.PYTHONPATH (STRATA_SPARK_CONF)")
-    # A Python error on an executor arrives wrapped in a Java stack trace; its last Python line is the cause.
-    for ln in reversed(lines):
-        if re.match(r"^[A-Za-z_.]*(Error|Exception|Failed)\b", ln.strip()):
-            return ln.strip()[:1000]
-    return (lines[0] if lines else type(exc).__name__)[:1000]
 
 
 __all__ = ["IngestionJob", "SegmentPublisher", "run_ingestion"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.ingestion.spark_job import _failure_message
+from services.ingestion.failure_message import failure_message
 from tests.fixtures.spark_session import spark  # noqa: F401
 
 
@@ -59,7 +59,7 @@ def test_tasks_run_in_preloaded_reused_workers(spark):  # noqa: F811 - a fixture
 def test_a_failing_task_fails_the_job_with_its_own_error_and_the_next_job_runs(spark):  # noqa: F811
     with pytest.raises(Exception) as failed:
         spark.range(8, numPartitions=4).mapInArrow(_fail_on_partition_three, "id BIGINT").collect()
-    message = _failure_message(failed.value)
+    message = failure_message(failed.value)
     assert message == "ValueError: row 7 of part-3.json: 'added' is not a number; fix the input"
     assert spark.range(8, numPartitions=4).mapInArrow(_probe, "pid BIGINT, parent STRING, preloaded BIGINT, "
                                                              "has_modules BOOLEAN").count() == 4

@@ -99,7 +99,7 @@ def test_a_module_that_cannot_be_preloaded_is_named_and_left_to_the_task():
 
 
 def test_workers_that_cannot_start_fail_the_task_with_what_python_said():
-    from services.ingestion.spark_job import _failure_message
+    from services.ingestion.failure_message import failure_message
 
     # What Spark 4.3 raises when the executors' Python cannot import the daemon module (trimmed).
     spark_error = RuntimeError(
@@ -114,7 +114,7 @@ def test_workers_that_cannot_start_fail_the_task_with_what_python_said():
         "org.apache.spark.SparkException: EOFException occurred while reading the port number from "
         "services.ingestion.worker_daemon's stdout and terminated with code: 1..\n"
         "\tat org.apache.spark.api.python.PythonWorkerFactory.startDaemon(PythonWorkerFactory.scala:300)\n")
-    message = _failure_message(spark_error)
+    message = failure_message(spark_error)
     assert message.startswith("Spark's Python workers could not start: /usr/bin/python3: No module named "
                               "services.ingestion.worker_daemon (their PYTHONPATH: /opt/spark/python/lib/pyspark.zip:")
     assert "spark.executorEnv.PYTHONPATH" in message
