@@ -11,14 +11,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from common.query import execute
-from common.query.engine import union_schema
-from common.segment import Segment
-from common.segment.time_partitioner import build_segments
-from common.sql import execute_sql, plan_sql
-from tests.conftest import duck_connect
+from common.sql import plan_sql
 from tests.unit.query.oracle import assert_rows_equal, duck_rows, engine_rows
-from tests.unit.sql.fake_catalog import FakeCatalog
+from tests.unit.sql.day_segments import DaySegments
 
 MAX, MIN = 2**63 - 1, -(2**63)
 HOUR = 3_600_000
@@ -45,24 +40,9 @@ def _table() -> pa.Table:
     })
 
 
-class Env:
+class Env(DaySegments):
     def __init__(self, tmp) -> None:
-        table = _table()
-        self.segments = [Segment.open(p) for p, _ in build_segments(table, "t", str(tmp), segment_granularity="day",
-                                                                       version="v1")]
-        assert len(self.segments) >= 3
-        self.catalog = FakeCatalog({"t": union_schema(self.segments)}, {})
-        self.duck = duck_connect()
-        self.duck.execute("SET default_null_order = 'nulls_first_on_asc_last_on_desc'")
-        self.duck.execute(WRAP)
-        self.duck.register("t_arrow", table)
-        self.duck.execute("CREATE TABLE t AS SELECT * FROM t_arrow")
-
-    def sql(self, sql: str) -> pa.Table:
-        return execute_sql(sql, self.catalog, lambda q: execute(q, self.segments).table, (), {})
-
-    def native(self, query: dict) -> pa.Table:
-        return execute({"dataSource": "t", "intervals": ["2015-09-01/2015-10-01"], **query}, self.segments).table
+        super().__init__(_table(), tmp, 3, WRAP)
 
     def aggregators(self, sql: str) -> list[dict]:
         return [a for q in plan_sql(sql, self.catalog, (), {}).native_queries() for a in q.get("aggregations", [])]
@@ -72,9 +52,7 @@ class Env:
 def env(tmp_path_factory):
     e = Env(tmp_path_factory.mktemp("distribute_sums"))
     yield e
-    for s in e.segments:
-        s.close()
-    e.duck.close()
+    e.close()
 
 
 # (strata SQL, DuckDB SQL or None when the same text)

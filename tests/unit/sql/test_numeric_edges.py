@@ -14,14 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common.query import execute
-from common.query.engine import union_schema
-from common.segment import Segment
-from common.segment.time_partitioner import build_segments
-from common.sql import execute_sql
-from tests.conftest import duck_connect
 from tests.unit.query.oracle import assert_rows_equal, duck_rows, engine_rows
-from tests.unit.sql.fake_catalog import FakeCatalog
+from tests.unit.sql.day_segments import DaySegments
 
 NAN, INF = float("nan"), float("inf")
 N = [2, 3, None, -2, 0, 2, 9_007_199_254_740_993, -1]
@@ -42,24 +36,9 @@ def _table() -> pa.Table:
     })
 
 
-class Env:
+class Env(DaySegments):
     def __init__(self, tmp) -> None:
-        table = _table()
-        self.segments = [Segment.open(p) for p, _ in build_segments(table, "t", str(tmp), segment_granularity="day",
-                                                                       version="v1")]
-        assert len(self.segments) >= 2
-        self.table = table
-        self.catalog = FakeCatalog({"t": union_schema(self.segments)}, {})
-        self.duck = duck_connect()
-        self.duck.execute("SET default_null_order = 'nulls_first_on_asc_last_on_desc'")
-        self.duck.register("t_arrow", table)
-        self.duck.execute("CREATE TABLE t AS SELECT * FROM t_arrow")
-
-    def sql(self, sql: str) -> pa.Table:
-        return execute_sql(sql, self.catalog, lambda q: execute(q, self.segments).table, (), {})
-
-    def native(self, query: dict) -> pa.Table:
-        return execute({"dataSource": "t", "intervals": ["2015-09-01/2015-10-01"], **query}, self.segments).table
+        super().__init__(_table(), tmp, 2)
 
     def check(self, sql: str, duck_sql: str | None = None, ordered: bool = False) -> None:
         assert_rows_equal(engine_rows(self.sql(sql)), duck_rows(self.duck, duck_sql or sql), ordered=ordered)
@@ -69,9 +48,7 @@ class Env:
 def env(tmp_path_factory):
     e = Env(tmp_path_factory.mktemp("numeric_edges"))
     yield e
-    for s in e.segments:
-        s.close()
-    e.duck.close()
+    e.close()
 
 
 REGRESSIONS = [
