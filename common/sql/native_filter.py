@@ -17,7 +17,7 @@ from common.query.filters import (And, ArrayContainsElement, Equals, ExpressionF
 from common.sql.druid_expression import druid_text
 from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.scalar import Call, Literal, Ref, Scalar
-from common.sql.sql_types import BIGINT, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, SqlType
+from common.sql.sql_types import BIGINT, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, SqlType, is_multi_value
 
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
@@ -25,7 +25,7 @@ _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 def _match_type(column_type: SqlType, value) -> str | None:
     """matchValueType for comparing a column of ``column_type`` with ``value``; None when the
     pair is not something a native filter compares exactly."""
-    if column_type == VARCHAR and isinstance(value, str):
+    if (column_type == VARCHAR or is_multi_value(column_type)) and isinstance(value, str):
         return "STRING"
     if isinstance(value, bool):
         return None
@@ -129,7 +129,7 @@ def to_filter(expr: Scalar, columns: Sequence[str], virtual=None, deadline: Plan
                 return NullFilter(column)
             if op == "IS_NOT_NULL":
                 return Not(NullFilter(column))
-            if op == "LIKE" and arg.type == VARCHAR and all(isinstance(a, Literal) for a in expr.args[1:]):
+            if op == "LIKE" and (arg.type == VARCHAR or is_multi_value(arg.type)) and all(isinstance(a, Literal) for a in expr.args[1:]):
                 pattern = expr.args[1].value
                 if pattern is None:
                     return FalseFilter()
@@ -138,7 +138,7 @@ def to_filter(expr: Scalar, columns: Sequence[str], virtual=None, deadline: Plan
                 # does not, so such patterns take the expression route, which is exact.
                 if escape is not None or "\\" not in pattern:
                     return Like(column, pattern, escape)
-            if op == "REGEXP_LIKE" and arg.type == VARCHAR and isinstance(expr.args[1], Literal) \
+            if op == "REGEXP_LIKE" and (arg.type == VARCHAR or is_multi_value(arg.type)) and isinstance(expr.args[1], Literal) \
                     and isinstance(expr.args[1].value, str):
                 return Regex(column, expr.args[1].value)
             if op == "IN" and all(isinstance(a, Literal) for a in expr.args[1:]):
