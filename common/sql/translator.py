@@ -25,7 +25,7 @@ from common.sql.scalar import Call, Literal, Ref, Scalar, remap
 from common.sql.scalar_translator import (ScalarTranslator, Scope, Session, contains_aggregate, is_aggregate,
                                           literal_value, sql_text, unify_types)
 from common.sql.sql_text import LazySqlText, written_name
-from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, NULL, TIMESTAMP, VARCHAR
+from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, NULL, TIMESTAMP, VARCHAR, is_multi_value
 
 _UNSUPPORTED_CLAUSES = {"qualify": "QUALIFY", "windows": "WINDOW", "distribute": "DISTRIBUTE BY", "sort": "SORT BY",
                         "cluster": "CLUSTER BY", "laterals": "LATERAL", "pivots": "PIVOT", "connect": "CONNECT BY",
@@ -298,6 +298,19 @@ class Translator:
                 return scope[parts[0]]
         return None
 
+    def _multi_value_columns(self, select: exp.Select) -> frozenset[str]:
+        """Multi-value string columns of the datasource a GROUP BY reads (its FROM table), which
+        group value by value (see mv_grouping.py)."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        if select.args.get("group") is None or from_ is None or not isinstance(from_.this, exp.Table) \
+                or _is_table_function(from_.this) or not isinstance(from_.this.this, exp.Identifier):
+            return frozenset()
+        parts = [p for p in (from_.this.catalog, from_.this.db, from_.this.name) if p]
+        if self._cte(parts) is not None:
+            return frozenset()
+        table = resolve_table(self.catalog, parts, self.fetched)
+        return frozenset(f.name for f in table.fields if is_multi_value(f.type))
+
     def from_clause(self, select: exp.Select) -> tuple[RelNode, RelationScope]:
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None:
@@ -376,7 +389,7 @@ class Translator:
         distinct = select.args.get("distinct")
         if distinct is not None and distinct.args.get("on") is not None:
             raise UnsupportedError("DISTINCT ON is not supported")
-        select = explode_mv_groups(select)
+        select = explode_mv_groups(select, self._multi_value_columns(select))
         rel, scope = self.from_clause(select)
         where = select.args.get("where")
         if where is not None:
