@@ -80,6 +80,7 @@ def _array_membership(call: Call, columns: Sequence[str]) -> Filter | None:
     """ARRAY_CONTAINS(col, constant) and ARRAY_OVERLAP(col, constant array) as Druid plans them:
     one arrayContainsElement per element, all of them (contains) or any (overlap)."""
     ref, value = call.args
+    ref = _multi_value_ref(ref) or ref
     ctype = ref.type.column_type
     if ctype is None or not ctype.is_array or not isinstance(value, Literal) or value.value is None:
         return None
@@ -98,6 +99,15 @@ def _array_membership(call: Call, columns: Sequence[str]) -> Filter | None:
     if len(parts) == 1:
         return parts[0]
     return And(parts) if call.op == "ARRAY_CONTAINS" else Or(parts)
+
+
+def _multi_value_ref(e: Scalar) -> Ref | None:
+    """The multi-value column under MV_TO_ARRAY (a CAST to ARRAY<VARCHAR>), whose values the
+    column's index answers for directly."""
+    if isinstance(e, Call) and e.op == "CAST" and len(e.args) == 1 and isinstance(e.args[0], Ref) \
+            and is_multi_value(e.args[0].type):
+        return e.args[0]
+    return None
 
 
 def to_filter(expr: Scalar, columns: Sequence[str], virtual=None, deadline: PlanningDeadline = NO_DEADLINE) -> Filter:
@@ -119,7 +129,7 @@ def to_filter(expr: Scalar, columns: Sequence[str], virtual=None, deadline: Plan
             if out is not None:
                 return out
         arg = expr.args[0] if expr.args else None
-        if op in ("ARRAY_CONTAINS", "ARRAY_OVERLAP") and isinstance(arg, Ref):
+        if op in ("ARRAY_CONTAINS", "ARRAY_OVERLAP") and (isinstance(arg, Ref) or _multi_value_ref(arg)):
             out = _array_membership(expr, columns)
             if out is not None:
                 return out
