@@ -27,7 +27,7 @@ from common.catalog.table_spec import (
     TableSpec,
 )
 from common.errors import ValidationError
-from common.types.column_type import TIME_COLUMN, ColumnType
+from common.types.column_type import MULTI_VALUE_STRING, TIME_COLUMN, ColumnType
 from common.types.granularity import SIMPLE_GRANULARITIES
 
 SQL_TYPES = ("VARCHAR", "BIGINT", "DOUBLE", "FLOAT", "TIMESTAMP", "COMPLEX<json>", "ARRAY<VARCHAR>",
@@ -42,9 +42,29 @@ SEGMENT_GRANULARITIES = (*SIMPLE_GRANULARITIES.values(), "ALL")
 
 INPUT_FORMATS = ("csv", "tsv", "json", "parquet")
 _NAME_MAX = 255
-COLUMN_PROPERTIES = ("description", "maxFields", "skipPaths", "typedPaths", "keepRaw")
+COLUMN_PROPERTIES = ("description", "maxFields", "skipPaths", "typedPaths", "keepRaw", "multiValueHandling")
 # Properties that only a COMPLEX<json> column takes (its nested storage options).
 JSON_COLUMN_PROPERTIES = ("maxFields", "skipPaths", "typedPaths", "keepRaw")
+# A VARCHAR column with this property is a multi-value string (Druid's multi-value dimension), its
+# values kept per row as the property says: SORTED_ARRAY, SORTED_SET or ARRAY.
+MULTI_VALUE_PROPERTY = "multiValueHandling"
+MULTI_VALUE_HANDLING = ("SORTED_ARRAY", "SORTED_SET", "ARRAY")
+# Column properties that are storage settings of the column's encoding (segment column options).
+STORAGE_PROPERTIES = (*JSON_COLUMN_PROPERTIES, MULTI_VALUE_PROPERTY)
+
+
+def storage_options(column: Mapping) -> dict:
+    """The segment column options a catalog column (its JSON form) asks for."""
+    return {k: v for k, v in (column.get("properties") or {}).items() if k in STORAGE_PROPERTIES}
+
+
+def declared_column_type(column: Mapping) -> ColumnType | None:
+    """The type a catalog column (its JSON form) declares: its sqlType, or a multi-value string
+    when it has multiValueHandling; None when it declares neither."""
+    if (column.get("properties") or {}).get(MULTI_VALUE_PROPERTY) is not None:
+        return MULTI_VALUE_STRING
+    text = column.get("sqlType")
+    return ColumnType.parse(text) if text else None
 
 
 def _at(table) -> str:
@@ -220,7 +240,7 @@ def validate_projections_against(spec: TableSpec, table=None) -> None:
 
     declared: dict[str, ColumnType] = {}
     for col in spec.columns:
-        declared[col.name] = validate_sql_type(col.sql_type, col.name, table) or ColumnType.parse("VARCHAR")
+        declared[col.name] = declared_column_type(col.to_json()) or ColumnType.parse("VARCHAR")
     schema = declared if spec.sealed else _OpenSchema(declared)
     for obj in spec.projections:
         try:
@@ -340,6 +360,15 @@ def _validate_columns(table, columns: tuple[ColumnSpec, ...]) -> None:
         desc = col.properties.get("description")
         if desc is not None and not isinstance(desc, str):
             raise ValidationError(f"{_at(table)}column '{col.name}': property 'description' must be a string")
+        handling = col.properties.get(MULTI_VALUE_PROPERTY)
+        if handling is not None:
+            ctype = validate_sql_type(col.sql_type, col.name, table)
+            if ctype is not None and not ctype.is_string:
+                raise ValidationError(f"{_at(table)}column '{col.name}': {MULTI_VALUE_PROPERTY} makes a multi-value "
+                                      f"string, so its sqlType must be VARCHAR (or left out), not {col.sql_type}")
+            if not isinstance(handling, str) or handling.upper() not in MULTI_VALUE_HANDLING:
+                raise ValidationError(f"{_at(table)}column '{col.name}': {MULTI_VALUE_PROPERTY} must be one of "
+                                      f"{', '.join(MULTI_VALUE_HANDLING)}, got {handling!r}")
         nested = {k: v for k, v in col.properties.items() if k in JSON_COLUMN_PROPERTIES}
         if nested:
             ctype = validate_sql_type(col.sql_type, col.name, table)
