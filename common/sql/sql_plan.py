@@ -186,6 +186,9 @@ def result_field(name: str, sql_type) -> pa.Field:
         return pa.field(name, pa.string())  # as Druid shows it: see multi_value_text.py
     if ctype is not None and ctype.complex_name == "json":
         return pa.field(name, pa.string(), metadata=JSON_FIELD_METADATA)
+    if ctype is not None and ctype.is_array and ctype.element.complex_name == "json":
+        # ARRAY<COMPLEX<json>>: a list of JSON texts, each marked as JSON as a COMPLEX<json> column is
+        return pa.field(name, pa.list_(pa.field("item", pa.string(), metadata=JSON_FIELD_METADATA)))
     return pa.field(name, sql_type.to_arrow())
 
 

@@ -82,9 +82,11 @@ class ColumnType:
 
     def __post_init__(self) -> None:
         if self.kind is TypeKind.ARRAY:
-            if self.element is None or self.element.kind not in ARRAY_ELEMENT_KINDS:
+            # ARRAY<COMPLEX<json>> is what JSON_QUERY_ARRAY gives (documents, as their text), as in Druid.
+            json_element = self.element is not None and self.element.complex_name == "json"
+            if self.element is None or (self.element.kind not in ARRAY_ELEMENT_KINDS and not json_element):
                 raise ValidationError(
-                    f"ARRAY element type must be one of STRING, LONG, DOUBLE, got {self.element}"
+                    f"ARRAY element type must be one of STRING, LONG, DOUBLE or COMPLEX<json>, got {self.element}"
                 )
         elif self.element is not None:
             raise ValidationError(f"only ARRAY types have an element type, not {self.kind.value}")
@@ -224,6 +226,7 @@ LONG_ARRAY = ColumnType(TypeKind.ARRAY, LONG)
 DOUBLE_ARRAY = ColumnType(TypeKind.ARRAY, DOUBLE)
 JSON = ColumnType(TypeKind.COMPLEX, complex_name="json")
 MULTI_VALUE_STRING = ColumnType(TypeKind.ARRAY, STRING, multi_value=True)
+JSON_ARRAY = ColumnType(TypeKind.ARRAY, JSON)
 
 TIME_COLUMN = "__time"
 
