@@ -27,7 +27,9 @@ from common.catalog.table_spec import (
     TableSpec,
 )
 from common.errors import ValidationError
-from common.types.column_type import MULTI_VALUE_STRING, TIME_COLUMN, ColumnType
+from common.types.column_properties import (JSON_COLUMN_PROPERTIES, MULTI_VALUE_HANDLING, MULTI_VALUE_PROPERTY,
+                                            STORAGE_PROPERTIES, declared_column_type)
+from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.granularity import SIMPLE_GRANULARITIES
 
 SQL_TYPES = ("VARCHAR", "BIGINT", "DOUBLE", "FLOAT", "TIMESTAMP", "COMPLEX<json>", "ARRAY<VARCHAR>",
@@ -42,29 +44,7 @@ SEGMENT_GRANULARITIES = (*SIMPLE_GRANULARITIES.values(), "ALL")
 
 INPUT_FORMATS = ("csv", "tsv", "json", "parquet")
 _NAME_MAX = 255
-COLUMN_PROPERTIES = ("description", "maxFields", "skipPaths", "typedPaths", "keepRaw", "multiValueHandling")
-# Properties that only a COMPLEX<json> column takes (its nested storage options).
-JSON_COLUMN_PROPERTIES = ("maxFields", "skipPaths", "typedPaths", "keepRaw")
-# A VARCHAR column with this property is a multi-value string (Druid's multi-value dimension), its
-# values kept per row as the property says: SORTED_ARRAY, SORTED_SET or ARRAY.
-MULTI_VALUE_PROPERTY = "multiValueHandling"
-MULTI_VALUE_HANDLING = ("SORTED_ARRAY", "SORTED_SET", "ARRAY")
-# Column properties that are storage settings of the column's encoding (segment column options).
-STORAGE_PROPERTIES = (*JSON_COLUMN_PROPERTIES, MULTI_VALUE_PROPERTY)
-
-
-def storage_options(column: Mapping) -> dict:
-    """The segment column options a catalog column (its JSON form) asks for."""
-    return {k: v for k, v in (column.get("properties") or {}).items() if k in STORAGE_PROPERTIES}
-
-
-def declared_column_type(column: Mapping) -> ColumnType | None:
-    """The type a catalog column (its JSON form) declares: its sqlType, or a multi-value string
-    when it has multiValueHandling; None when it declares neither."""
-    if (column.get("properties") or {}).get(MULTI_VALUE_PROPERTY) is not None:
-        return MULTI_VALUE_STRING
-    text = column.get("sqlType")
-    return ColumnType.parse(text) if text else None
+COLUMN_PROPERTIES = ("description", *STORAGE_PROPERTIES)
 
 
 def _at(table) -> str:

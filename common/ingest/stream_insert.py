@@ -17,7 +17,7 @@ from __future__ import annotations
 from common.errors import ValidationError
 from common.ingest.external_source import extend_column_type
 from common.ingest.supervisor_spec import METRIC_TYPES, Metric, SupervisorSpec
-from common.catalog.validation import storage_options
+from common.types.column_properties import storage_options
 from common.types.column_type import ColumnType
 
 _SQL_TYPES = {"string": "VARCHAR", "long": "BIGINT", "float": "DOUBLE", "double": "DOUBLE",

@@ -19,7 +19,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import Tokenizer, TokenType
 
-from common.catalog.validation import storage_options
+from common.types.column_properties import storage_options
 from common.errors import ValidationError
 from common.sql.translator import _input_table_call
 

@@ -27,7 +27,7 @@ from common.errors import ValidationError
 from common.ingest.rollup_metrics import aggregator_type
 from common.query.projection import projection_rows, spec_of
 from common.segment.builder import build_segment
-from common.catalog.validation import MULTI_VALUE_PROPERTY
+from common.types.column_properties import MULTI_VALUE_PROPERTY
 from common.types.column_type import JSON, MULTI_VALUE_STRING, TIME_COLUMN
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId

@@ -36,7 +36,7 @@ from common.errors import StrataError, ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from common.segment.time_partitioner import DEFAULT_ROWS_PER_SEGMENT
-from common.catalog.validation import MULTI_VALUE_PROPERTY
+from common.types.column_properties import MULTI_VALUE_PROPERTY
 from common.types.column_type import TIME_COLUMN
 from common.types.granularity import Granularity
 from common.types.interval import MIN_MS, Interval

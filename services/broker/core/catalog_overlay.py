@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from common.catalog.validation import declared_column_type
+from common.types.column_properties import declared_column_type
 from common.errors import ValidationError
 from common.types.column_type import STRING, TIME_COLUMN, TIMESTAMP, ColumnType
 

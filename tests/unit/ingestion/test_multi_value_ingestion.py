@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from common.catalog import TableId, TableSpec, validate_table
-from common.catalog.validation import declared_column_type, storage_options
+from common.types.column_properties import declared_column_type, storage_options
 from common.errors import ValidationError
 from common.ingest.external_source import ExternalSource
 from common.ingest.row_parser import META_ERROR, parse_file

@@ -119,6 +119,38 @@ def test_docs_selector_filter_then_explode(docs):
     assert got.to_pylist() == [{"t": "t3", "EXPR$1": 2}]
 
 
+NATIVE_GROUP_BY = {"queryType": "groupBy", "dataSource": "mvd_example_rollup",
+                   "intervals": ["1970-01-01T00:00:00.000Z/3000-01-01T00:00:00.000Z"], "granularity": {"type": "all"},
+                   "dimensions": [{"type": "default", "dimension": "tags", "outputName": "tags"}],
+                   "aggregations": [{"type": "count", "name": "count"}]}
+
+
+def test_docs_native_group_by(docs):
+    _, segments = docs
+    got = execute(NATIVE_GROUP_BY, segments).table.to_pylist()
+    # The page's result, plus row4 (no values) in the null group: its listing predates row4.
+    assert got == [{"tags": None, "count": 1}] + [{"tags": t, "count": c} for t, c in [
+        ("t1", 1), ("t2", 1), ("t3", 2), ("t4", 1), ("t5", 2), ("t6", 1), ("t7", 1)]]
+
+
+def test_docs_native_group_by_with_selector_filter(docs):
+    _, segments = docs
+    query = {**NATIVE_GROUP_BY, "filter": {"type": "selector", "dimension": "tags", "value": "t3"}}
+    assert execute(query, segments).table.to_pylist() == [
+        {"tags": t, "count": c} for t, c in [("t1", 1), ("t2", 1), ("t3", 2), ("t4", 1), ("t5", 1)]]
+
+
+def test_docs_native_top_n_with_and_filter(docs):
+    # "a topN on the dimension tags with filter t1 AND t3 would match only row1, and generate a
+    # result with three groups: t1, t2, and t3"
+    _, segments = docs
+    query = {"queryType": "topN", "dataSource": "mvd_example_rollup", "intervals": ["1970/3000"], "granularity": "all",
+             "dimension": "tags", "metric": "count", "threshold": 10, "aggregations": [{"type": "count", "name": "count"}],
+             "filter": {"type": "and", "fields": [{"type": "selector", "dimension": "tags", "value": "t1"},
+                                                  {"type": "selector", "dimension": "tags", "value": "t3"}]}}
+    assert sorted(r["tags"] for r in execute(query, segments).table.to_pylist()) == ["t1", "t2", "t3"]
+
+
 def test_docs_and_filter_matches_row1_only(docs):
     got = _run(*docs, "SELECT label FROM \"mvd_example_rollup\" WHERE tags = 't1' AND tags = 't3'")
     assert got.column("label").to_pylist() == ["row1"]
@@ -281,6 +313,21 @@ def test_is_null_matches_rows_without_values_or_with_a_null(mean, name):
 def test_group_by_one_group_per_value(mean, name):
     got = _strata(mean, f"SELECT tags, COUNT(*), SUM(n) FROM {name} GROUP BY tags")
     want = _duck(mean, f"SELECT v, COUNT(*), SUM(n) FROM {name}, UNNEST(vals(tags)) AS u(v) GROUP BY v")
+    assert_rows_equal(got, want, ordered=False)
+
+
+@pytest.mark.parametrize("name", list(MODES.values()))
+def test_native_group_by_explodes_each_row(mean, name):
+    _, segments, con = mean
+    query = {"queryType": "groupBy", "dataSource": name, "intervals": ["2020-01-01/2020-01-02"], "granularity": "all",
+             "dimensions": ["tags", "n"], "aggregations": [{"type": "count", "name": "c"},
+                                                          {"type": "longSum", "name": "s", "fieldName": "n"}],
+             "filter": {"type": "not", "field": {"type": "equals", "column": "tags", "matchValue": "zz",
+                                                 "matchValueType": "STRING"}}}
+    got = engine_rows(execute(query, segments).table, ["tags", "n", "c", "s"])
+    has_zz = _any("x = 'zz'")
+    want = duck_rows(con, f"SELECT v, n, COUNT(*), SUM(n) FROM {name}, UNNEST(vals(tags)) AS u(v) "
+                          f"WHERE NOT {has_zz} GROUP BY v, n")
     assert_rows_equal(got, want, ordered=False)
 
 
