@@ -36,6 +36,17 @@ def _is_mv_column(node: exp.Expression, multi_value: frozenset[str]) -> bool:
     return isinstance(node, exp.Column) and not node.table and node.name in multi_value
 
 
+# Functions that make a multi-value string of one (Druid's MV_FILTER_ONLY/NONE keep some values):
+# grouped, they group per value too, as the multi-value dimensions page suggests for keeping only
+# the values a filter asked for.
+_MV_RESULT_FUNCTIONS = ("MV_FILTER_ONLY", "MV_FILTER_NONE")
+
+
+def _is_mv_of_column(node: exp.Expression, multi_value: frozenset[str]) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).upper() in _MV_RESULT_FUNCTIONS \
+        and bool(node.expressions) and _is_mv_column(node.expressions[0], multi_value)
+
+
 def _group_targets(select: exp.Select, multi_value: frozenset[str] = frozenset()) -> list[exp.Expression]:
     """The ARRAY_TO_MV calls and multi-value columns the GROUP BY names, each once."""
     group = select.args.get("group")
@@ -51,7 +62,7 @@ def _group_targets(select: exp.Select, multi_value: frozenset[str] = frozenset()
             target = target.this if isinstance(target, exp.Alias) else target
         elif isinstance(node, exp.Column) and not node.table and node.name in aliases:
             target = aliases[node.name]
-        if is_array_to_mv(target) or _is_mv_column(target, multi_value):
+        if is_array_to_mv(target) or _is_mv_column(target, multi_value) or _is_mv_of_column(target, multi_value):
             found.setdefault(target.sql(dialect="druid"), target)
     return list(found.values())
 
@@ -68,7 +79,7 @@ def explode_mv_groups(select: exp.Select, multi_value: frozenset[str] = frozense
     columns = {}
     joins = []
     for i, target in enumerate(targets):
-        if _is_mv_column(target, multi_value):
+        if _is_mv_column(target, multi_value) or _is_mv_of_column(target, multi_value):
             name = f"$mv{i}"
             arg = target.sql(dialect="druid")
             text = f"MV_TO_ARRAY({arg})"
@@ -94,7 +105,7 @@ def explode_mv_groups(select: exp.Select, multi_value: frozenset[str] = frozense
             # SUM(MV_LENGTH(ARRAY_TO_MV(a))) adds each row's whole length to each of its groups.
             # (A new node is not descended into, so the copy keeps the argument as written.)
             return node.copy()
-        if is_array_to_mv(node) or _is_mv_column(node, multi_value):
+        if is_array_to_mv(node) or _is_mv_column(node, multi_value) or _is_mv_of_column(node, multi_value):
             column = columns.get(node.sql(dialect="druid"))
             if column is not None:
                 return column.copy()
@@ -102,7 +113,7 @@ def explode_mv_groups(select: exp.Select, multi_value: frozenset[str] = frozense
 
     out = select.copy()
     # An unnamed ARRAY_TO_MV item keeps the name it had (EXPR$n), not the unnested column's.
-    out.set("expressions", [exp.alias_(item, f"EXPR${i}") if is_array_to_mv(item) else
+    out.set("expressions", [exp.alias_(item, f"EXPR${i}") if is_array_to_mv(item) or _is_mv_of_column(item, multi_value) else
                             exp.alias_(item, item.name) if _is_mv_column(item, multi_value) else item
                             for i, item in enumerate(out.expressions)])
     for key in ("expressions", "group", "having", "order"):

@@ -113,10 +113,14 @@ def test_docs_selector_filter_then_explode(docs):
     got = _run(*docs, "SELECT tags, COUNT(*) AS \"count\" FROM \"mvd_example_rollup\" WHERE tags = 't3' GROUP BY tags")
     assert got.to_pylist() == [{"tags": t, "count": c} for t, c in [("t1", 1), ("t2", 1), ("t3", 2), ("t4", 1),
                                                                      ("t5", 1)]]
-    # ... and with the value filtered too (the page's filtered dimensionSpec): only t3.
-    got = _run(*docs, "SELECT t, COUNT(*) FROM (SELECT tags AS t FROM \"mvd_example_rollup\" WHERE tags = 't3' "
-                      "GROUP BY __time, label, tags) WHERE t = 't3' GROUP BY t")
-    assert got.to_pylist() == [{"t": "t3", "EXPR$1": 2}]
+    # ... and with only the filtered value kept (the page's filtered dimensionSpec, MV_FILTER_ONLY
+    # in SQL): the t3 group alone.
+    got = _run(*docs, "SELECT MV_FILTER_ONLY(tags, ARRAY['t3']) AS tags, COUNT(*) AS \"count\" "
+                      "FROM \"mvd_example_rollup\" WHERE tags = 't3' GROUP BY 1")
+    assert got.to_pylist() == [{"tags": "t3", "count": 2}]
+    got = _run(*docs, "SELECT MV_FILTER_NONE(tags, ARRAY['t3', 't5']), COUNT(*) FROM mvd_example_rollup GROUP BY 1")
+    assert got.to_pylist() == [{"EXPR$0": None, "EXPR$1": 1}] + [{"EXPR$0": t, "EXPR$1": 1}
+                                                                for t in ["t1", "t2", "t4", "t6", "t7"]]
 
 
 NATIVE_GROUP_BY = {"queryType": "groupBy", "dataSource": "mvd_example_rollup",
