@@ -616,6 +616,8 @@ class Translator:
             if len(arg_nodes) > 1:
                 raise UnsupportedError(f"COUNT over several expressions is not supported: '{text}'")
             arg = tr.translate(arg_nodes[0])
+            if distinct and is_multi_value(arg.type):
+                raise _multi_value_aggregate(shown, LazySqlText(arg_nodes[0]), text)
             if isinstance(arg, Literal) and arg.value is not None and not distinct:
                 return AggCall("COUNT", (), BIGINT, False, filter_expr)
             return AggCall("COUNT", (arg,), BIGINT, distinct, filter_expr)
@@ -626,6 +628,8 @@ class Translator:
         arg = tr.translate(arg_nodes[0])
         t = arg.type
         arg_text = LazySqlText(arg_nodes[0])
+        if is_multi_value(t):
+            raise _multi_value_aggregate(shown, arg_text, text)
         if name in ("SUM", "AVG"):
             if not (t.is_numeric or t == NULL):
                 raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}' in '{text}'")
@@ -668,6 +672,13 @@ def translate(query: exp.Expression, catalog: SqlCatalog, session: Session,
         fetched.update(translator.fetched)
     return rel
 
+
+
+def _multi_value_aggregate(shown: str, arg_text, text) -> ValidationError:
+    # Druid aggregates a multi-value string's values one by one; the rows here would be wrong.
+    return ValidationError(f"{shown} of the multi-value string '{arg_text}' is not supported in '{text}'; aggregate "
+                           f"its values from CROSS JOIN UNNEST(MV_TO_ARRAY({arg_text})) AS u(v), or its arrays with "
+                           f"ARRAY_CONCAT_AGG(MV_TO_ARRAY({arg_text}))")
 
 def _is_table_function(node: exp.Table) -> bool:
     """TABLE(schema.name(arg => value, ...)): an input table used as a table function."""
