@@ -31,10 +31,11 @@ class ExplodedColumns(ColumnSource):
 
 
 def multi_value_dimensions(cols: ColumnSource, names) -> list[str]:
-    """The stored multi-value columns among the dimension ``names``."""
+    """The stored multi-value columns among the dimension ``names`` (stored so, or single strings
+    read as multi-value because newer segments made the column one)."""
     out = []
     for name in names:
-        if cols.is_physical(name) and not cols.overridden(name) and cols.type_of(name).multi_value:
+        if cols.is_physical(name) and cols.type_of(name).multi_value:
             out.append(name)
     return list(dict.fromkeys(out))
 

@@ -63,3 +63,31 @@ def test_druid_docs_example_inserted_as_the_page_inserts_it(spark, deep):  # noq
                    {"label": "row2", "tags": "t3"}, {"label": "row2", "tags": "t4"}, {"label": "row2", "tags": "t5"},
                    {"label": "row3", "tags": "t5"}, {"label": "row3", "tags": "t6"}, {"label": "row3", "tags": "t7"},
                    {"label": "row4", "tags": None}]
+
+
+def test_compaction_keeps_the_column_multi_value(spark, deep, tmp_path):  # noqa: F811
+    from services.ingestion.compaction import compaction_sql, export_rows, multi_value_options
+    from common.types.interval import Interval
+
+    path = tmp_path / "tags.csv"
+    path.write_text("2020-01-01T00:00:00Z,b|a|b,1\n2020-01-01T01:00:00Z,,2\n")
+    segments = _ingest(spark, deep, f"""
+        INSERT INTO tagged SELECT TIME_PARSE(ts) AS __time, tags, n
+        FROM TABLE(EXTERN('{{"type": "local", "files": ["{path}"]}}',
+                          '{{"type": "csv", "columns": ["ts", "tags", "n"], "listDelimiter": "|"}}',
+                          '[{{"name": "ts", "type": "string"}}, {{"name": "tags", "type": "ARRAY<STRING>"}},
+                            {{"name": "n", "type": "long"}}]'))
+        PARTITIONED BY DAY""", "ARRAY")
+    rows = str(tmp_path / "rows.parquet")
+    schema = export_rows(segments, rows)
+    options = multi_value_options(segments)
+    assert options == {"tags": {"multiValueHandling": "ARRAY"}}
+    sql = compaction_sql("tagged", [Interval.parse("2020-01-01/2020-01-02")], schema, rows, "DAY")
+    job = IngestionJob("compact-job", parse_ingestion(sql), column_options=options)
+    report = run_ingestion(spark, job, deep.root, "", FakePublisher())
+    assert report.status == "SUCCESS"
+    compacted = [Segment.open(os.path.join(deep.root, *s.location.split("/"))) for s in report.segments]
+    assert {s.schema["tags"] for s in compacted} == {MULTI_VALUE_STRING}
+    got = execute({"queryType": "scan", "dataSource": "tagged", "intervals": ["2020/2021"], "columns": ["n", "tags"]},
+                  compacted).table.to_pylist()
+    assert sorted((r["n"], r["tags"]) for r in got) == [(1, ["b", "a", "b"]), (2, None)]

@@ -107,3 +107,26 @@ def test_build_stores_the_declared_column_as_multi_value(tmp_path):
                    "filter": {"type": "equals", "column": "tags", "matchValue": "t1", "matchValueType": "STRING"}},
                   [seg]).table
     assert got.column("tags").to_pylist() == [["t1", "t3"]]
+
+
+def test_compaction_rewrites_a_multi_value_column_as_one(tmp_path):
+    import pyarrow.parquet as pq
+
+    from common.ingest.statement import parse_ingestion
+    from common.segment import build_segment
+    from services.ingestion.compaction import compaction_sql, export_rows, multi_value_options
+
+    table = pa.table({"__time": pa.array([T0, T0 + 5], pa.int64()),
+                      "tags": pa.array([["b", "a", "b"], []], pa.list_(pa.string()))})
+    path = str(tmp_path / "s.sseg")
+    iv = Interval(T0, T0 + 86_400_000)
+    build_segment(table, path, SegmentId("mvd", iv, "v1", 0), column_types={"tags": MULTI_VALUE_STRING},
+                  column_options={"tags": {"multiValueHandling": "SORTED_SET"}})
+    seg = Segment.open(path)
+    out = str(tmp_path / "rows.parquet")
+    schema = export_rows([seg], out)
+    assert pq.read_table(out).column("tags").to_pylist() == [["a", "b"], None]
+    assert multi_value_options([seg]) == {"tags": {"multiValueHandling": "SORTED_SET"}}
+    statement = parse_ingestion(compaction_sql("mvd", [iv], schema, out, "DAY"))
+    assert '"tags" VARCHAR ARRAY' in compaction_sql("mvd", [iv], schema, out, "DAY")
+    assert statement.mode == "REPLACE"

@@ -30,6 +30,8 @@ from tests.conftest import duck_connect
 from tests.unit.query.oracle import assert_rows_equal, duck_rows, engine_rows
 from tests.unit.sql.fake_catalog import FakeCatalog
 
+T_OLD = 1577836800000  # 2020-01-01
+DAY_MS = 86_400_000
 DOCS_ROWS = [
     ("2011-01-12T00:00:00.000Z", "row1", ["t1", "t2", "t3"]),
     ("2011-01-13T00:00:00.000Z", "row2", ["t3", "t4", "t5"]),
@@ -195,6 +197,30 @@ def test_what_would_read_the_lists_as_one_value_is_refused_with_a_hint(docs, sql
 def test_count_and_filtered_aggregates_read_rows(docs):
     got = _run(*docs, "SELECT COUNT(tags) AS c, COUNT(*) FILTER (WHERE tags = 't3') AS f FROM mvd_example_rollup")
     assert got.to_pylist() == [{"c": 3, "f": 2}]
+
+
+def test_segments_written_before_the_column_became_multi_value(tmp_path):
+    # An older segment holds tags as single strings, a newer one as a multi-value string: the
+    # union is multi-value, and the old rows read as one value each, in filters, groups and text.
+    old = pa.table({"__time": pa.array([T_OLD, T_OLD + 1], pa.int64()), "tags": pa.array(["a", None])})
+    new = pa.table({"__time": pa.array([T_OLD + DAY_MS], pa.int64()),
+                    "tags": pa.array([["b", "a"]], pa.list_(pa.string()))})
+    segments = []
+    for i, (table, types) in enumerate([(old, {}), (new, {"tags": MULTI_VALUE_STRING})]):
+        path = str(tmp_path / f"s{i}.sseg")
+        iv = Interval(T_OLD + i * DAY_MS, T_OLD + (i + 1) * DAY_MS)
+        build_segment(table, path, SegmentId("mixed", iv, "v1", 0), column_types=types)
+        segments.append(Segment.open(path))
+    catalog = FakeCatalog({"mixed": union_schema(segments)})
+    assert catalog.schemas["mixed"]["tags"] == MULTI_VALUE_STRING
+    assert _run(catalog, segments, "SELECT tags FROM mixed ORDER BY __time").column(0).to_pylist() == \
+        ["a", None, '["a","b"]']
+    assert _run(catalog, segments, "SELECT COUNT(*) AS c FROM mixed WHERE tags = 'a'").to_pylist() == [{"c": 2}]
+    got = _run(catalog, segments, "SELECT tags, COUNT(*) AS c FROM mixed GROUP BY 1").to_pylist()
+    assert got == [{"tags": None, "c": 1}, {"tags": "a", "c": 2}, {"tags": "b", "c": 1}]
+    native = {"queryType": "groupBy", "dataSource": "mixed", "intervals": ["2020/2021"], "granularity": "all",
+              "dimensions": ["tags"], "aggregations": [{"type": "count", "name": "c"}]}
+    assert execute(native, segments).table.to_pylist() == got
 
 
 # ---- DuckDB differential on mean rows -----------------------------------------------------------
