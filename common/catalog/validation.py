@@ -27,6 +27,8 @@ from common.catalog.table_spec import (
     TableSpec,
 )
 from common.errors import ValidationError
+from common.types.column_properties import (JSON_COLUMN_PROPERTIES, MULTI_VALUE_HANDLING, MULTI_VALUE_PROPERTY,
+                                            STORAGE_PROPERTIES, declared_column_type)
 from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.granularity import SIMPLE_GRANULARITIES
 
@@ -42,9 +44,7 @@ SEGMENT_GRANULARITIES = (*SIMPLE_GRANULARITIES.values(), "ALL")
 
 INPUT_FORMATS = ("csv", "tsv", "json", "parquet")
 _NAME_MAX = 255
-COLUMN_PROPERTIES = ("description", "maxFields", "skipPaths", "typedPaths", "keepRaw")
-# Properties that only a COMPLEX<json> column takes (its nested storage options).
-JSON_COLUMN_PROPERTIES = ("maxFields", "skipPaths", "typedPaths", "keepRaw")
+COLUMN_PROPERTIES = ("description", *STORAGE_PROPERTIES)
 
 
 def _at(table) -> str:
@@ -220,7 +220,7 @@ def validate_projections_against(spec: TableSpec, table=None) -> None:
 
     declared: dict[str, ColumnType] = {}
     for col in spec.columns:
-        declared[col.name] = validate_sql_type(col.sql_type, col.name, table) or ColumnType.parse("VARCHAR")
+        declared[col.name] = declared_column_type(col.to_json()) or ColumnType.parse("VARCHAR")
     schema = declared if spec.sealed else _OpenSchema(declared)
     for obj in spec.projections:
         try:
@@ -340,6 +340,15 @@ def _validate_columns(table, columns: tuple[ColumnSpec, ...]) -> None:
         desc = col.properties.get("description")
         if desc is not None and not isinstance(desc, str):
             raise ValidationError(f"{_at(table)}column '{col.name}': property 'description' must be a string")
+        handling = col.properties.get(MULTI_VALUE_PROPERTY)
+        if handling is not None:
+            ctype = validate_sql_type(col.sql_type, col.name, table)
+            if ctype is not None and not ctype.is_string:
+                raise ValidationError(f"{_at(table)}column '{col.name}': {MULTI_VALUE_PROPERTY} makes a multi-value "
+                                      f"string, so its sqlType must be VARCHAR (or left out), not {col.sql_type}")
+            if not isinstance(handling, str) or handling.upper() not in MULTI_VALUE_HANDLING:
+                raise ValidationError(f"{_at(table)}column '{col.name}': {MULTI_VALUE_PROPERTY} must be one of "
+                                      f"{', '.join(MULTI_VALUE_HANDLING)}, got {handling!r}")
         nested = {k: v for k, v in col.properties.items() if k in JSON_COLUMN_PROPERTIES}
         if nested:
             ctype = validate_sql_type(col.sql_type, col.name, table)

@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from common.errors import ValidationError
 from common.expr.evaluator import const, is_scalar, null_of, plain, register
-from common.types.column_type import JSON, STRING, STRING_ARRAY, ColumnType
+from common.types.column_type import JSON, JSON_ARRAY, STRING, STRING_ARRAY, ColumnType
 
 
 def _json_value_type(call, types) -> ColumnType:
@@ -52,7 +52,7 @@ def _json_query(args, types, out, call):
     return json_query(values, str(const(args[1], "path")))
 
 
-@register("json_query_array", args=(2, 2), kinds="jk", out=STRING_ARRAY, strict=False,
+@register("json_query_array", args=(2, 2), kinds="jk", out=JSON_ARRAY, strict=False,
           doc="json_query_array(json, path): the array at path, each element as JSON text")
 def _json_query_array(args, types, out, call):
     from common.json.json_functions import json_query_array

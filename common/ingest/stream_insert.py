@@ -17,6 +17,7 @@ from __future__ import annotations
 from common.errors import ValidationError
 from common.ingest.external_source import extend_column_type
 from common.ingest.supervisor_spec import METRIC_TYPES, Metric, SupervisorSpec
+from common.types.column_properties import storage_options
 from common.types.column_type import ColumnType
 
 _SQL_TYPES = {"string": "VARCHAR", "long": "BIGINT", "float": "DOUBLE", "double": "DOUBLE",
@@ -95,8 +96,7 @@ def catalog_job_options(spec: SupervisorSpec, table: dict | None) -> dict:
     out: dict = {}
     if props.get("projections"):
         out["projections"] = tuple(props["projections"])
-    options = {c["name"]: {k: v for k, v in (c.get("properties") or {}).items()
-                           if k in ("maxFields", "skipPaths", "typedPaths", "keepRaw")} for c in columns}
+    options = {c["name"]: storage_options(c) for c in columns}
     options = {name: opts for name, opts in options.items() if opts}
     if options:
         out["column_options"] = options

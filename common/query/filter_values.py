@@ -31,6 +31,28 @@ def per_value(values: pa.Array, predicate) -> pa.Array:
     return predicate(values)
 
 
+def any_value(values: pa.Array, predicate) -> pa.Array:
+    """A multi-value column's rows through ``predicate`` (a filter's per-value test), as Druid
+    filters them: true when any value passes, else unknown when a value is unknown, else false.
+    A row without values is tested as one null value (Druid's empty row is null)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    n = len(values)
+    lengths = pc.list_value_length(values).fill_null(0).to_numpy(zero_copy_only=False)
+    if (lengths == 0).any():
+        values = pc.if_else(pa.array(lengths > 0), values, pa.scalar([None], values.type))
+    flat = pc.list_flatten(values)
+    parents = pc.list_parent_indices(values).to_numpy(zero_copy_only=False)
+    hit = predicate(flat)
+    if isinstance(hit, pa.ChunkedArray):
+        hit = hit.combine_chunks()
+    true = hit.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+    unknown = hit.is_null().to_numpy(zero_copy_only=False)
+    row_true = np.bincount(parents[true], minlength=n) > 0
+    row_unknown = (np.bincount(parents[unknown], minlength=n) > 0) & ~row_true
+    return pa.array(row_true, mask=row_unknown)
+
+
 def range_mask(values: pa.Array, f, coerce) -> pa.Array:
     floating = pa.types.is_floating(values.type)
     integral = pa.types.is_integer(values.type)

@@ -17,6 +17,7 @@ from pyroaring import BitMap
 
 from common.errors import ValidationError
 from common.query.filter_values import (
+    any_value,
     check_like,
     check_regex,
     as_string,
@@ -34,7 +35,7 @@ from common.query.filter_values import (
     to_mask,
 )
 from common.segment.column_reader import ColumnIndex, Ids, all_rows, id_array
-from common.types.column_type import ColumnType
+from common.types.column_type import STRING, ColumnType
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,8 @@ class ColumnFilter(Filter):
 
     def matches(self, cols, include_unknown) -> np.ndarray:
         ctype = cols.type_of(self.column)
+        if ctype.multi_value:  # any value matching matches the row, as Druid filters them
+            return to_mask(any_value(cols[self.column], self.value_predicate(STRING)), include_unknown)
         return to_mask(per_value(cols[self.column], self.value_predicate(ctype)), include_unknown)
 
     def matching_ids(self, idx: ColumnIndex) -> Ids:
@@ -283,7 +286,11 @@ class NullFilter(ColumnFilter):
         return selector.index_for(self.column).null_bitmap()
 
     def matches(self, cols, include_unknown) -> np.ndarray:
-        return cols[self.column].is_null().to_numpy(zero_copy_only=False)
+        values = cols[self.column]
+        if cols.type_of(self.column).multi_value:
+            # A row without values is null, and so is a row holding a null value (any value).
+            return any_value(values, lambda flat: flat.is_null()).to_numpy(zero_copy_only=False)
+        return values.is_null().to_numpy(zero_copy_only=False)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from common.query.aggregators import Count, Sum
 from common.query.grouping import (Groups, KeyCodes, canonical_floats, codes_from_array, codes_from_dictionary,
                                    codes_from_int64, group)
 from common.query.memory_budget import UNLIMITED, MemoryBudget, group_bytes
+from common.query.multi_value_explode import explode, multi_value_dimensions
 from common.query.model import GroupByQuery, TimeseriesQuery, TopNQuery, _Aggregating
 from common.query.ordering import SortKey, sort_table
 from common.query.partial import Partial, RunStats, decode_dictionaries, union_coverage
@@ -78,6 +79,11 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
         budget: MemoryBudget = UNLIMITED, prepared: PreparedQuery | None = None) -> Partial:
     sel = _select(query, source, schema, prepared)
     cols = sel.columns
+    if not source.pre_aggregated and cols.num_rows:
+        # A multi-value dimension groups each selected row once per value (multi_value_explode.py).
+        exploding = multi_value_dimensions(cols, [d.dimension for d in dimensions_of(query)])
+        if exploding:
+            cols = explode(cols, exploding)
     n = cols.num_rows
     if n == 0 and not source.pre_aggregated:
         # No row selected (a filter no row of this segment passes): no group, so no keys to

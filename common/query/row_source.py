@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from common.errors import ValidationError, unknown_name_message
 from common.segment.column_reader import ColumnIndex
+from common.segment.multi_value_column import apply_handling
 from common.segment.scan_spec import SourceChoice
 from common.segment.value_column import ValueColumn
 from common.types.column_type import TIME_COLUMN, ColumnType, TypeKind
@@ -352,6 +353,10 @@ def _cast_lenient(arr: pa.Array, ctype: ColumnType) -> pa.Array:
     target = ctype.to_arrow()
     if arr.type == target:
         return arr  # a cast to its own type changes nothing and costs a compute call
+    if ctype.multi_value and not pa.types.is_list(arr.type):
+        # A single-valued column read as multi-value (declared so after it was written): one
+        # value per row, a null row without values.
+        return apply_handling(arr, "ARRAY")
     try:
         return arr.cast(target)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):

@@ -65,6 +65,8 @@ def normalize_column(name: str, values: pa.Array | pa.ChunkedArray, declared: Co
             return values, ctype
         values = values.cast(value_type)
     ctype = declared or ColumnType.from_arrow(values.type, name)
+    if ctype.multi_value:
+        return values, ctype  # lists or single strings: the multi-value encoding takes either
     target = ctype.to_arrow()
     if ctype.kind is TypeKind.TIMESTAMP:
         return normalize_time(values, name).cast(target), ctype

@@ -107,6 +107,7 @@ def register(encoding: Encoding) -> Encoding:
 def _builtins() -> None:
     # The built-in encodings register themselves when their modules load; import them lazily so
     # the registry has no import-time dependency on the column modules.
+    import common.segment.multi_value_column  # noqa: F401
     import common.segment.nested_column  # noqa: F401
     import common.segment.string_column  # noqa: F401
     import common.segment.value_column  # noqa: F401
@@ -135,6 +136,8 @@ def encoding_named(name: str, column: str, where: str) -> Encoding:
 def encoding_for(ctype: ColumnType) -> Encoding:
     """The encoding the builder uses for a logical type."""
     _builtins()
+    if ctype.multi_value:
+        return _REGISTRY["multiValue"]
     if ctype.is_string:
         return _REGISTRY["dictionary"]
     if ctype.complex_name == "json":

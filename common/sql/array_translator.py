@@ -12,7 +12,7 @@ from common.json.path_steps import parse_path
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_text import sql_text
 from common.sql.sql_types import BIGINT, CAST_TARGETS, NULL, TIMESTAMP, SqlType, from_column_type
-from common.types.column_type import ColumnType, TypeKind
+from common.types.column_type import STRING_ARRAY, ColumnType, TypeKind
 
 # Druid's multi-value string functions over the array functions: a VARCHAR argument is read as a
 # one-element array (as Druid reads a single-valued string), results are arrays.
@@ -127,6 +127,8 @@ def json_value_of_plain(tr, value: Scalar, node: exp.Expression, target: SqlType
 def as_array(value: Scalar, node: exp.Expression) -> Scalar:
     """``value`` as an array: arrays and NULL as they are, a single value as a one-element array."""
     ctype = value.type.column_type
+    if ctype is not None and ctype.multi_value:  # a multi-value string's values are an ARRAY<VARCHAR>
+        return cast_to_array(value, from_column_type(STRING_ARRAY), node)
     if value.type == NULL or (ctype is not None and ctype.is_array):
         return value
     if not value.type.is_scalar:

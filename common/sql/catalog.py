@@ -304,7 +304,7 @@ def information_schema_table(catalog: SqlCatalog, name: str) -> pa.Table:
             precision, radix, scale, dt_precision, charset, jdbc = _column_facts(f.type)
             nullable = "NO" if schema == DRUID and f.name == TIME_COLUMN else "YES"
             ctype = f.type.column_type
-            is_array = ctype is not None and ctype.is_array
+            is_array = ctype is not None and ctype.is_array and not ctype.multi_value
             data_type = "ARRAY" if is_array else f.type.name
             element = sql_types.from_column_type(ctype.element).name if is_array else None
             rows.append((CATALOG_NAME, schema, table, f.name, i + 1, None, nullable, data_type, None, None,

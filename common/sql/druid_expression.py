@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from common.errors import UnsupportedError
+from common.errors import UnsupportedError, ValidationError
 from common.expr.node import BinaryOp, Expr, Identifier, UnaryOp
 from common.expr.node import Call as ECall
 from common.expr.node import Literal as ELiteral
 from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.scalar import Call, Literal, Ref, Scalar
-from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, from_column_type
+from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, from_column_type, is_multi_value
 from common.types.column_type import DOUBLE as NATIVE_DOUBLE
 from common.types.column_type import LONG as NATIVE_LONG
 
@@ -74,6 +74,13 @@ def _chain(op: str, parts: list[Expr]) -> Expr:
     return out
 
 
+_MULTI_VALUE_TESTS = frozenset({"=", "<>", "<", "<=", ">", ">=", "IN", "LIKE", "REGEXP_LIKE"})
+
+
+def _shown(e: Scalar, columns: Sequence[str]) -> str:
+    return f"'{columns[e.index]}'" if isinstance(e, Ref) else "value"
+
+
 def to_druid(expr: Scalar, columns: Sequence[str], deadline: PlanningDeadline = NO_DEADLINE) -> Expr:
     """``expr`` as a native expression tree; Ref(i) reads column ``columns[i]``; ``deadline``
     checked per node."""
@@ -87,6 +94,13 @@ def to_druid(expr: Scalar, columns: Sequence[str], deadline: PlanningDeadline = 
     if not isinstance(expr, Call):
         raise UnsupportedError(f"cannot translate {expr!r} to a native expression")
     op = expr.op
+    if op in _MULTI_VALUE_TESTS:
+        for a in expr.args:
+            if is_multi_value(a.type):
+                # Only a filter against constants (a native column filter) compares value by value.
+                raise ValidationError(
+                    f"the multi-value string {_shown(a, columns)} compares with {op} only in a filter against "
+                    f"constants (WHERE x = 'a'); here use MV_CONTAINS / MV_OVERLAP, or MV_TO_ARRAY for its values")
     args = [to_druid(a, columns, deadline) for a in expr.args]
     if op in _BINARY:
         return BinaryOp(_BINARY[op], args[0], args[1])

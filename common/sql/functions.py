@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from common.errors import ValidationError
-from common.sql.sql_types import (BIGINT, BOOLEAN, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType, common_type,
+from common.sql.sql_types import (BIGINT, BOOLEAN, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType, common_type, is_multi_value,
                                   from_column_type)
 from common.types.column_type import ColumnType, TypeKind
 
@@ -178,6 +178,10 @@ _KIND_NAMES = {"r": "an ARRAY", "n": "a number", "s": "VARCHAR", "t": "a TIMESTA
                "i": "an INTERVAL"}
 
 
+# Conditions that read a multi-value string value by value, as Druid's filters do.
+MULTI_VALUE_FILTER_OPS = frozenset({"LIKE", "REGEXP_LIKE"})
+
+
 def _accepts(kind: str, t: SqlType) -> bool:
     if kind == "r":
         return t == NULL or (t.column_type is not None and t.column_type.is_array)
@@ -218,7 +222,13 @@ def result_type(op: str, types: list[SqlType], text: str, arg_texts: list[str] |
         raise ValidationError(f"{shown} takes {want} argument{'' if want == '1' else 's'}, got {n} in '{text}'")
     for i, t in enumerate(types):
         kind = sig.kinds[min(i, len(sig.kinds) - 1)]
+        if is_multi_value(t) and op in MULTI_VALUE_FILTER_OPS and kind == "s":
+            continue  # a filter on a multi-value string: matches when any value does
         if not _accepts(kind, t):
+            if is_multi_value(t) and kind != "r":
+                what = f"'{arg_texts[i]}'" if arg_texts else f"argument {i + 1}"
+                raise ValidationError(f"{shown} does not take the multi-value string {what} in '{text}'; apply it "
+                                      f"to each value with an UNNEST, or to the values as an array with MV_TO_ARRAY")
             what = f"'{arg_texts[i]}'" if arg_texts else f"argument {i + 1}"
             if op in ("+", "-", "*", "/", "MOD", "NEG") and t.name in ("VARCHAR", "TIMESTAMP", "BOOLEAN"):
                 raise ValidationError(

@@ -19,6 +19,7 @@ from common.sql.sql_text import sql_text
 from common.sql.sql_types import BOOLEAN, CAST_TARGETS, INTERVAL, NULL, TIMESTAMP, VARCHAR, from_column_type
 from common.types.column_type import JSON as JSON_TYPE
 from common.types.column_type import STRING_ARRAY as STRING_ARRAY_TYPE
+from common.types.column_type import JSON_ARRAY
 
 
 def _number_literal(node: exp.Expression) -> bool:
@@ -142,7 +143,9 @@ def json_call(tr, op: str, node: exp.Expression, value_nodes: list, path: exp.Ex
     if op in ("JSON_QUERY", "JSON_QUERY_ARRAY", "JSON_KEYS"):
         args.append(Literal(json_path_text(tr, path, node), VARCHAR))
     out = {"JSON_QUERY": json_type, "JSON_MERGE": json_type, "PARSE_JSON": json_type, "TRY_PARSE_JSON": json_type,
-           "TO_JSON_STRING": VARCHAR}.get(op, from_column_type(STRING_ARRAY_TYPE))
+           "TO_JSON_STRING": VARCHAR,
+           # Druid types it ARRAY<COMPLEX<json>>: its elements are documents (held as their text)
+           "JSON_QUERY_ARRAY": from_column_type(JSON_ARRAY)}.get(op, from_column_type(STRING_ARRAY_TYPE))
     return Call(op, tuple(args), out)
 
 

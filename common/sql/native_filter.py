@@ -17,7 +17,7 @@ from common.query.filters import (And, ArrayContainsElement, Equals, ExpressionF
 from common.sql.druid_expression import druid_text
 from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.scalar import Call, Literal, Ref, Scalar
-from common.sql.sql_types import BIGINT, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, SqlType
+from common.sql.sql_types import BIGINT, DOUBLE, FLOAT, TIMESTAMP, VARCHAR, SqlType, is_multi_value
 
 _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 
@@ -25,7 +25,7 @@ _FLIP = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 def _match_type(column_type: SqlType, value) -> str | None:
     """matchValueType for comparing a column of ``column_type`` with ``value``; None when the
     pair is not something a native filter compares exactly."""
-    if column_type == VARCHAR and isinstance(value, str):
+    if (column_type == VARCHAR or is_multi_value(column_type)) and isinstance(value, str):
         return "STRING"
     if isinstance(value, bool):
         return None
@@ -80,6 +80,7 @@ def _array_membership(call: Call, columns: Sequence[str]) -> Filter | None:
     """ARRAY_CONTAINS(col, constant) and ARRAY_OVERLAP(col, constant array) as Druid plans them:
     one arrayContainsElement per element, all of them (contains) or any (overlap)."""
     ref, value = call.args
+    ref = _multi_value_ref(ref) or ref
     ctype = ref.type.column_type
     if ctype is None or not ctype.is_array or not isinstance(value, Literal) or value.value is None:
         return None
@@ -98,6 +99,15 @@ def _array_membership(call: Call, columns: Sequence[str]) -> Filter | None:
     if len(parts) == 1:
         return parts[0]
     return And(parts) if call.op == "ARRAY_CONTAINS" else Or(parts)
+
+
+def _multi_value_ref(e: Scalar) -> Ref | None:
+    """The multi-value column under MV_TO_ARRAY (a CAST to ARRAY<VARCHAR>), whose values the
+    column's index answers for directly."""
+    if isinstance(e, Call) and e.op == "CAST" and len(e.args) == 1 and isinstance(e.args[0], Ref) \
+            and is_multi_value(e.args[0].type):
+        return e.args[0]
+    return None
 
 
 def to_filter(expr: Scalar, columns: Sequence[str], virtual=None, deadline: PlanningDeadline = NO_DEADLINE) -> Filter:
@@ -119,7 +129,7 @@ def to_filter(expr: Scalar, columns: Sequence[str], virtual=None, deadline: Plan
             if out is not None:
                 return out
         arg = expr.args[0] if expr.args else None
-        if op in ("ARRAY_CONTAINS", "ARRAY_OVERLAP") and isinstance(arg, Ref):
+        if op in ("ARRAY_CONTAINS", "ARRAY_OVERLAP") and (isinstance(arg, Ref) or _multi_value_ref(arg)):
             out = _array_membership(expr, columns)
             if out is not None:
                 return out
@@ -129,7 +139,7 @@ def to_filter(expr: Scalar, columns: Sequence[str], virtual=None, deadline: Plan
                 return NullFilter(column)
             if op == "IS_NOT_NULL":
                 return Not(NullFilter(column))
-            if op == "LIKE" and arg.type == VARCHAR and all(isinstance(a, Literal) for a in expr.args[1:]):
+            if op == "LIKE" and (arg.type == VARCHAR or is_multi_value(arg.type)) and all(isinstance(a, Literal) for a in expr.args[1:]):
                 pattern = expr.args[1].value
                 if pattern is None:
                     return FalseFilter()
@@ -138,7 +148,7 @@ def to_filter(expr: Scalar, columns: Sequence[str], virtual=None, deadline: Plan
                 # does not, so such patterns take the expression route, which is exact.
                 if escape is not None or "\\" not in pattern:
                     return Like(column, pattern, escape)
-            if op == "REGEXP_LIKE" and arg.type == VARCHAR and isinstance(expr.args[1], Literal) \
+            if op == "REGEXP_LIKE" and (arg.type == VARCHAR or is_multi_value(arg.type)) and isinstance(expr.args[1], Literal) \
                     and isinstance(expr.args[1].value, str):
                 return Regex(column, expr.args[1].value)
             if op == "IN" and all(isinstance(a, Literal) for a in expr.args[1:]):

@@ -25,7 +25,7 @@ from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.scalar import Call, Literal, Scalar
 from common.sql.sql_literals import literal_value, parameter_literal, parse_timestamp
 from common.sql.sql_text import LazySqlText, sql_text, written_name
-from common.sql.sql_types import (BIGINT, BOOLEAN, CAST_TARGETS, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType,
+from common.sql.sql_types import (BIGINT, BOOLEAN, CAST_TARGETS, DOUBLE, INTERVAL, NULL, TIMESTAMP, VARCHAR, SqlType, is_multi_value,
                                   common_type)
 from common.sql.statement import PARAMETER_PREFIX
 from common.types.interval import Interval
@@ -185,6 +185,9 @@ class ScalarTranslator:
     def coerce_pair(self, a: Scalar, b: Scalar, node: exp.Expression) -> tuple[Scalar, Scalar]:
         """Make two operands comparable, as SQL's implicit casts do."""
         if a.type == b.type or NULL in (a.type, b.type):
+            return a, b
+        if is_multi_value(a.type) and b.type == VARCHAR or is_multi_value(b.type) and a.type == VARCHAR:
+            # A multi-value string compares as its values do (a filter matches any value).
             return a, b
         if all(t.column_type is not None and t.column_type.is_array for t in (a.type, b.type)):
             return a, b  # whole arrays compare after widening their elements (native compare)

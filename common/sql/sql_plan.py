@@ -24,6 +24,8 @@ from common.sql.planning_deadline import NO_DEADLINE, PlanningDeadline
 from common.sql.rules import optimize
 from common.sql.scalar_translator import Session
 from common.sql import broker_ops
+from common.sql.multi_value_text import multi_value_text
+from common.sql.sql_types import is_multi_value
 from common.sql.stages import (DEFAULT_MAX_JOIN_ROWS, ExecContext, JoinStage, NativeStage, SelectStage, SortStage,
                                Stage, TableStage, UnionStage, ValuesStage)
 from common.sql.statement import parse_statement
@@ -112,7 +114,7 @@ class SqlPlan:
         ctx = ExecContext(run_native, self._catalog, _max_join_rows(self.context), self._fetched)
         self._fetched = {}
         table = self.stage.execute(ctx)
-        arrays = [table.column(c) for c in self.stage.columns]
+        arrays = _result_arrays([table.column(c) for c in self.stage.columns], self.logical.fields)
         table = pa.Table.from_arrays(arrays, schema=self.result_schema)
         if self._constant:
             self._constant_result = table
@@ -141,7 +143,8 @@ class SqlPlan:
                 table = broker_ops.shape(table, [inner.columns[p] for p in select.positions], select.fields,
                                          select.columns)
                 inner = select
-            return pa.Table.from_arrays([table.column(c) for c in top.columns], schema=self.result_schema)
+            arrays = _result_arrays([table.column(c) for c in top.columns], self.logical.fields)
+            return pa.Table.from_arrays(arrays, schema=self.result_schema)
 
         return native.query, shape
 
@@ -172,10 +175,20 @@ def _volatile_reasons(logical: RelNode, session_reads: frozenset) -> frozenset:
 JSON_FIELD_METADATA = {b"ARROW:extension:name": b"arrow.json", b"ARROW:extension:metadata": b""}
 
 
+def _result_arrays(arrays: list, fields) -> list:
+    """Result columns as the result schema types them: multi-value strings become Druid's text."""
+    return [multi_value_text(a) if is_multi_value(f.type) else a for a, f in zip(arrays, fields)]
+
+
 def result_field(name: str, sql_type) -> pa.Field:
     ctype = sql_type.column_type
+    if ctype is not None and ctype.multi_value:
+        return pa.field(name, pa.string())  # as Druid shows it: see multi_value_text.py
     if ctype is not None and ctype.complex_name == "json":
         return pa.field(name, pa.string(), metadata=JSON_FIELD_METADATA)
+    if ctype is not None and ctype.is_array and ctype.element.complex_name == "json":
+        # ARRAY<COMPLEX<json>>: a list of JSON texts, each marked as JSON as a COMPLEX<json> column is
+        return pa.field(name, pa.list_(pa.field("item", pa.string(), metadata=JSON_FIELD_METADATA)))
     return pa.field(name, sql_type.to_arrow())
 
 

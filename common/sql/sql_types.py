@@ -74,6 +74,11 @@ _BY_KIND = {TypeKind.LONG: BIGINT, TypeKind.DOUBLE: DOUBLE, TypeKind.FLOAT: FLOA
             TypeKind.TIMESTAMP: TIMESTAMP}
 
 
+def is_multi_value(t: SqlType) -> bool:
+    """A multi-value string: VARCHAR to SQL, a list of strings per row underneath."""
+    return t.column_type is not None and t.column_type.multi_value
+
+
 def from_column_type(ctype: ColumnType) -> SqlType:
     return _BY_KIND.get(ctype.kind) or SqlType(ctype.sql_name, ctype)
 

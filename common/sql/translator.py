@@ -25,7 +25,7 @@ from common.sql.scalar import Call, Literal, Ref, Scalar, remap
 from common.sql.scalar_translator import (ScalarTranslator, Scope, Session, contains_aggregate, is_aggregate,
                                           literal_value, sql_text, unify_types)
 from common.sql.sql_text import LazySqlText, written_name
-from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, NULL, TIMESTAMP, VARCHAR
+from common.sql.sql_types import BIGINT, BOOLEAN, DOUBLE, NULL, TIMESTAMP, VARCHAR, is_multi_value
 
 _UNSUPPORTED_CLAUSES = {"qualify": "QUALIFY", "windows": "WINDOW", "distribute": "DISTRIBUTE BY", "sort": "SORT BY",
                         "cluster": "CLUSTER BY", "laterals": "LATERAL", "pivots": "PIVOT", "connect": "CONNECT BY",
@@ -298,6 +298,19 @@ class Translator:
                 return scope[parts[0]]
         return None
 
+    def _multi_value_columns(self, select: exp.Select) -> frozenset[str]:
+        """Multi-value string columns of the datasource a GROUP BY reads (its FROM table), which
+        group value by value (see mv_grouping.py)."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        if select.args.get("group") is None or from_ is None or not isinstance(from_.this, exp.Table) \
+                or _is_table_function(from_.this) or not isinstance(from_.this.this, exp.Identifier):
+            return frozenset()
+        parts = [p for p in (from_.this.catalog, from_.this.db, from_.this.name) if p]
+        if self._cte(parts) is not None:
+            return frozenset()
+        table = resolve_table(self.catalog, parts, self.fetched)
+        return frozenset(f.name for f in table.fields if is_multi_value(f.type))
+
     def from_clause(self, select: exp.Select) -> tuple[RelNode, RelationScope]:
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None:
@@ -376,7 +389,7 @@ class Translator:
         distinct = select.args.get("distinct")
         if distinct is not None and distinct.args.get("on") is not None:
             raise UnsupportedError("DISTINCT ON is not supported")
-        select = explode_mv_groups(select)
+        select = explode_mv_groups(select, self._multi_value_columns(select))
         rel, scope = self.from_clause(select)
         where = select.args.get("where")
         if where is not None:
@@ -603,6 +616,8 @@ class Translator:
             if len(arg_nodes) > 1:
                 raise UnsupportedError(f"COUNT over several expressions is not supported: '{text}'")
             arg = tr.translate(arg_nodes[0])
+            if distinct and is_multi_value(arg.type):
+                raise _multi_value_aggregate(shown, LazySqlText(arg_nodes[0]), text)
             if isinstance(arg, Literal) and arg.value is not None and not distinct:
                 return AggCall("COUNT", (), BIGINT, False, filter_expr)
             return AggCall("COUNT", (arg,), BIGINT, distinct, filter_expr)
@@ -613,6 +628,8 @@ class Translator:
         arg = tr.translate(arg_nodes[0])
         t = arg.type
         arg_text = LazySqlText(arg_nodes[0])
+        if is_multi_value(t):
+            raise _multi_value_aggregate(shown, arg_text, text)
         if name in ("SUM", "AVG"):
             if not (t.is_numeric or t == NULL):
                 raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}' in '{text}'")
@@ -655,6 +672,13 @@ def translate(query: exp.Expression, catalog: SqlCatalog, session: Session,
         fetched.update(translator.fetched)
     return rel
 
+
+
+def _multi_value_aggregate(shown: str, arg_text, text) -> ValidationError:
+    # Druid aggregates a multi-value string's values one by one; the rows here would be wrong.
+    return ValidationError(f"{shown} of the multi-value string '{arg_text}' is not supported in '{text}'; aggregate "
+                           f"its values from CROSS JOIN UNNEST(MV_TO_ARRAY({arg_text})) AS u(v), or its arrays with "
+                           f"ARRAY_CONCAT_AGG(MV_TO_ARRAY({arg_text}))")
 
 def _is_table_function(node: exp.Table) -> bool:
     """TABLE(schema.name(arg => value, ...)): an input table used as a table function."""

@@ -69,22 +69,31 @@ COMPLEX_INTERMEDIATES: dict[str, pa.DataType] = {
 
 @dataclass(frozen=True)
 class ColumnType:
-    """A logical type. ``element`` is set only for ARRAY; ``complex_name`` only for COMPLEX."""
+    """A logical type. ``element`` is set only for ARRAY; ``complex_name`` only for COMPLEX.
+
+    ``multi_value`` marks Druid's multi-value string (a STRING dimension holding a list of values
+    per row): stored and evaluated as ARRAY<STRING> (so it is an array to the engine), but SQL
+    types it VARCHAR and filters and GROUP BY treat it value by value, as Druid does."""
 
     kind: TypeKind
     element: ColumnType | None = None
     complex_name: str | None = None
+    multi_value: bool = False
 
     def __post_init__(self) -> None:
         if self.kind is TypeKind.ARRAY:
-            if self.element is None or self.element.kind not in ARRAY_ELEMENT_KINDS:
+            # ARRAY<COMPLEX<json>> is what JSON_QUERY_ARRAY gives (documents, as their text), as in Druid.
+            json_element = self.element is not None and self.element.complex_name == "json"
+            if self.element is None or (self.element.kind not in ARRAY_ELEMENT_KINDS and not json_element):
                 raise ValidationError(
-                    f"ARRAY element type must be one of STRING, LONG, DOUBLE, got {self.element}"
+                    f"ARRAY element type must be one of STRING, LONG, DOUBLE or COMPLEX<json>, got {self.element}"
                 )
         elif self.element is not None:
             raise ValidationError(f"only ARRAY types have an element type, not {self.kind.value}")
         if self.kind is TypeKind.COMPLEX and not self.complex_name:
             raise ValidationError("COMPLEX types need a name, such as COMPLEX<json>")
+        if self.multi_value and not (self.kind is TypeKind.ARRAY and self.element.kind is TypeKind.STRING):
+            raise ValidationError(f"only strings can be multi-value, not {self.kind.value}")
 
     # ---- classification -------------------------------------------------------------------
     @property
@@ -102,6 +111,8 @@ class ColumnType:
     # ---- mappings ------------------------------------------------------------------------
     @property
     def sql_name(self) -> str:
+        if self.multi_value:
+            return "VARCHAR"
         if self.kind is TypeKind.ARRAY:
             return f"ARRAY<{self.element.sql_name}>"
         if self.kind is TypeKind.COMPLEX:
@@ -111,6 +122,8 @@ class ColumnType:
     @functools.cached_property  # asked per column for every query sent to a historical
     def native_name(self) -> str:
         """The spelling used in native queries and manifests (Druid's ColumnType strings)."""
+        if self.multi_value:
+            return MULTI_VALUE_NAME
         if self.kind is TypeKind.ARRAY:
             return f"ARRAY<{self.element.native_name}>"
         if self.kind is TypeKind.COMPLEX:
@@ -173,6 +186,8 @@ class ColumnType:
         """Parse a type name in SQL or native spelling: VARCHAR, LONG, ARRAY<BIGINT>, COMPLEX<json>."""
         text = name.strip()
         upper = text.upper()
+        if upper == MULTI_VALUE_NAME:
+            return MULTI_VALUE_STRING
         if upper.startswith("ARRAY<") and upper.endswith(">"):
             element = ColumnType.parse(text[6:-1])
             if element.kind is TypeKind.FLOAT:
@@ -197,6 +212,10 @@ class ColumnType:
         return self.native_name
 
 
+# The manifest / native spelling of a multi-value string (Druid says STRING and flags the column
+# as having multiple values; one name keeps the flag through manifests and native queries).
+MULTI_VALUE_NAME = "MULTI_VALUE_STRING"
+
 TIMESTAMP = ColumnType(TypeKind.TIMESTAMP)
 STRING = ColumnType(TypeKind.STRING)
 LONG = ColumnType(TypeKind.LONG)
@@ -206,6 +225,8 @@ STRING_ARRAY = ColumnType(TypeKind.ARRAY, STRING)
 LONG_ARRAY = ColumnType(TypeKind.ARRAY, LONG)
 DOUBLE_ARRAY = ColumnType(TypeKind.ARRAY, DOUBLE)
 JSON = ColumnType(TypeKind.COMPLEX, complex_name="json")
+MULTI_VALUE_STRING = ColumnType(TypeKind.ARRAY, STRING, multi_value=True)
+JSON_ARRAY = ColumnType(TypeKind.ARRAY, JSON)
 
 TIME_COLUMN = "__time"
 
@@ -214,6 +235,8 @@ def least_restrictive(a: ColumnType, b: ColumnType) -> ColumnType:
     """The type both values fit in, as Druid resolves mixed inputs (numbers widen, else STRING)."""
     if a == b:
         return a
+    if (a.multi_value or b.multi_value) and all(t.is_string or t.kind is TypeKind.ARRAY for t in (a, b)):
+        return MULTI_VALUE_STRING  # a multi-value column holds single strings too, as Druid's do
     order = {TypeKind.LONG: 0, TypeKind.FLOAT: 1, TypeKind.DOUBLE: 2}
     if a.kind in order and b.kind in order:
         return DOUBLE if max(order[a.kind], order[b.kind]) >= 1 else LONG

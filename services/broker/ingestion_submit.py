@@ -19,6 +19,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.tokens import Tokenizer, TokenType
 
+from common.types.column_properties import storage_options
 from common.errors import ValidationError
 from common.sql.translator import _input_table_call
 
@@ -173,12 +174,11 @@ def prepare_ingestion(sql: str, context: dict, catalog) -> tuple[str, object, di
         task_spec["segmentGranularity"] = props["segmentGranularity"]
     if not statement.clustered_by and props.get("clusterKeys"):
         task_spec["clusterKeys"] = [k["column"] for k in props["clusterKeys"]]
-    json_options = {c["name"]: {k: v for k, v in (c.get("properties") or {}).items()
-                                if k in ("maxFields", "skipPaths", "typedPaths", "keepRaw")}
-                    for c in (table or {}).get("columns") or []}
-    json_options = {name: opts for name, opts in json_options.items() if opts}
-    if json_options:
-        task_spec["columnOptions"] = json_options  # nested storage options of declared JSON columns
+    options = {c["name"]: storage_options(c) for c in (table or {}).get("columns") or []}
+    options = {name: opts for name, opts in options.items() if opts}
+    if options:
+        # nested storage options of declared JSON columns, multiValueHandling of multi-value strings
+        task_spec["columnOptions"] = options
     if props.get("projections"):
         # Every segment the task writes gets the table's projections, as they are defined now.
         task_spec["projections"] = list(props["projections"])

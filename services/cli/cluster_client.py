@@ -93,11 +93,14 @@ class ClusterClient:
             raise ClusterError(f"publish failed: {exc.code().name}: {exc.details()}") from None
 
     def build_and_publish(self, table: pa.Table, datasource: str, storage, *, segment_granularity="day",
-                          sort_columns=(), rows_per_segment: int = 3_000_000) -> list[SegmentDescriptor]:
-        """Build segments locally, push them to deep storage, publish them in one transaction."""
+                          sort_columns=(), rows_per_segment: int = 3_000_000, column_types=None,
+                          column_options=None) -> list[SegmentDescriptor]:
+        """Build segments locally, push them to deep storage, publish them in one transaction.
+        ``column_types`` / ``column_options``: per column, as build_segment takes them."""
         with tempfile.TemporaryDirectory(prefix="strata-build-") as tmp:
             built = build_segments(table, datasource, tmp, segment_granularity=segment_granularity,
-                                   sort_columns=sort_columns, rows_per_segment=rows_per_segment)
+                                   sort_columns=sort_columns, rows_per_segment=rows_per_segment,
+                                   column_types=column_types, column_options=column_options)
             sets: dict = {}
             for _, manifest in built:
                 key = (manifest.segment_id.interval, manifest.segment_id.version)

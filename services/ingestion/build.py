@@ -27,7 +27,8 @@ from common.errors import ValidationError
 from common.ingest.rollup_metrics import aggregator_type
 from common.query.projection import projection_rows, spec_of
 from common.segment.builder import build_segment
-from common.types.column_type import JSON, TIME_COLUMN
+from common.types.column_properties import MULTI_VALUE_PROPERTY
+from common.types.column_type import JSON, MULTI_VALUE_STRING, TIME_COLUMN
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from common.segment.time_partitioner import segment_filename
@@ -101,6 +102,8 @@ def build_one(batches: list[pa.RecordBatch], part: int, planned: PlannedSegment,
         projections = [projection_rows(spec_of(p), plain) for p in spec.projections]
         del plain
         types = {c: JSON for c in spec.json_columns if c in table.column_names}
+        types.update({c: MULTI_VALUE_STRING for c, o in spec.column_options.items()
+                      if MULTI_VALUE_PROPERTY in o and c in table.column_names})
         metrics = {name: kind for name, kind in spec.kept_metrics.items() if name in table.column_names}
         metrics.update({name: aggregator_type(kind, table.schema.field(name).type)
                         for name, kind in spec.metrics.items() if name in table.column_names})

@@ -19,6 +19,7 @@ import pyarrow.parquet as pq
 from common.errors import ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment import Segment
+from common.types.column_properties import MULTI_VALUE_PROPERTY
 from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.granularity import SIMPLE_GRANULARITIES, Granularity
 from common.types.interval import Interval, format_instant
@@ -74,7 +75,21 @@ def export_rows(segments: Sequence[Segment], path: str) -> dict[str, ColumnType]
 def _type_text(ctype: ColumnType) -> str:
     if ctype.complex_name == "json":
         return "TYPE('COMPLEX<json>')"
+    if ctype.multi_value:
+        return "VARCHAR ARRAY"  # its lists; the job's column option makes them multi-value again
     return ctype.sql_name
+
+
+def multi_value_options(segments: Sequence[Segment]) -> dict[str, dict]:
+    """The column options that keep the segments' multi-value strings multi-value when rewritten,
+    with the multiValueHandling they were written with (the newest segment's)."""
+    out: dict[str, dict] = {}
+    for seg in sorted(segments, key=lambda s: (s.id.version, s.id.interval.start, s.id.partition)):
+        for column in seg.manifest.columns:
+            if column.type.multi_value:
+                handling = column.spec.to_json().get(MULTI_VALUE_PROPERTY)
+                out[column.name] = {MULTI_VALUE_PROPERTY: handling or "SORTED_ARRAY"}
+    return out
 
 
 def _quoted(name: str) -> str:
@@ -118,9 +133,10 @@ def compaction_metrics(descriptors: Sequence[SegmentDescriptor], interval: Inter
 
 
 def prepare_compaction(datasource: str, descriptors: Sequence[SegmentDescriptor], interval: Interval | None,
-                       pull, work_dir: str) -> str:
+                       pull, work_dir: str) -> tuple[str, dict[str, dict]]:
     """Pull the chosen segments (``pull(descriptor, local_path)``), export their rows, and return
-    the REPLACE statement that rewrites them."""
+    the REPLACE statement that rewrites them with the column options their columns need
+    (multi-value strings stay multi-value)."""
     chosen = chosen_segments(descriptors, interval)
     if not chosen:
         where = f" inside {interval}" if interval is not None else ""
@@ -134,12 +150,13 @@ def prepare_compaction(datasource: str, descriptors: Sequence[SegmentDescriptor]
             segments.append(Segment.open(local, verify=True))
         parquet_path = os.path.join(work_dir, "compaction-input.parquet")
         schema = export_rows(segments, parquet_path)
+        options = multi_value_options(segments)
     finally:
         for seg in segments:
             seg.close()
     chunks = sorted({d.id.interval for d in chosen}, key=lambda iv: iv.start)
-    return compaction_sql(datasource, chunks, schema, parquet_path, chunk_granularity(chunks))
+    return compaction_sql(datasource, chunks, schema, parquet_path, chunk_granularity(chunks)), options
 
 
 __all__ = ["chosen_segments", "chunk_granularity", "compaction_metrics", "compaction_sql", "export_rows",
-           "prepare_compaction"]
+           "multi_value_options", "prepare_compaction"]

@@ -36,6 +36,7 @@ from common.errors import StrataError, ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment_id import SegmentId
 from common.segment.time_partitioner import DEFAULT_ROWS_PER_SEGMENT
+from common.types.column_properties import MULTI_VALUE_PROPERTY
 from common.types.column_type import TIME_COLUMN
 from common.types.granularity import Granularity
 from common.types.interval import MIN_MS, Interval
@@ -568,7 +569,8 @@ class _Run:
                 sid = SegmentId(stmt.datasource, chunk.interval, alloc.version, alloc.first_partition + i)
                 segments[chunk.first_index + i] = PlannedSegment(sid, core)
         sort = tuple(c for c in stmt.clustered_by if c != TIME_COLUMN)
-        json_columns = tuple(dict.fromkeys((*stmt.json_columns(), *self.job.column_options)))
+        json_columns = tuple(dict.fromkeys((*stmt.json_columns(), *(c for c, o in self.job.column_options.items()
+                                                                     if MULTI_VALUE_PROPERTY not in o))))
         return BuildSpec(segments, self.prefix, sort, tuple(self.job.projections), json_columns,
                          dict(self.job.column_options), rollup_metrics(stmt.select), dict(self.job.kept_metrics))
 

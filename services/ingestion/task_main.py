@@ -70,8 +70,8 @@ def _compaction(stub, coordinator: str, task, spec: dict, cleanups: list):
     work_dir = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"strata-compact-{task.id}")
     # The exported rows live until the task ends (a warm driver process outlives its tasks).
     cleanups.append(lambda: shutil.rmtree(work_dir, True))
-    sql = prepare_compaction(datasource, descriptors, interval, lambda d, local: storage.pull(d.location, local),
-                             work_dir)
+    sql, column_options = prepare_compaction(datasource, descriptors, interval,
+                                             lambda d, local: storage.pull(d.location, local), work_dir)
     catalog = catalog_pb2_grpc.CatalogServiceStub(channel(coordinator, transport_security_for_task()))
     try:
         meta = catalog.GetTable(catalog_pb2.GetTableRequest(id=catalog_pb2.TableId(schema="druid", name=datasource)),
@@ -82,8 +82,9 @@ def _compaction(stub, coordinator: str, task, spec: dict, cleanups: list):
         if exc.code() != grpc.StatusCode.NOT_FOUND:
             raise
         projections = []
-    return parse_ingestion(sql, spec.get("context") or {}), {**spec, "projections": projections,
-                                                              "keptMetrics": compaction_metrics(descriptors, interval)}
+    return parse_ingestion(sql, spec.get("context") or {}), {
+        **spec, "projections": projections, "keptMetrics": compaction_metrics(descriptors, interval),
+        "columnOptions": {**(spec.get("columnOptions") or {}), **column_options}}
 
 
 def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spark=None) -> int:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from common.types.column_properties import declared_column_type
 from common.errors import ValidationError
 from common.types.column_type import STRING, TIME_COLUMN, TIMESTAMP, ColumnType
 
@@ -20,8 +21,7 @@ TEMPLATE_PARAMETERS = {"local": ("files", "filePattern"), "http": ("uris",), "in
 
 
 def _declared_type(column: dict) -> ColumnType | None:
-    text = column.get("sqlType")
-    return ColumnType.parse(text) if text else None
+    return declared_column_type(column)
 
 
 def overlay_schema(spec: dict | None, physical: dict[str, ColumnType] | None) -> dict[str, ColumnType] | None:

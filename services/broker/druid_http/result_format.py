@@ -44,6 +44,8 @@ def column_types(field: pa.Field) -> tuple[str, str]:
     dtype = field.type.value_type if pa.types.is_dictionary(field.type) else field.type
     if _is_json(field):
         return "COMPLEX<json>", "OTHER"
+    if _is_json_list(field):
+        return "ARRAY<COMPLEX<json>>", "ARRAY"
     sql = sql_types.from_arrow(dtype)
     if sql.name == "TIMESTAMP" or sql.name == "BOOLEAN":
         return "LONG", sql.name
@@ -56,6 +58,11 @@ def column_types(field: pa.Field) -> tuple[str, str]:
 
 def _is_json(field: pa.Field) -> bool:
     return field.metadata == JSON_FIELD_METADATA
+
+
+def _is_json_list(field: pa.Field) -> bool:
+    """ARRAY<COMPLEX<json>> (JSON_QUERY_ARRAY): a list whose elements are marked as JSON text."""
+    return pa.types.is_list(field.type) and _is_json(field.type.value_field)
 
 
 def _zone_format(tz: str) -> str:
@@ -128,6 +135,10 @@ def json_values(column: pa.Array, field: pa.Field, tz: str, raw_json: bool = Fal
         return _floats(column)
     if _is_json(field) and not raw_json:
         return [None if v is None else orjson.Fragment(v) for v in column.to_pylist()]
+    if _is_json_list(field):
+        # The documents as JSON inside the array, not as strings holding their text.
+        return [None if row is None else [None if v is None else orjson.Fragment(v) for v in row]
+                for row in column.to_pylist()]
     if pa.types.is_binary(dtype) or pa.types.is_large_binary(dtype):
         import base64
 

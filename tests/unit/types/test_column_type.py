@@ -99,10 +99,27 @@ def test_unknown_complex_type_names_the_supported_one():
         ColumnType.parse("COMPLEX<foo>")
 
 
-@pytest.mark.parametrize("name", ["ARRAY<ARRAY<LONG>>", "ARRAY<TIMESTAMP>", "ARRAY<COMPLEX<json>>"])
+@pytest.mark.parametrize("name", ["ARRAY<ARRAY<LONG>>", "ARRAY<TIMESTAMP>", "ARRAY<COMPLEX<HLLSketch>>"])
 def test_unsupported_array_elements(name):
-    with pytest.raises(ValidationError, match="element type must be one of STRING, LONG, DOUBLE"):
+    with pytest.raises(ValidationError, match="element type must be one of STRING, LONG, DOUBLE or COMPLEX<json>"):
         ColumnType.parse(name)
+
+
+def test_array_of_json_is_what_json_query_array_gives():
+    # Druid's ARRAY<COMPLEX<json>>: JSON documents, held as their text
+    t = ColumnType.parse("ARRAY<COMPLEX<json>>")
+    assert t.is_array and t.element.complex_name == "json" and t.native_name == "ARRAY<COMPLEX<json>>"
+    assert t.to_arrow() == pa.list_(pa.string())
+
+
+def test_multi_value_string_is_varchar_over_a_list_of_strings():
+    from common.types.column_type import MULTI_VALUE_STRING, STRING, STRING_ARRAY, least_restrictive
+
+    assert ColumnType.parse("MULTI_VALUE_STRING") == MULTI_VALUE_STRING and MULTI_VALUE_STRING.sql_name == "VARCHAR"
+    assert least_restrictive(STRING, MULTI_VALUE_STRING) == MULTI_VALUE_STRING
+    assert least_restrictive(MULTI_VALUE_STRING, STRING_ARRAY) == MULTI_VALUE_STRING
+    with pytest.raises(ValidationError, match="only strings can be multi-value"):
+        ColumnType(STRING_ARRAY.kind, ColumnType.parse("LONG"), multi_value=True)
 
 
 def test_unsupported_arrow_types_name_the_column():
