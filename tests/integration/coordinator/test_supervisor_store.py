@@ -167,7 +167,7 @@ def test_a_handoff_is_refused_when_a_segment_appeared_after_it_read_the_list(sto
     sup.publish_with_offsets([rec(0)], "wiki", "edits", {0: 0}, {0: 5})
     appended = SegmentRecord(SegmentId("wiki", Interval(0, HOUR), "v1", 1), 100, 10, "appended", "{}", 1)
     sup.publish_with_offsets([appended], "wiki", "edits", {0: 5}, {0: 8})  # another task group's micro-batch
-    with pytest.raises(ReplaceConflictError, match="changed since this replace read them.*new: wiki_"):
+    with pytest.raises(ReplaceConflictError, match="changed since this replace read them \\(new: wiki_"):
         segments.publish([rec(0, "v2")], replace=("wiki", [Interval(0, HOUR)]), expected=[rec(0).id])
     assert {str(r.id) for r in segments.list("wiki")} == {str(rec(0).id), str(appended.id)}  # nothing published
     segments.publish([rec(0, "v2")], replace=("wiki", [Interval(0, HOUR)]), expected=[rec(0).id, appended.id])
