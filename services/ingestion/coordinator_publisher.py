@@ -67,3 +67,19 @@ class CoordinatorPublisher:
         except grpc.RpcError as exc:
             raise error_from_rpc(exc, "segment listing") from None
         return [(descriptor_from_proto(r.descriptor), r.realtime) for r in response.segments if r.used]
+
+
+class ConditionalReplacePublisher:
+    """A rewrite's publisher (a compaction, a stream handoff): its replace names the used segments
+    it found in its intervals when it read its input, and the coordinator refuses it (CONFLICT)
+    if any other is used there now: one appended meanwhile, whose rows the new version would hide."""
+
+    def __init__(self, inner, expected: list[SegmentId]) -> None:
+        self.inner = inner
+        self.expected = list(expected)
+
+    def allocate(self, datasource, intervals, mode, partitions=None):
+        return self.inner.allocate(datasource, intervals, mode, partitions)
+
+    def publish(self, descriptors: list[SegmentDescriptor], replace_intervals: list[Interval] | None) -> None:
+        self.inner.publish(list(descriptors), replace_intervals, expected=self.expected)

@@ -31,15 +31,15 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from common.errors import ErrorKind, cause_of_kind
 from common.ingest.statement import parse_ingestion
 from common.ingest.supervisor_spec import SupervisorSpec
 from common.segment.descriptor import SegmentDescriptor
-from common.segment.segment_id import SegmentId
 from services.deep_storage import deep_storage_from_url
 from services.ingestion.compaction import compaction_metrics, prepare_compaction
+from services.ingestion.coordinator_publisher import ConditionalReplacePublisher
 from services.ingestion.core.handoff_plan import Handoff, HandoffTrigger, UsedSegment, plan_handoffs
 from services.ingestion.ingestion_report import IngestionCancelled
 from services.ingestion.spark_job import IngestionJob, run_ingestion
@@ -64,22 +64,6 @@ class _RecordingPublisher:
         if stream is not None:  # committed: these rows are realtime now
             for d in descriptors:
                 self.trigger.published(d.id.interval, d.num_rows)
-
-
-class _HandoffPublisher:
-    """The REPLACE job's publisher: its publish is refused if the chunk changed since it was read."""
-
-    def __init__(self, inner, expected: Iterable[SegmentId]) -> None:
-        self.inner = inner
-        self.expected = list(expected)
-        self.published = False
-
-    def allocate(self, datasource, intervals, mode, partitions=None):
-        return self.inner.allocate(datasource, intervals, mode, partitions)
-
-    def publish(self, descriptors, replace_intervals) -> None:
-        self.inner.publish(list(descriptors), replace_intervals, expected=self.expected)
-        self.published = True
 
 
 class StreamHandoff:
@@ -148,7 +132,7 @@ class StreamHandoff:
                                kept_metrics=compaction_metrics(inputs, plan.interval))
             if self.job_defaults is not None:
                 job = self.job_defaults(job)  # the catalog's projections, column options and types
-            publisher = _HandoffPublisher(self.inner, plan.expected)
+            publisher = ConditionalReplacePublisher(self.inner, list(plan.expected))
             run_ingestion(self.spark, job, self.storage_url, self.storage_endpoint, publisher,
                           cancel_event=self.cancel_event)
         except IngestionCancelled:
