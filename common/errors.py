@@ -80,6 +80,17 @@ def kind_of(exc: BaseException) -> ErrorKind:
     return ErrorKind.INTERNAL
 
 
+def cause_of_kind(exc: BaseException | None, kind: ErrorKind) -> BaseException | None:
+    """The error of ``kind`` however deep ``exc`` wraps it (its causes and contexts), or None: a
+    coordinator's CONFLICT reaches a task inside the job failure that carried it."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if getattr(exc, "kind", None) == kind:
+            return exc
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
 class StrataError(Exception):
     """Base of every error strata raises on purpose. ``kind`` is the class's unless one is given
     (a failure relayed from another node keeps the kind that node reported)."""

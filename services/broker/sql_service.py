@@ -150,7 +150,9 @@ class BrokerCatalog:
         wanted = {r.id: 0 for r in records if not r.used}  # no rule loads an unused segment
         if self.coordinator is not None:
             wanted.update((segment_id_from_proto(s.id), s.wanted_replicas) for s in self.coordinator.load_status())
-        add_segment_columns(rows, {**known, **descriptors}, wanted)  # Druid's columns (num_replicas, shard_spec, ...)
+        realtime = {r.id for r in records if getattr(r, "realtime", False)}
+        # Druid's columns (num_replicas, shard_spec, ...)
+        add_segment_columns(rows, {**known, **descriptors}, wanted, realtime)
         return pa.Table.from_pylist(list(rows.values()), schema=pa.schema([
             ("segment_id", pa.string()), ("datasource", pa.string()), ("start", pa.string()), ("end", pa.string()),
             ("version", pa.string()), ("partition_num", pa.int64()), ("size", pa.int64()), ("num_rows", pa.int64()),

@@ -36,6 +36,7 @@ class PublishedSegment:
     descriptor: SegmentDescriptor
     used: bool
     created_ms: int
+    realtime: bool = False  # published by a stream task's micro-batch, not handed off yet
 
     @property
     def id(self) -> SegmentId:
@@ -80,7 +81,7 @@ class CoordinatorClient:
 
     def list_segments(self, datasource: str = "", include_unused: bool = True) -> list[PublishedSegment]:
         request = coordinator_pb2.ListSegmentsRequest(datasource=datasource, include_unused=include_unused)
-        return [PublishedSegment(descriptor_from_proto(r.descriptor), r.used, r.created_ms)
+        return [PublishedSegment(descriptor_from_proto(r.descriptor), r.used, r.created_ms, r.realtime)
                 for r in self._call("ListSegments", request, 30).segments]
 
     def load_status(self, datasource: str = "", timeout_s: float = 30) -> list:

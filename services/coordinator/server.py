@@ -59,7 +59,10 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
                     records, stream.datasource, stream.topic, dict(stream.start), dict(stream.end),
                     task_id=request.task_id or None)
             else:
-                published = self.store.publish(records, replace=replace, task_id=request.task_id or None)
+                expected = [segment_id_from_proto(s) for s in request.replace_expected] \
+                    if request.check_replace_expected else None
+                published = self.store.publish(records, replace=replace, task_id=request.task_id or None,
+                                               expected=expected)
         except StrataError as exc:  # leaves with its kind's status (services/grpc_server.ErrorStatusInterceptor)
             self.metrics.publishes.labels("rejected" if status_of(exc.kind).user_error else "failed").inc()
             raise
@@ -73,7 +76,7 @@ class CoordinatorServicer(coordinator_pb2_grpc.CoordinatorServiceServicer):
         records = self.store.list(request.datasource or None, request.include_unused)
         return coordinator_pb2.ListSegmentsResponse(segments=[
             coordinator_pb2.SegmentRecord(descriptor=descriptor_to_proto(r.descriptor()), used=r.used,
-                                          created_ms=r.created_ms) for r in records])
+                                          created_ms=r.created_ms, realtime=r.realtime) for r in records])
 
     def MarkUnused(self, request, context):
         if request.ids:

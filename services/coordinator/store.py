@@ -42,7 +42,9 @@ from sqlalchemy import (
     event,
     false,
     func,
+    inspect,
     select,
+    text,
     true,
     update,
 )
@@ -50,7 +52,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
-from common.errors import StrataError, ValidationError
+from common.errors import ErrorKind, StrataError, ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.manifest import SegmentManifest
 from common.segment.segment_id import SegmentId
@@ -68,6 +70,14 @@ _MIGRATION_LOCK = 0x5374726174610001
 
 class PublishConflictError(ValidationError):
     """A segment id is already published with a different descriptor."""
+
+
+class ReplaceConflictError(ValidationError):
+    """A replace built from a set of segments found others used in its intervals (one appended
+    after it read them): nothing was published. A CONFLICT, so a stream task's handoff can tell
+    it lost the race from a failure and simply tries again later."""
+
+    kind = ErrorKind.CONFLICT
 
 
 class MetadataSchemaError(StrataError):
@@ -88,6 +98,9 @@ class SegmentRecord:
     used: bool = True
     created_ms: int = 0
     used_status_updated_ms: int = 0
+    # Published by a stream task's micro-batch (sys.segments.is_realtime) and not yet rewritten
+    # into full-size segments by its handoff; how it was published, not part of its descriptor.
+    realtime: bool = False
 
     @staticmethod
     def from_manifest(manifest: SegmentManifest, location: str, num_partitions: int = 1) -> SegmentRecord:
@@ -125,6 +138,7 @@ segments_table = Table(
     Column("used", Boolean, nullable=False),
     Column("created_ms", BigInteger, nullable=False),
     Column("used_status_updated_ms", BigInteger, nullable=False),
+    Column("realtime", Boolean, nullable=False, server_default=false()),  # migration 6
     Index("strata_segments_datasource_used", "datasource", "used"),
     Index("strata_segments_datasource_interval", "datasource", "start_ms", "end_ms"),
 )
@@ -224,7 +238,13 @@ stream_offsets_table = Table(
 
 
 def _create_segments(conn: Connection) -> None:
-    segments_table.create(conn)  # with its indexes
+    segments_table.create(conn)  # with its indexes (and the columns later migrations add)
+
+
+def _add_realtime(conn: Connection) -> None:
+    # A database made before migration 6 lacks the column; one made since got it from migration 1.
+    if "realtime" not in {c["name"] for c in inspect(conn).get_columns("strata_segments")}:
+        conn.execute(text("ALTER TABLE strata_segments ADD COLUMN realtime BOOLEAN NOT NULL DEFAULT FALSE"))
 
 
 def _create_tasks(conn: Connection) -> None:
@@ -251,6 +271,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     Migration(3, "create strata_tables (table catalog)", _create_catalog_tables),
     Migration(4, "create strata_rules and strata_audit (retention rules)", _create_rules),
     Migration(5, "create strata_supervisors and strata_stream_offsets (Kafka supervisors)", _create_supervisors),
+    Migration(6, "add strata_segments.realtime (segments of stream micro-batches)", _add_realtime),
 )
 
 
@@ -345,7 +366,7 @@ class SegmentStore:
             yield conn
 
     def publish(self, records: Iterable[SegmentRecord], replace: tuple[str, Sequence[Interval]] | None = None,
-                task_id: str | None = None) -> int:
+                task_id: str | None = None, expected: Iterable[SegmentId] | None = None) -> int:
         """Publishes all records as used, or none. Returns how many were new: re-publishing an
         identical segment is a no-op (and leaves its used flag as it is), while publishing an
         id that is stored with a different descriptor raises ``PublishConflictError`` and rolls
@@ -361,18 +382,28 @@ class SegmentStore:
         ``task_id`` names the ingestion task publishing: a task already in a final state (its
         process was declared dead and its uploads are being removed) publishes nothing. The task
         row is locked for the transaction, so this and the coordinator settling a dead task
-        (``TaskStore.settle_exited``) happen one after the other, never interleaved."""
+        (``TaskStore.settle_exited``) happen one after the other, never interleaved.
+
+        ``expected`` (with ``replace``): the used segments inside the intervals when the new ones
+        were built from them, as a stream task's handoff rewrites them. Any other used segment
+        there (one a micro-batch appended after the handoff read the list) would be hidden by the
+        new version with its rows, so the publish is refused (``ReplaceConflictError``) instead."""
         batch = self._dedupe(records)
         if not batch and replace is None:
             return 0
         with self._write() as conn:
-            return self.publish_in(conn, batch.values(), replace, task_id)
+            return self.publish_in(conn, batch.values(), replace, task_id, expected)
 
     def publish_in(self, conn: Connection, records: Iterable[SegmentRecord],
-                   replace: tuple[str, Sequence[Interval]] | None = None, task_id: str | None = None) -> int:
+                   replace: tuple[str, Sequence[Interval]] | None = None, task_id: str | None = None,
+                   expected: Iterable[SegmentId] | None = None) -> int:
         """``publish`` inside the caller's write transaction (which commits it or rolls it back),
         so other metadata, such as a supervisor's stream offsets, changes with the segments."""
         batch = self._dedupe(records)
+        if expected is not None:
+            if replace is None:
+                raise ValidationError("expected segments are only checked by a replace; give its intervals")
+            self._check_expected(conn, replace[0], list(replace[1]), {str(i) for i in expected}, set(batch))
         now = self._clock()
         rows = [self._row(r, now) for r in batch.values()]
         insert = (postgresql.insert if self._dialect == "postgresql" else sqlite.insert)(segments_table)
@@ -394,6 +425,24 @@ class SegmentStore:
         if replace is not None:
             self._retire_replaced(conn, replace[0], list(replace[1]), list(batch.values()))
         return len(inserted)
+
+    @staticmethod
+    def _check_expected(conn: Connection, datasource: str, intervals: list[Interval], expected: set[str],
+                        new: set[str]) -> None:
+        t = segments_table
+        found: set[str] = set()
+        for iv in intervals:
+            found.update(conn.scalars(select(t.c.id).where(t.c.datasource == datasource, t.c.used == true(),
+                                                          t.c.start_ms < iv.end, t.c.end_ms > iv.start)))
+        # Only a segment that appeared matters: one of the expected going unused meanwhile is the
+        # coordinator dropping an overshadowed segment (or a second handoff, whose own new
+        # segments then appeared and refuse this one).
+        appeared = sorted(found - new - expected)
+        if appeared:
+            raise ReplaceConflictError(
+                f"the used segments of {datasource} in {', '.join(str(iv) for iv in intervals)} changed since this "
+                f"replace read them (new: {', '.join(appeared[:3])}); nothing was published. Build the replace "
+                "again from what is used now")
 
     @staticmethod
     def _check_task_open(conn: Connection, task_id: str) -> None:
@@ -538,7 +587,7 @@ class SegmentStore:
             "end_ms": r.id.interval.end, "version": r.id.version, "partition_num": r.id.partition,
             "num_partitions": r.num_partitions, "size_bytes": r.size_bytes, "num_rows": r.num_rows,
             "location": r.location, "payload": r.payload, "used": True, "created_ms": now,
-            "used_status_updated_ms": now,
+            "used_status_updated_ms": now, "realtime": r.realtime,
         }
 
     @staticmethod
@@ -595,7 +644,8 @@ def _difference(stored: SegmentRecord, given: SegmentRecord) -> str:
 def _record(row) -> SegmentRecord:
     sid = SegmentId(row["datasource"], Interval(row["start_ms"], row["end_ms"]), row["version"], row["partition_num"])
     return SegmentRecord(sid, row["size_bytes"], row["num_rows"], row["location"], row["payload"],
-                         row["num_partitions"], bool(row["used"]), row["created_ms"], row["used_status_updated_ms"])
+                         row["num_partitions"], bool(row["used"]), row["created_ms"], row["used_status_updated_ms"],
+                         bool(row["realtime"]))
 
 
 def _create_engine(url: str) -> Engine:

@@ -10,21 +10,29 @@ and only if the stored offsets still equal the start offsets the task read from 
 swap). A task that read a range another task already published (a replica, a task restarted from
 stale offsets, one that published before it was declared dead) is refused and publishes nothing,
 so no row is lost or loaded twice whatever process dies when.
+
+The segments a micro-batch publishes are *realtime* (``strata_segments.realtime``,
+sys.segments.is_realtime) until the task's handoff rewrites them into full-size segments of a
+newer version (services/ingestion/stream_handoff.py). A micro-batch whose segments were allocated
+in a version that a handoff has since overshadowed would publish rows nobody can see: it is
+refused like a stale offset (the next task reads that range again into the new version).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, select, true, update
 from sqlalchemy.exc import IntegrityError
 
 from common.errors import ErrorKind, ValidationError
 from common.ingest.supervisor_spec import SupervisorSpec, parse_supervisor_spec
-from services.coordinator.store import SegmentRecord, SegmentStore, stream_offsets_table, supervisors_table
+from services.coordinator.store import (SegmentRecord, SegmentStore, segments_table, stream_offsets_table,
+                                       supervisors_table)
 
 RUNNING, SUSPENDED, TERMINATED = "RUNNING", "SUSPENDED", "TERMINATED"
 
@@ -169,7 +177,7 @@ class SupervisorStore:
         publishes nothing) unless every partition in ``start`` is stored at exactly that offset,
         or not stored at all (never committed: the task started from the spec's earliest or
         latest)."""
-        records = list(records)
+        records = [dataclasses.replace(r, realtime=True) for r in records]
         bad = sorted(p for p in end if p not in start or end[p] < start[p])
         if bad:
             raise ValidationError(f"end offsets of partitions {bad} are missing a start offset or lie before it "
@@ -193,6 +201,7 @@ class SupervisorStore:
                     raise OffsetsConflictError(
                         f"offsets of datasource '{datasource}' moved since the task started ({detail}); nothing "
                         "was published (another task published that range)")
+                _refuse_overshadowed(conn, records)
                 new = self.store.publish_in(conn, records, task_id=task_id)
                 merged = {**stored, **{int(p): int(o) for p, o in end.items()}}
                 if row is None:
@@ -207,6 +216,22 @@ class SupervisorStore:
             # serializes writers): the loser's start offsets are stale by definition.
             raise OffsetsConflictError(f"offsets of datasource '{datasource}' were committed by another task at the "
                                        "same moment; nothing was published") from None
+
+
+def _refuse_overshadowed(conn, records: list[SegmentRecord]) -> None:
+    """Refuses segments whose (interval, version) a used newer version covers: a handoff published
+    that version after the micro-batch was allocated, and its rows would never be visible."""
+    t = segments_table
+    for key in sorted({(r.id.datasource, r.id.interval, r.id.version) for r in records}, key=str):
+        datasource, interval, version = key
+        newer = conn.scalar(select(t.c.id).where(t.c.datasource == datasource, t.c.used == true(),
+                                                 t.c.version > version, t.c.start_ms <= interval.start,
+                                                 t.c.end_ms >= interval.end).limit(1))
+        if newer is not None:
+            raise OffsetsConflictError(
+                f"segments of {datasource} {interval} version {version} would be hidden by {newer} (a handoff "
+                "rewrote that interval after this micro-batch was allocated); nothing was published, the next "
+                "task reads the range again")
 
 
 def _record(row) -> SupervisorRecord:

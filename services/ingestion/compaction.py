@@ -19,6 +19,8 @@ import pyarrow.parquet as pq
 from common.errors import ValidationError
 from common.segment.descriptor import SegmentDescriptor
 from common.segment.segment import Segment
+from common.segment.segment_id import SegmentId
+from common.segment.timeline import Timeline, TimelineSegment
 from common.types.column_properties import MULTI_VALUE_PROPERTY
 from common.types.column_type import TIME_COLUMN, ColumnType
 from common.types.granularity import SIMPLE_GRANULARITIES, Granularity
@@ -45,9 +47,21 @@ def chunk_granularity(intervals: Sequence[Interval]) -> str:
 
 def chosen_segments(descriptors: Sequence[SegmentDescriptor], interval: Interval | None) -> list[SegmentDescriptor]:
     """The used segments whose time chunk lies inside ``interval`` (all when None): a chunk is
-    rewritten whole or not at all."""
-    return [d for d in descriptors
-            if interval is None or (interval.start <= d.id.interval.start and d.id.interval.end <= interval.end)]
+    rewritten whole or not at all. Segments a newer used version overshadows are left out: they
+    stay used until that version is served (a stream handoff's small segments, an earlier
+    compaction's input), and reading them too would write their rows twice."""
+    hidden = Timeline(segments=[TimelineSegment(d.id, d.num_partitions) for d in descriptors]).overshadowed() \
+        if descriptors else set()
+    return [d for d in descriptors if d.id not in hidden
+            and (interval is None or (interval.start <= d.id.interval.start and d.id.interval.end <= interval.end))]
+
+
+def present_segments(descriptors: Sequence[SegmentDescriptor], interval: Interval | None) -> list[SegmentId]:
+    """Every used segment overlapping ``interval`` (all when None), overshadowed ones included:
+    what the compaction's publish expects to find there (anything else was appended meanwhile,
+    and the new version would hide its rows)."""
+    return [d.id for d in descriptors
+            if interval is None or (d.id.interval.start < interval.end and interval.start < d.id.interval.end)]
 
 
 def export_rows(segments: Sequence[Segment], path: str) -> dict[str, ColumnType]:
@@ -159,4 +173,4 @@ def prepare_compaction(datasource: str, descriptors: Sequence[SegmentDescriptor]
 
 
 __all__ = ["chosen_segments", "chunk_granularity", "compaction_metrics", "compaction_sql", "export_rows",
-           "multi_value_options", "prepare_compaction"]
+           "multi_value_options", "prepare_compaction", "present_segments"]

@@ -52,6 +52,7 @@ from services.ingestion.kafka_reader import KafkaMessage, KafkaReader, LogEnds, 
 from services.ingestion.kafka_stream_source import SOURCE_NAME, register, source_options
 from services.ingestion.spark_api import is_connect
 from services.ingestion.spark_job import IngestionJob, run_ingestion
+from services.ingestion.stream_handoff import StreamHandoff
 
 # How many parse exception samples a task keeps for its status (as Druid's maxSavedParseExceptions).
 MAX_SAMPLES = 20
@@ -382,8 +383,12 @@ def run_supervisor_task(spark, task_id: str, spec: Mapping, publisher, storage_u
     supervisor = parse_supervisor_spec(spec["supervisor"])
     options = catalog_job_options(supervisor, catalog_table)
     defaults = (lambda job: dataclasses.replace(job, **options)) if options else None
-    task = StreamTask(spark, supervisor, task_id, publisher, storage_url, storage_endpoint, job_defaults=defaults,
-                      task_start_ms=task_start_ms)
+    # The task publishes through the handoff's recording publisher (realtime rows per chunk);
+    # the handoff runs between micro-batches (after each one's progress) and at taskDuration.
+    handoff = StreamHandoff(spark, supervisor, task_id, publisher, storage_url, storage_endpoint, defaults,
+                            cancel_event)
+    task = StreamTask(spark, supervisor, task_id, handoff.publisher, storage_url, storage_endpoint,
+                      job_defaults=defaults, task_start_ms=task_start_ms)
     try:
         committed = {int(p): int(o) for p, o in (spec.get("startOffsets") or {}).items()}
         start = task.reader.start_offsets(supervisor.topic, committed, supervisor.use_earliest_offset)
@@ -394,11 +399,18 @@ def run_supervisor_task(spark, task_id: str, spec: Mapping, publisher, storage_u
                 raise ValidationError(f"none of partitions {sorted(mine)} exist in topic '{supervisor.topic}'")
         started = {"startOffsets": {str(p): o for p, o in sorted(start.items())},
                    "taskGroup": int(spec.get("taskGroup", 0))}
+
+        def after_batch(report: dict) -> None:
+            if progress is not None:
+                progress({**report, **started, **handoff.status()})
+            handoff.after_batch()
+
         try:
-            end = task.run(start, cancel_event,
-                           progress=(lambda r: progress({**r, **started})) if progress is not None else None)
+            end = task.run(start, cancel_event, progress=after_batch)
+            if not cancel_event.is_set():
+                handoff.at_end()  # taskDuration: a cancel (suspend, terminate) leaves it to a later task
         except TooManyStreamParseExceptions as exc:
-            raise StreamTaskFailed(str(exc), {**task.status(), **started}) from None
+            raise StreamTaskFailed(str(exc), {**task.status(), **started, **handoff.status()}) from None
         except Exception as exc:
             refusal = publish_refusal(exc)
             if refusal is None:
@@ -406,8 +418,9 @@ def run_supervisor_task(spark, task_id: str, spec: Mapping, publisher, storage_u
             # A replica (or an older task) published this range first: what this one read is
             # loaded already, its own uploads are gone (run_ingestion), and the supervisor starts
             # the next task from the offsets now committed.
-            return {**task.status(), **started, "superseded": str(refusal)}
-        return {**task.status(), **started, "endOffsets": {str(p): o for p, o in sorted(end.items())}}
+            return {**task.status(), **started, **handoff.status(), "superseded": str(refusal)}
+        return {**task.status(), **started, **handoff.status(),
+                "endOffsets": {str(p): o for p, o in sorted(end.items())}}
     finally:
         task.close()
 

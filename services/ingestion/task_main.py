@@ -51,13 +51,14 @@ def _statement(spec: dict):
 
 
 def _compaction(stub, coordinator: str, task, spec: dict, cleanups: list):
-    """The REPLACE a compaction task runs, and its spec with the catalog's projections as they are
-    now (the point of compacting: segments get the current definitions)."""
+    """The REPLACE a compaction task runs, its spec with the catalog's projections as they are
+    now (the point of compacting: segments get the current definitions), and the used segments
+    its publish expects to find in the rewritten chunks (a segment appended meanwhile refuses it)."""
     from common.catalog.table_spec import TableSpec
     from common.types.interval import Interval
     from services.rpc.convert import descriptor_from_proto
     from services.deep_storage import deep_storage_from_url
-    from services.ingestion.compaction import compaction_metrics, prepare_compaction
+    from services.ingestion.compaction import compaction_metrics, prepare_compaction, present_segments
     from common.ingest.statement import parse_ingestion
 
     datasource = task.datasource
@@ -84,13 +85,14 @@ def _compaction(stub, coordinator: str, task, spec: dict, cleanups: list):
         projections = []
     return parse_ingestion(sql, spec.get("context") or {}), {
         **spec, "projections": projections, "keptMetrics": compaction_metrics(descriptors, interval),
-        "columnOptions": {**(spec.get("columnOptions") or {}), **column_options}}
+        "columnOptions": {**(spec.get("columnOptions") or {}), **column_options}}, \
+        present_segments(descriptors, interval)
 
 
 def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spark=None) -> int:
     """Runs one task to a final state it reports to the coordinator. ``spark``: a warm session
     (task_driver.py) to run on; None starts this process's own."""
-    from services.ingestion.coordinator_publisher import CoordinatorPublisher
+    from services.ingestion.coordinator_publisher import ConditionalReplacePublisher, CoordinatorPublisher
     from services.ingestion.ingestion_report import IngestionCancelled, IngestionFailed
     from services.ingestion.spark_job import IngestionJob, run_ingestion
     from services.ingestion.spark_session import get_or_create_session
@@ -99,11 +101,12 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spar
     task = stub.GetTask(coordinator_pb2.TaskRequest(id=task_id), timeout=60)
     spec = json.loads(task.spec_json or "{}")
     cleanups: list = []
+    expected = None  # a compaction's: the used segments its replace was built from
     try:
         if task.type == "kafka":
             return _run_stream(stub, task_id, spec, cancel_event, spark, coordinator, task.created_ms)
         if task.type == "compact":
-            statement, spec = _compaction(stub, coordinator, task, spec, cleanups)
+            statement, spec, expected = _compaction(stub, coordinator, task, spec, cleanups)
         else:
             statement = _statement(spec)
         if spec.get("clusterKeys") and not statement.clustered_by:
@@ -133,9 +136,12 @@ def run_task(task_id: str, coordinator: str, cancel_event: threading.Event, spar
             except Exception:  # progress is best effort; the final update is not
                 log.warning("progress update failed", exc_info=True)
 
+        publisher = CoordinatorPublisher(stub, task_id, statement.datasource)
+        if expected is not None:
+            publisher = ConditionalReplacePublisher(publisher, expected)
         report = run_ingestion(spark, job, os.environ.get("STRATA_DEEP_STORAGE_URL", "var/strata/deep-storage"),
-                               os.environ.get("STRATA_DEEP_STORAGE_ENDPOINT", ""),
-                               CoordinatorPublisher(stub, task_id, statement.datasource), progress, cancel_event)
+                               os.environ.get("STRATA_DEEP_STORAGE_ENDPOINT", ""), publisher, progress,
+                               cancel_event)
         _update(stub, task_id, "SUCCESS", report.to_json())
         return 0
     except IngestionCancelled as exc:

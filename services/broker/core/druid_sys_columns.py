@@ -45,11 +45,14 @@ def _overshadowed(rows: dict) -> set:
     return out
 
 
-def add_segment_columns(rows: dict, descriptors: dict, wanted: dict | None = None) -> None:
+def add_segment_columns(rows: dict, descriptors: dict, wanted: dict | None = None,
+                        realtime: set | None = None) -> None:
     """``rows``: SegmentId -> sys.segments row (strata's columns), given Druid's columns in place;
     ``descriptors``: SegmentId -> SegmentDescriptor, where known; ``wanted``: SegmentId -> the
     replicas the coordinator's retention rules want for each segment (its load status; 0 for an
-    unused one, which no rule loads)."""
+    unused one, which no rule loads); ``realtime``: the SegmentIds a stream task's micro-batch
+    published and its handoff has not rewritten yet (the metadata store's realtime flag)."""
+    realtime = realtime or set()
     wanted = wanted or {}
     hidden = _overshadowed(rows)
     for sid, row in rows.items():
@@ -58,7 +61,7 @@ def add_segment_columns(rows: dict, descriptors: dict, wanted: dict | None = Non
         row["num_replicas"] = row.get("replication") or 0
         row["is_overshadowed"] = 1 if sid in hidden else 0
         row["is_active"] = 1 if row.get("is_published") and sid not in hidden else 0
-        row["is_realtime"] = 0
+        row["is_realtime"] = 1 if sid in realtime else 0
         partitions = d.num_partitions if d is not None else None
         row["shard_spec"] = json.dumps({"type": "numbered", "partitionNum": sid.partition, "partitions": partitions})
         if d is not None:

@@ -437,3 +437,20 @@ def test_replace_refuses_to_leave_replaced_rows_visible(store):
     with pytest.raises(ValidationError, match="would leave rows of segment wiki_.*align OVERWRITE WHERE"):
         store.publish([rec(3, "v2")], replace=("wiki", [Interval(3 * DAY, 5 * DAY)]))
     assert ids(store.list("wiki")) == [month.id]  # nothing published, nothing retired
+
+
+def test_migration_6_adds_the_realtime_flag_to_an_older_database(metadata_store_url):
+    SegmentStore(metadata_store_url, migrations=MIGRATIONS[:5]).close()
+    engine = create_engine(metadata_store_url)
+    with engine.begin() as conn:  # as a database made before the column existed
+        conn.execute(text("ALTER TABLE strata_segments DROP COLUMN realtime"))
+        conn.execute(text("INSERT INTO strata_segments (id, datasource, start_ms, end_ms, version, partition_num, "
+                          "num_partitions, size_bytes, num_rows, location, payload, used, created_ms, "
+                          "used_status_updated_ms) VALUES ('old', 'wiki', 0, 1, 'v1', 0, 1, 1, 1, 'x', '{}', "
+                          "TRUE, 0, 0)"))
+    engine.dispose()
+    with SegmentStore(metadata_store_url) as s:
+        assert s.schema_versions() == KNOWN
+        assert [(r.location, r.realtime) for r in s.list("wiki")] == [("x", False)]
+        s.publish([rec(3)])
+        assert [r.realtime for r in s.list("wiki")] == [False, False]

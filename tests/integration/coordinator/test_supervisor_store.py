@@ -11,7 +11,7 @@ from common.errors import ValidationError
 from common.segment.segment_id import SegmentId
 from common.types.interval import Interval
 from common.ingest.supervisor_spec import parse_supervisor_spec
-from services.coordinator.store import PublishConflictError, SegmentRecord, SegmentStore
+from services.coordinator.store import PublishConflictError, ReplaceConflictError, SegmentRecord, SegmentStore
 from services.coordinator.supervisor_store import (RUNNING, SUSPENDED, TERMINATED, OffsetsConflictError,
                                                     SupervisorNotFoundError, SupervisorStore)
 from tests.fixtures.metadata_store_url import metadata_store_url  # noqa: F401
@@ -137,3 +137,38 @@ def test_concurrent_publishers_from_the_same_offsets_one_wins(stores):
     assert sorted(outcomes) == ["ok", "refused", "refused", "refused"]
     assert len(segments.list("wiki")) == 1
     assert sup.offsets("wiki").offsets == {0: 10}
+
+
+def test_stream_segments_are_realtime_until_a_handoff_replaces_them(stores):
+    segments, sup = stores
+    sup.publish_with_offsets([rec(0), rec(1)], "wiki", "edits", {0: 0}, {0: 5})
+    segments.publish([rec(2, "v0")])  # a batch INSERT's segment
+    assert {str(r.id): r.realtime for r in segments.list("wiki")} == {
+        str(rec(0).id): True, str(rec(1).id): True, str(rec(2, "v0").id): False}
+    hour0 = Interval(0, HOUR)
+    # The handoff of hour 0, built from rec(0): one transaction, the old one overshadowed by version.
+    segments.publish([rec(0, "v2")], replace=("wiki", [hour0]), expected=[rec(0).id])
+    flags = {str(r.id): r.realtime for r in segments.list("wiki")}
+    assert flags[str(rec(0, "v2").id)] is False and flags[str(rec(0).id)] is True  # until the coordinator drops it
+    # A micro-batch allocated in v1 before that handoff published would be hidden: refused, offsets kept.
+    with pytest.raises(OffsetsConflictError, match="would be hidden by .*v2"):
+        sup.publish_with_offsets([SegmentRecord(SegmentId("wiki", hour0, "v1", 1), 100, 10, "late", "{}", 1)],
+                                 "wiki", "edits", {0: 5}, {0: 9})
+    assert sup.offsets("wiki").offsets == {0: 5}
+    # Appended to the handoff's version it is fine, and realtime again.
+    sup.publish_with_offsets([SegmentRecord(SegmentId("wiki", hour0, "v2", 1), 100, 10, "ok", "{}", 1)],
+                             "wiki", "edits", {0: 5}, {0: 9})
+    assert {str(r.id) for r in segments.list("wiki") if r.realtime} == {
+        str(rec(0).id), str(rec(1).id), str(SegmentId("wiki", hour0, "v2", 1))}
+
+
+def test_a_handoff_is_refused_when_a_segment_appeared_after_it_read_the_list(stores):
+    segments, sup = stores
+    sup.publish_with_offsets([rec(0)], "wiki", "edits", {0: 0}, {0: 5})
+    appended = SegmentRecord(SegmentId("wiki", Interval(0, HOUR), "v1", 1), 100, 10, "appended", "{}", 1)
+    sup.publish_with_offsets([appended], "wiki", "edits", {0: 5}, {0: 8})  # another task group's micro-batch
+    with pytest.raises(ReplaceConflictError, match="changed since this replace read them \\(new: wiki_"):
+        segments.publish([rec(0, "v2")], replace=("wiki", [Interval(0, HOUR)]), expected=[rec(0).id])
+    assert {str(r.id) for r in segments.list("wiki")} == {str(rec(0).id), str(appended.id)}  # nothing published
+    segments.publish([rec(0, "v2")], replace=("wiki", [Interval(0, HOUR)]), expected=[rec(0).id, appended.id])
+    assert str(rec(0, "v2").id) in {str(r.id) for r in segments.list("wiki")}

@@ -286,3 +286,42 @@ def test_rollup_supervisor_with_the_catalogs_projection(cluster, kafka_broker): 
         assert time.monotonic() < deadline, f"thrownAway never reached {len(late)}: {stats}"
         time.sleep(0.2)
     requests.post(f"{cluster.supervisor_url}/rolled_wiki/terminate", timeout=30)
+
+
+def test_handoff_swaps_realtime_segments_while_queries_run(cluster, kafka_broker):  # noqa: F811
+    """Micro-batches are realtime in sys.segments; once the day's realtime rows reach
+    maxRowsPerSegment the task hands them off into full-size segments, and every query racing the
+    swap (and the coordinator dropping the small ones) answers exactly the rows produced."""
+    kafka_broker.create_topic("handoff", 2)
+    produced = [{"ts": f"2024-06-01T{i % 24:02d}:{i % 60:02d}:00Z", "id": i,
+                 "page": None if i % 7 == 0 else f"p{i % 5}", "added": i / 2 if i % 2 else i} for i in range(120)]
+    spec = spec_for("handoff_wiki", "handoff", kafka_broker.bootstrap)
+    spec["spec"]["tuningConfig"]["maxRowsPerSegment"] = len(produced)
+    first, second = produced[:60], produced[60:]
+    kafka_broker.produce("handoff", [(e["id"] % 2, json.dumps(e).encode()) for e in first])
+    response = requests.post(cluster.supervisor_url, json=spec, timeout=30)
+    assert response.status_code == 200, response.text
+    wait_for(cluster, len(first), sum(e["id"] for e in first), "handoff_wiki")
+    segments_sql = "SELECT is_realtime, is_active, is_published FROM sys.segments WHERE datasource = 'handoff_wiki'"
+    assert {(s["is_realtime"], s["is_active"]) for s in rows(cluster, segments_sql)} == {(1, 1)}
+    kafka_broker.produce("handoff", [(e["id"] % 2, json.dumps(e).encode()) for e in second])
+    want = {"c": len(produced), "s": sum(e["id"] for e in produced), "d": len(produced)}
+    deadline = time.monotonic() + DEADLINE_S
+    answers = 0
+    while True:
+        [got] = rows(cluster, "SELECT COUNT(*) AS c, SUM(id) AS s, COUNT(DISTINCT id) AS d FROM handoff_wiki")
+        if answers or got == want:  # from the first complete answer on, every answer is exact
+            assert got == want, f"answer {answers + 1} after all rows were visible: {got}"
+            answers += 1
+        else:
+            assert got["c"] <= want["c"] and got["d"] == got["c"], got  # never a row twice
+        segments = rows(cluster, segments_sql)
+        active = [s for s in segments if s["is_active"]]
+        if answers and active and not any(s["is_realtime"] and s["is_published"] for s in segments):
+            break  # handed off, served, and the small segments dropped (unused)
+        assert time.monotonic() < deadline, f"no handoff: segments {segments}; status " \
+            f"{supervisor_status(cluster, 'handoff_wiki')}"
+        time.sleep(0.1)
+    [got] = rows(cluster, "SELECT COUNT(*) AS c, SUM(id) AS s, COUNT(DISTINCT id) AS d FROM handoff_wiki")
+    assert got == want
+    requests.post(f"{cluster.supervisor_url}/handoff_wiki/terminate", timeout=30)

@@ -72,3 +72,13 @@ def test_dimensions_and_metrics_are_druids_compact_json_text():
                                plain: _descriptor(plain, ["__time", "page", "added"])})
     assert (rows[rollup]["dimensions"], rows[rollup]["metrics"]) == ('["page"]', '["cnt","added"]')
     assert (rows[plain]["dimensions"], rows[plain]["metrics"]) == ('["page","added"]', "[]")
+
+
+def test_is_realtime_is_what_the_metadata_store_flags():
+    streamed = sid("wiki", "2015-09-12T00", "2015-09-12T01", "v1", 3)
+    handed_off = sid("wiki", "2015-09-12T00", "2015-09-12T01", "v2")
+    batch = sid("wiki", "2015-09-13", "2015-09-14", "v1")
+    rows = {s: {"is_published": 1} for s in (streamed, handed_off, batch)}
+    add_segment_columns(rows, {}, None, {streamed})
+    assert {s: r["is_realtime"] for s, r in rows.items()} == {streamed: 1, handed_off: 0, batch: 0}
+    assert rows[streamed]["is_overshadowed"] == 1  # the handoff's version hides it

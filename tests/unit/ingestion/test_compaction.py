@@ -15,7 +15,8 @@ from common.segment.segment import Segment
 from common.segment.segment_id import SegmentId
 from common.types.column_type import JSON
 from common.types.interval import Interval
-from services.ingestion.compaction import chosen_segments, chunk_granularity, compaction_sql, export_rows
+from services.ingestion.compaction import (chosen_segments, chunk_granularity, compaction_sql, export_rows,
+                                           present_segments)
 from common.ingest.statement import parse_ingestion
 
 DAY = 86_400_000
@@ -35,6 +36,15 @@ def test_whole_chunks_inside_the_interval_are_chosen():
           for i in range(3)]
     assert chosen_segments(ds, None) == ds
     assert chosen_segments(ds, Interval(T0 + DAY, T0 + 2 * DAY + 5)) == [ds[1]]
+    assert present_segments(ds, Interval(T0 + DAY, T0 + 2 * DAY + 5)) == [ds[1].id, ds[2].id]
+
+
+def test_overshadowed_segments_are_never_read_again():
+    # A stream handoff's v2 is published; its small v1 input stays used until v2 is served.
+    small = [SegmentDescriptor(SegmentId("ds", Interval(T0, T0 + DAY), "v1", p), 1, 1, "k", 1, "{}") for p in (0, 1)]
+    full = SegmentDescriptor(SegmentId("ds", Interval(T0, T0 + DAY), "v2", 0), 1, 2, "k", 1, "{}")
+    assert chosen_segments([*small, full], None) == [full]
+    assert present_segments([*small, full], Interval(T0, T0 + DAY)) == [s.id for s in [*small, full]]
 
 
 def test_exported_rows_and_the_replace_they_feed(tmp_path):

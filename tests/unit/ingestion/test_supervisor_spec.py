@@ -89,6 +89,15 @@ def test_flat_form_and_defaults():
     ("spec.dataSchema.dataSource", "../x", "dataSource '../x'"),
     ("spec.dataSchema.metricsSpec", [{"type": "hyperUnique", "name": "u", "fieldName": "user"}],
      "metricsSpec[0].type 'hyperUnique' is not supported for streaming"),
+    # Rollup INSERT stores sketches finalized (common/ingest/rollup_metrics.py), so micro-batches'
+    # could not be merged: refused, naming the key.
+    ("spec.dataSchema.metricsSpec", [{"type": "count", "name": "n"}, {"type": "HLLSketchBuild", "name": "u",
+                                                                      "fieldName": "user"}],
+     "spec.dataSchema.metricsSpec[1].type 'HLLSketchBuild' is not supported for streaming"),
+    ("spec.dataSchema.metricsSpec", [{"type": "thetaSketch", "name": "u", "fieldName": "user"}],
+     "spec.dataSchema.metricsSpec[0].type 'thetaSketch' is not supported for streaming"),
+    ("spec.dataSchema.metricsSpec", [{"type": "quantilesDoublesSketch", "name": "q", "fieldName": "added"}],
+     "spec.dataSchema.metricsSpec[0].type 'quantilesDoublesSketch' is not supported for streaming"),
     ("spec.dataSchema.metricsSpec", [{"type": "longAvg", "name": "n", "fieldName": "x"}],
      "metricsSpec[0].type must be one of count, longSum"),
     ("spec.dataSchema.metricsSpec", [{"type": "longSum", "name": "n"}], "metricsSpec[0].fieldName is required"),

@@ -8,18 +8,22 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class PublishSegmentsRequest(_message.Message):
-    __slots__ = ("segments", "replace_datasource", "replace_intervals", "task_id", "stream")
+    __slots__ = ("segments", "replace_datasource", "replace_intervals", "task_id", "stream", "replace_expected", "check_replace_expected")
     SEGMENTS_FIELD_NUMBER: _ClassVar[int]
     REPLACE_DATASOURCE_FIELD_NUMBER: _ClassVar[int]
     REPLACE_INTERVALS_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     STREAM_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_EXPECTED_FIELD_NUMBER: _ClassVar[int]
+    CHECK_REPLACE_EXPECTED_FIELD_NUMBER: _ClassVar[int]
     segments: _containers.RepeatedCompositeFieldContainer[_types_pb2.SegmentDescriptor]
     replace_datasource: str
     replace_intervals: _containers.RepeatedCompositeFieldContainer[_types_pb2.Interval]
     task_id: str
     stream: StreamCommit
-    def __init__(self, segments: _Optional[_Iterable[_Union[_types_pb2.SegmentDescriptor, _Mapping]]] = ..., replace_datasource: _Optional[str] = ..., replace_intervals: _Optional[_Iterable[_Union[_types_pb2.Interval, _Mapping]]] = ..., task_id: _Optional[str] = ..., stream: _Optional[_Union[StreamCommit, _Mapping]] = ...) -> None: ...
+    replace_expected: _containers.RepeatedCompositeFieldContainer[_types_pb2.SegmentId]
+    check_replace_expected: bool
+    def __init__(self, segments: _Optional[_Iterable[_Union[_types_pb2.SegmentDescriptor, _Mapping]]] = ..., replace_datasource: _Optional[str] = ..., replace_intervals: _Optional[_Iterable[_Union[_types_pb2.Interval, _Mapping]]] = ..., task_id: _Optional[str] = ..., stream: _Optional[_Union[StreamCommit, _Mapping]] = ..., replace_expected: _Optional[_Iterable[_Union[_types_pb2.SegmentId, _Mapping]]] = ..., check_replace_expected: _Optional[bool] = ...) -> None: ...
 
 class StreamCommit(_message.Message):
     __slots__ = ("datasource", "topic", "start", "end")
@@ -62,14 +66,16 @@ class ListSegmentsRequest(_message.Message):
     def __init__(self, datasource: _Optional[str] = ..., include_unused: _Optional[bool] = ...) -> None: ...
 
 class SegmentRecord(_message.Message):
-    __slots__ = ("descriptor", "used", "created_ms")
+    __slots__ = ("descriptor", "used", "created_ms", "realtime")
     DESCRIPTOR_FIELD_NUMBER: _ClassVar[int]
     USED_FIELD_NUMBER: _ClassVar[int]
     CREATED_MS_FIELD_NUMBER: _ClassVar[int]
+    REALTIME_FIELD_NUMBER: _ClassVar[int]
     descriptor: _types_pb2.SegmentDescriptor
     used: bool
     created_ms: int
-    def __init__(self, descriptor: _Optional[_Union[_types_pb2.SegmentDescriptor, _Mapping]] = ..., used: _Optional[bool] = ..., created_ms: _Optional[int] = ...) -> None: ...
+    realtime: bool
+    def __init__(self, descriptor: _Optional[_Union[_types_pb2.SegmentDescriptor, _Mapping]] = ..., used: _Optional[bool] = ..., created_ms: _Optional[int] = ..., realtime: _Optional[bool] = ...) -> None: ...
 
 class ListSegmentsResponse(_message.Message):
     __slots__ = ("segments",)
