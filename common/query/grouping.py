@@ -195,13 +195,14 @@ def group_values(arrays: list[pa.Array], num_rows: int) -> Groups | None:
     ordered = key[order]
     same = ordered[1:] == ordered[:-1]
     if not exact:
-        for v, valid in zip(values, valids):
-            vs = v[order]
-            if np.any(same & (vs[1:] != vs[:-1])):
-                return None
-            if valid is not None:
-                ok = valid[order]
-                if np.any(same & (ok[1:] != ok[:-1])):
+        # Rows next to each other in hash order with equal hashes must hold equal keys (a run of
+        # equal hashes holding two keys has such a pair). Only those pairs are read: in a merge
+        # of partials without common groups, none.
+        pairs = np.flatnonzero(same)
+        if len(pairs):
+            this, after = order[pairs], order[pairs + 1]
+            for v, valid in zip(values, valids):
+                if np.any(v[this] != v[after]) or (valid is not None and np.any(valid[this] != valid[after])):
                     return None
     starts = np.flatnonzero(np.concatenate(([True], ~same)))
     run_ids = np.cumsum(np.concatenate(([0], ~same)), dtype=np.int64)
