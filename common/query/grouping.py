@@ -169,13 +169,15 @@ def groupable_values(arr: pa.Array | pa.ChunkedArray) -> bool:
 
 
 def group_values(arrays: list[pa.Array], num_rows: int) -> Groups | None:
-    """The groups of ``num_rows`` rows by integer or timestamp key columns, from one sort of one
-    int64 per row instead of a hash table per key plus one for their combination (Arrow's
+    """The groups of ``num_rows`` rows by integer or timestamp key columns, from one int64 per
+    row instead of a hash table per key plus one for their combination (Arrow's
     dictionary_encode of a million distinct int64 took 3x numpy's sort of them). The int64 is the
     keys packed exactly when their value ranges fit in 63 bits together (groups then come in key
-    order), else a hash of them: equal hashes are checked to hold equal keys, and a collision
-    (about one run in 10^10 at a million groups) gives None, as does a key of another type or
-    too few rows to pay off; the caller then groups by codes (``group``)."""
+    order), else a hash of them. Few possible packed keys (up to 4 per row) group through a table
+    of the keys present, no sort (a sort of a million rows of a thousand values took 2.5x Arrow's
+    hash); others through one numpy sort, where equal hashes are checked to hold equal keys: a
+    collision (about one run in 10^10 at a million groups) gives None, as does a key of another
+    type or too few rows to pay off; the caller then groups by codes (``group``)."""
     if num_rows < _VALUE_GROUPING_ROWS or not arrays or not all(groupable_values(a) for a in arrays):
         return None
     arrays = [a.combine_chunks() if isinstance(a, pa.ChunkedArray) else a for a in arrays]
@@ -188,8 +190,12 @@ def group_values(arrays: list[pa.Array], num_rows: int) -> Groups | None:
         else:
             valids.append(None)
         values.append(plain.to_numpy(zero_copy_only=False))
-    key, exact = _packed(values, valids)
-    if key is None:
+    key, spans = _packed(values, valids)
+    span = None if spans is None else int(np.prod([width for _, width in spans], dtype=object))
+    if span is not None and span <= max(4 * num_rows, 1 << 16):
+        return _dense_groups(arrays, valids, key, span, spans)  # few possible keys: no sort at all
+    exact = key is not None
+    if not exact:
         key = _hashed(values, valids)
     order = np.argsort(key)
     ordered = key[order]
@@ -214,11 +220,11 @@ def group_values(arrays: list[pa.Array], num_rows: int) -> Groups | None:
     return Groups(gid, len(starts), keys)
 
 
-def _packed(values: list[np.ndarray], valids: list) -> tuple[np.ndarray | None, bool]:
-    """(one int64 per row that orders and tells apart the rows' keys exactly, True), or
-    (None, False) when their ranges (a null is one value more) do not fit in 63 bits together."""
-    if len(values) == 1 and valids[0] is None:
-        return values[0], True  # one key: its values order themselves
+def _packed(values: list[np.ndarray], valids: list) -> tuple[np.ndarray | None, list | None]:
+    """(key, spans): one int64 per row that orders and tells apart the rows' keys exactly, each
+    key's (lowest value, width) packed into it (the key in [0, product of widths)); spans None
+    when only one key's own values do that (its range is 2^63 or more); (None, None) when the
+    ranges (a null is one value more) do not fit in 63 bits together."""
     spans = []
     total = 1
     for v, valid in zip(values, valids):
@@ -228,7 +234,9 @@ def _packed(values: list[np.ndarray], valids: list) -> tuple[np.ndarray | None, 
         width = hi - lo + 1 + (valid is not None)
         total *= width
         if total >= 2**63:
-            return None, False
+            if len(values) == 1 and valid is None:
+                return v, None  # one key without nulls: its values order themselves
+            return None, None
         spans.append((lo, width))
     key = np.zeros(len(values[0]), np.int64)
     for v, valid, (lo, width) in zip(values, valids, spans):
@@ -237,7 +245,35 @@ def _packed(values: list[np.ndarray], valids: list) -> tuple[np.ndarray | None, 
             code = np.where(valid, code + 1, 0)  # null first, as an ascending sort puts it
         key *= width
         key += code
-    return key, True
+    return key, spans
+
+
+def _dense_groups(arrays: list[pa.Array], valids: list, key: np.ndarray, span: int, spans: list) -> Groups:
+    """The groups of packed keys in [0, span) through a table of the keys present (as ``group``
+    does with codes): a pass over the rows, no sort; the group keys decoded from the packing."""
+    present = np.zeros(span, dtype=bool)
+    present[key] = True
+    gid = (np.cumsum(present) - 1)[key]
+    rest = np.flatnonzero(present).astype(np.int64)
+    out = []
+    for arr, valid, (lo, width) in zip(reversed(arrays), reversed(valids), reversed(spans)):
+        code = rest % width
+        rest = rest // width
+        if valid is None:
+            out.append(_typed(code + lo, arr.type, None))
+        else:
+            missing = code == 0
+            out.append(_typed(np.where(missing, 0, code - 1 + lo), arr.type, missing))
+    out.reverse()
+    return Groups(gid.astype(np.int64, copy=False), int(present.sum()), out)
+
+
+def _typed(values: np.ndarray, arrow_type: pa.DataType, missing: np.ndarray | None) -> pa.Array:
+    """int64 key values as an array of the key column's type (nulls where ``missing``)."""
+    if missing is None and (arrow_type == pa.int64() or pa.types.is_timestamp(arrow_type)):
+        return int64_array(values, arrow_type)
+    arr = pa.array(values, pa.int64(), mask=missing)
+    return arr if arrow_type == pa.int64() else arr.cast(arrow_type)
 
 
 def _hashed(values: list[np.ndarray], valids: list) -> np.ndarray:
