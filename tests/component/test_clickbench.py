@@ -7,7 +7,6 @@ path for the same rows is exercised by bench/clickbench.py."""
 from __future__ import annotations
 
 import duckdb
-import pyarrow as pa
 import pytest
 
 from bench.clickbench import QUERIES, compare, druid_rows, druid_text, rows_of

@@ -13,7 +13,6 @@ import pytest
 
 from common.query import execute, grouping
 from common.query.grouping import group_values
-from tests.conftest import duck_connect
 from tests.unit.query import test_property_grouping as grouping_properties
 from tests.unit.query.oracle import assert_rows_equal, duck_rows, engine_rows
 from tests.unit.sql.day_segments import DaySegments
