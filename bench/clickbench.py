@@ -6,7 +6,10 @@ statement as DB-API code does), each answer checked against ClickHouse (chdb, in
 MergeTree ordered as ClickBench orders it) on the same rows, and timed beside chdb and DuckDB (its
 native table), two threads each.
 
-    .venv/bin/python bench/clickbench.py [--rows 1000000] [--runs 3] [--markdown] [--only 1,5,30]
+    .venv/bin/python bench/clickbench.py [--rows 1000000] [--runs 3] [--markdown] [--only 1,5,30] [--publish]
+
+``--publish`` builds the DAY segments in this process and publishes them instead of loading
+through Spark: the same rows and types, minutes sooner, for iterating on queries.
 
 Times are "repeated / first run" (``bench/first_run.py``): repeated runs one text after a warm-up;
 first run gives every run a text not seen before: a lower time bound some hours before the data's
@@ -145,6 +148,43 @@ def insert_sql(parquet: str, table: str = "hits") -> str:
     return (f"INSERT INTO {table} SELECT MILLIS_TO_TIMESTAMP(\"EventTime\") AS __time, {columns} "
             f"FROM TABLE(EXTERN('{source}', '{{\"type\": \"parquet\"}}', '{json.dumps(signature)}')) "
             "PARTITIONED BY DAY")
+
+
+def druid_rows(hits: pa.Table) -> pa.Table:
+    """The generated rows as Druid's ClickBench spec ingests them (what the INSERT above makes)."""
+    arrays, names = [hits.column("EventTime").cast(pa.timestamp("ms", tz="UTC"))], ["__time"]
+    for name, kind in COLUMNS:
+        if name == "EventTime":
+            continue
+        target = pa.int64() if DRUID_TYPES[kind] == "long" else pa.string()
+        arrays.append(hits.column(name).cast(target))
+        names.append(name)
+    return pa.Table.from_arrays(arrays, names=names)
+
+
+def publish_into_strata(client, cluster_dir: str, parquet: str) -> float:
+    """The same rows as ``druid_rows``, built into DAY segments here and published, not through
+    Spark (``--publish``: quicker when iterating on queries); seconds until every one is served."""
+    import pyarrow.parquet as pq
+
+    from services.deep_storage import deep_storage_from_url
+
+    started = time.perf_counter()
+    storage = deep_storage_from_url(os.path.join(cluster_dir, "deep-storage"))
+    descriptors = client.build_and_publish(druid_rows(pq.read_table(parquet)), "hits", storage)
+    client.wait_loaded("hits", len(descriptors), 1200, replicas=1)
+    rows = sum(d.num_rows for d in descriptors)
+    deadline = time.monotonic() + 60
+    while True:  # the broker sees the historicals' announcements a moment later
+        try:
+            got = client.sql("SELECT COUNT(*) AS c FROM hits")[0].column("c")[0].as_py()
+        except Exception:  # noqa: BLE001 - not served yet
+            got = None
+        if got == rows:
+            return time.perf_counter() - started
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{got} of {rows} published rows queryable after 60s")
+        time.sleep(0.2)
 
 
 # ---- answers, made comparable across engines ------------------------------------------------
@@ -322,6 +362,8 @@ def main() -> int:
     ap.add_argument("--slow-s", type=float, default=20.0, help="time a query slower than this once")
     ap.add_argument("--only", default="", help="comma-separated query numbers (1-43); all by default")
     ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--publish", action="store_true",
+                    help="build the segments here and publish them instead of the INSERT through Spark")
     args = ap.parse_args()
     os.environ["TZ"] = "UTC"  # chdb shows DateTime in the process's zone
     time.tzset()
@@ -340,10 +382,12 @@ def main() -> int:
         started = time.perf_counter()
         parquet = write(args.rows, os.path.join(work, "hits.parquet"), args.seed)
         gen_s = time.perf_counter() - started
-        cluster.up(historicals=2, ports="auto", warm_task_drivers=1)
+        cluster.up(historicals=2, ports="auto", warm_task_drivers=0 if args.publish else 1)
         endpoints = cluster.endpoints()
         client = ClusterClient(endpoints["coordinator"], endpoints["broker"])
-        load_s = load_into_strata(client, parquet, args.rows)
+        load_s = publish_into_strata(client, cluster.dir, parquet) if args.publish else \
+            load_into_strata(client, parquet, args.rows)
+
         segments = client.sql("SELECT COUNT(*) AS c FROM sys.segments WHERE datasource = 'hits'")[0] \
             .column("c")[0].as_py()
         ch = ClickHouse(os.path.join(work, "chdb"), parquet)
@@ -383,7 +427,8 @@ def main() -> int:
         return "-" if a is None else pair((a[0] / b[0], a[1] / b[1]), "{:.2f}")
 
     print(f"ClickBench's queries (Druid's text) on {args.rows:,} generated hits rows (seed {args.seed}); load "
-          f"average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}; INSERT through the cluster, submit "
+          f"average before {load_before[0]:.1f}, after {os.getloadavg()[0]:.1f}; "
+          f"{'segments built here and published' if args.publish else 'INSERT through the cluster'}, submit "
           f"-> queryable {load_s:.1f}s; cells 'repeated / first run', median of {args.runs}, ms")
     header = ("query", "strata ms", "ClickHouse ms", "DuckDB ms", "strata/ClickHouse", "strata/DuckDB",
               "agrees with ClickHouse")

@@ -22,11 +22,11 @@ import pyarrow.compute as pc
 from common.bounded_cache import BoundedCache
 from common.query.aggregators import Count, Sum
 from common.query.grouping import (Groups, KeyCodes, canonical_floats, codes_from_array, codes_from_dictionary,
-                                   codes_from_int64, group)
+                                   codes_from_int64, group, group_values, int64_array)
 from common.query.memory_budget import UNLIMITED, MemoryBudget, group_bytes
 from common.query.multi_value_explode import explode, multi_value_dimensions
 from common.query.model import GroupByQuery, TimeseriesQuery, TopNQuery, _Aggregating
-from common.query.ordering import SortKey, sort_table
+from common.query.ordering import SortKey, sort_indices, sort_table
 from common.query.partial import Partial, RunStats, decode_dictionaries, union_coverage
 from common.query.prepared_query import PreparedQuery
 from common.query.projection_batch import MAX_ROWS, BatchPlan
@@ -38,16 +38,19 @@ TIME_TYPE = TIMESTAMP.to_arrow()
 
 
 
-def _charged_groups(keys: list, n: int, query, budget, over: str):
-    """The groups of ``n`` rows by ``keys``, charged to ``budget`` before any aggregator allocates
-    for them (refused here, not in MemoryError); ``over`` says what rows, for the error."""
-    groups = group(keys, n)
+def _charged_groups(keys: list, n: int, query, budget, over: str, groups: Groups | None = None):
+    """The groups of ``n`` rows by ``keys`` (unless ``groups`` holds them already), charged to
+    ``budget`` before any aggregator allocates for them (refused here, not in MemoryError);
+    ``over`` says what rows, for the error."""
+    if groups is None:
+        groups = group(keys, n)
     if n == 0:
         groups.count = 0
         groups.keys = [k.values.slice(0, 0) for k in keys]
     budget.charge(group_bytes(groups.count, groups.keys, query.aggregations),
                   f"the {groups.count:,} groups of a {query.query_type} over {over}")
     return groups
+
 
 def dimensions_of(query: _Aggregating):
     if isinstance(query, GroupByQuery):
@@ -66,6 +69,15 @@ def _dimension_codes(cols, name: str) -> KeyCodes:
     if stored is not None:
         return codes_from_dictionary(*stored)
     return codes_from_array(cols[name])
+
+
+def _dimension_key(cols, name: str) -> KeyCodes | pa.Array:
+    """A dimension's stored dictionary codes, or else its values (coded only if need be)."""
+    stored = cols.stored_codes(name)
+    if stored is not None:
+        return codes_from_dictionary(*stored)
+    values = cols[name]
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
 
 
 def _select(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], prepared=None):
@@ -90,16 +102,19 @@ def run(query: _Aggregating, source: RowSource, schema: dict[str, ColumnType], c
         # compute and nothing to accumulate. A partial without columns adds nothing to a merge.
         stats = RunStats(1, source.num_rows, sel.rows_after_prefilter, sel.rows_after_prefilter, 0, cols.bytes_read)
         return Partial(pa.table({}), stats, coverage)
-    keys: list[KeyCodes] = []
-    names: list[str] = []
-    if _has_time_key(query):
-        buckets = query.granularity.bucket_start(cols.time())
-        keys.append(codes_from_int64(buckets, TIME_TYPE))
-        names.append(TIME_COLUMN)
-    for dim in dimensions_of(query):
-        keys.append(_dimension_codes(cols, dim.dimension))
-        names.append(dim.output_name)
-    groups = _charged_groups(keys, n, query, budget, "one segment")
+    dims = dimensions_of(query)
+    timed = _has_time_key(query)
+    buckets = query.granularity.bucket_start(cols.time()) if timed else None
+    dim_keys = [_dimension_key(cols, dim.dimension) for dim in dims]
+    names = ([TIME_COLUMN] if timed else []) + [dim.output_name for dim in dims]
+    groups = keys = None
+    if dims and not any(isinstance(k, KeyCodes) for k in dim_keys):
+        # Numbers alone (no stored dictionary): grouped by their values in one sort.
+        groups = group_values(([int64_array(buckets, TIME_TYPE)] if timed else []) + dim_keys, n)
+    if groups is None:
+        keys = (([codes_from_int64(buckets, TIME_TYPE)] if timed else [])
+                + [k if isinstance(k, KeyCodes) else codes_from_array(k) for k in dim_keys])
+    groups = _charged_groups(keys, n, query, budget, "one segment", groups)
     out = {}
     specs = [None] * (len(names) - len(dimensions_of(query))) + list(dimensions_of(query))
     for name, values, dim in zip(names, groups.keys, specs):
@@ -423,8 +438,10 @@ def merge(query: _Aggregating, partials: list[Partial], budget: MemoryBudget = U
     if len(tables) == 1:
         return Partial(table, stats, coverage)
     key_names = ([TIME_COLUMN] if _has_time_key(query) else []) + [d.output_name for d in dimensions_of(query)]
-    keys = [codes_from_array(table.column(k)) for k in key_names]
-    groups = group(keys, table.num_rows)
+    groups = group_values([table.column(k) for k in key_names], table.num_rows) if table.num_rows else None
+    if groups is None:
+        keys = [codes_from_array(table.column(k)) for k in key_names]
+        groups = group(keys, table.num_rows)
     if table.num_rows == 0:
         groups.count = 0
         groups.keys = [k.values.slice(0, 0) for k in keys]
@@ -471,6 +488,10 @@ def finalize(query: _Aggregating, partial: Partial, schema: dict[str, ColumnType
     table = partial.table
     if isinstance(query, TimeseriesQuery):
         table = _timeseries_fill(query, partial, schema)
+    if isinstance(query, GroupByQuery):
+        kept = _limited_first(query, table)
+        if kept is not None:
+            return _finalize_values(query, kept)
     result = _finalize_values(query, table)
     if isinstance(query, TimeseriesQuery):
         if _has_time_key(query) and not _in_time_order(result, query.descending):
@@ -575,15 +596,41 @@ def _topn_shape(query: TopNQuery, result: pa.Table) -> pa.Table:
             raise ValidationError(unknown_name_message("topN metric", metric.metric, result.column_names))
         keys.append(SortKey(metric.metric, metric.descending, nulls_first=False))
         keys.append(SortKey(dim))  # ties break on the dimension, so results are deterministic
-    result = sort_table(result, keys)
     if not _has_time_key(query):
-        return result.slice(0, query.threshold)
+        return result.take(sort_indices(result, keys).slice(0, query.threshold))  # only the kept rows moved
+    result = sort_table(result, keys)
     times = result.column(TIME_COLUMN).cast(pa.int64()).to_numpy(zero_copy_only=False)
     if len(times) == 0:
         return result
     starts = np.flatnonzero(np.concatenate(([True], times[1:] != times[:-1])))
     rank = np.arange(len(times)) - np.repeat(starts, np.diff(np.append(starts, len(times))))
     return result.filter(pa.array(rank < query.threshold))
+
+
+def _limited_first(query: GroupByQuery, table: pa.Table) -> pa.Table | None:
+    """The rows of a limited groupBy's answer, in order, still unfinalized, when its order and
+    limit apply before its post-aggregators: no having, an order by dimensions and aggregators
+    alone, fewer rows kept than grouped. Only the order's aggregators are finalized over every
+    group, the rest (and the post-aggregators) over the kept rows: computing them for a million
+    groups of which ten are kept was most of such a query's finalize. None: shape it whole."""
+    spec = query.limit_spec
+    if query.having is not None or spec.limit is None or spec.offset + spec.limit >= table.num_rows:
+        return None
+    finals = {agg.name: agg for agg in query.aggregations}
+    dims = [d.output_name for d in query.dimensions]
+    if not all(c.column in finals or c.column in dims for c in spec.columns):
+        return None  # a post-aggregator (or the time column) orders it
+    if spec.columns:
+        keys = [SortKey(c.column, c.descending, numeric=c.numeric) for c in spec.columns]
+    else:
+        keys = ([SortKey(TIME_COLUMN)] if _has_time_key(query) else []) + [SortKey(d) for d in dims]
+    order = {}
+    for k in keys:
+        column = table.column(k.column)
+        column = column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
+        order[k.column] = finals[k.column].finalize(column) if k.column in finals else column
+    rows = sort_indices(pa.table(order), keys).slice(spec.offset, spec.limit)
+    return table.take(rows)
 
 
 def _groupby_shape(query: GroupByQuery, result: pa.Table) -> pa.Table:

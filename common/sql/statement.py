@@ -44,11 +44,13 @@ class Statement:
     parameter_count: int = 0
 
 
-def _parse(sql: str, deadline: PlanningDeadline) -> list[exp.Expression | None]:
+def _parse(sql: str, deadline: PlanningDeadline, tokens: list | None = None) -> list[exp.Expression | None]:
+    """sqlglot.parse(sql, read="druid"), with the planning deadline checked as it goes; ``tokens``:
+    the Druid dialect's tokens of ``sql`` when the caller has them already."""
     try:
-        # sqlglot.parse(sql, read="druid"), with the planning deadline checked as it goes.
-        return DeadlineParser(dialect=Druid, deadline=deadline).parse(
-            DeadlineTokenizer(dialect=Druid, deadline=deadline).tokenize(sql), sql)
+        if tokens is None:
+            tokens = DeadlineTokenizer(dialect=Druid, deadline=deadline).tokenize(sql)
+        return DeadlineParser(dialect=Druid, deadline=deadline).parse(tokens, sql)
     except ParseError as e:
         first = e.errors[0] if e.errors else {}
         line, col = first.get("line"), first.get("col")
@@ -204,6 +206,20 @@ def _decode_unicode_strings(tree: exp.Expression) -> None:
         node.replace(exp.Literal.string(text))
 
 
+def _reusable_tokens(classified, lists: dict, placeholders: list) -> list | None:
+    """The statement's tokens from ``classify`` when the parser may take them as they are, so
+    the text is not tokenized a second time (a tenth of planning a query not seen before): the
+    text unchanged (no list folded, no placeholder to rewrite), no comment (the parser hands a
+    token's comment list to its expression, and these tokens are shared by every plan of the
+    text) and no EXPLAIN word (classify's tokenizer reads it as a plain word). Else None."""
+    if lists or placeholders:
+        return None
+    for tok in classified.tokens:
+        if tok.comments or tok.text.upper() == "EXPLAIN":
+            return None
+    return list(classified.tokens)
+
+
 def parse_statement(sql: str, deadline: PlanningDeadline = NO_DEADLINE) -> Statement:
     if not isinstance(sql, str) or not sql.strip():
         raise ValidationError(EMPTY_MESSAGE)
@@ -212,7 +228,7 @@ def parse_statement(sql: str, deadline: PlanningDeadline = NO_DEADLINE) -> State
     _check_nesting(sql, classified.tokens)
     text, lists = _fold_literal_lists(classified.body, classified.tokens, deadline)
     placeholders = [t for t in classified.tokens if t.token_type == TokenType.PLACEHOLDER and t.text == "?"]
-    statements = [s for s in _parse(text, deadline) if s is not None]
+    statements = [s for s in _parse(text, deadline, _reusable_tokens(classified, lists, placeholders)) if s is not None]
     if placeholders:
         # Rewrite back to front so earlier offsets stay valid.
         for i in range(len(placeholders) - 1, -1, -1):

@@ -7,26 +7,13 @@ path for the same rows is exercised by bench/clickbench.py."""
 from __future__ import annotations
 
 import duckdb
-import pyarrow as pa
 import pytest
 
-from bench.clickbench import DRUID_TYPES, QUERIES, compare, druid_text, rows_of
-from bench.hits_generator import COLUMNS, generate
+from bench.clickbench import QUERIES, compare, druid_rows, druid_text, rows_of
+from bench.hits_generator import generate
 from tests.harness.embedded_cluster import EmbeddedCluster
 
 ROWS = 20_000
-
-
-def druid_rows(hits: pa.Table) -> pa.Table:
-    """The generated rows as Druid's ClickBench spec ingests them."""
-    arrays, names = [hits.column("EventTime").cast(pa.timestamp("ms", tz="UTC"))], ["__time"]
-    for name, kind in COLUMNS:
-        if name == "EventTime":
-            continue
-        target = pa.int64() if DRUID_TYPES[kind] == "long" else pa.string()
-        arrays.append(hits.column(name).cast(target))
-        names.append(name)
-    return pa.Table.from_arrays(arrays, names=names)
 
 
 @pytest.fixture(scope="module")
