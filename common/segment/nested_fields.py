@@ -277,7 +277,7 @@ def _walk_list(path: str, value: list, add, bools: list, state: list, depth: int
     elif not kinds and value and all(type(v) is int for v in value):
         add((path, "ARRAY<LONG>", value))
     else:
-        # The same element widening as literal_paths (booleans are 1/0; any string: all text).
+        # The same element widening as literal_paths (booleans are 1/0, or "true" among strings).
         kind, stored = _literal_array(value)
         add((path, kind, stored))
         if state[0]:
