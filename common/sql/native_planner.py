@@ -437,7 +437,11 @@ class NativePlanner:
         elif func in ("ARRAY_CONCAT_AGG", "ARRAY_CONCAT_AGG_DISTINCT"):
             out = ArrayConcat(name, field, func.endswith("_DISTINCT"))
         elif func in ("EARLIEST", "LATEST"):
-            out = EarliestLatest(name, field, _AGG_KIND.get(call.type.name, "string"), func == "LATEST")
+            kind = "array" if call.type.column_type is not None and call.type.column_type.is_array \
+                else _AGG_KIND.get(call.type.name, "string")
+            # a second argument (EARLIEST_BY / LATEST_BY) is the time that orders the rows
+            by = vcs.column_for(call.args[1]) if len(call.args) > 1 else "__time"
+            out = EarliestLatest(name, field, kind, func == "LATEST", by)
         else:
             raise UnsupportedError(f"aggregate function {func} cannot run natively")
         if call.filter is not None:

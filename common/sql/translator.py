@@ -591,9 +591,12 @@ class Translator:
         name = {"APPROXDISTINCT": "APPROX_COUNT_DISTINCT", "APPROX_COUNT_DISTINCT_DS_HLL": "APPROX_COUNT_DISTINCT",
                 "ANYVALUE": "ANY_VALUE", "ARRAYCONCATAGG": "ARRAY_CONCAT_AGG", "ARRAYAGG": "ARRAY_AGG"}.get(name, name)
         shown = written_name(node, name)  # messages name the function as the user wrote it
+        if name in ("EARLIEST_BY", "LATEST_BY"):
+            return self._earliest_by(tr, name, shown, arg_nodes, filter_expr, text)
         if name not in AGGREGATE_FUNCTIONS:
             raise UnsupportedError(f"aggregate function {shown} is not supported; supported: COUNT, SUM, MIN, MAX, AVG, "
-                                   "APPROX_COUNT_DISTINCT, ANY_VALUE, EARLIEST, LATEST, ARRAY_AGG, ARRAY_CONCAT_AGG")
+                                   "APPROX_COUNT_DISTINCT, ANY_VALUE, EARLIEST, LATEST, EARLIEST_BY, LATEST_BY, ARRAY_AGG, "
+                                   "ARRAY_CONCAT_AGG")
         for a in arg_nodes:
             if contains_aggregate(a):
                 raise ValidationError(f"aggregate functions cannot be nested: '{text}'")
@@ -641,9 +644,30 @@ class Translator:
             if not t.is_scalar:
                 raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}'")
             return AggCall(name, (arg,), BIGINT, False, filter_expr)
+        if name in ("EARLIEST", "LATEST") and t.column_type is not None and t.column_type.is_array:
+            return AggCall(name, (arg,), t, False, filter_expr)  # the whole array of the first (last) row
         if not (t.is_numeric or t in (TIMESTAMP, VARCHAR, NULL)):
             raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}' in '{text}'")
         return AggCall(name, (arg,), VARCHAR if t == NULL else t, False, filter_expr)
+
+    @staticmethod
+    def _earliest_by(tr: ScalarTranslator, name: str, shown: str, arg_nodes: list, filter_expr, text) -> AggCall:
+        """EARLIEST_BY(expr, timestampExpr [, maxBytesPerValue]): EARLIEST with the order taken from
+        the timestamp expression instead of __time (the byte limit does not apply here)."""
+        if len(arg_nodes) not in (2, 3):
+            raise ValidationError(f"{shown} takes a value and a timestamp (and an optional size), "
+                                  f"got {len(arg_nodes)} arguments in '{text}'")
+        if any(contains_aggregate(a) for a in arg_nodes):
+            raise ValidationError(f"aggregate functions cannot be nested: '{text}'")
+        arg, by = tr.translate(arg_nodes[0]), tr.translate(arg_nodes[1])
+        if by.type not in (TIMESTAMP, BIGINT, NULL):
+            raise ValidationError(f"{shown} orders by a TIMESTAMP, but '{LazySqlText(arg_nodes[1])}' is {by.type} "
+                                  f"in '{text}'")
+        t = arg.type
+        if not (t.is_numeric or t in (TIMESTAMP, VARCHAR, NULL) or (t.column_type is not None and t.column_type.is_array)):
+            raise ValidationError(f"cannot apply {shown} to {t} expression '{LazySqlText(arg_nodes[0])}' in '{text}'")
+        func = "EARLIEST" if name == "EARLIEST_BY" else "LATEST"
+        return AggCall(func, (arg, by), VARCHAR if t == NULL else t, False, filter_expr)
 
 
 def translate(query: exp.Expression, catalog: SqlCatalog, session: Session,
