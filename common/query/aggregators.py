@@ -316,18 +316,22 @@ def _take_or_null(arr: pa.Array, picks: np.ndarray) -> pa.Array:
 @dataclass(frozen=True)
 class AnyValue(Aggregator):
     field_name: str = ""
-    kind: str = "string"  # string | long | double | float
+    kind: str = "string"  # string | long | double | float | array
 
     def columns(self):
         return frozenset([self.field_name])
 
     def result_type(self, types):
+        if self.kind == "array":  # the input's own array type
+            t = types.get(self.field_name) if hasattr(types, "get") else None
+            return t if t is not None and t.is_array else STRING_ARRAY
         return STRING if self.kind == "string" else _KIND_TYPES[self.kind]
 
     def _reduce(self, arr, gid, groups):
         if pa.types.is_dictionary(arr.type):
             arr = arr.cast(arr.type.value_type)
-        arr = _as_arrow_type(arr, self.result_type({}).to_arrow())
+        if self.kind != "array":
+            arr = _as_arrow_type(arr, self.result_type({}).to_arrow())
         valid = arr.is_valid().to_numpy(zero_copy_only=False)
         return _take_or_null(arr, _first_index(gid, valid, groups))
 
@@ -636,17 +640,15 @@ def aggregator_from_json(obj: dict) -> Aggregator:
                 if obj.get("fieldName") is None and obj.get("expression") is None:
                     raise ValidationError(f"aggregator '{name}' ({kind}) needs 'fieldName' or 'expression'")
                 return cls(name, obj.get("fieldName"), obj.get("expression"), prefix)
-    if kind in ("arrayFirst", "arrayLast"):
-        return EarliestLatest(name, obj["fieldName"], "array", kind.endswith("Last"), obj.get("timeColumn", "__time"))
-    for prefix in ("string", "long", "double", "float"):
+    for prefix in ("string", "long", "double", "float", "array"):
         if kind == f"{prefix}Any":
             return AnyValue(name, obj["fieldName"], prefix)
         if kind in (f"{prefix}First", f"{prefix}Last"):
             return EarliestLatest(name, obj["fieldName"], prefix, kind.endswith("Last"), obj.get("timeColumn", "__time"))
     valid = ["count", "longSum", "doubleSum", "floatSum", "longMin", "longMax", "doubleMin", "doubleMax", "floatMin",
-             "floatMax", "stringAny", "longAny", "doubleAny", "stringFirst", "stringLast", "longFirst", "longLast",
-             "doubleFirst", "doubleLast", "arrayFirst", "arrayLast", "filtered", "HLLSketchBuild", "arrayConcat", "arrayAgg", "stringMin",
-             "stringMax"]
+             "floatMax", "stringAny", "longAny", "doubleAny", "arrayAny", "stringFirst", "stringLast", "longFirst",
+             "longLast", "doubleFirst", "doubleLast", "arrayFirst", "arrayLast", "filtered", "HLLSketchBuild",
+             "arrayConcat", "arrayAgg", "stringMin", "stringMax"]
     raise ValidationError(f"unknown aggregator type '{kind}'; valid types: {', '.join(valid)}")
 
 

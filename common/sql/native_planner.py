@@ -431,7 +431,8 @@ class NativePlanner:
         elif func == "APPROX_COUNT_DISTINCT":
             out = HllSketch(name, field, None, 12, True)
         elif func == "ANY_VALUE":
-            out = AnyValue(name, field, _AGG_KIND.get(call.type.name, "string"))
+            array = call.type.column_type is not None and call.type.column_type.is_array
+            out = AnyValue(name, field, "array" if array else _AGG_KIND.get(call.type.name, "string"))
         elif func in ("ARRAY_AGG", "ARRAY_AGG_DISTINCT"):
             out = ArrayAgg(name, field, func.endswith("_DISTINCT"))
         elif func in ("ARRAY_CONCAT_AGG", "ARRAY_CONCAT_AGG_DISTINCT"):

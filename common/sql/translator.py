@@ -91,6 +91,8 @@ class AggregateScope(Scope):
         self.clause = clause
 
     def intercept(self, node: exp.Expression, translator: ScalarTranslator) -> Scalar | None:
+        if isinstance(node, exp.Grouping):
+            return self._grouping(node)
         if is_aggregate(node):
             call = self.owner.aggregate_call(node, self.input)
             try:
@@ -117,6 +119,18 @@ class AggregateScope(Scope):
         if not any(isinstance(n, exp.Column) for n in node.find_all(exp.Column)):
             return value  # constants
         return None
+
+
+    def _grouping(self, node: exp.Grouping) -> Scalar:
+        """GROUPING(key, ..): the bits of the keys a row's group leaves out. Without GROUPING SETS,
+        ROLLUP or CUBE every group has all its keys, so it is 0; its arguments must be keys."""
+        if not node.expressions:
+            raise ValidationError(f"GROUPING takes one or more GROUP BY expressions: '{sql_text(node)}'")
+        for arg in node.expressions:
+            if self.input.translate(arg) not in self.groups:
+                raise ValidationError(f"GROUPING takes GROUP BY expressions, but '{sql_text(arg)}' is not one "
+                                      f"in '{sql_text(node)}'")
+        return Literal(0, BIGINT)
 
 
 def _name_of(node: exp.Expression, position: int) -> str:
@@ -644,7 +658,7 @@ class Translator:
             if not t.is_scalar:
                 raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}'")
             return AggCall(name, (arg,), BIGINT, False, filter_expr)
-        if name in ("EARLIEST", "LATEST") and t.column_type is not None and t.column_type.is_array:
+        if name in ("EARLIEST", "LATEST", "ANY_VALUE") and t.column_type is not None and t.column_type.is_array:
             return AggCall(name, (arg,), t, False, filter_expr)  # the whole array of the first (last) row
         if not (t.is_numeric or t in (TIMESTAMP, VARCHAR, NULL)):
             raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}' in '{text}'")
