@@ -1,9 +1,7 @@
 """Druid's published results for its qaJsonCols test set, reproduced exactly.
 
-The data is /work/shared/data/qaJsonCols/funcs.json.gz (4 rows: two with scalars, empty
-containers and the deep objects c1/c2 of ``a_*`` keys, two whose scalars and containers are null
-and whose c1/c2 hold ``b_*`` keys), ingested as Druid's ``funcs_and_sql`` spec ingests it:
-``auto`` columns (schema discovery), no rollup, a ``cnt`` count metric, table ``test_json_cols``.
+The table is test_json_cols (qa_json_cols_data.py: Druid's qaJsonCols data as its ``funcs_and_sql``
+spec ingests it).
 
 The cases are Druid's quidem file apache/druid
 ``quidem-ut/src/test/quidem/org.apache.druid.quidem.QTest/qaJsonCols/funcs_and_sql_func_json_paths.01.all.iq``
@@ -19,30 +17,20 @@ Deliberate differences, checked rather than skipped (and JSON_VALUE's A046/A047,
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 
 import pytest
 
 from common.errors import StrataError
-from common.query import execute
-from common.query.engine import union_schema
-from common.sql import execute_sql
-from tests.unit.sql.druid_test_files import DATA, discovered_table, segment_of
-from tests.unit.sql.fake_catalog import FakeCatalog
+from tests.unit.sql.qa_json_cols_data import HAVE_DATA, qa_json_cols_runner
 from tests.unit.sql.quidem_cells import Error, cell, rows, same
 
-NAME = "qaJsonCols/funcs.json.gz"
-pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(DATA, NAME)), reason="shared test data not found")
+pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="shared test data not found")
 
 
 @pytest.fixture(scope="module")
 def druid(tmp_path_factory):
-    table, json_types = discovered_table(NAME)
-    path = str(tmp_path_factory.mktemp("qa-json-cols") / "test_json_cols.sseg")
-    segments = [segment_of(table, json_types, "test_json_cols", "2022-01-01/2022-03-01", path)]
-    catalog = FakeCatalog({"test_json_cols": union_schema(segments)})
-    return lambda text: execute_sql(text, catalog, lambda q: execute(q, segments).table)
+    return qa_json_cols_runner(tmp_path_factory.mktemp("qa-json-cols"))
 
 
 def _paths(text: str) -> tuple:
