@@ -112,6 +112,17 @@ def test_json_functions(setup):
         assert g["n"] == 7 and g["bad"] is None
 
 
+def test_json_object_keys_are_expressions_and_values_druid_typed(setup):
+    """A JSON_OBJECT key may be any text expression (it was a syntax error past a literal); a
+    TIMESTAMP value is its millis and a BOOLEAN 1/0, as Druid's expressions hold them (__time was
+    an error, a boolean true)."""
+    got = run(setup, "SELECT JSON_OBJECT(KEY 'p' || product VALUE __time, 'b' || 'c': (product = 'Bike'), "
+                     "KEY LOWER('X') VALUE (1 = 2)) AS o FROM nested_data_example")
+    for g, r, t in zip(got, setup[0], range(1577836800000, 1577836800000 + len(setup[0]))):
+        assert json.loads(g["o"], object_pairs_hook=list) == [("p" + r["product"], t),
+                                                              ("bc", int(r["product"] == "Bike")), ("x", 0)]
+
+
 def test_json_query_and_keys_of_plain_columns_read_them_as_literals(setup):
     """Druid's JSON_QUERY and JSON_KEYS read a value that is not COMPLEX<json> as the JSON literal it
     is (qaJsonCols: JSON_PATHS(JSON_QUERY(s_str, '$')) is ['$']): the text is never parsed, any
