@@ -181,9 +181,9 @@ def to_json_string(values: pa.Array, is_json: bool) -> pa.Array:
     """Compact JSON text of each value (COMPLEX<json>, text or numbers)."""
     if is_json:
         return _texts(_docs(values, "TO_JSON_STRING"))
-    if pa.types.is_timestamp(values.type) or pa.types.is_date(values.type):
-        values = values.cast(pa.timestamp("ms")).cast(pa.int64())  # Druid's time is a LONG of millis
-    return _texts([_python(v, False) for v in values.to_pylist()])
+    if pa.types.is_date(values.type):
+        values = values.cast(pa.timestamp("ms"))
+    return _texts([_python(v, False) for v in _druid_values(values).to_pylist()])
 
 
 __all__ = ["dumps", "json_keys", "json_merge", "json_object", "json_paths", "json_query", "json_query_array",
