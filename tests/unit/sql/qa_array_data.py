@@ -57,6 +57,22 @@ def variants(kind: str) -> list[tuple[int, str]]:
             (first + 2, f"json_value(a_nested, '{p2}' RETURNING {t} array)")]
 
 
+# Each kind's 2022-01 value as Druid's files write it in ``WHERE a_<kind> <> ...`` (a_empty's is a
+# placeholder, as theirs is).
+LITERALS = {"bool": "ARRAY[1, 0, NULL]", "int": "ARRAY[1, 2, NULL]", "float": "ARRAY[0.1, 0.2, NULL]",
+            "str": "ARRAY['S1', 'S2', NULL]", "null": "ARRAY[NULL, NULL, NULL]", "empty": "ARRAY['FILLER']",
+            "mixed": "ARRAY['true', '1', '0.1', 'S1', NULL]"}
+
+# a_nested of the 2022-01 rows, and of the 2022-02 rows (each array reversed), as JSON text
+NESTED_DOC = ('[[true,false,null],[1,2,null],[0.1,0.2,null],["S1","S2",null],[null,null,null],[],'
+              '[true,1,0.1,"S1",null],[[true,false,null],[1,2,null],[0.1,0.2,null],["S1","S2",null],'
+              '[null,null,null],[],[true,1,0.1,"S1",null],[[true,false,null],[1,2,null],[0.1,0.2,null],'
+              '["S1","S2",null],[null,null,null],[],[true,1,0.1,"S1",null]]]]')
+REVERSED_DOC = ('[[null,false,true],[null,2,1],[null,0.2,0.1],[null,"S2","S1"],[null,null,null],[],'
+                '[null,"S1",0.1,1,true],[[null,false,true],[null,2,1],[null,0.2,0.1],[null,"S2","S1"],'
+                '[null,null,null],[],[null,"S1",0.1,1,true],[[null,false,true],[null,2,1],[null,0.2,0.1],'
+                '[null,"S2","S1"],[null,null,null],[],[null,"S1",0.1,1,true]]]]')
+
 # C23/C24: a path holding arrays of arrays, which no RETURNING array type can read (NULL on every row)
 NOT_ARRAYS = [(23, "json_value(a_nested, '$[7]' RETURNING varchar array)"),
               (24, "json_value(a_nested, '$[7][7]' RETURNING varchar array)")]
@@ -102,4 +118,5 @@ def check(run, sql: str, want, ordered: bool | None = None, mv: bool = False) ->
         assert Counter(map(tuple, got)) == Counter(map(tuple, want))
 
 
-__all__ = ["HAVE_DATA", "KINDS", "NOT_ARRAYS", "check", "qa_array_runner", "variants"]
+__all__ = ["HAVE_DATA", "KINDS", "LITERALS", "NESTED_DOC", "NOT_ARRAYS", "REVERSED_DOC", "check", "qa_array_runner",
+           "variants"]

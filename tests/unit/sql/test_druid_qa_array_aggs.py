@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.sql.qa_array_data import HAVE_DATA, KINDS, NOT_ARRAYS, check, qa_array_runner, variants
+from tests.unit.sql.qa_array_data import HAVE_DATA, KINDS, LITERALS, NOT_ARRAYS, check, qa_array_runner, variants
 from tests.unit.sql.quidem_cells import Error, rows
 
 pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="shared test data not found")
@@ -34,10 +34,6 @@ def druid(tmp_path_factory):
     return qa_array_runner(tmp_path_factory.mktemp("qa-array-aggs"))
 
 
-# Each kind's 2022-01 value as the files write it in ``WHERE a_<kind> <> ...`` (C22: a_nested's).
-LITERALS = {"bool": "ARRAY[1, 0, NULL]", "int": "ARRAY[1, 2, NULL]", "float": "ARRAY[0.1, 0.2, NULL]",
-            "str": "ARRAY['S1', 'S2', NULL]", "null": "ARRAY[NULL, NULL, NULL]", "empty": "ARRAY['FILLER']",
-            "mixed": "ARRAY['true', '1', '0.1', 'S1', NULL]"}
 CASES: list = []
 
 

@@ -28,7 +28,7 @@ from collections import Counter
 import pytest
 
 from common.errors import StrataError
-from tests.unit.sql.qa_array_data import HAVE_DATA, KINDS, qa_array_runner
+from tests.unit.sql.qa_array_data import HAVE_DATA, KINDS, NESTED_DOC, REVERSED_DOC, qa_array_runner
 from tests.unit.sql.quidem_cells import Error, cell, rows, same
 
 pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="shared test data not found")
@@ -127,14 +127,6 @@ _OBJECTS = {"bool": ('{"k":[1,0,null]}', '{"k":[null,0,1]}'), "int": ('{"k":[1,2
             "str": ('{"k":["S1","S2",null]}', '{"k":[null,"S2","S1"]}'),
             "null": ('{"k":[null,null,null]}',) * 2, "empty": ('{"k":[]}',) * 2,
             "mixed": ('{"k":["true","1","0.1","S1",null]}', '{"k":[null,"S1","0.1","1","true"]}')}
-_NESTED_DOC = ('[[true,false,null],[1,2,null],[0.1,0.2,null],["S1","S2",null],[null,null,null],[],'
-               '[true,1,0.1,"S1",null],[[true,false,null],[1,2,null],[0.1,0.2,null],["S1","S2",null],'
-               '[null,null,null],[],[true,1,0.1,"S1",null],[[true,false,null],[1,2,null],[0.1,0.2,null],'
-               '["S1","S2",null],[null,null,null],[],[true,1,0.1,"S1",null]]]]')
-_REVERSED_DOC = ('[[null,false,true],[null,2,1],[null,0.2,0.1],[null,"S2","S1"],[null,null,null],[],'
-                 '[null,"S1",0.1,1,true],[[null,false,true],[null,2,1],[null,0.2,0.1],[null,"S2","S1"],'
-                 '[null,null,null],[],[null,"S1",0.1,1,true],[[null,false,true],[null,2,1],[null,0.2,0.1],'
-                 '[null,"S2","S1"],[null,null,null],[],[null,"S1",0.1,1,true]]]]')
 JSON_FUNCS = [("SEL_DATASOURCE", "SELECT count(*) cnt FROM test_array", rows("4"))]
 _c = 1
 for _kind, (_col, _p1, _p2, _t) in _NESTED.items():
@@ -157,7 +149,7 @@ for _p, _cid in (("$[7]", 23), ("$[7][7]", 24)):
 JSON_FUNCS += [
     ("A1_B1_C22_D1", "SELECT json_keys(a_nested, '$.') AS col FROM test_array", same("[0, 1, 2, 3, 4, 5, 6, 7]")),
     ("A1_B2_C22_D1", "SELECT json_object(KEY 'k' value a_nested) AS col FROM test_array",
-     rows(*[f'{{"k":{d}}}' for d in (_REVERSED_DOC, _REVERSED_DOC, _NESTED_DOC, _NESTED_DOC)])),
+     rows(*[f'{{"k":{d}}}' for d in (REVERSED_DOC, REVERSED_DOC, NESTED_DOC, NESTED_DOC)])),
     ("A1_B3_C1_D1", "SELECT json_paths(a_bool) AS col FROM test_array", same("[$]")),
 ]
 
