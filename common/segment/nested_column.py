@@ -369,7 +369,8 @@ def _element_index_parts(prefix: str, dicts: _Dictionaries, local: np.ndarray, c
     types them (the widened element type), a row without the path holding a null array."""
     element = _array_element_type(sorted(kinds))
     texts = dicts.arrays.take(pa.array(local - dicts.offsets["ARRAY"])).to_pylist()
-    distinct = pa.array([_as_element(json.loads(t), element) for t in texts], ColumnType(TypeKind.ARRAY, element).to_arrow())
+    distinct = pa.array([_as_element(json.loads(t), element) for t in texts],
+                        ColumnType(TypeKind.ARRAY, element).to_arrow())
     per_row = distinct.take(pa.array(codes, mask=codes < 0))
     return {f"{prefix}/{role}": ipc_bytes(arr) for role, arr in encode_element_index(per_row).items()}
 
@@ -507,8 +508,8 @@ class NestedColumn:
 
     def _field_reader(self, meta: dict):
         prefix = meta["part"]
-        parts = {role: self._parts[f"{prefix}/{role}"] for role in ("codes", "bitmaps", "local", "values") + ELEMENT_ROLES
-                 if f"{prefix}/{role}" in self._parts}
+        roles = ("codes", "bitmaps", "local", "values") + ELEMENT_ROLES
+        parts = {role: self._parts[f"{prefix}/{role}"] for role in roles if f"{prefix}/{role}" in self._parts}
         local = self._container.array(parts["local"]).to_numpy()
         offsets = self._offsets()
         kinds = sorted({t.split("<")[0] for t in meta["types"]})

@@ -678,7 +678,8 @@ class Translator:
             raise ValidationError(f"{shown} orders by a TIMESTAMP, but '{LazySqlText(arg_nodes[1])}' is {by.type} "
                                   f"in '{text}'")
         t = arg.type
-        if not (t.is_numeric or t in (TIMESTAMP, VARCHAR, NULL) or (t.column_type is not None and t.column_type.is_array)):
+        array = t.column_type is not None and t.column_type.is_array
+        if not (t.is_numeric or t in (TIMESTAMP, VARCHAR, NULL) or array):
             raise ValidationError(f"cannot apply {shown} to {t} expression '{LazySqlText(arg_nodes[0])}' in '{text}'")
         func = "EARLIEST" if name == "EARLIEST_BY" else "LATEST"
         return AggCall(func, (arg, by), VARCHAR if t == NULL else t, False, filter_expr)
