@@ -81,6 +81,9 @@ def test_a_filter_on_a_path_is_an_index_filter(setup):
 @pytest.mark.parametrize("sql, message", [
     ("SELECT JSON_VALUE(TIMESTAMP '2020-01-01' - __time, '$') FROM nested_data_example", "COMPLEX<json>|INTERVAL"),
     ("SELECT JSON_VALUE(details, '$.x' RETURNING TIMESTAMP) FROM nested_data_example", "cannot return TIMESTAMP"),
+    # JSON values have no order (they were compared as text)
+    ("SELECT details > shipTo FROM nested_data_example", r"cannot order COMPLEX<json> values in 'details > shipTo'"),
+    ("SELECT COUNT(*) FROM nested_data_example WHERE details BETWEEN shipTo AND details", "JSON_VALUE"),
 ])
 def test_misuse_is_a_clear_error(setup, sql, message):
     with pytest.raises(ValidationError, match=message):
