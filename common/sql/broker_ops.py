@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -125,8 +126,10 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys: Sequence[in
     named ``names``. NULL keys never match, as in SQL."""
     if kind not in ("INNER", "LEFT"):
         raise UnsupportedError(f"{kind} JOIN is not supported")
-    lcols = {f"l{i}": left.column(i) for i in range(left.num_columns)}
-    rcols = {f"r{j}": right.column(j) for j in range(right.num_columns)}
+    # Only the keys and each side's row numbers go through Arrow's join (it cannot carry list or
+    # struct columns, such as arrays); the columns are then taken by row number.
+    lcols = {"$l": pa.array(np.arange(left.num_rows, dtype=np.int64))}
+    rcols = {"$r": pa.array(np.arange(right.num_rows, dtype=np.int64))}
     lkeys, rkeys = [], []
     for n, (i, j) in enumerate(zip(left_keys, right_keys)):
         a, b = _join_key(left.column(i), right.column(j))
@@ -134,13 +137,15 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys: Sequence[in
         rcols[f"rk{n}"] = b
         lkeys.append(f"lk{n}")
         rkeys.append(f"rk{n}")
-    lt = decode_dictionaries(pa.table(lcols)) if lcols else pa.table({})
-    rt = decode_dictionaries(pa.table(rcols)) if rcols else pa.table({})
+    lt = decode_dictionaries(pa.table(lcols))
+    rt = decode_dictionaries(pa.table(rcols))
     joined = lt.join(rt, keys=lkeys, right_keys=rkeys, join_type="inner" if kind == "INNER" else "left outer",
                      coalesce_keys=False, use_threads=True)
-    order = [f"l{i}" for i in range(left.num_columns)] + [f"r{j}" for j in range(right.num_columns)]
-    out = joined.select(order)
-    return pa.Table.from_arrays([out.column(c) for c in order], names=list(names))
+    lrows, rrows = joined.column("$l"), joined.column("$r")  # (a left row without a match: a null right row)
+    left, right = decode_dictionaries(left), decode_dictionaries(right)
+    columns = [left.column(i).take(lrows) for i in range(left.num_columns)] + \
+        [right.column(j).take(rrows) for j in range(right.num_columns)]
+    return pa.Table.from_arrays(columns, names=list(names))
 
 
 

@@ -99,6 +99,9 @@ def _comparable(rows: list[tuple]) -> list[tuple]:
 
 
 CASES = [
+    # joins carry array columns through (Arrow's join cannot: it joins keys and row numbers only)
+    ("SELECT t1.al, t2.astr, t2.ad FROM t t1 INNER JOIN t t2 ON t1.n = t2.n AND t1.s = t2.s", None),
+    ("SELECT t1.s, t2.al FROM t t1 LEFT JOIN t t2 ON t1.n = t2.n + 3 AND t1.s = t2.s", None),
     # constructor, literals, casts
     ("SELECT ARRAY[1, 2, 3], ARRAY['a', NULL], ARRAY[1, 2.5], ARRAY[n, 7] FROM t",
      "SELECT [1, 2, 3], ['a', NULL], [1.0::DOUBLE, 2.5], [n, 7] FROM t"),
