@@ -5,7 +5,7 @@ spec ingests it).
 
 The cases are Druid's quidem file apache/druid
 ``quidem-ut/src/test/quidem/org.apache.druid.quidem.QTest/qaJsonCols/funcs_and_sql_func_json_paths.01.all.iq``
-and ``funcs_and_sql_func_json_keys.01.all.iq``, each query with the cells Druid prints (see
+(and ``.02.std.iq`` A050..A074) and ``funcs_and_sql_func_json_keys.01.all.iq``, each query with the cells Druid prints (see
 quidem_cells.py); a query Druid rejects must fail here too (the message is strata's own).
 
 Deliberate differences, checked rather than skipped (and JSON_VALUE's A046/A047, below):
@@ -90,6 +90,27 @@ for _i, (_path, _cells) in enumerate([
         ("$.a_obj.a_array[0].a_null", same(ROOT))]):
     JSON_PATHS.append((f"A{35 + _i:03d}", f"SELECT json_paths(json_query(c1, '{_path}')) c FROM test_json_cols",
                        _cells, True))
+
+
+# funcs_and_sql_func_json_paths.02.std.iq, A050..A074 (its later cases are not transcribed)
+_CONTAINERS = [("a_empty_obj", rows(ROOT, ROOT, "[]", "[]")), ("a_empty_array", same(ROOT)),
+               ("a_empty_obj_nested", rows("[$.o2, $.o3]", "[$.o2, $.o3]", ROOT, ROOT)),
+               ("a_empty_array_nested", rows("[$[2], $[1]]", "[$[2], $[1]]", ROOT, ROOT))]
+_SCALARS = [(k, same(ROOT)) for k in ("a_str", "a_num_int", "a_num_float", "a_null")]
+_MORE = [(f"$.a_obj.a_array[0].{k}", c) for k, c in _CONTAINERS] + [None, None]
+_MORE += [(f"$.a_array[0].{k}", c) for k, c in _SCALARS + _CONTAINERS]
+_MORE += [("$.a_array[0].a_obj", rows(_OBJ10, _OBJ10, ROOT, ROOT))]
+_MORE += [(f"$.a_array[0].a_obj.{k}", c) for k, c in _SCALARS + _CONTAINERS]
+_MORE += [("$.a_array[1].a_array", rows(_ARRAY20, _ARRAY20, ROOT, ROOT)),
+          ("$.a_array[1].a_array[1]", rows(_OBJ10, _OBJ10, ROOT, ROOT))]
+for _i, _case in enumerate(_MORE):
+    if _case is not None:
+        JSON_PATHS.append((f"A{50 + _i:03d}", f"SELECT json_paths(json_query(c1, '{_case[0]}')) c FROM test_json_cols",
+                           _case[1], True))
+JSON_PATHS += [("A054", "SELECT array_length(json_paths(json_query(c1, '$.a_array'))) c FROM test_json_cols",
+                rows("1", "1", "80", "80"), False),
+               ("A055", "SELECT array_length(json_paths(json_query(c1, '$.a_array[0]'))) c FROM test_json_cols",
+                rows("1", "1", "40", "40"), False)]
 
 
 @pytest.mark.parametrize("test_id, sql, want, paths", JSON_PATHS, ids=[c[0] for c in JSON_PATHS])
