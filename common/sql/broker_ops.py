@@ -6,6 +6,7 @@ Everything here is vectorized pyarrow; nothing loops over rows.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import numpy as np
@@ -92,6 +93,28 @@ def sort(table: pa.Table, keys: Sequence[tuple[str, bool, bool | None]], limit: 
     return table
 
 
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
+def _array_keys(a: pa.Array, b: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Whole arrays as join keys (Arrow cannot join on lists): each array's JSON text, after
+    widening both sides to one element type (numbers to DOUBLE, else text), so equal arrays match
+    (nulls inside alike, -0.0 as 0.0); a null array never matches."""
+    def element(t: pa.DataType) -> pa.DataType:
+        return t.value_type if _is_list(t) else t
+
+    ea, eb = element(a.type), element(b.type)
+    numeric = all(pa.types.is_integer(e) or pa.types.is_floating(e) or pa.types.is_null(e) for e in (ea, eb))
+    if ea != eb or not (_is_list(a.type) and _is_list(b.type)):
+        target = pa.list_(pa.float64() if numeric else pa.string())
+        a, b = (v.cast(target) if _is_list(v.type) else pa.nulls(len(v), target) for v in (a, b))
+    def text(v):  # (-0.0 + 0.0 is 0.0: the two are equal, so they match)
+        return None if v is None else json.dumps([e + 0.0 if isinstance(e, float) else e for e in v])
+
+    return tuple(pa.array([text(v) for v in x.to_pylist()], pa.string()) for x in (a, b))
+
+
 def _join_key(arr: pa.ChunkedArray, other: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
     a = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
     b = other.combine_chunks() if isinstance(other, pa.ChunkedArray) else other
@@ -107,6 +130,8 @@ def _join_key(arr: pa.ChunkedArray, other: pa.ChunkedArray) -> tuple[pa.Array, p
             a = v
         else:
             b = v
+    if _is_list(a.type) or _is_list(b.type):
+        return _array_keys(a, b)
     if a.type != b.type:
         if (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)) and \
                 (pa.types.is_integer(b.type) or pa.types.is_floating(b.type)):
