@@ -5,8 +5,9 @@ spec ingests it).
 
 The cases are Druid's quidem file apache/druid
 ``quidem-ut/src/test/quidem/org.apache.druid.quidem.QTest/qaJsonCols/funcs_and_sql_func_json_paths.01.all.iq``
-(and ``.02.std.iq`` A050..A074) and ``funcs_and_sql_func_json_keys.01.all.iq``, each query with the cells Druid prints (see
-quidem_cells.py); a query Druid rejects must fail here too (the message is strata's own).
+(and ``.02.std.iq`` A050..A074) and ``funcs_and_sql_func_json_keys.01.all.iq``, each query with
+the cells Druid prints (see quidem_cells.py); a query Druid rejects must fail here too (the message
+is strata's own).
 
 Deliberate differences, checked rather than skipped (and JSON_VALUE's A046/A047, below):
 - Rows are compared as a multiset: Druid's own files return these rows in different orders from
