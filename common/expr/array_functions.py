@@ -336,6 +336,9 @@ def _join_rows(left: ListRows, right: ListRows, out: ColumnType, valid: np.ndarr
     return gather(left, pieces, valid, values)
 
 
+_MAX_SLICE_PADDING = 1 << 20
+
+
 @register("array_slice", args=(2, 3), kinds="xn", out=_first_array_infer,
           doc="array_slice(arr, start, end): elements from start (0-based, included) to end (excluded)")
 def _array_slice(args, types, out, call):
@@ -350,8 +353,17 @@ def _array_slice(args, types, out, call):
     end = np.where(has_end, end, rows.lengths)  # no end (or a null one): to the last element
     ok = rows.valid & has_start & (start >= 0) & (start <= rows.lengths) & (end >= start)
     first = np.where(ok, np.trunc(start), 0).astype(np.int64)
-    last = np.minimum(np.where(ok, np.trunc(end), 0).astype(np.int64), rows.lengths)
-    return gather(rows, [(rows.starts + first, np.maximum(last - first, 0))], ok)
+    wanted = np.where(ok, np.trunc(end), 0).astype(np.int64)
+    last = np.minimum(wanted, rows.lengths)
+    # An end past the last element pads the slice with nulls, as Druid's slice does (copyOfRange)
+    pad = np.where(ok, wanted - np.maximum(last, first), 0)
+    most = int(pad.max()) if len(pad) else 0
+    if most > _MAX_SLICE_PADDING:
+        raise ValidationError(f"{call}: end reaches {most} elements past the end of an array; "
+                              f"at most {_MAX_SLICE_PADDING} are padded with nulls, so give a smaller end")
+    values = pa.concat_arrays([rows.values, pa.nulls(most, rows.values.type)])
+    pieces = [(rows.starts + first, np.maximum(last - first, 0)), (np.full(n, len(rows.values)), pad)]
+    return gather(rows, pieces, ok, values)
 
 
 @register("array_to_string", args=(2, 2), kinds="xs", out=STRING,

@@ -2,7 +2,8 @@
 number, boolean) or to an array of literals, with the value's type as a nested column stores it.
 
 Arrays holding objects or arrays are walked per element (``$.a[0].b``). Booleans are LONG 1/0,
-as in Druid; integers beyond 64 bits are DOUBLE; an array of literals takes the widest element
+as in Druid (but "true"/"false" in an array holding strings, as Druid's ARRAY<STRING>); integers
+beyond 64 bits are DOUBLE; an array of literals takes the widest element
 type (any string: STRING; any fraction: DOUBLE; else LONG, also for empty or all-null arrays).
 The walk is iterative, so nesting depth is bounded by the JSON parser, not the stack.
 """
@@ -42,8 +43,9 @@ def _literal_array(values: list):
             return None
         kind, stored = _scalar(v)
         kinds.add(kind)
-        out.append(stored)
+        out.append(v if isinstance(v, bool) else stored)
     if "STRING" in kinds:
+        # Among strings a boolean keeps its text ("true"), as Druid's ARRAY<STRING> of a mixed array
         element = "STRING"
         out = [None if v is None else (v if isinstance(v, str) else json.dumps(v)) for v in out]
     elif "DOUBLE" in kinds:
@@ -51,6 +53,7 @@ def _literal_array(values: list):
         out = [None if v is None else float(v) for v in out]
     else:
         element = "LONG"  # also arrays of nulls only, or empty ones (Druid: ARRAY<LONG>)
+        out = [int(v) if isinstance(v, bool) else v for v in out]
     return f"ARRAY<{element}>", out
 
 

@@ -103,11 +103,20 @@ def _python(value, is_json: bool):
     return value
 
 
+def _druid_values(values: pa.Array) -> pa.Array:
+    """Values as Druid's expressions hold them: a BOOLEAN as LONG 1/0, a TIMESTAMP as its millis."""
+    if pa.types.is_boolean(values.type):
+        return values.cast(pa.int64())
+    if pa.types.is_timestamp(values.type):
+        return values.cast(pa.timestamp("ms", values.type.tz)).cast(pa.int64())
+    return values
+
+
 def json_object(keys: list[pa.Array], values: list[pa.Array], json_values: list[bool], n: int) -> pa.Array:
     """An object per row from key/value pairs; a null key is an error naming the pair."""
     out = []
     key_lists = [k.to_pylist() for k in keys]
-    value_lists = [v.to_pylist() for v in values]
+    value_lists = [_druid_values(v).to_pylist() for v in values]
     for row in range(n):
         obj = {}
         for i, (ks, vs) in enumerate(zip(key_lists, value_lists)):
@@ -172,9 +181,9 @@ def to_json_string(values: pa.Array, is_json: bool) -> pa.Array:
     """Compact JSON text of each value (COMPLEX<json>, text or numbers)."""
     if is_json:
         return _texts(_docs(values, "TO_JSON_STRING"))
-    if pa.types.is_timestamp(values.type) or pa.types.is_date(values.type):
-        values = values.cast(pa.timestamp("ms")).cast(pa.int64())  # Druid's time is a LONG of millis
-    return _texts([_python(v, False) for v in values.to_pylist()])
+    if pa.types.is_date(values.type):
+        values = values.cast(pa.timestamp("ms"))
+    return _texts([_python(v, False) for v in _druid_values(values).to_pylist()])
 
 
 __all__ = ["dumps", "json_keys", "json_merge", "json_object", "json_paths", "json_query", "json_query_array",

@@ -316,18 +316,22 @@ def _take_or_null(arr: pa.Array, picks: np.ndarray) -> pa.Array:
 @dataclass(frozen=True)
 class AnyValue(Aggregator):
     field_name: str = ""
-    kind: str = "string"  # string | long | double | float
+    kind: str = "string"  # string | long | double | float | array
 
     def columns(self):
         return frozenset([self.field_name])
 
     def result_type(self, types):
+        if self.kind == "array":  # the input's own array type
+            t = types.get(self.field_name) if hasattr(types, "get") else None
+            return t if t is not None and t.is_array else STRING_ARRAY
         return STRING if self.kind == "string" else _KIND_TYPES[self.kind]
 
     def _reduce(self, arr, gid, groups):
         if pa.types.is_dictionary(arr.type):
             arr = arr.cast(arr.type.value_type)
-        arr = _as_arrow_type(arr, self.result_type({}).to_arrow())
+        if self.kind != "array":
+            arr = _as_arrow_type(arr, self.result_type({}).to_arrow())
         valid = arr.is_valid().to_numpy(zero_copy_only=False)
         return _take_or_null(arr, _first_index(gid, valid, groups))
 
@@ -398,23 +402,34 @@ class EarliestLatest(Aggregator):
         return frozenset([self.field_name])
 
     def result_type(self, types):
+        if self.kind == "array":  # the input's own array type
+            t = types.get(self.field_name) if hasattr(types, "get") else None
+            return t if t is not None and t.is_array else STRING_ARRAY
         return STRING if self.kind == "string" else _KIND_TYPES[self.kind]
 
     def _pick(self, values: pa.Array, times: np.ndarray, gid, groups) -> pa.Array:
         if pa.types.is_dictionary(values.type):
             values = values.cast(values.type.value_type)
-        values = _as_arrow_type(values, self.result_type({}).to_arrow())
+        if self.kind != "array":
+            values = _as_arrow_type(values, self.result_type({}).to_arrow())
         valid = values.is_valid().to_numpy(zero_copy_only=False)
         picks = _first_index(gid, valid, groups, times, earliest=not self.latest)
         t = pa.array(times, pa.int64()).take(pa.array(picks, pa.int64(), mask=picks < 0))
         return pa.StructArray.from_arrays([t, _take_or_null(values, picks)], names=["t", "v"])
 
     def accumulate(self, cols, gid, groups):
+        values = cols[self.field_name]
         if self.time_column == "__time":
             times = cols.time()
         else:
-            times, _ = _numpy_values(cols[self.time_column], np.int64)
-        return self._pick(cols[self.field_name], times, gid, groups)
+            times, has_time = _numpy_values(cols[self.time_column], np.int64)
+            if has_time is not None:  # a row without a time is never the earliest or latest
+                if isinstance(values, pa.ChunkedArray):
+                    values = values.combine_chunks()
+                if pa.types.is_dictionary(values.type):
+                    values = values.cast(values.type.value_type)
+                values = pc.if_else(pa.array(has_time), values, pa.nulls(len(values), values.type))
+        return self._pick(values, times, gid, groups)
 
     def combine(self, values, gid, groups):
         t = values.field("t")
@@ -625,15 +640,15 @@ def aggregator_from_json(obj: dict) -> Aggregator:
                 if obj.get("fieldName") is None and obj.get("expression") is None:
                     raise ValidationError(f"aggregator '{name}' ({kind}) needs 'fieldName' or 'expression'")
                 return cls(name, obj.get("fieldName"), obj.get("expression"), prefix)
-    for prefix in ("string", "long", "double", "float"):
+    for prefix in ("string", "long", "double", "float", "array"):
         if kind == f"{prefix}Any":
             return AnyValue(name, obj["fieldName"], prefix)
         if kind in (f"{prefix}First", f"{prefix}Last"):
             return EarliestLatest(name, obj["fieldName"], prefix, kind.endswith("Last"), obj.get("timeColumn", "__time"))
     valid = ["count", "longSum", "doubleSum", "floatSum", "longMin", "longMax", "doubleMin", "doubleMax", "floatMin",
-             "floatMax", "stringAny", "longAny", "doubleAny", "stringFirst", "stringLast", "longFirst", "longLast",
-             "doubleFirst", "doubleLast", "filtered", "HLLSketchBuild", "arrayConcat", "arrayAgg", "stringMin",
-             "stringMax"]
+             "floatMax", "stringAny", "longAny", "doubleAny", "arrayAny", "stringFirst", "stringLast", "longFirst",
+             "longLast", "doubleFirst", "doubleLast", "arrayFirst", "arrayLast", "filtered", "HLLSketchBuild",
+             "arrayConcat", "arrayAgg", "stringMin", "stringMax"]
     raise ValidationError(f"unknown aggregator type '{kind}'; valid types: {', '.join(valid)}")
 
 

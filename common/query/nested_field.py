@@ -84,6 +84,18 @@ class NestedFieldColumn:
             return None
         return reader.index()
 
+    def element_index(self, selector):
+        """The per-element index of the path's field, when the segment stores one and the arrays
+        asked for are the field's own (same element type): an ``arrayContainsElement`` on this
+        column then reads rows from the index instead of every row's array."""
+        if self.expected_type is None or not self.expected_type.is_array or has_wildcard(self._parts):
+            return None
+        reader = self._field(selector.source)
+        if reader is None or reader.type != self.expected_type:
+            return None
+        find = getattr(reader, "element_index", None)
+        return find() if find is not None else None
+
     def _field(self, source):
         if has_wildcard(self._parts):
             return None

@@ -84,9 +84,13 @@ class SourceIndexes:
         return self.source.index(column)
 
     def element_index_for(self, column: str):
-        """A stored ARRAY column's per-element index, read as stored; None when values must answer
-        (a virtual column, a declared type that differs, a segment without the index)."""
-        if column in self.virtual or column in self.source.aliases or column not in self.source.schema:
+        """A stored ARRAY column's per-element index, read as stored, or that of a nested JSON
+        field read through a nested-field virtual column; None when values must answer (another
+        virtual column, a declared type that differs, a segment without the index)."""
+        if column in self.virtual:
+            find = getattr(self.virtual[column], "element_index", None)
+            return find(self) if find is not None else None
+        if column in self.source.aliases or column not in self.source.schema:
             return None
         if column in self.expected and self.expected[column] != self.source.schema[column]:
             return None

@@ -322,7 +322,7 @@ static int emit_literal_array(Ctx *c, int32_t node) {
             else {
                 if (buf_byte(t, '"')) return ERR;
                 if (e->type == 1) rc = put_long(t, e->l);
-                else if (e->type == 3) rc = buf_byte(t, e->l ? '1' : '0') ? ERR : OK;
+                else if (e->type == 3) rc = (e->l ? buf_put(t, "true", 4) : buf_put(t, "false", 5)) ? ERR : OK;
                 else rc = e->plain ? (buf_put(t, e->src, e->len) ? ERR : OK) : put_double(t, e->d);
                 if (!rc && buf_byte(t, '"')) return ERR;
             }

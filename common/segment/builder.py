@@ -150,7 +150,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     """``metrics``: a rollup's aggregated columns with their Druid aggregator types (None where
     Druid has none), recorded in the manifest; every other column is a dimension.
     ``column_options``: per column, its encoding's settings (for a JSON column: maxFields,
-    skipPaths, typedPaths, keepRaw; for a STRING column: bitmaps, packCodes, codeBlockRows (0 for one codes part); for a DOUBLE/FLOAT
+    skipPaths, typedPaths, keepRaw, elementIndex; for a STRING column: bitmaps, packCodes, codeBlockRows (0 for one codes part); for a DOUBLE/FLOAT
     column: valueDictionary; for a fixed-width column, __time included: blockRows, 0 for one part). ``compression``: which parts
     are stored compressed (see part_codec.py); None writes every part uncompressed, as segments
     before compression were. ``string_bitmaps`` True also stores a Roaring bitmap per value of

@@ -15,6 +15,10 @@ array must be read and searched. The plain encoding of an ARRAY column stores, b
 The spec says ``"elementIndex": true``. The parts are extra roles that no requiredFeatures entry
 names: a reader from before the index opens the column and ignores them, and a segment written
 before it (no ``elementIndex``) answers from values, as it always did.
+
+A nested JSON column keeps the same parts for each of its fields that holds only arrays (under the
+field's part prefix, its field entry saying ``"elementIndex": true``): the rows whose array at
+that path holds an element, a row without the path counting as a null array.
 """
 
 from __future__ import annotations
@@ -67,6 +71,27 @@ def encode_element_index(values: pa.Array) -> dict[str, pa.Array]:
         gaps[offsets[1:-1][offsets[1:-1] < len(rows)]] = rows[offsets[1:-1][offsets[1:-1] < len(rows)]]
     return {"elementDictionary": dictionary, "elementOffsets": pa.array(offsets),
             "elementRows": pa.array(gaps.astype(np.uint32)), "arrayNullRows": pa.array(null_rows)}
+
+
+def read_element_index(container, parts: dict[str, str], num_rows: int, what: str):
+    """The ElementIndex stored in ``parts`` (role -> part name) of a column (or a nested column's
+    field, ``what`` naming it in errors), decoded once per container; None when it has none."""
+    rows_part = parts.get("elementRows")
+    if rows_part is None:
+        return None
+    hit = container.cached(rows_part, "elementIndex")
+    if hit is not None:
+        return hit
+    dictionary = container.array(parts["elementDictionary"])
+    offsets = container.array(parts["elementOffsets"]).to_numpy(zero_copy_only=False)
+    rows = container.array(rows_part).to_numpy(zero_copy_only=False)
+    null_rows = container.array(parts["arrayNullRows"]).to_numpy(zero_copy_only=False)
+    segment_id = getattr(container, "segment_id", None)
+    if len(offsets) != len(dictionary) + 1 or int(offsets[-1]) != len(rows):
+        raise SegmentCorruptError(f"segment {container.label}: the element index of {what} does not match its "
+                                  f"{num_rows} rows", segment_id)
+    index = ElementIndex(dictionary, offsets, rows, null_rows, num_rows, container.label, segment_id)
+    return container.derived(rows_part, "elementIndex", lambda: index, index.nbytes)
 
 
 class ElementIndex:
@@ -125,4 +150,4 @@ class ElementIndex:
         return self.dictionary.nbytes + self.offsets.nbytes + self.rows.nbytes + self.null_rows_ids.nbytes
 
 
-__all__ = ["ROLES", "ElementIndex", "encode_element_index"]
+__all__ = ["ROLES", "ElementIndex", "encode_element_index", "read_element_index"]

@@ -30,6 +30,8 @@ from pyroaring import BitMap
 
 from common.json.document_text import dumps_document
 from common.segment.container import Container, ipc_bytes
+from common.segment.element_index import ROLES as ELEMENT_ROLES
+from common.segment.element_index import encode_element_index, read_element_index
 from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.segment.nested_fields import NestedOptions, SplitField, split_documents
 from common.segment.nested_native_split import NativeField, sort_order, split_native
@@ -320,12 +322,12 @@ def _local_ids(gids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionaries, prefix: str,
-                 num_rows: int) -> tuple[dict[str, pa.Buffer], dict]:
+                 num_rows: int, element_index: bool = True) -> tuple[dict[str, pa.Buffer], dict]:
     """A field's parts. Only what its reader uses is stored: a numbers-only field reads its value
     column (no codes, no bitmaps); a field of several types or of arrays reads its codes through
     the local dictionary without an index (no bitmaps), as does one of LONG and DOUBLE values beside
     its value column; a STRING field has codes and, unless its
-    values are near-unique, bitmaps."""
+    values are near-unique, bitmaps. A field of arrays only also has a per-element index."""
     gids = dicts.global_ids(index, f, num_rows)
     present = gids >= 0
     local, present_codes = _local_ids(gids[present])
@@ -349,6 +351,9 @@ def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionar
             parts[f"{prefix}/bitmaps"] = ipc_bytes(_bitmaps_binary(codes, cardinality))
         else:
             meta["bitmaps"] = False
+    if element_index and kinds and all(k.startswith("ARRAY") for k in kinds):
+        parts.update(_element_index_parts(prefix, dicts, local, codes, kinds))
+        meta["elementIndex"] = True
     if numeric:
         dtype = np.int64 if kinds == {"LONG"} else np.float64
         nums = np.zeros(num_rows, dtype=dtype)
@@ -356,6 +361,18 @@ def _field_parts(index: int, f: _FieldValues, kinds: set[str], dicts: _Dictionar
             nums[f.rows if pos is None else f.rows[pos]] = dicts._cache[(index, kind)]
         parts[f"{prefix}/values"] = ipc_bytes(pa.array(nums, mask=mask if mask.any() else None))
     return parts, {"cardinality": cardinality, "rows": int(present.sum()), **meta}
+
+
+def _element_index_parts(prefix: str, dicts: _Dictionaries, local: np.ndarray, codes: np.ndarray,
+                         kinds: set[str]) -> dict[str, pa.Buffer]:
+    """An arrays-only field's per-element index (element_index.py), over the arrays as its reader
+    types them (the widened element type), a row without the path holding a null array."""
+    element = _array_element_type(sorted(kinds))
+    texts = dicts.arrays.take(pa.array(local - dicts.offsets["ARRAY"])).to_pylist()
+    distinct = pa.array([_as_element(json.loads(t), element) for t in texts],
+                        ColumnType(TypeKind.ARRAY, element).to_arrow())
+    per_row = distinct.take(pa.array(codes, mask=codes < 0))
+    return {f"{prefix}/{role}": ipc_bytes(arr) for role, arr in encode_element_index(per_row).items()}
 
 
 def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | None = None) -> EncodedColumn:
@@ -374,7 +391,7 @@ def encode_nested(values: pa.Array, ctype: ColumnType, options: NestedOptions | 
     fields_meta = []
     for i, f in enumerate(split.fields):
         prefix = f"f{i}"
-        field_parts, stats = _field_parts(i, grouped[i], set(f.types), dicts, prefix, num_rows)
+        field_parts, stats = _field_parts(i, grouped[i], set(f.types), dicts, prefix, num_rows, options.element_index)
         parts.update(field_parts)
         meta = {"path": f.path, "types": list(f.types), "part": prefix, **stats}
         if f.booleans:
@@ -491,8 +508,8 @@ class NestedColumn:
 
     def _field_reader(self, meta: dict):
         prefix = meta["part"]
-        parts = {role: self._parts[f"{prefix}/{role}"] for role in ("codes", "bitmaps", "local", "values")
-                 if f"{prefix}/{role}" in self._parts}
+        roles = ("codes", "bitmaps", "local", "values") + ELEMENT_ROLES
+        parts = {role: self._parts[f"{prefix}/{role}"] for role in roles if f"{prefix}/{role}" in self._parts}
         local = self._container.array(parts["local"]).to_numpy()
         offsets = self._offsets()
         kinds = sorted({t.split("<")[0] for t in meta["types"]})
@@ -660,6 +677,12 @@ class FieldColumn(StringColumn):
 
     def dictionary_codes(self):
         return self.dictionary_codes_if_string()
+
+    def element_index(self):
+        """An arrays-only field's per-element index, when the segment stores one (element_index.py)."""
+        if not self.type.is_array:
+            return None
+        return read_element_index(self._container, self._parts, self.num_rows, "a nested column's array field")
 
     def dictionary_codes_if_string(self):
         return (self.codes(), self.dictionary) if self._indexed else None

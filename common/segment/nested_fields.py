@@ -29,7 +29,7 @@ DEFAULT_MAX_FIELDS = 1000
 
 
 # Column properties (catalog ``properties`` of a COMPLEX<json> column, or ingestion) that set these.
-OPTION_KEYS = ("maxFields", "skipPaths", "typedPaths", "keepRaw")
+OPTION_KEYS = ("maxFields", "skipPaths", "typedPaths", "keepRaw", "elementIndex")
 _TYPED = {"BIGINT": "LONG", "LONG": "LONG", "DOUBLE": "DOUBLE", "VARCHAR": "STRING", "STRING": "STRING"}
 
 
@@ -40,11 +40,13 @@ class NestedOptions:
     skip_patterns: tuple[str, ...] = ()  # regular expressions matched against the path text
     keep_raw: bool | None = None  # None: drop the raw values when the fields rebuild them exactly
     typed_paths: tuple[tuple[str, str], ...] = ()  # (path, LONG | DOUBLE | STRING)
+    element_index: bool = True  # a per-element index for each field of arrays (element_index.py)
 
     @staticmethod
     def from_properties(props: dict | None, column: str = "") -> NestedOptions:
         """Options from column properties: ``maxFields`` (int), ``skipPaths`` (paths; ``re:`` marks a
-        regular expression), ``typedPaths`` ({path: BIGINT | DOUBLE | VARCHAR}), ``keepRaw`` (bool).
+        regular expression), ``typedPaths`` ({path: BIGINT | DOUBLE | VARCHAR}), ``keepRaw`` (bool),
+        ``elementIndex`` (bool, default true).
         A bad value is a user error naming the column and the property."""
         from common.json.path_steps import parse_path, path_text
 
@@ -78,7 +80,10 @@ class NestedOptions:
         keep_raw = props.get("keepRaw")
         if keep_raw is not None and not isinstance(keep_raw, bool):
             raise ValidationError(f"{where}: keepRaw must be true or false, got {keep_raw!r}")
-        return NestedOptions(max_fields, tuple(exact), tuple(patterns), keep_raw, tuple(typed_out))
+        element_index = props.get("elementIndex", True)
+        if not isinstance(element_index, bool):
+            raise ValidationError(f"{where}: elementIndex must be true or false, got {element_index!r}")
+        return NestedOptions(max_fields, tuple(exact), tuple(patterns), keep_raw, tuple(typed_out), element_index)
 
 
 def _coerced(value, kind: str):
@@ -277,7 +282,7 @@ def _walk_list(path: str, value: list, add, bools: list, state: list, depth: int
     elif not kinds and value and all(type(v) is int for v in value):
         add((path, "ARRAY<LONG>", value))
     else:
-        # The same element widening as literal_paths (booleans are 1/0; any string: all text).
+        # The same element widening as literal_paths (booleans are 1/0, or "true" among strings).
         kind, stored = _literal_array(value)
         add((path, kind, stored))
         if state[0]:

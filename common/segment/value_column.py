@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from common.errors import SegmentCorruptError
 from common.segment.container import Container, ipc_bytes
 from common.segment.element_index import ROLES as ELEMENT_ROLES
-from common.segment.element_index import ElementIndex, encode_element_index
+from common.segment.element_index import ElementIndex, encode_element_index, read_element_index
 from common.segment.encoding import EncodedColumn, Encoding, EncodingSpec, StoredColumn, register, register_feature
 from common.types.column_type import ColumnType, TypeKind
 
@@ -167,22 +167,7 @@ class ValueColumn:
     def element_index(self) -> ElementIndex | None:
         """The ARRAY column's per-element index, when the segment stores one (see element_index.py);
         None for other columns and for segments written before it (filters then read values)."""
-        if "elementRows" not in self._parts:
-            return None
-        rows_part = self._parts["elementRows"]
-        hit = self._container.cached(rows_part, "elementIndex")
-        if hit is not None:
-            return hit
-        c = self._container
-        dictionary = c.array(self._parts["elementDictionary"])
-        offsets = c.array(self._parts["elementOffsets"]).to_numpy(zero_copy_only=False)
-        rows = c.array(rows_part).to_numpy(zero_copy_only=False)
-        null_rows = c.array(self._parts["arrayNullRows"]).to_numpy(zero_copy_only=False)
-        if len(offsets) != len(dictionary) + 1 or int(offsets[-1]) != len(rows):
-            raise SegmentCorruptError(f"segment {c.label}: the element index of an ARRAY column does not match its "
-                                      f"{self.num_rows} rows", getattr(c, "segment_id", None))
-        index = ElementIndex(dictionary, offsets, rows, null_rows, self.num_rows, c.label, getattr(c, "segment_id", None))
-        return c.derived(rows_part, "elementIndex", lambda: index, index.nbytes)
+        return read_element_index(self._container, self._parts, self.num_rows, "an ARRAY column")
 
     def values(self, check: bool = True) -> pa.Array:
         # Not memoized here: the container reads mapped parts in place and keeps decoded

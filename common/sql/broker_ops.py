@@ -6,8 +6,10 @@ Everything here is vectorized pyarrow; nothing loops over rows.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -91,6 +93,28 @@ def sort(table: pa.Table, keys: Sequence[tuple[str, bool, bool | None]], limit: 
     return table
 
 
+def _is_list(t: pa.DataType) -> bool:
+    return pa.types.is_list(t) or pa.types.is_large_list(t)
+
+
+def _array_keys(a: pa.Array, b: pa.Array) -> tuple[pa.Array, pa.Array]:
+    """Whole arrays as join keys (Arrow cannot join on lists): each array's JSON text, after
+    widening both sides to one element type (numbers to DOUBLE, else text), so equal arrays match
+    (nulls inside alike, -0.0 as 0.0); a null array never matches."""
+    def element(t: pa.DataType) -> pa.DataType:
+        return t.value_type if _is_list(t) else t
+
+    ea, eb = element(a.type), element(b.type)
+    numeric = all(pa.types.is_integer(e) or pa.types.is_floating(e) or pa.types.is_null(e) for e in (ea, eb))
+    if ea != eb or not (_is_list(a.type) and _is_list(b.type)):
+        target = pa.list_(pa.float64() if numeric else pa.string())
+        a, b = (v.cast(target) if _is_list(v.type) else pa.nulls(len(v), target) for v in (a, b))
+    def text(v):  # (-0.0 + 0.0 is 0.0: the two are equal, so they match)
+        return None if v is None else json.dumps([e + 0.0 if isinstance(e, float) else e for e in v])
+
+    return tuple(pa.array([text(v) for v in x.to_pylist()], pa.string()) for x in (a, b))
+
+
 def _join_key(arr: pa.ChunkedArray, other: pa.ChunkedArray) -> tuple[pa.Array, pa.Array]:
     a = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
     b = other.combine_chunks() if isinstance(other, pa.ChunkedArray) else other
@@ -106,6 +130,8 @@ def _join_key(arr: pa.ChunkedArray, other: pa.ChunkedArray) -> tuple[pa.Array, p
             a = v
         else:
             b = v
+    if _is_list(a.type) or _is_list(b.type):
+        return _array_keys(a, b)
     if a.type != b.type:
         if (pa.types.is_integer(a.type) or pa.types.is_floating(a.type)) and \
                 (pa.types.is_integer(b.type) or pa.types.is_floating(b.type)):
@@ -125,8 +151,10 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys: Sequence[in
     named ``names``. NULL keys never match, as in SQL."""
     if kind not in ("INNER", "LEFT"):
         raise UnsupportedError(f"{kind} JOIN is not supported")
-    lcols = {f"l{i}": left.column(i) for i in range(left.num_columns)}
-    rcols = {f"r{j}": right.column(j) for j in range(right.num_columns)}
+    # Only the keys and each side's row numbers go through Arrow's join (it cannot carry list or
+    # struct columns, such as arrays); the columns are then taken by row number.
+    lcols = {"$l": pa.array(np.arange(left.num_rows, dtype=np.int64))}
+    rcols = {"$r": pa.array(np.arange(right.num_rows, dtype=np.int64))}
     lkeys, rkeys = [], []
     for n, (i, j) in enumerate(zip(left_keys, right_keys)):
         a, b = _join_key(left.column(i), right.column(j))
@@ -134,13 +162,15 @@ def hash_join(left: pa.Table, right: pa.Table, kind: str, left_keys: Sequence[in
         rcols[f"rk{n}"] = b
         lkeys.append(f"lk{n}")
         rkeys.append(f"rk{n}")
-    lt = decode_dictionaries(pa.table(lcols)) if lcols else pa.table({})
-    rt = decode_dictionaries(pa.table(rcols)) if rcols else pa.table({})
+    lt = decode_dictionaries(pa.table(lcols))
+    rt = decode_dictionaries(pa.table(rcols))
     joined = lt.join(rt, keys=lkeys, right_keys=rkeys, join_type="inner" if kind == "INNER" else "left outer",
                      coalesce_keys=False, use_threads=True)
-    order = [f"l{i}" for i in range(left.num_columns)] + [f"r{j}" for j in range(right.num_columns)]
-    out = joined.select(order)
-    return pa.Table.from_arrays([out.column(c) for c in order], names=list(names))
+    lrows, rrows = joined.column("$l"), joined.column("$r")  # (a left row without a match: a null right row)
+    left, right = decode_dictionaries(left), decode_dictionaries(right)
+    columns = [left.column(i).take(lrows) for i in range(left.num_columns)] + \
+        [right.column(j).take(rrows) for j in range(right.num_columns)]
+    return pa.Table.from_arrays(columns, names=list(names))
 
 
 

@@ -76,7 +76,7 @@ def _comparison(call: Call, columns: Sequence[str], virtual=None) -> Filter | No
     return Range(column, upper=value, upper_open=op == "<", value_type=value_type)
 
 
-def _array_membership(call: Call, columns: Sequence[str]) -> Filter | None:
+def _array_membership(call: Call, columns: Sequence[str], virtual=None) -> Filter | None:
     """ARRAY_CONTAINS(col, constant) and ARRAY_OVERLAP(col, constant array) as Druid plans them:
     one arrayContainsElement per element, all of them (contains) or any (overlap)."""
     ref, value = call.args
@@ -94,7 +94,7 @@ def _array_membership(call: Call, columns: Sequence[str]) -> Filter | None:
         return None
     if kind != "STRING" and not all(isinstance(v, (int, float)) for v in elements):
         return None
-    column = columns[ref.index]
+    column = _column_name(ref, columns, virtual)
     parts = tuple(ArrayContainsElement(column, v, kind) for v in dict.fromkeys(elements))
     if len(parts) == 1:
         return parts[0]
@@ -129,8 +129,11 @@ def to_filter(expr: Scalar, columns: Sequence[str], virtual=None, deadline: Plan
             if out is not None:
                 return out
         arg = expr.args[0] if expr.args else None
-        if op in ("ARRAY_CONTAINS", "ARRAY_OVERLAP") and (isinstance(arg, Ref) or _multi_value_ref(arg)):
-            out = _array_membership(expr, columns)
+        # (a JSON path read as an array filters through its nested-field column, and so through
+        # the field's element index where the segment keeps one)
+        if op in ("ARRAY_CONTAINS", "ARRAY_OVERLAP") and arg is not None \
+                and (_is_column(arg, virtual) or _multi_value_ref(arg)):
+            out = _array_membership(expr, columns, virtual)
             if out is not None:
                 return out
         if arg is not None and _is_column(arg, virtual):

@@ -431,13 +431,18 @@ class NativePlanner:
         elif func == "APPROX_COUNT_DISTINCT":
             out = HllSketch(name, field, None, 12, True)
         elif func == "ANY_VALUE":
-            out = AnyValue(name, field, _AGG_KIND.get(call.type.name, "string"))
+            array = call.type.column_type is not None and call.type.column_type.is_array
+            out = AnyValue(name, field, "array" if array else _AGG_KIND.get(call.type.name, "string"))
         elif func in ("ARRAY_AGG", "ARRAY_AGG_DISTINCT"):
             out = ArrayAgg(name, field, func.endswith("_DISTINCT"))
         elif func in ("ARRAY_CONCAT_AGG", "ARRAY_CONCAT_AGG_DISTINCT"):
             out = ArrayConcat(name, field, func.endswith("_DISTINCT"))
         elif func in ("EARLIEST", "LATEST"):
-            out = EarliestLatest(name, field, _AGG_KIND.get(call.type.name, "string"), func == "LATEST")
+            kind = "array" if call.type.column_type is not None and call.type.column_type.is_array \
+                else _AGG_KIND.get(call.type.name, "string")
+            # a second argument (EARLIEST_BY / LATEST_BY) is the time that orders the rows
+            by = vcs.column_for(call.args[1]) if len(call.args) > 1 else "__time"
+            out = EarliestLatest(name, field, kind, func == "LATEST", by)
         else:
             raise UnsupportedError(f"aggregate function {func} cannot run natively")
         if call.filter is not None:

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from typing import ClassVar
 
+from sqlglot import exp
 from sqlglot.dialects.druid import Druid
 from sqlglot.errors import TokenError
 
@@ -116,6 +117,18 @@ class DeadlineParser(Druid.parser_class):
     def _advance(self, *args, **kwargs) -> None:
         super()._advance(*args, **kwargs)
         self.deadline.check()
+
+    def _parse_json_key_value(self):
+        # Druid's JSON_OBJECT takes any expression as a key (KEY 'a' || 'b' VALUE ..); sqlglot
+        # reads only a column or literal there, so the rest of the key was a syntax error.
+        self._match_text_seq("KEY")
+        key = self._parse_bitwise()
+        self._match_set(self.JSON_KEY_VALUE_SEPARATOR_TOKENS)
+        self._match_text_seq("VALUE")
+        value = self._parse_bitwise()
+        if not key and not value:
+            return None
+        return self.expression(exp.JSONKeyValue(this=key, expression=value))
 
 
 def timeout_error(timeout_s: float) -> QueryTimeoutError:

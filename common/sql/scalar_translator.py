@@ -84,6 +84,15 @@ def is_aggregate(node: exp.Expression) -> bool:
     return isinstance(node, exp.Anonymous) and str(node.this).upper() in _AGGREGATE_NAMES
 
 
+def _unordered_json(node: exp.Expression, *operands: Scalar) -> None:
+    """JSON values have no order (Druid: "Cannot apply '<' to arguments of type COMPLEX<JSON>");
+    compare the paths inside them (JSON_VALUE) instead."""
+    for operand in operands:
+        if operand.type.name.startswith("COMPLEX"):
+            raise ValidationError(f"cannot order {operand.type} values in '{sql_text(node)}'; JSON values compare "
+                                  "only for equality: compare a path inside them (JSON_VALUE(col, '$.path')) instead")
+
+
 def contains_aggregate(node: exp.Expression) -> bool:
     if is_aggregate(node):
         return True
@@ -259,6 +268,8 @@ class ScalarTranslator:
             return self.call("CONCAT", [self.translate(node.this), self.translate(node.expression)], node)
         if type(node) in _COMPARISONS:
             a, b = self.coerce_pair(self.translate(node.this), self.translate(node.expression), node)
+            if _COMPARISONS[type(node)] not in ("=", "<>"):
+                _unordered_json(node, a, b)
             return self.call(_COMPARISONS[type(node)], [a, b], node, [node.this, node.expression])
         if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):
             a, b = self.coerce_pair(self.translate(node.this), self.translate(node.expression), node)
@@ -294,6 +305,7 @@ class ScalarTranslator:
             lo, hi = self.translate(node.args["low"]), self.translate(node.args["high"])
             v1, lo = self.coerce_pair(value, lo, node)
             v2, hi = self.coerce_pair(value, hi, node)
+            _unordered_json(node, value, lo, hi)
             return Call("AND", (Call(">=", (v1, lo), BOOLEAN), Call("<=", (v2, hi), BOOLEAN)), BOOLEAN)
         if isinstance(node, exp.Case):
             return self._case(node)

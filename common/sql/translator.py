@@ -91,6 +91,8 @@ class AggregateScope(Scope):
         self.clause = clause
 
     def intercept(self, node: exp.Expression, translator: ScalarTranslator) -> Scalar | None:
+        if isinstance(node, exp.Grouping):
+            return self._grouping(node)
         if is_aggregate(node):
             call = self.owner.aggregate_call(node, self.input)
             try:
@@ -117,6 +119,18 @@ class AggregateScope(Scope):
         if not any(isinstance(n, exp.Column) for n in node.find_all(exp.Column)):
             return value  # constants
         return None
+
+
+    def _grouping(self, node: exp.Grouping) -> Scalar:
+        """GROUPING(key, ..): the bits of the keys a row's group leaves out. Without GROUPING SETS,
+        ROLLUP or CUBE every group has all its keys, so it is 0; its arguments must be keys."""
+        if not node.expressions:
+            raise ValidationError(f"GROUPING takes one or more GROUP BY expressions: '{sql_text(node)}'")
+        for arg in node.expressions:
+            if self.input.translate(arg) not in self.groups:
+                raise ValidationError(f"GROUPING takes GROUP BY expressions, but '{sql_text(arg)}' is not one "
+                                      f"in '{sql_text(node)}'")
+        return Literal(0, BIGINT)
 
 
 def _name_of(node: exp.Expression, position: int) -> str:
@@ -604,9 +618,12 @@ class Translator:
         name = {"APPROXDISTINCT": "APPROX_COUNT_DISTINCT", "APPROX_COUNT_DISTINCT_DS_HLL": "APPROX_COUNT_DISTINCT",
                 "ANYVALUE": "ANY_VALUE", "ARRAYCONCATAGG": "ARRAY_CONCAT_AGG", "ARRAYAGG": "ARRAY_AGG"}.get(name, name)
         shown = written_name(node, name)  # messages name the function as the user wrote it
+        if name in ("EARLIEST_BY", "LATEST_BY"):
+            return self._earliest_by(tr, name, shown, arg_nodes, filter_expr, text)
         if name not in AGGREGATE_FUNCTIONS:
             raise UnsupportedError(f"aggregate function {shown} is not supported; supported: COUNT, SUM, MIN, MAX, AVG, "
-                                   "APPROX_COUNT_DISTINCT, ANY_VALUE, EARLIEST, LATEST, ARRAY_AGG, ARRAY_CONCAT_AGG")
+                                   "APPROX_COUNT_DISTINCT, ANY_VALUE, EARLIEST, LATEST, EARLIEST_BY, LATEST_BY, ARRAY_AGG, "
+                                   "ARRAY_CONCAT_AGG")
         for a in arg_nodes:
             if contains_aggregate(a):
                 raise ValidationError(f"aggregate functions cannot be nested: '{text}'")
@@ -658,9 +675,31 @@ class Translator:
             if not t.is_scalar:
                 raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}'")
             return AggCall(name, (arg,), BIGINT, False, filter_expr)
+        if name in ("EARLIEST", "LATEST", "ANY_VALUE") and t.column_type is not None and t.column_type.is_array:
+            return AggCall(name, (arg,), t, False, filter_expr)  # the whole array of the first (last) row
         if not (t.is_numeric or t in (TIMESTAMP, VARCHAR, NULL)):
             raise ValidationError(f"cannot apply {shown} to {t} expression '{arg_text}' in '{text}'")
         return AggCall(name, (arg,), VARCHAR if t == NULL else t, False, filter_expr)
+
+    @staticmethod
+    def _earliest_by(tr: ScalarTranslator, name: str, shown: str, arg_nodes: list, filter_expr, text) -> AggCall:
+        """EARLIEST_BY(expr, timestampExpr [, maxBytesPerValue]): EARLIEST with the order taken from
+        the timestamp expression instead of __time (the byte limit does not apply here)."""
+        if len(arg_nodes) not in (2, 3):
+            raise ValidationError(f"{shown} takes a value and a timestamp (and an optional size), "
+                                  f"got {len(arg_nodes)} arguments in '{text}'")
+        if any(contains_aggregate(a) for a in arg_nodes):
+            raise ValidationError(f"aggregate functions cannot be nested: '{text}'")
+        arg, by = tr.translate(arg_nodes[0]), tr.translate(arg_nodes[1])
+        if by.type not in (TIMESTAMP, BIGINT, NULL):
+            raise ValidationError(f"{shown} orders by a TIMESTAMP, but '{LazySqlText(arg_nodes[1])}' is {by.type} "
+                                  f"in '{text}'")
+        t = arg.type
+        array = t.column_type is not None and t.column_type.is_array
+        if not (t.is_numeric or t in (TIMESTAMP, VARCHAR, NULL) or array):
+            raise ValidationError(f"cannot apply {shown} to {t} expression '{LazySqlText(arg_nodes[0])}' in '{text}'")
+        func = "EARLIEST" if name == "EARLIEST_BY" else "LATEST"
+        return AggCall(func, (arg, by), VARCHAR if t == NULL else t, False, filter_expr)
 
 
 def translate(query: exp.Expression, catalog: SqlCatalog, session: Session,

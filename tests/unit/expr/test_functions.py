@@ -253,3 +253,14 @@ def test_registry_has_the_documented_functions():
         timestamp_format timestamp_parse timestamp""".split()
     assert set(documented) <= set(FUNCTIONS)
     assert all(FUNCTIONS[name].doc for name in documented)
+
+
+def test_array_slice_pads_past_the_end_with_nulls_as_druid():
+    """Druid's ARRAY_SLICE copies the range, so an end past the last element pads with nulls
+    (its qaArray results: array_slice([], 0, 2) is [null, null]); a start past the end is null."""
+    arrays = {"a": pa.array([[1, 2], [], None, [5, 6, 7]], pa.list_(pa.int64()))}
+    assert evaluate(parse("array_slice(a, 1, 4)"), arrays, 4).to_pylist() == \
+        [[2, None, None], None, None, [6, 7, None]]
+    assert evaluate(parse("array_slice(a, 0, 2)"), arrays, 4).to_pylist() == [[1, 2], [None, None], None, [5, 6]]
+    with pytest.raises(ValidationError, match="give a smaller end"):
+        evaluate(parse("array_slice(a, 0, 5000000)"), arrays, 4)

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from common.query import execute
+from common.query.aggregators import AnyValue, EarliestLatest, aggregator_from_json
 from tests.conftest import EVENTS_START
 from tests.unit.query.oracle import assert_rows_equal, duck_rows, engine_rows, run_events
 
@@ -287,3 +288,12 @@ def test_expression_post_aggregator_and_aggregator(events, events_duck):
     want = duck_rows(events_duck, "SELECT channel, sum(added), count(*), sum(added * 2)::DOUBLE, sum(added) // count(*) "
                                   "FROM events GROUP BY channel ORDER BY channel NULLS FIRST")
     assert_rows_equal(engine_rows(got, ["channel", "a", "c", "twice", "avg"]), want)
+
+
+def test_array_first_last_any_round_trip_through_native_json():
+    """EARLIEST/LATEST(_BY) and ANY_VALUE of whole arrays plan to arrayFirst/arrayLast/arrayAny,
+    which read back as the same aggregators (time column kept)."""
+    for agg in (EarliestLatest("e", "a", "array"), EarliestLatest("l", "a", "array", True, "t"), AnyValue("v", "a", "array")):
+        assert aggregator_from_json(agg.to_json()) == agg
+    assert EarliestLatest("l", "a", "array", True, "t").to_json() == {"type": "arrayLast", "name": "l", "fieldName": "a",
+                                                                      "timeColumn": "t"}

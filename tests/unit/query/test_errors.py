@@ -107,8 +107,8 @@ def _base(**kw):
      "unknown filter type 'fuzzy'; valid types: " + ", ".join(FILTER_TYPES)),
     (_base(aggregations=[{"type": "longAvg", "name": "x", "fieldName": "added"}]),
      r"unknown aggregator type 'longAvg'; valid types: count, longSum, doubleSum, floatSum, longMin, longMax, "
-     r"doubleMin, doubleMax, floatMin, floatMax, stringAny, longAny, doubleAny, stringFirst, stringLast, longFirst, "
-     r"longLast, doubleFirst, doubleLast, filtered, HLLSketchBuild"),
+     r"doubleMin, doubleMax, floatMin, floatMax, stringAny, longAny, doubleAny, arrayAny, stringFirst, stringLast, "
+     r"longFirst, longLast, doubleFirst, doubleLast, arrayFirst, arrayLast, filtered, HLLSketchBuild"),
     (_base(postAggregations=[{"type": "javascript", "name": "x"}]),
      "unknown post-aggregator type 'javascript'; valid: arithmetic, fieldAccess, finalizingFieldAccess, constant, "
      "expression"),

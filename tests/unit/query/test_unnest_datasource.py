@@ -77,7 +77,7 @@ def env(tmp_path_factory):
     for part in range(4):  # several segments: partials merge; the last one has no element index
         chunk = _segment_table(table.slice(part * 120, 120))
         path = str(base / f"u{part}.sseg")
-        options = {c: {"elementIndex": False} for c in ("al", "ad", "astr")} if part == 3 else None
+        options = {c: {"elementIndex": False} for c in ("al", "ad", "astr", "j")} if part == 3 else None
         build_segment(chunk, path, SegmentId("t", Interval.of(INTERVAL), "v1", part), column_types={"j": JSON},
                       column_options=options)
         segments.append(Segment.open(path))

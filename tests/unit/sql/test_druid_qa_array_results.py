@@ -1,10 +1,6 @@
 """Druid's published results for its qaArray test set, reproduced exactly.
 
-The data is /work/shared/data/qaArray/funcs.json.gz (4 rows of arrays of every element type, the
-2022-02 rows holding the reversed arrays), ingested as Druid's qaArray ingestion specs ingest it:
-schema discovery (``auto`` columns), no rollup, a ``cnt`` count metric, and 14 transform columns
-``t_<kind>_scalar1/2`` = ``json_value(a_<kind>, '$[0]')`` and ``json_value(a_nested, '$[i][0]')``
-(computed here by strata's own JSON_VALUE, as its SQL ingestion would).
+The table is test_array (qa_array_data.py: Druid's qaArray data as its ingestion specs ingest it).
 
 The cases are Druid's quidem files (apache/druid
 ``quidem-ut/src/test/quidem/org.apache.druid.quidem.QTest/qaArray/``):
@@ -27,50 +23,20 @@ Deliberate differences, checked rather than skipped:
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 
-import pyarrow as pa
 import pytest
 
 from common.errors import StrataError
-from common.query import execute
-from common.query.engine import union_schema
-from common.sql import execute_sql
-from tests.unit.sql.druid_test_files import DATA, discovered_table, segment_of
-from tests.unit.sql.fake_catalog import FakeCatalog
+from tests.unit.sql.qa_array_data import HAVE_DATA, KINDS, NESTED_DOC, REVERSED_DOC, qa_array_runner
 from tests.unit.sql.quidem_cells import Error, cell, rows, same
 
-NAME = "qaArray/funcs.json.gz"
-pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(DATA, NAME)), reason="shared test data not found")
-
-# The transforms of Druid's qaArray ingestion specs, in their order.
-TRANSFORMS = {
-    "t_bool_scalar1": "json_value(a_bool, '$[0]')", "t_bool_scalar2": "json_value(a_nested, '$[0][0]')",
-    "t_int_scalar1": "json_value(a_int, '$[0]')", "t_int_scalar2": "json_value(a_nested, '$[1][0]')",
-    "t_float_scalar1": "json_value(a_float, '$[0]')", "t_float_scalar2": "json_value(a_nested, '$[2][0]')",
-    "t_str_scalar1": "json_value(a_str, '$[0]')", "t_str_scalar2": "json_value(a_nested, '$[3][0]')",
-    "t_null_scalar1": "json_value(a_null, '$[0]')", "t_null_scalar2": "json_value(a_nested, '$[4][0]')",
-    "t_empty_scalar1": "json_value(a_empty, '$[0]')", "t_empty_scalar2": "json_value(a_nested, '$[5][0]')",
-    "t_mixed_scalar1": "json_value(a_mixed, '$[0]')", "t_mixed_scalar2": "json_value(a_nested, '$[6][0]')",
-}
-IV = "2022-01-01/2022-03-01"
+pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="shared test data not found")
 
 
 @pytest.fixture(scope="module")
 def druid(tmp_path_factory):
-    base = tmp_path_factory.mktemp("qa-array")
-    raw, json_types = discovered_table(NAME)
-    staged = [segment_of(raw, json_types, "test_array", IV, str(base / "raw.sseg"))]
-    catalog = FakeCatalog({"test_array": union_schema(staged)})
-    # The transform columns, by strata's JSON_VALUE over the ingested columns.
-    sql = "SELECT *, " + ", ".join(f"{e} AS {n}" for n, e in TRANSFORMS.items()) + " FROM test_array"
-    table = execute_sql(sql, catalog, lambda q: execute(q, staged).table)
-    table = table.set_column(0, "__time", pa.array([int(t.timestamp() * 1000) for t in
-                                                    table.column("__time").to_pylist()], pa.int64()))
-    segments = [segment_of(table, json_types, "test_array", IV, str(base / "test_array.sseg"))]
-    catalog = FakeCatalog({"test_array": union_schema(segments)})
-    return lambda text: execute_sql(text, catalog, lambda q: execute(q, segments).table)
+    return qa_array_runner(tmp_path_factory.mktemp("qa-array"))
 
 
 # ---- ingest_schema_discovery_range_rollup_false.01.std.iq ------------------------------------
@@ -102,12 +68,7 @@ for _n, (_left, _right, _count) in enumerate([
     INGEST.append((f"E00.{_n}", f"SELECT count(*) c FROM test_array WHERE {_left} = {_right}", rows(str(_count))))
 
 # ---- ops_funcs_array_funcs.01.all.iq -----------------------------------------------------------
-_NESTED = {  # Druid's A1_B2 / A1_B3 variants: the column, then the same array read from a_nested
-    "bool": ("a_bool", "$[0]", "$[7][0]", "boolean"), "int": ("a_int", "$[1]", "$[7][1]", "bigint"),
-    "float": ("a_float", "$[2]", "$[7][2]", "decimal"), "str": ("a_str", "$[3]", "$[7][3]", "varchar"),
-    "null": ("a_null", "$[4]", "$[7][4]", "varchar"), "empty": ("a_empty", "$[5]", "$[7][5]", "varchar"),
-    "mixed": ("a_mixed", "$[6]", "$[7][6]", "varchar"),
-}
+_NESTED = KINDS  # Druid's A1_B2 / A1_B3 variants: the column, then the same array read from a_nested
 ARRAY_FUNCS = [
     ("SEL_DATASOURCE", "SELECT count(*) cnt FROM test_array", rows("4")),
     ("A1_B1_C2_D1", "SELECT ARRAY[1, 2, NULL] AS col FROM test_array", same("[1, 2, null]")),
@@ -166,14 +127,6 @@ _OBJECTS = {"bool": ('{"k":[1,0,null]}', '{"k":[null,0,1]}'), "int": ('{"k":[1,2
             "str": ('{"k":["S1","S2",null]}', '{"k":[null,"S2","S1"]}'),
             "null": ('{"k":[null,null,null]}',) * 2, "empty": ('{"k":[]}',) * 2,
             "mixed": ('{"k":["true","1","0.1","S1",null]}', '{"k":[null,"S1","0.1","1","true"]}')}
-_NESTED_DOC = ('[[true,false,null],[1,2,null],[0.1,0.2,null],["S1","S2",null],[null,null,null],[],'
-               '[true,1,0.1,"S1",null],[[true,false,null],[1,2,null],[0.1,0.2,null],["S1","S2",null],'
-               '[null,null,null],[],[true,1,0.1,"S1",null],[[true,false,null],[1,2,null],[0.1,0.2,null],'
-               '["S1","S2",null],[null,null,null],[],[true,1,0.1,"S1",null]]]]')
-_REVERSED_DOC = ('[[null,false,true],[null,2,1],[null,0.2,0.1],[null,"S2","S1"],[null,null,null],[],'
-                 '[null,"S1",0.1,1,true],[[null,false,true],[null,2,1],[null,0.2,0.1],[null,"S2","S1"],'
-                 '[null,null,null],[],[null,"S1",0.1,1,true],[[null,false,true],[null,2,1],[null,0.2,0.1],'
-                 '[null,"S2","S1"],[null,null,null],[],[null,"S1",0.1,1,true]]]]')
 JSON_FUNCS = [("SEL_DATASOURCE", "SELECT count(*) cnt FROM test_array", rows("4"))]
 _c = 1
 for _kind, (_col, _p1, _p2, _t) in _NESTED.items():
@@ -196,7 +149,7 @@ for _p, _cid in (("$[7]", 23), ("$[7][7]", 24)):
 JSON_FUNCS += [
     ("A1_B1_C22_D1", "SELECT json_keys(a_nested, '$.') AS col FROM test_array", same("[0, 1, 2, 3, 4, 5, 6, 7]")),
     ("A1_B2_C22_D1", "SELECT json_object(KEY 'k' value a_nested) AS col FROM test_array",
-     rows(*[f'{{"k":{d}}}' for d in (_REVERSED_DOC, _REVERSED_DOC, _NESTED_DOC, _NESTED_DOC)])),
+     rows(*[f'{{"k":{d}}}' for d in (REVERSED_DOC, REVERSED_DOC, NESTED_DOC, NESTED_DOC)])),
     ("A1_B3_C1_D1", "SELECT json_paths(a_bool) AS col FROM test_array", same("[$]")),
 ]
 

@@ -1,14 +1,13 @@
 """Druid's published results for its qaJsonCols test set, reproduced exactly.
 
-The data is /work/shared/data/qaJsonCols/funcs.json.gz (4 rows: two with scalars, empty
-containers and the deep objects c1/c2 of ``a_*`` keys, two whose scalars and containers are null
-and whose c1/c2 hold ``b_*`` keys), ingested as Druid's ``funcs_and_sql`` spec ingests it:
-``auto`` columns (schema discovery), no rollup, a ``cnt`` count metric, table ``test_json_cols``.
+The table is test_json_cols (qa_json_cols_data.py: Druid's qaJsonCols data as its ``funcs_and_sql``
+spec ingests it).
 
 The cases are Druid's quidem file apache/druid
 ``quidem-ut/src/test/quidem/org.apache.druid.quidem.QTest/qaJsonCols/funcs_and_sql_func_json_paths.01.all.iq``
-and ``funcs_and_sql_func_json_keys.01.all.iq``, each query with the cells Druid prints (see
-quidem_cells.py); a query Druid rejects must fail here too (the message is strata's own).
+(and ``.02.std.iq`` A050..A074) and ``funcs_and_sql_func_json_keys.01.all.iq``, each query with
+the cells Druid prints (see quidem_cells.py); a query Druid rejects must fail here too (the message
+is strata's own).
 
 Deliberate differences, checked rather than skipped (and JSON_VALUE's A046/A047, below):
 - Rows are compared as a multiset: Druid's own files return these rows in different orders from
@@ -19,30 +18,20 @@ Deliberate differences, checked rather than skipped (and JSON_VALUE's A046/A047,
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 
 import pytest
 
 from common.errors import StrataError
-from common.query import execute
-from common.query.engine import union_schema
-from common.sql import execute_sql
-from tests.unit.sql.druid_test_files import DATA, discovered_table, segment_of
-from tests.unit.sql.fake_catalog import FakeCatalog
+from tests.unit.sql.qa_json_cols_data import HAVE_DATA, qa_json_cols_runner
 from tests.unit.sql.quidem_cells import Error, cell, rows, same
 
-NAME = "qaJsonCols/funcs.json.gz"
-pytestmark = pytest.mark.skipif(not os.path.isfile(os.path.join(DATA, NAME)), reason="shared test data not found")
+pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="shared test data not found")
 
 
 @pytest.fixture(scope="module")
 def druid(tmp_path_factory):
-    table, json_types = discovered_table(NAME)
-    path = str(tmp_path_factory.mktemp("qa-json-cols") / "test_json_cols.sseg")
-    segments = [segment_of(table, json_types, "test_json_cols", "2022-01-01/2022-03-01", path)]
-    catalog = FakeCatalog({"test_json_cols": union_schema(segments)})
-    return lambda text: execute_sql(text, catalog, lambda q: execute(q, segments).table)
+    return qa_json_cols_runner(tmp_path_factory.mktemp("qa-json-cols"))
 
 
 def _paths(text: str) -> tuple:
@@ -102,6 +91,27 @@ for _i, (_path, _cells) in enumerate([
         ("$.a_obj.a_array[0].a_null", same(ROOT))]):
     JSON_PATHS.append((f"A{35 + _i:03d}", f"SELECT json_paths(json_query(c1, '{_path}')) c FROM test_json_cols",
                        _cells, True))
+
+
+# funcs_and_sql_func_json_paths.02.std.iq, A050..A074 (its later cases are not transcribed)
+_CONTAINERS = [("a_empty_obj", rows(ROOT, ROOT, "[]", "[]")), ("a_empty_array", same(ROOT)),
+               ("a_empty_obj_nested", rows("[$.o2, $.o3]", "[$.o2, $.o3]", ROOT, ROOT)),
+               ("a_empty_array_nested", rows("[$[2], $[1]]", "[$[2], $[1]]", ROOT, ROOT))]
+_SCALARS = [(k, same(ROOT)) for k in ("a_str", "a_num_int", "a_num_float", "a_null")]
+_MORE = [(f"$.a_obj.a_array[0].{k}", c) for k, c in _CONTAINERS] + [None, None]
+_MORE += [(f"$.a_array[0].{k}", c) for k, c in _SCALARS + _CONTAINERS]
+_MORE += [("$.a_array[0].a_obj", rows(_OBJ10, _OBJ10, ROOT, ROOT))]
+_MORE += [(f"$.a_array[0].a_obj.{k}", c) for k, c in _SCALARS + _CONTAINERS]
+_MORE += [("$.a_array[1].a_array", rows(_ARRAY20, _ARRAY20, ROOT, ROOT)),
+          ("$.a_array[1].a_array[1]", rows(_OBJ10, _OBJ10, ROOT, ROOT))]
+for _i, _case in enumerate(_MORE):
+    if _case is not None:
+        JSON_PATHS.append((f"A{50 + _i:03d}", f"SELECT json_paths(json_query(c1, '{_case[0]}')) c FROM test_json_cols",
+                           _case[1], True))
+JSON_PATHS += [("A054", "SELECT array_length(json_paths(json_query(c1, '$.a_array'))) c FROM test_json_cols",
+                rows("1", "1", "80", "80"), False),
+               ("A055", "SELECT array_length(json_paths(json_query(c1, '$.a_array[0]'))) c FROM test_json_cols",
+                rows("1", "1", "40", "40"), False)]
 
 
 @pytest.mark.parametrize("test_id, sql, want, paths", JSON_PATHS, ids=[c[0] for c in JSON_PATHS])

@@ -43,6 +43,10 @@ CASES = [
     ("SELECT DISTINCT channel FROM wiki", None),
     ("SELECT DISTINCT namespace, isRobot FROM wiki ORDER BY namespace, isRobot", None),
     ("SELECT * FROM nulls", None),
+    # EARLIEST_BY / LATEST_BY order by their second argument; a row without it never wins
+    ("SELECT EARLIEST_BY(s, n) AS e, LATEST_BY(s, n) AS l, LATEST_BY(d, n) AS ld FROM nulls",
+     "SELECT arg_min(s, n) FILTER (WHERE s IS NOT NULL) AS e, arg_max(s, n) FILTER (WHERE s IS NOT NULL) AS l, "
+     "arg_max(d, n) FILTER (WHERE d IS NOT NULL) AS ld FROM nulls"),
     # ---- null semantics ---------------------------------------------------------------------------
     ("SELECT s, n FROM nulls WHERE s <> 'a'", None),
     ("SELECT s FROM nulls WHERE NOT (s = 'a')", None),

@@ -81,6 +81,9 @@ def test_a_filter_on_a_path_is_an_index_filter(setup):
 @pytest.mark.parametrize("sql, message", [
     ("SELECT JSON_VALUE(TIMESTAMP '2020-01-01' - __time, '$') FROM nested_data_example", "COMPLEX<json>|INTERVAL"),
     ("SELECT JSON_VALUE(details, '$.x' RETURNING TIMESTAMP) FROM nested_data_example", "cannot return TIMESTAMP"),
+    # JSON values have no order (they were compared as text)
+    ("SELECT details > shipTo FROM nested_data_example", r"cannot order COMPLEX<json> values in 'details > shipTo'"),
+    ("SELECT COUNT(*) FROM nested_data_example WHERE details BETWEEN shipTo AND details", "JSON_VALUE"),
 ])
 def test_misuse_is_a_clear_error(setup, sql, message):
     with pytest.raises(ValidationError, match=message):
@@ -110,6 +113,17 @@ def test_json_functions(setup):
         assert json.loads(g["o"]) == {"product": r["product"], "d": details}
         assert json.loads(g["m"]) == {**details, "extra": 1}
         assert g["n"] == 7 and g["bad"] is None
+
+
+def test_json_object_keys_are_expressions_and_values_druid_typed(setup):
+    """A JSON_OBJECT key may be any text expression (it was a syntax error past a literal); a
+    TIMESTAMP value is its millis and a BOOLEAN 1/0, as Druid's expressions hold them (__time was
+    an error, a boolean true)."""
+    got = run(setup, "SELECT JSON_OBJECT(KEY 'p' || product VALUE __time, 'b' || 'c': (product = 'Bike'), "
+                     "KEY LOWER('X') VALUE (1 = 2)) AS o FROM nested_data_example")
+    for g, r, t in zip(got, setup[0], range(1577836800000, 1577836800000 + len(setup[0]))):
+        assert json.loads(g["o"], object_pairs_hook=list) == [("p" + r["product"], t),
+                                                              ("bc", int(r["product"] == "Bike")), ("x", 0)]
 
 
 def test_json_query_and_keys_of_plain_columns_read_them_as_literals(setup):
