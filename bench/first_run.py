@@ -20,7 +20,8 @@ The variants change the text, not the work:
 
 Each variant uses a new number from one counter per process, so no two runs share a text.
 What a new text still reuses is keyed by the stored data, not the query (the decoded-part cache,
-the decoded HLL sketches of ``hll_union.DECODED``): the warm-up run fills those for both timings.
+a projection's HLL sketch column decoded, with its whole-column union, kept with its segment's file by
+``hll_union``): the warm-up run fills those for both timings.
 """
 
 from __future__ import annotations

@@ -72,10 +72,14 @@ class _Decoded:
     coupons: np.ndarray  # uint32 coupons of coupon-mode images
     coupon_rows: np.ndarray  # the row number of each coupon
     rows: int  # rows of the column decoded
+    # The image of every row's union, for a stored column that holds an HLL-mode image (see
+    # ``_decode``'s ``whole``), else None.
+    whole: bytes | None = None
 
     @property
     def nbytes(self) -> int:
-        return self.hll_rows.nbytes + self.row_regs.nbytes + self.coupons.nbytes + self.coupon_rows.nbytes
+        return (self.hll_rows.nbytes + self.row_regs.nbytes + self.coupons.nbytes + self.coupon_rows.nbytes
+                + (len(self.whole) if self.whole is not None else 0))
 
 
 def union_images(values: pa.Array, gid: np.ndarray, groups: int, lg_k: int, keep=None) -> pa.Array | None:
@@ -88,7 +92,8 @@ def union_images(values: pa.Array, gid: np.ndarray, groups: int, lg_k: int, keep
     closes). Without it (rows selected per query, a merge's images) the column is decoded here."""
     if lg_k < 8 or not (pa.types.is_binary(values.type) or pa.types.is_large_binary(values.type)):
         return None
-    decoded = keep(f"hll-decoded-{lg_k}", lambda stored: _decode(stored, lg_k)) if keep is not None else None
+    decoded = keep(f"hll-decoded-{lg_k}", lambda stored: _decode(stored, lg_k, whole=True)) \
+        if keep is not None else None
     if decoded is None or decoded.rows != len(values):
         decoded = _decode(values, lg_k)
     if decoded is None:
@@ -96,7 +101,17 @@ def union_images(values: pa.Array, gid: np.ndarray, groups: int, lg_k: int, keep
     return _merge(decoded, np.asarray(gid, dtype=np.int64), groups, lg_k)
 
 
-def _decode(values: pa.Array, lg_k: int) -> _Decoded | None:
+def _decode(values: pa.Array, lg_k: int, whole: bool = False) -> _Decoded | None:
+    """``values`` read with numpy, or None when some image is in a form this does not handle.
+
+    ``whole``: also the union of every row (when some row is in HLL mode), for a decoding kept
+    with a stored column. A query whose one group takes the whole column (a day bucket over a day
+    segment's hourly projection) takes it as that group's image: folding the column's coupons
+    (``np.maximum.at`` over tens of thousands of them) and writing the image again at every run
+    cost more than the rest of such a query. Like the decoding, that union is a function of the
+    stored bytes alone (whatever the query: it is the column's, not a query's), made once per open
+    file, charged with the decoding and dropped with it; what a query does with it (its other
+    groups, the other segments' sketches it is merged with) is done at every run."""
     n = len(values)
     k = 1 << lg_k
     if n:
@@ -162,7 +177,9 @@ def _decode(values: pa.Array, lg_k: int) -> _Decoded | None:
     aux = hll_rows[row_of]
     if aux.any():
         _scatter_max(row_regs, np.searchsorted(hll_idx, row_of[aux]), ints[aux], k)
-    return _Decoded(hll_idx, row_regs, ints[~aux], row_of[~aux], n)
+    coupons, coupon_rows = ints[~aux], row_of[~aux]
+    image = _register_image(_whole_registers(row_regs, coupons, k), lg_k) if whole and len(hll_idx) else None
+    return _Decoded(hll_idx, row_regs, coupons, coupon_rows, n, image)
 
 
 def _merge(decoded: _Decoded, gid: np.ndarray, groups: int, lg_k: int) -> pa.Array:
@@ -170,11 +187,12 @@ def _merge(decoded: _Decoded, gid: np.ndarray, groups: int, lg_k: int) -> pa.Arr
     ints, row_of, hll_idx = decoded.coupons, decoded.coupon_rows, decoded.hll_rows
     if groups == 1 and len(hll_idx):
         # The whole column into one group that holds registers (a coarse bucket over a
-        # projection): no grouping work at all. Made again at every run: a kept union would be a
-        # result cache.
-        regs = np.maximum.reduce(decoded.row_regs, axis=0)
-        np.maximum.at(regs, (ints & (k - 1)).astype(np.intp), (ints >> 26).astype(np.uint8))
-        return pa.array([_register_image(regs, lg_k)], pa.binary())
+        # projection): no grouping work at all, and none either when the decoding of a stored
+        # column holds its union (``_decode``'s ``whole``).
+        image = decoded.whole
+        if image is None:
+            image = _register_image(_whole_registers(decoded.row_regs, ints, k), lg_k)
+        return pa.array([image], pa.binary())
     # Registers of HLL-mode rows, merged per group by maximum.
     hll_gid = gid[hll_idx]
     hll_groups = np.unique(hll_gid)
@@ -221,6 +239,13 @@ def _merge(decoded: _Decoded, gid: np.ndarray, groups: int, lg_k: int) -> pa.Arr
     for i, g in enumerate(reg_groups.tolist()):
         out[g] = _register_image(regs[i], lg_k)
     return pa.array(out, pa.binary())
+
+
+def _whole_registers(row_regs: np.ndarray, coupons: np.ndarray, k: int) -> np.ndarray:
+    """The registers of every HLL-mode row and coupon together."""
+    regs = np.maximum.reduce(row_regs, axis=0)
+    np.maximum.at(regs, (coupons & (k - 1)).astype(np.intp), (coupons >> 26).astype(np.uint8))
+    return regs
 
 
 def _scatter_max(regs: np.ndarray, rows: np.ndarray, coupons: np.ndarray, k: int) -> None:

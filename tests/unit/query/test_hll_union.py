@@ -117,3 +117,21 @@ def test_a_kept_decoding_of_another_length_is_not_used():
     got = union_images(part, gid, 1, 12, lambda kind, make: _decode(whole, 12))
     assert _estimate(got.to_pylist()[0], 12) == _estimate(_reference(part, gid, 1, 12)[0], 12)
 
+
+
+def test_a_kept_decoding_holds_the_whole_columns_registers():
+    # A one-group union of a whole stored column (a day bucket over a day segment's hourly
+    # projection) is the union made once with the kept decoding: the same image as folding the
+    # column's rows and coupons at every run, and the same estimate as datasketches.
+    rng = random.Random(11)
+    blobs = [_sketch(rng, 12, size).serialize_compact() for size in (3, 60000, 40, 5000, 0, 700, 9)]
+    values = pa.array(blobs + [None], pa.binary())
+    kept = _decode(values, 12, whole=True)
+    assert kept.whole is not None
+    assert _decode(values, 12).whole is None  # a query's own rows: nothing folded ahead
+    gid = np.zeros(len(values), np.int64)
+    got = union_images(values, gid, 1, 12, lambda kind, make: kept)
+    assert got.to_pylist() == union_images(values, gid, 1, 12).to_pylist()
+    assert _estimate(got.to_pylist()[0], 12) == _estimate(_reference(values, gid, 1, 12)[0], 12)
+    coupons_only = pa.array([_sketch(rng, 12, 30).serialize_compact() for _ in range(4)], pa.binary())
+    assert _decode(coupons_only, 12, whole=True).whole is None  # no HLL-mode row: no registers to hold
