@@ -75,7 +75,7 @@ class BuildSpec:
         return self.key_prefix + segment_filename(segment_id)
 
 
-def _runs(parts: np.ndarray) -> list[tuple[int, int, int]]:
+def part_runs(parts: np.ndarray) -> list[tuple[int, int, int]]:
     """(partition index, first row, end row) of each run of equal indexes."""
     if len(parts) == 0:
         return []
@@ -193,7 +193,7 @@ def split_into_blobs(batches: Iterable[pa.RecordBatch], assign, drop: tuple[str,
         else:
             order = np.argsort(parts, kind="stable")
             data = data.take(pa.array(order))
-            pieces = [(part, data.slice(lo, hi - lo)) for part, lo, hi in _runs(parts[order])]
+            pieces = [(part, data.slice(lo, hi - lo)) for part, lo, hi in part_runs(parts[order])]
         for part, piece in pieces:
             if len(pieces) > 1:
                 piece = compact_dictionaries(piece)
@@ -285,7 +285,7 @@ def build_partition(batches: Iterable[pa.RecordBatch], spec: BuildSpec, storage:
             if batch.num_rows == 0:
                 continue
             parts = batch.column(PART_COLUMN).to_numpy(zero_copy_only=False)
-            for part, lo, hi in _runs(parts):
+            for part, lo, hi in part_runs(parts):
                 if part != current:
                     if current is not None:
                         yield finish()
@@ -302,4 +302,4 @@ def build_partition(batches: Iterable[pa.RecordBatch], spec: BuildSpec, storage:
 
 
 __all__ = ["BLOB_DDL", "BLOB_SCHEMA", "DESCRIPTOR_DDL", "DESCRIPTOR_SCHEMA", "BuildSpec", "PlannedSegment", "build_blobs",
-           "build_one", "compact_dictionaries", "build_partition", "decode_blob", "descriptor_of", "encode_blob", "split_into_blobs"]
+           "build_one", "compact_dictionaries", "build_partition", "part_runs", "decode_blob", "descriptor_of", "encode_blob", "split_into_blobs"]
