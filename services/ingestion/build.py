@@ -104,8 +104,9 @@ def build_one(batches: list[pa.RecordBatch], part: int, planned: PlannedSegment,
         metrics = {name: kind for name, kind in spec.kept_metrics.items() if name in table.column_names}
         metrics.update({name: aggregator_type(kind, table.schema.field(name).type)
                         for name, kind in spec.metrics.items() if name in table.column_names})
+        # Not synced here: the push copies it to deep storage, syncs that copy, and this one goes.
         manifest = build_segment(table, path, sid, spec.sort_columns, types, projections=projections,
-                                 column_options=dict(spec.column_options), metrics=metrics)
+                                 column_options=dict(spec.column_options), metrics=metrics, durable=False)
         size = storage.push(path, key)
     finally:
         if os.path.exists(path):
