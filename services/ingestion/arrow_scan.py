@@ -314,6 +314,7 @@ def arrow_type_of(scan: ArrowScan, name: str) -> pa.DataType:
     return next(kind for out, _, kind in scan.columns if out == name)
 
 
-__all__ = ["ArrowScan", "COUNT_DDL", "SLICE_ROWS", "ScanSlice", "DICTIONARY_STRING", "DRIVER_COUNT_ROWS", "count_chunks", "count_on_driver",
+__all__ = ["ArrowScan", "COUNT_DDL", "DICTIONARY_STRING", "DRIVER_COUNT_ROWS", "SLICE_ROWS", "ScanSlice", "count_chunks",
+           "count_on_driver",
            "scan_rows", "plain_projection", "plan_scan", "read_pieces", "scan_frame",
            "travel_type", "with_chunks"]

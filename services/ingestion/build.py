@@ -303,4 +303,5 @@ def build_partition(batches: Iterable[pa.RecordBatch], spec: BuildSpec, storage:
 
 
 __all__ = ["BLOB_DDL", "BLOB_SCHEMA", "DESCRIPTOR_DDL", "DESCRIPTOR_SCHEMA", "BuildSpec", "PlannedSegment", "build_blobs",
-           "build_one", "compact_dictionaries", "build_partition", "part_runs", "decode_blob", "descriptor_of", "encode_blob", "split_into_blobs"]
+           "build_one", "compact_dictionaries", "build_partition", "decode_blob", "descriptor_of", "encode_blob",
+           "part_runs", "split_into_blobs"]
