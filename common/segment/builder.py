@@ -146,7 +146,8 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
                   projections: Sequence[ProjectionTable] = (),
                   column_options: dict[str, dict] | None = None,
                   compression: PartCompression | None = DEFAULT_COMPRESSION,
-                  string_bitmaps: bool = False, metrics: dict[str, str | None] | None = None) -> SegmentManifest:
+                  string_bitmaps: bool = False, metrics: dict[str, str | None] | None = None,
+                  durable: bool = True) -> SegmentManifest:
     """``metrics``: a rollup's aggregated columns with their Druid aggregator types (None where
     Druid has none), recorded in the manifest; every other column is a dimension.
     ``column_options``: per column, its encoding's settings (for a JSON column: maxFields,
@@ -156,7 +157,9 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
     before compression were. ``string_bitmaps`` True also stores a Roaring bitmap per value of
     the base table's STRING columns (by default filters scan their codes: see string_column); a
     projection's grouping column that shares a base dictionary has bitmaps when its base column
-    does, and the projection's sketch parts are compressed harder (part_codec.for_sketches)."""
+    does, and the projection's sketch parts are compressed harder (part_codec.for_sketches).
+    ``durable`` False skips the fsync: for a file that is copied elsewhere (and synced there) and
+    then deleted, as an ingestion task's local build is."""
     column_types = dict(column_types or {})
     names = table.column_names
     if TIME_COLUMN not in names:
@@ -261,7 +264,7 @@ def build_segment(table: pa.Table, path: str, segment_id: SegmentId, sort_column
         sketch = for_sketches(compression)
         overrides = {part: sketch for p in projection_manifests for c in p.columns
                      if (c.type.complex_name or "").endswith("Sketch") for part in c.parts.values()}
-    write_container(path, parts, make_manifest, compression, _encoder_pool(), overrides)
+    write_container(path, parts, make_manifest, compression, _encoder_pool(), overrides, durable)
     return holder["manifest"]
 
 

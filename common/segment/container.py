@@ -83,7 +83,7 @@ def _compressed(parts: dict[str, pa.Buffer | bytes], compression: PartCompressio
 
 def write_container(path: str, parts: dict[str, pa.Buffer | bytes], make_manifest: Callable[[dict], bytes],
                     compression: PartCompression | None = None, pool: Executor | None = None,
-                    overrides: Mapping[str, PartCompression] | None = None) -> None:
+                    overrides: Mapping[str, PartCompression] | None = None, durable: bool = True) -> None:
     """Write ``parts`` then the manifest that ``make_manifest(entries)`` returns, atomically.
 
     ``entries`` maps part name -> (offset, length, crc32) for a part stored as is, and
@@ -91,6 +91,7 @@ def write_container(path: str, parts: dict[str, pa.Buffer | bytes], make_manifes
     ``compression`` compressed. The file appears at ``path`` only when complete (temp file in
     the same directory, fsync, rename). ``pool``: threads to compress parts in. ``overrides``:
     part name -> its own policy (a projection's sketch part is compressed harder: builder.py).
+    ``durable`` False leaves out the fsync (the file still appears only when complete).
     """
     stored_parts = _compressed(parts, compression, pool, overrides) if compression is not None else None
 
@@ -99,7 +100,7 @@ def write_container(path: str, parts: dict[str, pa.Buffer | bytes], make_manifes
             stored, codec = stored_parts[name] if stored_parts is not None else (data, None)
             yield name, stored, codec, memoryview(data).nbytes
 
-    _write(path, items(), make_manifest)
+    _write(path, items(), make_manifest, durable)
 
 
 def write_stored_parts(path: str, parts: Mapping[str, tuple[bytes, str | None, int | None]],
@@ -110,7 +111,7 @@ def write_stored_parts(path: str, parts: Mapping[str, tuple[bytes, str | None, i
     _write(path, ((name, stored, codec, raw) for name, (stored, codec, raw) in parts.items()), make_manifest)
 
 
-def _write(path: str, items, make_manifest: Callable[[dict], bytes]) -> None:
+def _write(path: str, items, make_manifest: Callable[[dict], bytes], durable: bool = True) -> None:
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".sseg", dir=directory)
@@ -134,7 +135,8 @@ def _write(path: str, items, make_manifest: Callable[[dict], bytes]) -> None:
             out.write(manifest)
             out.write(_FOOTER.pack(pos, len(manifest), crc32(manifest), CONTAINER_VERSION, TAIL_MAGIC))
             out.flush()
-            os.fsync(out.fileno())
+            if durable:
+                os.fsync(out.fileno())
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -107,12 +107,33 @@ def combined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     Arrow cannot unify them (it refuses dictionaries holding nulls)."""
     if not isinstance(values, pa.ChunkedArray):
         return values
+    if pa.types.is_dictionary(values.type) and values.num_chunks > 1:
+        grown = _grown_dictionary(values)
+        if grown is not None:
+            return grown
     try:
         return values.combine_chunks()
     except pa.ArrowInvalid:
         if not pa.types.is_dictionary(values.type):
             raise
         return values.cast(values.type.value_type).combine_chunks()
+
+
+def _grown_dictionary(values: pa.ChunkedArray) -> pa.DictionaryArray | None:
+    """The chunks as one array over the longest chunk's dictionary, when every other chunk's
+    dictionary is its prefix (None otherwise). Parquet's reader hands the batches of a row group
+    over that way (each batch's dictionary is the entries read so far), and comparing prefixes
+    is a memory compare where unifying hashes every entry of every chunk's dictionary again."""
+    chunks = [c for c in values.chunks if len(c)]
+    if not chunks:
+        return None
+    longest = max((c.dictionary for c in chunks), key=len)
+    for chunk in chunks:
+        dictionary = chunk.dictionary
+        if dictionary is not longest and not longest.slice(0, len(dictionary)).equals(dictionary):
+            return None
+    indices = pa.concat_arrays([c.indices for c in chunks])
+    return pa.DictionaryArray.from_arrays(indices, longest)
 
 
 def _from_values(values: pa.Array) -> tuple[pa.Array, np.ndarray, np.ndarray | None]:

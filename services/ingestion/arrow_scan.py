@@ -22,10 +22,14 @@ import pyarrow as pa
 from common.errors import ValidationError
 from common.types.column_type import TIME_COLUMN, TypeKind
 from common.types.granularity import Granularity
+from common.segment.builder import normalize_time
 from services.ingestion.partitioning import CHUNK_COLUMN, chunk_starts
 from common.ingest.row_parser import arrow_type, cast_column
 
 BATCH_ROWS = 1 << 18
+# Rows per slice whose __time bounds the driver's counting pass records (divides BATCH_ROWS, so a
+# slice never straddles two batches of a row group).
+SLICE_ROWS = 1 << 16
 TASKS_PER_CORE = 2
 MIN_TASK_ROWS = 1 << 16  # below this a task costs more to schedule than to run
 TASK_COLUMN = "task"
@@ -244,20 +248,58 @@ def scan_rows(scan: ArrowScan) -> int:
     return sum(rows for task in scan.tasks for _, _, _, rows in task)
 
 
-def count_on_driver(scan: ArrowScan, granularity: Granularity) -> dict:
+@dataclass(frozen=True)
+class ScanSlice:
+    """SLICE_ROWS rows (fewer at a row group's end) of one row group and their non-null __time's
+    bounds in epoch millis (scan_build.py plans from these)."""
+
+    path: str
+    group: int
+    offset: int
+    rows: int
+    min_ms: int
+    max_ms: int
+
+
+def count_on_driver(scan: ArrowScan, granularity: Granularity, slices: list | None = None) -> dict:
     """What count_chunks gives over every task of ``scan``, read in this process; each row group
-    is read once, whole (tasks may cut one into pieces, each of which decodes it from the start)."""
+    is read once, whole (tasks may cut one into pieces, each of which decodes it from the start).
+    ``slices``: a list to append every slice's ScanSlice to, in file order (a slice of only null
+    times is left out: counting reports those rows)."""
     groups: dict[tuple[str, int], int] = {}
     for task in scan.tasks:
         for path, group, _offset, rows in task:
             groups[(path, group)] = groups.get((path, group), 0) + rows
-    whole = ArrowScan((tuple((path, group, 0, rows) for (path, group), rows in groups.items()),), scan.columns)
+    columns = [(TIME_COLUMN, scan.time_source, arrow_type_of(scan, TIME_COLUMN))]
     counts: dict = {}
-    for batch in count_chunks([pa.record_batch([pa.array([0], pa.int64())], names=[TASK_COLUMN])], whole,
-                              granularity):
-        for chunk, n in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
-            counts[chunk] = counts.get(chunk, 0) + n
+    for (path, group), rows in groups.items():
+        position = 0
+        for batch in read_pieces([(path, group, 0, rows)], columns):
+            starts = chunk_starts(batch.column(0), granularity)
+            nulls = starts.null_count
+            if nulls:
+                counts[None] = counts.get(None, 0) + nulls
+            values, n = np.unique(starts.drop_null().to_numpy(zero_copy_only=False), return_counts=True)
+            for v, c in zip(values.tolist(), n.tolist()):
+                counts[v] = counts.get(v, 0) + c
+            if slices is not None:
+                slices.extend(_slices(path, group, position, batch.column(0)))
+            position += batch.num_rows
     return counts
+
+
+def _slices(path: str, group: int, position: int, times: pa.Array) -> Iterator[ScanSlice]:
+    """The slices of a batch of one row group that starts at row ``position`` (a multiple of SLICE_ROWS)."""
+    ms = normalize_time(times)
+    values = ms.fill_null(0).to_numpy(zero_copy_only=False)
+    valid = ms.is_valid().to_numpy(zero_copy_only=False) if ms.null_count else None
+    for lo in range(0, len(values), SLICE_ROWS):
+        part = values[lo:lo + SLICE_ROWS]
+        if valid is not None:
+            part = part[valid[lo:lo + SLICE_ROWS]]
+        if len(part):
+            yield ScanSlice(path, group, position + lo, min(SLICE_ROWS, len(values) - lo), int(part.min()),
+                            int(part.max()))
 
 
 def with_chunks(batches: Iterable[pa.RecordBatch], scan: ArrowScan,
@@ -272,6 +314,7 @@ def arrow_type_of(scan: ArrowScan, name: str) -> pa.DataType:
     return next(kind for out, _, kind in scan.columns if out == name)
 
 
-__all__ = ["ArrowScan", "COUNT_DDL", "DICTIONARY_STRING", "DRIVER_COUNT_ROWS", "count_chunks", "count_on_driver",
+__all__ = ["ArrowScan", "COUNT_DDL", "DICTIONARY_STRING", "DRIVER_COUNT_ROWS", "SLICE_ROWS", "ScanSlice", "count_chunks",
+           "count_on_driver",
            "scan_rows", "plain_projection", "plan_scan", "read_pieces", "scan_frame",
            "travel_type", "with_chunks"]

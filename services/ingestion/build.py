@@ -76,7 +76,7 @@ class BuildSpec:
         return self.key_prefix + segment_filename(segment_id)
 
 
-def _runs(parts: np.ndarray) -> list[tuple[int, int, int]]:
+def part_runs(parts: np.ndarray) -> list[tuple[int, int, int]]:
     """(partition index, first row, end row) of each run of equal indexes."""
     if len(parts) == 0:
         return []
@@ -107,8 +107,9 @@ def build_one(batches: list[pa.RecordBatch], part: int, planned: PlannedSegment,
         metrics = {name: kind for name, kind in spec.kept_metrics.items() if name in table.column_names}
         metrics.update({name: aggregator_type(kind, table.schema.field(name).type)
                         for name, kind in spec.metrics.items() if name in table.column_names})
+        # Not synced here: the push copies it to deep storage, syncs that copy, and this one goes.
         manifest = build_segment(table, path, sid, spec.sort_columns, types, projections=projections,
-                                 column_options=dict(spec.column_options), metrics=metrics)
+                                 column_options=dict(spec.column_options), metrics=metrics, durable=False)
         size = storage.push(path, key)
     finally:
         if os.path.exists(path):
@@ -196,7 +197,7 @@ def split_into_blobs(batches: Iterable[pa.RecordBatch], assign, drop: tuple[str,
         else:
             order = np.argsort(parts, kind="stable")
             data = data.take(pa.array(order))
-            pieces = [(part, data.slice(lo, hi - lo)) for part, lo, hi in _runs(parts[order])]
+            pieces = [(part, data.slice(lo, hi - lo)) for part, lo, hi in part_runs(parts[order])]
         for part, piece in pieces:
             if len(pieces) > 1:
                 piece = compact_dictionaries(piece)
@@ -288,7 +289,7 @@ def build_partition(batches: Iterable[pa.RecordBatch], spec: BuildSpec, storage:
             if batch.num_rows == 0:
                 continue
             parts = batch.column(PART_COLUMN).to_numpy(zero_copy_only=False)
-            for part, lo, hi in _runs(parts):
+            for part, lo, hi in part_runs(parts):
                 if part != current:
                     if current is not None:
                         yield finish()
@@ -305,4 +306,5 @@ def build_partition(batches: Iterable[pa.RecordBatch], spec: BuildSpec, storage:
 
 
 __all__ = ["BLOB_DDL", "BLOB_SCHEMA", "DESCRIPTOR_DDL", "DESCRIPTOR_SCHEMA", "BuildSpec", "PlannedSegment", "build_blobs",
-           "build_one", "compact_dictionaries", "build_partition", "decode_blob", "descriptor_of", "encode_blob", "split_into_blobs"]
+           "build_one", "compact_dictionaries", "build_partition", "decode_blob", "descriptor_of", "encode_blob",
+           "part_runs", "split_into_blobs"]

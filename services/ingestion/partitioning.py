@@ -112,23 +112,24 @@ class PartitionPlan:
         starts = chunks.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
         if len(starts) == 0:
             return pa.array([], pa.int64())
-        # Batches usually hold one chunk; np.unique sorts, so only pay for it when they do not.
-        if starts[0] == starts[-1] and bool((starts == starts[0]).all()):
-            uniq, inverse = starts[:1], np.zeros(len(starts), dtype=np.intp)
-        else:
-            uniq, inverse = np.unique(starts, return_inverse=True)
-        planned = []
-        for start in uniq.tolist():
-            chunk = self.chunks.get(start)
-            if chunk is None:
-                raise ValidationError(f"row in chunk starting {start} was not planned; the input changed "
-                                      "between passes (is the SELECT deterministic?)")
-            planned.append(chunk)
-        out = np.array([c.first_index for c in planned], dtype=np.int64)[inverse]
-        for j, chunk in enumerate(planned):
-            if not chunk.boundaries:
-                continue
-            rows = np.flatnonzero(inverse == j) if len(planned) > 1 else None
+        # Each row's chunk by a binary search over the planned starts (O(n log chunks), where a
+        # np.unique of the rows' starts sorted every batch).
+        known = np.fromiter(sorted(self.chunks), dtype=np.int64, count=len(self.chunks))
+        at = np.minimum(np.searchsorted(known, starts), max(0, len(known) - 1))
+        unplanned = known[at] != starts if len(known) else np.ones(len(starts), dtype=bool)
+        if unplanned.any():
+            start = int(starts[int(np.argmax(unplanned))])
+            raise ValidationError(f"row in chunk starting {start} was not planned; the input changed "
+                                  "between passes (is the SELECT deterministic?)")
+        planned = [self.chunks[int(k)] for k in known]
+        out = np.array([c.first_index for c in planned], dtype=np.int64)[at]
+        split = [j for j, c in enumerate(planned) if c.boundaries]
+        if split:
+            present = np.bincount(at, minlength=len(known)) > 0
+            split = [j for j in split if present[j]]
+        for j in split:
+            chunk = planned[j]
+            rows = np.flatnonzero(at == j) if len(split) > 1 or not bool(np.all(at == j)) else None
             keys = [batch.column(c) if rows is None else batch.column(c).take(pa.array(rows)) for c in self.key_columns]
             offsets = range_offsets(keys, chunk.boundaries)
             if rows is None:

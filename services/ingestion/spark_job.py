@@ -42,7 +42,7 @@ from common.types.granularity import Granularity
 from common.types.interval import MIN_MS, Interval
 from common.segment.allocation import Allocation
 from services.deep_storage import deep_storage_from_url
-from services.ingestion import arrow_scan, text_scan
+from services.ingestion import arrow_scan, scan_build, text_scan
 from services.ingestion.arrow_scan import COUNT_DDL, ArrowScan, plan_scan, scan_frame, with_chunks
 from services.ingestion.arrow_scan import count_chunks as count_scan_chunks
 from services.ingestion.build import (
@@ -76,6 +76,7 @@ from services.ingestion.partitioning import (
 )
 from services.ingestion.schema_discovery import expand_dynamic
 from services.ingestion.spark_api import spark_api
+from services.ingestion.text_listing import TextListing
 from services.ingestion.spark_sql import check_time_column, to_spark_sql
 from common.ingest.statement import IngestionStatement
 from common.ingest.rollup_metrics import rollup_metrics
@@ -146,45 +147,6 @@ class IngestionJob:
 ProgressCallback = Callable[[str, dict], None]
 
 
-class _TextListing:
-    """A text source's input files and their LISTING_DDL rows, computed on a thread of their own;
-    ``result`` raises what listing raised (list_input's errors name the input)."""
-
-    def __init__(self, api, source, work_dir: str, view: str, settings: Mapping) -> None:
-        self._args = (api, source, work_dir, view, settings)
-        self._value: tuple[list, list[tuple]] | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name="strata-text-listing", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        import os
-
-        from services.ingestion.source_reader import list_input, listing_rows
-
-        api, source, work_dir, view, settings = self._args
-        try:
-            files = list_input(source, os.path.join(work_dir, view), settings)
-            self._value = (files, listing_rows(api, source, files))
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller by result()
-            self._error = exc
-
-    def join(self) -> None:
-        self._thread.join()
-
-    def files(self) -> list | None:
-        """The listed files (None when listing failed: the general path lists, and fails, again)."""
-        self._thread.join()
-        return None if self._value is None else self._value[0]
-
-    def result(self) -> tuple[list, list[tuple]]:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        assert self._value is not None
-        return self._value
-
-
 class _Run:
     """State of one run, so failure handling sees how far it got."""
 
@@ -220,6 +182,7 @@ class _Run:
         self.published = False  # the publish returned: from here on nothing may remove the uploads
         self.text_frame = None  # the cached text_scan output, when the run reads through it
         self.text_keys: dict = {}  # its sampled keys by chunk start
+        self.slices: list = []  # the driver's counting pass's ScanSlices (scan_build.py)
 
     # ---- bookkeeping --------------------------------------------------------------------------------
 
@@ -302,13 +265,16 @@ class _Run:
         self.phase("allocating", chunks=len(plan.chunks))
         spec = self.allocate(plan)
         self.phase("building", segments=len(spec.segments))
-        if text is not None:
-            blobs = text_scan.routed_blobs(self.text_frame, plan)
+        tasks = self.scan_build_tasks(scan, plan, rows_per_segment)
+        if tasks is not None:
+            descriptors = self.build_scanned(tasks, scan, granularity, plan, spec)
+        elif text is not None:
+            descriptors = self.build(text_scan.routed_blobs(self.text_frame, plan), spec)
         elif scan is not None:
-            blobs = scan_frame(self.spark, scan).mapInArrow(_scan_splitter(scan, granularity, plan), BLOB_DDL)
+            descriptors = self.build(scan_frame(self.spark, scan).mapInArrow(_scan_splitter(scan, granularity, plan),
+                                                                             BLOB_DDL), spec)
         else:
-            blobs = df.withColumn(CHUNK_COLUMN, chunk).mapInArrow(_splitter(plan), BLOB_DDL)
-        descriptors = self.build(blobs, spec)
+            descriptors = self.build(df.withColumn(CHUNK_COLUMN, chunk).mapInArrow(_splitter(plan), BLOB_DDL), spec)
         self.phase("publishing", segments=len(descriptors))
         self.publisher.publish(descriptors, stmt.replace_intervals)
         self.published = True
@@ -393,7 +359,7 @@ class _Run:
             return None  # the general path reports it where it always did
         return text_scan.plan_text_scan(self.stmt.select, name, source, df.schema)
 
-    def start_text_listing(self) -> _TextListing | None:
+    def start_text_listing(self) -> TextListing | None:
         """List the one text source and cut its big files into line-aligned ranges (the driver's
         serial byte scan of every file, ~0.5 s per 570 MB) in a thread, while plan_text waits for
         Spark to plan the SELECT; None when the statement cannot take the text scan."""
@@ -407,10 +373,10 @@ class _Run:
             return None
         if text_scan.picked_columns(self.stmt.select, name, source.signature) is None:
             return None
-        return _TextListing(self.api, source, self.work_dir, self.views[0], self.job.settings)
+        return TextListing(self.api, source, self.work_dir, self.views[0], self.job.settings)
 
     def read_text(self, scan: text_scan.TextScan, granularity: Granularity, key_columns: tuple[str, ...],
-                  rows_per_segment: int, listing: _TextListing | None = None) -> dict:
+                  rows_per_segment: int, listing: TextListing | None = None) -> dict:
         """Read the one text source with ``scan``; its rows per chunk (None: null __time). The
         keys for range partitioning are sampled in the same pass (self.text_keys)."""
         import os
@@ -485,7 +451,7 @@ class _Run:
     def count_scan(self, scan: ArrowScan, granularity: Granularity) -> dict[int, int]:
         # Spark Connect's client may not see the files its server's executors read.
         if not self.api.connect and arrow_scan.scan_rows(scan) <= arrow_scan.DRIVER_COUNT_ROWS:
-            return self.checked_counts(arrow_scan.count_on_driver(scan, granularity))
+            return self.checked_counts(arrow_scan.count_on_driver(scan, granularity, self.slices))
         rows = scan_frame(self.spark, scan).mapInArrow(_scan_counter(scan, granularity), COUNT_DDL).collect()
         counts: dict = {}
         for r in rows:
@@ -574,6 +540,31 @@ class _Run:
         return BuildSpec(segments, self.prefix, sort, tuple(self.job.projections), json_columns,
                          dict(self.job.column_options), rollup_metrics(stmt.select), dict(self.job.kept_metrics))
 
+    def scan_build_tasks(self, scan: ArrowScan | None, plan: PartitionPlan, rows_per_segment: int) -> tuple | None:
+        """Tasks that read and build their segments without a shuffle (scan_build.py), or None.
+        SET scanBuild = false keeps the shuffle (to compare the two)."""
+        if scan is None or not self.slices or str(self.job.settings.get("scanBuild", "true")).lower() == "false":
+            return None
+        return scan_build.plan_tasks(self.slices, plan, self.api.default_parallelism,
+                                     scan_build.held_rows_bound(rows_per_segment))
+
+    def build_scanned(self, tasks: tuple, scan: ArrowScan, granularity: Granularity, plan: PartitionPlan,
+                      spec: BuildSpec) -> list[SegmentDescriptor]:
+        storage_url, endpoint = self.storage_url, self.storage_endpoint
+
+        def build(batches):
+            yield from scan_build.build_tasks(batches, tasks, scan, granularity, plan, spec,
+                                              deep_storage_from_url(storage_url, endpoint))
+
+        self.uploading = True
+        descriptors = self.descriptors(scan_build.tasks_frame(self.spark, len(tasks)).mapInArrow(
+            build, DESCRIPTOR_DDL).collect(), spec)
+        built = sum(d.num_rows for d in descriptors)
+        if built != self.stats["rows_written"]:
+            raise StrataError(f"the segments hold {built} rows, the count said {self.stats['rows_written']}: the "
+                              "input changed between passes (was a file rewritten?). Nothing was published")
+        return descriptors
+
     def build(self, blobs, spec: BuildSpec) -> list[SegmentDescriptor]:
         """``blobs``: BLOB_DDL rows, one segment's rows per blob."""
         from pyspark.sql import functions as F
@@ -583,7 +574,11 @@ class _Run:
         # Partition index i goes to Spark partition i: one builder task per segment, none idle.
         parted = blobs.repartitionById(len(spec.segments), F.col("part"))
         self.uploading = True
-        rows = parted.mapInArrow(_builder(spec, self.storage_url, self.storage_endpoint), DESCRIPTOR_DDL).collect()
+        return self.descriptors(parted.mapInArrow(_builder(spec, self.storage_url, self.storage_endpoint),
+                                                  DESCRIPTOR_DDL).collect(), spec)
+
+    def descriptors(self, rows: list, spec: BuildSpec) -> list[SegmentDescriptor]:
+        """The builders' DESCRIPTOR_DDL rows as descriptors, one per planned segment, in plan order."""
         by_part: dict[int, SegmentDescriptor] = {}
         for r in rows:
             if r["part"] in by_part:

@@ -576,6 +576,30 @@ def test_parquet_chunks_counted_on_the_driver_or_by_spark_give_the_same_segments
         sorted(scan(segments_of(deep, by_spark), "typed", ["__time", "i8", "s"]))
 
 
+def test_parquet_segments_built_by_their_reading_tasks_equal_the_shuffled_ones(spark, deep, typed_parquet,  # noqa: F811
+                                                                             monkeypatch):
+    """Days split into __time ranges over row groups of 700 rows: the tasks that read and build
+    their segments (scan_build.py) make the segments the shuffle path makes."""
+    from services.ingestion import scan_build
+
+    planned = []
+    plan_tasks = scan_build.plan_tasks
+    monkeypatch.setattr(scan_build, "plan_tasks", lambda *a: planned.append(plan_tasks(*a)) or planned[-1])
+    sql = f"""SET rowsPerSegment = 400;{{}}
+        INSERT INTO typed SELECT ts AS __time, i8, d, s FROM TABLE(localfiles(files => ARRAY['{typed_parquet}'],
+        format => 'parquet')) EXTEND ({TYPED_COLUMNS}) PARTITIONED BY DAY"""
+    direct, _ = ingest(spark, sql.format(""), deep)
+    assert len(planned) == 1 and planned[0] is not None and len(planned[0]) == 2
+    shuffled, _ = ingest(spark, sql.format(" SET scanBuild = false;"), deep)
+    assert len(planned) == 1  # the setting keeps the shuffle: no tasks planned
+    assert len(direct.segments) > 4 and direct.rows_written == shuffled.rows_written == 3000
+    assert [(s.id.interval, s.id.partition, s.rows) for s in direct.segments] == \
+        [(s.id.interval, s.id.partition, s.rows) for s in shuffled.segments]
+    columns = ["__time", "i8", "d", "s"]
+    for a, b in zip(segments_of(deep, direct), segments_of(deep, shuffled)):
+        assert scan([a], "typed", columns) == scan([b], "typed", columns)
+
+
 def test_parquet_values_that_do_not_fit_are_parse_exceptions_with_their_row(spark, deep, tmp_path):  # noqa: F811
     path = tmp_path / "bad.parquet"
     pq.write_table(pa.table({"ts": pa.array([0, 1, 2], pa.timestamp("ms", tz="UTC")), "n": ["1", "x", "3"]}), path)

@@ -82,3 +82,36 @@ def test_a_segment_built_from_dictionary_columns_reads_the_same_rows(tmp_path):
         seg = Segment.open(str(tmp_path / f"coded{len(sort)}"), verify=True)
         assert seg.num_rows == rows
         seg.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.none(), _TEXT), min_size=1, max_size=60), st.lists(st.integers(0, 60), max_size=4),
+       st.booleans(), st.data())
+def test_chunks_over_growing_dictionaries_store_what_plain_input_stores(values, cuts, pack, data):
+    """Parquet's reader hands a row group's batches over with the dictionary read so far (each a
+    prefix of the next): the chunks share the longest one instead of being unified. Chunks whose
+    dictionaries are not prefixes of one another still unify."""
+    from common.segment.string_column import _grown_dictionary
+
+    plain = encode_string(pa.array(values, pa.string()), False, pack, 0)
+    entries = list(dict.fromkeys(v for v in values if v is not None))
+    entries += data.draw(st.lists(_TEXT.filter(lambda t: t not in entries), max_size=3, unique=True))
+    bounds = sorted({0, len(values), *(c for c in cuts if c < len(values))})
+    chunks = []
+    for lo, hi in zip(bounds, bounds[1:]):
+        needed = max([entries.index(v) + 1 for v in values[lo:hi] if v is not None], default=0)
+        size = data.draw(st.integers(needed, len(entries)))
+        indices = pa.array([None if v is None else entries.index(v) for v in values[lo:hi]], pa.int32())
+        chunks.append(pa.DictionaryArray.from_arrays(indices, pa.array(entries[:size], pa.string())))
+    chunked = pa.chunked_array(chunks, pa.dictionary(pa.int32(), pa.string()))
+    if len(chunks) > 1:
+        assert _grown_dictionary(chunked) is not None
+    _same(encode_string(chunked, False, pack, 0), plain)
+    if len(entries) > 1 and len(chunks) > 1:
+        swapped = [entries[1], entries[0], *entries[2:]]
+        last = chunks[-1]
+        back = {i: swapped.index(e) for i, e in enumerate(entries)}
+        other = pa.DictionaryArray.from_arrays(
+            pa.array([None if i is None else back[i] for i in last.indices.to_pylist()], pa.int32()),
+            pa.array(swapped, pa.string()))
+        _same(encode_string(pa.chunked_array([*chunks[:-1], other], chunked.type), False, pack, 0), plain)
