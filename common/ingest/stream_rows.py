@@ -71,6 +71,7 @@ class StreamRows:
     """The outcome of one micro-batch's messages."""
 
     rows: list[dict] = field(default_factory=list)  # each with __time (epoch millis, truncated)
+    origins: list[int] = field(default_factory=list)  # per row, the position of its message in the batch
     parse_exceptions: list[RowException] = field(default_factory=list)
     thrown_away: int = 0  # filtered out, or rejected as late or early
 
@@ -311,6 +312,7 @@ class StreamRowRules:
             else:
                 row[TIME] = int(floored[i])
                 out.rows.append(row)
+                out.origins.append(origin[i][0])
         errors.sort(key=lambda e: e[0])
         out.parse_exceptions = [e for _, e in errors]
         return out
