@@ -175,15 +175,14 @@ def _typed(decided: StreamRows, messages: list, plan: MicroBatchPlan) -> _Typed:
     # Without transforms a kept row is its message's JSON object (plus __time, a column of its
     # own here): the reader takes the message's bytes. A value spanning lines cannot be a line.
     raw = spec.input_format.type == "json" and not spec.transforms
-    lines = []
-    for row, pos in zip(rows, origins):
-        value = messages[pos].value if raw else None
-        if value is None or b"\n" in value or b"\r" in value:
-            value = orjson.dumps({k: v for k, v in row.items() if k != TIME})
-        lines.append(value)
+    data = b"\n".join([messages[pos].value for pos in origins]) if raw else b""
+    if not raw or data.count(b"\n") != len(rows) - 1 or b"\r" in data:
+        data = b"\n".join([messages[pos].value if raw and b"\n" not in messages[pos].value
+                           and b"\r" not in messages[pos].value
+                           else orjson.dumps({k: v for k, v in row.items() if k != TIME})
+                           for row, pos in zip(rows, origins)])
     times = np.fromiter((r[TIME] for r in rows), dtype=np.int64, count=len(rows))
-    read = [b for b in parse_text(_SOURCE, io.BytesIO(b"\n".join(lines) + b"\n"), dict(source.input_format),
-                                  signature)]
+    read = [b for b in parse_text(_SOURCE, io.BytesIO(data + b"\n"), dict(source.input_format), signature)]
     table = pa.Table.from_batches(read) if read else pa.table({META_LINE: pa.array([], pa.int64()),
                                                                 META_ERROR: pa.array([], pa.string())})
     line = table.column(META_LINE).to_numpy(zero_copy_only=False).astype(np.int64) - 1
