@@ -4,13 +4,15 @@
       from the task's start offsets (the ones committed with the segments) to the log end, at
       most maxRowsInMemory messages per micro-batch; each partition's range read IN THE
       EXECUTORS with assign + seek
-    -> writeStream.foreachBatch, per micro-batch:
+    -> writeStream.foreachBatch, per micro-batch ONE Spark job (stream_segments.py), in the
+       executors that read the messages:
       -> each message through the spec's rules (common/ingest/stream_rows.py: parse json/csv/tsv,
          timestamp, transforms, filter, late/early rejection; a parse exception names partition,
          offset and reason, a filtered or rejected row counts as thrownAway)
-      -> the rows as JSON lines in a work file -> the ordinary INSERT path of spark_job
-         (schema discovery or the spec's dimensions, the catalog's projections and types, segment
-         builder, deep storage)
+      -> typed as the INSERT path types a micro-batch's statement (schema discovery or the spec's
+         dimensions, the catalog's declared types), rolled up, built into segments (the catalog's
+         projections) and pushed to deep storage, for the chunks allocated before the job (the
+         ones the task published to last); rows of a new chunk come back for the driver to build
       -> publish the segments and the batch's end offsets in ONE coordinator transaction, refused
          unless the committed offsets still equal its start offsets (SupervisorStore, exactly once)
 
