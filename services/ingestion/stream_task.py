@@ -240,7 +240,8 @@ class StreamTask:
         allocation of each chunk this task published to before (``stride`` partition numbers per
         Spark task, one task per Kafka partition, or one for all in a rollup)."""
         spec = self.spec
-        slots = {p: i for i, p in enumerate(sorted(int(p) for p in start))}
+        # A rollup reads every partition in one Spark task (process_frame): one slot.
+        slots = {p: 0 if spec.rollup else i for i, p in enumerate(sorted(int(p) for p in start))}
         stride = max(1, math.ceil(spec.max_rows_in_memory / spec.max_rows_per_segment))
         tasks = 1 if spec.rollup else max(1, len(slots))
         allocations = {}

@@ -129,6 +129,7 @@ def test_rollup_groups_the_whole_micro_batch(store, tmp_path):
     msgs = [KafkaMessage(i % 3, i // 3, json.dumps(r).encode(), 0) for i, r in enumerate(rows)]
     msgs.sort(key=lambda m: (m.partition, m.offset))
     task = StreamTask(None, s, "t1", StorePublisher(store), deep.root, reader=NoReader())
+    assert set(task.plan({0: 0, 1: 0, 2: 0}).slots.values()) == {0}  # one Spark task reads them all
     task.process_batch({0: 0, 1: 0, 2: 0}, {0: 30, 1: 30, 2: 30}, msgs)
     [record] = store.list("ds")
     segment = Segment.open(os.path.join(deep.root, *record.location.split("/")))
