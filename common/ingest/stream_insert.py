@@ -1,8 +1,10 @@
-"""The INSERT a Kafka supervisor's micro-batch runs over its rows (pure: spec -> SQL text).
+"""The INSERT a Kafka supervisor's micro-batch stands for (pure: spec -> SQL text).
 
-The task writes the rows ``StreamRowRules`` kept as JSON lines, each with ``__time`` in epoch
-millis (already truncated to queryGranularity), and runs this statement through the ordinary
-INSERT path, so streamed segments are built, typed and described exactly as batch ones:
+The rows ``StreamRowRules`` kept, each with ``__time`` in epoch millis (already truncated to
+queryGranularity), are typed and selected in the executors as this statement would type and
+select them over those rows as JSON lines (services/ingestion/stream_segments.py reads its source's
+declarations, ``*``, GROUP BY and aggregates), so streamed segments are typed and described as
+batch ones:
 
 - dimensions: the spec's (``EXTEND`` with their types), or discovered (``*`` with ``PARTIAL`` for
   the declared ones); the timestamp field itself is not a column (it became ``__time``);

@@ -71,6 +71,7 @@ class StreamRows:
     """The outcome of one micro-batch's messages."""
 
     rows: list[dict] = field(default_factory=list)  # each with __time (epoch millis, truncated)
+    origins: list[int] = field(default_factory=list)  # per row, the position of its message in the batch
     parse_exceptions: list[RowException] = field(default_factory=list)
     thrown_away: int = 0  # filtered out, or rejected as late or early
 
@@ -276,7 +277,23 @@ class StreamRowRules:
         origin: list[tuple[int, Message]] = []
         errors: list[tuple[int, RowException]] = []  # with the message's position: reported in read order
         spec = self.spec
+        # JSON objects whose timestamp is epoch millis take a short path (most messages of most
+        # topics); any other message takes the general one, which words its parse exception.
+        short = self.fmt.type == "json" and spec.timestamp_format in ("millis", "auto")
+        loads, column, decode_error = orjson.loads, spec.timestamp_column, orjson.JSONDecodeError
         for pos, m in enumerate(messages):
+            if short and m.value:
+                try:
+                    row = loads(m.value)
+                except decode_error:
+                    row = None
+                if type(row) is dict:
+                    t = row.get(column)
+                    if type(t) is int and MIN_MILLIS <= t <= MAX_MILLIS:
+                        row[TIME] = t
+                        rows.append(row)
+                        origin.append((pos, m))
+                        continue
             for row, reason in self._records(m):
                 if reason is None:
                     try:
@@ -302,6 +319,16 @@ class StreamRowRules:
         if self.max_ms is not None:
             in_bounds &= times <= self.max_ms
         floored = self.granularity.bucket_start(times) if len(times) else times
+        if not failed:  # no transform failed: the kept rows by mask
+            kept = keep & in_bounds
+            out.thrown_away = int(len(rows) - kept.sum())
+            starts = floored.tolist()
+            for i in np.flatnonzero(kept).tolist():
+                row = rows[i]
+                row[TIME] = starts[i]
+                out.rows.append(row)
+                out.origins.append(origin[i][0])
+            rows = []
         for i, row in enumerate(rows):
             if i in failed:
                 pos, m = origin[i]
@@ -311,6 +338,7 @@ class StreamRowRules:
             else:
                 row[TIME] = int(floored[i])
                 out.rows.append(row)
+                out.origins.append(origin[i][0])
         errors.sort(key=lambda e: e[0])
         out.parse_exceptions = [e for _, e in errors]
         return out

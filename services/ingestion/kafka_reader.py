@@ -20,6 +20,8 @@ within ``idle_s`` (a test and diagnostics helper; tasks plan exact ranges instea
 
 from __future__ import annotations
 
+import json
+import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -76,6 +78,34 @@ def _consumer(conf: dict) -> Consumer:
         raise ValidationError(f"ioConfig.consumerProperties are not accepted by the Kafka client: {exc}") from None
 
 
+# One idle range consumer per process, kept between reads: an executor's Python worker (reused
+# from task to task) reads each micro-batch's range without connecting and fetching metadata
+# again, which was a fixed cost of every micro-batch. A read takes it (or makes one) and gives it
+# back unassigned when it ended well; one that failed is closed.
+_IDLE: dict[str, Consumer] = {}
+_IDLE_LOCK = threading.Lock()
+
+
+def _take_consumer(conf: dict) -> tuple[str, Consumer]:
+    key = json.dumps(conf, sort_keys=True)
+    with _IDLE_LOCK:
+        consumer = _IDLE.pop(key, None)
+    return key, consumer if consumer is not None else _consumer(conf)
+
+
+def _give_back(key: str, consumer: Consumer) -> None:
+    try:
+        consumer.unassign()
+    except KafkaException:
+        consumer.close()
+        return
+    with _IDLE_LOCK:
+        stale = [_IDLE.pop(k) for k in list(_IDLE)]  # one kept: the conf of the latest read
+        _IDLE[key] = consumer
+    for c in stale:
+        c.close()
+
+
 def read_range(conf: dict, topic: str, partition: int, start: int, end: int,
                timeout_s: float = READ_RANGE_TIMEOUT_S) -> Iterator[list[KafkaMessage]]:
     """Offsets ``[start, end)`` of one partition, in chunks, with assign + seek (no group, no
@@ -84,8 +114,9 @@ def read_range(conf: dict, topic: str, partition: int, start: int, end: int,
     records). Raises KafkaReadError, naming the range, when that takes longer than ``timeout_s``."""
     if end <= start:
         return
-    consumer = _consumer(conf)
+    key, consumer = _take_consumer(conf)
     tp = TopicPartition(topic, partition, start)
+    done = False
     try:
         consumer.assign([tp])
         deadline = time.monotonic() + timeout_s
@@ -114,8 +145,12 @@ def read_range(conf: dict, topic: str, partition: int, start: int, end: int,
                 position = consumer.position([TopicPartition(topic, partition)])[0].offset
                 if position >= end:
                     break
+        done = True
     finally:
-        consumer.close()
+        if done:
+            _give_back(key, consumer)
+        else:  # an error, or the reader stopped early (a generator closed): not reused
+            consumer.close()
 
 
 class LogEnds:

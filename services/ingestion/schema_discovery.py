@@ -201,9 +201,12 @@ def _conflict_error(source: ExternalSource, col: ColumnDiscovery, datasource: st
 
 
 def resolve_source(spark, source: ExternalSource, files, *, datasource: str, settings: Mapping,
-                   declared: Mapping[str, ColumnType] | None = None) -> tuple[ExternalSource, list[TypeDecision]]:
+                   declared: Mapping[str, ColumnType] | None = None,
+                   found: SchemaDiscovery | None = None) -> tuple[ExternalSource, list[TypeDecision]]:
     """``source`` with its signature resolved from ``files`` (an InputFile listing), and the type
-    decisions made. ``declared`` are the catalog's declared column types (the provided schema)."""
+    decisions made. ``declared`` are the catalog's declared column types (the provided schema).
+    ``found``: a JSON source's rows already walked (a Kafka micro-batch's, in its executor), so
+    nothing is scanned and ``spark`` may be None."""
     mode = conflict_mode(settings)
     partial = dict(source.partial)
     provided = {**dict(declared or {}), **partial}
@@ -235,7 +238,7 @@ def resolve_source(spark, source: ExternalSource, files, *, datasource: str, set
                                       "some in PARTIAL")
     elif kind == "parquet":
         found, times = _scan_parquet(files)
-    else:
+    elif found is None:
         found = _scan_json(spark, source, files)
     signature: list[tuple[str, ColumnType]] = []
     for name, ctype in source.partial:  # declared columns first, in their order; absent ones are null

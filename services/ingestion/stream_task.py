@@ -4,13 +4,15 @@
       from the task's start offsets (the ones committed with the segments) to the log end, at
       most maxRowsInMemory messages per micro-batch; each partition's range read IN THE
       EXECUTORS with assign + seek
-    -> writeStream.foreachBatch, per micro-batch:
+    -> writeStream.foreachBatch, per micro-batch ONE Spark job (stream_segments.py), in the
+       executors that read the messages:
       -> each message through the spec's rules (common/ingest/stream_rows.py: parse json/csv/tsv,
          timestamp, transforms, filter, late/early rejection; a parse exception names partition,
          offset and reason, a filtered or rejected row counts as thrownAway)
-      -> the rows as JSON lines in a work file -> the ordinary INSERT path of spark_job
-         (schema discovery or the spec's dimensions, the catalog's projections and types, segment
-         builder, deep storage)
+      -> typed as the INSERT path types a micro-batch's statement (schema discovery or the spec's
+         dimensions, the catalog's declared types), rolled up, built into segments (the catalog's
+         projections) and pushed to deep storage, for the chunks allocated before the job (the
+         ones the task published to last); rows of a new chunk come back for the driver to build
       -> publish the segments and the batch's end offsets in ONE coordinator transaction, refused
          unless the committed offsets still equal its start offsets (SupervisorStore, exactly once)
 
@@ -30,6 +32,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import math
 import os
 import re
 import shutil
@@ -40,19 +44,38 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import orjson
+import pyarrow as pa
 
 from common.errors import ErrorKind, StrataError, ValidationError
 from common.ingest.statement import parse_ingestion
 from common.ingest.stream_insert import catalog_job_options, micro_batch_sql
-from common.ingest.stream_rows import StreamRowRules
 from common.ingest.supervisor_spec import SupervisorSpec, parse_supervisor_spec
+from common.segment.descriptor import SegmentDescriptor
+from common.segment.segment_id import SegmentId
+from common.types.interval import Interval
+from services.deep_storage import deep_storage_from_url
+from services.deep_storage.upload_folder import ingest_root, new_run_token
 from services.ingestion.core.kafka_offset_plan import bounded_end, decode_offsets
-from services.ingestion.ingestion_report import IngestionReport
-from services.ingestion.kafka_reader import KafkaMessage, KafkaReader, LogEnds, consumer_conf
+from services.ingestion.failure_message import failure_message
+from services.ingestion.ingestion_report import IngestionCancelled, IngestionFailed, IngestionReport, SegmentReport
+from services.ingestion.kafka_reader import KafkaReader, LogEnds, consumer_conf
 from services.ingestion.kafka_stream_source import SOURCE_NAME, register, source_options
-from services.ingestion.spark_api import is_connect
-from services.ingestion.spark_job import IngestionJob, run_ingestion
+from services.ingestion.partitioning import chunk_interval
+from services.ingestion.schema_discovery import check_sealed
+from services.ingestion.spark_api import is_connect, spark_api
+from services.ingestion.spark_job import IngestionJob
 from services.ingestion.stream_handoff import StreamHandoff
+from services.ingestion.stream_segments import (
+    OUTPUT_DDL,
+    ChunkAllocation,
+    MicroBatchPlan,
+    build_rows,
+    micro_batch_outputs,
+    outputs_of,
+    partitions_needed,
+)
+
+log = logging.getLogger("strata.ingestion")
 
 # How many parse exception samples a task keeps for its status (as Druid's maxSavedParseExceptions).
 MAX_SAMPLES = 20
@@ -62,6 +85,8 @@ TRIGGER_INTERVAL = "200 milliseconds"
 _IDLE_S = 0.2
 # How often the task checks for a stop (cancel, taskDuration) while its query runs.
 _WATCH_S = 0.2
+# How many chunks a task allocates before each micro-batch (the ones it published to last).
+_KNOWN_CHUNKS = 4
 
 
 class TooManyStreamParseExceptions(ValidationError):
@@ -99,31 +124,11 @@ class MicroBatchResult:
     thrown_away: int = 0  # filtered out by transformSpec, or rejected as late or early
 
 
-class _StreamPublisher:
-    """The coordinator publisher with the micro-batch's offsets attached to its publish."""
-
-    def __init__(self, inner, stream: dict) -> None:
-        self.inner = inner
-        self.stream = stream
-        self.published = False
-
-    def allocate(self, datasource, intervals, mode, partitions=None):
-        return self.inner.allocate(datasource, intervals, mode, partitions)
-
-    def publish(self, descriptors, replace_intervals) -> None:
-        if replace_intervals is not None:
-            raise ValidationError("a stream task only appends; it never replaces intervals")
-        self.inner.publish(list(descriptors), None, stream=self.stream)
-        self.published = True
-
-
-def messages_of(frame) -> list[KafkaMessage]:
-    """A micro-batch's rows (kafka_stream_source.SCHEMA) on the driver, in offset order per partition."""
-    table = frame.toArrow()
-    columns = [table.column(c).to_pylist() for c in ("partition", "offset", "timestamp", "key", "value")]
-    messages = [KafkaMessage(p, o, v, t, k) for p, o, t, k, v in zip(*columns)]
-    messages.sort(key=lambda m: (m.partition, m.offset))
-    return messages
+def _descriptor(datasource: str, info: dict) -> SegmentDescriptor:
+    """A segment a micro-batch built (stream_segments' ``segment`` row)."""
+    sid = SegmentId(datasource, Interval(info["start"], info["end"]), info["version"], info["partition"])
+    return SegmentDescriptor(sid, int(info["size"]), int(info["rows"]), info["location"], int(info["core"]),
+                             info["manifest"])
 
 
 def checkpointed_offsets(checkpoint: str, batch_id: int) -> dict[int, int]:
@@ -193,14 +198,22 @@ class StreamTask:
         self.reader = reader or KafkaReader(spec.bootstrap_servers, spec.consumer_properties)
         self.conf = consumer_conf(spec.bootstrap_servers, spec.consumer_properties)
         self._ends: LogEnds | None = None  # log ends for run_micro_batch, opened on first use
-        self.job_defaults = job_defaults  # the catalog's projections/types for the datasource, as for INSERT
+        # The catalog's projections/types for the datasource, as for an INSERT: what ``job_defaults``
+        # sets on the micro-batch's statement's job.
+        statement = parse_ingestion(micro_batch_sql(spec, "kafka"))
+        self.granularity = statement.partitioned_by
+        self.catalog = job_defaults(IngestionJob(task_id, statement)) if job_defaults is not None else None
         # Druid bounds late/early messages by when the task started (its creation).
-        self.rules = StreamRowRules(spec, task_start_ms if task_start_ms is not None else time.time_ns() // 1_000_000)
+        self.task_start_ms = task_start_ms if task_start_ms is not None else time.time_ns() // 1_000_000
         self.thrown_away = 0
         self.parse_exceptions = 0
         self.samples: list[StreamParseException] = []
         self.batches = 0
         self.rows = 0
+        # Chunks this task published to, most recent last: allocated before each job, so their
+        # rows are built in the executors that read them (stream_segments.py).
+        self._chunks: dict[Interval, None] = {}
+        self.timings: dict[str, float] = {}  # seconds of the last micro-batch by stage (job, build, publish)
 
     def log_ends(self, partitions) -> dict[int, int]:
         if self._ends is None:
@@ -219,56 +232,192 @@ class StreamTask:
         register(self.spark)
         frame = self.spark.read.format(SOURCE_NAME).options(**source_options(self.spec.topic, self.conf, start,
                                                                              end)).load()
-        return self.process_batch(start, end, messages_of(frame), cancel_event)
+        return self.process_frame(start, end, frame, cancel_event)
 
-    def process_batch(self, start: Mapping[int, int], end: Mapping[int, int], messages: list[KafkaMessage],
+    # ---- one micro-batch ------------------------------------------------------------------------------------
+
+    def plan(self, start: Mapping[int, int]) -> MicroBatchPlan:
+        """What the micro-batch's Spark tasks need: the rules' inputs, where to upload, and an
+        allocation of each chunk this task published to before (``stride`` partition numbers per
+        Spark task, one task per Kafka partition, or one for all in a rollup)."""
+        spec = self.spec
+        # A rollup reads every partition in one Spark task (process_frame): one slot.
+        slots = {p: 0 if spec.rollup else i for i, p in enumerate(sorted(int(p) for p in start))}
+        stride = max(1, math.ceil(spec.max_rows_in_memory / spec.max_rows_per_segment))
+        tasks = 1 if spec.rollup else max(1, len(slots))
+        allocations = {}
+        if self._chunks:
+            chunks = list(self._chunks)
+            got = self.publisher.allocate(spec.datasource, chunks, "insert", {iv: tasks * stride for iv in chunks})
+            for iv, a in got.items():
+                if a.core_partitions:  # an append; a new set is numbered by the driver (build_on_driver)
+                    allocations[iv.start] = ChunkAllocation(iv.start, iv.end, a.version, a.first_partition,
+                                                            a.core_partitions)
+        catalog = self.catalog
+        token = new_run_token(f"{self.task_id}-{self.batches}")
+        return MicroBatchPlan(spec, self.task_start_ms, self.storage_url, self.storage_endpoint,
+                              f"{ingest_root(spec.datasource)}{token}/", allocations, slots, stride,
+                              projections=tuple(catalog.projections) if catalog else (),
+                              column_options=dict(catalog.column_options) if catalog else {},
+                              declared_types=dict(catalog.declared_types) if catalog else {})
+
+    def process_frame(self, start: Mapping[int, int], end: Mapping[int, int], frame,
                       cancel_event: threading.Event | None = None) -> MicroBatchResult:
-        """Publishes what was read of ``[start, end)`` with those offsets (the end moves past
-        unparseable messages too, or every task would reread them)."""
+        """The micro-batch ``[start, end)`` whose messages ``frame`` (kafka_stream_source.SCHEMA)
+        reads: rules and segments in ONE Spark job over it, then the publish with those offsets."""
         start = {int(p): int(o) for p, o in start.items()}
         end = {int(p): int(o) for p, o in end.items()}
-        result = MicroBatchResult(start, end, len(messages), 0)
-        if not messages and end == start:
-            return result
-        seen_ms = time.time_ns() // 1_000_000
-        decided = self.rules.decide(messages)
-        result.parse_exceptions.extend(StreamParseException(e.partition, e.offset, e.reason, seen_ms)
-                                       for e in decided.parse_exceptions)
-        result.thrown_away = decided.thrown_away
-        self.thrown_away += decided.thrown_away
-        lines = [orjson.dumps(row) for row in decided.rows]
-        self._count(result.parse_exceptions)
-        stream = {"datasource": self.spec.datasource, "topic": self.spec.topic, "start": start, "end": end}
-        publisher = _StreamPublisher(self.publisher, stream)
-        if not lines:
-            # Only bad messages (or none: transaction markers): the offsets still move past them.
-            self.publisher.publish([], None, stream=stream)
-            self.batches += 1
-            return result
-        work = tempfile.mkdtemp(prefix=f"strata-stream-{self.task_id}-")
+        if end == start:
+            return MicroBatchResult(start, end, 0, 0)
+        began = time.monotonic()
+        plan = self.plan(start)
+        if self.spec.rollup:
+            frame = frame.coalesce(1)  # a micro-batch rolls up across its partitions
+        api = spark_api(self.spark)
+        group = f"strata-stream-{plan.key_prefix.rstrip('/').rsplit('/', 1)[-1]}"
+        api.start_jobs(group, f"strata stream {self.spec.datasource}, micro-batch {self.batches}")
+        done = threading.Event()
+        watcher = None
+        if cancel_event is not None:
+            def watch() -> None:
+                while not done.is_set():
+                    if cancel_event.wait(0.2):
+                        api.cancel_jobs(group)
+                        return
+            watcher = threading.Thread(target=watch, name=f"cancel-{group}", daemon=True)
+            watcher.start()
         try:
-            path = os.path.join(work, f"batch-{self.batches}.json")
-            with open(path, "wb") as f:
-                f.write(b"\n".join(lines) + b"\n")
-            statement = parse_ingestion(micro_batch_sql(self.spec, path))
-            job = IngestionJob(f"{self.task_id}-{self.batches}", statement,
-                               context={"rowsPerSegment": self.spec.max_rows_per_segment, "maxParseExceptions": -1})
-            if self.job_defaults is not None:
-                job = self.job_defaults(job)
-            result.report = run_ingestion(self.spark, job, self.storage_url, self.storage_endpoint, publisher,
-                                          cancel_event=cancel_event)
+            table = frame.mapInArrow(outputs_of(plan), OUTPUT_DDL).toArrow()
+        except BaseException as exc:
+            self._discard(plan, api, group)
+            cancelled = cancel_event is not None and cancel_event.is_set()
+            if cancelled:
+                raise IngestionCancelled(f"micro-batch {self.batches} of {self.task_id} was cancelled; nothing of "
+                                         "it was published") from None
+            if isinstance(exc, Exception):
+                raise IngestionFailed(failure_message(exc) + "; nothing of this micro-batch was published") from exc
+            raise
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            done.set()
+            if watcher is not None:
+                watcher.join(timeout=5)
+            api.end_jobs(group)
+        self.timings = {"job": time.monotonic() - began}
+        blobs = table.column("blob")
+        outputs = [(kind, orjson.loads(info), blobs[i].as_buffer() if blobs[i].is_valid else None)
+                   for i, (kind, info) in enumerate(zip(table.column("kind").to_pylist(),
+                                                        table.column("info").to_pylist()))]
+        return self._finish(start, end, outputs, plan)
+
+    def process_batch(self, start: Mapping[int, int], end: Mapping[int, int], messages: list,
+                      cancel_event: threading.Event | None = None) -> MicroBatchResult:
+        """``process_frame`` for messages already here (KafkaMessage-like: partition, offset,
+        value), run in this process without Spark."""
+        start = {int(p): int(o) for p, o in start.items()}
+        end = {int(p): int(o) for p, o in end.items()}
+        if not messages and end == start:
+            return MicroBatchResult(start, end, 0, 0)
+        plan = self.plan(start)
+        batch = pa.RecordBatch.from_arrays([pa.array([m.partition for m in messages], pa.int32()),
+                                            pa.array([m.offset for m in messages], pa.int64()),
+                                            pa.array([m.value for m in messages], pa.binary())],
+                                           names=["partition", "offset", "value"])
+        try:
+            rows = list(micro_batch_outputs([batch], plan))
+        except BaseException:
+            self._discard(plan)
+            raise
+        outputs = [(r.column(0)[0].as_py(), orjson.loads(r.column(1)[0].as_py()),
+                    r.column(2)[0].as_buffer() if r.column(2)[0].is_valid else None) for r in rows]
+        return self._finish(start, end, outputs, plan)
+
+    def _finish(self, start: dict[int, int], end: dict[int, int], outputs: list, plan: MicroBatchPlan) -> MicroBatchResult:
+        """Publishes what the tasks built (and the driver builds of chunks new to the task) with
+        the micro-batch's offsets (the end moves past unparseable messages too, or every task
+        would reread them). Anything refused or failed: the uploads are deleted, nothing moved."""
+        began = time.monotonic()
+        result = MicroBatchResult(start, end, 0, 0)
+        seen_ms = time.time_ns() // 1_000_000
+        descriptors: list[SegmentDescriptor] = []
+        blobs: dict[int, list] = {}
+        columns: set[str] = set()
+        found = []
+        for kind, info, blob in outputs:
+            if kind == "stats":
+                result.messages += info["messages"]
+                result.thrown_away += info["thrownAway"]
+                result.rows += info["rows"]
+                columns.update(info["columns"])
+                found.extend(info["parseExceptions"])
+            elif kind == "segment":
+                descriptors.append(_descriptor(self.spec.datasource, info))
+            else:
+                blobs.setdefault(info["start"], []).append((info, blob))
+        result.parse_exceptions.extend(StreamParseException(p, o, reason, seen_ms) for p, o, reason in found)
+        self.thrown_away += result.thrown_away
+        stream = {"datasource": self.spec.datasource, "topic": self.spec.topic, "start": start, "end": end}
+        try:
+            self._count(result.parse_exceptions)
+            if self.catalog is not None and self.catalog.sealed_columns is not None:
+                check_sealed(self.spec.datasource, sorted(columns), set(self.catalog.sealed_columns))
+            if blobs:
+                descriptors += self._build_on_driver(blobs, plan)
+            built = time.monotonic()
+            # Only bad messages, or none kept (transaction markers, filtered): the offsets still move.
+            self.publisher.publish(descriptors, None, stream=stream)
+        except BaseException as exc:
+            self._discard(plan)
+            if isinstance(exc, (TooManyStreamParseExceptions, IngestionFailed)) or not isinstance(exc, Exception):
+                raise
+            raise IngestionFailed(failure_message(exc), None) from exc
+        self.timings.update({"driverBuild": built - began, "publish": time.monotonic() - built})
+        result.report = IngestionReport(
+            job_id=f"{self.task_id}-{self.batches}", datasource=self.spec.datasource, mode="INSERT", status="SUCCESS",
+            rows_read=result.messages, rows_written=sum(d.num_rows for d in descriptors),
+            parse_exceptions=len(found),
+            segments=tuple(SegmentReport(d.id, d.num_rows, d.size, d.location) for d in descriptors),
+            phases=dict(self.timings))
         result.rows = result.report.rows_written
         self.rows += result.rows
-        # Rows the job itself could not parse (a timestamp TIME_PARSE refuses) count against the
-        # limit too; they are known only after the publish, so the limit stops the next batch.
-        self.parse_exceptions += result.report.parse_exceptions
-        if not publisher.published:
-            # Every row was dropped inside the job (none reached a segment): move the offsets alone.
-            self.publisher.publish([], None, stream=stream)
+        for d in descriptors:
+            self._chunks.pop(d.id.interval, None)
+            self._chunks[d.id.interval] = None
+        while len(self._chunks) > _KNOWN_CHUNKS:
+            del self._chunks[next(iter(self._chunks))]
         self.batches += 1
         return result
+
+    def _build_on_driver(self, blobs: dict[int, list], plan: MicroBatchPlan) -> list[SegmentDescriptor]:
+        """Segments of chunks new to the task (the tasks sent their rows back): allocated here,
+        built and pushed here."""
+        by_interval = {chunk_interval(start, self.granularity): rows for start, rows in sorted(blobs.items())}
+        counts = {iv: partitions_needed(rows, plan.rows_per_segment) for iv, rows in by_interval.items()}
+        allocations = self.publisher.allocate(self.spec.datasource, list(by_interval), "insert", counts)
+        out = []
+        work = tempfile.mkdtemp(prefix=f"strata-stream-{self.task_id}-")
+        try:
+            for iv, rows in by_interval.items():
+                allocation = allocations.get(iv)
+                if allocation is None:
+                    raise StrataError(f"the coordinator allocated nothing for {iv}; nothing was published")
+                out.extend(_descriptor(self.spec.datasource, info)
+                           for info in build_rows(rows, allocation, plan, self.spec.datasource, work))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return out
+
+    def _discard(self, plan: MicroBatchPlan, api=None, group: str | None = None) -> None:
+        """Delete what a failed micro-batch uploaded, once its Spark tasks stopped pushing."""
+        if api is not None and group is not None:
+            try:
+                api.cancel_jobs(group)
+                api.wait_jobs_ended(group, time.monotonic() + 60)
+            except Exception:  # noqa: BLE001 - the context may be gone; deleting still matters
+                pass
+        try:
+            deep_storage_from_url(self.storage_url, self.storage_endpoint).delete_prefix(plan.key_prefix)
+        except Exception as exc:  # noqa: BLE001 - the failure that got here is the one to report
+            log.warning("stream task %s: cannot delete %s: %s", self.task_id, plan.key_prefix, exc)
 
     def _count(self, found: list[StreamParseException]) -> None:
         self.parse_exceptions += len(found)
@@ -318,7 +467,7 @@ class StreamTask:
                 if begin != offsets:
                     raise StrataError(f"micro-batch {batch_id} starts at {begin}, but the task's last publish ended "
                                       f"at {offsets}; nothing of it was published")
-                result = self.process_batch(begin, checkpointed_offsets(checkpoint, batch_id), messages_of(frame),
+                result = self.process_frame(begin, checkpointed_offsets(checkpoint, batch_id), frame,
                                             cancel_event=stop)
                 offsets = result.end
                 if result.messages and progress is not None:
