@@ -75,9 +75,11 @@ class EmbeddedCluster:
         self.router = RouterProcess(self._config("router", {"node": {"id": "router"}})).start()
         return self.router
 
-    def start_coordinator(self, grpc_port: int = 0) -> CoordinatorProcess:
+    def start_coordinator(self, grpc_port: int = 0, **coordinator) -> CoordinatorProcess:
+        """``coordinator``: [coordinator] settings for this start only (e.g. ``warm_task_drivers``)."""
         self.coordinator = None
-        config = self._config("coordinator", {"node": {"id": "coordinator", "grpc_port": grpc_port}})
+        config = self._config("coordinator", {"node": {"id": "coordinator", "grpc_port": grpc_port},
+                                              "coordinator": coordinator})
         self.coordinator = CoordinatorProcess(config).start()
         return self.coordinator
 

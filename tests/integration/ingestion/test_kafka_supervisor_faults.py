@@ -1,6 +1,7 @@
 """Kafka supervisors under faults, end to end: a real Kafka-protocol broker (Tansu), a cluster whose
-coordinator runs each supervisor task as a process doing real Spark micro-batches, and queries
-through the broker. Each test ends with the row count and a checksum of the rows (every column)
+coordinator runs the supervisor tasks in its warm task drivers (each a process of its own with its
+Spark driver JVM, as in a deployment) doing real Spark micro-batches, and queries through the
+broker. Each test ends with the row count and a checksum of the rows (every column)
 equal to what was produced, exactly:
 
 - taskCount 2 x replicas 2 over three partitions: four tasks, each pair racing to publish the same
@@ -31,14 +32,15 @@ from tests.harness.embedded_cluster import EmbeddedCluster
 from tests.integration.ingestion.sql_tasks import FINAL, rows
 
 pytestmark = pytest.mark.integration
-DEADLINE_S = 300.0  # a task's first micro-batch starts its Spark JVM, on a shared machine
+DEADLINE_S = 300.0  # a loaded 2-core machine: the first tasks wait for their drivers' JVMs
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    # Four task slots: taskCount 2 x replicas 2 run at once.
+    # Four task slots and four warm drivers: taskCount 2 x replicas 2 run at once; the module's
+    # later tasks (a superseded replica's successor, those after a kill) find a driver ready.
     c = EmbeddedCluster(str(tmp_path_factory.mktemp("kafka-faults")), historicals=1,
-                        coordinator={"max_running_tasks": 4})
+                        coordinator={"max_running_tasks": 4, "warm_task_drivers": 4})
     c.supervisor_url = f"http://127.0.0.1:{c.coordinator.http.port}/druid/indexer/v1/supervisor"
     try:
         yield c
@@ -180,7 +182,8 @@ def test_two_supervisors_survive_a_coordinator_restart_each_into_its_datasource(
     more_left, more_right = events(200, 120), events(10_150, 90)
     produce(kafka_broker, "left", more_left, 2)
     produce(kafka_broker, "right", more_right, 1)
-    cluster.start_coordinator(grpc_port=port)
+    # Two warm drivers, one per supervisor, started with it (its predecessor's stopped with it).
+    cluster.start_coordinator(grpc_port=port, warm_task_drivers=2)
     cluster.supervisor_url = f"http://127.0.0.1:{cluster.coordinator.http.port}/druid/indexer/v1/supervisor"
     assert sorted(r["supervisor_id"] for r in rows(cluster, "SELECT supervisor_id FROM sys.supervisors")) == [
         "left_wiki", "right_wiki"]
@@ -205,8 +208,8 @@ def test_task_killed_after_publish_before_it_reports(cluster, kafka_broker, monk
         # Committed: the task process dies before the answer reaches it, so it never reports.
         if datasource == "reportless_wiki" and not killed and records:
             pid = cluster.coordinator.task_runner.pid(task_id)
-            assert pid is not None
-            os.killpg(pid, signal.SIGKILL)
+            assert pid is not None and pid in [d["pid"] for d in cluster.coordinator.task_runner.drivers()]
+            os.killpg(pid, signal.SIGKILL)  # the warm driver running the task, its JVM with it
             killed.append(task_id)
         return new
 

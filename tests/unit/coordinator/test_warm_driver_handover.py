@@ -1,8 +1,9 @@
 """A task submitted right after another one ended goes to the warm driver that ran it, not to a
 JVM of its own: the ended task reports its final state a moment before its driver says "done",
 and in that moment the runner waits for the driver (its "done" wakes the next pass) instead of
-starting a cold task process. A driver that never says "done" does not hold tasks back. A task cancelled in a driver that ends
-it cleanly (a Kafka task between micro-batches) leaves the driver serving when it says so."""
+starting a cold task process. A driver that never says "done" does not hold tasks back. A task
+cancelled in a driver that ends it cleanly (a Kafka task between micro-batches) leaves the
+driver serving when the driver says so, and its cleanup does not wait for the driver to exit."""
 
 from __future__ import annotations
 
