@@ -75,11 +75,9 @@ class EmbeddedCluster:
         self.router = RouterProcess(self._config("router", {"node": {"id": "router"}})).start()
         return self.router
 
-    def start_coordinator(self, grpc_port: int = 0, **coordinator) -> CoordinatorProcess:
-        """``coordinator``: [coordinator] settings for this start only (e.g. ``warm_task_drivers``)."""
+    def start_coordinator(self, grpc_port: int = 0) -> CoordinatorProcess:
         self.coordinator = None
-        config = self._config("coordinator", {"node": {"id": "coordinator", "grpc_port": grpc_port},
-                                              "coordinator": coordinator})
+        config = self._config("coordinator", {"node": {"id": "coordinator", "grpc_port": grpc_port}})
         self.coordinator = CoordinatorProcess(config).start()
         return self.coordinator
 

@@ -37,15 +37,26 @@ DEADLINE_S = 300.0  # a loaded 2-core machine: the first tasks wait for their dr
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    # Four task slots and four warm drivers: taskCount 2 x replicas 2 run at once; the module's
-    # later tasks (a superseded replica's successor, those after a kill) find a driver ready.
+    # Four task slots: taskCount 2 x replicas 2 run at once, two of them in the warm drivers and
+    # two in processes of their own (four warm drivers starting at once, each with the tiered JIT
+    # of a long-lived JVM, starve a loaded 2-core machine). The module's later tasks (a superseded
+    # replica's successor, the supervisors' tasks, the task after a kill) find a driver ready.
     c = EmbeddedCluster(str(tmp_path_factory.mktemp("kafka-faults")), historicals=1,
-                        coordinator={"max_running_tasks": 4, "warm_task_drivers": 4})
+                        coordinator={"max_running_tasks": 4, "warm_task_drivers": 2})
     c.supervisor_url = f"http://127.0.0.1:{c.coordinator.http.port}/druid/indexer/v1/supervisor"
     try:
         yield c
     finally:
         c.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_supervisor_left(cluster):
+    """A test that failed before terminating its supervisors does not leave their tasks holding
+    the module's drivers and task slots for the next test."""
+    yield
+    for datasource in requests.get(cluster.supervisor_url, timeout=30).json():
+        terminate(cluster, datasource)
 
 
 def events(first: int, n: int) -> list[dict]:
@@ -182,8 +193,7 @@ def test_two_supervisors_survive_a_coordinator_restart_each_into_its_datasource(
     more_left, more_right = events(200, 120), events(10_150, 90)
     produce(kafka_broker, "left", more_left, 2)
     produce(kafka_broker, "right", more_right, 1)
-    # Two warm drivers, one per supervisor, started with it (its predecessor's stopped with it).
-    cluster.start_coordinator(grpc_port=port, warm_task_drivers=2)
+    cluster.start_coordinator(grpc_port=port)
     cluster.supervisor_url = f"http://127.0.0.1:{cluster.coordinator.http.port}/druid/indexer/v1/supervisor"
     assert sorted(r["supervisor_id"] for r in rows(cluster, "SELECT supervisor_id FROM sys.supervisors")) == [
         "left_wiki", "right_wiki"]
