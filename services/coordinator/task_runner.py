@@ -7,8 +7,9 @@ coordinator with it. With ``warm_drivers`` > 0 the runner keeps that many warm t
 coordinator leads and restarted when one exits) and hands each task to an idle one, so a small
 task costs its Spark jobs only, not a JVM start. A task no idle driver can take (all busy, or one
 needing its own local master) gets a process of its own (``services.ingestion.task_main``), the
-cold path. A driver whose task was cancelled, failed unexpectedly or broke its session retires;
-one that dies mid-task fails that task exactly as a dead task process does.
+cold path. A driver whose task's cancel stopped its Spark jobs, or whose task failed unexpectedly
+or broke its session, retires (a Kafka task stopped between micro-batches leaves it serving); one
+that dies mid-task fails that task exactly as a dead task process does.
 
 A task whose process is gone without a final state (killed, out of memory, a coordinator
 restart) is settled within one reaping period: FAILED with its exit status and log tail, unless
@@ -117,8 +118,9 @@ class TaskRunner:
         self._driver_seq = 0
         self._driver_failures = 0
         self._driver_retry_at = 0.0
-        # task id -> (datasource, its process group or None): uploads still to delete.
-        self._cleanup: dict[str, tuple[str, int | None]] = {}
+        # task id -> (datasource, its process group or None, the warm driver that ended it or None):
+        # uploads still to delete.
+        self._cleanup: dict[str, tuple[str, int | None, _Driver | None]] = {}
         self._lock = threading.Lock()
         self._leader = threading.Event()
         self._stop = threading.Event()
@@ -414,7 +416,7 @@ class TaskRunner:
         with self._lock:
             gone = [d for d in self._drivers if d.proc.poll() is not None]
             self._drivers = [d for d in self._drivers if d.proc.poll() is None]
-            # Retired by the runner (after a cancel that came too late to matter) but idle: stop it.
+            # Retired by the runner (its stdin failed at a hand-over) but idle: stop it.
             idle_retired = [d for d in self._drivers if d.retiring and d.task is None and not d.told_to_stop]
         for driver in idle_retired:
             driver.told_to_stop = True
@@ -487,29 +489,41 @@ class TaskRunner:
             self._after_settled(settled, proc.pid)
         self._reap_drivers()
 
-    def _after_settled(self, task, group: int | None) -> None:
+    def _after_settled(self, task, group: int | None, driver: _Driver | None = None) -> None:
+        """``driver``: the warm driver in which the task ended by itself; once it says it is done
+        with the task and stays, its process group no longer holds the cleanup back."""
         if task.state != "SUCCESS":
             with self._lock:
-                self._cleanup[task.id] = (task.datasource, group)
+                self._cleanup[task.id] = (task.datasource, group, driver)
+
+    def _moved_on(self, driver: _Driver | None, task_id: str) -> bool:
+        """Whether ``driver`` said it is done with ``task_id`` and keeps serving: nothing of that
+        task runs in it any more (a retiring driver is waited for until it exits)."""
+        with self._lock:
+            return driver is not None and driver.task != task_id and not driver.retiring
 
     # ---- the cleanup duty ----------------------------------------------------------------------
     def _cleanup_loop(self) -> None:
         while not self._stop.wait(self.period_s):
+            self._clean_up()
+
+    def _clean_up(self) -> None:
+        """One pass of the cleanup duty over the tasks whose uploads are still to delete."""
+        with self._lock:
+            pending = dict(self._cleanup)
+        for task_id, (datasource, group, driver) in pending.items():
+            if group is not None and process_group_alive(group) and not self._moved_on(driver, task_id):
+                continue  # a worker of the dead task could still upload: wait until it is gone
+            try:
+                removed = self.remove_uploads(datasource, task_id)
+            except Exception:  # deep storage down: tried again next period
+                log.warning("could not delete the uploads of task %s yet", task_id, exc_info=True)
+                self._stop.wait(self.cleanup_period_s)
+                continue
             with self._lock:
-                pending = dict(self._cleanup)
-            for task_id, (datasource, group) in pending.items():
-                if group is not None and process_group_alive(group):
-                    continue  # a worker of the dead task could still upload: wait until it is gone
-                try:
-                    removed = self.remove_uploads(datasource, task_id)
-                except Exception:  # deep storage down: tried again next period
-                    log.warning("could not delete the uploads of task %s yet", task_id, exc_info=True)
-                    self._stop.wait(self.cleanup_period_s)
-                    continue
-                with self._lock:
-                    self._cleanup.pop(task_id, None)
-                if removed:
-                    log.info("task %s: deleted %d uploaded file(s) it left in deep storage", task_id, removed)
+                self._cleanup.pop(task_id, None)
+            if removed:
+                log.info("task %s: deleted %d uploaded file(s) it left in deep storage", task_id, removed)
 
     def _deep_storage(self):
         if self._storage is None and self._storage_factory is not None:
@@ -565,9 +579,9 @@ class TaskRunner:
     def _terminate(self, task_id: str, proc: subprocess.Popen) -> None:
         """SIGTERM lets the driver delete what it uploaded; SIGKILL after the grace period."""
         with self._lock:
+            # Nothing is handed to it while it runs the task; whether it stays after the cancel is
+            # its call ("done ID keep|retire"): it retires when the cancel stopped Spark jobs.
             driver = self._driven.get(task_id)
-            if driver is not None:
-                driver.retiring = True  # it retires after a cancel: nothing more is handed to it
         if driver is not None:
             self._cancel_driven(task_id, driver)
             return
@@ -597,7 +611,8 @@ class TaskRunner:
         deadline = time.monotonic() + self.cancel_grace_s
         while time.monotonic() < deadline and driver.proc.poll() is None and not self.tasks.get(task_id).is_final:
             time.sleep(0.05)
-        if not self.tasks.get(task_id).is_final:
+        ended_itself = self.tasks.get(task_id).is_final
+        if not ended_itself:
             _kill_group(driver.proc.pid)
             try:
                 driver.proc.wait(timeout=10)
@@ -606,7 +621,7 @@ class TaskRunner:
         task = self.tasks.get(task_id)
         if not task.is_final:
             task = self.tasks.transition(task_id, "CANCELED", error="canceled")
-        self._after_settled(task, driver.proc.pid)
+        self._after_settled(task, driver.proc.pid, driver if ended_itself else None)
 
     def running(self) -> list[str]:
         with self._lock:

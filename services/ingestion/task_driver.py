@@ -12,8 +12,11 @@ driver writes ``done TASK_ID keep`` (ready for the next) or ``done TASK_ID retir
 exit) to the status pipe, so the runner never hands a task to a driver that is leaving.
 
 Isolation: every task runs in its own Spark job group with its own temporary views and upload
-folder. After a cancel, an unexpected error or a dead SparkContext the driver exits (the runner
-starts a fresh one), so a task that went wrong never leaves state behind for the next. A crash
+folder. After a cancel that stopped a task's jobs, an unexpected error, a dead SparkContext or a
+streaming query left running the driver exits (the runner starts a fresh one), so a task that
+went wrong never leaves state behind for the next. A Kafka supervisor's task is cancelled as its
+ordinary stop (suspend, terminate, a spec change); one that stops cleanly between micro-batches
+leaves the driver serving. A crash
 of the process (the JVM taking it down, the OOM killer) fails the running task through the
 runner, exactly as a dead task process does. SIGTERM cancels the running task and exits; so does
 end of input (the coordinator went away).
@@ -95,12 +98,13 @@ class TaskDriver:
         return self.spark
 
     def healthy(self) -> bool:
+        """The session is up and no task left a streaming query running in it."""
         try:
             if self.spark is None:
                 return False
             if hasattr(self.spark, "is_stopped"):  # a Spark Connect client session
-                return not self.spark.is_stopped
-            return not self.spark.sparkContext._jsc.sc().isStopped()
+                return not self.spark.is_stopped and not self.spark.streams.active
+            return not self.spark.sparkContext._jsc.sc().isStopped() and not self.spark.streams.active
         except Exception:  # noqa: BLE001 - a JVM that cannot answer is not healthy
             return False
 
@@ -135,9 +139,14 @@ class TaskDriver:
                 with self._lock:
                     self.current = None
             done += 1
-            # A cancelled or unexpectedly failed task may have left the session in any state.
-            retire = self.cancel.is_set() or rc == 2 or not self.healthy() or done >= self.max_tasks \
-                or self.stopping.is_set()
+            # A cancel that stopped a task's Spark jobs half-way (status 1: CANCELED by
+            # IngestionCancelled) or an unexpected failure may have left the session in any state.
+            # A task that ended cleanly despite a cancel (status 0: a Kafka task stopped between
+            # micro-batches, its streaming query stopped; an INSERT whose publish came first) left
+            # nothing running, so the driver keeps serving: a supervisor's suspend, spec change or
+            # terminate does not cost the next task a JVM.
+            retire = (self.cancel.is_set() and rc != 0) or rc == 2 or not self.healthy() \
+                or done >= self.max_tasks or self.stopping.is_set()
             self.tell(f"done {task_id} {'retire' if retire else 'keep'}")
             if retire:
                 log.info("warm driver %d retires after task %s (%d run)", os.getpid(), task_id, done)

@@ -1,6 +1,7 @@
 """A Kafka supervisor end to end: real Kafka-protocol broker (Tansu), a cluster whose coordinator
-launches the supervisor's task as a process running real Spark micro-batches, and queries through
-the broker. After every step the row count and a checksum equal what was produced, exactly:
+runs the supervisor's tasks in its warm task drivers (each a process of its own with its Spark
+driver JVM, as in a deployment; the killed task kills its driver) doing real Spark micro-batches,
+and queries through the broker. After every step the row count and a checksum equal what was produced, exactly:
 suspend (the task is cancelled) and resume (a new task starts from the committed offsets) lose
 and duplicate nothing. Lag (status and /metrics) builds up while suspended, to exactly what was
 produced meanwhile, and goes back to 0 on resume; unparseable messages show in recentErrors with
@@ -23,12 +24,14 @@ from tests.harness.embedded_cluster import EmbeddedCluster
 from tests.integration.ingestion.sql_tasks import FINAL, rows
 
 pytestmark = pytest.mark.integration
-DEADLINE_S = 300.0  # the first micro-batch starts the task's Spark JVM
+DEADLINE_S = 300.0  # a loaded 2-core machine: the first task waits for its driver's JVM
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = EmbeddedCluster(str(tmp_path_factory.mktemp("kafka")), historicals=1)
+    # Two warm drivers, one Spark session each for the module's tasks: the one after the killed
+    # task's takes the next task at once while the killed one is replaced.
+    c = EmbeddedCluster(str(tmp_path_factory.mktemp("kafka")), historicals=1, coordinator={"warm_task_drivers": 2})
     try:
         c.supervisor_url = f"http://127.0.0.1:{c.coordinator.http.port}/druid/indexer/v1/supervisor"
         yield c
@@ -119,8 +122,8 @@ def test_task_killed_mid_stream_loses_and_duplicates_nothing(cluster, kafka_brok
     produced += more
     [task] = [t for t in cluster.client.tasks("killed_wiki") if t.state not in FINAL]
     pid = cluster.coordinator.task_runner.pid(task.id)
-    assert pid is not None
-    os.kill(pid, signal.SIGKILL)
+    assert pid is not None and pid in [d["pid"] for d in cluster.coordinator.task_runner.drivers()]
+    os.kill(pid, signal.SIGKILL)  # the warm driver running the task: a real process and its JVM die
     deadline = time.monotonic() + DEADLINE_S
     while cluster.client.task(task.id).state not in FINAL:
         assert time.monotonic() < deadline, "the killed task was not settled"
@@ -224,8 +227,8 @@ def test_supervisor_streams_exactly_once_across_suspend_and_resume(cluster, kafk
 
 
 def test_rollup_supervisor_with_the_catalogs_projection(cluster, kafka_broker):  # noqa: F811
-    """Through the coordinator's task process: the catalog entry (read by the task at its start)
-    gives every streamed segment its projection; rollup metrics show on the broker's Druid API;
+    """Through the coordinator's task (in a warm driver): the catalog entry (read by the task at
+    its start) gives every streamed segment its projection; rollup metrics show on the broker's Druid API;
     late messages (by the task's creation time) are thrown away and counted in /stats."""
     by_page = {"type": "aggregate", "name": "by_page", "groupingColumns": [{"type": "string", "name": "page"}],
                "aggregators": [{"type": "longSum", "name": "rows", "fieldName": "n"}]}

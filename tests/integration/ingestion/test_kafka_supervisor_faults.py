@@ -1,6 +1,7 @@
 """Kafka supervisors under faults, end to end: a real Kafka-protocol broker (Tansu), a cluster whose
-coordinator runs each supervisor task as a process doing real Spark micro-batches, and queries
-through the broker. Each test ends with the row count and a checksum of the rows (every column)
+coordinator runs the supervisor tasks in its warm task drivers (each a process of its own with its
+Spark driver JVM, as in a deployment) doing real Spark micro-batches, and queries through the
+broker. Each test ends with the row count and a checksum of the rows (every column)
 equal to what was produced, exactly:
 
 - taskCount 2 x replicas 2 over three partitions: four tasks, each pair racing to publish the same
@@ -31,19 +32,31 @@ from tests.harness.embedded_cluster import EmbeddedCluster
 from tests.integration.ingestion.sql_tasks import FINAL, rows
 
 pytestmark = pytest.mark.integration
-DEADLINE_S = 300.0  # a task's first micro-batch starts its Spark JVM, on a shared machine
+DEADLINE_S = 300.0  # a loaded 2-core machine: the first tasks wait for their drivers' JVMs
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    # Four task slots: taskCount 2 x replicas 2 run at once.
+    # Four task slots: taskCount 2 x replicas 2 run at once, two of them in the warm drivers and
+    # two in processes of their own (four warm drivers starting at once, each with the tiered JIT
+    # of a long-lived JVM, starve a loaded 2-core machine). The module's later tasks (a superseded
+    # replica's successor, the supervisors' tasks, the task after a kill) find a driver ready.
     c = EmbeddedCluster(str(tmp_path_factory.mktemp("kafka-faults")), historicals=1,
-                        coordinator={"max_running_tasks": 4})
+                        coordinator={"max_running_tasks": 4, "warm_task_drivers": 2})
     c.supervisor_url = f"http://127.0.0.1:{c.coordinator.http.port}/druid/indexer/v1/supervisor"
     try:
         yield c
     finally:
         c.stop()
+
+
+@pytest.fixture(autouse=True)
+def no_supervisor_left(cluster):
+    """A test that failed before terminating its supervisors does not leave their tasks holding
+    the module's drivers and task slots for the next test."""
+    yield
+    for datasource in requests.get(cluster.supervisor_url, timeout=30).json():
+        terminate(cluster, datasource)
 
 
 def events(first: int, n: int) -> list[dict]:
@@ -205,8 +218,8 @@ def test_task_killed_after_publish_before_it_reports(cluster, kafka_broker, monk
         # Committed: the task process dies before the answer reaches it, so it never reports.
         if datasource == "reportless_wiki" and not killed and records:
             pid = cluster.coordinator.task_runner.pid(task_id)
-            assert pid is not None
-            os.killpg(pid, signal.SIGKILL)
+            assert pid is not None and pid in [d["pid"] for d in cluster.coordinator.task_runner.drivers()]
+            os.killpg(pid, signal.SIGKILL)  # the warm driver running the task, its JVM with it
             killed.append(task_id)
         return new
 
