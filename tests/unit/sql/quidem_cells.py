@@ -5,6 +5,12 @@ Druid's published cells: NULL is an empty cell (``null`` inside an array), an ar
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Callable
+
+import pytest
+
+from common.errors import StrataError
 
 
 def _java_double(x: float) -> str:
@@ -45,3 +51,15 @@ def rows(*cells) -> list[list[str]]:
 def same(*cells, n: int = 4) -> list[list[str]]:
     """The same row ``n`` times (Druid's qa tables have 4 rows)."""
     return [list(cells)] * n
+
+
+def assert_cells(run: Callable, sql: str, want, value: Callable[[str], object] = str) -> None:
+    """``run(sql)`` answers Druid's cells ``want`` as a multiset (rows of a query without ORDER BY
+    come in any order), each cell compared through ``value``; or it fails where Druid answers
+    with an error (``want`` an ``Error``)."""
+    if isinstance(want, Error):
+        with pytest.raises(StrataError):
+            run(sql)
+        return
+    got = Counter(tuple(value(cell(v)) for v in r.values()) for r in run(sql).to_pylist())
+    assert got == Counter(tuple(value(c) for c in r) for r in want)

@@ -22,9 +22,8 @@ from collections import Counter
 
 import pytest
 
-from common.errors import StrataError
 from tests.unit.sql.qa_json_cols_data import HAVE_DATA, qa_json_cols_runner
-from tests.unit.sql.quidem_cells import Error, cell, rows, same
+from tests.unit.sql.quidem_cells import Error, assert_cells, cell, rows, same
 
 pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="shared test data not found")
 
@@ -174,12 +173,7 @@ JSON_KEYS += [
 
 @pytest.mark.parametrize("test_id, sql, want", JSON_KEYS, ids=[c[0] for c in JSON_KEYS])
 def test_druid_qa_json_keys_result(druid, test_id, sql, want):
-    if isinstance(want, Error):
-        with pytest.raises(StrataError):
-            druid(sql)
-        return
-    got = [[cell(v) for v in r.values()] for r in druid(sql).to_pylist()]
-    assert Counter(map(tuple, got)) == Counter(map(tuple, want))
+    assert_cells(druid, sql, want)
 
 
 def _counts(arg: str, value: str | None, counts: tuple) -> list:

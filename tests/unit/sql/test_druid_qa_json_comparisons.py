@@ -27,9 +27,8 @@ from collections import Counter
 
 import pytest
 
-from common.errors import StrataError
 from tests.unit.sql.qa_json_cols_data import HAVE_DATA, count_case, qa_json_cols_runner
-from tests.unit.sql.quidem_cells import Error, cell, rows, same
+from tests.unit.sql.quidem_cells import Error, assert_cells, cell, rows, same
 
 pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="shared test data not found")
 
@@ -87,12 +86,7 @@ def test_druid_qa_json_comparison_result(druid, test_id, sql, want):
         druid_want, strata_want = DIFFERENCES[test_id]
         assert type(druid_want) is type(want) and (isinstance(want, Error) or druid_want == want)
         want = strata_want
-    if isinstance(want, Error):
-        with pytest.raises(StrataError):
-            druid(sql)
-        return
-    got = [tuple(cell(v) for v in r.values()) for r in druid(sql).to_pylist()]
-    assert Counter(got) == Counter(map(tuple, want))
+    assert_cells(druid, sql, want)
 
 
 @pytest.mark.parametrize("test_id, sql, want", SQL_CASES, ids=[c[0] for c in SQL_CASES])

@@ -15,13 +15,11 @@ here too, with strata's own message.
 from __future__ import annotations
 
 import json
-from collections import Counter
 
 import pytest
 
-from common.errors import StrataError
 from tests.unit.sql.qa_json_cols_data import HAVE_DATA, count_case, qa_json_cols_runner
-from tests.unit.sql.quidem_cells import Error, cell, rows, same
+from tests.unit.sql.quidem_cells import Error, assert_cells, rows, same
 
 pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="shared test data not found")
 
@@ -183,12 +181,7 @@ def _json(text: str):
 
 
 def _check(druid, sql: str, want) -> None:
-    if isinstance(want, Error):
-        with pytest.raises(StrataError):
-            druid(sql)
-        return
-    got = [tuple(_json(cell(v)) for v in r.values()) for r in druid(sql).to_pylist()]
-    assert Counter(got) == Counter(tuple(_json(c) for c in r) for r in want)
+    assert_cells(druid, sql, want, _json)
 
 
 @pytest.mark.parametrize("test_id, sql, want", OBJECT_CASES, ids=[c[0] for c in OBJECT_CASES])

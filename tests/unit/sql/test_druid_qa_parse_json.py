@@ -22,13 +22,11 @@ Deliberate differences, checked rather than skipped:
 from __future__ import annotations
 
 import json
-from collections import Counter
 
 import pytest
 
-from common.errors import StrataError
 from tests.unit.sql.qa_json_cols_data import HAVE_DATA, count_case, qa_json_cols_runner
-from tests.unit.sql.quidem_cells import Error, cell, rows, same
+from tests.unit.sql.quidem_cells import Error, assert_cells, rows, same
 
 pytestmark = pytest.mark.skipif(not HAVE_DATA, reason="shared test data not found")
 
@@ -132,13 +130,7 @@ def _json(text: str):
 
 
 def _check(druid, sql: str, want, as_json: bool) -> None:
-    if isinstance(want, Error):
-        with pytest.raises(StrataError):
-            druid(sql)
-        return
-    fmt = _json if as_json else (lambda c: c)
-    got = [tuple(fmt(cell(v)) for v in r.values()) for r in druid(sql).to_pylist()]
-    assert Counter(got) == Counter(tuple(fmt(c) for c in r) for r in want)
+    assert_cells(druid, sql, want, _json if as_json else str)
 
 
 @pytest.mark.parametrize("test_id, sql, want", PARSE, ids=[c[0] for c in PARSE])
