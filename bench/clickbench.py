@@ -173,9 +173,14 @@ def publish_into_strata(client, cluster_dir: str, parquet: str) -> float:
     storage = deep_storage_from_url(os.path.join(cluster_dir, "deep-storage"))
     descriptors = client.build_and_publish(druid_rows(pq.read_table(parquet)), "hits", storage)
     client.wait_loaded("hits", len(descriptors), 1200, replicas=1)
-    rows = sum(d.num_rows for d in descriptors)
-    deadline = time.monotonic() + 60
-    while True:  # the broker sees the historicals' announcements a moment later
+    # the broker sees the historicals' announcements a moment later
+    return wait_queryable(client, sum(d.num_rows for d in descriptors), started, time.monotonic() + 60)
+
+
+def wait_queryable(client, rows: int, started: float, deadline: float) -> float:
+    """Seconds from ``started`` until ``hits`` answers a count of ``rows`` (by the monotonic
+    ``deadline``)."""
+    while True:
         try:
             got = client.sql("SELECT COUNT(*) AS c FROM hits")[0].column("c")[0].as_py()
         except Exception:  # noqa: BLE001 - not served yet
@@ -183,7 +188,7 @@ def publish_into_strata(client, cluster_dir: str, parquet: str) -> float:
         if got == rows:
             return time.perf_counter() - started
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{got} of {rows} published rows queryable after 60s")
+            raise TimeoutError(f"{got} of {rows} rows of hits queryable by the deadline")
         time.sleep(0.2)
 
 
@@ -302,16 +307,7 @@ def load_into_strata(client, parquet: str, rows: int, timeout_s: float = 1200.0)
         time.sleep(0.5)
     if task.state != "SUCCESS":
         raise RuntimeError(f"INSERT task {task_id} {task.state}: {task.error}")
-    while True:
-        try:
-            got = client.sql("SELECT COUNT(*) AS c FROM hits")[0].column("c")[0].as_py()
-        except Exception:  # noqa: BLE001 - not served yet
-            got = None
-        if got == rows:
-            return time.perf_counter() - started
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{got} of {rows} rows queryable after {timeout_s:.0f}s")
-        time.sleep(0.5)
+    return wait_queryable(client, rows, started, deadline)
 
 
 def flight_runner(uri: str) -> tuple[Callable[[str], pa.Table], Callable[[], None]]:
