@@ -120,7 +120,6 @@ def main() -> int:
     ap.add_argument("--markdown", action="store_true")
     args = ap.parse_args()
 
-    from services.cli.cluster_client import ClusterClient  # noqa: F401 - the cluster's client type
     from tests.fixtures.kafka_broker import TansuProcess, tansu_binary
     from tests.harness.embedded_cluster import EmbeddedCluster
 

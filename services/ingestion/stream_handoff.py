@@ -27,9 +27,7 @@ meanwhile), so its own appends never race its handoff.
 from __future__ import annotations
 
 import dataclasses
-
 import logging
-import os
 import shutil
 import tempfile
 import threading

@@ -30,7 +30,7 @@ from tests.integration.ingestion.stream_tasks import (  # noqa: F401 - deep and 
     supervisor,
 )
 
-DEADLINE_S = 300.0  # a loaded 2-core machine: a micro-batch is two Spark jobs (read, build)
+DEADLINE_S = 300.0  # a loaded 2-core machine: each micro-batch is a Spark job
 
 
 def drain(task: StreamTask, start: dict[int, int], until) -> dict[int, int]:
